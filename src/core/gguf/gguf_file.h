@@ -9,6 +9,21 @@
 // u64 metadata_kv_count, metadata KVs, tensor infos, padding to
 // `general.alignment` (default 32), tensor data. Tensor offsets are relative
 // to the start of the data section and must be multiples of the alignment.
+//
+// What the reader accepts (beyond the spec's letter, decided here):
+//  - n_dims is 1..4 and every dimension is >= 1: a zero-sized tensor carries
+//    nothing, and rejecting it means every tensor has a non-empty data span;
+//    the element count must fit in int64 (ggml's ne type);
+//  - dims[0] is a multiple of the type's block size;
+//  - tensor data lies inside the file and no two tensors overlap (they need
+//    not be stored in info order);
+//  - `general.alignment` may be any integer type; its value is a nonzero power of two;
+//  - bool values are 0 or 1; arrays nest at most kMaxArrayDepth deep;
+//  - duplicate keys or tensor names are errors;
+//  - a file with no tensors may end right after its metadata, without padding.
+// Memory used is linear in the file size (each metadata value costs at most
+// sizeof(Value) per encoded byte), and nothing is reserved before a count has
+// been bounded by the bytes that remain.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +73,9 @@ class GgufFile {
   uint32_t version() const;
   uint64_t alignment() const;
   uint64_t file_size() const;
-  uint64_t data_offset() const;  // absolute offset of the tensor data section
+  // Absolute offset of the tensor data section (end of tensor infos rounded up
+  // to the alignment); may lie past file_size() when the file has no tensors.
+  uint64_t data_offset() const;
 
   const std::vector<KeyValue>& metadata() const;
   const Value* find(std::string_view key) const;

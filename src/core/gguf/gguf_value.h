@@ -26,7 +26,14 @@ enum class ValueType : uint32_t {
   FLOAT64 = 12,
 };
 
+// "uint8", "string", "array", ...; "unknown" for ids outside the table.
 std::string_view value_type_name(ValueType t);
+// True for the 13 ids of the specification.
+bool is_valid_value_type(uint32_t id);
+
+// Arrays may nest (an array of arrays of strings); the reader and the writer
+// refuse deeper nesting than this so that hostile files cannot exhaust the stack.
+constexpr int kMaxArrayDepth = 8;
 
 struct Value;
 
