@@ -86,9 +86,12 @@ void set_simd_level(SimdLevel level) {
 
 std::string simd_level_name(SimdLevel level) {
   switch (level) {
-    case SimdLevel::Avx512: return "avx512";
-    case SimdLevel::Avx2: return "avx2";
-    default: return "scalar";
+    case SimdLevel::Avx512:
+      return "avx512";
+    case SimdLevel::Avx2:
+      return "avx2";
+    default:
+      return "scalar";
   }
 }
 

@@ -1,0 +1,35 @@
+// Scaled dot-product attention of one query head over a KV cache that may be
+// split into spans (one span for a contiguous cache, one per block for a
+// paged cache), with an online softmax over tiles of positions so no
+// [n_keys] score row is ever materialised and the cache is read once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace kvforge {
+
+enum class KvDtype : uint8_t { F32, F16 };
+
+size_t kv_dtype_bytes(KvDtype t);
+const char* kv_dtype_name(KvDtype t);
+
+// A run of consecutive positions of one sequence in one layer.
+struct KvSpan {
+  const uint8_t* k = nullptr;  // K of (first position, kv head 0)
+  const uint8_t* v = nullptr;  // V of (first position, kv head 0)
+  size_t pos_stride = 0;       // bytes from one position to the next
+  size_t head_stride = 0;      // bytes from one kv head to the next
+  int32_t n = 0;               // positions in the span
+};
+
+// Floats of scratch attend_one_head needs.
+inline size_t attention_scratch_floats(int head_dim) { return size_t(head_dim) * 2 + 64; }
+
+// out[head_dim] = softmax(scale * q·K[0..n_keys)) · V[0..n_keys) for kv head `kv_head`.
+// Positions are taken from the spans in order; n_keys must be ≤ their total and ≥ 1.
+void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
+                     int kv_head, int head_dim, KvDtype dtype, float scale, float* out,
+                     float* scratch);
+
+}  // namespace kvforge

@@ -1,0 +1,210 @@
+#include "model/forward.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "core/formats/row_codec.h"
+#include "core/ops/activation.h"
+#include "core/ops/norm.h"
+
+namespace kvforge {
+
+void ForwardScratch::reserve(int max_tokens, int n_threads) {
+  const ModelConfig& c = config_;
+  const size_t head_floats = size_t(std::max(1, n_threads)) * attention_scratch_floats(c.head_dim);
+  if (head_scratch_.size() < head_floats) head_scratch_.resize(head_floats);
+  if (max_tokens <= capacity_) return;
+  const size_t n = size_t(max_tokens);
+  x_.resize(n * c.n_embd);
+  xn_.resize(n * std::max(c.n_embd, c.q_dim()));
+  q_.resize(n * c.q_dim());
+  k_.resize(n * c.kv_dim());
+  v_.resize(n * c.kv_dim());
+  attn_.resize(n * c.q_dim());
+  gate_.resize(n * c.n_ff);
+  up_.resize(n * c.n_ff);
+  proj_.resize(n * c.n_embd);
+  cos_sin_.resize(n * c.rope_dim);
+  step_seqs_.reserve(n);
+  token_seq_slot_.resize(n);
+  seq_spans_.resize(n);
+  for (auto& spans : seq_spans_) spans.reserve(16);
+  capacity_ = max_tokens;
+}
+
+// One forward call; methods are the phases of a transformer block.
+class ForwardPass {
+ public:
+  ForwardPass(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& s,
+              ThreadPool& pool)
+      : m_(model),
+        c_(model.config()),
+        in_(in),
+        kv_(kv),
+        s_(s),
+        pool_(pool),
+        n_(int64_t(in.tokens.size())) {}
+
+  void run(float* logits) {
+    validate();
+    s_.reserve(int(n_), pool_.size());
+    group_sequences();
+    embed();
+    for (int l = 0; l < c_.n_layer; ++l) {
+      attention_block(l);
+      ffn_block(l);
+    }
+    output(logits);
+  }
+
+ private:
+  void validate() const {
+    if (in_.positions.size() != in_.tokens.size() ||
+        (!in_.seq_ids.empty() && in_.seq_ids.size() != in_.tokens.size()))
+      throw std::invalid_argument("forward: tokens, positions and seq_ids differ in length");
+    for (int64_t t = 0; t < n_; ++t) {
+      const int32_t id = in_.tokens[size_t(t)];
+      if (id < 0 || id >= c_.n_vocab)
+        throw std::out_of_range("token id " + std::to_string(id) +
+                                " is outside the vocabulary [0, " + std::to_string(c_.n_vocab) +
+                                ")");
+      if (in_.positions[size_t(t)] < 0)
+        throw std::out_of_range("negative position " + std::to_string(in_.positions[size_t(t)]));
+    }
+    for (int32_t r : in_.logit_rows)
+      if (r < 0 || r >= n_)
+        throw std::out_of_range("logit row " + std::to_string(r) + " out of range");
+  }
+
+  int32_t seq_of(int64_t t) const { return in_.seq_ids.empty() ? 0 : in_.seq_ids[size_t(t)]; }
+
+  void group_sequences() {
+    s_.step_seqs_.clear();
+    for (int64_t t = 0; t < n_; ++t) {
+      const int32_t seq = seq_of(t);
+      auto it = std::find(s_.step_seqs_.begin(), s_.step_seqs_.end(), seq);
+      if (it == s_.step_seqs_.end()) it = s_.step_seqs_.insert(it, seq);
+      s_.token_seq_slot_[size_t(t)] = int32_t(it - s_.step_seqs_.begin());
+    }
+  }
+
+  void embed() {
+    const WeightView& e = m_.weights().token_embd;
+    const size_t rb = row_bytes(e.type, size_t(e.cols));
+    for (int64_t t = 0; t < n_; ++t) {
+      const auto* row = static_cast<const uint8_t*>(e.data) + size_t(in_.tokens[size_t(t)]) * rb;
+      dequantize_row(e.type, row, s_.x_.data() + t * c_.n_embd, c_.n_embd);
+      m_.rope().angles(in_.positions[size_t(t)], s_.cos_sin_.data() + t * c_.rope_dim);
+    }
+  }
+
+  void norm_all(const std::vector<float>& weight) {
+    for (int64_t t = 0; t < n_; ++t)
+      rms_norm(s_.x_.data() + t * c_.n_embd, weight.data(), c_.n_embd, c_.rms_eps,
+               s_.xn_.data() + t * c_.n_embd);
+  }
+
+  void matmul_into(const WeightView& w, const float* x, float* y) {
+    matmul(w, x, n_, y, pool_, s_.matmul_);
+  }
+
+  static void add_bias(float* y, const std::vector<float>& bias, int64_t n_rows) {
+    if (bias.empty()) return;
+    const size_t d = bias.size();
+    for (int64_t t = 0; t < n_rows; ++t)
+      for (size_t i = 0; i < d; ++i) y[size_t(t) * d + i] += bias[i];
+  }
+
+  void attention_block(int l) {
+    const LayerWeights& w = m_.weights().layers[size_t(l)];
+    norm_all(w.attn_norm);
+    matmul_into(w.attn_q, s_.xn_.data(), s_.q_.data());
+    matmul_into(w.attn_k, s_.xn_.data(), s_.k_.data());
+    matmul_into(w.attn_v, s_.xn_.data(), s_.v_.data());
+    add_bias(s_.q_.data(), w.bias_q, n_);
+    add_bias(s_.k_.data(), w.bias_k, n_);
+    add_bias(s_.v_.data(), w.bias_v, n_);
+    for (int64_t t = 0; t < n_; ++t) {
+      const float* cs = s_.cos_sin_.data() + t * c_.rope_dim;
+      m_.rope().apply(s_.q_.data() + t * c_.q_dim(), c_.n_head, c_.head_dim, cs);
+      m_.rope().apply(s_.k_.data() + t * c_.kv_dim(), c_.n_kv_head, c_.head_dim, cs);
+      kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
+                s_.v_.data() + t * c_.kv_dim());
+    }
+    attend(l);
+    matmul_into(w.attn_output, s_.attn_.data(), s_.proj_.data());
+    add_residual();
+  }
+
+  // Every (token, query head) pair is independent: split them over threads.
+  void attend(int l) {
+    int32_t max_pos = 0;
+    for (int32_t p : in_.positions) max_pos = std::max(max_pos, p);
+    for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
+      s_.seq_spans_[i].clear();
+      int32_t seq_max = 0;
+      for (int64_t t = 0; t < n_; ++t)
+        if (s_.token_seq_slot_[size_t(t)] == int32_t(i))
+          seq_max = std::max(seq_max, in_.positions[size_t(t)]);
+      kv_.spans(l, s_.step_seqs_[i], seq_max + 1, s_.seq_spans_[i]);
+    }
+    const float scale = 1.0f / std::sqrt(float(c_.head_dim));
+    const size_t per_thread = attention_scratch_floats(c_.head_dim);
+    const KvDtype dtype = kv_.dtype();
+    pool_.run([&](int ti, int nt) {
+      float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
+      const int64_t items = n_ * c_.n_head;
+      for (int64_t item = ti; item < items; item += nt) {
+        const int64_t t = item / c_.n_head;
+        const int h = int(item % c_.n_head);
+        const auto& spans = s_.seq_spans_[size_t(s_.token_seq_slot_[size_t(t)])];
+        attend_one_head(s_.q_.data() + t * c_.q_dim() + h * c_.head_dim, spans.data(), spans.size(),
+                        in_.positions[size_t(t)] + 1, h / c_.gqa_group(), c_.head_dim, dtype, scale,
+                        s_.attn_.data() + t * c_.q_dim() + h * c_.head_dim, scratch);
+      }
+    });
+  }
+
+  void add_residual() {
+    const size_t n = size_t(n_) * c_.n_embd;
+    for (size_t i = 0; i < n; ++i) s_.x_[i] += s_.proj_[i];
+  }
+
+  void ffn_block(int l) {
+    const LayerWeights& w = m_.weights().layers[size_t(l)];
+    norm_all(w.ffn_norm);
+    matmul_into(w.ffn_gate, s_.xn_.data(), s_.gate_.data());
+    matmul_into(w.ffn_up, s_.xn_.data(), s_.up_.data());
+    swiglu(s_.gate_.data(), s_.up_.data(), n_ * c_.n_ff, s_.gate_.data());
+    matmul_into(w.ffn_down, s_.gate_.data(), s_.proj_.data());
+    add_residual();
+  }
+
+  // Only the rows that need logits go through the final norm and the output matrix.
+  void output(float* logits) {
+    const int64_t rows = int64_t(in_.logit_rows.size());
+    if (rows == 0) return;
+    for (int64_t i = 0; i < rows; ++i)
+      rms_norm(s_.x_.data() + int64_t(in_.logit_rows[size_t(i)]) * c_.n_embd,
+               m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps,
+               s_.xn_.data() + i * c_.n_embd);
+    matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
+  }
+
+  const Model& m_;
+  const ModelConfig& c_;
+  const StepInputs& in_;
+  KvStore& kv_;
+  ForwardScratch& s_;
+  ThreadPool& pool_;
+  const int64_t n_;
+};
+
+void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
+             ThreadPool& pool, float* logits) {
+  ForwardPass(model, in, kv, scratch, pool).run(logits);
+}
+
+}  // namespace kvforge

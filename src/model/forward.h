@@ -1,0 +1,61 @@
+// The batched forward pass: any number of tokens of any number of sequences
+// in one call. Weight matrices are applied to all tokens at once ([n_tokens,
+// n_embd] activations), so each weight is read from memory once per step;
+// attention reads each token's own sequence through the KvStore.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/kernels/matmul.h"
+#include "core/threadpool.h"
+#include "model/kv_store.h"
+#include "model/model.h"
+
+namespace kvforge {
+
+struct StepInputs {
+  std::span<const int32_t> tokens;      // [n_tokens] token ids
+  std::span<const int32_t> positions;   // [n_tokens] position of each token in its sequence
+  std::span<const int32_t> seq_ids;     // [n_tokens] KV sequence of each token; empty = all 0
+  std::span<const int32_t> logit_rows;  // indices into tokens whose logits are wanted, in order
+};
+
+// Activation buffers for up to `max_tokens` tokens per step. Sized once by
+// reserve(); forward() never allocates when the step fits.
+class ForwardScratch {
+ public:
+  explicit ForwardScratch(const ModelConfig& config) : config_(config) {}
+  // Grows the buffers to hold steps of `max_tokens` tokens run on `n_threads` threads.
+  void reserve(int max_tokens, int n_threads);
+  int capacity() const { return capacity_; }
+
+ private:
+  friend class ForwardPass;
+  const ModelConfig& config_;
+  int capacity_ = 0;
+  std::vector<float> x_;        // [n_tokens][n_embd] residual stream
+  std::vector<float> xn_;       // [n_tokens][max(n_embd, q_dim)] normalised input / gathered rows
+  std::vector<float> q_;        // [n_tokens][q_dim]
+  std::vector<float> k_;        // [n_tokens][kv_dim]
+  std::vector<float> v_;        // [n_tokens][kv_dim]
+  std::vector<float> attn_;     // [n_tokens][q_dim]
+  std::vector<float> gate_;     // [n_tokens][n_ff]
+  std::vector<float> up_;       // [n_tokens][n_ff]
+  std::vector<float> proj_;     // [n_tokens][n_embd] output of attn_output / ffn_down
+  std::vector<float> cos_sin_;  // [n_tokens][rope_dim]
+  std::vector<float> head_scratch_;             // [n_threads][attention_scratch_floats]
+  std::vector<int32_t> step_seqs_;              // distinct sequences of the step
+  std::vector<std::vector<KvSpan>> seq_spans_;  // [distinct seq] spans of the current layer
+  std::vector<int32_t> token_seq_slot_;         // [n_tokens] index into step_seqs_
+  MatmulScratch matmul_;
+};
+
+// Runs the model over the step; writes K/V of every input token into `kv` and
+// [logit_rows.size()][n_vocab] logits into `logits`. Throws std::out_of_range
+// for a token id outside the vocabulary (before touching the KV store).
+void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
+             ThreadPool& pool, float* logits);
+
+}  // namespace kvforge

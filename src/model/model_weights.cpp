@@ -1,0 +1,84 @@
+#include "model/model_weights.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "core/formats/row_codec.h"
+
+namespace kvforge {
+namespace {
+
+std::string shape_str(const std::vector<uint64_t>& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
+class TensorLoader {
+ public:
+  explicit TensorLoader(const gguf::GgufFile& f) : f_(f) {}
+
+  const gguf::TensorInfo& find(const std::string& name, std::vector<uint64_t> expected) const {
+    const gguf::TensorInfo* t = f_.find_tensor(name);
+    if (!t) fail(name, "is missing");
+    if (t->dims != expected)
+      fail(name, "has shape " + shape_str(t->dims) + ", expected " + shape_str(expected));
+    if (!is_supported_weight_type(t->type))
+      fail(name, "has type " + std::string(type_name(t->type)) +
+                     ", which kvforge cannot compute with (supported: f32, f16, bf16, q8_0, "
+                     "q4_0, q4_k, q6_k)");
+    return *t;
+  }
+
+  // A matrix with ne0 = cols (contiguous), ne1 = rows.
+  WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const {
+    const gguf::TensorInfo& t = find(name, {uint64_t(cols), uint64_t(rows)});
+    return WeightView{t.type, f_.tensor_data(t).data(), rows, cols};
+  }
+
+  // A vector copied to f32 (norm weights and biases are small).
+  std::vector<float> vector(const std::string& name, int64_t n) const {
+    const gguf::TensorInfo& t = find(name, {uint64_t(n)});
+    std::vector<float> out(static_cast<size_t>(n));
+    dequantize_row(t.type, f_.tensor_data(t).data(), out.data(), n);
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& name, const std::string& what) const {
+    throw std::runtime_error(f_.name() + ": tensor '" + name + "' " + what);
+  }
+  const gguf::GgufFile& f_;
+};
+
+}  // namespace
+
+ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c) {
+  const TensorLoader load(file);
+  ModelWeights w;
+  w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
+  w.output_norm = load.vector("output_norm.weight", c.n_embd);
+  w.output = c.tied_output ? w.token_embd : load.matrix("output.weight", c.n_vocab, c.n_embd);
+  w.layers.resize(size_t(c.n_layer));
+  for (int i = 0; i < c.n_layer; ++i) {
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerWeights& l = w.layers[size_t(i)];
+    l.attn_norm = load.vector(p + "attn_norm.weight", c.n_embd);
+    l.attn_q = load.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
+    l.attn_k = load.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
+    l.attn_v = load.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
+    if (c.qkv_bias) {
+      l.bias_q = load.vector(p + "attn_q.bias", c.q_dim());
+      l.bias_k = load.vector(p + "attn_k.bias", c.kv_dim());
+      l.bias_v = load.vector(p + "attn_v.bias", c.kv_dim());
+    }
+    l.attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+    l.ffn_norm = load.vector(p + "ffn_norm.weight", c.n_embd);
+    l.ffn_gate = load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
+    l.ffn_up = load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
+    l.ffn_down = load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+  }
+  return w;
+}
+
+}  // namespace kvforge

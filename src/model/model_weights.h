@@ -1,0 +1,40 @@
+// The weights of a LLaMA-family model as views into the memory-mapped GGUF
+// file (matrices stay in their storage format) plus small f32 copies of the
+// norm and bias vectors.
+#pragma once
+
+#include <vector>
+
+#include "core/gguf/gguf_file.h"
+#include "core/kernels/matmul.h"
+#include "model/model_config.h"
+
+namespace kvforge {
+
+struct LayerWeights {
+  std::vector<float> attn_norm;  // [n_embd]
+  WeightView attn_q;             // [q_dim rows][n_embd]
+  WeightView attn_k;             // [kv_dim rows][n_embd]
+  WeightView attn_v;             // [kv_dim rows][n_embd]
+  std::vector<float> bias_q;     // [q_dim] or empty
+  std::vector<float> bias_k;     // [kv_dim] or empty
+  std::vector<float> bias_v;     // [kv_dim] or empty
+  WeightView attn_output;        // [n_embd rows][q_dim]
+  std::vector<float> ffn_norm;   // [n_embd]
+  WeightView ffn_gate;           // [n_ff rows][n_embd]
+  WeightView ffn_up;             // [n_ff rows][n_embd]
+  WeightView ffn_down;           // [n_embd rows][n_ff]
+};
+
+struct ModelWeights {
+  WeightView token_embd;  // [n_vocab rows][n_embd]
+  std::vector<LayerWeights> layers;
+  std::vector<float> output_norm;  // [n_embd]
+  WeightView output;               // [n_vocab rows][n_embd]; token_embd when tied
+
+  // Checks every tensor's presence, shape and type against `config`; throws
+  // std::runtime_error naming the file, tensor, expected and actual shape/type.
+  static ModelWeights from_gguf(const gguf::GgufFile& file, const ModelConfig& config);
+};
+
+}  // namespace kvforge

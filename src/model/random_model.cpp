@@ -1,0 +1,151 @@
+#include "model/random_model.h"
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "core/formats/row_codec.h"
+
+namespace kvforge {
+namespace {
+
+// Uniform in [-1, 1) from raw 64-bit outputs, so the weights are the same
+// with every standard library (std distributions are implementation-defined).
+class UniformSource {
+ public:
+  explicit UniformSource(uint64_t seed) : rng_(seed) {}
+  float next() { return float(double(rng_() >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+std::vector<uint8_t> encode(GgmlType type, const std::vector<float>& values, int64_t cols) {
+  const size_t rows = values.size() / size_t(cols);
+  const size_t rb = row_bytes(type, size_t(cols));
+  std::vector<uint8_t> out(rows * rb);
+  for (size_t r = 0; r < rows; ++r)
+    quantize_row(type, values.data() + r * size_t(cols), out.data() + r * rb, cols);
+  return out;
+}
+
+class TensorMaker {
+ public:
+  TensorMaker(gguf::GgufWriter& w, const RandomModelSpec& spec)
+      : w_(w), spec_(spec), rng_(spec.seed) {}
+
+  // Entries uniform in ±1/sqrt(cols): keeps activations O(1) through the layers.
+  void matrix(const std::string& name, int64_t rows, int64_t cols) {
+    std::vector<float> v(size_t(rows * cols));
+    const float a = float(1.0 / std::sqrt(double(cols)));
+    for (float& x : v) x = a * rng_.next();
+    w_.add_tensor(name, spec_.weight_type, {uint64_t(cols), uint64_t(rows)},
+                  encode(spec_.weight_type, v, cols));
+  }
+
+  // Norm weights near 1 so that every element of the norm matters.
+  void norm(const std::string& name, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = 1.0f + 0.25f * rng_.next();
+    w_.add_tensor(name, GgmlType::F32, {uint64_t(n)},
+                  std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+  }
+
+ private:
+  gguf::GgufWriter& w_;
+  const RandomModelSpec& spec_;
+  UniformSource rng_;
+};
+
+// A SentencePiece-style vocabulary that can encode any bytes: 3 specials then
+// the 256 byte tokens.
+int add_byte_vocab(gguf::GgufWriter& w) {
+  std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
+  std::vector<float> scores = {0, 0, 0};
+  std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
+  for (int b = 0; b < 256; ++b) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "<0x%02X>", b);
+    tokens.emplace_back(buf);
+    scores.push_back(0);
+    types.push_back(6);  // byte
+  }
+  w.set("tokenizer.ggml.model", gguf::Value::string("llama"));
+  w.set("tokenizer.ggml.tokens", gguf::Value::string_array(tokens));
+  w.set("tokenizer.ggml.scores", gguf::Value::f32_array(scores));
+  w.set("tokenizer.ggml.token_type", gguf::Value::i32_array(types));
+  w.set("tokenizer.ggml.unknown_token_id", gguf::Value::u32(0));
+  w.set("tokenizer.ggml.bos_token_id", gguf::Value::u32(1));
+  w.set("tokenizer.ggml.eos_token_id", gguf::Value::u32(2));
+  w.set("tokenizer.ggml.add_bos_token", gguf::Value::boolean(true));
+  return int(tokens.size());
+}
+
+int copy_vocab(gguf::GgufWriter& w, const gguf::GgufFile& vocab) {
+  for (const gguf::KeyValue& kv : vocab.metadata())
+    if (kv.key.rfind("tokenizer.", 0) == 0) w.set(kv.key, kv.value);
+  return int(vocab.get_string_array("tokenizer.ggml.tokens").size());
+}
+
+}  // namespace
+
+std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) {
+  RandomModelSpec s;
+  s.name = name;
+  if (name == "tiny") return s;
+  if (name == "small") {
+    s.n_embd = 768;
+    s.n_layer = 12;
+    s.n_head = 12;
+    s.n_kv_head = 4;
+    s.n_ff = 2048;
+    s.n_ctx = 2048;
+    return s;
+  }
+  return std::nullopt;
+}
+
+gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
+  if (spec.n_embd % spec.n_head != 0 || spec.n_head % spec.n_kv_head != 0)
+    throw std::invalid_argument(
+        "make_random_model: n_embd must be a multiple of n_head, and "
+        "n_head a multiple of n_kv_head");
+  gguf::GgufWriter w;
+  const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w);
+  const int head_dim = spec.n_embd / spec.n_head;
+  w.set("general.architecture", gguf::Value::string("llama"));
+  w.set("general.name", gguf::Value::string(spec.name));
+  w.set("llama.context_length", gguf::Value::u32(uint32_t(spec.n_ctx)));
+  w.set("llama.embedding_length", gguf::Value::u32(uint32_t(spec.n_embd)));
+  w.set("llama.block_count", gguf::Value::u32(uint32_t(spec.n_layer)));
+  w.set("llama.feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff)));
+  w.set("llama.attention.head_count", gguf::Value::u32(uint32_t(spec.n_head)));
+  w.set("llama.attention.head_count_kv", gguf::Value::u32(uint32_t(spec.n_kv_head)));
+  w.set("llama.rope.dimension_count", gguf::Value::u32(uint32_t(head_dim)));
+  w.set("llama.rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
+  w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
+  w.set("llama.vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
+
+  TensorMaker make(w, spec);
+  const int64_t q_dim = spec.n_embd, kv_dim = int64_t(head_dim) * spec.n_kv_head;
+  make.matrix("token_embd.weight", n_vocab, spec.n_embd);
+  for (int l = 0; l < spec.n_layer; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    make.norm(p + "attn_norm.weight", spec.n_embd);
+    make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
+    make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
+    make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
+    make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
+    make.norm(p + "ffn_norm.weight", spec.n_embd);
+    make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
+    make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
+    make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+  }
+  make.norm("output_norm.weight", spec.n_embd);
+  if (!spec.tied_output) make.matrix("output.weight", n_vocab, spec.n_embd);
+  return w;
+}
+
+}  // namespace kvforge

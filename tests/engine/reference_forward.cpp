@@ -1,0 +1,136 @@
+#include "reference_forward.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/formats/row_codec.h"
+
+namespace kvforge::testing {
+namespace {
+
+std::vector<float> to_f32(const WeightView& w) {
+  std::vector<float> out(size_t(w.rows * w.cols));
+  const size_t rb = row_bytes(w.type, size_t(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r)
+    dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + size_t(r) * rb,
+                   out.data() + size_t(r * w.cols), w.cols);
+  return out;
+}
+
+// out(d) = W(d, n) · x(n)
+void matvec(std::vector<float>& out, const std::vector<float>& x, const std::vector<float>& w,
+            int n, int d) {
+  out.assign(size_t(d), 0.0f);
+  for (int i = 0; i < d; ++i) {
+    double acc = 0;
+    for (int j = 0; j < n; ++j) acc += double(w[size_t(i) * n + j]) * x[size_t(j)];
+    out[size_t(i)] = float(acc);
+  }
+}
+
+std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>& weight,
+                           float eps) {
+  double ss = 0;
+  for (float v : x) ss += double(v) * v;
+  const double scale = 1.0 / std::sqrt(ss / double(x.size()) + eps);
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) out[i] = float(x[i] * scale * weight[i]);
+  return out;
+}
+
+// RoPE on one head; pairs are adjacent (llama GGUF) or half a rotation apart (neox).
+void rope(float* head, int rope_dim, int32_t pos, float base, bool neox) {
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const double angle = pos * std::pow(double(base), -2.0 * i / rope_dim);
+    const int a = neox ? i : 2 * i;
+    const int b = neox ? i + rope_dim / 2 : 2 * i + 1;
+    const double x0 = head[a], x1 = head[b];
+    head[a] = float(x0 * std::cos(angle) - x1 * std::sin(angle));
+    head[b] = float(x0 * std::sin(angle) + x1 * std::cos(angle));
+  }
+}
+
+}  // namespace
+
+ReferenceForward::ReferenceForward(const Model& model, int max_seq_len)
+    : c_(model.config()), max_seq_len_(max_seq_len) {
+  const ModelWeights& w = model.weights();
+  token_embd_ = to_f32(w.token_embd);
+  output_norm_ = w.output_norm;
+  output_ = to_f32(w.output);
+  for (const LayerWeights& lw : w.layers) {
+    layers_.push_back(Layer{lw.attn_norm, to_f32(lw.attn_q), to_f32(lw.attn_k), to_f32(lw.attn_v),
+                            lw.bias_q, lw.bias_k, lw.bias_v, to_f32(lw.attn_output), lw.ffn_norm,
+                            to_f32(lw.ffn_gate), to_f32(lw.ffn_down), to_f32(lw.ffn_up)});
+  }
+  const size_t cache = size_t(c_.n_layer) * size_t(max_seq_len) * size_t(c_.kv_dim());
+  key_cache_.assign(cache, 0.0f);
+  value_cache_.assign(cache, 0.0f);
+}
+
+std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
+  const int dim = c_.n_embd, kv_dim = c_.kv_dim(), hs = c_.head_dim;
+  const bool neox = c_.rope_style == RopeStyle::Neox;
+  std::vector<float> x(token_embd_.begin() + ptrdiff_t(token) * dim,
+                       token_embd_.begin() + ptrdiff_t(token + 1) * dim);
+  std::vector<float> q, k, v, att_out(size_t(c_.q_dim())), o, hb, hb2, ffn_out;
+  for (int l = 0; l < c_.n_layer; ++l) {
+    const Layer& w = layers_[size_t(l)];
+    const std::vector<float> xb = rmsnorm(x, w.attn_norm, c_.rms_eps);
+    matvec(q, xb, w.wq, dim, c_.q_dim());
+    matvec(k, xb, w.wk, dim, kv_dim);
+    matvec(v, xb, w.wv, dim, kv_dim);
+    for (size_t i = 0; i < w.bq.size(); ++i) q[i] += w.bq[i];
+    for (size_t i = 0; i < w.bk.size(); ++i) k[i] += w.bk[i], v[i] += w.bv[i];
+    for (int h = 0; h < c_.n_head; ++h)
+      rope(&q[size_t(h * hs)], c_.rope_dim, pos, c_.rope_freq_base, neox);
+    for (int h = 0; h < c_.n_kv_head; ++h)
+      rope(&k[size_t(h * hs)], c_.rope_dim, pos, c_.rope_freq_base, neox);
+    const size_t loff = size_t(l) * size_t(max_seq_len_) * size_t(kv_dim);
+    std::memcpy(&key_cache_[loff + size_t(pos) * kv_dim], k.data(), size_t(kv_dim) * 4);
+    std::memcpy(&value_cache_[loff + size_t(pos) * kv_dim], v.data(), size_t(kv_dim) * 4);
+
+    // Multi-head attention; query head h reads kv head h / (n_head / n_kv_head).
+    for (int h = 0; h < c_.n_head; ++h) {
+      const float* qh = &q[size_t(h * hs)];
+      const int kvh = h / c_.gqa_group();
+      std::vector<double> att(size_t(pos + 1));
+      double max_score = -INFINITY;
+      for (int t = 0; t <= pos; ++t) {
+        const float* kt = &key_cache_[loff + size_t(t) * kv_dim + size_t(kvh * hs)];
+        double score = 0;
+        for (int i = 0; i < hs; ++i) score += double(qh[i]) * kt[i];
+        att[size_t(t)] = score / std::sqrt(double(hs));
+        max_score = std::max(max_score, att[size_t(t)]);
+      }
+      double sum = 0;
+      for (double& a : att) sum += (a = std::exp(a - max_score));
+      for (int i = 0; i < hs; ++i) {
+        double acc = 0;
+        for (int t = 0; t <= pos; ++t)
+          acc +=
+              att[size_t(t)] / sum * value_cache_[loff + size_t(t) * kv_dim + size_t(kvh * hs + i)];
+        att_out[size_t(h * hs + i)] = float(acc);
+      }
+    }
+    matvec(o, att_out, w.wo, c_.q_dim(), dim);
+    for (int i = 0; i < dim; ++i) x[size_t(i)] += o[size_t(i)];
+
+    // SwiGLU feed-forward: w2(silu(w1 x) * w3 x).
+    const std::vector<float> xb2 = rmsnorm(x, w.ffn_norm, c_.rms_eps);
+    matvec(hb, xb2, w.w1, dim, c_.n_ff);
+    matvec(hb2, xb2, w.w3, dim, c_.n_ff);
+    for (int i = 0; i < c_.n_ff; ++i) {
+      const double g = hb[size_t(i)];
+      hb[size_t(i)] = float(g / (1.0 + std::exp(-g)) * hb2[size_t(i)]);
+    }
+    matvec(ffn_out, hb, w.w2, c_.n_ff, dim);
+    for (int i = 0; i < dim; ++i) x[size_t(i)] += ffn_out[size_t(i)];
+  }
+  const std::vector<float> xf = rmsnorm(x, output_norm_, c_.rms_eps);
+  std::vector<float> logits;
+  matvec(logits, xf, output_, dim, c_.n_vocab);
+  return logits;
+}
+
+}  // namespace kvforge::testing

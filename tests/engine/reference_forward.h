@@ -1,0 +1,35 @@
+// The oracle: a plain scalar single-sequence forward pass in the manner of
+// llama2.c's run.c, written for clarity rather than speed. Weights are
+// dequantized to f32 once; one token per call; K/V kept in f32; dot products
+// accumulated in double. Shares no code with the engine's forward pass
+// except dequantize_row (itself checked against the formats' definitions).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model.h"
+
+namespace kvforge::testing {
+
+class ReferenceForward {
+ public:
+  ReferenceForward(const Model& model, int max_seq_len);
+  // Logits [n_vocab] after feeding `token` at position `pos` (positions 0, 1, 2, ... in order).
+  std::vector<float> forward(int32_t token, int32_t pos);
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, w1, w2, w3;
+  };
+  const ModelConfig& c_;
+  int max_seq_len_;
+  std::vector<float> token_embd_;  // (n_vocab, n_embd)
+  std::vector<Layer> layers_;
+  std::vector<float> output_norm_;  // (n_embd)
+  std::vector<float> output_;       // (n_vocab, n_embd)
+  std::vector<float> key_cache_;    // (layer, seq_len, kv_dim)
+  std::vector<float> value_cache_;  // (layer, seq_len, kv_dim)
+};
+
+}  // namespace kvforge::testing
