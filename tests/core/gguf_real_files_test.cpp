@@ -4,6 +4,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 
 #include "core/gguf/gguf_file.h"
 #include "core/gguf/gguf_writer.h"
@@ -81,7 +83,8 @@ TEST(GgufRealFiles, GoldenTinyModel) {
   // Tensors follow each other in the data section: token_embd first, at offset 0.
   EXPECT_EQ(embd->offset, 0u);
   EXPECT_EQ(f.tensors()[1].offset, 64u * 32000 * 4);
-  EXPECT_EQ(f.data_offset() + f.tensors().back().offset + f.tensors().back().n_bytes, f.file_size());
+  EXPECT_EQ(f.data_offset() + f.tensors().back().offset + f.tensors().back().n_bytes,
+            f.file_size());
   const TensorInfo* norm = f.find_tensor("output_norm.weight");
   ASSERT_NE(norm, nullptr);
   EXPECT_EQ(norm->dims, (std::vector<uint64_t>{64}));
@@ -98,6 +101,35 @@ TEST(GgufRealFiles, GoldenTinyModel) {
     }
   }
 }
+
+// Files written by gguf-py come back byte for byte through GgufWriter: same
+// key order and types, tensor infos, offsets and padding.
+class GgufRealFileRewrite : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GgufRealFileRewrite, IsByteIdentical) {
+  KVFORGE_REQUIRE_TESTDATA();
+  const auto path = testdata(GetParam());
+  const GgufFile f = GgufFile::open(path);
+  const std::vector<uint8_t> rewritten = GgufWriter::from_file(f).to_bytes();
+  ASSERT_EQ(rewritten.size(), f.file_size());
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> original((std::istreambuf_iterator<char>(in)),
+                                      std::istreambuf_iterator<char>());
+  ASSERT_EQ(original.size(), rewritten.size());
+  size_t first_difference = 0;
+  while (first_difference < original.size() &&
+         original[first_difference] == rewritten[first_difference]) {
+    ++first_difference;
+  }
+  EXPECT_EQ(first_difference, original.size()) << "first differing byte";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Files, GgufRealFileRewrite,
+    ::testing::Values("vocab/ggml-vocab-llama-spm.gguf", "vocab/ggml-vocab-llama-bpe.gguf",
+                      "vocab/ggml-vocab-gpt-2.gguf", "vocab/ggml-vocab-qwen2.gguf",
+                      "vocab/ggml-vocab-phi-3.gguf", "golden/tiny-mha-e64-l2-f32.gguf",
+                      "golden/tiny-gqa-e64-l2-f32.gguf"));
 
 }  // namespace
 }  // namespace kvforge::gguf

@@ -55,9 +55,11 @@ ValueType read_value_type(ByteCursor& c, std::string_view what) {
   return static_cast<ValueType>(id);
 }
 
+// `depth` counts the arrays enclosing a value; `level` is an array's own
+// nesting level (1 for a top-level array). At most kMaxArrayDepth levels.
 Value read_value(ByteCursor& c, ValueType type, int depth);
 
-Array read_array(ByteCursor& c, int depth) {
+Array read_array(ByteCursor& c, int level) {
   const ValueType element_type = read_value_type(c, "array element type");
   const uint64_t count_at = c.offset();
   const uint64_t count = c.u64("array length");
@@ -67,13 +69,13 @@ Array read_array(ByteCursor& c, int depth) {
            std::string(value_type_name(element_type)) + " needs at least " + u64s(min_bytes) +
            " bytes per element, but only " + u64s(c.remaining()) + " bytes are left");
   }
-  if (element_type == ValueType::ARRAY && depth + 1 > kMaxArrayDepth) {
+  if (element_type == ValueType::ARRAY && level + 1 > kMaxArrayDepth) {
     c.fail("arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels at offset " +
            u64s(count_at));
   }
   Array a{element_type, {}};
   a.items.reserve(count);  // bounded by the remaining bytes above
-  for (uint64_t i = 0; i < count; ++i) a.items.push_back(read_value(c, element_type, depth + 1));
+  for (uint64_t i = 0; i < count; ++i) a.items.push_back(read_value(c, element_type, level));
   return a;
 }
 
@@ -110,7 +112,7 @@ Value read_value(ByteCursor& c, ValueType type, int depth) {
     case ValueType::STRING:
       return Value::string(c.string("string value"));
     case ValueType::ARRAY:
-      return {ValueType::ARRAY, read_array(c, depth)};
+      return {ValueType::ARRAY, read_array(c, depth + 1)};
   }
   c.fail("unreachable value type");
 }

@@ -40,6 +40,8 @@ struct Value;
 struct Array {
   ValueType element_type = ValueType::UINT8;
   std::vector<Value> items;
+
+  friend bool operator==(const Array&, const Array&) = default;
 };
 
 // Integers are widened for storage but `type` keeps the on-disk type, so a
@@ -71,11 +73,16 @@ struct Value {
   bool is_float() const;
   bool is_string() const { return type == ValueType::STRING; }
   bool is_array() const { return type == ValueType::ARRAY; }
+
+  // Same type and same value (floats compare as numbers: NaN != NaN).
+  friend bool operator==(const Value&, const Value&) = default;
 };
 
 struct KeyValue {
   std::string key;
   Value value;
+
+  friend bool operator==(const KeyValue&, const KeyValue&) = default;
 };
 
 }  // namespace kvforge::gguf

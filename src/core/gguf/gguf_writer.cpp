@@ -1,0 +1,303 @@
+#include "core/gguf/gguf_writer.h"
+
+#include <bit>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <utility>
+
+#include "core/gguf/gguf_file.h"
+
+namespace kvforge::gguf {
+namespace {
+
+constexpr uint32_t kMagic = 0x46554747u;  // "GGUF" as a little-endian u32
+
+[[noreturn]] void invalid(const std::string& msg) {
+  throw std::invalid_argument("GgufWriter: " + msg);
+}
+
+// Checks that `v` can be encoded: its variant matches its type, integers fit
+// their on-disk width, arrays are homogeneous and not nested too deeply.
+// `depth` counts the arrays enclosing `v` (the reader's rule: at most
+// kMaxArrayDepth levels of arrays).
+void validate_value(const std::string& where, const Value& v, int depth) {
+  auto mismatch = [&] {
+    invalid(where + ": " + std::string(value_type_name(v.type)) +
+            " value holds the wrong C++ type");
+  };
+  auto check_unsigned = [&](uint64_t max) {
+    const auto* u = std::get_if<uint64_t>(&v.data);
+    if (u == nullptr) mismatch();
+    if (*u > max)
+      invalid(where + ": " + std::to_string(*u) + " does not fit in " +
+              std::string(value_type_name(v.type)));
+  };
+  auto check_signed = [&](int64_t min, int64_t max) {
+    const auto* s = std::get_if<int64_t>(&v.data);
+    if (s == nullptr) mismatch();
+    if (*s < min || *s > max)
+      invalid(where + ": " + std::to_string(*s) + " does not fit in " +
+              std::string(value_type_name(v.type)));
+  };
+  switch (v.type) {
+    case ValueType::UINT8:
+      return check_unsigned(std::numeric_limits<uint8_t>::max());
+    case ValueType::UINT16:
+      return check_unsigned(std::numeric_limits<uint16_t>::max());
+    case ValueType::UINT32:
+      return check_unsigned(std::numeric_limits<uint32_t>::max());
+    case ValueType::UINT64:
+      return check_unsigned(std::numeric_limits<uint64_t>::max());
+    case ValueType::INT8:
+      return check_signed(std::numeric_limits<int8_t>::min(), std::numeric_limits<int8_t>::max());
+    case ValueType::INT16:
+      return check_signed(std::numeric_limits<int16_t>::min(), std::numeric_limits<int16_t>::max());
+    case ValueType::INT32:
+      return check_signed(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
+    case ValueType::INT64:
+      return check_signed(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+    case ValueType::FLOAT32:
+    case ValueType::FLOAT64:
+      if (!std::holds_alternative<double>(v.data)) mismatch();
+      return;
+    case ValueType::BOOL:
+      if (!std::holds_alternative<bool>(v.data)) mismatch();
+      return;
+    case ValueType::STRING:
+      if (!std::holds_alternative<std::string>(v.data)) mismatch();
+      return;
+    case ValueType::ARRAY: {
+      const auto* a = std::get_if<Array>(&v.data);
+      if (a == nullptr) mismatch();
+      if (!is_valid_value_type(static_cast<uint32_t>(a->element_type))) {
+        invalid(where + ": unknown array element type " +
+                std::to_string(uint32_t(a->element_type)));
+      }
+      if (a->element_type == ValueType::ARRAY && depth + 2 > kMaxArrayDepth) {
+        invalid(where + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth) +
+                " levels");
+      }
+      for (size_t i = 0; i < a->items.size(); ++i) {
+        const std::string item = where + "[" + std::to_string(i) + "]";
+        if (a->items[i].type != a->element_type) {
+          invalid(item + ": " + std::string(value_type_name(a->items[i].type)) +
+                  " item in an array of " + std::string(value_type_name(a->element_type)));
+        }
+        validate_value(item, a->items[i], depth + 1);
+      }
+      return;
+    }
+  }
+  invalid(where + ": unknown value type " + std::to_string(uint32_t(v.type)));
+}
+
+// Little-endian serialization into a growing buffer.
+class ByteSink {
+ public:
+  explicit ByteSink(std::vector<uint8_t>& out) : out_(out) {}
+
+  template <class T>
+  void scalar(T v) {
+    append(&v, sizeof(T));
+  }
+  void string(std::string_view s) {
+    scalar<uint64_t>(s.size());
+    append(s.data(), s.size());
+  }
+  // resize + memcpy rather than insert: GCC 12 misreports insert into an empty
+  // vector as an overflow (-Wstringop-overflow).
+  void append(const void* p, size_t n) {
+    if (n == 0) return;
+    const size_t at = out_.size();
+    out_.resize(at + n);
+    std::memcpy(out_.data() + at, p, n);
+  }
+
+  void value(const Value& v) {
+    switch (v.type) {
+      case ValueType::UINT8:
+        return scalar(static_cast<uint8_t>(std::get<uint64_t>(v.data)));
+      case ValueType::UINT16:
+        return scalar(static_cast<uint16_t>(std::get<uint64_t>(v.data)));
+      case ValueType::UINT32:
+        return scalar(static_cast<uint32_t>(std::get<uint64_t>(v.data)));
+      case ValueType::UINT64:
+        return scalar(std::get<uint64_t>(v.data));
+      case ValueType::INT8:
+        return scalar(static_cast<int8_t>(std::get<int64_t>(v.data)));
+      case ValueType::INT16:
+        return scalar(static_cast<int16_t>(std::get<int64_t>(v.data)));
+      case ValueType::INT32:
+        return scalar(static_cast<int32_t>(std::get<int64_t>(v.data)));
+      case ValueType::INT64:
+        return scalar(std::get<int64_t>(v.data));
+      case ValueType::FLOAT32:
+        return scalar(static_cast<float>(std::get<double>(v.data)));
+      case ValueType::FLOAT64:
+        return scalar(std::get<double>(v.data));
+      case ValueType::BOOL:
+        return scalar(static_cast<uint8_t>(std::get<bool>(v.data) ? 1 : 0));
+      case ValueType::STRING:
+        return string(std::get<std::string>(v.data));
+      case ValueType::ARRAY: {
+        const Array& a = std::get<Array>(v.data);
+        scalar(static_cast<uint32_t>(a.element_type));
+        scalar<uint64_t>(a.items.size());
+        for (const Value& item : a.items) value(item);
+        return;
+      }
+    }
+  }
+
+  void pad_to(uint64_t alignment) { out_.resize(align_up(out_.size(), alignment), 0); }
+
+  static uint64_t align_up(uint64_t n, uint64_t alignment) {
+    return (n + alignment - 1) / alignment * alignment;
+  }
+
+ private:
+  std::vector<uint8_t>& out_;
+};
+
+uint64_t alignment_from_value(const Value& v) {
+  validate_value("key 'general.alignment'", v, 0);
+  uint64_t a = 0;
+  if (const auto* u = std::get_if<uint64_t>(&v.data)) {
+    a = *u;
+  } else if (const auto* s = std::get_if<int64_t>(&v.data); s != nullptr && *s > 0) {
+    a = static_cast<uint64_t>(*s);
+  } else if (!v.is_integer()) {
+    invalid("key 'general.alignment': expected an integer, got " +
+            std::string(value_type_name(v.type)));
+  }
+  if (!std::has_single_bit(a) || a > (uint64_t{1} << 31)) {
+    invalid("key 'general.alignment': must be a power of two between 1 and 2^31");
+  }
+  return a;
+}
+
+}  // namespace
+
+GgufWriter::GgufWriter(uint32_t version, uint64_t alignment)
+    : version_(version), alignment_(kDefaultAlignment) {
+  if (version != 2 && version != 3)
+    invalid("version must be 2 or 3, got " + std::to_string(version));
+  // A reader only learns a non-default alignment from the key, so record it.
+  if (alignment != kDefaultAlignment) {
+    if (alignment > std::numeric_limits<uint32_t>::max())
+      invalid("alignment " + std::to_string(alignment) + " does not fit in uint32");
+    set("general.alignment", Value::u32(static_cast<uint32_t>(alignment)));
+  }
+}
+
+GgufWriter GgufWriter::from_file(const GgufFile& file) {
+  GgufWriter w(file.version());
+  for (const KeyValue& kv : file.metadata()) w.set(kv.key, kv.value);
+  for (const TensorInfo& t : file.tensors())
+    w.add_tensor(t.name, t.type, t.dims, file.tensor_data(t));
+  return w;
+}
+
+void GgufWriter::set(std::string key, Value value) {
+  validate_value("key '" + key + "'", value, 0);
+  if (key == "general.alignment") alignment_ = alignment_from_value(value);
+  for (KeyValue& kv : kvs_) {
+    if (kv.key == key) {
+      kv.value = std::move(value);
+      return;
+    }
+  }
+  kvs_.push_back({std::move(key), std::move(value)});
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                            std::span<const uint8_t> data) {
+  const std::string where = "tensor '" + name + "'";
+  for (const PendingTensor& t : tensors_) {
+    if (t.name == name) invalid(where + ": duplicate tensor name");
+  }
+  const std::optional<TypeTraits> traits = type_traits(static_cast<uint32_t>(type));
+  if (!traits) invalid(where + ": unknown tensor type id " + std::to_string(uint32_t(type)));
+  if (dims.empty() || dims.size() > kMaxDims) {
+    invalid(where + ": " + std::to_string(dims.size()) + " dimensions (expected 1 to 4)");
+  }
+  uint64_t n_elements = 1;
+  for (uint64_t d : dims) {
+    if (d == 0) invalid(where + ": a dimension is 0");
+    if (__builtin_mul_overflow(n_elements, d, &n_elements) ||
+        n_elements > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      invalid(where + ": too many elements");
+    }
+  }
+  if (dims[0] % traits->block_elems != 0) {
+    invalid(where + ": dimension 0 (" + std::to_string(dims[0]) + ") is not a multiple of the " +
+            std::string(traits->name) + " block size " + std::to_string(traits->block_elems));
+  }
+  const uint64_t n_bytes = n_elements / traits->block_elems * traits->block_bytes;
+  if (data.size() != n_bytes) {
+    invalid(where + ": expected " + std::to_string(n_bytes) + " bytes of data, got " +
+            std::to_string(data.size()));
+  }
+  tensors_.push_back({std::move(name), type, std::move(dims), {data.begin(), data.end()}});
+}
+
+std::vector<uint8_t> GgufWriter::metadata_bytes() const {
+  std::vector<uint8_t> out;
+  ByteSink sink(out);
+  sink.scalar(kMagic);
+  sink.scalar(version_);
+  sink.scalar<uint64_t>(tensors_.size());
+  sink.scalar<uint64_t>(kvs_.size());
+  for (const KeyValue& kv : kvs_) {
+    sink.string(kv.key);
+    sink.scalar(static_cast<uint32_t>(kv.value.type));
+    sink.value(kv.value);
+  }
+  uint64_t offset = 0;  // relative to the data section; each tensor starts aligned
+  for (const PendingTensor& t : tensors_) {
+    sink.string(t.name);
+    sink.scalar(static_cast<uint32_t>(t.dims.size()));
+    for (uint64_t d : t.dims) sink.scalar(d);
+    sink.scalar(static_cast<uint32_t>(t.type));
+    sink.scalar(offset);
+    offset = ByteSink::align_up(offset + t.data.size(), alignment_);
+  }
+  // A file with only metadata ends here, as gguf-py writes vocabulary files.
+  if (!tensors_.empty()) sink.pad_to(alignment_);
+  return out;
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  std::vector<uint8_t> out = metadata_bytes();
+  ByteSink sink(out);
+  for (const PendingTensor& t : tensors_) {
+    sink.append(t.data.data(), t.data.size());
+    sink.pad_to(alignment_);
+  }
+  return out;
+}
+
+void GgufWriter::write(const std::filesystem::path& path) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(path.string() + ": cannot open for writing");
+  const std::vector<uint8_t> head = metadata_bytes();
+  out.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
+  // Streams tensor data instead of building the whole file in memory.
+  static constexpr char kZeros[256] = {};
+  for (const PendingTensor& t : tensors_) {
+    out.write(reinterpret_cast<const char*>(t.data.data()),
+              static_cast<std::streamsize>(t.data.size()));
+    uint64_t pad = ByteSink::align_up(t.data.size(), alignment_) - t.data.size();
+    while (pad > 0) {
+      const uint64_t n = std::min<uint64_t>(pad, sizeof kZeros);
+      out.write(kZeros, static_cast<std::streamsize>(n));
+      pad -= n;
+    }
+  }
+  out.flush();
+  if (!out) throw std::runtime_error(path.string() + ": write failed");
+}
+
+}  // namespace kvforge::gguf
