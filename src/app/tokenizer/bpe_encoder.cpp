@@ -1,0 +1,131 @@
+#include "app/tokenizer/bpe_encoder.h"
+
+#include <queue>
+#include <string>
+
+#include "app/tokenizer/tokenizer_error.h"
+#include "app/tokenizer/utf8.h"
+
+namespace kvforge {
+
+namespace {
+
+// A run of the word that is currently one token. Merged-away symbols keep
+// their slot with id == -2; prev/next link the live ones (-1 at the ends).
+struct Symbol {
+  int32_t prev;
+  int32_t next;
+  int32_t id;  // -1: a character with no token of its own
+  uint32_t start;
+  uint32_t len;
+};
+
+constexpr int32_t kMergedAway = -2;
+
+struct Candidate {
+  int32_t rank;
+  int32_t left;
+  int32_t right;
+  int32_t left_id;  // ids when queued: detect stale entries
+  int32_t right_id;
+  int32_t result;
+};
+
+struct LowerPriority {
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    if (a.rank != b.rank) return a.rank > b.rank;
+    return a.left > b.left;  // same rank: leftmost first
+  }
+};
+
+}  // namespace
+
+BpeEncoder::BpeEncoder(const Vocabulary& vocab, const TokenIndex& index, bool ignore_merges)
+    : vocab_(vocab), index_(index), ignore_merges_(ignore_merges), merges_(vocab.merges.size()) {
+  std::string joined;
+  for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
+    const std::string& line = vocab.merges[rank];
+    // Byte-level spellings never contain a raw space, so the first one separates.
+    const size_t space = line.find(' ', 1);
+    if (space == std::string::npos) {
+      throw TokenizerError(vocab.source + ": tokenizer.ggml.merges[" + std::to_string(rank) +
+                           "] = '" + line + "' is not 'left right'");
+    }
+    const std::string_view left(line.data(), space);
+    const std::string_view right(line.data() + space + 1, line.size() - space - 1);
+    joined.assign(left).append(right);
+    const int32_t left_id = index.find(left);
+    const int32_t right_id = index.find(right);
+    const int32_t result = index.find(joined);
+    // A merge whose parts or result are not tokens can never apply to a
+    // tokenization that only holds tokens; skipping it changes nothing.
+    if (left_id < 0 || right_id < 0 || result < 0) continue;
+    merges_.insert(left_id, right_id, MergeRule{static_cast<int32_t>(rank), result});
+  }
+}
+
+void BpeEncoder::append_unmapped_char(std::string_view ch, std::vector<int32_t>& out) const {
+  if (vocab_.unk_id >= 0) {
+    out.push_back(vocab_.unk_id);
+    return;
+  }
+  throw TokenizerError(vocab_.source + ": the byte-level character '" + std::string(ch) +
+                       "' has no token and there is no UNK token");
+}
+
+void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) const {
+  if (word.empty()) return;
+  if (ignore_merges_) {
+    const int32_t whole = index_.find(word);
+    if (whole >= 0 && vocab_.type_of(whole) != TokenType::Control) {
+      out.push_back(whole);
+      return;
+    }
+  }
+
+  std::vector<Symbol> symbols;
+  symbols.reserve(word.size());
+  for (size_t pos = 0; pos < word.size();) {
+    size_t len = valid_utf8_sequence_at(word, pos);
+    if (len == 0) len = 1;
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back({index - 1, index + 1, index_.find(word.substr(pos, len)),
+                       static_cast<uint32_t>(pos), static_cast<uint32_t>(len)});
+    pos += len;
+  }
+  symbols.back().next = -1;
+
+  std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
+  const auto consider = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0) return;
+    const MergeRule* rule = merges_.find(symbols[left].id, symbols[right].id);
+    if (rule == nullptr) return;
+    queue.push({rule->rank, left, right, symbols[left].id, symbols[right].id, rule->result});
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i, i + 1);
+
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    Symbol& left = symbols[top.left];
+    Symbol& right = symbols[top.right];
+    if (left.id != top.left_id || right.id != top.right_id || left.next != top.right) continue;
+    left.id = top.result;
+    left.len += right.len;
+    left.next = right.next;
+    right.id = kMergedAway;
+    if (right.next >= 0) symbols[right.next].prev = top.left;
+    consider(left.prev, top.left);
+    consider(top.left, left.next);
+  }
+
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
+    if (symbols[i].id >= 0) {
+      out.push_back(symbols[i].id);
+    } else {
+      append_unmapped_char(word.substr(symbols[i].start, symbols[i].len), out);
+    }
+  }
+}
+
+}  // namespace kvforge

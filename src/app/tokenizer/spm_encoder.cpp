@@ -1,0 +1,167 @@
+#include "app/tokenizer/spm_encoder.h"
+
+#include <cstdio>
+#include <queue>
+#include <string>
+#include <unordered_map>
+
+#include "app/tokenizer/tokenizer_error.h"
+#include "app/tokenizer/utf8.h"
+
+namespace kvforge {
+
+namespace {
+
+// A run of the text that is currently one symbol. Merged-away symbols keep
+// their slot with len == 0; prev/next link the live ones (-1 at the ends).
+struct Symbol {
+  int32_t prev;
+  int32_t next;
+  uint32_t start;
+  uint32_t len;
+};
+
+struct Candidate {
+  float score;
+  int32_t left;
+  int32_t right;
+  uint32_t len;  // bytes of left + right when queued: detects stale entries
+};
+
+struct LowerPriority {
+  bool operator()(const Candidate& a, const Candidate& b) const {
+    if (a.score != b.score) return a.score < b.score;
+    return a.left > b.left;  // equal scores: leftmost first
+  }
+};
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  return -1;
+}
+
+}  // namespace
+
+int parse_byte_piece(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  const int hi = hex_value(text[3]);
+  const int lo = hex_value(text[4]);
+  if (hi < 0 || lo < 0) return -1;
+  return hi * 16 + lo;
+}
+
+SpmEncoder::SpmEncoder(const Vocabulary& vocab, const TokenIndex& index)
+    : vocab_(vocab), index_(index) {
+  byte_tokens_.fill(-1);
+  for (int byte = 0; byte < 256; ++byte) {
+    char spelling[8];
+    std::snprintf(spelling, sizeof(spelling), "<0x%02X>", byte);
+    const int32_t id = index_.find(spelling);
+    if (id >= 0 && vocab_.type_of(id) == TokenType::Byte) byte_tokens_[byte] = id;
+  }
+}
+
+int32_t SpmEncoder::mergeable_piece(std::string_view text) const {
+  const int32_t id = index_.find(text);
+  if (id < 0) return -1;
+  switch (vocab_.type_of(id)) {
+    case TokenType::Undefined:
+    case TokenType::Normal:
+    case TokenType::UserDefined:
+    case TokenType::Unused:
+      return id;
+    default:
+      return -1;
+  }
+}
+
+void SpmEncoder::append_piece_or_bytes(std::string_view text, std::vector<int32_t>& out) const {
+  const int32_t id = mergeable_piece(text);
+  if (id >= 0) {
+    out.push_back(id);
+    return;
+  }
+  bool all_bytes_known = true;
+  for (char c : text)
+    all_bytes_known = all_bytes_known && byte_tokens_[static_cast<uint8_t>(c)] >= 0;
+  if (all_bytes_known) {
+    for (char c : text) out.push_back(byte_tokens_[static_cast<uint8_t>(c)]);
+  } else if (vocab_.unk_id >= 0) {
+    out.push_back(vocab_.unk_id);  // the whole character, as SentencePiece does without bytes
+  } else {
+    throw TokenizerError(vocab_.source + ": '" + std::string(text) +
+                         "' has no piece, no byte pieces and there is no UNK token");
+  }
+}
+
+void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {
+  if (text.empty()) return;
+  std::vector<Symbol> symbols;
+  symbols.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    size_t len = valid_utf8_sequence_at(text, pos);
+    if (len == 0) len = 1;  // callers validate; never loop forever on bad input anyway
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back(
+        {index - 1, index + 1, static_cast<uint32_t>(pos), static_cast<uint32_t>(len)});
+    pos += len;
+  }
+  symbols.back().next = -1;
+
+  // Pieces made by merging into an unused piece: (start, len) -> length of the left half.
+  std::unordered_map<uint64_t, uint32_t> unused_splits;
+  const auto key = [](uint32_t start, uint32_t len) { return (uint64_t{start} << 32) | len; };
+
+  std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
+  const auto consider = [&](int32_t left, int32_t right) {
+    if (left < 0 || right < 0) return;
+    const uint32_t len = symbols[left].len + symbols[right].len;
+    const int32_t id = mergeable_piece(text.substr(symbols[left].start, len));
+    if (id < 0) return;
+    queue.push({vocab_.score_of(id), left, right, len});
+    if (vocab_.type_of(id) == TokenType::Unused) {
+      unused_splits[key(symbols[left].start, len)] = symbols[left].len;
+    }
+  };
+  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i, i + 1);
+
+  while (!queue.empty()) {
+    const Candidate top = queue.top();
+    queue.pop();
+    Symbol& left = symbols[top.left];
+    Symbol& right = symbols[top.right];
+    if (left.len == 0 || right.len == 0 || left.next != top.right ||
+        left.len + right.len != top.len) {
+      continue;  // one side changed since this pair was queued
+    }
+    left.len += right.len;
+    right.len = 0;
+    left.next = right.next;
+    if (right.next >= 0) symbols[right.next].prev = top.left;
+    consider(left.prev, top.left);
+    consider(top.left, left.next);
+  }
+
+  // Emit, splitting unused pieces back into their halves (depth-first, left to right).
+  std::vector<std::pair<uint32_t, uint32_t>> stack;
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
+    stack.push_back({symbols[i].start, symbols[i].len});
+    while (!stack.empty()) {
+      const auto [start, len] = stack.back();
+      stack.pop_back();
+      const std::string_view piece = text.substr(start, len);
+      const int32_t id = mergeable_piece(piece);
+      const auto split = unused_splits.find(key(start, len));
+      if (id >= 0 && vocab_.type_of(id) == TokenType::Unused && split != unused_splits.end()) {
+        stack.push_back({start + split->second, len - split->second});
+        stack.push_back({start, split->second});
+        continue;
+      }
+      append_piece_or_bytes(piece, out);
+    }
+  }
+}
+
+}  // namespace kvforge

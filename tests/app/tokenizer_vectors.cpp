@@ -1,0 +1,56 @@
+#include "tokenizer_vectors.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace kvforge::testing {
+
+namespace {
+
+std::string read_all(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::vector<TokenizerVector> load_tokenizer_vectors(const std::filesystem::path& gguf_path) {
+  const std::string inputs = read_all(gguf_path.string() + ".inp");
+  const std::string outputs = read_all(gguf_path.string() + ".out");
+  const std::string separator = "\n__ggml_vocab_test__\n";
+
+  std::vector<TokenizerVector> vectors;
+  size_t pos = 0;
+  while (pos < inputs.size()) {
+    const size_t end = inputs.find(separator, pos);
+    if (end == std::string::npos) {
+      throw std::runtime_error(gguf_path.string() + ".inp: text after the last separator");
+    }
+    vectors.push_back({inputs.substr(pos, end - pos), {}});
+    pos = end + separator.size();
+  }
+
+  std::istringstream lines(outputs);
+  std::string line;
+  size_t i = 0;
+  while (std::getline(lines, line)) {
+    if (i >= vectors.size()) {
+      throw std::runtime_error(gguf_path.string() + ".out has more lines than .inp has strings");
+    }
+    std::istringstream ids(line);
+    int32_t id = 0;
+    while (ids >> id) vectors[i].ids.push_back(id);
+    ++i;
+  }
+  if (i != vectors.size()) {
+    throw std::runtime_error(gguf_path.string() + ".out has " + std::to_string(i) + " lines for " +
+                             std::to_string(vectors.size()) + " strings");
+  }
+  return vectors;
+}
+
+}  // namespace kvforge::testing
