@@ -154,16 +154,21 @@ TEST(SamplerTest, TopKOneEqualsGreedy) {
 }
 
 TEST(SamplerTest, TopKKeepsTheKHighestRenormalised) {
+  const auto logits = logits_of({0.1, 0.3, 0.05, 0.2, 0.15, 0.2});
   SamplingParams p = with_seed(1);
   p.top_k = 2;
   Sampler s(p, 6);
-  s.sample(logits_of({0.1, 0.3, 0.05, 0.2, 0.15, 0.2}));
+  s.sample(logits);
   // 3 and 5 tie for second place; the lower id stays.
   expect_distribution(s, {{1, 0.3 / 0.5}, {3, 0.2 / 0.5}});
   p.top_k = 4;
   Sampler s4(p, 6);
-  s4.sample(logits_of({0.1, 0.3, 0.05, 0.2, 0.15, 0.2}));
+  s4.sample(logits);
   expect_distribution(s4, {{1, 0.3 / 0.85}, {3, 0.2 / 0.85}, {5, 0.2 / 0.85}, {4, 0.15 / 0.85}});
+  p.top_k = 100;  // more than the vocabulary: nothing is cut
+  Sampler all(p, 6);
+  all.sample(logits);
+  EXPECT_EQ(all.last_distribution().size(), 6u);
 }
 
 TEST(SamplerTest, TopPKeepsSmallestSetReachingP) {
