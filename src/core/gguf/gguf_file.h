@@ -17,7 +17,8 @@
 //  - dims[0] is a multiple of the type's block size;
 //  - tensor data lies inside the file and no two tensors overlap (they need
 //    not be stored in info order);
-//  - `general.alignment` may be any integer type; its value is a nonzero power of two;
+//  - `general.alignment` may be any integer type; its value is a power of two
+//    from 1 to 2^31 (the largest a uint32, its type in the spec, can hold);
 //  - bool values are 0 or 1; arrays nest at most kMaxArrayDepth deep;
 //  - duplicate keys or tensor names are errors;
 //  - a file with no tensors may end right after its metadata, without padding.

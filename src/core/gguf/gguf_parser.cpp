@@ -65,9 +65,9 @@ Array read_array(ByteCursor& c, int level) {
   const uint64_t count = c.u64("array length");
   const uint64_t min_bytes = min_encoded_bytes(element_type);
   if (count > c.remaining() / min_bytes) {
-    c.fail("array length " + u64s(count) + " at offset " + u64s(count_at) + " of " +
-           std::string(value_type_name(element_type)) + " needs at least " + u64s(min_bytes) +
-           " bytes per element, but only " + u64s(c.remaining()) + " bytes are left");
+    c.fail("array length " + u64s(count) + " at offset " + u64s(count_at) + ": " +
+           std::string(value_type_name(element_type)) + " elements need at least " +
+           u64s(min_bytes) + " bytes each, but only " + u64s(c.remaining()) + " bytes are left");
   }
   if (element_type == ValueType::ARRAY && level + 1 > kMaxArrayDepth) {
     c.fail("arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels at offset " +
@@ -156,7 +156,9 @@ void read_header(ByteCursor& c, ParsedGguf& out, uint64_t& tensor_count, uint64_
 void read_metadata(ByteCursor& c, uint64_t kv_count, ParsedGguf& out) {
   out.metadata.reserve(kv_count);  // bounded in read_header
   for (uint64_t i = 0; i < kv_count; ++i) {
-    c.set_context("metadata key-value #" + u64s(i));
+    // Until the key is read, name the previous one so that a corrupt length can be located.
+    c.set_context("metadata key-value #" + u64s(i) +
+                  (i > 0 ? " (after key '" + out.metadata.back().key + "')" : ""));
     std::string key = c.string("key");
     c.set_context("key '" + key + "'");
     if (out.key_index.contains(key)) c.fail("duplicate key");
@@ -182,10 +184,13 @@ void read_alignment(ByteCursor& c, ParsedGguf& out) {
     a = *u;
   } else {
     const int64_t s = std::get<int64_t>(v.data);
-    if (s <= 0) c.fail("must be a nonzero power of two, got " + std::to_string(s));
+    if (s <= 0) c.fail("must be a nonzero power of two (at most 2^31), got " + std::to_string(s));
     a = static_cast<uint64_t>(s);
   }
-  if (!std::has_single_bit(a)) c.fail("must be a nonzero power of two, got " + u64s(a));
+  // The spec types it uint32, so 2^31 is the largest power of two it can hold.
+  if (!std::has_single_bit(a) || a > (uint64_t{1} << 31)) {
+    c.fail("must be a nonzero power of two (at most 2^31), got " + u64s(a));
+  }
   out.alignment = a;
   c.set_context("");
 }
@@ -197,7 +202,8 @@ std::string dims_string(const std::vector<uint64_t>& dims) {
 }
 
 TensorInfo read_tensor_info(ByteCursor& c, uint64_t index, const ParsedGguf& out) {
-  c.set_context("tensor info #" + u64s(index));
+  c.set_context("tensor info #" + u64s(index) +
+                (index > 0 ? " (after tensor '" + out.tensors.back().name + "')" : ""));
   TensorInfo t;
   t.name = c.string("tensor name");
   c.set_context("tensor '" + t.name + "'");
@@ -304,14 +310,9 @@ ParsedGguf parse_gguf(std::span<const uint8_t> bytes, std::string_view name) {
   }
   c.set_context("");
 
-  // offset <= file size and alignment <= 2^63, so only the rounding can overflow.
+  // infos_end <= file size and alignment <= 2^31: the rounding cannot overflow.
   const uint64_t infos_end = c.offset();
-  const uint64_t rem = infos_end % out.alignment;
-  if (rem == 0) {
-    out.data_offset = infos_end;
-  } else if (__builtin_add_overflow(infos_end, out.alignment - rem, &out.data_offset)) {
-    out.data_offset = std::numeric_limits<uint64_t>::max();
-  }
+  out.data_offset = (infos_end + out.alignment - 1) / out.alignment * out.alignment;
   check_tensor_layout(c, out);
   return out;
 }
