@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: installs dependencies, then builds and runs every test
+# twice — an optimised build, and a build with AddressSanitizer +
+# UndefinedBehaviorSanitizer.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+
+scripts/setup.sh
+
+echo "== release build and tests"
+scripts/build.sh
+ctest --test-dir build --output-on-failure -j"$jobs"
+
+echo "== ASan + UBSan build and tests"
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVFORGE_SANITIZE=ON \
+  -DKVFORGE_BENCH=OFF >/dev/null
+cmake --build build-asan -j"$jobs"
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir build-asan --output-on-failure -j"$jobs"
+echo "== all tests passed"

@@ -1,0 +1,43 @@
+// Pieces shared by the subcommands of the `kvforge` executable.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <string>
+
+#include "app/sampling/sampling_params.h"
+#include "core/ops/attention.h"
+
+namespace kvforge::cli {
+
+// models/<default> inside the source tree the binary was built from.
+std::filesystem::path default_model_path();
+// `path` if given, else the default model; throws with a hint when it is missing.
+std::filesystem::path resolve_model_path(const std::string& path);
+// Threads when -t is not given: the machine's hardware threads.
+int default_threads();
+KvDtype parse_kv_dtype(const std::string& name);
+std::string read_text_file(const std::filesystem::path& path);
+std::string human_bytes(double bytes);
+
+// Sampling flags shared by run (and later chat/serve): declared once, driving
+// parsing, help and defaults.
+struct SamplingFlags {
+  float temperature = 0.8f;
+  int top_k = 40;
+  float top_p = 0.95f;
+  float min_p = 0.05f;
+  float repeat_penalty = 1.0f;
+  int repeat_last_n = 64;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  int64_t seed = -1;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;
+
+  void add_to(CLI::App& app);
+  // Throws std::invalid_argument with the validation message.
+  SamplingParams to_params(int max_tokens) const;
+};
+
+}  // namespace kvforge::cli

@@ -1,0 +1,123 @@
+// kvforge info: what a GGUF file holds — metadata, hyperparameters, tensors,
+// parameter count, file size and the KV cache cost per token.
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "core/gguf/gguf_file.h"
+#include "model/model_config.h"
+
+namespace kvforge::cli {
+namespace {
+
+std::string value_summary(const gguf::Value& v) {
+  switch (v.type) {
+    case gguf::ValueType::STRING: {
+      const auto& s = std::get<std::string>(v.data);
+      return s.size() > 60
+                 ? "\"" + s.substr(0, 57) + "...\" (" + std::to_string(s.size()) + " bytes)"
+                 : "\"" + s + "\"";
+    }
+    case gguf::ValueType::ARRAY: {
+      const auto& a = std::get<gguf::Array>(v.data);
+      return "[" + std::string(gguf::value_type_name(a.element_type)) + " x " +
+             std::to_string(a.items.size()) + "]";
+    }
+    case gguf::ValueType::BOOL:
+      return std::get<bool>(v.data) ? "true" : "false";
+    case gguf::ValueType::FLOAT32:
+    case gguf::ValueType::FLOAT64:
+      return std::to_string(std::get<double>(v.data));
+    default:
+      return v.is_integer() && std::holds_alternative<int64_t>(v.data)
+                 ? std::to_string(std::get<int64_t>(v.data))
+                 : std::to_string(std::get<uint64_t>(v.data));
+  }
+}
+
+std::string dims_str(const std::vector<uint64_t>& dims) {
+  std::string s;
+  for (size_t i = 0; i < dims.size(); ++i) s += (i ? " x " : "") + std::to_string(dims[i]);
+  return s;
+}
+
+void print_hyperparameters(const ModelConfig& c) {
+  std::printf("\nmodel\n");
+  std::printf("  architecture     %s%s\n", c.arch_name.c_str(),
+              c.name.empty() ? "" : (" (" + c.name + ")").c_str());
+  std::printf("  vocab            %d\n  n_embd           %d\n  layers           %d\n", c.n_vocab,
+              c.n_embd, c.n_layer);
+  std::printf("  n_ff             %d\n  heads            %d (KV heads %d, head_dim %d%s)\n", c.n_ff,
+              c.n_head, c.n_kv_head, c.head_dim, c.n_kv_head < c.n_head ? ", GQA" : "");
+  std::printf("  rope             %s pairs, %d dims, base %g\n",
+              c.rope_style == RopeStyle::Neox ? "neox" : "adjacent", c.rope_dim,
+              double(c.rope_freq_base));
+  std::printf("  rms eps          %g\n  train context    %d\n  output           %s\n",
+              double(c.rms_eps), c.n_ctx_train, c.tied_output ? "tied to token_embd" : "own");
+  std::printf("  KV per token     %s (f32), %s (f16)\n",
+              human_bytes(c.kv_bytes_per_token(4)).c_str(),
+              human_bytes(c.kv_bytes_per_token(2)).c_str());
+  std::printf("  KV at %-6d ctx %s (f16)\n", c.n_ctx_train,
+              human_bytes(double(c.kv_bytes_per_token(2)) * c.n_ctx_train).c_str());
+}
+
+void info(const std::string& path, bool all_tensors) {
+  const gguf::GgufFile f = gguf::GgufFile::open(path);
+  std::printf("file             %s\n", path.c_str());
+  std::printf("size             %s (%llu bytes)\n", human_bytes(double(f.file_size())).c_str(),
+              static_cast<unsigned long long>(f.file_size()));
+  std::printf("gguf version     %u, alignment %llu, %zu metadata keys, %zu tensors\n", f.version(),
+              static_cast<unsigned long long>(f.alignment()), f.metadata().size(),
+              f.tensors().size());
+  std::printf("\nmetadata\n");
+  for (const gguf::KeyValue& kv : f.metadata())
+    std::printf("  %-40s %s\n", kv.key.c_str(), value_summary(kv.value).c_str());
+  if (!f.tensors().empty()) {
+    try {
+      print_hyperparameters(ModelConfig::from_gguf(f));
+    } catch (const std::exception& e) {
+      std::printf("\nmodel: not a runnable model (%s)\n", e.what());
+    }
+  }
+  uint64_t params = 0, bytes = 0;
+  std::map<std::string, uint64_t> by_type;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    params += t.n_elements;
+    bytes += t.n_bytes;
+    by_type[std::string(type_name(t.type))] += t.n_elements;
+  }
+  std::printf("\ntensors          %zu, %.3f M parameters, %s of data\n", f.tensors().size(),
+              double(params) / 1e6, human_bytes(double(bytes)).c_str());
+  for (const auto& [type, n] : by_type)
+    std::printf("  %-6s %12llu parameters (%.1f%%)\n", type.c_str(),
+                static_cast<unsigned long long>(n),
+                100.0 * double(n) / double(std::max<uint64_t>(1, params)));
+  std::printf("\n  %-32s %-6s %-20s %12s\n", "name", "type", "shape (ne0 x ne1 ...)", "bytes");
+  size_t shown = 0;
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    const bool layer = t.name.rfind("blk.", 0) == 0;
+    if (!all_tensors && layer && t.name.rfind("blk.0.", 0) != 0) continue;
+    std::printf("  %-32s %-6s %-20s %12llu\n", t.name.c_str(),
+                std::string(type_name(t.type)).c_str(), dims_str(t.dims).c_str(),
+                static_cast<unsigned long long>(t.n_bytes));
+    ++shown;
+  }
+  if (shown < f.tensors().size())
+    std::printf("  ... %zu more (layers after blk.0; --all to list them)\n",
+                f.tensors().size() - shown);
+}
+
+}  // namespace
+
+void add_info_command(CLI::App& app) {
+  auto path = std::make_shared<std::string>();
+  auto all = std::make_shared<bool>(false);
+  CLI::App* sub = app.add_subcommand("info", "describe a GGUF file");
+  sub->add_option("model", *path, "GGUF file")->required();
+  sub->add_flag("--all", *all, "list every tensor");
+  sub->callback([path, all] { info(*path, *all); });
+}
+
+}  // namespace kvforge::cli

@@ -1,0 +1,58 @@
+// kvforge perplexity: how well a model predicts a text.
+#include <cstdio>
+#include <memory>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/perplexity.h"
+#include "app/tokenizer/tokenizer.h"
+#include "model/model.h"
+
+namespace kvforge::cli {
+namespace {
+
+struct PerplexityFlags {
+  std::string model;
+  std::string file;
+  int ctx = 0;
+  int threads = default_threads();
+  int batch = 512;
+};
+
+void perplexity(const PerplexityFlags& f) {
+  const auto model = Model::load(resolve_model_path(f.model));
+  const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  const std::vector<int32_t> tokens =
+      tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
+  const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);
+  ThreadPool pool(f.threads);
+  SequenceRunner runner(*model, pool,
+                        {.n_ctx = window, .max_batch = f.batch, .kv_dtype = KvDtype::F32});
+  std::fprintf(stderr, "perplexity: %zu tokens, windows of %d\n", tokens.size(), window);
+  const PerplexityResult r =
+      compute_perplexity(runner, tokens, window, [](int i, int n, double ppl) {
+        std::fprintf(stderr, "\r[%d/%d] running ppl %.4f", i, n, ppl);
+        if (i == n) std::fputc('\n', stderr);
+      });
+  std::printf(
+      "perplexity %.4f  (mean NLL %.6f nats over %lld predicted tokens, %d windows of %d, %.2f "
+      "s)\n",
+      r.perplexity(), r.mean_nll(), static_cast<long long>(r.n_predicted), r.n_windows, window,
+      r.seconds);
+}
+
+}  // namespace
+
+void add_perplexity_command(CLI::App& app) {
+  auto f = std::make_shared<PerplexityFlags>();
+  CLI::App* sub = app.add_subcommand("perplexity", "perplexity of a model on a text file");
+  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  sub->add_option("-f,--file", f->file, "text file")->required();
+  sub->add_option("-c,--ctx-size", f->ctx, "window length in tokens; 0 = min(train ctx, 512)")
+      ->capture_default_str();
+  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
+  sub->callback([f] { perplexity(*f); });
+}
+
+}  // namespace kvforge::cli

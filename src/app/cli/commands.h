@@ -1,0 +1,15 @@
+// Each subcommand registers itself on the top-level CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace kvforge::cli {
+
+void add_run_command(CLI::App& app);
+void add_info_command(CLI::App& app);
+void add_tokenize_command(CLI::App& app);
+void add_make_model_command(CLI::App& app);
+void add_quantize_command(CLI::App& app);
+void add_perplexity_command(CLI::App& app);
+
+}  // namespace kvforge::cli

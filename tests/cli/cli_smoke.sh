@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# End-to-end checks of the kvforge executable on a tiny random model:
+# every subcommand runs, prints what it promises, and fails cleanly on bad input.
+# usage: cli_smoke.sh path/to/kvforge work_dir
+set -euo pipefail
+kv="$1"
+work="$2"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() { grep -qF -- "$1" "$2" || { cat "$2" >&2; fail "expected '$1' in $2"; }; }
+
+"$kv" make-model -o tiny.gguf --preset tiny --seed 3 2>make.err
+"$kv" info tiny.gguf >info.out
+expect_in "n_embd           64" info.out
+expect_in "heads            4 (KV heads 2" info.out
+expect_in "blk.0.attn_q.weight" info.out
+
+# Byte vocabulary: BOS = 1, byte b = b + 3, and SentencePiece's "▁" prefix (E2 96 81).
+"$kv" tokenize tiny.gguf "Hello" --ids >tok.out
+[ "$(cat tok.out)" = "1 229 153 132 75 104 111 111 114" ] || fail "tokenize gave $(cat tok.out)"
+
+"$kv" run -m tiny.gguf -p "Hello" -n 8 --temp 0 -t 2 >run.out 2>run.err
+expect_in "prefill" run.err
+expect_in "decode" run.err
+expect_in "generated     8 tokens" run.err
+
+# Same seed, same text.
+"$kv" run -m tiny.gguf -p "Hi" -n 12 --temp 1 --seed 5 -q >seed1.out 2>/dev/null
+"$kv" run -m tiny.gguf -p "Hi" -n 12 --temp 1 --seed 5 -q >seed2.out 2>/dev/null
+cmp -s seed1.out seed2.out || fail "same seed gave different text"
+
+"$kv" quantize tiny.gguf tiny-q8.gguf --type q8_0 2>quant.err
+"$kv" info tiny-q8.gguf >info-q8.out
+expect_in "q8_0" info-q8.out
+"$kv" run -m tiny-q8.gguf -p "Hello" -n 4 --temp 0 >/dev/null 2>&1 || fail "q8_0 model does not run"
+
+printf 'the quick brown fox jumps over the lazy dog\n%.0s' {1..20} >text.txt
+"$kv" perplexity -m tiny.gguf -f text.txt -c 64 >ppl.out 2>/dev/null
+expect_in "perplexity" ppl.out
+
+# Bad input: clear errors, non-zero exit, no crash.
+if "$kv" run -m missing.gguf -p x 2>err1.txt; then fail "missing model accepted"; fi
+expect_in "missing.gguf: no such file" err1.txt
+head -c 100 tiny.gguf >truncated.gguf
+if "$kv" info truncated.gguf 2>err2.txt >/dev/null; then fail "truncated file accepted"; fi
+expect_in "truncated.gguf" err2.txt
+if "$kv" run -m tiny.gguf -p x --top-p 3 2>err3.txt; then fail "top_p 3 accepted"; fi
+expect_in "top_p" err3.txt
+if "$kv" run -m tiny.gguf -p x -c 4 2>err4.txt >/dev/null; then fail "context overflow accepted"; fi
+expect_in "context" err4.txt
+echo "cli smoke: ok"
