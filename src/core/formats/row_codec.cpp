@@ -4,22 +4,93 @@
 #include <stdexcept>
 #include <string>
 
-namespace kvforge {
+#include "core/formats/bf16.h"
+#include "core/formats/f16.h"
+#include "core/formats/q4_0.h"
+#include "core/formats/q4_k.h"
+#include "core/formats/q6_k.h"
+#include "core/formats/q8_0.h"
 
-// Temporary: F32 only until the format headers land.
-bool is_supported_weight_type(GgmlType t) { return t == GgmlType::F32; }
-bool is_quantizable_type(GgmlType t) { return t == GgmlType::F32; }
+namespace kvforge {
+namespace {
+
+bool is_codec_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+    case GgmlType::F16:
+    case GgmlType::BF16:
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+void check_row(const char* who, GgmlType t, int64_t n) {
+  if (!is_codec_type(t)) {
+    throw std::invalid_argument(std::string(who) + ": unsupported type " +
+                                std::string(type_name(t)));
+  }
+  const uint32_t block = type_traits(t).block_elems;
+  if (n < 0 || n % block != 0) {
+    throw std::invalid_argument(std::string(who) + ": row of " + std::to_string(n) +
+                                " elements is not a multiple of the " + std::string(type_name(t)) +
+                                " block size " + std::to_string(block));
+  }
+}
+
+}  // namespace
+
+bool is_supported_weight_type(GgmlType t) { return is_codec_type(t); }
+bool is_quantizable_type(GgmlType t) { return is_codec_type(t); }
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
-  if (t != GgmlType::F32)
-    throw std::invalid_argument("dequantize_row: unsupported type " + std::string(type_name(t)));
-  std::memcpy(dst, src, size_t(n) * sizeof(float));
+  check_row("dequantize_row", t, n);
+  switch (t) {
+    case GgmlType::F32:
+      std::memcpy(dst, src, size_t(n) * sizeof(float));
+      return;
+    case GgmlType::F16:
+      return dequantize_row_f16(static_cast<const uint16_t*>(src), dst, n);
+    case GgmlType::BF16:
+      return dequantize_row_bf16(static_cast<const uint16_t*>(src), dst, n);
+    case GgmlType::Q8_0:
+      return dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
+    case GgmlType::Q4_0:
+      return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
+    case GgmlType::Q4_K:
+      return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
+    case GgmlType::Q6_K:
+      return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
+    default:
+      break;  // unreachable: check_row rejected it
+  }
 }
 
 void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
-  if (t != GgmlType::F32)
-    throw std::invalid_argument("quantize_row: unsupported type " + std::string(type_name(t)));
-  std::memcpy(dst, src, size_t(n) * sizeof(float));
+  check_row("quantize_row", t, n);
+  switch (t) {
+    case GgmlType::F32:
+      std::memcpy(dst, src, size_t(n) * sizeof(float));
+      return;
+    case GgmlType::F16:
+      return quantize_row_f16(src, static_cast<uint16_t*>(dst), n);
+    case GgmlType::BF16:
+      return quantize_row_bf16(src, static_cast<uint16_t*>(dst), n);
+    case GgmlType::Q8_0:
+      return quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n);
+    case GgmlType::Q4_0:
+      return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
+    case GgmlType::Q4_K:
+      return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+    case GgmlType::Q6_K:
+      return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+    default:
+      break;
+  }
 }
 
 }  // namespace kvforge
