@@ -45,15 +45,26 @@ class TensorMaker {
                   encode(spec_.weight_type, v, cols));
   }
 
+  // Biases small against the projections they shift.
+  void bias(const std::string& name, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = 0.1f * rng_.next();
+    add_f32(name, v);
+  }
+
   // Norm weights near 1 so that every element of the norm matters.
   void norm(const std::string& name, int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
     for (float& x : v) x = 1.0f + 0.25f * rng_.next();
-    w_.add_tensor(name, GgmlType::F32, {uint64_t(n)},
-                  std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+    add_f32(name, v);
   }
 
  private:
+  void add_f32(const std::string& name, const std::vector<float>& v) {
+    w_.add_tensor(name, GgmlType::F32, {uint64_t(v.size())},
+                  std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+  }
+
   gguf::GgufWriter& w_;
   const RandomModelSpec& spec_;
   UniformSource rng_;
@@ -108,6 +119,8 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
 }
 
 gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
+  if (spec.arch != "llama" && spec.arch != "qwen2")
+    throw std::invalid_argument("make_random_model: unknown architecture '" + spec.arch + "'");
   if (spec.n_embd % spec.n_head != 0 || spec.n_head % spec.n_kv_head != 0)
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head, and "
@@ -115,18 +128,19 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   gguf::GgufWriter w;
   const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w);
   const int head_dim = spec.n_embd / spec.n_head;
-  w.set("general.architecture", gguf::Value::string("llama"));
+  const std::string a = spec.arch + ".";
+  w.set("general.architecture", gguf::Value::string(spec.arch));
   w.set("general.name", gguf::Value::string(spec.name));
-  w.set("llama.context_length", gguf::Value::u32(uint32_t(spec.n_ctx)));
-  w.set("llama.embedding_length", gguf::Value::u32(uint32_t(spec.n_embd)));
-  w.set("llama.block_count", gguf::Value::u32(uint32_t(spec.n_layer)));
-  w.set("llama.feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff)));
-  w.set("llama.attention.head_count", gguf::Value::u32(uint32_t(spec.n_head)));
-  w.set("llama.attention.head_count_kv", gguf::Value::u32(uint32_t(spec.n_kv_head)));
-  w.set("llama.rope.dimension_count", gguf::Value::u32(uint32_t(head_dim)));
-  w.set("llama.rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
-  w.set("llama.attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
-  w.set("llama.vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
+  w.set(a + "context_length", gguf::Value::u32(uint32_t(spec.n_ctx)));
+  w.set(a + "embedding_length", gguf::Value::u32(uint32_t(spec.n_embd)));
+  w.set(a + "block_count", gguf::Value::u32(uint32_t(spec.n_layer)));
+  w.set(a + "feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff)));
+  w.set(a + "attention.head_count", gguf::Value::u32(uint32_t(spec.n_head)));
+  w.set(a + "attention.head_count_kv", gguf::Value::u32(uint32_t(spec.n_kv_head)));
+  w.set(a + "rope.dimension_count", gguf::Value::u32(uint32_t(head_dim)));
+  w.set(a + "rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
+  w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
+  w.set(a + "vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
 
   TensorMaker make(w, spec);
   const int64_t q_dim = spec.n_embd, kv_dim = int64_t(head_dim) * spec.n_kv_head;
@@ -137,6 +151,11 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
     make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
     make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
     make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
+    if (spec.arch == "qwen2") {
+      make.bias(p + "attn_q.bias", q_dim);
+      make.bias(p + "attn_k.bias", kv_dim);
+      make.bias(p + "attn_v.bias", kv_dim);
+    }
     make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
     make.norm(p + "ffn_norm.weight", spec.n_embd);
     make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);

@@ -15,6 +15,7 @@ namespace kvforge {
 
 struct RandomModelSpec {
   std::string name = "random";
+  std::string arch = "llama";  // or "qwen2": NEOX RoPE and Q/K/V biases
   int n_embd = 64;
   int n_layer = 2;
   int n_head = 4;

@@ -22,6 +22,7 @@ struct Shape {
   const char* label;
   int n_embd, n_layer, n_head, n_kv_head, n_ff;
   bool tied;
+  const char* arch = "llama";
 };
 
 float max_abs_diff(std::span<const float> a, const std::vector<float>& b) {
@@ -68,6 +69,7 @@ TEST_P(ForwardOracleTest, F32LogitsMatchReferenceForPromptAnd32DecodeSteps) {
   spec.n_kv_head = s.n_kv_head;
   spec.n_ff = s.n_ff;
   spec.tied_output = s.tied;
+  spec.arch = s.arch;
   spec.seed = 7;
   const auto model = testing::make_test_model(spec);
   ASSERT_EQ(model->config().tied_output, s.tied);
@@ -79,7 +81,8 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ForwardOracleTest,
                          ::testing::Values(Shape{"mha_tied", 64, 2, 4, 4, 128, true},
                                            Shape{"gqa_untied", 64, 2, 4, 2, 160, false},
                                            Shape{"gqa8x2_untied", 128, 3, 8, 2, 96, false},
-                                           Shape{"mqa_tied", 96, 2, 6, 1, 64, true}),
+                                           Shape{"mqa_tied", 96, 2, 6, 1, 64, true},
+                                           Shape{"qwen2_gqa", 64, 2, 4, 2, 128, false, "qwen2"}),
                          [](const auto& param_info) {
                            return std::string(param_info.param.label);
                          });
