@@ -41,6 +41,8 @@ TEST_P(ReferenceVectors, EncodeMatchesHuggingFace) {
   for (size_t i = 0; i < vectors.size(); ++i) {
     const std::vector<int32_t> got =
         tokenizer.encode(vectors[i].text, /*add_bos=*/false, /*parse_special=*/false);
+    // No vector contains special-token text, so parse_special must not matter.
+    EXPECT_EQ(tokenizer.encode(vectors[i].text, false, /*parse_special=*/true), got);
     if (got == vectors[i].ids) {
       ++passed;
     } else {

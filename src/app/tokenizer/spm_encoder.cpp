@@ -25,7 +25,8 @@ struct Candidate {
   float score;
   int32_t left;
   int32_t right;
-  uint32_t len;  // bytes of left + right when queued: detects stale entries
+  uint32_t len;   // bytes of left + right when queued: detects stale entries
+  int32_t piece;  // id of the merged piece
 };
 
 struct LowerPriority {
@@ -110,7 +111,7 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   }
   symbols.back().next = -1;
 
-  // Pieces made by merging into an unused piece: (start, len) -> length of the left half.
+  // Symbols that became an unused piece: (start, len) -> length of their left half.
   std::unordered_map<uint64_t, uint32_t> unused_splits;
   const auto key = [](uint32_t start, uint32_t len) { return (uint64_t{start} << 32) | len; };
 
@@ -120,10 +121,7 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
     const uint32_t len = symbols[left].len + symbols[right].len;
     const int32_t id = mergeable_piece(text.substr(symbols[left].start, len));
     if (id < 0) return;
-    queue.push({vocab_.score_of(id), left, right, len});
-    if (vocab_.type_of(id) == TokenType::Unused) {
-      unused_splits[key(symbols[left].start, len)] = symbols[left].len;
-    }
+    queue.push({vocab_.score_of(id), left, right, len, id});
   };
   for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i, i + 1);
 
@@ -135,6 +133,9 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
     if (left.len == 0 || right.len == 0 || left.next != top.right ||
         left.len + right.len != top.len) {
       continue;  // one side changed since this pair was queued
+    }
+    if (vocab_.type_of(top.piece) == TokenType::Unused) {
+      unused_splits[key(left.start, top.len)] = left.len;
     }
     left.len += right.len;
     right.len = 0;
@@ -151,15 +152,13 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
     while (!stack.empty()) {
       const auto [start, len] = stack.back();
       stack.pop_back();
-      const std::string_view piece = text.substr(start, len);
-      const int32_t id = mergeable_piece(piece);
       const auto split = unused_splits.find(key(start, len));
-      if (id >= 0 && vocab_.type_of(id) == TokenType::Unused && split != unused_splits.end()) {
+      if (split != unused_splits.end()) {
         stack.push_back({start + split->second, len - split->second});
         stack.push_back({start, split->second});
         continue;
       }
-      append_piece_or_bytes(piece, out);
+      append_piece_or_bytes(text.substr(start, len), out);
     }
   }
 }

@@ -31,7 +31,8 @@ class GgufFile;
 }
 
 struct DecodeOptions {
-  bool skip_bos = true;         // leave out BOS tokens entirely
+  // Leave out tokens equal to bos_id (where BOS == EOS, as in GPT-2 and Qwen2, EOS too).
+  bool skip_bos = true;
   bool render_special = false;  // control tokens (EOS, <|eot_id|>...) as their text instead of ""
   bool strip_space_prefix = true;  // drop the space add_space_prefix put before the first word
 };
