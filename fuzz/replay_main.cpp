@@ -1,5 +1,7 @@
 // Driver used when the fuzz targets are built without libFuzzer: runs the
 // target once on every file named on the command line (or in a directory).
+// A missing path or an empty corpus is an error, so that a smoke test cannot
+// pass by replaying nothing.
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -11,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
 static void run_file(const std::filesystem::path& p) {
   std::ifstream in(p, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   LLVMFuzzerTestOneInput(bytes.data(), bytes.size());
 }
 
@@ -23,10 +26,13 @@ int main(int argc, char** argv) {
       for (const auto& e : std::filesystem::recursive_directory_iterator(p)) {
         if (e.is_regular_file()) run_file(e.path()), ++n;
       }
-    } else {
+    } else if (std::filesystem::is_regular_file(p)) {
       run_file(p), ++n;
+    } else {
+      std::fprintf(stderr, "no such corpus file or directory: %s\n", argv[i]);
+      return 1;
     }
   }
   std::printf("replayed %zu inputs\n", n);
-  return 0;
+  return n > 0 ? 0 : 1;
 }

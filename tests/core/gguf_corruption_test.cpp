@@ -252,6 +252,19 @@ TEST(GgufCorruptionLayout, DataSectionPastEndOfFile) {
   expect_error(b.bytes(), {"tensor data section", "'t'", "past the end of the file"});
 }
 
+TEST(GgufCorruptionNames, HostileNamesAreEscapedAndShortenedInMessages) {
+  const std::string long_name(5000, 'k');
+  const std::string message = parse_error(
+      RawBytes().header(3, 0, 2).str("a\nb").u32(7).u8(1).str(long_name).u32(7).u8(9).bytes());
+  EXPECT_NE(message.find("key '" + std::string(120, 'k') + "...(5000 bytes)': bool value 9"),
+            std::string::npos)
+      << message.substr(0, 300);
+  EXPECT_EQ(message.find(std::string(121, 'k')), std::string::npos);
+  const std::string escaped =
+      parse_error(RawBytes().header(3, 0, 1).str("a\nb").u32(7).u8(5).bytes());
+  EXPECT_NE(escaped.find("key 'a\\x0ab': bool value 5"), std::string::npos) << escaped;
+}
+
 Bytes nested_array_file(int levels) {
   RawBytes b;
   b.header(3, 0, 1).str("deep").u32(9);

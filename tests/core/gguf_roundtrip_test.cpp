@@ -10,6 +10,7 @@
 #include "core/gguf/gguf_file.h"
 #include "core/gguf/gguf_writer.h"
 #include "gguf_sample.h"
+#include "testdata.h"
 
 namespace kvforge::gguf {
 namespace {
@@ -182,6 +183,22 @@ TEST(GgufRoundTrip, SettingAlignmentKeyChangesPadding) {
   EXPECT_EQ(f.data_offset() % 128, 0u);
   EXPECT_EQ(f.find_tensor("b")->offset, 128u);
   EXPECT_EQ(f.file_size(), f.data_offset() + 256);
+}
+
+// The fuzzer's committed seeds (fuzz/corpus/gguf, from fuzz/make_gguf_corpus.cpp)
+// must stay valid, or fuzzing starts from rejected inputs only.
+TEST(GgufRoundTrip, SeedCorpusFilesAreValidAndRewriteIdentically) {
+  const auto dir = kvforge::testing::source_dir() / "fuzz" / "corpus" / "gguf";
+  size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const GgufFile f = GgufFile::open(entry.path());
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    EXPECT_EQ(GgufWriter::from_file(f).to_bytes(), bytes) << entry.path();
+    ++n;
+  }
+  EXPECT_GE(n, 4u);
 }
 
 }  // namespace

@@ -20,6 +20,26 @@ static_assert(std::endian::native == std::endian::little,
               "GGUF is read by memcpy of little-endian scalars; port ByteCursor before building "
               "on a big-endian host");
 
+// A name read from the file, fit for an error message: control bytes escaped
+// as \xNN and at most 120 bytes kept, so a hostile name cannot flood the log.
+inline std::string printable_name(std::string_view name) {
+  constexpr size_t kMaxShown = 120;
+  std::string out;
+  for (size_t i = 0; i < name.size() && i < kMaxShown; ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (name.size() > kMaxShown) out += "...(" + std::to_string(name.size()) + " bytes)";
+  return out;
+}
+
 class ByteCursor {
  public:
   ByteCursor(std::span<const uint8_t> bytes, std::string_view file_name)

@@ -11,7 +11,6 @@
 namespace kvforge::gguf {
 namespace {
 
-constexpr uint64_t kHeaderBytes = 4 + 4 + 8 + 8;  // magic, version, tensor_count, kv_count
 // Smallest possible encodings, used to bound counts by the bytes that remain
 // before anything is reserved: a key (u64 length) + u32 type + a 1-byte value;
 // a tensor info: name length + n_dims + one dim + type + offset.
@@ -158,9 +157,9 @@ void read_metadata(ByteCursor& c, uint64_t kv_count, ParsedGguf& out) {
   for (uint64_t i = 0; i < kv_count; ++i) {
     // Until the key is read, name the previous one so that a corrupt length can be located.
     c.set_context("metadata key-value #" + u64s(i) +
-                  (i > 0 ? " (after key '" + out.metadata.back().key + "')" : ""));
+                  (i > 0 ? " (after key '" + printable_name(out.metadata.back().key) + "')" : ""));
     std::string key = c.string("key");
-    c.set_context("key '" + key + "'");
+    c.set_context("key '" + printable_name(key) + "'");
     if (out.key_index.contains(key)) c.fail("duplicate key");
     const ValueType type = read_value_type(c, "value type");
     Value value = read_value(c, type, 0);
@@ -202,11 +201,12 @@ std::string dims_string(const std::vector<uint64_t>& dims) {
 }
 
 TensorInfo read_tensor_info(ByteCursor& c, uint64_t index, const ParsedGguf& out) {
-  c.set_context("tensor info #" + u64s(index) +
-                (index > 0 ? " (after tensor '" + out.tensors.back().name + "')" : ""));
+  c.set_context(
+      "tensor info #" + u64s(index) +
+      (index > 0 ? " (after tensor '" + printable_name(out.tensors.back().name) + "')" : ""));
   TensorInfo t;
   t.name = c.string("tensor name");
-  c.set_context("tensor '" + t.name + "'");
+  c.set_context("tensor '" + printable_name(t.name) + "'");
   if (out.tensor_index.contains(t.name)) c.fail("duplicate tensor name");
 
   const uint32_t n_dims = c.u32("n_dims");
@@ -258,15 +258,15 @@ void check_tensor_layout(ByteCursor& c, const ParsedGguf& out) {
   const uint64_t file_size = c.size();
   if (!out.tensors.empty() && out.data_offset > file_size) {
     c.fail("tensor data section (of " + u64s(out.tensors.size()) + " tensors, the first '" +
-           out.tensors.front().name + "') starts at offset " + u64s(out.data_offset) +
-           " (tensor infos end at " + u64s(c.offset()) + ", aligned to " + u64s(out.alignment) +
-           ") past the end of the file (size " + u64s(file_size) + ")");
+           printable_name(out.tensors.front().name) + "') starts at offset " +
+           u64s(out.data_offset) + " (tensor infos end at " + u64s(c.offset()) + ", aligned to " +
+           u64s(out.alignment) + ") past the end of the file (size " + u64s(file_size) + ")");
   }
   const uint64_t data_size = file_size - std::min(out.data_offset, file_size);
   for (const TensorInfo& t : out.tensors) {
     uint64_t end = 0;
     if (__builtin_add_overflow(t.offset, t.n_bytes, &end) || end > data_size) {
-      c.set_context("tensor '" + t.name + "'");
+      c.set_context("tensor '" + printable_name(t.name) + "'");
       uint64_t absolute = 0;
       const std::string start = __builtin_add_overflow(out.data_offset, t.offset, &absolute)
                                     ? u64s(out.data_offset) + "+" + u64s(t.offset)
@@ -283,9 +283,10 @@ void check_tensor_layout(ByteCursor& c, const ParsedGguf& out) {
     const TensorInfo& prev = out.tensors[order[i - 1]];
     const TensorInfo& cur = out.tensors[order[i]];
     if (prev.offset + prev.n_bytes > cur.offset) {  // no overflow: both checked above
-      c.set_context("tensor '" + cur.name + "'");
-      c.fail("data at relative offset " + u64s(cur.offset) + " overlaps tensor '" + prev.name +
-             "' at [" + u64s(prev.offset) + ", " + u64s(prev.offset + prev.n_bytes) + ")");
+      c.set_context("tensor '" + printable_name(cur.name) + "'");
+      c.fail("data at relative offset " + u64s(cur.offset) + " overlaps tensor '" +
+             printable_name(prev.name) + "' at [" + u64s(prev.offset) + ", " +
+             u64s(prev.offset + prev.n_bytes) + ")");
     }
   }
   c.set_context("");
