@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <string>
+#include <thread>
 
 #include "app/tokenizer/tokenizer.h"
 #include "core/gguf/gguf_file.h"
@@ -65,6 +66,26 @@ TEST_P(ReferenceVectors, DecodeRestoresText) {
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(v.text, tokenizer.bos_id() >= 0, false)), v.text)
         << GetParam();
   }
+}
+
+TEST_P(ReferenceVectors, ConcurrentEncodersAgree) {
+  KVFORGE_REQUIRE_TESTDATA();
+  // One Tokenizer shared by several threads, as the server uses it.
+  const Tokenizer tokenizer = Tokenizer::from_gguf(gguf::GgufFile::open(vocab_path()));
+  const auto vectors = kvforge::testing::load_tokenizer_vectors(vocab_path());
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < mismatches.size(); ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 5; ++round) {
+        for (const auto& v : vectors) {
+          if (tokenizer.encode(v.text, false, false) != v.ids) ++mismatches[t];
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(mismatches, std::vector<int>(mismatches.size(), 0));
 }
 
 INSTANTIATE_TEST_SUITE_P(Vocabularies, ReferenceVectors,
