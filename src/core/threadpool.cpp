@@ -2,38 +2,49 @@
 
 #include <immintrin.h>
 
+#include <stdexcept>
+
 namespace kvforge {
 namespace {
-// Workers spin this many rounds before sleeping: a decode step issues a
-// parallel region every few microseconds, far cheaper to catch spinning than
-// through a futex wake-up, while an idle pool still goes to sleep.
+// Threads spin this many rounds before yielding or sleeping: a decode step
+// opens a parallel region every few microseconds, far cheaper to catch
+// spinning than through a futex wake-up, while an idle pool still sleeps.
 constexpr int kSpinRounds = 1 << 14;
+constexpr uint32_t kMaxChunks = 0xffff;
+
+uint32_t ticket_generation(uint64_t t) { return uint32_t(t >> 32); }
+uint32_t ticket_chunks(uint64_t t) { return uint32_t(t >> 16) & 0xffff; }
+uint32_t ticket_next(uint64_t t) { return uint32_t(t) & 0xffff; }
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
-  workers_.reserve(n_threads_ - 1);
-  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  workers_.reserve(size_t(n_threads_ - 1));
+  for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
   stop_.store(true, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
+  wake_.fetch_add(1, std::memory_order_acq_rel);
+  wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::dispatch(void* ctx, Trampoline call) {
-  if (n_threads_ == 1) {
-    call(ctx, 0, 1);
+void ThreadPool::dispatch(uint32_t n_chunks, void* ctx, Trampoline call) {
+  if (n_chunks > kMaxChunks) throw std::invalid_argument("ThreadPool: too many chunks");
+  if (n_threads_ == 1 || n_chunks <= 1) {
+    for (uint32_t c = 0; c < n_chunks; ++c) call(ctx, c);
     return;
   }
+  // The previous job is complete, so no thread reads these until the ticket below.
   job_ctx_ = ctx;
   job_call_ = call;
-  pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  generation_.fetch_add(1, std::memory_order_acq_rel);
-  generation_.notify_all();
-  call(ctx, 0, n_threads_);
-  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+  chunks_done_.store(0, std::memory_order_relaxed);
+  const uint32_t gen = ++generation_counter_;
+  ticket_.store((uint64_t{gen} << 32) | (uint64_t{n_chunks} << 16), std::memory_order_release);
+  wake_.store(gen, std::memory_order_release);
+  wake_.notify_all();
+  work_on(gen);
+  for (int spins = 0; chunks_done_.load(std::memory_order_acquire) != n_chunks; ++spins) {
     if (spins < kSpinRounds) {
       _mm_pause();
     } else {
@@ -42,22 +53,35 @@ void ThreadPool::dispatch(void* ctx, Trampoline call) {
   }
 }
 
-void ThreadPool::worker_loop(int index) {
-  uint64_t seen = 0;
+void ThreadPool::work_on(uint32_t generation) {
+  uint64_t t = ticket_.load(std::memory_order_acquire);
   for (;;) {
-    uint64_t gen = generation_.load(std::memory_order_acquire);
+    if (ticket_generation(t) != generation || ticket_next(t) >= ticket_chunks(t)) return;
+    if (!ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel,
+                                       std::memory_order_acquire))
+      continue;
+    // The claimed chunk is not done, so the job (ctx, call) is still this generation's.
+    job_call_(job_ctx_, ticket_next(t));
+    chunks_done_.fetch_add(1, std::memory_order_acq_rel);
+    t = ticket_.load(std::memory_order_acquire);
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint32_t seen = 0;
+  for (;;) {
+    uint32_t gen = wake_.load(std::memory_order_acquire);
     for (int spins = 0; gen == seen && spins < kSpinRounds; ++spins) {
       _mm_pause();
-      gen = generation_.load(std::memory_order_acquire);
+      gen = wake_.load(std::memory_order_acquire);
     }
     while (gen == seen) {
-      generation_.wait(seen, std::memory_order_acquire);
-      gen = generation_.load(std::memory_order_acquire);
+      wake_.wait(seen, std::memory_order_acquire);
+      gen = wake_.load(std::memory_order_acquire);
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    job_call_(job_ctx_, index, n_threads_);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    work_on(gen);
   }
 }
 

@@ -1,6 +1,11 @@
 // One pool of persistent worker threads for all parallel work (`-t` threads in
 // total: the calling thread is worker 0, so there is no oversubscription).
-// A parallel region costs one wake-up and one join; nothing is allocated per call.
+//
+// A parallel region is cut into chunks that threads claim one at a time from
+// a shared ticket, the caller included. If a worker is descheduled (a busy
+// machine), the others take its chunks instead of waiting for it, so a
+// region costs at most one in-flight chunk of delay, not a scheduler time
+// slice. Nothing is allocated per region.
 #pragma once
 
 #include <algorithm>
@@ -21,44 +26,61 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Calls fn(thread_index, n_threads) once on each thread, the caller being
-  // thread 0, and returns when every call has returned. Not reentrant.
+  // Calls fn(i, n) for every i in [0, n) with n = size(), each call on some
+  // thread of the pool, and returns when all have returned. At most one call
+  // with a given i runs at a time, so i can index per-thread scratch.
+  // Not reentrant.
   template <class F>
   void run(F&& fn) {
-    using Fn = std::remove_reference_t<F>;
-    dispatch(const_cast<void*>(static_cast<const void*>(&fn)),
-             [](void* ctx, int i, int n) { (*static_cast<Fn*>(ctx))(i, n); });
+    const int n = n_threads_;
+    for_each_chunk(uint32_t(n), [&](uint32_t i) { fn(int(i), n); });
   }
 
-  // Splits [0, n) into one contiguous range per thread (ranges are multiples
-  // of `grain` except the last) and calls fn(begin, end) for each non-empty one.
+  // Splits [0, n) into ranges (multiples of `grain` except the last) and calls
+  // fn(begin, end) for each, in parallel.
   template <class F>
   void parallel_for(size_t n, F&& fn, size_t grain = 1) {
     if (n == 0) return;
-    const size_t n_chunks = (n + grain - 1) / grain;
+    grain = std::max<size_t>(1, grain);
+    const size_t units = (n + grain - 1) / grain;
+    // A few chunks per thread balance uneven progress without much claiming.
+    const size_t n_chunks = std::min(units, size_t(n_threads_) * kChunksPerThread);
     if (n_threads_ == 1 || n_chunks == 1) {
       fn(size_t{0}, n);
       return;
     }
-    run([&](int i, int nt) {
-      const size_t per = (n_chunks + nt - 1) / nt;
-      const size_t begin = std::min(n, size_t(i) * per * grain);
-      const size_t end = std::min(n, size_t(i + 1) * per * grain);
+    for_each_chunk(uint32_t(n_chunks), [&](uint32_t c) {
+      const size_t begin = std::min(n, units * c / n_chunks * grain);
+      const size_t end = std::min(n, units * (c + 1) / n_chunks * grain);
       if (begin < end) fn(begin, end);
     });
   }
 
  private:
-  using Trampoline = void (*)(void*, int, int);
-  void dispatch(void* ctx, Trampoline call);
-  void worker_loop(int index);
+  static constexpr size_t kChunksPerThread = 4;
+  using Trampoline = void (*)(void*, uint32_t);
+
+  template <class F>
+  void for_each_chunk(uint32_t n_chunks, F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    dispatch(n_chunks, const_cast<void*>(static_cast<const void*>(&fn)),
+             [](void* ctx, uint32_t chunk) { (*static_cast<Fn*>(ctx))(chunk); });
+  }
+  void dispatch(uint32_t n_chunks, void* ctx, Trampoline call);
+  // Claims and runs chunks of job `generation` until none are left.
+  void work_on(uint32_t generation);
+  void worker_loop();
 
   int n_threads_;
   std::vector<std::thread> workers_;
   void* job_ctx_ = nullptr;
   Trampoline job_call_ = nullptr;
-  std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  uint32_t generation_counter_ = 0;  // caller thread only
+  // (generation << 32) | (n_chunks << 16) | next chunk: one CAS both checks
+  // that the job is still current and claims a chunk of it.
+  std::atomic<uint64_t> ticket_{0};
+  std::atomic<uint32_t> chunks_done_{0};
+  std::atomic<uint32_t> wake_{0};  // generation workers wait on
   std::atomic<bool> stop_{false};
 };
 
