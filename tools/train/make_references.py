@@ -8,10 +8,11 @@ float32.
 reference.json:
   perplexity: tokens = [<s>] + SentencePiece(whole validation file, newlines included).
     The stream is cut into floor(len(tokens) / ctx) non-overlapping windows of exactly ctx
-    tokens (a trailing partial window is dropped). Each window is scored on its own from an
-    empty cache at positions 0..ctx-1 (only the first window starts with <s>); positions
-    1..ctx-1 are predicted, i.e. ctx - 1 predictions per window. ppl = exp(mean NLL over all
-    predictions); per-window mean NLLs are listed too.
+    tokens. Each window is scored on its own from an empty cache at positions 0..ctx-1 (only
+    the first window starts with <s>); positions 1..ctx-1 are predicted, i.e. ctx - 1
+    predictions per window. ppl = exp(mean NLL over all predictions); per-window mean NLLs
+    are listed too. "with_partial_window" also scores the trailing r = len(tokens) % ctx
+    tokens the same way (r - 1 more predictions) and averages over all predictions.
   greedy: prompt ids = [<s>] + SentencePiece(prompt); n tokens appended one at a time by
     argmax over the logits of the last position (</s> is not treated specially), with the
     margin top1 - top2 (logit units) of every step.
@@ -77,17 +78,33 @@ def load_model(path):
     return model.eval(), meta
 
 
+def window_nll(model, windows):
+    """windows: [n, t] token ids -> [n] mean NLL of predicting positions 1..t-1 (float64)."""
+    nll = F.cross_entropy(model(windows)[:, :-1].transpose(1, 2), windows[:, 1:],
+                          reduction="none")
+    return nll.double().mean(dim=1)
+
+
 @torch.no_grad()
 def perplexity(model, tokens, ctx, batch=8):
     n_windows = len(tokens) // ctx
     windows = torch.tensor(tokens[:n_windows * ctx]).view(n_windows, ctx)
-    window_nll = []
-    for i in range(0, n_windows, batch):
-        w = windows[i:i + batch]
-        nll = F.cross_entropy(model(w)[:, :-1].transpose(1, 2), w[:, 1:], reduction="none")
-        window_nll.extend(nll.double().mean(dim=1).tolist())
-    mean_nll = sum(window_nll) / len(window_nll)  # every window has ctx - 1 predictions
-    return mean_nll, window_nll
+    nlls = torch.cat([window_nll(model, windows[i:i + batch])
+                      for i in range(0, n_windows, batch)]).tolist()
+    mean_nll = sum(nlls) / len(nlls)  # every window has ctx - 1 predictions
+    result = {"context_length": ctx, "n_tokens": len(tokens), "n_windows": n_windows,
+              "n_predictions": n_windows * (ctx - 1), "mean_nll": mean_nll,
+              "perplexity": math.exp(mean_nll)}
+    tail = tokens[n_windows * ctx:]
+    if len(tail) >= 2:
+        tail_nll = window_nll(model, torch.tensor([tail])).item()
+        n_pred = result["n_predictions"] + len(tail) - 1
+        total = mean_nll * result["n_predictions"] + tail_nll * (len(tail) - 1)
+        result["with_partial_window"] = {"n_windows": n_windows + 1, "n_predictions": n_pred,
+                                         "mean_nll": total / n_pred,
+                                         "perplexity": math.exp(total / n_pred)}
+    result["window_mean_nll"] = nlls
+    return result
 
 
 @torch.no_grad()
@@ -139,21 +156,18 @@ def main():
 
     ctx = model.cfg.context_length
     tokens = [sp.bos_id()] + sp.encode(val_text)
-    mean_nll, window_nll = perplexity(model, tokens, ctx)
+    ppl = perplexity(model, tokens, ctx)
     prompt_ids = [sp.bos_id()] + sp.encode(args.prompt)
     ids, margins = greedy(model, prompt_ids, args.n_generate)
     generated = ids[len(prompt_ids):]
     reference = {
         "model": os.path.basename(args.gguf),
-        "perplexity": {
-            "text_file": os.path.basename(args.val_text),
-            "context_length": ctx, "n_tokens": len(tokens), "n_windows": len(window_nll),
-            "n_predictions": len(window_nll) * (ctx - 1), "mean_nll": mean_nll,
-            "perplexity": math.exp(mean_nll), "window_mean_nll": window_nll,
-        },
+        "perplexity": {"text_file": os.path.basename(args.val_text), **ppl},
         "greedy": {
             "prompt": args.prompt, "prompt_ids": prompt_ids, "generated_ids": generated,
-            "generated_text": sp.decode(generated), "top1_margins": margins,
+            # decoded in context, so that the first piece keeps its leading space
+            "generated_text": sp.decode(ids[1:])[len(sp.decode(prompt_ids[1:])):],
+            "top1_margins": margins,
         },
         "method": __doc__.split("reference.json:")[1].split("tokenizer-vectors.json")[0].strip(),
     }
@@ -161,12 +175,11 @@ def main():
         json.dump(reference, f, indent=1, ensure_ascii=False)
         f.write("\n")
     cases = tokenizer_cases(sp, val_text, 300, random.Random(1234))
-    with open(args.vectors, "w", encoding="utf-8") as f:
-        json.dump(cases, f, ensure_ascii=False, indent=0)
-        f.write("\n")
-    print(f"perplexity {math.exp(mean_nll):.3f} (mean NLL {mean_nll:.4f}) over "
-          f"{len(window_nll)} windows of {ctx}; smallest greedy margin {min(margins):.4f}")
-    print(f"{args.prompt}{sp.decode(generated)}")
+    with open(args.vectors, "w", encoding="utf-8") as f:  # one case per line
+        f.write("[\n" + ",\n".join(json.dumps(c, ensure_ascii=False) for c in cases) + "\n]\n")
+    print(f"perplexity {ppl['perplexity']:.4f} (mean NLL {ppl['mean_nll']:.6f}) over "
+          f"{ppl['n_windows']} windows of {ctx}; smallest greedy margin {min(margins):.4f}")
+    print(args.prompt + reference["greedy"]["generated_text"])
     print(f"{len(cases)} tokenizer cases")
 
 

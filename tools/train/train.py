@@ -99,7 +99,7 @@ def main():
     ap.add_argument("--val-text", required=True)
     ap.add_argument("--tokenizer", required=True, help="SentencePiece .model")
     ap.add_argument("--out", required=True, help="output directory (checkpoint, log, plot)")
-    ap.add_argument("--steps", type=int, default=320)
+    ap.add_argument("--steps", type=int, default=560)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--lr", type=float, default=3e-3)
     ap.add_argument("--warmup", type=int, default=30)
