@@ -1,0 +1,84 @@
+// Q6_K weights x Q8_K activations, AVX-512 (BW + VNNI). Per half super-block
+// the 6-bit quants (0..63) of elements 0-63 and 64-127 are rebuilt from the
+// 64 ql bytes and 32 qh bytes with shifts and masks; vpmaddubsw multiplies
+// them with the activations and vpdpwssd applies the four 16-element
+// sub-block scales of each vector; the -32 offset comes off through the
+// activation block sums. Exact integers, so bit-identical to the scalar kernel.
+#include "core/formats/q6_k.h"
+#include "core/kernels/avx512_helpers.h"
+#include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/tile_loop.h"
+
+namespace kvforge {
+namespace {
+
+struct Q6_KAvx512Dot {
+  const MatmulTask& task;
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    const auto* w =
+        reinterpret_cast<const BlockQ6_K*>(task.weights + row * int64_t(task.row_bytes));
+    const int64_t n_blocks = task.cols / BlockQ6_K::kElems;
+    const BlockQ8_K* a[NT];
+    float acc[NT];
+    for (int k = 0; k < NT; ++k) {
+      a[k] = task.act_k + (t0 + k) * n_blocks;
+      acc[k] = 0.0f;
+    }
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
+    // int16 lane i of a vpmaddubsw result covers bytes 2i, 2i+1: element
+    // 2i of the vector, so sub-block (i / 8) of the vector's four.
+    const __m512i pick_scale = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1,
+                                                1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const BlockQ6_K& blk = w[b];
+      const __m256i scales16 =
+          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+      const __m512i all_scales = _mm512_castsi256_si512(scales16);
+      __m512i q[4], scales[4];  // q[2h]: elements 128h + 0..63, q[2h+1]: 128h + 64..127
+      for (int h = 0; h < 2; ++h) {
+        const __m512i ql = _mm512_loadu_si512(blk.ql + 64 * h);
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+        // qh bits (0,1) / (2,3) / (4,5) / (6,7) go to bits 4,5 of elements in
+        // quarters 0 / 1 / 2 / 3 of the half.
+        const __m512i high_lo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(qh, 4)),
+                                                   _mm256_slli_epi16(qh, 2), 1);
+        const __m512i high_hi =
+            _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(high_lo, bits45));
+        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                       _mm512_and_si512(high_hi, bits45));
+        for (int part = 0; part < 2; ++part) {
+          const __m512i first = _mm512_set1_epi16(short(8 * h + 4 * part));
+          scales[2 * h + part] =
+              _mm512_permutexvar_epi16(_mm512_add_epi16(pick_scale, first), all_scales);
+        }
+      }
+      const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+      for (int k = 0; k < NT; ++k) {
+        const BlockQ8_K& ak = a[k][b];
+        __m512i isum = _mm512_setzero_si512();
+        for (int i = 0; i < 4; ++i) {
+          const __m512i p = _mm512_maddubs_epi16(q[i], _mm512_loadu_si512(ak.qs + 64 * i));
+          isum = _mm512_dpwssd_epi32(isum, p, scales[i]);
+        }
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ak.bsums));
+        int32_t dot = 0, offset = 0;
+        avx512_hsum2_epi32(isum, _mm256_madd_epi16(bsums, scales16), dot, offset);
+        const int32_t total = dot - 32 * offset;
+        acc[k] = kquant_accumulate(acc[k], d, 0.0f, ak.d, total, 0);
+      }
+    }
+    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+  }
+};
+
+}  // namespace
+
+void matmul_rows_q6_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_row_tiles<8>(task, r0, r1, Q6_KAvx512Dot{task});
+}
+
+}  // namespace kvforge

@@ -1,0 +1,28 @@
+// How every SIMD level folds one super-block's exact integer dot products
+// into a row's f32 sum for K-quant weights (Q4_K, Q6_K):
+//   acc = (acc + (d * da) * isum) - (dmin * da) * msum
+// rounded step by step in f32. The integer parts are exact at every level, so
+// with this one rounding sequence K-quant results are bit-identical across
+// scalar/AVX2/AVX-512. The empty asm statements pin each product to an f32
+// register so that a compiler targeting FMA (the *_avx*.cpp files) cannot
+// fuse it with the following add or subtract.
+//
+// `static`: each file including this gets its own copy, so an AVX-512
+// compiled copy can never be linked into code that runs on older CPUs.
+#pragma once
+
+#include <cstdint>
+
+namespace kvforge {
+
+// d, dmin: the weight block's super-scales; da: the Q8_K activation scale.
+static inline float kquant_accumulate(float acc, float d, float dmin, float da, int32_t isum,
+                                      int32_t msum) {
+  float scaled = (d * da) * float(isum);
+  __asm__("" : "+x"(scaled));
+  float offset = (dmin * da) * float(msum);
+  __asm__("" : "+x"(offset));
+  return (acc + scaled) - offset;
+}
+
+}  // namespace kvforge

@@ -1,0 +1,72 @@
+// The internal contract between matmul() (kernels/matmul.cpp) and the
+// per-weight-type kernels (kernels/dot_<type>[_avx2|_avx512].cpp).
+//
+// matmul() validates the shapes, converts the activations once into the form
+// the weight type's dot product wants, then calls a row-range kernel on each
+// thread. Kernel files compiled for AVX2 / AVX-512 export only the entry
+// points declared here (everything else in them has internal linkage), and
+// are only called after simd_level() says the machine has the instructions.
+//
+// Activation forms:
+//   F32, F16, BF16 weights: the caller's f32 activations, untouched.
+//   Q8_0, Q4_0 weights ("Q8 activations"): per token, per 32 values, a scale
+//     d = amax/127 (f32) and quants q = nearest-even(x * 127/amax) in
+//     [-127, 127] — Q8_0's arithmetic with an f32 scale kept in a separate
+//     array, so kernels load contiguous quants and need no half conversion.
+//     Blocks with amax < 1e-30 get d = 0, q = 0. The AVX-512 kernels want the
+//     quants stored offset by +128 (as u8: q ^ 0x80) for vpdpbusd's unsigned
+//     operand; scalar and AVX2 store them signed. Each level's activation
+//     quantizer writes its own level's encoding; the values are identical.
+//   Q4_K, Q6_K weights: Q8_K blocks (formats/q8_k.h), identical at every level.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/formats/q8_k.h"
+
+namespace kvforge {
+
+struct MatmulTask {
+  const uint8_t* weights = nullptr;  // row r at weights + r * row_bytes
+  size_t row_bytes = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t n_tokens = 0;
+  const float* x = nullptr;            // [n_tokens][cols] f32 (float weight types)
+  const int8_t* act_quants = nullptr;  // [n_tokens][cols] Q8 activations (Q8_0, Q4_0)
+  const float* act_scales = nullptr;   // [n_tokens][cols / 32] their scales
+  const BlockQ8_K* act_k = nullptr;    // [n_tokens][cols / 256] (Q4_K, Q6_K)
+  float* y = nullptr;                  // [n_tokens][rows]
+};
+
+// Computes y[t][r] for r in [r0, r1) and every token.
+using RowKernel = void (*)(const MatmulTask& task, int64_t r0, int64_t r1);
+// Quantizes tokens [t0, t1) of x ([n][cols]) into quants [n][cols] and scales [n][cols/32].
+using Q8ActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                                       int8_t* quants, float* scales);
+// Quantizes tokens [t0, t1) of x ([n][cols]) into blocks [n][cols/256].
+using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                                        BlockQ8_K* blocks);
+
+// Entry points, one set per SIMD level.
+#define KVFORGE_DECLARE_KERNELS(level)                                                         \
+  void matmul_rows_f32_##level(const MatmulTask& task, int64_t r0, int64_t r1);                \
+  void matmul_rows_f16_##level(const MatmulTask& task, int64_t r0, int64_t r1);                \
+  void matmul_rows_bf16_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_q8_0_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_q4_0_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_q4_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_q6_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void quantize_activations_q8_##level(const float* x, int64_t cols, int64_t t0, int64_t t1,   \
+                                       int8_t* quants, float* scales);                         \
+  void quantize_activations_q8_k_##level(const float* x, int64_t cols, int64_t t0, int64_t t1, \
+                                         BlockQ8_K* blocks);
+
+KVFORGE_DECLARE_KERNELS(scalar)
+KVFORGE_DECLARE_KERNELS(avx2)
+KVFORGE_DECLARE_KERNELS(avx512)
+
+#undef KVFORGE_DECLARE_KERNELS
+
+}  // namespace kvforge

@@ -1,0 +1,68 @@
+// The loop every row-range kernel shares: output rows in blocks small enough
+// to stay in L1, and for each block every token tile in turn, so each weight
+// row is read from memory once per call and reused from cache for all tokens.
+//
+// Dot must provide   template <int NT> void tile(int64_t row, int64_t t0, float* out) const
+// computing out[k] = dot(weight row `row`, token t0 + k) for k < NT. A tile
+// must compute each token exactly as it would alone (same operations in the
+// same order), so results do not depend on n_tokens, tiling or threads.
+//
+// Included by the *_avx2.cpp / *_avx512.cpp files: it uses no library
+// functions, and its instantiations (with kernel types from those files'
+// anonymous namespaces) have internal linkage.
+#pragma once
+
+#include <cstdint>
+
+#include "core/kernels/matmul_task.h"
+
+namespace kvforge {
+
+// Weight bytes per row block: half of a 32 KiB L1, leaving room for activations.
+inline constexpr int64_t kRowBlockBytes = 16 * 1024;
+
+template <int kMaxTile, class Dot>
+void run_row_tiles(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
+  static_assert(kMaxTile >= 1 && kMaxTile <= 8, "tile sizes 1..8 are dispatched below");
+  int64_t rows_per_block = kRowBlockBytes / int64_t(task.row_bytes);
+  if (rows_per_block < 1) rows_per_block = 1;
+  float out[kMaxTile];
+  for (int64_t rb = r0; rb < r1; rb += rows_per_block) {
+    const int64_t re = rb + rows_per_block < r1 ? rb + rows_per_block : r1;
+    for (int64_t t0 = 0; t0 < task.n_tokens; t0 += kMaxTile) {
+      const int64_t left = task.n_tokens - t0;
+      const int nt = left < kMaxTile ? int(left) : kMaxTile;
+      for (int64_t r = rb; r < re; ++r) {
+        switch (nt) {
+          case 1:
+            dot.template tile<1>(r, t0, out);
+            break;
+          case 2:
+            if constexpr (kMaxTile >= 2) dot.template tile<2>(r, t0, out);
+            break;
+          case 3:
+            if constexpr (kMaxTile >= 3) dot.template tile<3>(r, t0, out);
+            break;
+          case 4:
+            if constexpr (kMaxTile >= 4) dot.template tile<4>(r, t0, out);
+            break;
+          case 5:
+            if constexpr (kMaxTile >= 5) dot.template tile<5>(r, t0, out);
+            break;
+          case 6:
+            if constexpr (kMaxTile >= 6) dot.template tile<6>(r, t0, out);
+            break;
+          case 7:
+            if constexpr (kMaxTile >= 7) dot.template tile<7>(r, t0, out);
+            break;
+          default:
+            if constexpr (kMaxTile >= 8) dot.template tile<8>(r, t0, out);
+            break;
+        }
+        for (int k = 0; k < nt; ++k) task.y[(t0 + k) * task.rows + r] = out[k];
+      }
+    }
+  }
+}
+
+}  // namespace kvforge

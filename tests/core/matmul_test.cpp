@@ -1,0 +1,350 @@
+// matmul() at every SIMD level this machine has, every weight type, against
+// two oracles:
+//  1. matmul_reference (dequantized weights, f32 activations, double sums),
+//     within a bound derived from how the kernels quantize activations;
+//  2. an emulation of that activation quantization (as documented in
+//     kernels/matmul_task.h) with double sums, within f32 rounding only —
+//     a much sharper check that catches any misplaced scale or index.
+// Plus: results independent of thread count and batch composition (bitwise),
+// and K-quant results bitwise identical across SIMD levels.
+#include "core/kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "core/cpu_features.h"
+#include "core/formats/row_codec.h"
+
+namespace kvforge {
+namespace {
+
+constexpr double kU = 0x1p-24;  // f32 unit roundoff
+
+std::vector<SimdLevel> available_levels() {
+  const SimdLevel saved = simd_level();
+  std::vector<SimdLevel> levels;
+  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+    set_simd_level(l);
+    if (simd_level() == l) levels.push_back(l);
+  }
+  set_simd_level(saved);
+  return levels;
+}
+
+// Restores the SIMD level when a test ends, however it ends.
+struct LevelGuard {
+  SimdLevel saved = simd_level();
+  ~LevelGuard() { set_simd_level(saved); }
+};
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+struct Weights {
+  WeightView view;
+  std::vector<uint8_t> bytes;
+  std::vector<float> dequantized;  // [rows][cols]
+};
+
+Weights make_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  Weights w;
+  std::vector<float> src = gaussian(size_t(rows * cols), seed);
+  if (rows * cols > 5) src[5] = 9.0f;  // an outlier in the first block
+  const size_t rb = row_bytes(type, size_t(cols));
+  w.bytes.resize(rb * size_t(rows));
+  w.dequantized.resize(size_t(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    quantize_row(type, src.data() + r * cols, w.bytes.data() + size_t(r) * rb, cols);
+    dequantize_row(type, w.bytes.data() + size_t(r) * rb, w.dequantized.data() + r * cols, cols);
+  }
+  w.view = WeightView{type, w.bytes.data(), rows, cols};
+  return w;
+}
+
+// Tokens of different magnitudes, an all-zero 32-block and a large outlier.
+std::vector<float> make_activations(int64_t n_tokens, int64_t cols, uint32_t seed) {
+  std::vector<float> x = gaussian(size_t(n_tokens * cols), seed);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t c = 0; c < cols; ++c) x[size_t(t * cols + c)] *= std::ldexp(1.0f, int(t % 5) - 2);
+  }
+  if (n_tokens > 2 && cols >= 64)
+    std::fill(x.begin() + 2 * cols + 32, x.begin() + 2 * cols + 64, 0.0f);
+  if (cols > 7) x[7] = 25.0f;
+  return x;
+}
+
+// Block size of the activation quantization for a weight type (0: none).
+int activation_block(GgmlType t) {
+  switch (t) {
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      return 32;
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return 256;
+    default:
+      return 0;
+  }
+}
+
+struct Expected {
+  std::vector<float> reference;        // matmul_reference
+  std::vector<double> emulated;        // dequantized weights x emulated quantized activations
+  std::vector<double> quant_bound;     // derived bound on |kernel - reference|
+  std::vector<double> rounding_bound;  // f32 rounding allowance
+};
+
+Expected expected_results(const Weights& w, const std::vector<float>& x, int64_t n_tokens) {
+  const int64_t rows = w.view.rows, cols = w.view.cols;
+  const int block = activation_block(w.view.type);
+  Expected e;
+  e.reference.resize(size_t(rows * n_tokens));
+  matmul_reference(w.view, x.data(), n_tokens, e.reference.data());
+  e.emulated.assign(size_t(rows * n_tokens), 0.0);
+  e.quant_bound.assign(size_t(rows * n_tokens), 0.0);
+  e.rounding_bound.assign(size_t(rows * n_tokens), 0.0);
+  // Quantized activations as documented: d = amax/127 (Q8) or 1/(127/amax)
+  // (Q8_K), q = nearest-even(x * (127/amax)); blocks with amax < 1e-30 are 0.
+  std::vector<float> xq(x.size()), half_step(x.size(), 0.0f);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* xt = x.data() + t * cols;
+    if (block == 0) {
+      std::copy(xt, xt + cols, xq.begin() + t * cols);
+      continue;
+    }
+    for (int64_t b0 = 0; b0 < cols; b0 += block) {
+      float amax = 0;
+      for (int i = 0; i < block; ++i) amax = std::max(amax, std::fabs(xt[b0 + i]));
+      const float id = amax < 1e-30f ? 0.0f : 127.0f / amax;
+      const float d = amax < 1e-30f ? 0.0f : (block == 32 ? amax / 127.0f : 1.0f / id);
+      for (int i = 0; i < block; ++i) {
+        const float q = std::nearbyint(xt[b0 + i] * id);
+        xq[size_t(t * cols + b0 + i)] = q * d;  // exact: |q| <= 127 has 7 bits
+        half_step[size_t(t * cols + b0 + i)] = amax / 127.0f / 2.0f;
+      }
+    }
+  }
+  const int64_t n_sums = block ? cols / block + 8 : cols + 8;  // longest f32 addition chain, padded
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t r = 0; r < rows; ++r) {
+      double emu = 0, quant = 0, magnitude = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const double wv = w.dequantized[size_t(r * cols + c)];
+        const size_t i = size_t(t * cols + c);
+        emu += wv * xq[i];
+        // |x - xq| <= d/2 (+ f32 rounding of x * id, absorbed by the slack below).
+        quant += std::fabs(wv) * half_step[i];
+        magnitude += std::fabs(wv) * (std::fabs(x[i]) + half_step[i]);
+      }
+      const size_t o = size_t(t * rows + r);
+      e.emulated[o] = emu;
+      e.quant_bound[o] = quant;
+      e.rounding_bound[o] = double(n_sums) * kU * magnitude * 2 + 1e-30;
+    }
+  }
+  return e;
+}
+
+void check_against_oracles(const std::vector<float>& y, const Expected& e,
+                           const std::string& what) {
+  for (size_t o = 0; o < y.size(); ++o) {
+    ASSERT_TRUE(std::isfinite(y[o])) << what << " output " << o;
+    ASSERT_LE(std::fabs(y[o] - e.emulated[o]), e.rounding_bound[o])
+        << what << " output " << o << ": got " << y[o] << ", emulated " << e.emulated[o];
+    ASSERT_LE(std::fabs(double(y[o]) - e.reference[o]), e.quant_bound[o] + e.rounding_bound[o])
+        << what << " output " << o << ": got " << y[o] << ", reference " << e.reference[o];
+  }
+}
+
+struct Shape {
+  int64_t rows, cols;
+};
+
+std::vector<Shape> shapes_for(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+      return {{7, 1}, {33, 13}, {67, 300}};
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      return {{5, 31}, {67, 160}};
+    case GgmlType::Q8_0:
+    case GgmlType::Q4_0:
+      return {{7, 32}, {67, 96}, {33, 320}};  // 1, 3 (odd) and 10 blocks
+    default:
+      return {{7, 256}, {37, 768}};
+  }
+}
+
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
+                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+
+class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
+
+TEST_P(MatmulAllTypes, MatchesOraclesAtEveryLevelThreadCountAndBatchSize) {
+  const GgmlType type = GetParam();
+  LevelGuard guard;
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  MatmulScratch scratch;
+  uint32_t seed = 100;
+  for (const Shape& shape : shapes_for(type)) {
+    const Weights w = make_weights(type, shape.rows, shape.cols, ++seed);
+    for (int64_t n_tokens : {1, 2, 3, 5, 17}) {
+      const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
+      const Expected e = expected_results(w, x, n_tokens);
+      for (SimdLevel level : available_levels()) {
+        set_simd_level(level);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          const std::string what =
+              std::string(type_name(type)) + " " + simd_level_name(level) + " rows " +
+              std::to_string(shape.rows) + " cols " + std::to_string(shape.cols) + " tokens " +
+              std::to_string(n_tokens) + " threads " + std::to_string(pool.size());
+          check_against_oracles(y, e, what);
+        }
+      }
+    }
+  }
+}
+
+// Invariant 1 of DESIGN.md at the kernel level: a token's result does not
+// depend on which other tokens share the call or on how rows are split.
+TEST_P(MatmulAllTypes, BitwiseIndependentOfBatchAndThreads) {
+  const GgmlType type = GetParam();
+  LevelGuard guard;
+  ThreadPool one(1), three(3);
+  MatmulScratch scratch;
+  const Shape shape = shapes_for(type).back();
+  const Weights w = make_weights(type, shape.rows, shape.cols, 7);
+  const int64_t n_tokens = 17;
+  const std::vector<float> x = make_activations(n_tokens, shape.cols, 8);
+  for (SimdLevel level : available_levels()) {
+    set_simd_level(level);
+    std::vector<float> batch(size_t(shape.rows * n_tokens));
+    matmul(w.view, x.data(), n_tokens, batch.data(), one, scratch);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      std::vector<float> alone(size_t(shape.rows));
+      matmul(w.view, x.data() + t * shape.cols, 1, alone.data(), three, scratch);
+      ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * shape.rows, alone.size() * 4))
+          << type_name(type) << " " << simd_level_name(level) << " token " << t;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, MatmulAllTypes, ::testing::ValuesIn(kTypes),
+                         [](const auto& param_info) {
+                           return std::string(type_name(param_info.param));
+                         });
+
+// K-quant dot products are exact integers folded in one fixed f32 sequence
+// (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
+TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+    const Weights w = make_weights(type, 29, 1024, 3);
+    const std::vector<float> x = make_activations(6, 1024, 4);
+    std::vector<float> scalar(29 * 6);
+    set_simd_level(SimdLevel::Scalar);
+    matmul(w.view, x.data(), 6, scalar.data(), pool, scratch);
+    for (SimdLevel level : available_levels()) {
+      set_simd_level(level);
+      std::vector<float> y(scalar.size());
+      matmul(w.view, x.data(), 6, y.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+          << type_name(type) << " " << simd_level_name(level);
+    }
+  }
+}
+
+TEST(Matmul, F32WithinOneInHundredThousandOfTheMagnitude) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  const Weights w = make_weights(GgmlType::F32, 41, 517, 5);
+  const std::vector<float> x = make_activations(3, 517, 6);
+  std::vector<float> ref(41 * 3);
+  matmul_reference(w.view, x.data(), 3, ref.data());
+  for (SimdLevel level : available_levels()) {
+    set_simd_level(level);
+    std::vector<float> y(ref.size());
+    matmul(w.view, x.data(), 3, y.data(), pool, scratch);
+    for (int64_t t = 0; t < 3; ++t) {
+      for (int64_t r = 0; r < 41; ++r) {
+        double magnitude = 0;
+        for (int64_t c = 0; c < 517; ++c) {
+          magnitude +=
+              std::fabs(double(w.dequantized[size_t(r * 517 + c)]) * x[size_t(t * 517 + c)]);
+        }
+        const size_t o = size_t(t * 41 + r);
+        ASSERT_LE(std::fabs(double(y[o]) - ref[o]), 1e-5 * magnitude) << simd_level_name(level);
+      }
+    }
+  }
+}
+
+TEST(Matmul, ScratchIsSizedByTypeAndOnlyGrows) {
+  const WeightView f32{GgmlType::F32, nullptr, 10, 64};
+  const WeightView q8{GgmlType::Q8_0, nullptr, 10, 64};
+  const WeightView q4k{GgmlType::Q4_K, nullptr, 10, 512};
+  EXPECT_EQ(matmul_scratch_bytes(f32, 8), 0u);
+  EXPECT_GE(matmul_scratch_bytes(q8, 8), size_t(8 * 64 + 8 * 2 * 4));
+  EXPECT_EQ(matmul_scratch_bytes(q4k, 3), size_t(3 * 2 * 292));
+
+  const Weights w = make_weights(GgmlType::Q8_0, 4, 64, 1);
+  const std::vector<float> x = make_activations(8, 64, 2);
+  std::vector<float> y(4 * 8);
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  matmul(w.view, x.data(), 8, y.data(), pool, scratch);
+  const size_t grown = scratch.activations.size();
+  EXPECT_GE(grown, matmul_scratch_bytes(w.view, 8));
+  const uint8_t* buffer = scratch.activations.data();
+  matmul(w.view, x.data(), 1, y.data(), pool, scratch);
+  EXPECT_EQ(scratch.activations.size(), grown);
+  EXPECT_EQ(scratch.activations.data(), buffer);  // no reallocation for a smaller call
+}
+
+TEST(Matmul, RejectsUnsupportedTypesAndRaggedRows) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<uint8_t> bytes(4096);
+  std::vector<float> x(1024), y(64);
+  try {
+    matmul(WeightView{GgmlType::Q4_K, bytes.data(), 2, 300}, x.data(), 1, y.data(), pool, scratch);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("300"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("q4_k"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(matmul(WeightView{GgmlType::Q5_K, bytes.data(), 2, 256}, x.data(), 1, y.data(), pool,
+                      scratch),
+               std::invalid_argument);
+  EXPECT_THROW(matmul_scratch_bytes(WeightView{GgmlType::Q8_0, nullptr, 2, 48}, 1),
+               std::invalid_argument);
+}
+
+TEST(Matmul, EmptyShapes) {
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::vector<float> y(6, NAN);
+  matmul(WeightView{GgmlType::F32, nullptr, 3, 0}, nullptr, 2, y.data(), pool, scratch);
+  for (float v : y) EXPECT_EQ(v, 0.0f);  // an empty dot product is zero
+  y.assign(6, NAN);
+  matmul(WeightView{GgmlType::Q8_0, nullptr, 0, 64}, nullptr, 2, y.data(), pool, scratch);
+  matmul(WeightView{GgmlType::Q8_0, nullptr, 3, 64}, nullptr, 0, y.data(), pool, scratch);
+  for (float v : y) EXPECT_TRUE(std::isnan(v));  // nothing to write
+}
+
+}  // namespace
+}  // namespace kvforge
