@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, then builds and runs every test
 # twice — an optimised build, and a build with AddressSanitizer +
-# UndefinedBehaviorSanitizer.
+# UndefinedBehaviorSanitizer — and fuzzes the GGUF reader briefly with libFuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -19,4 +19,9 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_R
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
+echo "== libFuzzer smoke run of the GGUF reader (clang, ASan+UBSan, 20000 inputs)"
+CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
+  -DKVFORGE_FUZZ=ON -DKVFORGE_SANITIZE=ON -DKVFORGE_BENCH=OFF >/dev/null
+cmake --build build-fuzz -j"$jobs" --target fuzz_gguf_reader
+ctest --test-dir build-fuzz --output-on-failure -R fuzz_gguf_reader_smoke
 echo "== all tests passed"
