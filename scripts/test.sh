@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, then builds and runs every test
 # twice — an optimised build, and a build with AddressSanitizer +
-# UndefinedBehaviorSanitizer — and fuzzes the GGUF reader briefly with libFuzzer.
+# UndefinedBehaviorSanitizer — fuzzes the GGUF reader briefly with libFuzzer, and runs the
+# multi-threaded code under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -24,4 +25,10 @@ CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE
   -DKVFORGE_FUZZ=ON -DKVFORGE_SANITIZE=ON -DKVFORGE_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_gguf_reader
 ctest --test-dir build-fuzz --output-on-failure -R fuzz_gguf_reader_smoke
+echo "== ThreadSanitizer: thread pool and multi-threaded forward passes (clang)"
+CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
+  -DKVFORGE_TSAN=ON -DKVFORGE_BENCH=OFF >/dev/null
+cmake --build build-tsan -j"$jobs" --target core_tests engine_tests
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/core_tests --gtest_filter='ThreadPool*'
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/engine_tests
 echo "== all tests passed"
