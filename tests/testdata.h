@@ -16,9 +16,9 @@ inline std::filesystem::path source_dir() { return KVFORGE_SOURCE_DIR; }
 
 }  // namespace kvforge::testing
 
-#define KVFORGE_REQUIRE_TESTDATA()                                                     \
-  do {                                                                                 \
-    if (!::kvforge::testing::has_testdata())                                           \
-      GTEST_SKIP() << "shared test data not found at " << KVFORGE_TESTDATA_DIR         \
+#define KVFORGE_REQUIRE_TESTDATA()                                                      \
+  do {                                                                                  \
+    if (!::kvforge::testing::has_testdata())                                            \
+      GTEST_SKIP() << "shared test data not found at " << KVFORGE_TESTDATA_DIR          \
                    << " (clone the project with ../shared beside it to run this test)"; \
   } while (0)
