@@ -28,6 +28,7 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   proj_.resize(n * c.n_embd);
   cos_sin_.resize(n * c.rope_dim);
   step_seqs_.reserve(n);
+  seq_n_keys_.reserve(n);
   token_seq_slot_.resize(n);
   seq_spans_.resize(n);
   for (auto& spans : seq_spans_) spans.reserve(16);
@@ -82,11 +83,17 @@ class ForwardPass {
 
   void group_sequences() {
     s_.step_seqs_.clear();
+    s_.seq_n_keys_.clear();
     for (int64_t t = 0; t < n_; ++t) {
       const int32_t seq = seq_of(t);
       auto it = std::find(s_.step_seqs_.begin(), s_.step_seqs_.end(), seq);
-      if (it == s_.step_seqs_.end()) it = s_.step_seqs_.insert(it, seq);
-      s_.token_seq_slot_[size_t(t)] = int32_t(it - s_.step_seqs_.begin());
+      if (it == s_.step_seqs_.end()) {
+        it = s_.step_seqs_.insert(it, seq);
+        s_.seq_n_keys_.push_back(0);
+      }
+      const size_t slot = size_t(it - s_.step_seqs_.begin());
+      s_.token_seq_slot_[size_t(t)] = int32_t(slot);
+      s_.seq_n_keys_[slot] = std::max(s_.seq_n_keys_[slot], in_.positions[size_t(t)] + 1);
     }
   }
 
@@ -140,15 +147,9 @@ class ForwardPass {
 
   // Every (token, query head) pair is independent: split them over threads.
   void attend(int l) {
-    int32_t max_pos = 0;
-    for (int32_t p : in_.positions) max_pos = std::max(max_pos, p);
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
-      int32_t seq_max = 0;
-      for (int64_t t = 0; t < n_; ++t)
-        if (s_.token_seq_slot_[size_t(t)] == int32_t(i))
-          seq_max = std::max(seq_max, in_.positions[size_t(t)]);
-      kv_.spans(l, s_.step_seqs_[i], seq_max + 1, s_.seq_spans_[i]);
+      kv_.spans(l, s_.step_seqs_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
     }
     const float scale = 1.0f / std::sqrt(float(c_.head_dim));
     const size_t per_thread = attention_scratch_floats(c_.head_dim);

@@ -47,6 +47,7 @@ class ForwardScratch {
   std::vector<float> cos_sin_;  // [n_tokens][rope_dim]
   std::vector<float> head_scratch_;             // [n_threads][attention_scratch_floats]
   std::vector<int32_t> step_seqs_;              // distinct sequences of the step
+  std::vector<int32_t> seq_n_keys_;             // [distinct seq] KV positions attention reads
   std::vector<std::vector<KvSpan>> seq_spans_;  // [distinct seq] spans of the current layer
   std::vector<int32_t> token_seq_slot_;         // [n_tokens] index into step_seqs_
   MatmulScratch matmul_;
