@@ -33,7 +33,7 @@ const char* kv_dtype_name(KvDtype t) { return t == KvDtype::F32 ? "f32" : "f16";
 
 void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                      int kv_head, int head_dim, KvDtype dtype, float scale, float* out,
-                     float* scratch) {
+                     float* scratch, const uint8_t* mask) {
   float* row = scratch;             // [head_dim]
   float* acc = scratch + head_dim;  // [head_dim] running sum of weights * V
   float* scores = acc + head_dim;   // [kTile]
@@ -41,45 +41,59 @@ void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_
   float running_max = -INFINITY;
   float running_sum = 0.0f;
 
-  int32_t remaining = n_keys;
-  for (size_t s = 0; s < n_spans && remaining > 0; ++s) {
-    const KvSpan& span = spans[s];
-    const int32_t n = std::min(span.n, remaining);
-    const uint8_t* k_base = span.k + size_t(kv_head) * span.head_stride;
-    const uint8_t* v_base = span.v + size_t(kv_head) * span.head_stride;
-    for (int32_t t0 = 0; t0 < n; t0 += kTile) {
-      const int32_t tn = std::min<int32_t>(kTile, n - t0);
-      float tile_max = -INFINITY;
-      for (int32_t t = 0; t < tn; ++t) {
-        const uint8_t* k = k_base + size_t(t0 + t) * span.pos_stride;
-        float sc;
-        if (dtype == KvDtype::F32) {
-          sc = dot(q, reinterpret_cast<const float*>(k), head_dim);
-        } else {
-          load_row(dtype, k, row, head_dim);
-          sc = dot(q, row, head_dim);
-        }
-        scores[t] = sc * scale;
-        tile_max = std::max(tile_max, scores[t]);
+  // Tiles are cut at absolute positions (multiples of kTile from 0), not at
+  // span edges, so the sums are the same bits however the cache is split
+  // into blocks.
+  const uint8_t* k_rows[kTile];
+  const uint8_t* v_rows[kTile];
+  size_t span = 0;
+  int32_t in_span = 0;  // position inside spans[span]
+  for (int32_t t0 = 0; t0 < n_keys; t0 += kTile) {
+    const int32_t tn = std::min<int32_t>(kTile, n_keys - t0);
+    int32_t n_valid = 0;
+    for (int32_t t = 0; t < tn; ++t) {
+      while (span < n_spans && in_span >= spans[span].n) {
+        ++span;
+        in_span = 0;
       }
-      const float new_max = std::max(running_max, tile_max);
-      const float correction = std::exp(running_max - new_max);  // 0 on the first tile
-      running_sum *= correction;
-      for (int d = 0; d < head_dim; ++d) acc[d] *= correction;
-      for (int32_t t = 0; t < tn; ++t) {
-        const float w = std::exp(scores[t] - new_max);
-        running_sum += w;
-        const uint8_t* v = v_base + size_t(t0 + t) * span.pos_stride;
-        const float* vrow = reinterpret_cast<const float*>(v);
-        if (dtype != KvDtype::F32) {
-          load_row(dtype, v, row, head_dim);
-          vrow = row;
-        }
-        for (int d = 0; d < head_dim; ++d) acc[d] += w * vrow[d];
-      }
-      running_max = new_max;
+      if (span == n_spans) break;  // caller promised n_keys ≤ total; stay in bounds anyway
+      const KvSpan& sp = spans[span];
+      const size_t off = size_t(in_span) * sp.pos_stride + size_t(kv_head) * sp.head_stride;
+      ++in_span;
+      if (mask && !mask[t0 + t]) continue;
+      k_rows[n_valid] = sp.k + off;
+      v_rows[n_valid] = sp.v + off;
+      ++n_valid;
     }
-    remaining -= n;
+    if (n_valid == 0) continue;
+
+    float tile_max = -INFINITY;
+    for (int32_t t = 0; t < n_valid; ++t) {
+      float sc;
+      if (dtype == KvDtype::F32) {
+        sc = dot(q, reinterpret_cast<const float*>(k_rows[t]), head_dim);
+      } else {
+        load_row(dtype, k_rows[t], row, head_dim);
+        sc = dot(q, row, head_dim);
+      }
+      scores[t] = sc * scale;
+      tile_max = std::max(tile_max, scores[t]);
+    }
+    const float new_max = std::max(running_max, tile_max);
+    const float correction = std::exp(running_max - new_max);  // 0 on the first tile
+    running_sum *= correction;
+    for (int d = 0; d < head_dim; ++d) acc[d] *= correction;
+    for (int32_t t = 0; t < n_valid; ++t) {
+      const float w = std::exp(scores[t] - new_max);
+      running_sum += w;
+      const float* vrow = reinterpret_cast<const float*>(v_rows[t]);
+      if (dtype != KvDtype::F32) {
+        load_row(dtype, v_rows[t], row, head_dim);
+        vrow = row;
+      }
+      for (int d = 0; d < head_dim; ++d) acc[d] += w * vrow[d];
+    }
+    running_max = new_max;
   }
   const float inv = 1.0f / running_sum;
   for (int d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;

@@ -28,8 +28,16 @@ inline size_t attention_scratch_floats(int head_dim) { return size_t(head_dim) *
 
 // out[head_dim] = softmax(scale * q·K[0..n_keys)) · V[0..n_keys) for kv head `kv_head`.
 // Positions are taken from the spans in order; n_keys must be ≤ their total and ≥ 1.
+//
+// `mask` (optional, [n_keys], nonzero = attend) is how a fixed-shape program
+// sees a static cache: n_keys is the whole KV length of the plan and the mask
+// marks the valid slots. Masked positions are never read into the sums (a NaN
+// left in an unused slot cannot leak), tiles the mask fully excludes are
+// skipped, and tile boundaries stay at multiples of the tile size from
+// position 0, so a mask that keeps exactly [0, n) gives the same bits as
+// n_keys = n without a mask. At least one position must be valid.
 void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                      int kv_head, int head_dim, KvDtype dtype, float scale, float* out,
-                     float* scratch);
+                     float* scratch, const uint8_t* mask = nullptr);
 
 }  // namespace kvforge
