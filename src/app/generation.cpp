@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "app/sampling/sampler.h"
 #include "app/sampling/stop_strings.h"
 #include "app/tokenizer/streaming_detokenizer.h"
+#include "engine/sampling/sampler.h"
 
 namespace kvforge {
 namespace {

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "app/sampling/sampling_params.h"
 #include "app/tokenizer/tokenizer.h"
+#include "engine/sampling/sampling_params.h"
 #include "engine/sequence_runner.h"
 
 namespace kvforge {

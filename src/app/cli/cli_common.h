@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string>
 
-#include "app/sampling/sampling_params.h"
 #include "core/ops/attention.h"
+#include "engine/sampling/sampling_params.h"
 
 namespace kvforge::cli {
 

@@ -3,7 +3,7 @@
 #include <limits>
 #include <vector>
 
-#include "app/sampling/sampler.h"
+#include "engine/sampling/sampler.h"
 
 namespace kvforge {
 namespace {

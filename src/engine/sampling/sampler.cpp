@@ -1,4 +1,4 @@
-#include "app/sampling/sampler.h"
+#include "engine/sampling/sampler.h"
 
 #include <algorithm>
 #include <cmath>

@@ -36,7 +36,7 @@
 #include <span>
 #include <vector>
 
-#include "app/sampling/sampling_params.h"
+#include "engine/sampling/sampling_params.h"
 
 namespace kvforge {
 

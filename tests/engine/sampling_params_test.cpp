@@ -1,4 +1,4 @@
-#include "app/sampling/sampling_params.h"
+#include "engine/sampling/sampling_params.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <limits>
 #include <string>
 
-#include "app/sampling/sampler.h"
+#include "engine/sampling/sampler.h"
 
 namespace kvforge {
 namespace {

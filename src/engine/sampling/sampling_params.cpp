@@ -1,4 +1,4 @@
-#include "app/sampling/sampling_params.h"
+#include "engine/sampling/sampling_params.h"
 
 #include <cmath>
 #include <cstdio>

@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "app/sampling/sampler.h"
+#include "engine/sampling/sampler.h"
 
 namespace kvforge {
 namespace {
