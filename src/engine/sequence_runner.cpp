@@ -12,7 +12,7 @@ SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, SequenceRun
       pool_(pool),
       max_batch_(std::max(1, options.max_batch)),
       cache_(model.config(), options.n_ctx > 0 ? options.n_ctx : model.config().n_ctx_train,
-             options.kv_dtype),
+             options.kv_format),
       scratch_(model.config()) {
   max_batch_ = std::min(max_batch_, cache_.capacity());
   scratch_.reserve(max_batch_, pool.size());

@@ -153,7 +153,7 @@ class ForwardPass {
     }
     const float scale = 1.0f / std::sqrt(float(c_.head_dim));
     const size_t per_thread = attention_scratch_floats(c_.head_dim);
-    const KvDtype dtype = kv_.dtype();
+    const KvFormat format = kv_.format();
     pool_.run([&](int ti, int nt) {
       float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
       const int64_t items = n_ * c_.n_head;
@@ -162,8 +162,8 @@ class ForwardPass {
         const int h = int(item % c_.n_head);
         const auto& spans = s_.seq_spans_[size_t(s_.token_seq_slot_[size_t(t)])];
         attend_one_head(s_.q_.data() + t * c_.q_dim() + h * c_.head_dim, spans.data(), spans.size(),
-                        in_.positions[size_t(t)] + 1, h / c_.gqa_group(), c_.head_dim, dtype, scale,
-                        s_.attn_.data() + t * c_.q_dim() + h * c_.head_dim, scratch);
+                        in_.positions[size_t(t)] + 1, h / c_.gqa_group(), c_.head_dim, format,
+                        scale, s_.attn_.data() + t * c_.q_dim() + h * c_.head_dim, scratch);
       }
     });
   }

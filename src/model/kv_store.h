@@ -14,7 +14,7 @@ namespace kvforge {
 class KvStore {
  public:
   virtual ~KvStore() = default;
-  virtual KvDtype dtype() const = 0;
+  virtual KvFormat format() const = 0;
   // Stores K and V ([kv_dim] f32 each) of sequence `seq` at position `pos` of `layer`.
   virtual void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) = 0;
   // Appends to `out` the spans covering positions [0, n) of `seq` in `layer`, in order.

@@ -53,7 +53,7 @@ TEST_F(DefaultModelTest, ValidationPerplexityMatchesPyTorchWithinOnePercent) {
   const std::vector<int32_t> tokens = tok.encode(text, /*add_bos=*/true, /*parse_special=*/false);
   ASSERT_EQ(int64_t(tokens.size()), ref["n_tokens"].get<int64_t>()) << "tokenization differs";
   ThreadPool pool(2);
-  SequenceRunner runner(*model_, pool, {.n_ctx = ctx, .max_batch = ctx, .kv_dtype = KvDtype::F32});
+  SequenceRunner runner(*model_, pool, {.n_ctx = ctx, .max_batch = ctx, .kv_format = {}});
   // The reference scores full windows; the partial tail, when present, is reported beside.
   const size_t full = tokens.size() / size_t(ctx) * size_t(ctx);
   const PerplexityResult r = compute_perplexity(runner, std::span(tokens).first(full), ctx);

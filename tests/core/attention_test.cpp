@@ -37,8 +37,8 @@ struct Cache {
       KvSpan s;
       s.k = reinterpret_cast<const uint8_t*>(k.data() + size_t(pos) * n_kv_head * head_dim);
       s.v = reinterpret_cast<const uint8_t*>(v.data() + size_t(pos) * n_kv_head * head_dim);
-      s.pos_stride = pos_stride();
-      s.head_stride = size_t(head_dim) * sizeof(float);
+      s.k_pos_stride = s.v_pos_stride = pos_stride();
+      s.k_head_stride = s.v_head_stride = size_t(head_dim) * sizeof(float);
       s.n = len;
       out.push_back(s);
       pos += len;
@@ -77,10 +77,10 @@ std::vector<float> reference(const Cache& c, const std::vector<float>& q, int kv
 
 std::vector<float> run(const Cache& c, const std::vector<KvSpan>& spans,
                        const std::vector<float>& q, int kv_head, int n_keys,
-                       const uint8_t* mask = nullptr, KvDtype dtype = KvDtype::F32) {
+                       const uint8_t* mask = nullptr, KvFormat format = {}) {
   std::vector<float> out(static_cast<size_t>(c.head_dim));
   std::vector<float> scratch(attention_scratch_floats(c.head_dim));
-  attend_one_head(q.data(), spans.data(), spans.size(), n_keys, kv_head, c.head_dim, dtype,
+  attend_one_head(q.data(), spans.data(), spans.size(), n_keys, kv_head, c.head_dim, format,
                   1.0f / std::sqrt(float(c.head_dim)), out.data(), scratch.data(), mask);
   return out;
 }
@@ -173,11 +173,11 @@ TEST(Attention, F16CacheMatchesReferenceOnRoundedValues) {
   KvSpan s;
   s.k = reinterpret_cast<const uint8_t*>(k16.data());
   s.v = reinterpret_cast<const uint8_t*>(v16.data());
-  s.pos_stride = size_t(dim) * 2;
-  s.head_stride = size_t(dim) * 2;
+  s.k_pos_stride = s.v_pos_stride = size_t(dim) * 2;
+  s.k_head_stride = s.v_head_stride = size_t(dim) * 2;
   s.n = n;
   const auto q = random_q(dim, 22);
-  const auto got = run(c, {s}, q, 0, n, nullptr, KvDtype::F16);
+  const auto got = run(c, {s}, q, 0, n, nullptr, {KvDtype::F16, KvDtype::F16});
   const auto want = reference(c, q, 0, n, nullptr);
   for (int d = 0; d < dim; ++d) EXPECT_NEAR(got[size_t(d)], want[size_t(d)], 1e-5);
 }

@@ -55,7 +55,7 @@ TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
   spec.seed = 11;
   const auto model = testing::make_test_model(spec);
   ThreadPool pool(2);
-  SequenceRunner runner(*model, pool, {.n_ctx = 64, .max_batch = 512, .kv_dtype = KvDtype::F32});
+  SequenceRunner runner(*model, pool, {.n_ctx = 64, .max_batch = 512, .kv_format = {}});
   testing::ReferenceForward ref(*model, 64);
   const int n_vocab = model->config().n_vocab;
   const std::vector<int32_t> prompt = {1, 87, 104, 111, 35, 100, 107, 104, 118, 35, 119, 107};

@@ -48,7 +48,7 @@ TEST_P(GoldenLogitsTest, MatchesLlamaCppForPromptAndGreedySteps) {
   ASSERT_EQ(model->config().n_vocab, g.n_vocab);
   for (int threads : {1, 2}) {
     ThreadPool pool(threads);
-    SequenceRunner runner(*model, pool, {.n_ctx = 64, .max_batch = 512, .kv_dtype = KvDtype::F32});
+    SequenceRunner runner(*model, pool, {.n_ctx = 64, .max_batch = 512, .kv_format = {}});
     const std::span<const int32_t> prompt(g.tokens.data(), size_t(g.n_prompt));
     const auto prompt_logits = runner.prefill(prompt, /*all_logits=*/true);
     std::vector<float> ours(prompt_logits.begin(), prompt_logits.end());

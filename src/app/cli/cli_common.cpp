@@ -20,10 +20,32 @@ std::filesystem::path resolve_model_path(const std::string& path) {
 
 int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
 
-KvDtype parse_kv_dtype(const std::string& name) {
-  if (name == "f32") return KvDtype::F32;
-  if (name == "f16") return KvDtype::F16;
-  throw std::invalid_argument("unknown KV cache type '" + name + "' (expected f32 or f16)");
+namespace {
+KvDtype parse_kv_dtype(const char* flag, const std::string& name) {
+  if (auto t = kv_dtype_from_name(name)) return *t;
+  throw std::invalid_argument(std::string(flag) + ": unknown KV cache type '" + name +
+                              "' (expected one of " + kv_dtype_names() + ")");
+}
+}  // namespace
+
+void KvTypeFlags::add_to(CLI::App& app) {
+  const std::string names = kv_dtype_names();
+  app.add_option("--kv-type", type, "KV cache storage format for K and V: " + names)
+      ->capture_default_str();
+  app.add_option("--kv-type-k", type_k, "K storage format (overrides --kv-type)");
+  app.add_option("--kv-type-v", type_v, "V storage format (overrides --kv-type)");
+}
+
+KvFormat KvTypeFlags::format() const {
+  const KvDtype both = parse_kv_dtype("--kv-type", type);
+  return {type_k.empty() ? both : parse_kv_dtype("--kv-type-k", type_k),
+          type_v.empty() ? both : parse_kv_dtype("--kv-type-v", type_v)};
+}
+
+std::string KvTypeFlags::describe() const {
+  const KvFormat f = format();
+  if (f.k == f.v) return kv_dtype_name(f.k);
+  return std::string("K ") + kv_dtype_name(f.k) + ", V " + kv_dtype_name(f.v);
 }
 
 std::string read_text_file(const std::filesystem::path& path) {

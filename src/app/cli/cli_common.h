@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "core/ops/attention.h"
+#include "core/formats/kv_format.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace kvforge::cli {
@@ -16,7 +16,6 @@ std::filesystem::path default_model_path();
 std::filesystem::path resolve_model_path(const std::string& path);
 // Threads when -t is not given: the machine's hardware threads.
 int default_threads();
-KvDtype parse_kv_dtype(const std::string& name);
 std::string read_text_file(const std::filesystem::path& path);
 std::string human_bytes(double bytes);
 
@@ -38,6 +37,18 @@ struct SamplingFlags {
   void add_to(CLI::App& app);
   // Throws std::invalid_argument with the validation message.
   SamplingParams to_params(int max_tokens) const;
+};
+
+// KV cache storage flags shared by every command that owns a cache:
+// --kv-type sets both K and V, --kv-type-k / --kv-type-v override one side.
+struct KvTypeFlags {
+  std::string type = "f32";
+  std::string type_k, type_v;
+
+  void add_to(CLI::App& app);
+  // Throws std::invalid_argument naming the flag and the accepted names.
+  KvFormat format() const;
+  std::string describe() const;  // "f16" or "K int8, V f16"
 };
 
 }  // namespace kvforge::cli

@@ -27,7 +27,7 @@ void perplexity(const PerplexityFlags& f) {
   const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);
   ThreadPool pool(f.threads);
   SequenceRunner runner(*model, pool,
-                        {.n_ctx = window, .max_batch = f.batch, .kv_dtype = KvDtype::F32});
+                        {.n_ctx = window, .max_batch = f.batch, .kv_format = {}});
   std::fprintf(stderr, "perplexity: %zu tokens, windows of %d\n", tokens.size(), window);
   const PerplexityResult r =
       compute_perplexity(runner, tokens, window, [](int i, int n, double ppl) {

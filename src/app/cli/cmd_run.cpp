@@ -21,7 +21,7 @@ struct RunFlags {
   int threads = default_threads();
   int ctx = 0;
   int batch = 512;
-  std::string kv_type = "f32";
+  KvTypeFlags kv;
   bool no_bos = false;
   bool quiet = false;
   SamplingFlags sampling;
@@ -52,13 +52,13 @@ void run(const RunFlags& f) {
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
   ThreadPool pool(f.threads);
   const int ctx = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 4096);
-  SequenceRunner runner(
-      *model, pool, {.n_ctx = ctx, .max_batch = f.batch, .kv_dtype = parse_kv_dtype(f.kv_type)});
+  SequenceRunner runner(*model, pool,
+                        {.n_ctx = ctx, .max_batch = f.batch, .kv_format = f.kv.format()});
   if (!f.quiet)
     std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s\n",
                  path.filename().c_str(), model->config().arch_name.c_str(),
                  model->config().n_layer, model->config().n_embd, pool.size(), ctx,
-                 f.kv_type.c_str());
+                 f.kv.describe().c_str());
   std::fputs(prompt.c_str(), stdout);
   std::fflush(stdout);
   const GenerationResult r = generate(runner, tokenizer, tokens, params, [](std::string_view s) {
@@ -86,8 +86,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-b,--batch-size", flags->batch, "prompt tokens per forward pass")
       ->capture_default_str();
-  sub->add_option("--kv-type", flags->kv_type, "KV cache element type: f32 or f16")
-      ->capture_default_str();
+  flags->kv.add_to(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   sub->add_flag("-q,--quiet", flags->quiet, "print only the text");
   flags->sampling.add_to(*sub);

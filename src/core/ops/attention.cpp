@@ -4,21 +4,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/dtype.h"
-#include "core/formats/row_codec.h"
-
 namespace kvforge {
 namespace {
 
 constexpr int kTile = 64;  // positions scored before one softmax rescale
-
-void load_row(KvDtype dtype, const uint8_t* src, float* dst, int n) {
-  if (dtype == KvDtype::F32) {
-    std::memcpy(dst, src, size_t(n) * sizeof(float));
-  } else {
-    dequantize_row(GgmlType::F16, src, dst, n);
-  }
-}
 
 float dot(const float* a, const float* b, int n) {
   float acc = 0;
@@ -28,11 +17,8 @@ float dot(const float* a, const float* b, int n) {
 
 }  // namespace
 
-size_t kv_dtype_bytes(KvDtype t) { return t == KvDtype::F32 ? 4 : 2; }
-const char* kv_dtype_name(KvDtype t) { return t == KvDtype::F32 ? "f32" : "f16"; }
-
 void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
-                     int kv_head, int head_dim, KvDtype dtype, float scale, float* out,
+                     int kv_head, int head_dim, KvFormat format, float scale, float* out,
                      float* scratch, const uint8_t* mask) {
   float* row = scratch;             // [head_dim]
   float* acc = scratch + head_dim;  // [head_dim] running sum of weights * V
@@ -58,11 +44,10 @@ void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_
       }
       if (span == n_spans) break;  // caller promised n_keys ≤ total; stay in bounds anyway
       const KvSpan& sp = spans[span];
-      const size_t off = size_t(in_span) * sp.pos_stride + size_t(kv_head) * sp.head_stride;
-      ++in_span;
+      const size_t pos = size_t(in_span++);
       if (mask && !mask[t0 + t]) continue;
-      k_rows[n_valid] = sp.k + off;
-      v_rows[n_valid] = sp.v + off;
+      k_rows[n_valid] = sp.k + pos * sp.k_pos_stride + size_t(kv_head) * sp.k_head_stride;
+      v_rows[n_valid] = sp.v + pos * sp.v_pos_stride + size_t(kv_head) * sp.v_head_stride;
       ++n_valid;
     }
     if (n_valid == 0) continue;
@@ -70,10 +55,10 @@ void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_
     float tile_max = -INFINITY;
     for (int32_t t = 0; t < n_valid; ++t) {
       float sc;
-      if (dtype == KvDtype::F32) {
+      if (format.k == KvDtype::F32) {
         sc = dot(q, reinterpret_cast<const float*>(k_rows[t]), head_dim);
       } else {
-        load_row(dtype, k_rows[t], row, head_dim);
+        kv_decode_head(format.k, k_rows[t], row, head_dim);
         sc = dot(q, row, head_dim);
       }
       scores[t] = sc * scale;
@@ -87,8 +72,8 @@ void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_
       const float w = std::exp(scores[t] - new_max);
       running_sum += w;
       const float* vrow = reinterpret_cast<const float*>(v_rows[t]);
-      if (dtype != KvDtype::F32) {
-        load_row(dtype, v_rows[t], row, head_dim);
+      if (format.v != KvDtype::F32) {
+        kv_decode_head(format.v, v_rows[t], row, head_dim);
         vrow = row;
       }
       for (int d = 0; d < head_dim; ++d) acc[d] += w * vrow[d];

@@ -7,20 +7,21 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/formats/kv_format.h"
+
 namespace kvforge {
 
-enum class KvDtype : uint8_t { F32, F16 };
-
-size_t kv_dtype_bytes(KvDtype t);
-const char* kv_dtype_name(KvDtype t);
-
-// A run of consecutive positions of one sequence in one layer.
+// A run of consecutive positions of one sequence in one layer. K and V are
+// head records (core/formats/kv_format.h) and may differ in format, hence
+// in strides.
 struct KvSpan {
-  const uint8_t* k = nullptr;  // K of (first position, kv head 0)
-  const uint8_t* v = nullptr;  // V of (first position, kv head 0)
-  size_t pos_stride = 0;       // bytes from one position to the next
-  size_t head_stride = 0;      // bytes from one kv head to the next
-  int32_t n = 0;               // positions in the span
+  const uint8_t* k = nullptr;  // K record of (first position, kv head 0)
+  const uint8_t* v = nullptr;  // V record of (first position, kv head 0)
+  size_t k_pos_stride = 0;     // bytes from one position's K to the next
+  size_t k_head_stride = 0;    // bytes from one kv head's K record to the next
+  size_t v_pos_stride = 0;
+  size_t v_head_stride = 0;
+  int32_t n = 0;  // positions in the span
 };
 
 // Floats of scratch attend_one_head needs.
@@ -37,7 +38,7 @@ inline size_t attention_scratch_floats(int head_dim) { return size_t(head_dim) *
 // position 0, so a mask that keeps exactly [0, n) gives the same bits as
 // n_keys = n without a mask. At least one position must be valid.
 void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
-                     int kv_head, int head_dim, KvDtype dtype, float scale, float* out,
+                     int kv_head, int head_dim, KvFormat format, float scale, float* out,
                      float* scratch, const uint8_t* mask = nullptr);
 
 }  // namespace kvforge

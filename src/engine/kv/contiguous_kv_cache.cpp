@@ -1,46 +1,46 @@
 #include "engine/kv/contiguous_kv_cache.h"
 
-#include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "core/formats/row_codec.h"
-
 namespace kvforge {
 
-ContiguousKvCache::ContiguousKvCache(const ModelConfig& config, int32_t capacity, KvDtype dtype,
+ContiguousKvCache::ContiguousKvCache(const ModelConfig& config, int32_t capacity, KvFormat format,
                                      int32_t n_seqs)
     : n_layer_(config.n_layer),
-      kv_dim_(config.kv_dim()),
+      n_kv_head_(config.n_kv_head),
       head_dim_(config.head_dim),
       capacity_(capacity),
       n_seqs_(n_seqs),
-      dtype_(dtype),
-      row_bytes_(size_t(config.kv_dim()) * kv_dtype_bytes(dtype)) {
+      format_(format),
+      k_head_bytes_(kv_head_bytes(format.k, config.head_dim)),
+      v_head_bytes_(kv_head_bytes(format.v, config.head_dim)) {
   if (capacity <= 0 || n_seqs <= 0)
     throw std::invalid_argument("ContiguousKvCache: capacity and n_seqs must be positive");
-  const size_t total = size_t(n_layer_) * size_t(n_seqs) * size_t(capacity) * row_bytes_;
-  k_.assign(total, 0);
-  v_.assign(total, 0);
+  const size_t positions = size_t(n_layer_) * size_t(n_seqs) * size_t(capacity);
+  k_.assign(positions * size_t(n_kv_head_) * k_head_bytes_, 0);
+  v_.assign(positions * size_t(n_kv_head_) * v_head_bytes_, 0);
 }
 
-size_t ContiguousKvCache::offset(int layer, int32_t seq, int32_t pos) const {
+void ContiguousKvCache::check(int layer, int32_t seq, int32_t pos) const {
   if (layer < 0 || layer >= n_layer_ || seq < 0 || seq >= n_seqs_ || pos < 0 || pos >= capacity_)
     throw std::out_of_range("KV cache: layer " + std::to_string(layer) + ", sequence " +
                             std::to_string(seq) + ", position " + std::to_string(pos) +
                             " outside capacity " + std::to_string(capacity_));
-  return ((size_t(layer) * size_t(n_seqs_) + size_t(seq)) * size_t(capacity_) + size_t(pos)) *
-         row_bytes_;
+}
+
+size_t ContiguousKvCache::slot(int layer, int32_t seq, int32_t pos) const {
+  return (size_t(layer) * size_t(n_seqs_) + size_t(seq)) * size_t(capacity_) + size_t(pos);
 }
 
 void ContiguousKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) {
-  const size_t off = offset(layer, seq, pos);
-  if (dtype_ == KvDtype::F32) {
-    std::memcpy(k_.data() + off, k, row_bytes_);
-    std::memcpy(v_.data() + off, v, row_bytes_);
-  } else {
-    quantize_row(GgmlType::F16, k, k_.data() + off, kv_dim_);
-    quantize_row(GgmlType::F16, v, v_.data() + off, kv_dim_);
+  check(layer, seq, pos);
+  const size_t s = slot(layer, seq, pos) * size_t(n_kv_head_);
+  for (int h = 0; h < n_kv_head_; ++h) {
+    kv_encode_head(format_.k, k + size_t(h) * head_dim_, k_.data() + (s + h) * k_head_bytes_,
+                   head_dim_);
+    kv_encode_head(format_.v, v + size_t(h) * head_dim_, v_.data() + (s + h) * v_head_bytes_,
+                   head_dim_);
   }
 }
 
@@ -48,9 +48,17 @@ void ContiguousKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvS
   if (n > capacity_)
     throw std::out_of_range("KV cache: " + std::to_string(n) + " positions requested, capacity " +
                             std::to_string(capacity_));
-  const size_t off = offset(layer, seq, 0);
-  out.push_back(KvSpan{k_.data() + off, v_.data() + off, row_bytes_,
-                       size_t(head_dim_) * kv_dtype_bytes(dtype_), n});
+  check(layer, seq, 0);
+  const size_t s = slot(layer, seq, 0) * size_t(n_kv_head_);
+  KvSpan span;
+  span.k = k_.data() + s * k_head_bytes_;
+  span.v = v_.data() + s * v_head_bytes_;
+  span.k_pos_stride = size_t(n_kv_head_) * k_head_bytes_;
+  span.k_head_stride = k_head_bytes_;
+  span.v_pos_stride = size_t(n_kv_head_) * v_head_bytes_;
+  span.v_head_stride = v_head_bytes_;
+  span.n = n;
+  out.push_back(span);
 }
 
 }  // namespace kvforge
