@@ -18,8 +18,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
+#include <unordered_map>
 #include <vector>
+
+#include "engine/kv/prefix_cache.h"
 
 namespace kvforge {
 
@@ -95,7 +99,43 @@ class BlockManager {
   const PrefixCacheStats& prefix_stats() const;
 
  private:
-  // (implementation-defined)
+  struct Seq {
+    std::vector<BlockId> table;  // [blocks_for(n_tokens)] block of each block_size positions
+    int32_t n_tokens = 0;        // positions reserved
+    // Prefix-cache entries of this seq's leading full computed blocks, one
+    // per block, in order. An entry may name another block holding the same
+    // tokens (when that one was registered first); it is the parent the
+    // seq's next full block registers under.
+    std::vector<PrefixEntryRef> chain;
+  };
+
+  Seq& seq_state(SeqId seq, const char* what);
+  const Seq& seq_state(SeqId seq, const char* what) const;
+  void check_new_seq(SeqId seq, const char* what) const;
+  void check_tokens(std::span<const int32_t> tokens, int32_t n_tokens, const char* what) const;
+  // Cached chain allocate() would reuse for the first n_tokens of `tokens`.
+  std::vector<PrefixEntryRef> reusable_chain(std::span<const int32_t> tokens,
+                                             int32_t n_tokens) const;
+  // Blocks allocate() would take from the free pool: fresh ones plus cached
+  // ones that sit in it (refcount 0).
+  int32_t blocks_taken_by_allocate(const std::vector<PrefixEntryRef>& chain,
+                                   int32_t n_tokens) const;
+  int32_t blocks_needed_to_append(const Seq& s, int32_t n) const;
+  // A free block for new content: a never-cached one if any, else the least
+  // recently released cached one (evicting its entry). Refcount becomes 1.
+  BlockId take_free_block();
+  void acquire(BlockId block);  // one more owner (refcount +1)
+  void release(BlockId block);  // one owner less; at 0 the block rejoins the free pool
+
+  int32_t n_blocks_;
+  int32_t block_size_;
+  bool prefix_enabled_;
+  std::vector<int32_t> refcount_;   // [n_blocks]
+  std::vector<BlockId> free_list_;  // never-cached free blocks; the back is handed out first
+  std::unordered_map<SeqId, Seq> seqs_;
+  std::vector<BlockCopy> pending_copies_;
+  std::optional<PrefixCache> prefix_;  // entries and evictable blocks; empty when disabled
+  PrefixCacheStats stats_;
 };
 
 }  // namespace kvforge

@@ -2,8 +2,17 @@
 // written through the block tables a BlockManager keeps. Storage only: it
 // never decides which blocks a sequence gets.
 //
-// Layout: see the comment on the storage members (the implementer documents
-// which index varies fastest and why it suits the attention kernel).
+// Layout, K and V alike (each in its own format, core/formats/kv_format.h):
+//   [n_layer][n_blocks][n_kv_head][block_size] head records, record bytes fastest.
+// Position varies fastest inside a block, so one kv head's keys (and values)
+// of a block are one contiguous run of block_size records: the attention
+// kernel, which walks one kv head's positions in order, streams memory
+// sequentially within a block and jumps only at block edges. One block of
+// one layer is itself one contiguous run, so a per-block KvSpan is a plain
+// strided view (pos stride = one record, head stride = block_size records)
+// and a copy-on-write copies one run per layer. Writing a token touches
+// n_kv_head records block_size records apart, which costs nothing next to
+// the reads (every step re-reads all earlier positions).
 #pragma once
 
 #include <cstdint>
@@ -35,8 +44,30 @@ class PagedKvCache final : public KvStore {
   // Copies every layer's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);
 
+  // write() and spans() check (seq, pos) against the manager: the sequence
+  // must exist, pos < seq_tokens(seq) (positions are reserved by
+  // allocate/append first) and n ≤ seq_tokens(seq). write() also refuses a
+  // block whose refcount is not 1: writing into a block another sequence
+  // shares would corrupt it (a missed copy-on-write).
+
  private:
-  // (implementation-defined)
+  // Byte offset of (layer, block, kv head 0, position 0) in k_ / v_.
+  size_t k_offset(int layer, BlockId block) const;
+  size_t v_offset(int layer, BlockId block) const;
+  void check_layer(int layer, const char* what) const;
+  void check_block(BlockId block, const char* what) const;
+
+  const BlockManager& blocks_;
+  int n_layer_;
+  int n_kv_head_;
+  int head_dim_;
+  int32_t n_blocks_;
+  int32_t block_size_;
+  KvFormat format_;
+  size_t k_head_bytes_, v_head_bytes_;    // one head record
+  size_t k_block_bytes_, v_block_bytes_;  // one block of one layer: n_kv_head * block_size records
+  std::vector<uint8_t> k_;                // [n_layer][n_blocks][n_kv_head][block_size] K records
+  std::vector<uint8_t> v_;                // [n_layer][n_blocks][n_kv_head][block_size] V records
 };
 
 }  // namespace kvforge

@@ -1,0 +1,130 @@
+#include "engine/kv/paged_kv_cache.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+
+PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks, KvFormat format)
+    : blocks_(blocks),
+      n_layer_(config.n_layer),
+      n_kv_head_(config.n_kv_head),
+      head_dim_(config.head_dim),
+      n_blocks_(blocks.n_blocks()),
+      block_size_(blocks.block_size()),
+      format_(format),
+      k_head_bytes_(kv_head_bytes(format.k, config.head_dim)),
+      v_head_bytes_(kv_head_bytes(format.v, config.head_dim)),
+      k_block_bytes_(size_t(config.n_kv_head) * size_t(block_size_) * k_head_bytes_),
+      v_block_bytes_(size_t(config.n_kv_head) * size_t(block_size_) * v_head_bytes_) {
+  if (n_layer_ <= 0 || n_kv_head_ <= 0 || head_dim_ <= 0)
+    throw std::invalid_argument("PagedKvCache: model config has n_layer " +
+                                std::to_string(n_layer_) + ", n_kv_head " +
+                                std::to_string(n_kv_head_) + ", head_dim " +
+                                std::to_string(head_dim_) + "; all must be positive");
+  const size_t layer_blocks = size_t(n_layer_) * size_t(n_blocks_);
+  k_.assign(layer_blocks * k_block_bytes_, 0);
+  v_.assign(layer_blocks * v_block_bytes_, 0);
+}
+
+size_t PagedKvCache::block_bytes(const ModelConfig& config, int32_t block_size, KvFormat format) {
+  const size_t per_position =
+      kv_head_bytes(format.k, config.head_dim) + kv_head_bytes(format.v, config.head_dim);
+  return size_t(config.n_layer) * size_t(config.n_kv_head) * size_t(block_size) * per_position;
+}
+
+KvFormat PagedKvCache::format() const { return format_; }
+
+size_t PagedKvCache::bytes() const { return k_.size() + v_.size(); }
+
+size_t PagedKvCache::k_offset(int layer, BlockId block) const {
+  return (size_t(layer) * size_t(n_blocks_) + size_t(block)) * k_block_bytes_;
+}
+
+size_t PagedKvCache::v_offset(int layer, BlockId block) const {
+  return (size_t(layer) * size_t(n_blocks_) + size_t(block)) * v_block_bytes_;
+}
+
+void PagedKvCache::check_layer(int layer, const char* what) const {
+  if (layer < 0 || layer >= n_layer_)
+    throw std::out_of_range(std::string("PagedKvCache::") + what + ": layer " +
+                            std::to_string(layer) + " outside [0, " + std::to_string(n_layer_) +
+                            ")");
+}
+
+void PagedKvCache::check_block(BlockId block, const char* what) const {
+  if (block < 0 || block >= n_blocks_)
+    throw std::out_of_range(std::string("PagedKvCache::") + what + ": block " +
+                            std::to_string(block) + " outside the pool [0, " +
+                            std::to_string(n_blocks_) + ")");
+}
+
+void PagedKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) {
+  check_layer(layer, "write");
+  if (!blocks_.has_seq(seq))
+    throw std::out_of_range("PagedKvCache::write: sequence " + std::to_string(seq) +
+                            " has no blocks (not allocated)");
+  const int32_t reserved = blocks_.seq_tokens(seq);
+  if (pos < 0 || pos >= reserved)
+    throw std::out_of_range("PagedKvCache::write: sequence " + std::to_string(seq) + ", position " +
+                            std::to_string(pos) + " outside its " + std::to_string(reserved) +
+                            " reserved positions");
+  const BlockId block = blocks_.block_table(seq)[size_t(pos / block_size_)];
+  check_block(block, "write");
+  if (const int32_t rc = blocks_.refcount(block); rc != 1)
+    throw std::logic_error("PagedKvCache::write: sequence " + std::to_string(seq) + ", position " +
+                           std::to_string(pos) + " lies in block " + std::to_string(block) +
+                           " with refcount " + std::to_string(rc) +
+                           ", expected 1 (a shared block must be copied before it is written)");
+  const size_t in_block = size_t(pos % block_size_);
+  uint8_t* k_rec = k_.data() + k_offset(layer, block) + in_block * k_head_bytes_;
+  uint8_t* v_rec = v_.data() + v_offset(layer, block) + in_block * v_head_bytes_;
+  const size_t k_head_stride = size_t(block_size_) * k_head_bytes_;
+  const size_t v_head_stride = size_t(block_size_) * v_head_bytes_;
+  for (int h = 0; h < n_kv_head_; ++h) {
+    kv_encode_head(format_.k, k + size_t(h) * size_t(head_dim_), k_rec + size_t(h) * k_head_stride,
+                   head_dim_);
+    kv_encode_head(format_.v, v + size_t(h) * size_t(head_dim_), v_rec + size_t(h) * v_head_stride,
+                   head_dim_);
+  }
+}
+
+void PagedKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const {
+  check_layer(layer, "spans");
+  if (!blocks_.has_seq(seq))
+    throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) +
+                            " has no blocks (not allocated)");
+  const int32_t reserved = blocks_.seq_tokens(seq);
+  if (n < 0 || n > reserved)
+    throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) + ": " +
+                            std::to_string(n) + " positions requested, " +
+                            std::to_string(reserved) + " reserved");
+  const std::span<const BlockId> table = blocks_.block_table(seq);
+  for (int32_t first = 0; first < n; first += block_size_) {
+    const BlockId block = table[size_t(first / block_size_)];
+    check_block(block, "spans");
+    KvSpan span;
+    span.k = k_.data() + k_offset(layer, block);
+    span.v = v_.data() + v_offset(layer, block);
+    span.k_pos_stride = k_head_bytes_;
+    span.k_head_stride = size_t(block_size_) * k_head_bytes_;
+    span.v_pos_stride = v_head_bytes_;
+    span.v_head_stride = size_t(block_size_) * v_head_bytes_;
+    span.n = std::min(block_size_, n - first);
+    out.push_back(span);
+  }
+}
+
+void PagedKvCache::copy_block(BlockId src, BlockId dst) {
+  check_block(src, "copy_block (source)");
+  check_block(dst, "copy_block (destination)");
+  if (src == dst) return;
+  for (int l = 0; l < n_layer_; ++l) {
+    std::memcpy(k_.data() + k_offset(l, dst), k_.data() + k_offset(l, src), k_block_bytes_);
+    std::memcpy(v_.data() + v_offset(l, dst), v_.data() + v_offset(l, src), v_block_bytes_);
+  }
+}
+
+}  // namespace kvforge
