@@ -1,0 +1,253 @@
+#include "engine/static_pipeline/plan_executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "core/formats/row_codec.h"
+#include "core/ops/activation.h"
+#include "core/ops/attention.h"
+#include "core/ops/norm.h"
+#include "engine/static_pipeline/plan_weights.h"
+
+namespace kvforge {
+namespace {
+
+// One run of a plan; methods are the op kinds.
+class PlanRun {
+ public:
+  PlanRun(const Model& model, const Plan& plan, const PlanInputs& in, StaticKvCache& cache,
+          uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool)
+      : m_(model),
+        c_(model.config()),
+        p_(plan),
+        in_(in),
+        cache_(cache),
+        arena_(arena),
+        scratch_(scratch),
+        pool_(pool) {}
+
+  float* f32(uint16_t b) const { return reinterpret_cast<float*>(arena_ + p_.buffers[b].offset); }
+  uint8_t* bytes(uint16_t b) const { return arena_ + p_.buffers[b].offset; }
+
+  void update_mask() {
+    for (int32_t t = 0; t < p_.rows; ++t)
+      if (in_.valid[t]) cache_.mask(in_.slots[t])[in_.positions[t]] = 1;
+  }
+
+  // A row attends to the filled positions of its slot up to its own position
+  // (causal within a prefill chunk); padding rows attend to nothing.
+  void build_attn_mask(const PlanOp& op) {
+    const int32_t kv = p_.kv_len;
+    for (int32_t t = 0; t < p_.rows; ++t) {
+      uint8_t* row = bytes(op.dst) + size_t(t) * size_t(kv);
+      if (!in_.valid[t]) {
+        std::fill(row, row + kv, uint8_t{0});
+        continue;
+      }
+      const uint8_t* filled = cache_.mask(in_.slots[t]);
+      const int32_t upto = std::min(kv, in_.positions[t] + 1);
+      for (int32_t j = 0; j < upto; ++j) row[j] = filled[j] ? 1 : 0;
+      std::fill(row + upto, row + kv, uint8_t{0});
+    }
+  }
+
+  void embed(const PlanOp& op) {
+    const WeightView& e = m_.weights().token_embd;
+    const size_t rb = row_bytes(e.type, size_t(e.cols));
+    for (int32_t t = 0; t < p_.rows; ++t) {
+      const auto* row = static_cast<const uint8_t*>(e.data) + size_t(in_.tokens[t]) * rb;
+      dequantize_row(e.type, row, f32(op.dst) + size_t(t) * c_.n_embd, c_.n_embd);
+      m_.rope().angles(in_.positions[t], f32(op.src0) + size_t(t) * c_.rope_dim);
+    }
+  }
+
+  void rms_norm_rows(const PlanOp& op, const std::vector<float>& w) {
+    for (int32_t t = 0; t < op.rows; ++t)
+      rms_norm(f32(op.src0) + size_t(t) * c_.n_embd, w.data(), c_.n_embd, c_.rms_eps,
+               f32(op.dst) + size_t(t) * c_.n_embd);
+  }
+
+  void add_bias(const PlanOp& op, const std::vector<float>& bias) {
+    const size_t d = bias.size();
+    float* y = f32(op.dst);
+    for (int32_t t = 0; t < op.rows; ++t)
+      for (size_t i = 0; i < d; ++i) y[size_t(t) * d + i] += bias[i];
+  }
+
+  void rope(const PlanOp& op) {
+    for (int32_t t = 0; t < op.rows; ++t) {
+      const float* cs = f32(op.src1) + size_t(t) * c_.rope_dim;
+      m_.rope().apply(f32(op.src0) + size_t(t) * c_.q_dim(), c_.n_head, c_.head_dim, cs);
+      m_.rope().apply(f32(op.dst) + size_t(t) * c_.kv_dim(), c_.n_kv_head, c_.head_dim, cs);
+    }
+  }
+
+  void kv_write(const PlanOp& op) {
+    for (int32_t t = 0; t < op.rows; ++t)
+      if (in_.valid[t])
+        cache_.write(op.layer, in_.slots[t], in_.positions[t],
+                     f32(op.src0) + size_t(t) * c_.kv_dim(),
+                     f32(op.src1) + size_t(t) * c_.kv_dim());
+  }
+
+  // Over the plan's whole KV length, with the mask; items split over threads
+  // as the plan fixed them.
+  void attention(const PlanOp& op) {
+    const float scale = 1.0f / std::sqrt(float(c_.head_dim));
+    const size_t per_thread = attention_scratch_floats(c_.head_dim);
+    const KvFormat format = cache_.format();
+    pool_.run([&](int ti, int) {
+      float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
+      for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
+           ++item) {
+        const int32_t t = item / c_.n_head;
+        const int h = item % c_.n_head;
+        float* out = f32(op.dst) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim;
+        if (!in_.valid[t]) {  // a padding row: nothing to attend to
+          std::fill(out, out + c_.head_dim, 0.0f);
+          continue;
+        }
+        const KvSpan span = cache_.span(op.layer, in_.slots[t], p_.kv_len);
+        attend_one_head(f32(op.src0) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
+                        p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
+                        bytes(op.src1) + size_t(t) * size_t(p_.kv_len));
+      }
+    });
+  }
+
+  void add_into(const PlanOp& op) {
+    const size_t n = size_t(op.rows) * c_.n_embd;
+    float* x = f32(op.dst);
+    const float* y = f32(op.src0);
+    for (size_t i = 0; i < n; ++i) x[i] += y[i];
+  }
+
+  void swiglu_rows(const PlanOp& op) {
+    swiglu(f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff, f32(op.dst));
+  }
+
+  void gather_rows(const PlanOp& op) {
+    for (int32_t i = 0; i < op.rows; ++i)
+      std::memcpy(f32(op.dst) + size_t(i) * c_.n_embd,
+                  f32(op.src0) + size_t(in_.logit_rows[i]) * c_.n_embd, sizeof(float) * c_.n_embd);
+  }
+
+  void matmul_rows(const PlanOp& op, const WeightView& w) {
+    matmul(w, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
+  }
+
+ private:
+  const Model& m_;
+  const ModelConfig& c_;
+  const Plan& p_;
+  const PlanInputs& in_;
+  StaticKvCache& cache_;
+  uint8_t* arena_;
+  MatmulScratch& scratch_;
+  ThreadPool& pool_;
+};
+
+[[noreturn]] void bad_input(const Plan& p, const std::string& what) {
+  throw std::invalid_argument("plan " + p.label() + ": " + what);
+}
+
+}  // namespace
+
+PlanExecutor::PlanExecutor(const Model& model, const Plan& plan, int32_t n_threads)
+    : model_(model), plan_(plan), n_threads_(n_threads) {
+  ops_.reserve(plan.ops.size());
+  for (const PlanOp& op : plan.ops) {
+    ResolvedOp r{op};
+    if (op.code == OpCode::MatMul) r.matrix = &weight_matrix(model, op.weight, op.layer);
+    if (op.code == OpCode::RmsNorm || op.code == OpCode::AddBias)
+      r.vec = &weight_vector(model, op.weight, op.layer);
+    ops_.push_back(r);
+  }
+}
+
+void PlanExecutor::check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
+                                const MatmulScratch& scratch, const ThreadPool& pool) const {
+  const Plan& p = plan_;
+  const size_t rows = size_t(p.rows);
+  if (in.tokens.size() != rows || in.positions.size() != rows || in.slots.size() != rows ||
+      in.valid.size() != rows || in.logit_rows.size() != size_t(p.n_logit_rows))
+    bad_input(p, "inputs must have " + std::to_string(rows) + " rows and " +
+                     std::to_string(p.n_logit_rows) + " logit rows");
+  if (pool.size() != n_threads_)
+    bad_input(p, "compiled for " + std::to_string(n_threads_) + " threads, the pool has " +
+                     std::to_string(pool.size()));
+  if (!arena || reinterpret_cast<uintptr_t>(arena) % 64 != 0)
+    bad_input(p, "arena missing or not 64-byte aligned");
+  if (scratch.activations.size() < p.matmul_scratch_bytes)
+    bad_input(p, "matmul scratch not reserved to the plan's size");
+  if (cache.capacity() < p.kv_len)
+    bad_input(p, "KV cache capacity " + std::to_string(cache.capacity()) + " < plan KV length");
+  const int32_t n_vocab = model_.config().n_vocab;
+  for (size_t t = 0; t < rows; ++t) {
+    if (in.tokens[t] < 0 || in.tokens[t] >= n_vocab)
+      bad_input(p, "row " + std::to_string(t) + ": token id " + std::to_string(in.tokens[t]) +
+                       " is outside the vocabulary [0, " + std::to_string(n_vocab) + ")");
+    if (in.positions[t] < 0 || (in.valid[t] && in.positions[t] >= p.kv_len))
+      bad_input(p, "row " + std::to_string(t) + ": position " + std::to_string(in.positions[t]) +
+                       " outside the KV length " + std::to_string(p.kv_len));
+    if (in.valid[t] && (in.slots[t] < 0 || in.slots[t] >= cache.slots()))
+      bad_input(p, "row " + std::to_string(t) + ": slot " + std::to_string(in.slots[t]) +
+                       " outside [0, " + std::to_string(cache.slots()) + ")");
+  }
+  for (int32_t r : in.logit_rows)
+    if (r < 0 || size_t(r) >= rows)
+      bad_input(p, "logit row " + std::to_string(r) + " out of range");
+}
+
+std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
+                                         MatmulScratch& scratch, ThreadPool& pool) const {
+  check_inputs(in, cache, arena, scratch, pool);
+  PlanRun run(model_, plan_, in, cache, arena, scratch, pool);
+  for (const ResolvedOp& r : ops_) {
+    const PlanOp& op = r.op;
+    switch (op.code) {
+      case OpCode::UpdateMask:
+        run.update_mask();
+        break;
+      case OpCode::BuildAttnMask:
+        run.build_attn_mask(op);
+        break;
+      case OpCode::Embed:
+        run.embed(op);
+        break;
+      case OpCode::RmsNorm:
+        run.rms_norm_rows(op, *r.vec);
+        break;
+      case OpCode::MatMul:
+        run.matmul_rows(op, *r.matrix);
+        break;
+      case OpCode::AddBias:
+        run.add_bias(op, *r.vec);
+        break;
+      case OpCode::Rope:
+        run.rope(op);
+        break;
+      case OpCode::KvWrite:
+        run.kv_write(op);
+        break;
+      case OpCode::Attention:
+        run.attention(op);
+        break;
+      case OpCode::AddInto:
+        run.add_into(op);
+        break;
+      case OpCode::SwiGlu:
+        run.swiglu_rows(op);
+        break;
+      case OpCode::GatherRows:
+        run.gather_rows(op);
+        break;
+    }
+  }
+  return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
+}
+
+}  // namespace kvforge

@@ -1,0 +1,64 @@
+// Runs a plan: interprets its op list with the same kernels as the dynamic
+// forward pass (matmul, rms_norm, RoPE, swiglu, attend_one_head with the
+// mask), so static and dynamic results are the same bits.
+//
+// Nothing is allocated per run: weights are resolved once at construction,
+// activations live in the caller's arena at the plan's offsets, and the
+// matmul scratch is reserved by the caller to the plan's size.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/kernels/matmul.h"
+#include "core/threadpool.h"
+#include "engine/static_pipeline/plan.h"
+#include "engine/static_pipeline/static_kv_cache.h"
+#include "model/model.h"
+
+namespace kvforge {
+
+// The explicit per-step inputs of a plan. Padding rows (valid = 0) still flow
+// through the fixed-shape matmuls but are never written to the cache and
+// never attend: give them any in-vocabulary token (0) and position 0.
+struct PlanInputs {
+  std::span<const int32_t> tokens;      // [rows]
+  std::span<const int32_t> positions;   // [rows] < kv_len for valid rows
+  std::span<const int32_t> slots;       // [rows] KV slot of each row
+  std::span<const uint8_t> valid;       // [rows] 1 = a real token
+  std::span<const int32_t> logit_rows;  // [n_logit_rows] rows whose logits are wanted
+};
+
+class PlanExecutor {
+ public:
+  // `plan` must have passed validate_plan for this model and n_threads and
+  // must outlive the executor.
+  PlanExecutor(const Model& model, const Plan& plan, int32_t n_threads);
+
+  const Plan& plan() const { return plan_; }
+
+  // Runs the plan. `arena`: ≥ plan.arena_bytes, 64-byte aligned; `scratch`
+  // reserved to ≥ plan.matmul_scratch_bytes; `pool` of n_threads threads.
+  // Reads and writes `cache` (K/V and slot masks). Returns the logits
+  // [n_logit_rows][n_vocab], inside the arena: valid until the next run.
+  // Throws std::invalid_argument for inputs of the wrong shape or out of range.
+  std::span<const float> run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
+                             MatmulScratch& scratch, ThreadPool& pool) const;
+
+ private:
+  struct ResolvedOp {
+    PlanOp op;
+    const WeightView* matrix = nullptr;       // MatMul
+    const std::vector<float>* vec = nullptr;  // RmsNorm, AddBias
+  };
+  void check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
+                    const MatmulScratch& scratch, const ThreadPool& pool) const;
+
+  const Model& model_;
+  const Plan& plan_;
+  int32_t n_threads_;
+  std::vector<ResolvedOp> ops_;
+};
+
+}  // namespace kvforge

@@ -1,0 +1,54 @@
+// The .kvfplan file: a compiled PlanSet on disk, so `kvforge run --plan`
+// starts without compiling, the way an NPU runtime loads a compiled blob.
+//
+// Layout (little-endian; every count bounded by the bytes that remain):
+//   magic "KVFPLAN\0", u32 version (1)
+//   u64 model fingerprint, u64 configuration fingerprint
+//   configuration: i32 max_prompt_len, i32 min_response_len, i32 prefill_chunk,
+//                  u32 n_variants, i32 variants[n], i32 slots, u8 K dtype, u8 V dtype
+//   i32 n_threads
+//   u32 n_plans (1 prefill + one per variant), then per plan:
+//     u8 kind, i32 rows, i32 kv_len, i32 n_logit_rows, u64 arena_bytes,
+//     u64 matmul_scratch_bytes, u16 logits buffer, u16 attention scratch buffer,
+//     u32 n_buffers, per buffer: u16 name length, name, u64 offset, u64 bytes
+//     u32 n_ops, per op: u8 code, u8 weight, i16 layer, i32 rows, u16 src0, src1, dst
+//     u32 n_split, i32 split[n]
+//   u64 FNV-1a 64 checksum of every byte before it
+//
+// Loading checks, in order: magic, version, structure (truncation, counts,
+// trailing bytes), checksum, the configuration's own fingerprint and
+// validity, then against the model: its fingerprint and every plan's
+// buffers, offsets, ops and shapes (plan_validation.h). Each failure is a
+// PlanError naming the file and the problem.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/static_pipeline/plan.h"
+#include "engine/static_pipeline/plan_validation.h"
+#include "model/model.h"
+
+namespace kvforge {
+
+inline constexpr uint32_t kPlanFileVersion = 1;
+
+std::vector<uint8_t> serialize_plans(const PlanSet& set);
+// Structure only (no model at hand): throws PlanError prefixed with `name`.
+PlanSet parse_plans(std::span<const uint8_t> bytes, const std::string& name);
+
+void write_plan_file(const std::filesystem::path& path, const PlanSet& set);
+// Reads, parses and validates against `model`; refuses a plan compiled for
+// another model ("compiled for a different model ... recompile with kvforge
+// compile").
+PlanSet load_plan_file(const std::filesystem::path& path, const Model& model);
+PlanSet load_plans(std::span<const uint8_t> bytes, const std::string& name, const Model& model);
+
+// Refuses a plan set whose configuration differs from `wanted`, naming each
+// differing field (used when static flags are given together with --plan).
+void check_plan_config(const PlanSet& set, const StaticConfig& wanted, const std::string& name);
+
+}  // namespace kvforge

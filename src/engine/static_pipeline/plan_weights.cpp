@@ -1,0 +1,98 @@
+#include "engine/static_pipeline/plan_weights.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+namespace {
+
+const LayerWeights& layer_of(const Model& model, WeightRef w, int layer) {
+  if (layer < 0 || layer >= model.config().n_layer)
+    throw std::invalid_argument(std::string("plan: weight ") + weight_ref_name(w) + " of layer " +
+                                std::to_string(layer) + ", model has " +
+                                std::to_string(model.config().n_layer) + " layers");
+  return model.weights().layers[size_t(layer)];
+}
+
+}  // namespace
+
+bool is_matrix_ref(WeightRef w) {
+  switch (w) {
+    case WeightRef::AttnQ:
+    case WeightRef::AttnK:
+    case WeightRef::AttnV:
+    case WeightRef::AttnOutput:
+    case WeightRef::FfnGate:
+    case WeightRef::FfnUp:
+    case WeightRef::FfnDown:
+    case WeightRef::Output:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_norm_ref(WeightRef w) {
+  return w == WeightRef::AttnNorm || w == WeightRef::FfnNorm || w == WeightRef::OutputNorm;
+}
+
+bool is_bias_ref(WeightRef w) {
+  return w == WeightRef::BiasQ || w == WeightRef::BiasK || w == WeightRef::BiasV;
+}
+
+bool is_per_layer_ref(WeightRef w) {
+  return w != WeightRef::None && w != WeightRef::OutputNorm && w != WeightRef::Output;
+}
+
+const char* weight_ref_name(WeightRef w) {
+  static const char* const kNames[kWeightRefCount] = {
+      "none",     "attn_norm", "attn_q",   "attn_k",      "attn_v",
+      "bias_q",   "bias_k",    "bias_v",   "attn_output", "ffn_norm",
+      "ffn_gate", "ffn_up",    "ffn_down", "output_norm", "output"};
+  const int i = int(w);
+  return i >= 0 && i < kWeightRefCount ? kNames[i] : "invalid";
+}
+
+const WeightView& weight_matrix(const Model& model, WeightRef w, int layer) {
+  if (w == WeightRef::Output) return model.weights().output;
+  if (!is_matrix_ref(w))
+    throw std::invalid_argument(std::string("plan: ") + weight_ref_name(w) + " is not a matrix");
+  const LayerWeights& lw = layer_of(model, w, layer);
+  switch (w) {
+    case WeightRef::AttnQ:
+      return lw.attn_q;
+    case WeightRef::AttnK:
+      return lw.attn_k;
+    case WeightRef::AttnV:
+      return lw.attn_v;
+    case WeightRef::AttnOutput:
+      return lw.attn_output;
+    case WeightRef::FfnGate:
+      return lw.ffn_gate;
+    case WeightRef::FfnUp:
+      return lw.ffn_up;
+    default:
+      return lw.ffn_down;
+  }
+}
+
+const std::vector<float>& weight_vector(const Model& model, WeightRef w, int layer) {
+  if (w == WeightRef::OutputNorm) return model.weights().output_norm;
+  if (!is_norm_ref(w) && !is_bias_ref(w))
+    throw std::invalid_argument(std::string("plan: ") + weight_ref_name(w) + " is not a vector");
+  const LayerWeights& lw = layer_of(model, w, layer);
+  switch (w) {
+    case WeightRef::AttnNorm:
+      return lw.attn_norm;
+    case WeightRef::FfnNorm:
+      return lw.ffn_norm;
+    case WeightRef::BiasQ:
+      return lw.bias_q;
+    case WeightRef::BiasK:
+      return lw.bias_k;
+    default:
+      return lw.bias_v;
+  }
+}
+
+}  // namespace kvforge

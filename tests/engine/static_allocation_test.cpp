@@ -1,0 +1,59 @@
+// Static means static: after compile and one warm-up step, decode steps (and
+// prefill chunks) perform zero heap allocations and compile no plan, even
+// while the sequence climbs through every generate variant.
+#include <gtest/gtest.h>
+
+#include "static_allocation_counter.h"
+#include "static_test_util.h"
+
+namespace kvforge {
+namespace {
+
+using testing::heap_allocations;
+
+TEST(StaticAllocation, CounterSeesAllocations) {
+  const uint64_t before = heap_allocations();
+  void* p = ::operator new(64);  // an explicit call: never elided
+  ::operator delete(p);
+  std::vector<int> v(100);
+  v[99] = 1;
+  EXPECT_EQ(v[99] + int(heap_allocations() - before), 3);
+}
+
+TEST(StaticAllocation, DecodeStepsAllocateNothingAndNeverReplan) {
+  const auto model = testing::make_test_model(testing::tiny_spec("qwen2", 8));
+  const StaticConfig config = testing::small_static_config(2, {KvDtype::F16, KvDtype::F32});
+  ThreadPool pool(2);
+  StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
+  const std::vector<int32_t> prompt = testing::test_prompt(5);
+  const std::vector<int32_t> prompt2 = testing::test_prompt(12, 3);
+  int32_t token = testing::argmax(runner.prefill(0, prompt));
+  token = testing::argmax(runner.decode_one(0, token));  // warm-up
+
+  const uint64_t allocs = heap_allocations();
+  const uint64_t compiled = plans_compiled();
+  int32_t variants_seen = 0, last_variant = 0;
+  while (runner.length(0) < config.capacity()) {
+    token = testing::argmax(runner.decode_one(0, token));
+    if (runner.last_variant() != last_variant) ++variants_seen;
+    last_variant = runner.last_variant();
+  }
+  // A second sequence in the other slot: prefill (two chunks) and batch decode.
+  int32_t t2 = testing::argmax(runner.prefill(1, prompt2));
+  const int32_t step[2] = {kIdleSlot, t2};
+  for (int i = 0; i < 10; ++i) runner.decode(step);
+
+  EXPECT_EQ(heap_allocations() - allocs, 0u);
+  EXPECT_EQ(plans_compiled() - compiled, 0u);
+  EXPECT_EQ(variants_seen, 4);  // 16 → 32 → 48 → 64 without compiling
+}
+
+TEST(StaticAllocation, CompilingCountsPlans) {
+  const auto model = testing::make_test_model(testing::tiny_spec());
+  const uint64_t before = plans_compiled();
+  compile_plans(*model, testing::small_static_config(), 1);
+  EXPECT_EQ(plans_compiled() - before, 5u);  // 1 prefill + 4 variants
+}
+
+}  // namespace
+}  // namespace kvforge
