@@ -16,9 +16,16 @@
 namespace kvforge {
 
 enum class KvDtype : uint8_t {
-  F32,  // [head_dim] float
-  F16,  // [head_dim] IEEE half
+  F32,   // [head_dim] float
+  F16,   // [head_dim] IEEE half (f16.h)
+  BF16,  // [head_dim] bfloat16 (kv_bf16.h)
+  Int8,  // f16 scale + [head_dim] int8, one scale per token per head (kv_int8.h)
+  Q4,    // 4-bit groups of 32 along head_dim with f16 scale and offset (kv_q4.h)
 };
+
+// Every dtype, in the order kv_dtype_names() lists them.
+inline constexpr KvDtype kAllKvDtypes[] = {KvDtype::F32, KvDtype::F16, KvDtype::BF16, KvDtype::Int8,
+                                           KvDtype::Q4};
 
 struct KvFormat {
   KvDtype k = KvDtype::F32;
@@ -27,7 +34,11 @@ struct KvFormat {
 };
 
 // Bytes of one (position, kv head) record of head_dim values, scales included.
+// Throws std::invalid_argument when the format cannot hold head_dim (q4 needs
+// a multiple of 32).
 size_t kv_head_bytes(KvDtype t, int head_dim);
+// Whether the format can store records of head_dim values.
+bool kv_supports_head_dim(KvDtype t, int head_dim);
 // src[head_dim] → one record at dst (kv_head_bytes(t, head_dim) bytes).
 void kv_encode_head(KvDtype t, const float* src, uint8_t* dst, int head_dim);
 // One record → dst[head_dim].
