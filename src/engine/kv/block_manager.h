@@ -7,6 +7,8 @@
 // can_* twin that answers without changing anything, and a mutating call
 // whose question would have said "no" throws std::logic_error leaving the
 // manager unchanged. The scheduler never leaves a sequence half-allocated.
+// Misuse (unknown or already existing sequence, counts out of range) throws
+// std::invalid_argument (also a logic_error), likewise changing nothing.
 //
 // Prefix cache: a *full* block whose K/V has been computed is registered
 // under hash(parent block's hash, its block_size token ids), chained from
@@ -14,7 +16,9 @@
 // stored token ids (hash collisions cannot serve wrong K/V). A cached block
 // whose refcount drops to 0 is not wiped: it joins the free pool as
 // "evictable" and is handed out again only when no never-cached free block
-// is left, oldest release first (LRU); being handed out evicts it.
+// is left, oldest release first (LRU); being handed out evicts it. free()
+// releases a sequence's last block first, so a prefix's tail is evicted
+// before its head. Lookup and verification: prefix_cache.h.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +41,7 @@ struct BlockCopy {
 
 struct PrefixCacheStats {
   int64_t hits = 0;           // full blocks served from the cache
-  int64_t misses = 0;         // full prompt blocks looked up and not found
+  int64_t misses = 0;         // full prompt blocks cached_prefix could serve, not served
   int64_t evictions = 0;      // cached blocks reused for other content
   int64_t tokens_reused = 0;  // prompt tokens whose K/V was not recomputed
 };
@@ -73,15 +77,18 @@ class BlockManager {
   // copy a shared partial last block needs before it can be written.
   bool can_append(SeqId seq, int32_t n) const;
   // Reserves n more positions; the seq's token ids for them come with
-  // set_tokens. If the last block is shared (refcount > 1) and partial, it
-  // is replaced by a private copy, recorded in pending_copies().
+  // mark_computed. If the last block is shared (refcount > 1) and partial,
+  // it is replaced by a private copy, recorded for take_pending_copies().
   void append(SeqId seq, int32_t n);
   // Block copies the store must perform before the next forward pass; the
-  // caller takes and clears them.
+  // caller takes and clears them. A copy into a block released meanwhile
+  // (its sequence freed) is dropped.
   std::vector<BlockCopy> take_pending_copies();
 
   // Records that positions [0, n_computed) of `seq` now hold the K/V of
   // tokens[0, n_computed): full blocks among them become prefix-cache entries.
+  // n_computed ≤ seq_tokens(seq); call it after each step with the count so
+  // far (blocks already registered are skipped). A no-op without the cache.
   void mark_computed(SeqId seq, std::span<const int32_t> tokens, int32_t n_computed);
 
   // --- sharing and release -------------------------------------------------
@@ -93,6 +100,8 @@ class BlockManager {
 
   bool has_seq(SeqId seq) const;
   int32_t seq_tokens(SeqId seq) const;  // positions reserved
+  // [blocks_for(seq_tokens)] blocks in position order; valid until the next
+  // call that changes this seq (append may replace the last block).
   std::span<const BlockId> block_table(SeqId seq) const;
   int32_t refcount(BlockId block) const;
 
