@@ -1,0 +1,55 @@
+#include "engine/model_runner.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+
+ModelRunner::ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache& cache,
+                         ThreadPool& pool, int32_t max_step_tokens)
+    : model_(model), blocks_(blocks), cache_(cache), pool_(pool), scratch_(model.config()) {
+  scratch_.reserve(max_step_tokens, pool.size());
+  tokens_.reserve(size_t(max_step_tokens));
+  positions_.reserve(size_t(max_step_tokens));
+  seq_ids_.reserve(size_t(max_step_tokens));
+}
+
+std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks) {
+  // Copies first: a shared partial block must be duplicated before either
+  // owner writes its next position into it.
+  for (const BlockCopy& c : blocks_.take_pending_copies()) cache_.copy_block(c.src, c.dst);
+
+  tokens_.clear();
+  positions_.clear();
+  seq_ids_.clear();
+  logit_rows_.clear();
+  for (const ScheduledChunk& c : chunks) {
+    const Sequence& seq = *c.seq;
+    if (c.start != seq.n_computed || c.start + c.n > seq.len())
+      throw std::logic_error("model runner: chunk [" + std::to_string(c.start) + ", " +
+                             std::to_string(c.start + c.n) + ") of sequence " +
+                             std::to_string(seq.id) + " with " + std::to_string(seq.n_computed) +
+                             " computed of " + std::to_string(seq.len()) + " tokens");
+    for (int32_t i = 0; i < c.n; ++i) {
+      tokens_.push_back(seq.tokens[size_t(c.start + i)]);
+      positions_.push_back(c.start + i);
+      seq_ids_.push_back(seq.id);
+    }
+    if (c.wants_logits) logit_rows_.push_back(int32_t(tokens_.size()) - 1);
+  }
+  if (tokens_.empty()) return {};
+  if (int(tokens_.size()) > scratch_.capacity())
+    scratch_.reserve(int(tokens_.size()), pool_.size());
+  const size_t n_vocab = size_t(model_.config().n_vocab);
+  logits_.resize(logit_rows_.size() * n_vocab);
+  const StepInputs in{tokens_, positions_, seq_ids_, logit_rows_};
+  forward(model_, in, cache_, scratch_, pool_, logits_.data());
+
+  for (const ScheduledChunk& c : chunks) {
+    c.seq->n_computed += c.n;
+    blocks_.mark_computed(c.seq->id, c.seq->tokens, c.seq->n_computed);
+  }
+  return logits_;
+}
+
+}  // namespace kvforge

@@ -1,0 +1,45 @@
+// Turns a step's scheduled chunks into one batched forward pass over the
+// paged KV pool: performs the copy-on-write block copies the block manager
+// asked for, lays out tokens / positions / sequence ids / logit rows
+// (StepInputs), runs the model, then records the newly computed positions
+// (BlockManager::mark_computed feeds the prefix cache).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/threadpool.h"
+#include "engine/kv/block_manager.h"
+#include "engine/kv/paged_kv_cache.h"
+#include "engine/scheduler.h"
+#include "model/forward.h"
+#include "model/model.h"
+
+namespace kvforge {
+
+class ModelRunner {
+ public:
+  // max_step_tokens: the scheduler's token budget; buffers are sized for it.
+  ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache& cache, ThreadPool& pool,
+              int32_t max_step_tokens);
+
+  // Runs the chunks and advances each sequence's n_computed. Returns the
+  // logits of the chunks that want them, in chunk order:
+  // [rows][n_vocab], valid until the next call.
+  std::span<const float> run(std::span<const ScheduledChunk> chunks);
+
+ private:
+  const Model& model_;
+  BlockManager& blocks_;
+  PagedKvCache& cache_;
+  ThreadPool& pool_;
+  ForwardScratch scratch_;
+  std::vector<int32_t> tokens_;      // [n_tokens]
+  std::vector<int32_t> positions_;   // [n_tokens]
+  std::vector<int32_t> seq_ids_;     // [n_tokens]
+  std::vector<int32_t> logit_rows_;  // [sequences sampling this step]
+  std::vector<float> logits_;        // [logit rows][n_vocab]
+};
+
+}  // namespace kvforge

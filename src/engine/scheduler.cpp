@@ -1,0 +1,162 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+
+Scheduler::Scheduler(BlockManager& blocks, SchedulerOptions options)
+    : blocks_(blocks), options_(options) {
+  if (options_.max_seqs < 1)
+    throw std::invalid_argument("scheduler: max_seqs must be >= 1, got " +
+                                std::to_string(options_.max_seqs));
+  if (options_.max_batched_tokens < 1)
+    throw std::invalid_argument("scheduler: max_batched_tokens must be >= 1, got " +
+                                std::to_string(options_.max_batched_tokens));
+}
+
+void Scheduler::add(std::unique_ptr<Sequence> seq) { waiting_.push_back(std::move(seq)); }
+
+void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
+  // Behind the last running sequence of the same request: forks count as
+  // admitted together with their parent.
+  auto pos = running_.end();
+  for (auto it = running_.begin(); it != running_.end(); ++it)
+    if ((*it)->request == seq->request) pos = it + 1;
+  running_.insert(pos, std::move(seq));
+}
+
+SchedulerOutput Scheduler::schedule() {
+  SchedulerOutput out;
+  int32_t budget = options_.max_batched_tokens;
+  schedule_decodes(out, budget);
+  schedule_prefill_chunks(out, budget);
+  admit_waiting(out, budget);
+  return out;
+}
+
+int Scheduler::running_width() const {
+  int w = 0;
+  for (const auto& s : running_) w += s->width();
+  return w;
+}
+
+void Scheduler::preempt_last() {
+  std::unique_ptr<Sequence> seq = std::move(running_.back());
+  running_.pop_back();
+  blocks_.free(seq->id);
+  seq->n_computed = 0;
+  waiting_.push_front(std::move(seq));
+  ++preemptions_;
+}
+
+int32_t Scheduler::appendable(const Sequence& seq, int32_t want) const {
+  if (want <= 0) return 0;
+  if (blocks_.can_append(seq.id, want)) return want;
+  int32_t lo = 0, hi = want;  // can_append(lo) holds, can_append(hi) does not
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    (blocks_.can_append(seq.id, mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+
+void Scheduler::schedule_decodes(SchedulerOutput& out, int32_t& budget) {
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence& seq = *running_[i];
+    if (seq.n_pending() != 1) continue;
+    // Everything behind i is newer and not yet scheduled: preempt from the
+    // back until the decode fits, this sequence itself last.
+    bool preempted_self = false;
+    while (!blocks_.can_append(seq.id, 1)) {
+      preempted_self = i + 1 == running_.size();
+      preempt_last();
+      ++out.n_preempted;
+      if (preempted_self) break;
+    }
+    if (preempted_self) break;
+    blocks_.append(seq.id, 1);
+    out.chunks.push_back({&seq, seq.n_computed, 1, true});
+    --budget;
+    ++out.n_tokens;
+  }
+}
+
+void Scheduler::schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget) {
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    Sequence& seq = *running_[i];
+    if (seq.n_pending() <= 1) continue;
+    const int32_t want = std::min(seq.n_pending(), budget);
+    int32_t n = appendable(seq, want);
+    // Prefill chunks only fill what decodes leave, except when nothing at
+    // all could run: then the oldest stuck sequence makes room by preemption.
+    while (n == 0 && out.chunks.empty() && i + 1 < running_.size()) {
+      preempt_last();
+      ++out.n_preempted;
+      n = appendable(seq, want);
+    }
+    if (n == 0) continue;
+    blocks_.append(seq.id, n);
+    out.chunks.push_back({&seq, seq.n_computed, n, n == seq.n_pending()});
+    budget -= n;
+    out.n_tokens += n;
+  }
+}
+
+void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
+  if (out.n_preempted > 0) return;
+  while (!waiting_.empty() && budget > 0) {
+    Sequence& seq = *waiting_.front();
+    if (!running_.empty() && running_width() + seq.width() > options_.max_seqs) break;
+    const std::span<const int32_t> tokens(seq.tokens);
+    const int32_t cached = blocks_.cached_prefix(tokens);
+    const int32_t most = cached + std::min(seq.len() - cached, budget);
+    if (!blocks_.can_allocate(tokens, cached + 1)) break;  // first come, first served
+    int32_t lo = cached + 1, hi = most + 1;  // can_allocate(lo) holds; hi is out of range or fails
+    if (blocks_.can_allocate(tokens, most)) lo = most;
+    while (hi - lo > 1) {
+      const int32_t mid = lo + (hi - lo) / 2;
+      (blocks_.can_allocate(tokens, mid) ? lo : hi) = mid;
+    }
+    const int32_t target = lo;
+    const int32_t reused = blocks_.allocate(seq.id, tokens, target);
+    seq.n_computed = reused;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    const int32_t n = target - reused;
+    if (n < 1)
+      throw std::logic_error("scheduler: block manager reused " + std::to_string(reused) + " of " +
+                             std::to_string(target) + " tokens, cached_prefix said " +
+                             std::to_string(cached));
+    out.chunks.push_back({&seq, reused, n, target == seq.len()});
+    budget -= n;
+    out.n_tokens += n;
+  }
+}
+
+void Scheduler::remove(const Sequence* seq) {
+  for (auto it = running_.begin(); it != running_.end(); ++it)
+    if (it->get() == seq) {
+      blocks_.free(seq->id);
+      running_.erase(it);
+      return;
+    }
+  for (auto it = waiting_.begin(); it != waiting_.end(); ++it)
+    if (it->get() == seq) {
+      waiting_.erase(it);
+      return;
+    }
+  throw std::logic_error("scheduler: removing unknown sequence " + std::to_string(seq->id));
+}
+
+std::vector<Sequence*> Scheduler::find_request(RequestId request) const {
+  std::vector<Sequence*> found;
+  for (const auto& s : running_)
+    if (s->request == request) found.push_back(s.get());
+  for (const auto& s : waiting_)
+    if (s->request == request) found.push_back(s.get());
+  return found;
+}
+
+}  // namespace kvforge

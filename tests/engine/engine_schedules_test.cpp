@@ -1,0 +1,155 @@
+// "One function, many schedules": for greedy decoding every request's tokens
+// AND the logits they were sampled from are bit-identical to the request run
+// alone through SequenceRunner (contiguous cache, whole prompt in one pass),
+// whatever the block size, prefill chunk size, number of neighbours,
+// arrival times, prefix-cache hits, preemption with recompute, or thread
+// count. This holds because the forward kernels are row-wise (a token's
+// row never depends on the other rows of the step) and attention tiles are
+// cut at absolute positions (block boundaries do not change the summation).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "engine_test_util.h"
+
+namespace kvforge {
+namespace {
+
+using testing::EngineRecorder;
+using testing::Trace;
+
+struct Schedule {
+  const char* label;
+  int32_t block_size;
+  int32_t kv_blocks;  // 0 = plenty
+  int32_t max_batched_tokens;
+  int32_t max_seqs;
+  int threads;
+  bool prefix_cache;
+  bool expect_preemption;
+};
+
+std::ostream& operator<<(std::ostream& os, const Schedule& s) { return os << s.label; }
+
+struct Job {
+  std::vector<int32_t> prompt;
+  int max_tokens;
+  int arrive_at_step;
+};
+
+// Prompts of several lengths; three share a 40-token prefix (prefix-cache
+// hits once the first is computed), one repeats another exactly.
+std::vector<Job> make_jobs() {
+  const std::vector<int32_t> shared = testing::make_prompt(40, 99);
+  std::vector<Job> jobs;
+  auto with_shared = [&](int extra, uint32_t seed) {
+    std::vector<int32_t> p = shared;
+    const auto tail = testing::make_prompt(extra, seed);
+    p.insert(p.end(), tail.begin(), tail.end());
+    return p;
+  };
+  jobs.push_back({testing::make_prompt(7, 1), 14, 0});
+  jobs.push_back({with_shared(5, 2), 12, 0});
+  jobs.push_back({testing::make_prompt(33, 3), 10, 0});
+  jobs.push_back({with_shared(9, 4), 16, 2});
+  jobs.push_back({testing::make_prompt(1, 5), 9, 3});
+  jobs.push_back({with_shared(0, 6), 11, 5});
+  jobs.push_back({testing::make_prompt(33, 3), 10, 6});
+  jobs.push_back({testing::make_prompt(64, 7), 8, 9});
+  return jobs;
+}
+
+class EngineSchedulesTest : public ::testing::TestWithParam<Schedule> {
+ protected:
+  static void SetUpTestSuite() {
+    model_ = testing::make_engine_test_model().release();
+    jobs_ = new std::vector<Job>(make_jobs());
+    alone_ = new std::vector<Trace>();
+    for (const Job& j : *jobs_)
+      alone_->push_back(testing::run_alone(*model_, j.prompt, j.max_tokens));
+  }
+  static void TearDownTestSuite() {
+    delete alone_;
+    delete jobs_;
+    delete model_;
+  }
+  static Model* model_;
+  static std::vector<Job>* jobs_;
+  static std::vector<Trace>* alone_;
+};
+
+Model* EngineSchedulesTest::model_ = nullptr;
+std::vector<Job>* EngineSchedulesTest::jobs_ = nullptr;
+std::vector<Trace>* EngineSchedulesTest::alone_ = nullptr;
+
+TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  const Schedule s = GetParam();
+  ThreadPool pool(s.threads);
+  EngineOptions o;
+  o.block_size = s.block_size;
+  o.kv_blocks = s.kv_blocks > 0 ? s.kv_blocks : 4096 / s.block_size;
+  o.max_batched_tokens = s.max_batched_tokens;
+  o.max_seqs = s.max_seqs;
+  o.enable_prefix_cache = s.prefix_cache;
+  EngineRecorder rec;
+  Engine engine(*model_, pool, rec.hook(o));
+  const int32_t initial_free = engine.stats().kv_blocks_free;
+  ASSERT_EQ(initial_free, engine.n_blocks());
+
+  std::vector<RequestId> ids(jobs_->size(), -1);
+  int step = 0;
+  size_t added = 0;
+  while (added < jobs_->size() || engine.has_unfinished()) {
+    for (size_t i = 0; i < jobs_->size(); ++i)
+      if (ids[i] < 0 && (*jobs_)[i].arrive_at_step <= step) {
+        ids[i] = engine.add_request((*jobs_)[i].prompt, testing::greedy((*jobs_)[i].max_tokens));
+        ++added;
+      }
+    rec.record(engine.step());
+    ASSERT_LT(++step, 2000) << "no progress";
+  }
+
+  for (size_t i = 0; i < jobs_->size(); ++i) {
+    const Trace& want = (*alone_)[i];
+    const Trace& got = rec.traces[{ids[i], 0}];
+    ASSERT_EQ(got.tokens, want.tokens) << "request " << i;
+    ASSERT_EQ(got.finish, FinishReason::Length) << "request " << i;
+    // Recompute after preemption samples again only at the end, so every
+    // generated token was sampled from exactly one logits row.
+    ASSERT_EQ(got.logits.size(), want.logits.size()) << "request " << i;
+    for (size_t k = 0; k < want.logits.size(); ++k)
+      ASSERT_EQ(0, std::memcmp(got.logits[k].data(), want.logits[k].data(),
+                               want.logits[k].size() * sizeof(float)))
+          << "request " << i << " token " << k << ": logits differ in bits";
+  }
+  const EngineStats st = engine.stats();
+  EXPECT_EQ(st.kv_blocks_free, initial_free) << "blocks leaked";
+  EXPECT_EQ(st.running + st.waiting, 0);
+  if (s.expect_preemption) {
+    EXPECT_GT(st.preemptions, 0) << "the pool was meant to force preemption";
+  }
+  if (s.prefix_cache && s.kv_blocks == 0 && s.block_size <= 16) {
+    EXPECT_GT(st.prefix.tokens_reused, 0) << "shared prompts should hit the prefix cache";
+  }
+  if (!s.prefix_cache) {
+    EXPECT_EQ(st.prefix.tokens_reused, 0);
+  }
+}
+
+// kv_blocks for the preemption cases: the longest request (64 + 8 tokens)
+// fits alone, but not beside many others.
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, EngineSchedulesTest,
+    ::testing::Values(Schedule{"bs16_budget512_t1", 16, 0, 512, 64, 1, true, false},
+                      Schedule{"bs1_budget512_t2", 1, 0, 512, 64, 2, true, false},
+                      Schedule{"bs256_budget512_t3", 256, 0, 512, 64, 3, true, false},
+                      Schedule{"bs16_chunk3_t2", 16, 0, 3, 64, 2, true, false},
+                      Schedule{"bs4_chunk7_noprefix_t1", 4, 0, 7, 64, 1, false, false},
+                      Schedule{"bs16_maxseqs2_t3", 16, 0, 512, 2, 3, true, false},
+                      Schedule{"bs4_pool20_preempt_t1", 4, 20, 512, 64, 1, true, true},
+                      Schedule{"bs1_pool80_chunk5_preempt_t2", 1, 80, 5, 64, 2, false, true},
+                      Schedule{"bs16_pool5_preempt_t3", 16, 5, 17, 64, 3, true, true}),
+    [](const auto& p) { return std::string(p.param.label); });
+
+}  // namespace
+}  // namespace kvforge
