@@ -145,7 +145,8 @@ class ForwardPass {
     add_residual();
   }
 
-  // Every (token, query head) pair is independent: split them over threads.
+  // Every (token, kv head) pair is independent: split them over threads. The
+  // query heads of one GQA group go together so each KV record is read once.
   void attend(int l) {
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
@@ -154,16 +155,18 @@ class ForwardPass {
     const float scale = 1.0f / std::sqrt(float(c_.head_dim));
     const size_t per_thread = attention_scratch_floats(c_.head_dim);
     const KvFormat format = kv_.format();
+    const int group = c_.gqa_group();
     pool_.run([&](int ti, int nt) {
       float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
-      const int64_t items = n_ * c_.n_head;
+      const int64_t items = n_ * c_.n_kv_head;
       for (int64_t item = ti; item < items; item += nt) {
-        const int64_t t = item / c_.n_head;
-        const int h = int(item % c_.n_head);
+        const int64_t t = item / c_.n_kv_head;
+        const int g = int(item % c_.n_kv_head);
         const auto& spans = s_.seq_spans_[size_t(s_.token_seq_slot_[size_t(t)])];
-        attend_one_head(s_.q_.data() + t * c_.q_dim() + h * c_.head_dim, spans.data(), spans.size(),
-                        in_.positions[size_t(t)] + 1, h / c_.gqa_group(), c_.head_dim, format,
-                        scale, s_.attn_.data() + t * c_.q_dim() + h * c_.head_dim, scratch);
+        const int64_t first = t * c_.q_dim() + int64_t(g) * group * c_.head_dim;
+        attend_heads(s_.q_.data() + first, group, spans.data(), spans.size(),
+                     in_.positions[size_t(t)] + 1, g, c_.head_dim, format, scale,
+                     s_.attn_.data() + first, scratch);
       }
     });
   }

@@ -4,51 +4,75 @@
 
 #include <cmath>
 #include <cstring>
-#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
-#include "core/formats/f16.h"
+#include "core/cpu_features.h"
 
 namespace kvforge {
 namespace {
 
-// A contiguous single-sequence cache: [n_pos][n_kv_head][head_dim] f32.
+// A contiguous single-sequence cache of head records in `format`:
+// [n_pos][n_kv_head] records. k/v hold the values the records decode to, the
+// input of the double-precision reference.
 struct Cache {
   int n_pos, n_kv_head, head_dim;
-  std::vector<float> k, v;
-  Cache(int n, int heads, int dim, uint32_t seed)
+  KvFormat format;
+  size_t k_bytes, v_bytes;  // one record
+  std::vector<uint8_t> k_rec, v_rec;
+  std::vector<float> k, v;  // [n_pos][n_kv_head][head_dim] decoded
+  Cache(int n, int heads, int dim, uint32_t seed, KvFormat fmt = {})
       : n_pos(n),
         n_kv_head(heads),
         head_dim(dim),
+        format(fmt),
+        k_bytes(kv_head_bytes(fmt.k, dim)),
+        v_bytes(kv_head_bytes(fmt.v, dim)),
+        k_rec(size_t(n) * heads * k_bytes),
+        v_rec(size_t(n) * heads * v_bytes),
         k(size_t(n) * heads * dim),
         v(size_t(n) * heads * dim) {
     std::mt19937 rng(seed);
     std::normal_distribution<float> g(0.0f, 1.0f);
-    for (auto& x : k) x = g(rng);
-    for (auto& x : v) x = g(rng);
+    std::vector<float> x(static_cast<size_t>(dim));
+    for (size_t r = 0; r < size_t(n) * heads; ++r) {
+      for (auto& e : x) e = g(rng);
+      kv_encode_head(fmt.k, x.data(), k_rec.data() + r * k_bytes, dim);
+      kv_decode_head(fmt.k, k_rec.data() + r * k_bytes, k.data() + r * dim, dim);
+      for (auto& e : x) e = g(rng) + 0.3f;  // off-centre V
+      kv_encode_head(fmt.v, x.data(), v_rec.data() + r * v_bytes, dim);
+      kv_decode_head(fmt.v, v_rec.data() + r * v_bytes, v.data() + r * dim, dim);
+    }
   }
-  size_t pos_stride() const { return size_t(n_kv_head) * head_dim * sizeof(float); }
-  // Spans of the given lengths covering [0, n_pos), in order.
+  // Spans of the given lengths covering [0, sum), in order.
   std::vector<KvSpan> split(const std::vector<int>& lengths) const {
     std::vector<KvSpan> out;
     int pos = 0;
     for (int len : lengths) {
       KvSpan s;
-      s.k = reinterpret_cast<const uint8_t*>(k.data() + size_t(pos) * n_kv_head * head_dim);
-      s.v = reinterpret_cast<const uint8_t*>(v.data() + size_t(pos) * n_kv_head * head_dim);
-      s.k_pos_stride = s.v_pos_stride = pos_stride();
-      s.k_head_stride = s.v_head_stride = size_t(head_dim) * sizeof(float);
+      s.k = k_rec.data() + size_t(pos) * n_kv_head * k_bytes;
+      s.v = v_rec.data() + size_t(pos) * n_kv_head * v_bytes;
+      s.k_pos_stride = size_t(n_kv_head) * k_bytes;
+      s.v_pos_stride = size_t(n_kv_head) * v_bytes;
+      s.k_head_stride = k_bytes;
+      s.v_head_stride = v_bytes;
       s.n = len;
       out.push_back(s);
       pos += len;
     }
     return out;
   }
+  // All-ones bytes in every record from `pos` on: NaN in every format (f32/f16/
+  // bf16 values, the f16 scales of int8 and q4).
+  void poison_from(int pos) {
+    std::fill(k_rec.begin() + ptrdiff_t(size_t(pos) * n_kv_head * k_bytes), k_rec.end(), 0xff);
+    std::fill(v_rec.begin() + ptrdiff_t(size_t(pos) * n_kv_head * v_bytes), v_rec.end(), 0xff);
+  }
 };
 
 // Two-pass softmax in double over the positions `keep` admits.
-std::vector<float> reference(const Cache& c, const std::vector<float>& q, int kv_head, int n_keys,
+std::vector<float> reference(const Cache& c, const float* q, int kv_head, int n_keys,
                              const std::vector<uint8_t>* keep) {
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   std::vector<double> scores(size_t(n_keys), -INFINITY);
@@ -57,7 +81,7 @@ std::vector<float> reference(const Cache& c, const std::vector<float>& q, int kv
     if (keep && !(*keep)[size_t(p)]) continue;
     double s = 0;
     const float* kr = c.k.data() + (size_t(p) * c.n_kv_head + kv_head) * c.head_dim;
-    for (int d = 0; d < c.head_dim; ++d) s += double(q[size_t(d)]) * kr[d];
+    for (int d = 0; d < c.head_dim; ++d) s += double(q[d]) * kr[d];
     scores[size_t(p)] = s * scale;
     max = std::max(max, scores[size_t(p)]);
   }
@@ -75,111 +99,215 @@ std::vector<float> reference(const Cache& c, const std::vector<float>& q, int kv
   return out;
 }
 
+// n_q query heads (q: [n_q][head_dim]) of kv head `kv_head`.
 std::vector<float> run(const Cache& c, const std::vector<KvSpan>& spans,
                        const std::vector<float>& q, int kv_head, int n_keys,
-                       const uint8_t* mask = nullptr, KvFormat format = {}) {
-  std::vector<float> out(static_cast<size_t>(c.head_dim));
+                       const uint8_t* mask = nullptr) {
+  const int n_q = int(q.size()) / c.head_dim;
+  std::vector<float> out(q.size());
   std::vector<float> scratch(attention_scratch_floats(c.head_dim));
-  attend_one_head(q.data(), spans.data(), spans.size(), n_keys, kv_head, c.head_dim, format,
-                  1.0f / std::sqrt(float(c.head_dim)), out.data(), scratch.data(), mask);
+  attend_heads(q.data(), n_q, spans.data(), spans.size(), n_keys, kv_head, c.head_dim, c.format,
+               1.0f / std::sqrt(float(c.head_dim)), out.data(), scratch.data(), mask);
   return out;
 }
 
-std::vector<float> random_q(int dim, uint32_t seed) {
+std::vector<float> random_q(int n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> g(0.0f, 2.0f);
-  std::vector<float> q(static_cast<size_t>(dim));
+  std::vector<float> q(static_cast<size_t>(n));
   for (auto& x : q) x = g(rng);
   return q;
 }
 
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Every SIMD level this machine has; the level is restored afterwards.
+struct EachLevel {
+  std::vector<SimdLevel> levels;
+  SimdLevel saved = simd_level();
+  EachLevel() {
+    for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
+      set_simd_level(l);
+      if (simd_level() == l) levels.push_back(l);
+    }
+    set_simd_level(saved);
+  }
+  ~EachLevel() { set_simd_level(saved); }
+};
+
+std::string name(KvFormat f) {
+  return std::string("K ") + kv_dtype_name(f.k) + " V " + kv_dtype_name(f.v);
+}
+
+const std::vector<KvFormat>& formats() {
+  static const std::vector<KvFormat> all = {
+      {KvDtype::F32, KvDtype::F32},   {KvDtype::F16, KvDtype::F16}, {KvDtype::BF16, KvDtype::BF16},
+      {KvDtype::Int8, KvDtype::Int8}, {KvDtype::Q4, KvDtype::Q4},   {KvDtype::Int8, KvDtype::F16},
+      {KvDtype::F32, KvDtype::Q4},    {KvDtype::Q4, KvDtype::Int8},
+  };
+  return all;
+}
+
+bool has_q4(KvFormat f) { return f.k == KvDtype::Q4 || f.v == KvDtype::Q4; }
+
 // Close to a double-precision two-pass softmax; 1e-5 absolute on outputs of
-// magnitude ~1 leaves room for float accumulation over a few hundred keys.
+// magnitude ~1 leaves room for float accumulation over a few hundred keys
+// (and, on the SIMD paths, for the polynomial exp's ~2e-7 relative error).
 TEST(Attention, MatchesTwoPassSoftmax) {
-  for (int n : {1, 7, 63, 64, 65, 200, 333}) {
-    Cache c(n, 2, 48, uint32_t(n));
-    const auto q = random_q(48, 99);
-    for (int h = 0; h < 2; ++h) {
-      const auto got = run(c, c.split({n}), q, h, n);
-      const auto want = reference(c, q, h, n, nullptr);
-      for (int d = 0; d < 48; ++d) EXPECT_NEAR(got[size_t(d)], want[size_t(d)], 1e-5) << n;
+  EachLevel each;
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (int n : {1, 7, 63, 64, 65, 200, 333}) {
+      Cache c(n, 2, 48, uint32_t(n));
+      const auto q = random_q(48, 99);
+      for (int h = 0; h < 2; ++h) {
+        const auto got = run(c, c.split({n}), q, h, n);
+        const auto want = reference(c, q.data(), h, n, nullptr);
+        for (int d = 0; d < 48; ++d)
+          EXPECT_NEAR(got[size_t(d)], want[size_t(d)], 1e-5) << n << " " << simd_level_name(level);
+      }
+    }
+  }
+}
+
+// Quantized records are decoded inside the kernel: the result equals exact
+// attention over the decoded values up to float rounding (2e-5 absolute),
+// for every format, K/V mix, head size (tails not a multiple of 16 too) and
+// SIMD level, with a GQA group of 3 query heads.
+TEST(Attention, EveryFormatMatchesReferenceOnDecodedValues) {
+  EachLevel each;
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : formats()) {
+      for (int dim : {32, 64, 128, 48, 80}) {
+        if (has_q4(f) && dim % 32) continue;
+        for (int n : {1, 65, 200}) {
+          Cache c(n, 2, dim, uint32_t(n + dim), f);
+          const auto q = random_q(3 * dim, 5);
+          const auto got = run(c, c.split({n}), q, 1, n);
+          for (int j = 0; j < 3; ++j) {
+            const auto want = reference(c, q.data() + j * dim, 1, n, nullptr);
+            for (int d = 0; d < dim; ++d)
+              ASSERT_NEAR(got[size_t(j * dim + d)], want[size_t(d)], 2e-5)
+                  << name(f) << " dim " << dim << " n " << n << " " << simd_level_name(level);
+          }
+        }
+      }
+    }
+  }
+}
+
+// The SIMD paths against the scalar reference path directly: same decoded
+// values, different summation order and exp, so 1e-5 absolute.
+TEST(Attention, SimdMatchesScalarForEveryFormat) {
+  EachLevel each;
+  for (KvFormat f : formats()) {
+    Cache c(300, 2, 64, 41, f);
+    const auto q = random_q(4 * 64, 42);
+    set_simd_level(SimdLevel::Scalar);
+    const auto want = run(c, c.split({300}), q, 0, 300);
+    for (SimdLevel level : each.levels) {
+      set_simd_level(level);
+      const auto got = run(c, c.split({300}), q, 0, 300);
+      for (size_t i = 0; i < want.size(); ++i)
+        ASSERT_NEAR(got[i], want[i], 1e-5) << name(f) << " " << simd_level_name(level);
     }
   }
 }
 
 // Block-table splits of any size give the same bits as one span: tiles are
-// cut at absolute positions, so paged and contiguous caches agree exactly.
+// cut at absolute positions, so paged and contiguous caches agree exactly —
+// on every path and format.
 TEST(Attention, SpanSplitDoesNotChangeBits) {
+  EachLevel each;
   const int n = 300;
-  Cache c(n, 2, 32, 5);
-  const auto q = random_q(32, 6);
-  const auto whole = run(c, c.split({n}), q, 1, n);
-  for (int block : {1, 3, 16, 64, 100, 256}) {
-    std::vector<int> lengths;
-    for (int p = 0; p < n; p += block) lengths.push_back(std::min(block, n - p));
-    const auto got = run(c, c.split(lengths), q, 1, n);
-    EXPECT_EQ(0, std::memcmp(got.data(), whole.data(), whole.size() * sizeof(float)))
-        << "block " << block;
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : formats()) {
+      Cache c(n, 2, 32, 5, f);
+      const auto q = random_q(2 * 32, 6);
+      const auto whole = run(c, c.split({n}), q, 1, n);
+      for (int block : {1, 3, 16, 64, 100, 256}) {
+        std::vector<int> lengths;
+        for (int p = 0; p < n; p += block) lengths.push_back(std::min(block, n - p));
+        EXPECT_TRUE(same_bits(run(c, c.split(lengths), q, 1, n), whole))
+            << "block " << block << " " << name(f) << " " << simd_level_name(level);
+      }
+      // Fewer keys than the spans hold: only the first n_keys are read.
+      const auto prefix = run(c, c.split({n}), q, 1, 130);
+      const auto split = run(c, c.split({16, 16, 16, 16, 16, 16, 16, 16, 16, 156}), q, 1, 130);
+      EXPECT_TRUE(same_bits(prefix, split)) << name(f) << " " << simd_level_name(level);
+    }
   }
-  // Fewer keys than the spans hold: only the first n_keys are read.
-  const auto prefix = run(c, c.split({n}), q, 1, 130);
-  const auto split = run(c, c.split({16, 16, 16, 16, 16, 16, 16, 16, 16, 156}), q, 1, 130);
-  EXPECT_EQ(0, std::memcmp(prefix.data(), split.data(), prefix.size() * sizeof(float)));
 }
 
 // A static cache: the whole buffer is passed, the mask marks [0, valid).
-// Unused slots hold NaN and must not matter; the bits equal n_keys = valid.
+// Unused slots hold NaN (in values and in scales) and must not matter; the
+// bits equal n_keys = valid.
 TEST(Attention, PrefixMaskEqualsShorterKeysEvenWithNaNBeyond) {
+  EachLevel each;
   const int capacity = 256;
-  for (int valid : {1, 63, 64, 65, 129, 255, 256}) {
-    Cache c(capacity, 1, 32, uint32_t(valid));
-    const auto q = random_q(32, 7);
-    const auto want = run(c, c.split({capacity}), q, 0, valid);
-    for (size_t i = size_t(valid) * 32; i < c.k.size(); ++i)
-      c.k[i] = c.v[i] = std::numeric_limits<float>::quiet_NaN();
-    std::vector<uint8_t> mask(capacity, 0);
-    std::fill(mask.begin(), mask.begin() + valid, 1);
-    const auto got = run(c, c.split({capacity}), q, 0, capacity, mask.data());
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
-        << "valid " << valid;
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : formats()) {
+      for (int valid : {1, 63, 64, 65, 129, 255, 256}) {
+        Cache c(capacity, 1, 32, uint32_t(valid), f);
+        const auto q = random_q(32, 7);
+        const auto want = run(c, c.split({capacity}), q, 0, valid);
+        c.poison_from(valid);
+        std::vector<uint8_t> mask(capacity, 0);
+        std::fill(mask.begin(), mask.begin() + valid, 1);
+        const auto got = run(c, c.split({capacity}), q, 0, capacity, mask.data());
+        EXPECT_TRUE(same_bits(got, want))
+            << "valid " << valid << " " << name(f) << " " << simd_level_name(level);
+      }
+    }
   }
 }
 
 TEST(Attention, ArbitraryMaskMatchesReference) {
+  EachLevel each;
   const int n = 190;
-  Cache c(n, 3, 16, 11);
   std::mt19937 rng(12);
   std::vector<uint8_t> mask(n);
   for (auto& m : mask) m = uint8_t(rng() % 3 == 0);
   mask[100] = 1;
   for (int i = 64; i < 128; ++i) mask[size_t(i)] = 0;  // a fully excluded tile
   mask[130] = 1;
-  const auto q = random_q(16, 13);
-  const auto got = run(c, c.split({10, 90, 90}), q, 2, n, mask.data());
-  const auto want = reference(c, q, 2, n, &mask);
-  for (int d = 0; d < 16; ++d) EXPECT_NEAR(got[size_t(d)], want[size_t(d)], 1e-5);
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : {KvFormat{}, KvFormat{KvDtype::Int8, KvDtype::Q4}}) {
+      Cache c(n, 3, 32, 11, f);
+      const auto q = random_q(32, 13);
+      const auto got = run(c, c.split({10, 90, 90}), q, 2, n, mask.data());
+      const auto want = reference(c, q.data(), 2, n, &mask);
+      for (int d = 0; d < 32; ++d)
+        EXPECT_NEAR(got[size_t(d)], want[size_t(d)], 1e-5) << name(f) << simd_level_name(level);
+    }
+  }
 }
 
-TEST(Attention, F16CacheMatchesReferenceOnRoundedValues) {
-  const int n = 150, dim = 64;
-  Cache c(n, 1, dim, 21);
-  for (auto* buf : {&c.k, &c.v})
-    for (auto& x : *buf) x = fp16_to_fp32(fp32_to_fp16(x));
-  std::vector<uint16_t> k16(c.k.size()), v16(c.v.size());
-  for (size_t i = 0; i < c.k.size(); ++i) {
-    k16[i] = fp32_to_fp16(c.k[i]);
-    v16[i] = fp32_to_fp16(c.v[i]);
+// Reading a record once for the whole GQA group does not change any head's
+// bits, including groups larger than one pass (kAttentionHeadsPerPass).
+TEST(Attention, GroupGivesTheSameBitsAsSingleHeads) {
+  EachLevel each;
+  const int dim = 64, n = 150, n_q = kAttentionHeadsPerPass + 4;
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : formats()) {
+      Cache c(n, 2, dim, 31, f);
+      const auto q = random_q(n_q * dim, 32);
+      const auto group = run(c, c.split({n}), q, 1, n);
+      for (int j = 0; j < n_q; ++j) {
+        const std::vector<float> one_q(q.begin() + j * dim, q.begin() + (j + 1) * dim);
+        const std::vector<float> one_out(group.begin() + j * dim, group.begin() + (j + 1) * dim);
+        EXPECT_TRUE(same_bits(run(c, c.split({n}), one_q, 1, n), one_out))
+            << "head " << j << " " << name(f) << " " << simd_level_name(level);
+      }
+    }
   }
-  KvSpan s;
-  s.k = reinterpret_cast<const uint8_t*>(k16.data());
-  s.v = reinterpret_cast<const uint8_t*>(v16.data());
-  s.k_pos_stride = s.v_pos_stride = size_t(dim) * 2;
-  s.k_head_stride = s.v_head_stride = size_t(dim) * 2;
-  s.n = n;
-  const auto q = random_q(dim, 22);
-  const auto got = run(c, {s}, q, 0, n, nullptr, {KvDtype::F16, KvDtype::F16});
-  const auto want = reference(c, q, 0, n, nullptr);
-  for (int d = 0; d < dim; ++d) EXPECT_NEAR(got[size_t(d)], want[size_t(d)], 1e-5);
 }
 
 }  // namespace

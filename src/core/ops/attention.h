@@ -1,7 +1,14 @@
-// Scaled dot-product attention of one query head over a KV cache that may be
-// split into spans (one span for a contiguous cache, one per block for a
-// paged cache), with an online softmax over tiles of positions so no
-// [n_keys] score row is ever materialised and the cache is read once.
+// Scaled dot-product attention of the query heads of one GQA group over a KV
+// cache that may be split into spans (one span for a contiguous cache, one per
+// block for a paged cache), with an online softmax over tiles of positions so
+// no [n_keys] score row is ever materialised and each KV record is read once
+// per group, not once per query head.
+//
+// Quantized records (core/formats/kv_*.h) are decoded in place, one record at
+// a time into a head_dim-float scratch row: no full-precision copy of the
+// cache exists. The AVX2 / AVX-512 paths (attention_avx2.cpp,
+// attention_avx512.cpp) are chosen at run time by simd_level(); the scalar
+// path (attention_scalar.cpp) is the reference they are tested against.
 #pragma once
 
 #include <cstddef>
@@ -24,21 +31,42 @@ struct KvSpan {
   int32_t n = 0;  // positions in the span
 };
 
-// Floats of scratch attend_one_head needs.
-inline size_t attention_scratch_floats(int head_dim) { return size_t(head_dim) * 2 + 64; }
+// Positions scored before one softmax rescale. Tiles start at multiples of it.
+inline constexpr int kAttentionTile = 64;
+// Query heads handled in one pass over the records; larger groups take several passes.
+inline constexpr int kAttentionHeadsPerPass = 8;
 
-// out[head_dim] = softmax(scale * q·K[0..n_keys)) · V[0..n_keys) for kv head `kv_head`.
-// Positions are taken from the spans in order; n_keys must be ≤ their total and ≥ 1.
+// Floats of scratch attend_heads / attend_one_head need (any group size):
+// [heads per pass][head_dim] accumulators, one decoded row, [heads per pass][tile]
+// scores, running max and sum per head, and slack to align the pieces.
+inline size_t attention_scratch_floats(int head_dim) {
+  return size_t(kAttentionHeadsPerPass + 1) * size_t(head_dim) +
+         size_t(kAttentionHeadsPerPass) * (kAttentionTile + 2) + 64;
+}
+
+// For each of the n_q query heads j (all sharing kv head `kv_head`):
+//   out[j][head_dim] = softmax(scale * q[j]·K[0..n_keys)) · V[0..n_keys)
+// q and out are [n_q][head_dim], heads back to back. Positions are taken from
+// the spans in order; n_keys must be ≤ their total and ≥ 1. Each head's result
+// is the same bits whether it is computed alone or in a group.
 //
 // `mask` (optional, [n_keys], nonzero = attend) is how a fixed-shape program
 // sees a static cache: n_keys is the whole KV length of the plan and the mask
 // marks the valid slots. Masked positions are never read into the sums (a NaN
 // left in an unused slot cannot leak), tiles the mask fully excludes are
-// skipped, and tile boundaries stay at multiples of the tile size from
+// skipped, and tile boundaries stay at multiples of kAttentionTile from
 // position 0, so a mask that keeps exactly [0, n) gives the same bits as
-// n_keys = n without a mask. At least one position must be valid.
-void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
-                     int kv_head, int head_dim, KvFormat format, float scale, float* out,
-                     float* scratch, const uint8_t* mask = nullptr);
+// n_keys = n without a mask, and splitting the cache into spans of any size
+// gives the same bits as one span. At least one position must be valid.
+void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
+                  int kv_head, int head_dim, KvFormat format, float scale, float* out,
+                  float* scratch, const uint8_t* mask = nullptr);
+
+// attend_heads for a single query head.
+inline void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
+                            int kv_head, int head_dim, KvFormat format, float scale, float* out,
+                            float* scratch, const uint8_t* mask = nullptr) {
+  attend_heads(q, 1, spans, n_spans, n_keys, kv_head, head_dim, format, scale, out, scratch, mask);
+}
 
 }  // namespace kvforge
