@@ -49,4 +49,31 @@ if "$kv" run -m tiny.gguf -p x --top-p 3 2>err3.txt; then fail "top_p 3 accepted
 expect_in "top_p" err3.txt
 if "$kv" run -m tiny.gguf -p x -c 4 2>err4.txt >/dev/null; then fail "context overflow accepted"; fi
 expect_in "context" err4.txt
+# Static pipeline: compile a plan file, run it, and get the dynamic run's greedy text.
+"$kv" compile -m tiny.gguf -t 2 --max-prompt-len 24 --min-response-len 8 --prefill-chunk 8 --generate-variants 16,32 \
+  -o tiny.kvfplan 2>compile.err
+expect_in "compiled 3 plans" compile.err
+"$kv" run -m tiny.gguf --plan tiny.kvfplan -p "Hello" -n 8 --temp 0 -q >plan.out 2>plan.err
+"$kv" run -m tiny.gguf -p "Hello" -n 8 --temp 0 -q >dyn.out 2>/dev/null
+cmp -s plan.out dyn.out || fail "static plan run differs from the dynamic run"
+"$kv" run -m tiny.gguf --static --max-prompt-len 24 --min-response-len 8 --prefill-chunk 8 \
+  -p "Hello" -n 40 --temp 0 >cap.out 2>cap.err
+expect_in "finish: length" cap.err
+expect_in "static KV capacity of 32 tokens" cap.err
+if "$kv" run -m tiny.gguf --plan tiny.kvfplan -p "$(printf 'x%.0s' {1..40})" 2>err5.txt >/dev/null; then
+  fail "prompt over --max-prompt-len accepted"
+fi
+expect_in "--overflow truncate-left" err5.txt
+"$kv" run -m tiny.gguf --plan tiny.kvfplan --overflow truncate-left -p "$(printf 'x%.0s' {1..40})" \
+  -n 2 -q >/dev/null 2>&1 || fail "truncate-left refused"
+"$kv" make-model -o tiny2.gguf --preset tiny --seed 4 2>/dev/null
+if "$kv" run -m tiny2.gguf --plan tiny.kvfplan -p x 2>err6.txt >/dev/null; then fail "plan ran on another model"; fi
+expect_in "compiled for a different model" err6.txt
+if "$kv" run -m tiny.gguf --plan tiny.kvfplan --static-slots 2 -p x 2>err7.txt >/dev/null; then
+  fail "plan ran with another configuration"
+fi
+expect_in "--static-slots 1 in the plan, 2 requested" err7.txt
+head -c 300 tiny.kvfplan >trunc.kvfplan
+if "$kv" run -m tiny.gguf --plan trunc.kvfplan -p x 2>err8.txt >/dev/null; then fail "truncated plan accepted"; fi
+expect_in "truncated plan file" err8.txt
 echo "cli smoke: ok"

@@ -5,6 +5,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/static_flags.h"
 #include "app/generation.h"
 #include "app/tokenizer/tokenizer.h"
 #include "engine/sequence_runner.h"
@@ -25,6 +26,7 @@ struct RunFlags {
   bool no_bos = false;
   bool quiet = false;
   SamplingFlags sampling;
+  StaticFlags static_flags;  // --static / --plan: the static pipeline
 };
 
 void print_timing(const GenerationResult& r) {
@@ -50,6 +52,9 @@ void run(const RunFlags& f) {
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
+  if (f.static_flags.active())
+    return run_static(f.static_flags, *model, tokenizer, prompt, tokens, params, f.threads,
+                      f.kv.format(), f.quiet);
   ThreadPool pool(f.threads);
   const int ctx = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 4096);
   SequenceRunner runner(*model, pool,
@@ -90,6 +95,7 @@ void add_run_command(CLI::App& app) {
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   sub->add_flag("-q,--quiet", flags->quiet, "print only the text");
   flags->sampling.add_to(*sub);
+  flags->static_flags.add_to(*sub);
   sub->callback([flags] { run(*flags); });
 }
 

@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   kvforge::cli::add_make_model_command(app);
   kvforge::cli::add_quantize_command(app);
   kvforge::cli::add_perplexity_command(app);
+  kvforge::cli::add_compile_command(app);
+  kvforge::cli::add_bench_static_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

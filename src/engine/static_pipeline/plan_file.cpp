@@ -46,7 +46,11 @@ class ByteReader {
     const uint32_t n = get<uint32_t>(what);
     if (n > max)
       fail(std::string(what) + " " + std::to_string(n) + " exceeds " + std::to_string(max));
-    need(size_t(n) * min_item_bytes, what);
+    if (size_t(n) * min_item_bytes > b_.size() - pos_)
+      throw PlanError(name_ + ": truncated plan file: " + what + " " + std::to_string(n) +
+                      " needs at least " + std::to_string(size_t(n) * min_item_bytes) +
+                      " bytes at byte " + std::to_string(pos_) + ", " +
+                      std::to_string(b_.size() - pos_) + " left");
     return n;
   }
   std::string string(size_t n, const char* what) {
