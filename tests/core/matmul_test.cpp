@@ -197,7 +197,8 @@ TEST_P(MatmulAllTypes, MatchesOraclesAtEveryLevelThreadCountAndBatchSize) {
   uint32_t seed = 100;
   for (const Shape& shape : shapes_for(type)) {
     const Weights w = make_weights(type, shape.rows, shape.cols, ++seed);
-    for (int64_t n_tokens : {1, 2, 3, 5, 17}) {
+    // 9 and 33: full 8-token tiles plus a remainder of one.
+    for (int64_t n_tokens : {1, 2, 3, 5, 9, 17, 33}) {
       const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
       const Expected e = expected_results(w, x, n_tokens);
       for (SimdLevel level : available_levels()) {
@@ -332,6 +333,62 @@ TEST(Matmul, RejectsUnsupportedTypesAndRaggedRows) {
                std::invalid_argument);
   EXPECT_THROW(matmul_scratch_bytes(WeightView{GgmlType::Q8_0, nullptr, 2, 48}, 1),
                std::invalid_argument);
+}
+
+// matmul_batch: weights of mixed types (all three activation forms) sharing
+// one input give, each, bitwise what matmul() gives for it alone, at every
+// level and thread count; row counts are odd so thread ranges straddle weights.
+TEST(MatmulBatch, EachOutputBitwiseEqualsItsOwnMatmul) {
+  LevelGuard guard;
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  MatmulScratch batch_scratch, alone_scratch;
+  const int64_t cols = 512;
+  const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q4_0,
+                            GgmlType::Q6_K};
+  const int64_t rows[] = {13, 7, 5, 33, 1};
+  std::vector<Weights> weights;
+  for (size_t i = 0; i < 5; ++i)
+    weights.push_back(make_weights(types[i], rows[i], cols, uint32_t(40 + i)));
+  for (int64_t n_tokens : {1, 3, 9}) {
+    const std::vector<float> x = make_activations(n_tokens, cols, 50);
+    for (SimdLevel level : available_levels()) {
+      set_simd_level(level);
+      for (ThreadPool& pool : pools) {
+        std::vector<std::vector<float>> ys(5);
+        std::vector<MatmulOutput> outs;
+        for (size_t i = 0; i < 5; ++i) {
+          ys[i].assign(size_t(rows[i] * n_tokens), NAN);
+          outs.push_back({weights[i].view, ys[i].data()});
+        }
+        matmul_batch(outs, x.data(), n_tokens, pool, batch_scratch);
+        for (size_t i = 0; i < 5; ++i) {
+          std::vector<float> alone(ys[i].size());
+          matmul(weights[i].view, x.data(), n_tokens, alone.data(), pools[0], alone_scratch);
+          ASSERT_EQ(0, std::memcmp(alone.data(), ys[i].data(), alone.size() * 4))
+              << type_name(types[i]) << " " << simd_level_name(level) << " tokens " << n_tokens
+              << " threads " << pool.size();
+        }
+      }
+    }
+  }
+}
+
+TEST(MatmulBatch, RejectsMismatchedColsAndTooManyWeights) {
+  ThreadPool pool(1);
+  MatmulScratch scratch;
+  std::vector<uint8_t> bytes(1 << 16);
+  std::vector<float> x(1024), y(1024);
+  const MatmulOutput mismatched[] = {{WeightView{GgmlType::F32, bytes.data(), 2, 64}, y.data()},
+                                     {WeightView{GgmlType::F32, bytes.data(), 2, 32}, y.data()}};
+  try {
+    matmul_batch(mismatched, x.data(), 1, pool, scratch);
+    FAIL() << "expected an exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("32 cols"), std::string::npos) << e.what();
+  }
+  std::vector<MatmulOutput> many(9, {WeightView{GgmlType::F32, bytes.data(), 1, 64}, y.data()});
+  EXPECT_THROW(matmul_batch(many, x.data(), 1, pool, scratch), std::invalid_argument);
+  matmul_batch({}, x.data(), 1, pool, scratch);  // nothing to do is not an error
 }
 
 TEST(Matmul, EmptyShapes) {

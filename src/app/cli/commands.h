@@ -11,6 +11,7 @@ void add_tokenize_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 void add_compile_command(CLI::App& app);
 void add_bench_static_command(CLI::App& app);
 

@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   kvforge::cli::add_make_model_command(app);
   kvforge::cli::add_quantize_command(app);
   kvforge::cli::add_perplexity_command(app);
+  kvforge::cli::add_bench_command(app);
   kvforge::cli::add_compile_command(app);
   kvforge::cli::add_bench_static_command(app);
   try {

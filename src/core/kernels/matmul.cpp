@@ -84,60 +84,122 @@ const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
   return *k;
 }
 
-}  // namespace
+constexpr size_t kMaxBatchWeights = 8;
 
-size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens) {
-  const TypeKernels& k = checked_kernels(w, n_tokens);
-  switch (k.by_level[0].form) {
+// Bytes of converted activations of one form for n_tokens of `cols` values.
+size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
+  switch (form) {
     case ActivationForm::Q8:
-      return q8_scales_offset(w.cols, n_tokens) +
-             size_t(n_tokens * (w.cols / kQ8BlockElems)) * sizeof(float);
+      return q8_scales_offset(cols, n_tokens) +
+             size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float);
     case ActivationForm::Q8K:
-      return size_t(n_tokens * (w.cols / BlockQ8_K::kElems)) * sizeof(BlockQ8_K);
+      return size_t(n_tokens * (cols / BlockQ8_K::kElems)) * sizeof(BlockQ8_K);
     case ActivationForm::F32:
       break;
   }
   return 0;
 }
 
-void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
-            MatmulScratch& scratch) {
-  const TypeKernels& kernels = checked_kernels(w, n_tokens);
-  if (w.rows == 0 || n_tokens == 0) return;
-  if (w.cols == 0) {
-    std::fill(y, y + w.rows * n_tokens, 0.0f);
-    return;
-  }
-  const KernelSet& ks = kernels.by_level[int(simd_level())];
+struct ConvertedActivations {
+  int8_t* quants = nullptr;     // Q8: [n_tokens][cols]
+  float* scales = nullptr;      // Q8: [n_tokens][cols / 32]
+  BlockQ8_K* blocks = nullptr;  // Q8_K: [n_tokens][cols / 256]
+};
+
+MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x, int64_t n_tokens,
+                     const ConvertedActivations& c) {
   MatmulTask task;
-  task.weights = static_cast<const uint8_t*>(w.data);
-  task.row_bytes = row_bytes(w.type, size_t(w.cols));
-  task.rows = w.rows;
-  task.cols = w.cols;
+  task.weights = static_cast<const uint8_t*>(o.w.data);
+  task.row_bytes = row_bytes(o.w.type, size_t(o.w.cols));
+  task.rows = o.w.rows;
+  task.cols = o.w.cols;
   task.n_tokens = n_tokens;
   task.x = x;
-  task.y = y;
+  task.y = o.y;
+  if (form == ActivationForm::Q8) {
+    task.act_quants = c.quants;
+    task.act_scales = c.scales;
+  } else if (form == ActivationForm::Q8K) {
+    task.act_k = c.blocks;
+  }
+  return task;
+}
 
-  scratch.reserve(matmul_scratch_bytes(w, n_tokens));
-  uint8_t* act = scratch.activations.data();
-  if (ks.form == ActivationForm::Q8) {
-    int8_t* quants = reinterpret_cast<int8_t*>(act);
-    float* scales = reinterpret_cast<float*>(act + q8_scales_offset(w.cols, n_tokens));
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      ks.quantize_q8(x, w.cols, int64_t(t0), int64_t(t1), quants, scales);
-    });
-    task.act_quants = quants;
-    task.act_scales = scales;
-  } else if (ks.form == ActivationForm::Q8K) {
-    BlockQ8_K* blocks = reinterpret_cast<BlockQ8_K*>(act);
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      ks.quantize_q8_k(x, w.cols, int64_t(t0), int64_t(t1), blocks);
-    });
-    task.act_k = blocks;
+}  // namespace
+
+size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens) {
+  const TypeKernels& k = checked_kernels(w, n_tokens);
+  return activation_bytes(k.by_level[0].form, w.cols, n_tokens);
+}
+
+void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+            MatmulScratch& scratch) {
+  const MatmulOutput one{w, y};
+  matmul_batch(std::span<const MatmulOutput>(&one, 1), x, n_tokens, pool, scratch);
+}
+
+void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, MatmulScratch& scratch) {
+  if (outputs.size() > kMaxBatchWeights)
+    throw std::invalid_argument("matmul_batch: " + std::to_string(outputs.size()) +
+                                " weights, at most " + std::to_string(kMaxBatchWeights));
+  const SimdLevel level = simd_level();
+  const KernelSet* sets[kMaxBatchWeights];
+  bool wants[3] = {};  // by ActivationForm
+  int64_t total_rows = 0;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const WeightView& w = outputs[i].w;
+    sets[i] = &checked_kernels(w, n_tokens).by_level[int(level)];
+    if (w.cols != outputs[0].w.cols)
+      throw std::invalid_argument("matmul_batch: weight " + std::to_string(i) + " has " +
+                                  std::to_string(w.cols) + " cols, weight 0 has " +
+                                  std::to_string(outputs[0].w.cols));
+    wants[int(sets[i]->form)] = true;
+    total_rows += w.rows;
+  }
+  if (outputs.empty() || total_rows == 0 || n_tokens == 0) return;
+  const int64_t cols = outputs[0].w.cols;
+  if (cols == 0) {
+    for (const MatmulOutput& o : outputs) std::fill(o.y, o.y + o.w.rows * n_tokens, 0.0f);
+    return;
   }
 
-  pool.parallel_for(size_t(w.rows),
-                    [&](size_t r0, size_t r1) { ks.rows(task, int64_t(r0), int64_t(r1)); });
+  // Scratch: Q8 activations then, 64-byte aligned, Q8_K blocks (each only if wanted).
+  const size_t q8_bytes = wants[int(ActivationForm::Q8)]
+                              ? align64(activation_bytes(ActivationForm::Q8, cols, n_tokens))
+                              : 0;
+  scratch.reserve(q8_bytes + activation_bytes(ActivationForm::Q8K, cols, n_tokens));
+  uint8_t* act = scratch.activations.data();
+  ConvertedActivations converted;
+  converted.quants = reinterpret_cast<int8_t*>(act);
+  converted.scales = reinterpret_cast<float*>(act + q8_scales_offset(cols, n_tokens));
+  converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
+  const KernelSet& any = *sets[0];  // quantizers are per level, the same in every set
+  if (wants[int(ActivationForm::Q8)]) {
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      any.quantize_q8(x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales);
+    });
+  }
+  if (wants[int(ActivationForm::Q8K)]) {
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      any.quantize_q8_k(x, cols, int64_t(t0), int64_t(t1), converted.blocks);
+    });
+  }
+
+  MatmulTask tasks[kMaxBatchWeights];
+  for (size_t i = 0; i < outputs.size(); ++i)
+    tasks[i] = make_task(outputs[i], sets[i]->form, x, n_tokens, converted);
+  // Rows of all weights in one index space [0, total_rows): weight i owns
+  // [first_i, first_i + rows_i); a thread's range may span several weights.
+  pool.parallel_for(size_t(total_rows), [&](size_t r0, size_t r1) {
+    int64_t first = 0;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int64_t rows = outputs[i].w.rows;
+      const int64_t b = std::max(int64_t(r0), first), e = std::min(int64_t(r1), first + rows);
+      if (b < e) sets[i]->rows(tasks[i], b - first, e - first);
+      first += rows;
+    }
+  });
 }
 
 }  // namespace kvforge

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/dtype.h"
@@ -50,6 +51,20 @@ size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens);
 
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatmulScratch& scratch);
+
+// One weight of a matmul_batch and where its result goes: y [n_tokens][w.rows].
+struct MatmulOutput {
+  WeightView w;
+  float* y = nullptr;
+};
+
+// Several weights applied to the same activations (Q, K and V; gate and up)
+// in ONE parallel region instead of one per weight: the activations are
+// converted once per form the weights want, then the rows of all weights are
+// split over the threads together. Each output is bitwise what matmul() gives
+// for that weight alone. All weights must have the same cols; their types may differ.
+void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, MatmulScratch& scratch);
 
 // Scalar reference: dequantizes each weight row to f32 and accumulates in
 // double. Slow; the oracle for kernel tests.

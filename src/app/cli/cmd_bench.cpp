@@ -1,0 +1,367 @@
+// kvforge bench: prompt processing (pp) and token generation (tg) speed, in
+// the style of common CPU LLM benchmarks, measured against this machine's
+// limits in the same run:
+//   ppN  = one prefill of N tokens from an empty cache (compute-bound): tok/s
+//          and GFLOP/s (2 FLOPs per weight per token, plus attention);
+//   tgN  = N single-token decodes from an empty cache (bandwidth-bound):
+//          tok/s and % of the roofline = measured read bandwidth / bytes read
+//          per token (every weight matrix once, the embedding row, and the KV
+//          records attention reads).
+// Each test runs once to warm up, then -r times; figures are mean ± stddev
+// over repetitions. --ctx-sweep measures decode speed with 0..N tokens
+// already in the cache (JSON, for tools/plot_decode_vs_ctx.py).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "core/cpu_features.h"
+#include "core/formats/row_codec.h"
+#include "core/memory_bandwidth.h"
+#include "engine/sequence_runner.h"
+#include "model/model.h"
+
+namespace kvforge::cli {
+namespace {
+
+struct BenchFlags {
+  std::string model;
+  int n_prompt = 512;
+  int n_gen = 128;
+  int threads = 2;
+  int repetitions = 5;
+  int batch = 512;
+  bool json = false;
+  int ctx_sweep = 0;       // largest context of the sweep; 0 = no sweep
+  int ctx_step = 128;      // sweep spacing
+  int sweep_decodes = 32;  // decodes timed per sweep point
+  KvTypeFlags kv;
+};
+
+// What one token costs the model: bytes it must read, FLOPs it performs.
+struct CostModel {
+  double weight_bytes_per_token = 0;   // every matrix once + one embedding row + norms
+  double matmul_flops_per_token = 0;   // 2 * layer matrix params (no output projection)
+  double output_flops = 0;             // 2 * output params (one row of logits)
+  double kv_bytes_per_position = 0;    // K + V records of one position, all layers
+  double attention_flops_per_key = 0;  // QK and AV for one (query token, key), all layers
+
+  explicit CostModel(const Model& model, KvFormat kv) {
+    const ModelConfig& c = model.config();
+    const ModelWeights& w = model.weights();
+    auto bytes = [](const WeightView& v) {
+      return double(row_bytes(v.type, size_t(v.cols))) * double(v.rows);
+    };
+    double layer_params = 0;
+    for (const LayerWeights& l : w.layers) {
+      for (const WeightView* v :
+           {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+        weight_bytes_per_token += bytes(*v);
+        layer_params += double(v->rows) * double(v->cols);
+      }
+      weight_bytes_per_token += 4.0 * double(l.attn_norm.size() + l.ffn_norm.size());
+    }
+    weight_bytes_per_token += bytes(w.output) + 4.0 * double(w.output_norm.size());
+    weight_bytes_per_token += double(row_bytes(w.token_embd.type, size_t(w.token_embd.cols)));
+    matmul_flops_per_token = 2.0 * layer_params;
+    output_flops = 2.0 * double(w.output.rows) * double(w.output.cols);
+    kv_bytes_per_position =
+        double(c.n_layer) * c.n_kv_head *
+        double(kv_head_bytes(kv.k, c.head_dim) + kv_head_bytes(kv.v, c.head_dim));
+    attention_flops_per_key = 4.0 * double(c.n_layer) * c.n_head * c.head_dim;
+  }
+
+  // Bytes read by a decode step with `n_past` tokens already cached (it attends to n_past + 1).
+  double decode_bytes(int n_past) const {
+    return weight_bytes_per_token + kv_bytes_per_position * (n_past + 1);
+  }
+  // FLOPs of one causal prefill of n tokens from an empty cache, logits for the last one.
+  double prefill_flops(int n) const {
+    return matmul_flops_per_token * n + output_flops +
+           attention_flops_per_key * double(n) * (n + 1) / 2.0;
+  }
+};
+
+struct Stats {
+  double mean = 0, stddev = 0;
+};
+
+Stats stats_of(const std::vector<double>& v) {
+  Stats s;
+  if (v.empty()) return s;
+  for (double x : v) s.mean += x;
+  s.mean /= double(v.size());
+  if (v.size() > 1) {
+    double ss = 0;
+    for (double x : v) ss += (x - s.mean) * (x - s.mean);
+    s.stddev = std::sqrt(ss / double(v.size() - 1));
+  }
+  return s;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Token ids drawn uniformly (deterministic): the speed does not depend on them.
+std::vector<int32_t> bench_tokens(int n, int32_t n_vocab) {
+  std::mt19937 rng(1234);
+  std::uniform_int_distribution<int32_t> pick(0, n_vocab - 1);
+  std::vector<int32_t> t(size_t(std::max(n, 1)));
+  for (int32_t& id : t) id = pick(rng);
+  return t;
+}
+
+double time_prefill(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n) {
+  runner.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n)));
+  return seconds_since(t0);
+}
+
+// n decodes after `n_past` cached tokens (filled, untimed, by a prefill).
+double time_decodes(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n_past, int n) {
+  runner.reset();
+  if (n_past > 0) runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n_past)));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < n; ++i) runner.decode(tokens[size_t(n_past + i)]);
+  return seconds_since(t0);
+}
+
+struct TestResult {
+  std::string name;
+  int n_tokens = 0;
+  std::vector<double> tok_per_s;  // one per repetition
+  double bytes_per_token = 0;     // tg: mean bytes read per token
+  double flops = 0;               // pp: FLOPs of one run
+};
+
+struct SweepPoint {
+  int n_past = 0;
+  Stats tok_per_s;
+  double roofline_tok_per_s = 0;
+};
+
+void progress(const BenchFlags& f, const char* what, int done, int total) {
+  std::fprintf(stderr, "\rbench: %s %d/%d", what, done, total);
+  if (done == total) std::fputc('\n', stderr);
+  (void)f;
+}
+
+TestResult run_pp(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
+                  const std::vector<int32_t>& tokens) {
+  TestResult r{
+      "pp" + std::to_string(f.n_prompt), f.n_prompt, {}, 0, cost.prefill_flops(f.n_prompt)};
+  progress(f, r.name.c_str(), 0, f.repetitions);
+  time_prefill(runner, tokens, f.n_prompt);  // warm-up
+  for (int i = 0; i < f.repetitions; ++i) {
+    r.tok_per_s.push_back(f.n_prompt / time_prefill(runner, tokens, f.n_prompt));
+    progress(f, r.name.c_str(), i + 1, f.repetitions);
+  }
+  return r;
+}
+
+TestResult run_tg(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
+                  const std::vector<int32_t>& tokens) {
+  TestResult r{"tg" + std::to_string(f.n_gen), f.n_gen, {}, 0, 0};
+  for (int p = 0; p < f.n_gen; ++p) r.bytes_per_token += cost.decode_bytes(p) / f.n_gen;
+  progress(f, r.name.c_str(), 0, f.repetitions);
+  time_decodes(runner, tokens, 0, std::min(f.n_gen, 16));  // warm-up
+  for (int i = 0; i < f.repetitions; ++i) {
+    r.tok_per_s.push_back(f.n_gen / time_decodes(runner, tokens, 0, f.n_gen));
+    progress(f, r.name.c_str(), i + 1, f.repetitions);
+  }
+  return r;
+}
+
+std::vector<SweepPoint> run_sweep(const BenchFlags& f, SequenceRunner& runner,
+                                  const CostModel& cost, const std::vector<int32_t>& tokens,
+                                  double bandwidth) {
+  std::vector<SweepPoint> points;
+  const int n = f.sweep_decodes;
+  for (int ctx = 0; ctx <= f.ctx_sweep; ctx += f.ctx_step) {
+    SweepPoint p;
+    p.n_past = ctx;
+    double bytes = 0;
+    for (int i = 0; i < n; ++i) bytes += cost.decode_bytes(ctx + i) / n;
+    p.roofline_tok_per_s = bandwidth / bytes;
+    std::vector<double> runs;
+    for (int rep = 0; rep < f.repetitions; ++rep)
+      runs.push_back(n / time_decodes(runner, tokens, ctx, n));
+    p.tok_per_s = stats_of(runs);
+    points.push_back(p);
+    progress(f, "ctx sweep", ctx / f.ctx_step + 1, f.ctx_sweep / f.ctx_step + 1);
+  }
+  return points;
+}
+
+// Right-aligned to `width` characters on screen ("±" is two bytes, one character).
+std::string pad(const std::string& s, size_t width) {
+  size_t chars = 0;
+  for (char ch : s) chars += (static_cast<unsigned char>(ch) & 0xc0) != 0x80;
+  return std::string(width > chars ? width - chars : 0, ' ') + s;
+}
+
+std::string fmt(const char* format, double a, double b = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, a, b);
+  return buf;
+}
+
+void print_table(const BenchFlags& f, const Model& model, const ReadBandwidth& bw,
+                 const std::vector<TestResult>& tests) {
+  std::printf("model      %s (%s, %.1f M params)\n", f.model.c_str(),
+              model.config().arch_name.c_str(), double(model.n_params()) / 1e6);
+  std::printf("threads    %d, simd %s, KV %s\n", f.threads, simd_level_name(simd_level()).c_str(),
+              f.kv.describe().c_str());
+  std::printf("bandwidth  %.1f GB/s memory read (best of %d passes over %s; mean %.1f GB/s)\n\n",
+              bw.best_bytes_per_second / 1e9, bw.passes,
+              human_bytes(double(bw.buffer_bytes)).c_str(), bw.mean_bytes_per_second / 1e9);
+  std::printf("| %-6s | %18s | %9s | %16s | %8s | %14s | %8s |\n", "test", "tok/s", "ms/tok",
+              "GFLOP/s", "GB/s", "roofline tok/s", "% roof");
+  std::printf(
+      "|--------|--------------------|-----------|------------------|----------|-------"
+      "---------|----------|\n");
+  for (const TestResult& t : tests) {
+    const Stats s = stats_of(t.tok_per_s);
+    const std::string tps = fmt("%.1f ± %.1f", s.mean, s.stddev);
+    std::string gflops = "-", gbs = "-", roof = "-", pct = "-";
+    if (t.flops > 0) {
+      std::vector<double> g;
+      for (double v : t.tok_per_s) g.push_back(t.flops * v / t.n_tokens / 1e9);
+      const Stats gs = stats_of(g);
+      gflops = fmt("%.1f ± %.1f", gs.mean, gs.stddev);
+    }
+    if (t.bytes_per_token > 0) {
+      const double limit = bw.best_bytes_per_second / t.bytes_per_token;
+      gbs = fmt("%.1f", s.mean * t.bytes_per_token / 1e9);
+      roof = fmt("%.1f", limit);
+      pct = fmt("%.1f %%", 100.0 * s.mean / limit);
+    }
+    std::printf("| %-6s | %s | %9.3f | %s | %8s | %14s | %8s |\n", t.name.c_str(),
+                pad(tps, 18).c_str(), 1e3 / s.mean, pad(gflops, 16).c_str(), gbs.c_str(),
+                roof.c_str(), pct.c_str());
+  }
+}
+
+nlohmann::json to_json(const BenchFlags& f, const Model& model, const ReadBandwidth& bw,
+                       const std::vector<TestResult>& tests, const std::vector<SweepPoint>& sweep) {
+  nlohmann::json j;
+  j["model"] = f.model;
+  j["n_params"] = model.n_params();
+  j["threads"] = f.threads;
+  j["simd"] = simd_level_name(simd_level());
+  j["kv_type"] = f.kv.describe();
+  j["repetitions"] = f.repetitions;
+  j["bandwidth"] = {{"best_bytes_per_s", bw.best_bytes_per_second},
+                    {"mean_bytes_per_s", bw.mean_bytes_per_second},
+                    {"buffer_bytes", bw.buffer_bytes},
+                    {"passes", bw.passes}};
+  j["tests"] = nlohmann::json::array();
+  for (const TestResult& t : tests) {
+    const Stats s = stats_of(t.tok_per_s);
+    nlohmann::json e = {{"name", t.name},
+                        {"n_tokens", t.n_tokens},
+                        {"tok_per_s", t.tok_per_s},
+                        {"tok_per_s_mean", s.mean},
+                        {"tok_per_s_stddev", s.stddev}};
+    if (t.flops > 0) {
+      e["flops_per_run"] = t.flops;
+      e["gflop_per_s_mean"] = t.flops * s.mean / t.n_tokens / 1e9;
+    }
+    if (t.bytes_per_token > 0) {
+      const double limit = bw.best_bytes_per_second / t.bytes_per_token;
+      e["bytes_per_token"] = t.bytes_per_token;
+      e["roofline_tok_per_s"] = limit;
+      e["roofline_fraction"] = s.mean / limit;
+    }
+    j["tests"].push_back(e);
+  }
+  if (!sweep.empty()) {
+    j["ctx_sweep"] = nlohmann::json::array();
+    for (const SweepPoint& p : sweep)
+      j["ctx_sweep"].push_back({{"n_past", p.n_past},
+                                {"decodes", f.sweep_decodes},
+                                {"tok_per_s_mean", p.tok_per_s.mean},
+                                {"tok_per_s_stddev", p.tok_per_s.stddev},
+                                {"roofline_tok_per_s", p.roofline_tok_per_s}});
+  }
+  return j;
+}
+
+void validate(const BenchFlags& f) {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) throw std::invalid_argument("bench: " + what);
+  };
+  require(f.n_prompt >= 0 && f.n_gen >= 0, "-p and -n must be >= 0");
+  require(f.threads >= 1, "-t must be >= 1 (got " + std::to_string(f.threads) + ")");
+  require(f.repetitions >= 1, "-r must be >= 1 (got " + std::to_string(f.repetitions) + ")");
+  require(f.ctx_sweep >= 0 && f.ctx_step >= 1 && f.sweep_decodes >= 1,
+          "--ctx-sweep must be >= 0, --ctx-step and --sweep-decodes >= 1");
+}
+
+void bench(BenchFlags f) {
+  validate(f);
+  f.model = resolve_model_path(f.model).string();
+  const auto model = Model::load(f.model);
+  const KvFormat kv = f.kv.format();
+  const CostModel cost(*model, kv);
+  ThreadPool pool(f.threads);
+  const int longest =
+      std::max({f.n_prompt, f.n_gen, f.ctx_sweep > 0 ? f.ctx_sweep + f.sweep_decodes : 0, 1});
+  SequenceRunner runner(*model, pool, {.n_ctx = longest, .max_batch = f.batch, .kv_format = kv});
+  const std::vector<int32_t> tokens = bench_tokens(longest, model->config().n_vocab);
+
+  std::fprintf(stderr, "bench: measuring memory read bandwidth on %d threads\n", f.threads);
+  const ReadBandwidth bw = measure_read_bandwidth(pool);
+  std::vector<TestResult> tests;
+  if (f.n_prompt > 0) tests.push_back(run_pp(f, runner, cost, tokens));
+  if (f.n_gen > 0) tests.push_back(run_tg(f, runner, cost, tokens));
+  std::vector<SweepPoint> sweep;
+  if (f.ctx_sweep > 0) sweep = run_sweep(f, runner, cost, tokens, bw.best_bytes_per_second);
+  if (f.json) {
+    std::printf("%s\n", to_json(f, *model, bw, tests, sweep).dump(2).c_str());
+  } else {
+    print_table(f, *model, bw, tests);
+    for (const SweepPoint& p : sweep)
+      std::printf("ctx %5d: %.1f ± %.1f tok/s (roofline %.1f)\n", p.n_past, p.tok_per_s.mean,
+                  p.tok_per_s.stddev, p.roofline_tok_per_s);
+  }
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app) {
+  auto f = std::make_shared<BenchFlags>();
+  f->kv.type = "f16";
+  CLI::App* sub = app.add_subcommand(
+      "bench", "prefill (pp) and decode (tg) speed against the measured memory bandwidth");
+  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  sub->add_option("-p,--n-prompt", f->n_prompt, "prefill test length in tokens (0: skip)")
+      ->capture_default_str();
+  sub->add_option("-n,--n-gen", f->n_gen, "decode test length in tokens (0: skip)")
+      ->capture_default_str();
+  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  sub->add_option("-r,--repetitions", f->repetitions, "timed runs per test, after one warm-up")
+      ->capture_default_str();
+  sub->add_option("-b,--batch-size", f->batch, "tokens per prefill forward pass")
+      ->capture_default_str();
+  sub->add_option("--ctx-sweep", f->ctx_sweep,
+                  "also time decode with 0, step, ..., N tokens already cached")
+      ->capture_default_str();
+  sub->add_option("--ctx-step", f->ctx_step, "spacing of the context sweep")->capture_default_str();
+  sub->add_option("--sweep-decodes", f->sweep_decodes, "decodes timed per sweep point")
+      ->capture_default_str();
+  sub->add_flag("--json", f->json, "JSON on stdout instead of a table");
+  f->kv.add_to(*sub);
+  sub->callback([f] { bench(*f); });
+}
+
+}  // namespace kvforge::cli

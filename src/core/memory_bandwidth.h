@@ -1,0 +1,36 @@
+// Measured memory read bandwidth: the ceiling of any bandwidth-bound kernel
+// (decode reads every weight byte once per token), so benchmarks can report
+// their speed as a fraction of what the machine can stream.
+//
+// The probe reads a buffer several times larger than any cache with all the
+// pool's threads, in the same chunked parallel_for the matmul kernels use,
+// with the widest loads the CPU has. The buffer is ordinary anonymous memory
+// (4 KiB pages, like a memory-mapped model file), written once before timing.
+#pragma once
+
+#include <cstddef>
+
+#include "core/threadpool.h"
+
+namespace kvforge {
+
+struct ReadBandwidth {
+  double best_bytes_per_second = 0;  // fastest pass: the roof
+  double mean_bytes_per_second = 0;
+  size_t buffer_bytes = 0;
+  int passes = 0;
+};
+
+inline constexpr size_t kDefaultBandwidthProbeBytes = size_t(256) << 20;
+
+// Times `passes` full reads of a `buffer_bytes` buffer (rounded up to 64 bytes).
+// Throws std::invalid_argument for passes < 1 or an empty buffer.
+ReadBandwidth measure_read_bandwidth(ThreadPool& pool,
+                                     size_t buffer_bytes = kDefaultBandwidthProbeBytes,
+                                     int passes = 5);
+
+// Sum of the 64-bit words of [data, data + bytes) (bytes a multiple of 64,
+// data 64-byte aligned); what the probe computes, exposed for its test.
+uint64_t memory_read_sum(const void* data, size_t bytes);
+
+}  // namespace kvforge
