@@ -1,0 +1,137 @@
+#include "engine/kv/kv_memory_plan.h"
+
+#include <stdexcept>
+
+#include "core/gguf/gguf_file.h"
+#include "model/random_model.h"
+
+namespace kvforge {
+namespace {
+
+ModelShape shape(std::string name, int64_t vocab, int64_t embd, int64_t layers, int64_t heads,
+                 int64_t kv_heads, int64_t ff, int64_t ctx) {
+  ModelShape s;
+  s.name = std::move(name);
+  s.n_vocab = vocab;
+  s.n_embd = embd;
+  s.n_layer = layers;
+  s.n_head = heads;
+  s.n_kv_head = kv_heads;
+  s.head_dim = embd / heads;
+  s.n_ff = ff;
+  s.n_ctx_train = ctx;
+  return s;
+}
+
+// The random-weight presets of `kvforge make-model` (byte vocabulary: 259 tokens).
+ModelShape from_random_preset(const std::string& name) {
+  const RandomModelSpec spec = *RandomModelSpec::preset(name);
+  ModelShape s = shape(name, 259, spec.n_embd, spec.n_layer, spec.n_head, spec.n_kv_head, spec.n_ff,
+                       spec.n_ctx);
+  s.tied_output = spec.tied_output;
+  return s;
+}
+
+void check(const ModelShape& s) {
+  if (s.n_layer <= 0 || s.n_kv_head <= 0 || s.head_dim <= 0)
+    throw std::invalid_argument("model shape " + s.name +
+                                ": layers, KV heads and head_dim must be positive");
+}
+
+}  // namespace
+
+int64_t ModelShape::n_matrix_params() const {
+  const int64_t q_dim = n_head * head_dim, kv_dim = n_kv_head * head_dim;
+  const int64_t per_layer =
+      n_embd * q_dim + 2 * n_embd * kv_dim + q_dim * n_embd + 3 * n_embd * n_ff;
+  return n_vocab * n_embd * (tied_output ? 1 : 2) + n_layer * per_layer;
+}
+
+int64_t ModelShape::n_params() const { return n_matrix_params() + n_norm_params(); }
+
+std::optional<ModelShape> ModelShape::preset(const std::string& name) {
+  if (name == "llama-7b") return shape(name, 32000, 4096, 32, 32, 32, 11008, 2048);
+  if (name == "llama-2-7b") return shape(name, 32000, 4096, 32, 32, 32, 11008, 4096);
+  if (name == "llama-2-13b") return shape(name, 32000, 5120, 40, 40, 40, 13824, 4096);
+  if (name == "llama-2-70b") return shape(name, 32000, 8192, 80, 64, 8, 28672, 4096);
+  if (name == "llama-3-8b") return shape(name, 128256, 4096, 32, 32, 8, 14336, 8192);
+  if (name == "llama-3-70b") return shape(name, 128256, 8192, 80, 64, 8, 28672, 8192);
+  if (name == "tinyllama-1.1b") return shape(name, 32000, 2048, 22, 32, 4, 5632, 2048);
+  if (name == "small" || name == "tiny") return from_random_preset(name);
+  return std::nullopt;
+}
+
+std::vector<std::string> ModelShape::preset_names() {
+  return {"llama-7b",    "llama-2-7b",     "llama-2-13b", "llama-2-70b", "llama-3-8b",
+          "llama-3-70b", "tinyllama-1.1b", "small",       "tiny"};
+}
+
+ModelShape ModelShape::from_config(const ModelConfig& c) {
+  ModelShape s = shape(c.name.empty() ? c.arch_name : c.name, c.n_vocab, c.n_embd, c.n_layer,
+                       c.n_head, c.n_kv_head, c.n_ff, c.n_ctx_train);
+  s.head_dim = c.head_dim;
+  s.tied_output = c.tied_output;
+  return s;
+}
+
+uint64_t weight_bytes(const ModelShape& s, GgmlType matrix_type) {
+  const TypeTraits tr = type_traits(matrix_type);
+  const int64_t block = int64_t(tr.block_elems);
+  if (s.n_embd % block || s.n_ff % block)
+    throw std::invalid_argument("model " + s.name + ": n_embd " + std::to_string(s.n_embd) +
+                                " and n_ff " + std::to_string(s.n_ff) +
+                                " must be multiples of the " + std::string(type_name(matrix_type)) +
+                                " block of " + std::to_string(block));
+  return uint64_t(s.n_matrix_params() / block) * tr.block_bytes + uint64_t(s.n_norm_params()) * 4;
+}
+
+GgufWeights read_gguf_weights(const std::filesystem::path& path) {
+  return gguf_weights(gguf::GgufFile::open(path));
+}
+
+GgufWeights gguf_weights(const gguf::GgufFile& file) {
+  GgufWeights w;
+  w.shape = ModelShape::from_config(ModelConfig::from_gguf(file));
+  for (const auto& t : file.tensors()) w.bytes += t.n_bytes;
+  return w;
+}
+
+uint64_t kv_bytes_per_token(const ModelShape& s, KvFormat f) {
+  check(s);
+  const int hd = int(s.head_dim);
+  return uint64_t(s.n_layer) * uint64_t(s.n_kv_head) *
+         uint64_t(kv_head_bytes(f.k, hd) + kv_head_bytes(f.v, hd));
+}
+
+KvMemoryPlan plan_kv_memory(const ModelShape& s, KvFormat f, uint64_t weights, int64_t n_ctx,
+                            int64_t batch) {
+  if (n_ctx < 0 || batch < 0) throw std::invalid_argument("context and batch must be ≥ 0");
+  KvMemoryPlan p;
+  p.weight_bytes = weights;
+  p.kv_per_token = kv_bytes_per_token(s, f);
+  p.kv_per_sequence = p.kv_per_token * uint64_t(n_ctx);
+  p.kv_total = p.kv_per_sequence * uint64_t(batch);
+  p.total = weights + p.kv_total;
+  return p;
+}
+
+int64_t max_context_for(const ModelShape& s, KvFormat f, uint64_t weights, int64_t batch,
+                        uint64_t budget) {
+  if (batch <= 0) throw std::invalid_argument("batch must be ≥ 1");
+  if (budget <= weights) return 0;
+  return int64_t((budget - weights) / (kv_bytes_per_token(s, f) * uint64_t(batch)));
+}
+
+int64_t max_sequences_for(const ModelShape& s, KvFormat f, uint64_t weights, int64_t n_ctx,
+                          uint64_t budget) {
+  if (n_ctx <= 0) throw std::invalid_argument("context must be ≥ 1 token");
+  if (budget <= weights) return 0;
+  return int64_t((budget - weights) / (kv_bytes_per_token(s, f) * uint64_t(n_ctx)));
+}
+
+int64_t kv_pool_blocks(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t block_tokens) {
+  if (block_tokens <= 0) throw std::invalid_argument("block size must be ≥ 1 token");
+  return int64_t(kv_budget / (kv_bytes_per_token(s, f) * uint64_t(block_tokens)));
+}
+
+}  // namespace kvforge

@@ -1,0 +1,91 @@
+// How much memory a model and its KV cache need, and the inverse questions
+// (how long a context, how many sequences fit a budget). The batching engine
+// and the server size their KV pool with the same functions the
+// `kvforge kv-plan` command prints.
+//
+// What is counted: weight memory (every tensor of the model) and KV storage
+// (K and V records of every layer and KV head, scales included, as the caches
+// store them: core/formats/kv_format.h). Not counted: activations, scratch,
+// logits, the tokenizer, the process itself — a few hundred MiB at most for
+// the shapes here, so leave that much headroom in a budget.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/formats/kv_format.h"
+#include "core/gguf/gguf_file.h"
+#include "model/model_config.h"
+
+namespace kvforge {
+
+struct ModelShape {
+  std::string name;
+  int64_t n_vocab = 0;
+  int64_t n_embd = 0;
+  int64_t n_layer = 0;
+  int64_t n_head = 0;
+  int64_t n_kv_head = 0;  // < n_head for grouped-query attention
+  int64_t head_dim = 0;
+  int64_t n_ff = 0;
+  int64_t n_ctx_train = 0;
+  bool tied_output = false;  // the output projection reuses token_embd
+
+  // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
+  // and the two norm vectors, and the final norm.
+  int64_t n_params() const;
+  // The same split: matrices and norm vectors.
+  int64_t n_matrix_params() const;
+  int64_t n_norm_params() const { return (2 * n_layer + 1) * n_embd; }
+
+  // Named shapes of published models and of the benchmark preset:
+  // llama-7b, llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b,
+  // tinyllama-1.1b, small, tiny. nullopt for unknown names.
+  static std::optional<ModelShape> preset(const std::string& name);
+  static std::vector<std::string> preset_names();
+  static ModelShape from_config(const ModelConfig& config);
+};
+
+// Weight bytes when matrices are stored as `matrix_type` and norm vectors as
+// f32 (as GGUF files store them). n_embd and n_ff must suit the type's block size.
+uint64_t weight_bytes(const ModelShape& shape, GgmlType matrix_type);
+// The exact bytes of every tensor of a GGUF file, and its shape.
+struct GgufWeights {
+  ModelShape shape;
+  uint64_t bytes = 0;
+};
+GgufWeights read_gguf_weights(const std::filesystem::path& path);
+GgufWeights gguf_weights(const gguf::GgufFile& file);
+
+// K and V of one token, all layers and KV heads, scales included.
+uint64_t kv_bytes_per_token(const ModelShape& shape, KvFormat format);
+
+struct KvMemoryPlan {
+  uint64_t weight_bytes = 0;
+  uint64_t kv_per_token = 0;
+  uint64_t kv_per_sequence = 0;  // kv_per_token · n_ctx
+  uint64_t kv_total = 0;         // kv_per_sequence · batch
+  uint64_t total = 0;            // weights + kv_total
+};
+KvMemoryPlan plan_kv_memory(const ModelShape& shape, KvFormat format, uint64_t weight_bytes,
+                            int64_t n_ctx, int64_t batch);
+
+// Longest context (tokens per sequence) for `batch` sequences within
+// `budget_bytes` of weights + KV; 0 when not even one token fits.
+int64_t max_context_for(const ModelShape& shape, KvFormat format, uint64_t weight_bytes,
+                        int64_t batch, uint64_t budget_bytes);
+// Most sequences of n_ctx tokens within `budget_bytes` of weights + KV.
+int64_t max_sequences_for(const ModelShape& shape, KvFormat format, uint64_t weight_bytes,
+                          int64_t n_ctx, uint64_t budget_bytes);
+// KV pool sizing for the batching engine: whole blocks of `block_tokens` tokens
+// that fit in `kv_budget_bytes` (the budget for KV alone).
+int64_t kv_pool_blocks(const ModelShape& shape, KvFormat format, uint64_t kv_budget_bytes,
+                       int64_t block_tokens);
+
+inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+}  // namespace kvforge
