@@ -1,0 +1,130 @@
+// kvforge kv-plan: weight and KV memory of a model at a context length and
+// batch size, whether it fits a budget, and how far a budget stretches.
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "engine/kv/kv_memory_plan.h"
+
+namespace kvforge::cli {
+namespace {
+
+struct KvPlanFlags {
+  std::string model;
+  std::string preset;
+  std::string weight_type = "f16";
+  KvTypeFlags kv;
+  int64_t ctx = 2048;
+  int64_t batch = 1;
+  double budget_gib = 0;
+};
+
+std::string gib(uint64_t bytes) { return human_bytes(double(bytes)); }
+
+void print_format_table(const ModelShape& s, uint64_t weights, const KvPlanFlags& f) {
+  ModelShape mha = s;
+  mha.n_kv_head = s.n_head;
+  const uint64_t f16_total =
+      plan_kv_memory(s, {KvDtype::F16, KvDtype::F16}, 0, f.ctx, f.batch).kv_total;
+  std::printf("\nper KV format (%lld tokens x %lld sequences):\n", static_cast<long long>(f.ctx),
+              static_cast<long long>(f.batch));
+  std::printf("  %-6s %12s %12s %12s %8s %16s", "format", "bytes/token", "KV/sequence", "KV total",
+              "vs f16", "if MHA (no GQA)");
+  if (f.budget_gib > 0) std::printf(" %10s %10s", "max ctx", "max seqs");
+  std::printf("\n");
+  const uint64_t budget = uint64_t(f.budget_gib * kGiB);
+  for (KvDtype t : kAllKvDtypes) {
+    const KvFormat fmt{t, t};
+    if (!kv_supports_head_dim(t, int(s.head_dim))) continue;
+    const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch);
+    const uint64_t mha_total = plan_kv_memory(mha, fmt, 0, f.ctx, f.batch).kv_total;
+    std::printf("  %-6s %12llu %12s %12s %7.3fx %16s", kv_dtype_name(t),
+                static_cast<unsigned long long>(p.kv_per_token), gib(p.kv_per_sequence).c_str(),
+                gib(p.kv_total).c_str(), double(p.kv_total) / double(f16_total),
+                gib(mha_total).c_str());
+    if (budget > 0)
+      std::printf(" %10lld %10lld",
+                  static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget)),
+                  static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget)));
+    std::printf("\n");
+  }
+}
+
+void kv_plan(const KvPlanFlags& f) {
+  if (f.model.empty() == f.preset.empty())
+    throw std::invalid_argument("kv-plan: give exactly one of -m MODEL or --preset NAME");
+  if (f.ctx <= 0 || f.batch <= 0) throw std::invalid_argument("kv-plan: -c and -b must be ≥ 1");
+  ModelShape s;
+  uint64_t weights = 0;
+  std::string weights_what;
+  if (!f.preset.empty()) {
+    const auto p = ModelShape::preset(f.preset);
+    if (!p) {
+      std::string names;
+      for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
+      throw std::invalid_argument("kv-plan: unknown preset '" + f.preset + "' (known: " + names +
+                                  ")");
+    }
+    s = *p;
+    const auto type = parse_type_name(f.weight_type);
+    if (!type)
+      throw std::invalid_argument("kv-plan: unknown --weight-type '" + f.weight_type + "'");
+    weights = weight_bytes(s, *type);
+    weights_what =
+        f.weight_type + " matrices, f32 norms, " + std::to_string(s.n_params()) + " parameters";
+  } else {
+    const GgufWeights w = read_gguf_weights(f.model);
+    s = w.shape;
+    weights = w.bytes;
+    weights_what = "every tensor of " + f.model;
+  }
+  const KvFormat fmt = f.kv.format();
+  const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch);
+  std::printf("kv-plan: %s: %lld layers, %lld heads, %lld KV heads of %lld (GQA group %lld)\n",
+              s.name.c_str(), static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
+              static_cast<long long>(s.n_kv_head), static_cast<long long>(s.head_dim),
+              static_cast<long long>(s.n_head / s.n_kv_head));
+  std::printf("weights        %s  (%s)\n", gib(p.weight_bytes).c_str(), weights_what.c_str());
+  std::printf("KV %-10s  %llu bytes/token, %s/sequence of %lld tokens, %s for %lld sequences\n",
+              f.kv.describe().c_str(), static_cast<unsigned long long>(p.kv_per_token),
+              gib(p.kv_per_sequence).c_str(), static_cast<long long>(f.ctx),
+              gib(p.kv_total).c_str(), static_cast<long long>(f.batch));
+  std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
+              gib(p.total).c_str());
+  if (f.budget_gib > 0) {
+    const uint64_t budget = uint64_t(f.budget_gib * kGiB);
+    std::printf("budget %.2f GiB: %s (%s %s)\n", f.budget_gib,
+                p.total <= budget ? "fits" : "does NOT fit",
+                gib(p.total <= budget ? budget - p.total : p.total - budget).c_str(),
+                p.total <= budget ? "to spare" : "short");
+    std::printf("max context for %lld sequences: %lld tokens\n", static_cast<long long>(f.batch),
+                static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget)));
+    std::printf("max sequences of %lld tokens:   %lld\n", static_cast<long long>(f.ctx),
+                static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget)));
+  }
+  print_format_table(s, weights, f);
+}
+
+}  // namespace
+
+void add_kv_plan_command(CLI::App& app) {
+  auto f = std::make_shared<KvPlanFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "kv-plan", "weight + KV memory at a context and batch; what fits a memory budget");
+  sub->add_option("-m,--model", f->model, "GGUF model (its metadata and tensor sizes)");
+  std::string names;
+  for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
+  sub->add_option("--preset", f->preset, "a named shape: " + names);
+  sub->add_option("--weight-type", f->weight_type, "matrix type for a preset (f32, f16, q8_0, ...)")
+      ->capture_default_str();
+  f->kv.type = "f16";
+  f->kv.add_to(*sub);
+  sub->add_option("-c,--ctx-size", f->ctx, "tokens per sequence")->capture_default_str();
+  sub->add_option("-b,--batch", f->batch, "concurrent sequences")->capture_default_str();
+  sub->add_option("--budget-gib", f->budget_gib, "memory budget in GiB (weights + KV)");
+  sub->callback([f] { kv_plan(*f); });
+}
+
+}  // namespace kvforge::cli
