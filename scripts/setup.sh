@@ -11,6 +11,7 @@ PACKAGES=(
   libpcre2-dev               # Unicode-aware pre-tokenizer regexes (\p{L}, \p{N})
   nlohmann-json3-dev         # JSON
   libcli11-dev               # command-line parsing
+  libcpp-httplib-dev         # HTTP server (kvforge serve)
   clang-format
 )
 
@@ -27,4 +28,18 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all Debian packages present"
+fi
+
+# The server's integration tests drive it with the official OpenAI client
+# (tests/server/package-lock.json pins it), installed into tests/server/node_modules.
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if command -v npm >/dev/null; then
+  if [ ! -d "$root/tests/server/node_modules/openai" ]; then
+    echo "setup: installing the openai npm package for tests/server"
+    npm ci --prefix "$root/tests/server" --no-audit --no-fund --loglevel=error
+  else
+    echo "setup: tests/server npm packages present"
+  fi
+else
+  echo "setup: npm not found; the server integration test (tests/server) will be skipped"
 fi

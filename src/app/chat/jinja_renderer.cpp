@@ -1,0 +1,389 @@
+#include "app/chat/jinja_renderer.h"
+
+#include <unordered_map>
+
+#include "app/chat/jinja_builtins.h"
+#include "app/chat/jinja_error.h"
+#include "app/chat/python_format.h"
+
+namespace kvforge::jinja {
+namespace {
+
+enum class Flow { kNormal, kBreak, kContinue };
+
+class Renderer {
+ public:
+  Renderer(const Object& globals, const RenderLimits& limits) : limits_(limits) {
+    scopes_.emplace_back();
+    for (const auto& [k, v] : globals) scopes_.back()[k] = v;
+  }
+
+  std::string run(const NodeList& root) {
+    exec(root);
+    return std::move(out_);
+  }
+
+ private:
+  using Scope = std::unordered_map<std::string, Value>;
+
+  // ---- state ------------------------------------------------------------
+
+  void step(int line) {
+    if (++steps_ > limits_.max_steps)
+      throw TemplateError(line, "template exceeded " + std::to_string(limits_.max_steps) +
+                                    " steps (loop iterations, macro calls, outputs)");
+  }
+
+  void emit(const std::string& s, int line) {
+    if (out_.size() + s.size() > limits_.max_output_bytes)
+      throw TemplateError(
+          line, "template output exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
+    out_ += s;
+  }
+
+  // Innermost scope first, down to the current call barrier, then the global scope.
+  Value lookup(const std::string& name) const {
+    for (size_t i = scopes_.size(); i-- > barrier_;) {
+      const auto it = scopes_[i].find(name);
+      if (it != scopes_[i].end()) return it->second;
+    }
+    if (barrier_ > 0) {
+      const auto it = scopes_[0].find(name);
+      if (it != scopes_[0].end()) return it->second;
+    }
+    return Value::undefined(name);
+  }
+
+  // ---- statements -------------------------------------------------------
+
+  Flow exec(const NodeList& nodes) {
+    for (const NodePtr& n : nodes) {
+      const Flow f = exec_node(*n);
+      if (f != Flow::kNormal) return f;
+    }
+    return Flow::kNormal;
+  }
+
+  Flow exec_node(const Node& n) {
+    switch (n.kind) {
+      case Node::Kind::kText:
+        emit(n.text, n.line);
+        return Flow::kNormal;
+      case Node::Kind::kOutput:
+        step(n.line);
+        emit(python_str(eval(*n.expr)), n.line);
+        return Flow::kNormal;
+      case Node::Kind::kIf:
+        for (size_t i = 0; i < n.conditions.size(); ++i)
+          if (eval(*n.conditions[i]).truthy()) return exec(n.bodies[i]);
+        if (n.bodies.size() > n.conditions.size()) return exec(n.bodies.back());
+        return Flow::kNormal;
+      case Node::Kind::kFor:
+        exec_for(n);
+        return Flow::kNormal;
+      case Node::Kind::kSet:
+        exec_set(n);
+        return Flow::kNormal;
+      case Node::Kind::kSetBlock: {
+        std::string saved = std::move(out_);
+        out_.clear();
+        exec(n.bodies[0]);
+        std::string captured = std::move(out_);
+        out_ = std::move(saved);
+        scopes_.back()[n.targets[0]] = Value(std::move(captured));
+        return Flow::kNormal;
+      }
+      case Node::Kind::kMacro:
+        scopes_.back()[n.text] = make_macro(n);
+        return Flow::kNormal;
+      case Node::Kind::kBreak:
+        return Flow::kBreak;
+      case Node::Kind::kContinue:
+        return Flow::kContinue;
+      case Node::Kind::kScope:
+        return exec(n.bodies[0]);
+    }
+    return Flow::kNormal;
+  }
+
+  void bind_targets(const Node& n, const Value& item) {
+    Scope& scope = scopes_.back();
+    if (n.targets.size() == 1) {
+      scope[n.targets[0]] = item;
+      return;
+    }
+    const Array parts = iterate(item, n.line);
+    if (parts.size() != n.targets.size())
+      throw TemplateError(n.line, "cannot unpack " + std::to_string(parts.size()) +
+                                      " values into " + std::to_string(n.targets.size()) +
+                                      " loop variables");
+    for (size_t i = 0; i < parts.size(); ++i) scope[n.targets[i]] = parts[i];
+  }
+
+  void exec_for(const Node& n) {
+    Array items = iterate(eval(*n.expr), n.line);
+    if (!n.conditions.empty()) {  // `for x in xs if cond`: loop.* counts kept items only
+      Array kept;
+      for (const Value& item : items) {
+        step(n.line);
+        scopes_.emplace_back();
+        bind_targets(n, item);
+        const bool keep = eval(*n.conditions[0]).truthy();
+        scopes_.pop_back();
+        if (keep) kept.push_back(item);
+      }
+      items = std::move(kept);
+    }
+    if (items.empty()) {
+      if (n.bodies.size() > 1) exec(n.bodies[1]);
+      return;
+    }
+    const int64_t len = static_cast<int64_t>(items.size());
+    for (int64_t i = 0; i < len; ++i) {
+      step(n.line);
+      scopes_.emplace_back();
+      bind_targets(n, items[static_cast<size_t>(i)]);
+      scopes_.back()["loop"] = loop_object(items, i);
+      const Flow f = exec(n.bodies[0]);
+      scopes_.pop_back();
+      if (f == Flow::kBreak) break;
+    }
+  }
+
+  static Value loop_object(const Array& items, int64_t i) {
+    const int64_t len = static_cast<int64_t>(items.size());
+    Object loop{
+        {"index", Value(i + 1)},
+        {"index0", Value(i)},
+        {"revindex", Value(len - i)},
+        {"revindex0", Value(len - i - 1)},
+        {"first", Value(i == 0)},
+        {"last", Value(i == len - 1)},
+        {"length", Value(len)},
+        {"depth", Value(1)},
+        {"depth0", Value(0)},
+        {"previtem", i > 0 ? items[static_cast<size_t>(i - 1)] : Value::undefined("previtem")},
+        {"nextitem",
+         i + 1 < len ? items[static_cast<size_t>(i + 1)] : Value::undefined("nextitem")}};
+    loop.emplace_back("cycle", Value::function("loop.cycle", [i](const CallArgs& args) {
+                        if (args.positional.empty()) return Value::undefined("cycle");
+                        return args.positional[static_cast<size_t>(i) % args.positional.size()];
+                      }));
+    return Value(std::move(loop));
+  }
+
+  void exec_set(const Node& n) {
+    Value v = eval(*n.expr);
+    if (n.attribute.empty()) {
+      scopes_.back()[n.targets[0]] = std::move(v);
+      return;
+    }
+    const Value target = lookup(n.targets[0]);
+    if (!target.is_namespace())
+      throw TemplateError(n.line, "cannot set attribute '" + n.attribute + "' of '" + n.targets[0] +
+                                      "': not a namespace()");
+    if (v.holds_namespace())
+      throw TemplateError(n.line,
+                          "cannot store a namespace inside namespace '" + n.targets[0] + "'");
+    Object& ns = target.mutable_namespace();
+    for (auto& [k, existing] : ns) {
+      if (k == n.attribute) {
+        existing = std::move(v);
+        return;
+      }
+    }
+    ns.emplace_back(n.attribute, std::move(v));
+  }
+
+  Value make_macro(const Node& n) {
+    const Node* macro = &n;
+    return Value::function(
+        n.text, [this, macro](const CallArgs& args) { return call_macro(*macro, args); });
+  }
+
+  Value call_macro(const Node& m, const CallArgs& args) {
+    step(m.line);
+    if (call_depth_ >= limits_.max_call_depth)
+      throw TemplateError(m.line, "macro '" + m.text + "' nested deeper than " +
+                                      std::to_string(limits_.max_call_depth) + " calls");
+    if (args.positional.size() > m.params.size())
+      throw TemplateError(m.line, "macro '" + m.text + "' takes " +
+                                      std::to_string(m.params.size()) + " arguments, got " +
+                                      std::to_string(args.positional.size()));
+    const size_t saved_barrier = barrier_;
+    barrier_ = scopes_.size();
+    scopes_.emplace_back();
+    ++call_depth_;
+    std::string saved_out = std::move(out_);
+    out_.clear();
+    for (size_t i = 0; i < m.params.size(); ++i) {
+      const MacroParam& p = m.params[i];
+      Value v;
+      bool bound = false;
+      if (i < args.positional.size()) {
+        v = args.positional[i];
+        bound = true;
+      }
+      for (const auto& [k, kv] : args.keyword) {
+        if (k == p.name) {
+          v = kv;
+          bound = true;
+        }
+      }
+      if (!bound && p.default_value) v = eval(*p.default_value);
+      scopes_.back()[p.name] = v.is_undefined() ? Value::undefined(p.name) : v;
+    }
+    for (const auto& [k, kv] : args.keyword) {
+      bool known = false;
+      for (const MacroParam& p : m.params) known = known || p.name == k;
+      if (!known)
+        throw TemplateError(m.line, "macro '" + m.text + "' has no parameter '" + k + "'");
+    }
+    exec(m.bodies[0]);
+    std::string result = std::move(out_);
+    out_ = std::move(saved_out);
+    --call_depth_;
+    scopes_.pop_back();
+    barrier_ = saved_barrier;
+    return Value(std::move(result));
+  }
+
+  // ---- expressions ------------------------------------------------------
+
+  CallArgs eval_args(const Expr& e) {
+    CallArgs args;
+    for (const ExprPtr& a : e.items) args.positional.push_back(eval(*a));
+    for (const KeywordArg& kw : e.keywords) args.keyword.emplace_back(kw.name, eval(*kw.value));
+    return args;
+  }
+
+  Value eval(const Expr& e) {
+    try {
+      return eval_unchecked(e);
+    } catch (const std::length_error& err) {
+      throw TemplateError(e.line, err.what());
+    }
+  }
+
+  Value eval_unchecked(const Expr& e) {
+    switch (e.kind) {
+      case Expr::Kind::kLiteral:
+        return e.value;
+      case Expr::Kind::kName:
+        return lookup(e.name);
+      case Expr::Kind::kList: {
+        Array items;
+        for (const ExprPtr& item : e.items) items.push_back(eval(*item));
+        return Value(std::move(items));
+      }
+      case Expr::Kind::kDict: {
+        Object obj;
+        for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
+          const Value key = eval(*e.items[i]);
+          if (!key.is_string())
+            throw TemplateError(e.line, "dict keys must be strings, got " + key.type_name());
+          Value val = eval(*e.items[i + 1]);
+          bool replaced = false;
+          for (auto& [k, v] : obj) {
+            if (k == key.as_string()) {
+              v = val;
+              replaced = true;
+            }
+          }
+          if (!replaced) obj.emplace_back(key.as_string(), std::move(val));
+        }
+        return Value(std::move(obj));
+      }
+      case Expr::Kind::kGetAttr:
+        return get_attr(eval(*e.target), e.name, e.line);
+      case Expr::Kind::kGetItem:
+        return get_item(eval(*e.target), eval(*e.items[0]), e.line);
+      case Expr::Kind::kSlice: {
+        auto part = [&](size_t i) { return e.items[i] ? eval(*e.items[i]) : Value(); };
+        return get_slice(eval(*e.target), part(0), part(1), part(2), e.line);
+      }
+      case Expr::Kind::kCall:
+        return eval_call(e);
+      case Expr::Kind::kFilter:
+        return apply_filter(e.name, eval(*e.target), eval_args(e), e.line);
+      case Expr::Kind::kTest:
+        return Value(apply_test(e.name, eval(*e.target), eval_args(e), e.line) != e.negated);
+      case Expr::Kind::kUnary:
+        return eval_unary(e);
+      case Expr::Kind::kBinary: {
+        const Value left = eval(*e.target);
+        if (e.name == "and") return left.truthy() ? eval(*e.items[0]) : left;
+        if (e.name == "or") return left.truthy() ? left : eval(*e.items[0]);
+        return apply_binary(e.name, left, eval(*e.items[0]), e.line);
+      }
+      case Expr::Kind::kCondition:
+        if (eval(*e.target).truthy()) return eval(*e.items[0]);
+        return e.items[1] ? eval(*e.items[1]) : Value::undefined("else");
+    }
+    return Value();
+  }
+
+  static Value get_attr(const Value& obj, const std::string& name, int line) {
+    if (obj.is_undefined())
+      throw TemplateError(line, "'" + obj.undefined_name() + "' is undefined");
+    if (obj.is_object()) {
+      const Value* hit = obj.find(name);
+      return hit ? *hit : Value::undefined(name);
+    }
+    return Value::undefined(name);
+  }
+
+  Value eval_call(const Expr& e) {
+    if (e.target->kind == Expr::Kind::kGetAttr) {
+      const Value obj = eval(*e.target->target);
+      const Value* member = obj.is_object() ? obj.find(e.target->name) : nullptr;
+      if (!member) return call_method(obj, e.target->name, eval_args(e), e.line);
+      return call_function(*member, e.target->name, e);
+    }
+    const Value callee = eval(*e.target);
+    return call_function(callee,
+                         e.target->kind == Expr::Kind::kName ? e.target->name : "expression", e);
+  }
+
+  Value call_function(const Value& callee, const std::string& name, const Expr& e) {
+    if (callee.is_undefined()) throw TemplateError(e.line, "'" + name + "' is undefined");
+    if (!callee.is_function())
+      throw TemplateError(e.line, "'" + name + "' (" + callee.type_name() + ") is not callable");
+    const CallArgs args = eval_args(e);
+    try {
+      return callee.as_function().call(args);
+    } catch (const std::invalid_argument& err) {
+      throw TemplateError(e.line, name + "(): " + err.what());
+    }
+  }
+
+  Value eval_unary(const Expr& e) {
+    const Value v = eval(*e.target);
+    if (e.name == "not") return Value(!v.truthy());
+    if (v.kind() == Value::Kind::kBool)
+      return Value(int64_t{e.name == "-" ? -int64_t{v.as_bool()} : v.as_bool()});
+    if (v.is_int()) {
+      if (e.name == "+") return v;
+      if (v.as_int() == INT64_MIN) throw TemplateError(e.line, "integer overflow in unary -");
+      return Value(-v.as_int());
+    }
+    if (v.is_number()) return Value(e.name == "-" ? -v.as_number() : v.as_number());
+    throw TemplateError(e.line, "bad operand type for unary " + e.name + ": " + v.type_name());
+  }
+
+  const RenderLimits& limits_;
+  std::vector<Scope> scopes_;
+  size_t barrier_ = 0;  // scopes below it (except the global one) are invisible: a macro call
+  int call_depth_ = 0;
+  int64_t steps_ = 0;
+  std::string out_;
+};
+
+}  // namespace
+
+std::string render_template(const NodeList& root, const Object& globals,
+                            const RenderLimits& limits) {
+  return Renderer(globals, limits).run(root);
+}
+
+}  // namespace kvforge::jinja

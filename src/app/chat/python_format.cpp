@@ -1,0 +1,275 @@
+#include "app/chat/python_format.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+
+namespace kvforge::jinja {
+namespace {
+
+void append_repr_string(std::string& out, const std::string& s) {
+  const bool has_single = s.find('\'') != std::string::npos;
+  const bool has_double = s.find('"') != std::string::npos;
+  const char quote = has_single && !has_double ? '"' : '\'';
+  out += quote;
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == quote || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (u < 0x20 || u == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", u);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  out += quote;
+}
+
+void append_json_string(std::string& out, const std::string& s) {
+  out += '"';
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (u < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", u);
+          out += buf;
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void append_repr(std::string& out, const Value& v);
+
+void append_str(std::string& out, const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined:
+      return;
+    case Value::Kind::kNone:
+      out += "None";
+      return;
+    case Value::Kind::kBool:
+      out += v.as_bool() ? "True" : "False";
+      return;
+    case Value::Kind::kInt:
+      out += std::to_string(v.as_int());
+      return;
+    case Value::Kind::kFloat:
+      out += python_float_repr(v.as_number());
+      return;
+    case Value::Kind::kString:
+      out += v.as_string();
+      return;
+    default:
+      append_repr(out, v);
+  }
+}
+
+void append_repr(std::string& out, const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kString:
+      append_repr_string(out, v.as_string());
+      return;
+    case Value::Kind::kArray: {
+      out += '[';
+      bool first = true;
+      for (const Value& e : v.as_array()) {
+        if (!first) out += ", ";
+        first = false;
+        append_repr(out, e);
+      }
+      out += ']';
+      return;
+    }
+    case Value::Kind::kObject: {
+      if (v.is_namespace()) out += "<Namespace ";
+      out += '{';
+      bool first = true;
+      for (const auto& [k, e] : v.as_object()) {
+        if (!first) out += ", ";
+        first = false;
+        append_repr_string(out, k);
+        out += ": ";
+        append_repr(out, e);
+      }
+      out += '}';
+      if (v.is_namespace()) out += '>';
+      return;
+    }
+    case Value::Kind::kFunction:
+      out += "<function " + v.as_function().name + ">";
+      return;
+    case Value::Kind::kUndefined:
+      return;
+    default:
+      append_str(out, v);
+  }
+}
+
+void append_newline_indent(std::string& out, std::optional<int> indent, int level) {
+  out += '\n';
+  out.append(static_cast<size_t>(*indent) * level, ' ');
+}
+
+void append_json(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
+                 int level) {
+  const char* item_sep = indent ? "," : ", ";
+  switch (v.kind()) {
+    case Value::Kind::kNone:
+      out += "null";
+      return;
+    case Value::Kind::kBool:
+      out += v.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::kInt:
+      out += std::to_string(v.as_int());
+      return;
+    case Value::Kind::kFloat: {
+      const double d = v.as_number();
+      if (std::isnan(d))
+        out += "NaN";
+      else if (std::isinf(d))
+        out += d > 0 ? "Infinity" : "-Infinity";
+      else
+        out += python_float_repr(d);
+      return;
+    }
+    case Value::Kind::kString:
+      append_json_string(out, v.as_string());
+      return;
+    case Value::Kind::kArray: {
+      const Array& a = v.as_array();
+      if (a.empty()) {
+        out += "[]";
+        return;
+      }
+      out += '[';
+      for (size_t i = 0; i < a.size(); ++i) {
+        if (i) out += item_sep;
+        if (indent) append_newline_indent(out, indent, level + 1);
+        append_json(out, a[i], indent, sort_keys, level + 1);
+      }
+      if (indent) append_newline_indent(out, indent, level);
+      out += ']';
+      return;
+    }
+    case Value::Kind::kObject: {
+      std::vector<const std::pair<std::string, Value>*> entries;
+      for (const auto& e : v.as_object()) entries.push_back(&e);
+      if (sort_keys)
+        std::sort(entries.begin(), entries.end(),
+                  [](auto* a, auto* b) { return a->first < b->first; });
+      if (entries.empty()) {
+        out += "{}";
+        return;
+      }
+      out += '{';
+      for (size_t i = 0; i < entries.size(); ++i) {
+        if (i) out += item_sep;
+        if (indent) append_newline_indent(out, indent, level + 1);
+        append_json_string(out, entries[i]->first);
+        out += ": ";
+        append_json(out, entries[i]->second, indent, sort_keys, level + 1);
+      }
+      if (indent) append_newline_indent(out, indent, level);
+      out += '}';
+      return;
+    }
+    case Value::Kind::kUndefined:
+      throw std::invalid_argument("cannot convert an undefined value to JSON");
+    case Value::Kind::kFunction:
+      throw std::invalid_argument("cannot convert a function to JSON");
+  }
+}
+
+}  // namespace
+
+std::string python_float_repr(double d) {
+  if (std::isnan(d)) return "nan";
+  if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+  // Shortest round-trip digits, then Python's layout: positional for
+  // exponents in [-4, 16), scientific with a two-digit exponent otherwise.
+  char buf[64];
+  const auto res = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
+  std::string sci(buf, res.ptr);
+  const size_t e_pos = sci.find('e');
+  std::string mantissa = sci.substr(0, e_pos);
+  const int exponent = std::stoi(sci.substr(e_pos + 1));
+  const bool negative = mantissa[0] == '-';
+  if (negative) mantissa.erase(0, 1);
+  std::string digits;
+  for (char c : mantissa)
+    if (c != '.') digits += c;
+  std::string out = negative ? "-" : "";
+  if (exponent >= -4 && exponent < 16) {
+    if (exponent < 0) {
+      out += "0." + std::string(static_cast<size_t>(-exponent - 1), '0') + digits;
+    } else if (static_cast<size_t>(exponent) + 1 >= digits.size()) {
+      out += digits + std::string(exponent + 1 - digits.size(), '0') + ".0";
+    } else {
+      out += digits.substr(0, exponent + 1) + "." + digits.substr(exponent + 1);
+    }
+    return out;
+  }
+  out += digits.substr(0, 1);
+  if (digits.size() > 1) out += "." + digits.substr(1);
+  char exp_buf[16];
+  std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
+  return out + exp_buf;
+}
+
+std::string python_str(const Value& v) {
+  std::string out;
+  append_str(out, v);
+  return out;
+}
+
+std::string python_repr(const Value& v) {
+  std::string out;
+  append_repr(out, v);
+  return out;
+}
+
+std::string python_json_dumps(const Value& v, std::optional<int> indent, bool sort_keys) {
+  std::string out;
+  append_json(out, v, indent, sort_keys, 0);
+  return out;
+}
+
+}  // namespace kvforge::jinja

@@ -1,0 +1,169 @@
+// kvforge serve: an OpenAI-compatible HTTP server on the batching engine.
+// One engine-loop thread owns the engine; HTTP threads talk to it through
+// queues (app/server/engine_loop.h). SIGINT/SIGTERM stop it cleanly.
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "app/chat/chat_template.h"
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/server/completion_service.h"
+#include "app/server/engine_loop.h"
+#include "app/server/http_server.h"
+#include "app/server/server_metrics.h"
+#include "app/text_engine.h"
+#include "model/model.h"
+
+namespace kvforge::cli {
+namespace {
+
+struct ServeFlags {
+  std::string model;
+  server::HttpServerOptions http;
+  int threads = default_threads();
+  int ctx = 0;
+  int max_seqs = 64;
+  int max_batched_tokens = 512;
+  int block_size = 16;
+  double kv_memory_mib = 512;
+  bool no_prefix_cache = false;
+  KvTypeFlags kv;
+  int max_queue = 256;
+  int max_n = 8;
+  std::string chat_template_file;
+};
+
+ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
+  if (!f.chat_template_file.empty()) {
+    try {
+      return ChatTemplate::parse(read_text_file(f.chat_template_file));
+    } catch (const TemplateError& e) {
+      throw std::runtime_error(f.chat_template_file + ": " + e.what());
+    }
+  }
+  const std::optional<std::string> source = chat_template_source(file);
+  if (!source) {
+    std::fprintf(stderr,
+                 "kvforge serve: the model has no chat template; chat uses the plain "
+                 "\"Role: content\" fallback\n");
+    return ChatTemplate::fallback();
+  }
+  try {
+    return ChatTemplate::parse(*source);
+  } catch (const TemplateError& e) {
+    throw std::runtime_error(std::string("the model's chat template (tokenizer.chat_template) "
+                                         "cannot be rendered: ") +
+                             e.what() + "; pass --chat-template FILE to use another");
+  }
+}
+
+std::vector<std::string> model_ids(const std::filesystem::path& path, const Model& model) {
+  std::vector<std::string> ids{path.stem().string()};
+  const std::string name = model.file().get_string_or("general.name", "");
+  if (!name.empty() && name != ids[0]) ids.push_back(name);
+  return ids;
+}
+
+void serve(const ServeFlags& f) {
+  // Before any thread starts: every thread inherits the mask, and the waiter
+  // below is the only one that receives SIGINT/SIGTERM. A vanished client
+  // must give EPIPE on write, not kill the process.
+  std::signal(SIGPIPE, SIG_IGN);
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const auto path = resolve_model_path(f.model);
+  const auto model = Model::load(path);
+  Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  ChatTemplate chat_template = load_chat_template(f, model->file());
+  ThreadPool pool(f.threads);
+  EngineOptions eo;
+  eo.block_size = f.block_size;
+  eo.kv_memory_mib = f.kv_memory_mib;
+  eo.kv_format = f.kv.format();
+  eo.enable_prefix_cache = !f.no_prefix_cache;
+  eo.max_seqs = f.max_seqs;
+  eo.max_batched_tokens = f.max_batched_tokens;
+  eo.n_ctx = f.ctx;
+  TextEngine engine(*model, tokenizer, pool, eo);
+
+  server::ServerMetrics metrics;
+  metrics.publish_engine_stats(engine.engine().stats());
+  server::EngineLoop loop(engine, metrics, static_cast<size_t>(f.max_seqs + f.max_queue));
+  server::RequestLimits limits;
+  limits.model_ids = model_ids(path, *model);
+  limits.max_n = f.max_n;
+  limits.max_tokens_limit = engine.engine().max_sequence_tokens();
+  limits.max_prompt_bytes = f.http.max_body_bytes;
+  server::CompletionService service(tokenizer, chat_template, limits,
+                                    engine.engine().max_sequence_tokens(), loop);
+  server::HttpServer http(f.http, service, metrics);
+  const int port = http.bind();
+
+  std::thread signal_waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (sig != 0) http.stop();
+  });
+  std::fprintf(
+      stderr,
+      "kvforge serve: model %s (%s), %d threads, context %d tokens, KV pool %d blocks of "
+      "%d (%s, %s), up to %d sequences\n",
+      limits.model_ids[0].c_str(), path.c_str(), pool.size(), engine.engine().max_sequence_tokens(),
+      engine.engine().n_blocks(), engine.engine().block_size(), f.kv.describe().c_str(),
+      human_bytes(static_cast<double>(engine.engine().kv_pool_bytes())).c_str(), f.max_seqs);
+  std::fprintf(stderr, "kvforge serve: listening on http://%s:%d\n", f.http.host.c_str(), port);
+  std::fflush(stderr);
+  http.serve();
+  // serve() returned: a signal arrived (or the socket failed). Wake the waiter if needed.
+  pthread_kill(signal_waiter.native_handle(), SIGTERM);
+  signal_waiter.join();
+  loop.stop();
+  std::fprintf(stderr, "kvforge serve: stopped\n");
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "serve", "OpenAI-compatible HTTP server (completions, chat, SSE, metrics)");
+  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  sub->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
+  sub->add_option("--port", f->http.port, "port; 0 = any free port")->capture_default_str();
+  sub->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
+  sub->add_option("-t,--threads", f->threads, "compute threads")->capture_default_str();
+  sub->add_option("-c,--ctx-size", f->ctx, "context per sequence; 0 = the model's")
+      ->capture_default_str();
+  sub->add_option("--max-seqs", f->max_seqs, "sequences batched together")->capture_default_str();
+  sub->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens per forward pass")
+      ->capture_default_str();
+  sub->add_option("--block-size", f->block_size, "KV block size in positions")
+      ->capture_default_str();
+  sub->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")->capture_default_str();
+  sub->add_flag("--no-prefix-cache", f->no_prefix_cache,
+                "do not share KV blocks of equal prefixes");
+  f->kv.add_to(*sub);
+  sub->add_option("--max-queue", f->max_queue, "requests waiting beyond --max-seqs before 429")
+      ->capture_default_str();
+  sub->add_option("--max-n", f->max_n, "largest 'n' (parallel samples) per request")
+      ->capture_default_str();
+  sub->add_option("--http-threads", f->http.threads, "HTTP connections served at once")
+      ->capture_default_str();
+  sub->add_option("--max-body", f->http.max_body_bytes,
+                  "largest request body in bytes (413 beyond)")
+      ->capture_default_str();
+  sub->add_option("--chat-template", f->chat_template_file,
+                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  sub->callback([f] { serve(*f); });
+}
+
+}  // namespace kvforge::cli

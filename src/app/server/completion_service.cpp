@@ -1,0 +1,227 @@
+#include "app/server/completion_service.h"
+
+#include <chrono>
+
+#include "app/server/openai_error.h"
+
+namespace kvforge::server {
+namespace {
+
+using std::chrono::milliseconds;
+
+struct BranchState {
+  std::string text;
+  int tokens = 0;
+  std::string finish_reason = "stop";
+  std::vector<TokenLogprobInfo> logprobs;
+  bool started = false;  // chat streaming: the role chunk went out
+};
+
+}  // namespace
+
+CompletionService::CompletionService(Tokenizer tokenizer, ChatTemplate chat_template,
+                                     RequestLimits limits, int max_sequence_tokens,
+                                     EngineLoop& loop)
+    : tokenizer_(std::move(tokenizer)),
+      chat_template_(std::move(chat_template)),
+      limits_(std::move(limits)),
+      max_sequence_tokens_(max_sequence_tokens),
+      loop_(loop) {
+  if (limits_.model_ids.empty()) limits_.model_ids.push_back("kvforge");
+}
+
+std::vector<int32_t> CompletionService::prompt_for_chat(const ChatRequest& r) const {
+  ChatTemplateInputs in;
+  in.messages = r.messages;
+  in.tools = r.tools;
+  in.add_generation_prompt = true;
+  const int32_t bos = tokenizer_.bos_id(), eos = tokenizer_.eos_id();
+  in.bos_token = bos >= 0 ? tokenizer_.token_text(bos) : "";
+  in.eos_token = eos >= 0 ? tokenizer_.token_text(eos) : "";
+  in.extra = r.template_kwargs;
+  std::string text;
+  try {
+    text = chat_template_.render(in);
+  } catch (const TemplateRaised& e) {
+    throw bad_param(
+        "messages",
+        std::string("the model's chat template rejected the conversation: ") + e.what());
+  } catch (const TemplateError& e) {
+    throw ApiError(500, std::string("the model's chat template failed: ") + e.what(),
+                   "server_error");
+  } catch (const std::invalid_argument& e) {
+    throw bad_param("messages", e.what());
+  }
+  // Templates usually write the BOS text themselves; don't add a second one.
+  const bool has_bos_text = !in.bos_token.empty() && text.rfind(in.bos_token, 0) == 0;
+  try {
+    return tokenizer_.encode(text, tokenizer_.add_bos() && !has_bos_text, /*parse_special=*/true);
+  } catch (const TokenizerError& e) {
+    throw bad_param("messages", e.what());
+  }
+}
+
+std::vector<int32_t> CompletionService::prompt_for_completion(const CompletionRequest& r) const {
+  if (!r.prompt_text) {
+    for (int32_t t : r.prompt_tokens)
+      if (t >= tokenizer_.n_vocab())
+        throw bad_param("prompt", "token id " + std::to_string(t) + " is outside the vocabulary (" +
+                                      std::to_string(tokenizer_.n_vocab()) + " tokens)");
+    return r.prompt_tokens;
+  }
+  try {
+    // As `kvforge run` does: the model's BOS convention, special tokens parsed.
+    return tokenizer_.encode(*r.prompt_text, tokenizer_.add_bos(), /*parse_special=*/true);
+  } catch (const TokenizerError& e) {
+    throw bad_param("prompt", e.what());
+  }
+}
+
+void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
+                                      const char* param) const {
+  const auto ctx = static_cast<size_t>(max_sequence_tokens_);
+  if (prompt_tokens == 0) throw bad_param(param, "the prompt is empty after tokenization");
+  if (prompt_tokens >= ctx)
+    throw bad_param(param,
+                    "the prompt is " + std::to_string(prompt_tokens) +
+                        " tokens, but this model's context holds " + std::to_string(ctx) +
+                        " (prompt plus at least one generated token)",
+                    "context_length_exceeded");
+  const int room = static_cast<int>(ctx - prompt_tokens);
+  if (!r.sampling.max_tokens) return;  // until EOS or the context is full
+  if (*r.sampling.max_tokens <= room) return;
+  if (!r.max_tokens_explicit) {
+    r.sampling.max_tokens = room;  // an endpoint default shrinks to fit
+    return;
+  }
+  throw bad_param("max_tokens",
+                  "the prompt (" + std::to_string(prompt_tokens) + " tokens) plus max_tokens (" +
+                      std::to_string(*r.sampling.max_tokens) +
+                      ") exceeds this model's context of " + std::to_string(ctx) + " tokens",
+                  "context_length_exceeded");
+}
+
+PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body) {
+  const nlohmann::ordered_json json = parse_json_body(body, limits_);
+  PreparedRequest p;
+  Submission s;
+  if (kind == ApiKind::kChat) {
+    ChatRequest r = parse_chat_request(json, limits_);
+    s.prompt = prompt_for_chat(r);
+    check_context(s.prompt.size(), r, "messages");
+    p.common = r;
+  } else {
+    CompletionRequest r = parse_completion_request(json, limits_);
+    s.prompt = prompt_for_completion(r);
+    check_context(s.prompt.size(), r, "prompt");
+    p.common = r;
+  }
+  p.meta = new_response_meta(kind, p.common.model.empty() ? model_id() : p.common.model);
+  p.prompt_tokens = static_cast<int>(s.prompt.size());
+  s.sampling = p.common.sampling;
+  s.options.n = p.common.n;
+  s.options.logprobs.enabled = p.common.logprobs;
+  s.options.logprobs.top = p.common.top_logprobs;
+  p.stream = loop_.submit(std::move(s));
+  if (const auto rejected = p.stream->wait_admission())
+    throw ApiError(rejected->first, rejected->second,
+                   rejected->first >= 500 ? "server_error" : "invalid_request_error");
+  return p;
+}
+
+std::optional<std::vector<TokenLogprobInfo>> CompletionService::logprobs_of(const TextEvent& ev,
+                                                                            bool wanted) const {
+  if (!wanted) return std::nullopt;
+  std::vector<TokenLogprobInfo> out;
+  if (!ev.token) return out;
+  TokenLogprobInfo info;
+  info.token = tokenizer_.token_to_piece(ev.token->id, /*render_special=*/true);
+  info.logprob = ev.token->logprob;
+  for (const TokenLogprob& alt : ev.token->top_logprobs)
+    info.top.emplace_back(tokenizer_.token_to_piece(alt.token, true), alt.logprob);
+  out.push_back(std::move(info));
+  return out;
+}
+
+nlohmann::json CompletionService::complete(PreparedRequest& p) {
+  std::vector<BranchState> branches(static_cast<size_t>(p.common.n));
+  while (true) {
+    RequestStream::Update u = p.stream->wait(milliseconds(1000));
+    if (u.rejected) throw ApiError(u.rejected->first, u.rejected->second, "server_error");
+    for (const TextEvent& ev : u.events) {
+      BranchState& b = branches.at(static_cast<size_t>(ev.branch));
+      b.text += ev.text;
+      if (ev.token) ++b.tokens;
+      if (auto lp = logprobs_of(ev, p.common.logprobs); lp && !lp->empty())
+        b.logprobs.push_back(lp->front());
+      if (ev.result) {
+        b.text = ev.result->text;  // authoritative: stop strings cut out
+        b.finish_reason = finish_reason_name(ev.result->finish);
+      }
+    }
+    if (u.closed) break;
+  }
+  std::vector<Choice> choices;
+  Usage usage{p.prompt_tokens, 0};
+  for (size_t i = 0; i < branches.size(); ++i) {
+    Choice c;
+    c.index = static_cast<int>(i);
+    c.text = branches[i].text;
+    c.finish_reason = branches[i].finish_reason;
+    if (p.common.logprobs) c.logprobs = branches[i].logprobs;
+    usage.completion_tokens += branches[i].tokens;
+    choices.push_back(std::move(c));
+  }
+  return full_response(p.meta, choices, usage);
+}
+
+bool CompletionService::stream(PreparedRequest& p,
+                               const std::function<bool(const std::string&)>& write) {
+  std::vector<BranchState> branches(static_cast<size_t>(p.common.n));
+  const bool chat = p.meta.kind == ApiKind::kChat;
+  auto send = [&](const nlohmann::json& chunk) {
+    if (write(sse_event(chunk))) return true;
+    loop_.cancel(p.stream);
+    return false;
+  };
+  Usage usage{p.prompt_tokens, 0};
+  while (true) {
+    RequestStream::Update u = p.stream->wait(milliseconds(1000));
+    if (u.rejected) {
+      const ApiError err(u.rejected->first, u.rejected->second, "server_error");
+      write(sse_event(err.to_json()));
+      return write(kSseDone);
+    }
+    for (const TextEvent& ev : u.events) {
+      BranchState& b = branches.at(static_cast<size_t>(ev.branch));
+      if (ev.token) {
+        ++b.tokens;
+        ++usage.completion_tokens;
+      }
+      const auto lp = logprobs_of(ev, p.common.logprobs);
+      const bool first = chat && !b.started;
+      if (!ev.text.empty() || first || (lp && !lp->empty())) {
+        if (!send(stream_chunk(p.meta, ev.branch, ev.text, first, std::nullopt, lp,
+                               p.common.include_usage)))
+          return false;
+        b.started = true;
+      }
+      if (ev.result) {
+        const std::optional<std::string> reason = finish_reason_name(ev.result->finish);
+        if (!send(stream_chunk(p.meta, ev.branch, "", false, reason, std::nullopt,
+                               p.common.include_usage)))
+          return false;
+      }
+    }
+    if (u.closed) break;
+    // Idle (queued, or a long prefill): an SSE comment tells whether the client is still there.
+    if (u.events.empty() && !write(": keep-alive\n\n")) {
+      loop_.cancel(p.stream);
+      return false;
+    }
+  }
+  if (p.common.include_usage && !send(usage_chunk(p.meta, usage))) return false;
+  return write(kSseDone);
+}
+
+}  // namespace kvforge::server

@@ -1,0 +1,66 @@
+// What POST /v1/completions and /v1/chat/completions do between the HTTP
+// layer and the engine loop: validate the body, render the chat template,
+// tokenize, check the context, submit, and turn the engine's events into an
+// OpenAI response (one JSON body, or server-sent events). Transport-free: the
+// HTTP server hands it the body and a sink for SSE text.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "app/chat/chat_template.h"
+#include "app/server/engine_loop.h"
+#include "app/server/openai_request.h"
+#include "app/server/openai_response.h"
+#include "app/tokenizer/tokenizer.h"
+
+namespace kvforge::server {
+
+// A request accepted by the engine loop, ready to be answered.
+struct PreparedRequest {
+  ResponseMeta meta;
+  CommonRequest common;
+  int prompt_tokens = 0;
+  std::shared_ptr<RequestStream> stream;
+};
+
+class CompletionService {
+ public:
+  // max_sequence_tokens: the longest prompt + completion the engine takes.
+  CompletionService(Tokenizer tokenizer, ChatTemplate chat_template, RequestLimits limits,
+                    int max_sequence_tokens, EngineLoop& loop);
+
+  // Parses, tokenizes and submits; waits until the engine loop accepted the
+  // request. Throws ApiError (400 bad input or too long for the context, 429
+  // queue full, 500/503 engine trouble).
+  PreparedRequest prepare(ApiKind kind, std::string_view body);
+
+  // Waits for the whole result; returns the response JSON.
+  nlohmann::json complete(PreparedRequest& request);
+
+  // Streams "data: ..." events through `write` (false = the client is gone:
+  // the request is cancelled and freed). Ends with the usage chunk if asked,
+  // then "data: [DONE]". Returns false when the client went away.
+  bool stream(PreparedRequest& request, const std::function<bool(const std::string&)>& write);
+
+  const RequestLimits& limits() const { return limits_; }
+  EngineLoop& loop() { return loop_; }
+  const std::string& model_id() const { return limits_.model_ids.front(); }
+
+ private:
+  std::vector<int32_t> prompt_for_chat(const ChatRequest& r) const;
+  std::vector<int32_t> prompt_for_completion(const CompletionRequest& r) const;
+  void check_context(size_t prompt_tokens, CommonRequest& r, const char* param) const;
+  std::optional<std::vector<TokenLogprobInfo>> logprobs_of(const TextEvent& ev, bool wanted) const;
+
+  Tokenizer tokenizer_;
+  ChatTemplate chat_template_;
+  RequestLimits limits_;
+  int max_sequence_tokens_;
+  EngineLoop& loop_;
+};
+
+}  // namespace kvforge::server

@@ -1,0 +1,157 @@
+#include "app/server/engine_loop.h"
+
+#include <cstdio>
+
+#include "app/server/openai_error.h"
+
+namespace kvforge::server {
+
+EngineLoop::EngineLoop(TextEngine& engine, ServerMetrics& metrics, size_t max_outstanding)
+    : engine_(engine), metrics_(metrics), max_outstanding_(max_outstanding) {
+  thread_ = std::thread([this] { run(); });
+}
+
+EngineLoop::~EngineLoop() { stop(); }
+
+std::shared_ptr<RequestStream> EngineLoop::submit(Submission submission) {
+  auto stream = std::make_shared<RequestStream>(submission.options.n);
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) throw ApiError(503, "the server is shutting down", "server_error");
+    if (outstanding_.load() >= max_outstanding_)
+      throw ApiError(429,
+                     "the server is at capacity (" + std::to_string(max_outstanding_) +
+                         " requests queued or running); retry shortly",
+                     "rate_limit_error", std::nullopt, "queue_full");
+    ++outstanding_;
+    pending_.push_back({std::move(submission), stream});
+  }
+  cv_.notify_one();
+  return stream;
+}
+
+void EngineLoop::cancel(const std::shared_ptr<RequestStream>& stream) {
+  stream->cancel();
+  {
+    std::lock_guard lock(mu_);
+    cancels_.push_back(stream);
+  }
+  cv_.notify_one();
+}
+
+void EngineLoop::stop() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_one();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EngineLoop::run() {
+  while (true) {
+    std::deque<Pending> pending;
+    std::vector<std::shared_ptr<RequestStream>> cancels;
+    bool stopping;
+    {
+      std::unique_lock lock(mu_);
+      if (!engine_.has_unfinished())
+        cv_.wait(lock, [&] { return stopping_ || !pending_.empty() || !cancels_.empty(); });
+      pending.swap(pending_);
+      cancels.swap(cancels_);
+      stopping = stopping_;
+    }
+    if (stopping) {
+      for (auto& p : pending) p.stream->reject(503, "the server is shutting down");
+      for (auto& [id, stream] : active_) {
+        engine_.abort(id);
+        stream->close();
+      }
+      active_.clear();
+      return;
+    }
+    apply_cancels(cancels);
+    admit(pending);
+    if (engine_.has_unfinished()) step_engine();
+    metrics_.publish_engine_stats(engine_.engine().stats());
+    metrics_.in_flight.set(static_cast<double>(active_.size()));
+  }
+}
+
+void EngineLoop::admit(std::deque<Pending>& pending) {
+  for (Pending& p : pending) {
+    if (p.stream->cancelled()) {
+      p.stream->close();
+      --outstanding_;
+      continue;
+    }
+    try {
+      const RequestId id =
+          engine_.add_tokens(p.submission.prompt, p.submission.sampling, p.submission.options);
+      active_[id] = p.stream;
+      p.stream->accept(id);
+      metrics_.prompt_tokens.inc(static_cast<double>(p.submission.prompt.size()));
+    } catch (const RequestRejected& e) {
+      p.stream->reject(400, e.what());
+      --outstanding_;
+    } catch (const std::exception& e) {
+      p.stream->reject(500, std::string("the engine could not take the request: ") + e.what());
+      --outstanding_;
+    }
+  }
+}
+
+void EngineLoop::apply_cancels(std::vector<std::shared_ptr<RequestStream>>& cancels) {
+  for (const auto& stream : cancels) {
+    const auto id = stream->id();
+    if (!id) continue;  // not admitted yet: admit() drops it
+    const auto it = active_.find(*id);
+    if (it == active_.end()) continue;  // finished meanwhile
+    engine_.abort(*id);
+    metrics_.client_disconnects.inc();
+    finish(*id);
+  }
+}
+
+void EngineLoop::step_engine() {
+  std::vector<TextEvent> events;
+  try {
+    events = engine_.step();
+  } catch (const std::exception& e) {
+    // Not expected; fail every request rather than the process, and keep serving.
+    std::fprintf(stderr, "kvforge serve: engine step failed: %s\n", e.what());
+    std::vector<RequestId> ids;
+    for (const auto& [id, stream] : active_) ids.push_back(id);
+    for (RequestId id : ids) {
+      engine_.abort(id);
+      active_[id]->reject(500, std::string("generation failed: ") + e.what());
+      finish(id);
+    }
+    return;
+  }
+  for (TextEvent& ev : events) {
+    const auto it = active_.find(ev.request);
+    if (it == active_.end()) continue;
+    if (ev.token) metrics_.generation_tokens.inc();
+    if (ev.result) record_timings(*ev.result);
+    const RequestId id = ev.request;
+    if (it->second->push(std::move(ev))) finish(id);
+  }
+}
+
+void EngineLoop::finish(RequestId id) {
+  const auto it = active_.find(id);
+  if (it == active_.end()) return;
+  it->second->close();
+  active_.erase(it);
+  --outstanding_;
+}
+
+void EngineLoop::record_timings(const BranchResult& result) {
+  if (result.tokens.empty()) return;
+  metrics_.ttft.observe(result.timings.ttft_seconds);
+  for (double s : result.timings.inter_token_seconds) metrics_.inter_token.observe(s);
+  metrics_.request_duration.observe(result.timings.total_seconds);
+}
+
+}  // namespace kvforge::server

@@ -1,0 +1,74 @@
+// The single thread that owns the engine. HTTP threads hand it work through
+// a queue (submit, cancel); it adds requests, steps the engine, and pushes
+// each event into the request's RequestStream — never touching a socket, so
+// a slow or vanished client cannot stall generation for everybody else.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "app/server/request_stream.h"
+#include "app/server/server_metrics.h"
+#include "app/text_engine.h"
+
+namespace kvforge::server {
+
+struct Submission {
+  std::vector<int32_t> prompt;
+  SamplingParams sampling;
+  TextRequestOptions options;
+};
+
+class EngineLoop {
+ public:
+  // `max_outstanding`: requests accepted or queued and not finished; beyond
+  // it submit() answers 429. The engine and metrics must outlive the loop.
+  EngineLoop(TextEngine& engine, ServerMetrics& metrics, size_t max_outstanding);
+  ~EngineLoop();  // stop()
+
+  // Queues a request. Throws ApiError 429 (with a retry hint) when the queue
+  // is full, 503 once stopping.
+  std::shared_ptr<RequestStream> submit(Submission submission);
+  // The client left: abort the request in the engine (its KV blocks are freed).
+  void cancel(const std::shared_ptr<RequestStream>& stream);
+  // Closes every stream and joins the thread.
+  void stop();
+
+  size_t outstanding() const { return outstanding_.load(); }
+
+ private:
+  struct Pending {
+    Submission submission;
+    std::shared_ptr<RequestStream> stream;
+  };
+  void run();
+  void admit(std::deque<Pending>& pending);
+  void apply_cancels(std::vector<std::shared_ptr<RequestStream>>& cancels);
+  void step_engine();
+  void finish(RequestId id);
+  void record_timings(const BranchResult& result);
+
+  TextEngine& engine_;
+  ServerMetrics& metrics_;
+  const size_t max_outstanding_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;
+  std::vector<std::shared_ptr<RequestStream>> cancels_;
+  bool stopping_ = false;
+  std::atomic<size_t> outstanding_{0};
+
+  // Loop thread only.
+  std::unordered_map<RequestId, std::shared_ptr<RequestStream>> active_;
+  std::thread thread_;
+};
+
+}  // namespace kvforge::server

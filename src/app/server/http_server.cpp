@@ -1,0 +1,210 @@
+#include "app/server/http_server.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <stdexcept>
+
+#include "app/server/openai_error.h"
+
+namespace kvforge::server {
+namespace {
+
+constexpr const char* kCompletions = "/v1/completions";
+constexpr const char* kChat = "/v1/chat/completions";
+constexpr const char* kModels = "/v1/models";
+constexpr const char* kHealth = "/health";
+constexpr const char* kMetrics = "/metrics";
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  res.status = e.status();
+  if (e.status() == 429 || e.status() == 503) res.set_header("Retry-After", "1");
+  res.set_content(dump_json(e.to_json()), "application/json");
+}
+
+// Compares without an early exit, so timing does not reveal a key prefix.
+bool same_key(const std::string& a, const std::string& b) {
+  if (a.size() != b.size() || b.empty()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+std::string endpoint_label(const std::string& path) {
+  for (const char* known : {kCompletions, kChat, kModels, kHealth, kMetrics})
+    if (path == known) return known;
+  return "other";
+}
+
+}  // namespace
+
+struct HttpServer::Impl {
+  HttpServerOptions options;
+  CompletionService& service;
+  ServerMetrics& metrics;
+  httplib::Server http;
+
+  Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
+      : options(std::move(o)), service(s), metrics(m) {
+    const int threads = options.threads;
+    http.new_task_queue = [threads] {
+      return new httplib::ThreadPool(static_cast<size_t>(threads));
+    };
+    http.set_payload_max_length(options.max_body_bytes);
+    http.set_keep_alive_timeout(30);
+    install_routes();
+  }
+
+  bool authorized(const httplib::Request& req) const {
+    if (options.api_key.empty()) return true;
+    const std::string auth = req.get_header_value("Authorization");
+    const std::string prefix = "Bearer ";
+    if (auth.rfind(prefix, 0) != 0) return false;
+    return same_key(auth.substr(prefix.size()), options.api_key);
+  }
+
+  void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+    PreparedRequest prepared = service.prepare(kind, req.body);
+    if (!prepared.common.stream) {
+      res.set_content(dump_json(service.complete(prepared)), "application/json");
+      return;
+    }
+    auto state = std::make_shared<PreparedRequest>(std::move(prepared));
+    CompletionService* svc = &service;
+    res.set_header("Cache-Control", "no-cache");
+    res.set_header("X-Accel-Buffering", "no");
+    res.set_chunked_content_provider(
+        "text/event-stream",
+        [state, svc](size_t, httplib::DataSink& sink) {
+          svc->stream(*state,
+                      [&sink](const std::string& s) { return sink.write(s.data(), s.size()); });
+          sink.done();
+          return true;
+        },
+        [state, svc](bool success) {
+          // The provider never ran or the connection broke before the end.
+          if (!success && !state->stream->cancelled()) svc->loop().cancel(state->stream);
+        });
+  }
+
+  void install_routes() {
+    auto guarded = [this](auto handler) {
+      return [this, handler](const httplib::Request& req, httplib::Response& res) {
+        try {
+          if (!authorized(req))
+            throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
+                           "invalid_request_error", std::nullopt, "invalid_api_key");
+          handler(req, res);
+        } catch (const ApiError& e) {
+          send_error(res, e);
+        } catch (const std::exception& e) {
+          send_error(res,
+                     ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+        }
+      };
+    };
+    http.Post(kCompletions, guarded([this](const httplib::Request& req, httplib::Response& res) {
+                handle_completion(ApiKind::kCompletion, req, res);
+              }));
+    http.Post(kChat, guarded([this](const httplib::Request& req, httplib::Response& res) {
+                handle_completion(ApiKind::kChat, req, res);
+              }));
+    http.Get(kModels, guarded([this](const httplib::Request&, httplib::Response& res) {
+               const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+                                    std::chrono::system_clock::now().time_since_epoch())
+                                    .count();
+               res.set_content(dump_json(models_response({service.model_id()}, now)),
+                               "application/json");
+             }));
+    http.Get(kHealth, [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(R"({"status":"ok"})", "application/json");
+    });
+    http.Get(kMetrics, [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+
+    // Known paths with the wrong method: 405 with the allowed one.
+    auto wrong_method = [](const char* allowed) {
+      return [allowed](const httplib::Request& req, httplib::Response& res) {
+        res.set_header("Allow", allowed);
+        send_error(res, ApiError(405, "method " + req.method + " is not allowed on " + req.path +
+                                          "; use " + allowed));
+      };
+    };
+    for (const char* path : {kCompletions, kChat}) {
+      http.Get(path, wrong_method("POST"));
+      http.Put(path, wrong_method("POST"));
+      http.Delete(path, wrong_method("POST"));
+      http.Patch(path, wrong_method("POST"));
+    }
+    for (const char* path : {kModels, kHealth, kMetrics}) {
+      http.Post(path, wrong_method("GET"));
+      http.Put(path, wrong_method("GET"));
+      http.Delete(path, wrong_method("GET"));
+      http.Patch(path, wrong_method("GET"));
+    }
+
+    // Everything httplib answers by itself (no route, body too large, bad
+    // request line...) gets the OpenAI error shape too.
+    http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
+                                                                       httplib::Response& res) {
+      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      std::string message;
+      switch (res.status) {
+        case 404:
+          message = "no route for " + req.method + " " + req.path;
+          break;
+        case 413:
+          message = "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes";
+          break;
+        case 400:
+          message = "malformed HTTP request";
+          break;
+        default:
+          message = "HTTP error " + std::to_string(res.status);
+      }
+      const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
+      res.set_content(dump_json(ApiError(res.status, message, type).to_json()), "application/json");
+      return httplib::Server::HandlerResponse::Handled;
+    }));
+    http.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+          std::string what = "unknown error";
+          try {
+            std::rethrow_exception(ep);
+          } catch (const std::exception& e) {
+            what = e.what();
+          } catch (...) {
+          }
+          send_error(res, ApiError(500, "internal error: " + what, "server_error"));
+        });
+    http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+      metrics.count_request(endpoint_label(req.path), res.status);
+    });
+  }
+};
+
+HttpServer::HttpServer(HttpServerOptions options, CompletionService& service,
+                       ServerMetrics& metrics)
+    : impl_(std::make_unique<Impl>(std::move(options), service, metrics)) {}
+
+HttpServer::~HttpServer() = default;
+
+int HttpServer::bind() {
+  const auto& o = impl_->options;
+  if (o.port == 0) {
+    const int port = impl_->http.bind_to_any_port(o.host);
+    if (port < 0) throw std::runtime_error("cannot bind to " + o.host + " (any port)");
+    return port;
+  }
+  if (!impl_->http.bind_to_port(o.host, o.port))
+    throw std::runtime_error("cannot bind to " + o.host + ":" + std::to_string(o.port) +
+                             " (in use, or not a local address?)");
+  return o.port;
+}
+
+void HttpServer::serve() { impl_->http.listen_after_bind(); }
+
+void HttpServer::stop() { impl_->http.stop(); }
+
+}  // namespace kvforge::server

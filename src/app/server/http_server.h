@@ -1,0 +1,42 @@
+// The HTTP face of `kvforge serve` (cpp-httplib): routes, API-key check,
+// body-size limit, OpenAI-shaped errors for every failure (404, 405, 413,
+// 401, 429 with Retry-After...), SSE streaming. Handler threads only parse,
+// tokenize and wait on their request's stream; generation happens on the
+// engine loop.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "app/server/completion_service.h"
+#include "app/server/server_metrics.h"
+
+namespace kvforge::server {
+
+struct HttpServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;      // 0 = any free port
+  std::string api_key;  // empty = no authentication
+  size_t max_body_bytes = 8u << 20;
+  int threads = 128;  // connections served at once (streams hold one each)
+};
+
+class HttpServer {
+ public:
+  HttpServer(HttpServerOptions options, CompletionService& service, ServerMetrics& metrics);
+  ~HttpServer();
+
+  // Binds the socket; returns the port (useful with port 0). Throws
+  // std::runtime_error when the address cannot be bound.
+  int bind();
+  // Serves until stop(); blocks.
+  void serve();
+  // Thread-safe; makes serve() return.
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvforge::server

@@ -1,0 +1,71 @@
+// Typed, validated forms of the bodies of POST /v1/completions and
+// POST /v1/chat/completions. Parsing checks every field the server honours
+// (type, range, combination) and throws ApiError (400, naming the parameter)
+// for the first problem, so nothing malformed reaches the engine loop.
+//
+// Honoured: model, prompt (string or token ids), messages, max_tokens
+// (max_completion_tokens for chat), temperature, top_p, top_k, min_p, seed,
+// stop, n, presence_penalty, frequency_penalty, repetition_penalty,
+// logprobs/top_logprobs, stream, stream_options.include_usage, ignore_eos,
+// tools (handed to the chat template), chat_template_kwargs.
+// Rejected with a reason rather than silently ignored: echo, suffix,
+// best_of != n, logit_bias, response_format other than text, non-text
+// content parts. Unknown fields are ignored, as most OpenAI-compatible servers do.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/sampling/sampling_params.h"
+
+namespace kvforge::server {
+
+// Limits the request layer enforces (the server fills them from its flags and the model).
+struct RequestLimits {
+  std::vector<std::string> model_ids;  // accepted "model" values; empty = any
+  int max_n = 8;                       // parallel samples per request
+  int max_tokens_limit = 4096;         // largest max_tokens (the context size)
+  size_t max_messages = 1024;
+  size_t max_prompt_bytes = 1 << 20;
+  int max_json_depth = 32;
+  int max_top_logprobs = 20;
+};
+
+struct CommonRequest {
+  std::string model;
+  SamplingParams sampling;
+  bool max_tokens_explicit = false;  // false: sampling.max_tokens is the endpoint's default
+  int n = 1;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  bool logprobs = false;       // report the sampled tokens' log-probabilities
+  int top_logprobs = 0;        // and this many alternatives per position
+};
+
+struct CompletionRequest : CommonRequest {
+  // Exactly one of the two: text to tokenize, or token ids as given.
+  std::optional<std::string> prompt_text;
+  std::vector<int32_t> prompt_tokens;
+};
+
+struct ChatRequest : CommonRequest {
+  // Normalized for the template: content flattened to a string (text parts
+  // joined with "\n"), role/content/name/tool_calls/tool_call_id kept.
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools = nullptr;
+  nlohmann::ordered_json template_kwargs = nlohmann::ordered_json::object();
+};
+
+// Parse a raw HTTP body. Throws ApiError: 400 for invalid UTF-8, malformed
+// JSON, JSON nested too deep, or any invalid field.
+nlohmann::ordered_json parse_json_body(std::string_view body, const RequestLimits& limits);
+
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& body,
+                                           const RequestLimits& limits);
+ChatRequest parse_chat_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
+
+}  // namespace kvforge::server

@@ -1,0 +1,64 @@
+#include "app/server/server_metrics.h"
+
+namespace kvforge::server {
+
+ServerMetrics::ServerMetrics()
+    : prompt_tokens(
+          registry_.counter("kvforge_prompt_tokens_total", "Prompt tokens of accepted requests.")),
+      generation_tokens(registry_.counter("kvforge_generation_tokens_total", "Tokens generated.")),
+      client_disconnects(registry_.counter("kvforge_client_disconnects_total",
+                                           "Requests aborted because the client went away.")),
+      ttft(registry_.histogram("kvforge_time_to_first_token_seconds",
+                               "Time from submission to a branch's first token.",
+                               latency_buckets())),
+      inter_token(registry_.histogram("kvforge_inter_token_latency_seconds",
+                                      "Time between consecutive tokens of a branch.",
+                                      latency_buckets())),
+      request_duration(registry_.histogram("kvforge_request_duration_seconds",
+                                           "Time from submission to a branch's last token.",
+                                           latency_buckets())),
+      in_flight(registry_.gauge("kvforge_requests_in_flight",
+                                "Requests accepted by the engine loop and not finished.")) {
+  publish_engine_stats(EngineStats{});
+}
+
+void ServerMetrics::count_request(const std::string& endpoint, int status) {
+  registry_
+      .counter("kvforge_requests_total", "HTTP requests answered, by endpoint and status.",
+               {{"endpoint", endpoint}, {"status", std::to_string(status)}})
+      .inc();
+}
+
+void ServerMetrics::publish_engine_stats(const EngineStats& s) {
+  auto gauge = [&](const char* name, const char* help, double v) {
+    registry_.gauge(name, help).set(v);
+  };
+  auto advance = [&](const char* name, const char* help, int64_t now, int64_t before) {
+    Counter& c = registry_.counter(name, help);
+    if (now > before) c.inc(static_cast<double>(now - before));
+  };
+  gauge("kvforge_sequences_running", "Sequences (branches) holding KV blocks.", s.running);
+  gauge("kvforge_sequences_waiting", "Sequences queued for admission.", s.waiting);
+  gauge("kvforge_kv_blocks_total", "Blocks in the KV pool.", s.kv_blocks_total);
+  gauge("kvforge_kv_blocks_used", "KV blocks referenced by sequences.", s.kv_blocks_used);
+  gauge("kvforge_kv_blocks_free", "KV blocks free (including evictable prefix-cache blocks).",
+        s.kv_blocks_free);
+  gauge("kvforge_kv_usage_ratio", "Fraction of the KV pool in use.",
+        s.kv_blocks_total > 0 ? static_cast<double>(s.kv_blocks_used) / s.kv_blocks_total : 0.0);
+  const int64_t lookups = s.prefix.hits + s.prefix.misses;
+  gauge("kvforge_prefix_cache_hit_rate", "Prefix-cache hits / (hits + misses) over full blocks.",
+        lookups > 0 ? static_cast<double>(s.prefix.hits) / lookups : 0.0);
+  advance("kvforge_prefix_cache_hits_total", "Full prompt blocks served from the prefix cache.",
+          s.prefix.hits, last_.prefix.hits);
+  advance("kvforge_prefix_cache_misses_total", "Full prompt blocks the prefix cache missed.",
+          s.prefix.misses, last_.prefix.misses);
+  advance("kvforge_prefix_cache_tokens_reused_total",
+          "Prompt tokens whose K/V came from the prefix cache.", s.prefix.tokens_reused,
+          last_.prefix.tokens_reused);
+  advance("kvforge_preemptions_total", "Sequences preempted (KV freed, recomputed later).",
+          s.preemptions, last_.preemptions);
+  advance("kvforge_engine_steps_total", "Engine steps (forward passes).", s.steps, last_.steps);
+  last_ = s;
+}
+
+}  // namespace kvforge::server

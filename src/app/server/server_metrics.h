@@ -1,0 +1,51 @@
+// The metrics `kvforge serve` exposes on GET /metrics (Prometheus text):
+//   kvforge_requests_total{endpoint,status}      HTTP requests answered
+//   kvforge_prompt_tokens_total                  prompt tokens of accepted requests
+//   kvforge_generation_tokens_total              tokens generated
+//   kvforge_time_to_first_token_seconds          histogram, per branch
+//   kvforge_inter_token_latency_seconds          histogram, between consecutive tokens
+//   kvforge_request_duration_seconds             histogram, submission to last token
+//   kvforge_client_disconnects_total             requests aborted because the client left
+//   kvforge_requests_in_flight                   accepted, not finished
+//   kvforge_sequences_running / _waiting         engine scheduler state
+//   kvforge_kv_blocks_total / _used / _free      KV pool (free includes evictable cached blocks)
+//   kvforge_kv_usage_ratio                       used / total
+//   kvforge_prefix_cache_hits_total / _misses_total, kvforge_prefix_cache_hit_rate
+//   kvforge_prefix_cache_tokens_reused_total
+//   kvforge_preemptions_total, kvforge_engine_steps_total
+#pragma once
+
+#include <string>
+
+#include "app/server/metrics.h"
+#include "kvforge/engine.h"
+
+namespace kvforge::server {
+
+class ServerMetrics {
+ private:
+  MetricsRegistry registry_;  // first: the references below point into it
+
+ public:
+  ServerMetrics();
+
+  void count_request(const std::string& endpoint, int status);
+  // From the engine loop after each step: gauges follow the engine's stats,
+  // counters advance by the change since the previous call.
+  void publish_engine_stats(const EngineStats& stats);
+
+  std::string render() const { return registry_.render(); }
+
+  Counter& prompt_tokens;
+  Counter& generation_tokens;
+  Counter& client_disconnects;
+  Histogram& ttft;
+  Histogram& inter_token;
+  Histogram& request_duration;
+  Gauge& in_flight;
+
+ private:
+  EngineStats last_;
+};
+
+}  // namespace kvforge::server
