@@ -14,5 +14,11 @@ void add_perplexity_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);
+void add_kv_eval_command(CLI::App& app);
+void add_kv_plan_command(CLI::App& app);
+void add_kv_bench_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_compile_command(CLI::App& app);
+void add_bench_static_command(CLI::App& app);
 
 }  // namespace kvforge::cli

@@ -18,6 +18,12 @@ int main(int argc, char** argv) {
   kvforge::cli::add_serve_command(app);
   kvforge::cli::add_chat_command(app);
   kvforge::cli::add_chat_template_command(app);
+  kvforge::cli::add_kv_eval_command(app);
+  kvforge::cli::add_kv_plan_command(app);
+  kvforge::cli::add_kv_bench_command(app);
+  kvforge::cli::add_bench_command(app);
+  kvforge::cli::add_compile_command(app);
+  kvforge::cli::add_bench_static_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
