@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Integration tests of `kvforge serve`: starts the real server on a free
+# loopback port and drives it with the official `openai` npm client and raw
+# HTTP (tests/server/server.test.mjs).
+# Usage: run_server_tests.sh KVFORGE_BINARY [MODEL]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+kvforge="$1"
+model="${2:-$here/../../models/kvforge-kjv-4m.gguf}"
+
+if ! command -v node >/dev/null; then
+  echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
+  exit 77
+fi
+if [ ! -d "$here/node_modules/openai" ]; then
+  echo "FAIL: $here/node_modules/openai is missing; run scripts/setup.sh (npm ci in tests/server)" >&2
+  exit 1
+fi
+export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"
+exec node --test --test-concurrency=1 "$here/server.test.mjs"
