@@ -76,4 +76,16 @@ expect_in "--static-slots 1 in the plan, 2 requested" err7.txt
 head -c 300 tiny.kvfplan >trunc.kvfplan
 if "$kv" run -m tiny.gguf --plan trunc.kvfplan -p x 2>err8.txt >/dev/null; then fail "truncated plan accepted"; fi
 expect_in "truncated plan file" err8.txt
+# batch: every non-empty prompt line gets an output and the totals are printed;
+# a pool too small for a request is a clear error.
+printf 'Hello\nIn the beginning\n\nthe lazy dog\n' >prompts.txt
+"$kv" batch -m tiny.gguf -f prompts.txt -n 6 --temp 0 -t 2 --kv-blocks 8 --block-size 4 \
+  >batch.out 2>batch.err
+expect_in "=== request 3 " batch.out
+expect_in "3 requests, " batch.out
+expect_in "preemptions" batch.out
+if "$kv" batch -m tiny.gguf -f prompts.txt -n 64 --kv-blocks 2 --block-size 4 2>err9.txt >/dev/null; then
+  fail "request larger than the KV pool accepted"
+fi
+expect_in "the KV pool of 2 blocks" err9.txt
 echo "cli smoke: ok"

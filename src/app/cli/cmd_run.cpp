@@ -6,6 +6,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/static_flags.h"
+#include "app/engine_generation.h"
 #include "app/generation.h"
 #include "app/tokenizer/tokenizer.h"
 #include "engine/sequence_runner.h"
@@ -57,8 +58,14 @@ void run(const RunFlags& f) {
                       f.kv.format(), f.quiet);
   ThreadPool pool(f.threads);
   const int ctx = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 4096);
-  SequenceRunner runner(*model, pool,
-                        {.n_ctx = ctx, .max_batch = f.batch, .kv_format = f.kv.format()});
+  // One sequence through the batching engine: a pool of exactly one context.
+  EngineOptions engine_options;
+  engine_options.n_ctx = ctx;
+  engine_options.kv_blocks = (ctx + engine_options.block_size - 1) / engine_options.block_size;
+  engine_options.max_seqs = 1;
+  engine_options.max_batched_tokens = f.batch;
+  engine_options.kv_format = f.kv.format();
+  TextEngine engine(*model, tokenizer, pool, engine_options);
   if (!f.quiet)
     std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s\n",
                  path.filename().c_str(), model->config().arch_name.c_str(),
@@ -66,7 +73,7 @@ void run(const RunFlags& f) {
                  f.kv.describe().c_str());
   std::fputs(prompt.c_str(), stdout);
   std::fflush(stdout);
-  const GenerationResult r = generate(runner, tokenizer, tokens, params, [](std::string_view s) {
+  const GenerationResult r = generate_with_engine(engine, tokens, params, [](std::string_view s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   });

@@ -11,6 +11,8 @@ void add_tokenize_command(CLI::App& app);
 void add_make_model_command(CLI::App& app);
 void add_quantize_command(CLI::App& app);
 void add_perplexity_command(CLI::App& app);
+void add_batch_command(CLI::App& app);
+void add_bench_serve_command(CLI::App& app);
 void add_serve_command(CLI::App& app);
 void add_chat_command(CLI::App& app);
 void add_chat_template_command(CLI::App& app);

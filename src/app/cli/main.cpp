@@ -15,6 +15,8 @@ int main(int argc, char** argv) {
   kvforge::cli::add_make_model_command(app);
   kvforge::cli::add_quantize_command(app);
   kvforge::cli::add_perplexity_command(app);
+  kvforge::cli::add_batch_command(app);
+  kvforge::cli::add_bench_serve_command(app);
   kvforge::cli::add_serve_command(app);
   kvforge::cli::add_chat_command(app);
   kvforge::cli::add_chat_template_command(app);

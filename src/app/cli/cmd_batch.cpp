@@ -1,0 +1,141 @@
+// kvforge batch: offline generation for every line of a prompt file through
+// the batching engine (as vLLM's LLM.generate does), then per-request outputs
+// in input order and totals.
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
+#include "app/percentiles.h"
+#include "app/text_engine.h"
+#include "model/model.h"
+
+namespace kvforge::cli {
+namespace {
+
+struct BatchFlags {
+  std::string model;
+  std::string prompt_file;
+  int n_predict = 64;
+  int samples = 1;
+  int threads = default_threads();
+  bool no_bos = false;
+  EngineFlags engine;
+  SamplingFlags sampling;
+};
+
+std::vector<std::string> read_prompts(const std::string& path) {
+  std::vector<std::string> prompts;
+  std::istringstream in(read_text_file(path));
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty()) prompts.push_back(line);
+  if (prompts.empty()) throw std::runtime_error(path + ": no prompts (one per non-empty line)");
+  return prompts;
+}
+
+void print_totals(const std::vector<std::vector<BranchResult>>& results, const EngineStats& st,
+                  int32_t peak_blocks, double seconds) {
+  int64_t prompt_tokens = 0, generated = 0;
+  std::vector<double> ttft, itl;
+  for (const auto& branches : results)
+    for (size_t b = 0; b < branches.size(); ++b) {
+      if (b == 0) prompt_tokens += branches[b].prompt_tokens;
+      generated += int64_t(branches[b].tokens.size());
+      ttft.push_back(branches[b].timings.ttft_seconds * 1e3);
+      for (double s : branches[b].timings.inter_token_seconds) itl.push_back(s * 1e3);
+    }
+  std::printf(
+      "\n%zu requests, %lld prompt tokens, %lld generated tokens in %.2f s: "
+      "%.1f output tok/s, %.1f total tok/s\n",
+      results.size(), (long long)prompt_tokens, (long long)generated, seconds,
+      double(generated) / seconds, double(prompt_tokens + generated) / seconds);
+  std::printf("time to first token  p50 %.1f ms  p90 %.1f ms  p99 %.1f ms\n", percentile(ttft, 0.5),
+              percentile(ttft, 0.9), percentile(ttft, 0.99));
+  std::printf("inter-token latency  p50 %.2f ms  p90 %.2f ms  p99 %.2f ms\n", percentile(itl, 0.5),
+              percentile(itl, 0.9), percentile(itl, 0.99));
+  std::printf(
+      "%lld steps, %lld preemptions, peak KV %d of %d blocks, prefix cache: %lld hits, "
+      "%lld misses, %lld tokens reused\n",
+      (long long)st.steps, (long long)st.preemptions, peak_blocks, st.kv_blocks_total,
+      (long long)st.prefix.hits, (long long)st.prefix.misses, (long long)st.prefix.tokens_reused);
+}
+
+void batch(const BatchFlags& f) {
+  const SamplingParams params = f.sampling.to_params(f.n_predict);
+  const auto path = resolve_model_path(f.model);
+  const auto model = Model::load(path);
+  const std::vector<std::string> prompts = read_prompts(f.prompt_file);
+  ThreadPool pool(f.threads);
+  TextEngine engine(*model, Tokenizer::from_gguf(model->file()), pool, f.engine.to_options());
+  std::fprintf(stderr, "model %s: %d layers, n_embd %d, %d threads; %s\n", path.filename().c_str(),
+               model->config().n_layer, model->config().n_embd, pool.size(),
+               describe_engine(engine.engine(), f.engine.kv.describe()).c_str());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  TextRequestOptions ro;
+  ro.n = f.samples;
+  if (f.no_bos) ro.add_bos = false;
+  std::map<RequestId, size_t> index;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    try {
+      index[engine.add(prompts[i], params, ro)] = i;
+    } catch (const RequestRejected& e) {
+      throw std::runtime_error("prompt " + std::to_string(i + 1) + ": " + e.what());
+    }
+  }
+  std::vector<std::vector<BranchResult>> results(prompts.size(),
+                                                 std::vector<BranchResult>(size_t(f.samples)));
+  int32_t peak_blocks = 0;
+  size_t done = 0;
+  while (engine.has_unfinished()) {
+    for (TextEvent& ev : engine.step())
+      if (ev.result) {
+        results[index.at(ev.request)][size_t(ev.branch)] = std::move(*ev.result);
+        ++done;
+      }
+    peak_blocks = std::max(peak_blocks, engine.engine().stats().kv_blocks_used);
+    std::fprintf(stderr, "\r%zu/%zu done", done, prompts.size() * size_t(f.samples));
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fputc('\n', stderr);
+
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    std::printf("=== request %zu (%d prompt tokens) ===\nprompt: %s\n", i + 1,
+                results[i][0].prompt_tokens, prompts[i].c_str());
+    for (size_t b = 0; b < results[i].size(); ++b) {
+      const BranchResult& r = results[i][b];
+      std::printf("output%s: %s\n", f.samples > 1 ? ("[" + std::to_string(b) + "]").c_str() : "",
+                  r.text.c_str());
+      std::printf("  (%zu tokens, finish %s, first token %.1f ms)\n", r.tokens.size(),
+                  finish_reason_name(r.finish), r.timings.ttft_seconds * 1e3);
+    }
+  }
+  print_totals(results, engine.engine().stats(), peak_blocks, seconds);
+}
+
+}  // namespace
+
+void add_batch_command(CLI::App& app) {
+  auto flags = std::make_shared<BatchFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "batch", "generate for every line of a file at once (continuous batching), with totals");
+  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
+  sub->add_option("-f,--file", flags->prompt_file, "prompts, one per line")->required();
+  sub->add_option("-n,--n-predict", flags->n_predict,
+                  "tokens to generate per output; -1 = until done")
+      ->capture_default_str();
+  sub->add_option("--samples", flags->samples, "outputs per prompt (parallel sampling, n)")
+      ->capture_default_str();
+  sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
+  sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
+  flags->engine.add_to(*sub);
+  flags->sampling.add_to(*sub);
+  sub->callback([flags] { batch(*flags); });
+}
+
+}  // namespace kvforge::cli

@@ -1,0 +1,234 @@
+// kvforge bench-serve: serving throughput and latency of the batching engine
+// on synthetic workloads, with ratios against a baseline measured in the
+// same run.
+//
+//  1. Concurrency sweep: C requests (C = 1, 4, 16, 64 by default) of
+//     --prompt-len random tokens arrive together and generate --gen-len
+//     tokens each (greedy, EOS ignored). Reported per C: aggregate output
+//     tok/s, decode tok/s (steps that only decode: tokens / time of those
+//     steps) and its ratio to C = 1, TTFT and inter-token latency
+//     percentiles, peak KV blocks, KV waste (allocated token slots minus
+//     used ones, time-averaged over steps, in %), preemptions.
+//  2. Shared prefix: 16 requests whose prompts share a --prefix-len system
+//     prompt, with the prefix cache on and off: TTFT and its ratio.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "app/cli/cli_common.h"
+#include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
+#include "app/percentiles.h"
+#include "app/text_engine.h"
+#include "model/model.h"
+
+namespace kvforge::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchServeFlags {
+  std::string model;
+  std::vector<int> concurrency = {1, 4, 16, 64};
+  int prompt_len = 128;
+  int gen_len = 128;
+  int prefix_requests = 16;
+  int prefix_len = 512;
+  int suffix_len = 16;
+  int prefix_gen_len = 16;
+  bool skip_prefix = false;
+  int threads = default_threads();
+  uint32_t seed = 1;
+  EngineFlags engine;
+};
+
+struct Workload {
+  std::vector<std::vector<int32_t>> prompts;
+  int gen_len = 0;
+};
+
+struct RunResult {
+  double seconds = 0;
+  int64_t generated = 0;
+  double decode_seconds = 0;  // steps that only decoded
+  int64_t decode_tokens = 0;
+  std::vector<double> ttft_ms, itl_ms;
+  int32_t peak_blocks = 0, total_blocks = 0;
+  double waste_pct = 0;  // time-averaged (allocated - used) / allocated
+  int64_t preemptions = 0;
+  PrefixCacheStats prefix;
+};
+
+std::vector<int32_t> random_tokens(std::mt19937& rng, int n, int n_vocab) {
+  // Ids from 3 up: 0..2 are <unk>, <s>, </s> in LLaMA vocabularies.
+  std::uniform_int_distribution<int32_t> pick(3, n_vocab - 1);
+  std::vector<int32_t> v(static_cast<size_t>(n));
+  for (auto& t : v) t = pick(rng);
+  return v;
+}
+
+RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPool& pool,
+                       const EngineOptions& options, const Workload& w, const std::string& label) {
+  TextEngine engine(model, tokenizer, pool, options);
+  SamplingParams params;
+  params.temperature = 0;
+  params.max_tokens = w.gen_len;
+  params.ignore_eos = true;
+  const auto t0 = Clock::now();
+  for (const auto& p : w.prompts) engine.add_tokens(p, params);
+  RunResult r;
+  double waste_sum = 0;
+  int waste_steps = 0;
+  EngineStats before = engine.engine().stats();
+  r.total_blocks = before.kv_blocks_total;
+  const int64_t expected = int64_t(w.prompts.size()) * w.gen_len;
+  while (engine.has_unfinished()) {
+    const auto s0 = Clock::now();
+    for (TextEvent& ev : engine.step()) {
+      if (!ev.result) continue;
+      r.ttft_ms.push_back(ev.result->timings.ttft_seconds * 1e3);
+      for (double s : ev.result->timings.inter_token_seconds) r.itl_ms.push_back(s * 1e3);
+    }
+    const double dt = std::chrono::duration<double>(Clock::now() - s0).count();
+    const EngineStats after = engine.engine().stats();
+    const int64_t computed = after.tokens_computed - before.tokens_computed;
+    const int64_t sampled = after.tokens_generated - before.tokens_generated;
+    if (computed > 0 && computed == sampled) {  // every token fed was a decode
+      r.decode_seconds += dt;
+      r.decode_tokens += sampled;
+    }
+    r.generated += sampled;
+    // Waste of the pool while it holds sequences: slots reserved but empty.
+    if (after.kv_slots_allocated > 0) {
+      waste_sum += 100.0 * double(after.kv_slots_allocated - after.kv_slots_used) /
+                   double(after.kv_slots_allocated);
+      ++waste_steps;
+    }
+    r.peak_blocks = std::max(r.peak_blocks, after.kv_blocks_used);
+    before = after;
+    std::fprintf(stderr, "\r%-24s %6lld / %lld tokens", label.c_str(), (long long)r.generated,
+                 (long long)expected);
+  }
+  std::fputc('\n', stderr);
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.waste_pct = waste_steps ? waste_sum / waste_steps : 0;
+  r.preemptions = before.preemptions;
+  r.prefix = before.prefix;
+  return r;
+}
+
+void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Tokenizer& tok,
+                       ThreadPool& pool, const EngineOptions& options) {
+  std::printf("\n## Concurrency sweep: prompt %d tokens, %d generated tokens per request\n\n",
+              f.prompt_len, f.gen_len);
+  std::printf(
+      "| C | output tok/s | decode tok/s | decode vs C=1 | TTFT p50/p90/p99 ms | "
+      "ITL p50/p90/p99 ms | KV peak blocks | KV waste | preemptions |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  double base = 0;
+  std::mt19937 rng(f.seed);
+  for (int c : f.concurrency) {
+    Workload w;
+    w.gen_len = f.gen_len;
+    for (int i = 0; i < c; ++i)
+      w.prompts.push_back(random_tokens(rng, f.prompt_len, model.config().n_vocab));
+    const RunResult r = run_workload(model, tok, pool, options, w, "C=" + std::to_string(c));
+    const double decode_tps = r.decode_seconds > 0 ? double(r.decode_tokens) / r.decode_seconds : 0;
+    if (base == 0) base = decode_tps;
+    std::printf(
+        "| %d | %.1f | %.1f | %.2fx | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f | %d / %d | "
+        "%.1f%% | %lld |\n",
+        c, double(r.generated) / r.seconds, decode_tps, base > 0 ? decode_tps / base : 0,
+        percentile(r.ttft_ms, 0.5), percentile(r.ttft_ms, 0.9), percentile(r.ttft_ms, 0.99),
+        percentile(r.itl_ms, 0.5), percentile(r.itl_ms, 0.9), percentile(r.itl_ms, 0.99),
+        r.peak_blocks, r.total_blocks, r.waste_pct, (long long)r.preemptions);
+    std::fflush(stdout);
+  }
+  std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n");
+}
+
+void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer& tok,
+                   ThreadPool& pool, EngineOptions options) {
+  std::mt19937 rng(f.seed + 1000);
+  Workload w;
+  w.gen_len = f.prefix_gen_len;
+  const std::vector<int32_t> system = random_tokens(rng, f.prefix_len, model.config().n_vocab);
+  for (int i = 0; i < f.prefix_requests; ++i) {
+    std::vector<int32_t> p = system;
+    const auto tail = random_tokens(rng, f.suffix_len, model.config().n_vocab);
+    p.insert(p.end(), tail.begin(), tail.end());
+    w.prompts.push_back(std::move(p));
+  }
+  std::printf(
+      "\n## Shared prefix: %d requests, %d-token shared prompt + %d own tokens, "
+      "%d generated\n\n",
+      f.prefix_requests, f.prefix_len, f.suffix_len, f.prefix_gen_len);
+  std::printf(
+      "| prefix cache | TTFT mean ms | TTFT p50/p90 ms | wall s | tokens reused | "
+      "hits / misses |\n|---|---|---|---|---|---|\n");
+  double mean[2] = {0, 0};
+  for (int on = 1; on >= 0; --on) {
+    options.enable_prefix_cache = on;
+    const RunResult r =
+        run_workload(model, tok, pool, options, w, on ? "prefix cache on" : "prefix cache off");
+    for (double t : r.ttft_ms) mean[on] += t / double(r.ttft_ms.size());
+    std::printf("| %s | %.1f | %.1f / %.1f | %.2f | %lld | %lld / %lld |\n", on ? "on" : "off",
+                mean[on], percentile(r.ttft_ms, 0.5), percentile(r.ttft_ms, 0.9), r.seconds,
+                (long long)r.prefix.tokens_reused, (long long)r.prefix.hits,
+                (long long)r.prefix.misses);
+    std::fflush(stdout);
+  }
+  std::printf("\nTTFT ratio off / on: %.2fx\n", mean[1] > 0 ? mean[0] / mean[1] : 0);
+}
+
+void bench_serve(const BenchServeFlags& f) {
+  const auto path = resolve_model_path(f.model);
+  const auto model = Model::load(path);
+  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  ThreadPool pool(f.threads);
+  EngineOptions options = f.engine.to_options();
+  {
+    const Engine probe(*model, pool, options);
+    std::printf("# bench-serve: %s (%s, %d layers, n_embd %d), %d threads\n%s\n",
+                path.filename().c_str(), model->config().arch_name.c_str(), model->config().n_layer,
+                model->config().n_embd, pool.size(),
+                describe_engine(probe, f.engine.kv.describe()).c_str());
+  }
+  concurrency_sweep(f, *model, tok, pool, options);
+  if (!f.skip_prefix) shared_prefix(f, *model, tok, pool, options);
+}
+
+}  // namespace
+
+void add_bench_serve_command(CLI::App& app) {
+  auto flags = std::make_shared<BenchServeFlags>();
+  CLI::App* sub = app.add_subcommand(
+      "bench-serve", "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT");
+  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
+  sub->add_option("--concurrency", flags->concurrency, "concurrent requests per level")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--prompt-len", flags->prompt_len, "prompt tokens per request (sweep)")
+      ->capture_default_str();
+  sub->add_option("--gen-len", flags->gen_len, "generated tokens per request (sweep)")
+      ->capture_default_str();
+  sub->add_option("--prefix-requests", flags->prefix_requests, "requests sharing the prefix")
+      ->capture_default_str();
+  sub->add_option("--prefix-len", flags->prefix_len, "shared system-prompt tokens")
+      ->capture_default_str();
+  sub->add_option("--suffix-len", flags->suffix_len, "own prompt tokens after the prefix")
+      ->capture_default_str();
+  sub->add_option("--prefix-gen-len", flags->prefix_gen_len,
+                  "generated tokens per shared-prefix request")
+      ->capture_default_str();
+  sub->add_flag("--skip-prefix", flags->skip_prefix, "skip the shared-prefix workload");
+  sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
+  sub->add_option("--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
+  flags->engine.add_to(*sub);
+  sub->callback([flags] { bench_serve(*flags); });
+}
+
+}  // namespace kvforge::cli
