@@ -87,37 +87,31 @@ struct GenerationRun {
   int steps = 0;
 };
 
-GenerationRun static_generation(StaticRunner& runner, const std::vector<int32_t>& prompt, int steps,
-                                std::set<int32_t>& kv_lengths) {
-  GenerationRun g;
-  int32_t token = argmax(runner.prefill(0, prompt));
-  g.tokens.push_back(token);
+// Static and dynamic decode in lockstep (one step of each in turn), so that
+// both see the same machine load: on a shared machine sequential runs can
+// differ by more than the engines do.
+std::pair<GenerationRun, GenerationRun> lockstep_generation(StaticRunner& runner, ThreadPool& pool,
+                                                            const std::vector<int32_t>& prompt,
+                                                            int steps,
+                                                            std::set<int32_t>& kv_lengths) {
+  SequenceRunner dynamic(
+      runner.model(), pool,
+      {.n_ctx = runner.capacity(), .max_batch = 512, .kv_format = runner.config().kv_format});
+  GenerationRun st, dy;
+  st.tokens.push_back(argmax(runner.prefill(0, prompt)));
+  dy.tokens.push_back(argmax(dynamic.prefill(prompt)));
   for (int i = 0; i < steps; ++i) {
     kv_lengths.insert(runner.length(0) + 1);
-    const auto t0 = Clock::now();
-    token = argmax(runner.decode_one(0, token));
-    g.decode_ms += ms_since(t0);
-    g.tokens.push_back(token);
+    auto t0 = Clock::now();
+    st.tokens.push_back(argmax(runner.decode_one(0, st.tokens.back())));
+    st.decode_ms += ms_since(t0);
+    t0 = Clock::now();
+    dy.tokens.push_back(argmax(dynamic.decode(dy.tokens.back())));
+    dy.decode_ms += ms_since(t0);
   }
-  g.steps = steps;
+  st.steps = dy.steps = steps;
   runner.release(0);
-  return g;
-}
-
-GenerationRun dynamic_generation(const Model& model, ThreadPool& pool, KvFormat kv,
-                                 int32_t capacity, const std::vector<int32_t>& prompt, int steps) {
-  SequenceRunner runner(model, pool, {.n_ctx = capacity, .max_batch = 512, .kv_format = kv});
-  GenerationRun g;
-  int32_t token = argmax(runner.prefill(prompt));
-  g.tokens.push_back(token);
-  for (int i = 0; i < steps; ++i) {
-    const auto t0 = Clock::now();
-    token = argmax(runner.decode(token));
-    g.decode_ms += ms_since(t0);
-    g.tokens.push_back(token);
-  }
-  g.steps = steps;
-  return g;
+  return {st, dy};
 }
 
 void bench(const BenchStaticFlags& f) {
@@ -149,8 +143,9 @@ void bench(const BenchStaticFlags& f) {
   const int steps = std::min(f.generate, config.capacity() - f.prompt);
   const std::vector<int32_t> prompt = bench_prompt(f.prompt, model->config().n_vocab);
   std::set<int32_t> kv_lengths;
+  const std::vector<uint64_t> variant_steps_before = runner.steps_per_variant();
   const uint64_t before = plans_compiled();
-  const GenerationRun st = static_generation(runner, prompt, steps, kv_lengths);
+  const auto [st, dy] = lockstep_generation(runner, pool, prompt, steps, kv_lengths);
   const uint64_t during = plans_compiled() - before;
   std::printf("\n%d-token greedy generation after a %d-token prompt:\n", steps, f.prompt);
   std::printf("  static:            %llu plans compiled once before it, %llu during it\n",
@@ -161,13 +156,11 @@ void bench(const BenchStaticFlags& f) {
   std::string used;
   for (size_t v = 0; v < config.generate_variants.size(); ++v)
     used += " " + std::to_string(config.generate_variants[v]) + ":" +
-            std::to_string(runner.steps_per_variant()[v]);
+            std::to_string(runner.steps_per_variant()[v] - variant_steps_before[v]);
   std::printf("  steps per variant:%s\n", used.c_str());
 
-  const GenerationRun dy =
-      dynamic_generation(*model, pool, config.kv_format, config.capacity(), prompt, steps);
   const double st_tps = st.steps / (st.decode_ms / 1e3), dy_tps = dy.steps / (dy.decode_ms / 1e3);
-  std::printf("\ndecode over the generation:\n");
+  std::printf("\ndecode over the generation (static and dynamic steps interleaved):\n");
   std::printf("  dynamic (contiguous KV)  %8.2f tok/s  %7.3f ms/token\n", dy_tps,
               dy.decode_ms / dy.steps);
   std::printf("  static (plans)           %8.2f tok/s  %7.3f ms/token  %.3fx dynamic\n", st_tps,
