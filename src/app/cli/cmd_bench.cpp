@@ -181,23 +181,38 @@ TestResult run_tg(const BenchFlags& f, SequenceRunner& runner, const CostModel& 
   return r;
 }
 
+// Decodes from an empty cache up to the last sweep point + sweep_decodes,
+// timing the sweep_decodes steps that start at each point: the same steps a
+// fresh sequence with that many cached tokens would run, without refilling
+// the cache by prefill for every point.
 std::vector<SweepPoint> run_sweep(const BenchFlags& f, SequenceRunner& runner,
                                   const CostModel& cost, const std::vector<int32_t>& tokens,
                                   double bandwidth) {
-  std::vector<SweepPoint> points;
   const int n = f.sweep_decodes;
-  for (int ctx = 0; ctx <= f.ctx_sweep; ctx += f.ctx_step) {
+  const int n_points = f.ctx_sweep / f.ctx_step + 1;
+  std::vector<std::vector<double>> runs(static_cast<size_t>(n_points));
+  for (int rep = 0; rep < f.repetitions; ++rep) {
+    runner.reset();
+    for (int i = 0; i < n_points; ++i) {
+      const int ctx = i * f.ctx_step;
+      while (runner.n_past() < ctx) runner.decode(tokens[size_t(runner.n_past())]);
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int k = 0; k < n; ++k) runner.decode(tokens[size_t(runner.n_past())]);
+      runs[size_t(i)].push_back(n / seconds_since(t0));
+      // Later points restart from ctx + step; the extra decodes past it are untimed.
+      if (ctx + n > (i + 1) * f.ctx_step) runner.reset();
+    }
+    progress(f, "ctx sweep", rep + 1, f.repetitions);
+  }
+  std::vector<SweepPoint> points;
+  for (int i = 0; i < n_points; ++i) {
     SweepPoint p;
-    p.n_past = ctx;
+    p.n_past = i * f.ctx_step;
     double bytes = 0;
-    for (int i = 0; i < n; ++i) bytes += cost.decode_bytes(ctx + i) / n;
+    for (int k = 0; k < n; ++k) bytes += cost.decode_bytes(p.n_past + k) / n;
     p.roofline_tok_per_s = bandwidth / bytes;
-    std::vector<double> runs;
-    for (int rep = 0; rep < f.repetitions; ++rep)
-      runs.push_back(n / time_decodes(runner, tokens, ctx, n));
-    p.tok_per_s = stats_of(runs);
+    p.tok_per_s = stats_of(runs[size_t(i)]);
     points.push_back(p);
-    progress(f, "ctx sweep", ctx / f.ctx_step + 1, f.ctx_sweep / f.ctx_step + 1);
   }
   return points;
 }
