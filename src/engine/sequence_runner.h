@@ -18,7 +18,7 @@ namespace kvforge {
 struct SequenceRunnerOptions {
   int32_t n_ctx = 0;        // KV capacity in tokens; 0 = the model's training context
   int32_t max_batch = 512;  // tokens per prefill forward pass
-  KvFormat kv_format = {};       // K and V storage formats (f32 by default)
+  KvFormat kv_format = {};  // K and V storage formats (f32 by default)
 };
 
 class SequenceRunner {

@@ -39,8 +39,7 @@ class ForwardOracleTest : public ::testing::TestWithParam<Shape> {};
 
 void check_against_reference(const Model& model, int n_threads, int max_batch, float tol) {
   ThreadPool pool(n_threads);
-  SequenceRunner runner(model, pool,
-                        {.n_ctx = 64, .max_batch = max_batch, .kv_format = {}});
+  SequenceRunner runner(model, pool, {.n_ctx = 64, .max_batch = max_batch, .kv_format = {}});
   testing::ReferenceForward ref(model, 64);
   const std::vector<int32_t> prompt = {1, 72, 101, 108, 108, 111, 44, 35, 119, 111, 114, 108, 100};
   const int n_vocab = model.config().n_vocab;

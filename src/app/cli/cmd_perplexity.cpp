@@ -26,8 +26,7 @@ void perplexity(const PerplexityFlags& f) {
       tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
   const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);
   ThreadPool pool(f.threads);
-  SequenceRunner runner(*model, pool,
-                        {.n_ctx = window, .max_batch = f.batch, .kv_format = {}});
+  SequenceRunner runner(*model, pool, {.n_ctx = window, .max_batch = f.batch, .kv_format = {}});
   std::fprintf(stderr, "perplexity: %zu tokens, windows of %d\n", tokens.size(), window);
   const PerplexityResult r =
       compute_perplexity(runner, tokens, window, [](int i, int n, double ppl) {
