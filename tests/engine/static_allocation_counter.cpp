@@ -28,6 +28,7 @@ namespace kvforge::testing {
 uint64_t heap_allocations() { return g_allocations.load(std::memory_order_relaxed); }
 }  // namespace kvforge::testing
 
+#if KVFORGE_COUNTS_ALLOCATIONS
 void* operator new(std::size_t n) { return counted_alloc(n); }
 void* operator new[](std::size_t n) { return counted_alloc(n); }
 void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
@@ -54,3 +55,4 @@ void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+#endif  // KVFORGE_COUNTS_ALLOCATIONS

@@ -12,6 +12,7 @@ namespace {
 using testing::heap_allocations;
 
 TEST(StaticAllocation, CounterSeesAllocations) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
   const uint64_t before = heap_allocations();
   void* p = ::operator new(64);  // an explicit call: never elided
   ::operator delete(p);
@@ -21,6 +22,7 @@ TEST(StaticAllocation, CounterSeesAllocations) {
 }
 
 TEST(StaticAllocation, DecodeStepsAllocateNothingAndNeverReplan) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
   const auto model = testing::make_test_model(testing::tiny_spec("qwen2", 8));
   const StaticConfig config = testing::small_static_config(2, {KvDtype::F16, KvDtype::F32});
   ThreadPool pool(2);
