@@ -8,6 +8,7 @@ namespace {
 
 std::atomic<uint64_t> g_allocations{0};
 
+#if KVFORGE_COUNTS_ALLOCATIONS
 void* counted_alloc(std::size_t n) {
   g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(n ? n : 1)) return p;
@@ -21,6 +22,7 @@ void* counted_aligned_alloc(std::size_t n, std::align_val_t al) {
   if (void* p = std::aligned_alloc(a, rounded ? rounded : a)) return p;
   throw std::bad_alloc();
 }
+#endif
 
 }  // namespace
 
