@@ -248,7 +248,11 @@ std::string python_float_repr(double d) {
     return out;
   }
   out += digits.substr(0, 1);
-  if (digits.size() > 1) out += "." + digits.substr(1);
+  if (digits.size() > 1) {
+    // Appended piecewise: `"." + digits.substr(1)` trips gcc 12's false -Wrestrict.
+    out += '.';
+    out.append(digits, 1);
+  }
   char exp_buf[16];
   std::snprintf(exp_buf, sizeof exp_buf, "e%c%02d", exponent < 0 ? '-' : '+', std::abs(exponent));
   return out + exp_buf;
