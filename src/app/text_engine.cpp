@@ -1,6 +1,7 @@
 #include "app/text_engine.h"
 
 #include <random>
+#include <stdexcept>
 
 namespace kvforge {
 namespace {
@@ -25,8 +26,27 @@ TextEngine::Branch::Branch(const Tokenizer& t, const std::vector<std::string>& s
 
 TextEngine::TextEngine(const Model& model, Tokenizer tokenizer, ThreadPool& pool,
                        EngineOptions options)
-    : tokenizer_(std::move(tokenizer)),
-      engine_(model, pool, with_eos(std::move(options), tokenizer_)) {}
+    : tokenizer_(std::move(tokenizer)) {
+  auto paged =
+      std::make_unique<PagedBackend>(model, pool, with_eos(std::move(options), tokenizer_));
+  paged_ = paged.get();
+  backend_ = std::move(paged);
+}
+
+TextEngine::TextEngine(Tokenizer tokenizer, std::unique_ptr<GenerationBackend> backend)
+    : tokenizer_(std::move(tokenizer)), backend_(std::move(backend)) {
+  if (!backend_) throw std::invalid_argument("TextEngine: no backend");
+}
+
+Engine& TextEngine::engine() {
+  if (!paged_) throw std::logic_error("TextEngine::engine(): this engine runs the static slots");
+  return paged_->engine();
+}
+
+const Engine& TextEngine::engine() const {
+  if (!paged_) throw std::logic_error("TextEngine::engine(): this engine runs the static slots");
+  return paged_->engine();
+}
 
 RequestId TextEngine::add(std::string_view prompt, const SamplingParams& params,
                           const TextRequestOptions& options) {
@@ -41,7 +61,7 @@ RequestId TextEngine::add_tokens(std::span<const int32_t> prompt, const Sampling
   SamplingParams p = params;
   if (!p.seed) p.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   const auto added = Clock::now();
-  const RequestId id = engine_.add_request(prompt, p, options.n, options.logprobs);
+  const RequestId id = backend_->add_request(prompt, p, options.n, options.logprobs);
   Request& req = requests_[id];
   req.added = added;
   req.seed = *p.seed;
@@ -55,7 +75,7 @@ RequestId TextEngine::add_tokens(std::span<const int32_t> prompt, const Sampling
 }
 
 std::vector<TextEvent> TextEngine::step() {
-  const std::vector<StepEvent> events = engine_.step();
+  const std::vector<StepEvent> events = backend_->step();
   const auto now = Clock::now();
   std::vector<TextEvent> out;
   out.reserve(events.size());
@@ -80,7 +100,7 @@ void TextEngine::on_event(const StepEvent& ev, Clock::time_point now, std::vecto
     b.result.tokens.push_back(ev.token->id);
     te.text = b.stops.feed(b.detok.push(ev.token->id));
     if (b.stops.stopped()) {
-      engine_.stop_branch(ev.request, ev.branch);
+      backend_->stop_branch(ev.request, ev.branch);
       finish(req, b, te, FinishReason::Stop, now);
     }
   }
@@ -106,7 +126,7 @@ void TextEngine::finish(Request& req, Branch& b, TextEvent& ev, FinishReason rea
 
 bool TextEngine::abort(RequestId id) {
   requests_.erase(id);
-  return engine_.abort(id);
+  return backend_->abort(id);
 }
 
 uint64_t TextEngine::seed(RequestId id) const {

@@ -1,4 +1,5 @@
-// kvforge serve: an OpenAI-compatible HTTP server on the batching engine.
+// kvforge serve: an OpenAI-compatible HTTP server on the batching engine, or
+// with --static/--plan on the static pipeline's batch slots (StaticBatchEngine).
 // One engine-loop thread owns the engine; HTTP threads talk to it through
 // queues (app/server/engine_loop.h). SIGINT/SIGTERM stop it cleanly.
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/static_flags.h"
 #include "app/server/completion_service.h"
 #include "app/server/engine_loop.h"
 #include "app/server/http_server.h"
@@ -36,6 +38,7 @@ struct ServeFlags {
   int max_queue = 256;
   int max_n = 8;
   std::string chat_template_file;
+  StaticFlags static_mode;
 };
 
 ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
@@ -84,27 +87,50 @@ void serve(const ServeFlags& f) {
   const auto model = Model::load(path);
   Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   ChatTemplate chat_template = load_chat_template(f, model->file());
-  ThreadPool pool(f.threads);
-  EngineOptions eo;
-  eo.block_size = f.block_size;
-  eo.kv_memory_mib = f.kv_memory_mib;
-  eo.kv_format = f.kv.format();
-  eo.enable_prefix_cache = !f.no_prefix_cache;
-  eo.max_seqs = f.max_seqs;
-  eo.max_batched_tokens = f.max_batched_tokens;
-  eo.n_ctx = f.ctx;
-  TextEngine engine(*model, tokenizer, pool, eo);
+  // Exactly one of the two engines; `paged_pool` only for the paged one (the
+  // static one brings a pool of its plans' thread count).
+  std::unique_ptr<ThreadPool> paged_pool;
+  std::unique_ptr<TextEngine> paged;
+  StaticTextEngine slots;
+  std::string engine_line;
+  size_t max_running = static_cast<size_t>(f.max_seqs);
+  if (f.static_mode.active()) {
+    slots = make_static_text_engine(f.static_mode, *model, tokenizer, f.kv.format(), f.threads);
+    engine_line = slots.describe();
+    max_running = static_cast<size_t>(slots.slots->runner().slots());
+  } else {
+    paged_pool = std::make_unique<ThreadPool>(f.threads);
+    EngineOptions eo;
+    eo.block_size = f.block_size;
+    eo.kv_memory_mib = f.kv_memory_mib;
+    eo.kv_format = f.kv.format();
+    eo.enable_prefix_cache = !f.no_prefix_cache;
+    eo.max_seqs = f.max_seqs;
+    eo.max_batched_tokens = f.max_batched_tokens;
+    eo.n_ctx = f.ctx;
+    paged = std::make_unique<TextEngine>(*model, tokenizer, *paged_pool, eo);
+    const Engine& e = paged->engine();
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "%d threads, context %d tokens, KV pool %d blocks of %d (%s, %s), up to %d "
+                  "sequences",
+                  paged_pool->size(), e.max_sequence_tokens(), e.n_blocks(), e.block_size(),
+                  f.kv.describe().c_str(),
+                  human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.max_seqs);
+    engine_line = buf;
+  }
+  TextEngine& engine = paged ? *paged : *slots.engine;
+  const int max_sequence_tokens = engine.backend().max_sequence_tokens();
 
   server::ServerMetrics metrics;
-  metrics.publish_engine_stats(engine.engine().stats());
-  server::EngineLoop loop(engine, metrics, static_cast<size_t>(f.max_seqs + f.max_queue));
+  metrics.publish_engine_stats(engine.backend().stats());
+  server::EngineLoop loop(engine, metrics, max_running + static_cast<size_t>(f.max_queue));
   server::RequestLimits limits;
   limits.model_ids = model_ids(path, *model);
   limits.max_n = f.max_n;
-  limits.max_tokens_limit = engine.engine().max_sequence_tokens();
+  limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
-  server::CompletionService service(tokenizer, chat_template, limits,
-                                    engine.engine().max_sequence_tokens(), loop);
+  server::CompletionService service(tokenizer, chat_template, limits, max_sequence_tokens, loop);
   server::HttpServer http(f.http, service, metrics);
   const int port = http.bind();
 
@@ -113,13 +139,8 @@ void serve(const ServeFlags& f) {
     sigwait(&stop_signals, &sig);
     if (sig != 0) http.stop();
   });
-  std::fprintf(
-      stderr,
-      "kvforge serve: model %s (%s), %d threads, context %d tokens, KV pool %d blocks of "
-      "%d (%s, %s), up to %d sequences\n",
-      limits.model_ids[0].c_str(), path.c_str(), pool.size(), engine.engine().max_sequence_tokens(),
-      engine.engine().n_blocks(), engine.engine().block_size(), f.kv.describe().c_str(),
-      human_bytes(static_cast<double>(engine.engine().kv_pool_bytes())).c_str(), f.max_seqs);
+  std::fprintf(stderr, "kvforge serve: model %s (%s); %s\n", limits.model_ids[0].c_str(),
+               path.c_str(), engine_line.c_str());
   std::fprintf(stderr, "kvforge serve: listening on http://%s:%d\n", f.http.host.c_str(), port);
   std::fflush(stderr);
   http.serve();
@@ -152,7 +173,8 @@ void add_serve_command(CLI::App& app) {
   sub->add_flag("--no-prefix-cache", f->no_prefix_cache,
                 "do not share KV blocks of equal prefixes");
   f->kv.add_to(*sub);
-  sub->add_option("--max-queue", f->max_queue, "requests waiting beyond --max-seqs before 429")
+  sub->add_option("--max-queue", f->max_queue,
+                  "requests waiting beyond --max-seqs (static: --static-slots) before 429")
       ->capture_default_str();
   sub->add_option("--max-n", f->max_n, "largest 'n' (parallel samples) per request")
       ->capture_default_str();
@@ -163,6 +185,7 @@ void add_serve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--chat-template", f->chat_template_file,
                   "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  f->static_mode.add_to(*sub);
   sub->callback([f] { serve(*f); });
 }
 

@@ -73,7 +73,7 @@ void EngineLoop::run() {
     apply_cancels(cancels);
     admit(pending);
     if (engine_.has_unfinished()) step_engine();
-    metrics_.publish_engine_stats(engine_.engine().stats());
+    metrics_.publish_engine_stats(engine_.backend().stats());
     metrics_.in_flight.set(static_cast<double>(active_.size()));
   }
 }

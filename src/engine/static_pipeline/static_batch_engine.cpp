@@ -1,0 +1,221 @@
+#include "engine/static_pipeline/static_batch_engine.h"
+
+#include <algorithm>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+
+StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanSet plans,
+                                     StaticBatchOptions options)
+    : model_(model),
+      runner_(model, pool, std::move(plans)),
+      options_(std::move(options)),
+      slots_(size_t(runner_.slots())),
+      step_tokens_(size_t(runner_.slots()), kIdleSlot),
+      kv_bytes_(runner_.cache().bytes()) {}
+
+void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
+                                      int n, LogprobOptions lp) const {
+  if (auto err = params.validate()) throw RequestRejected(*err);
+  const int32_t n_vocab = model_.config().n_vocab;
+  if (n < 1 || n > runner_.slots())
+    throw RequestRejected("request: n must be in [1, " + std::to_string(runner_.slots()) +
+                          "] (one static slot per branch, --static-slots " +
+                          std::to_string(runner_.slots()) + "), got " + std::to_string(n));
+  if (lp.top < 0 || lp.top > n_vocab || (lp.top > 0 && !lp.enabled))
+    throw RequestRejected(
+        "request: top logprobs must be in [0, n_vocab] with logprobs enabled, got " +
+        std::to_string(lp.top));
+  if (prompt.empty()) throw RequestRejected("request: empty prompt");
+  for (size_t i = 0; i < prompt.size(); ++i)
+    if (prompt[i] < 0 || prompt[i] >= n_vocab)
+      throw RequestRejected("request: prompt token " + std::to_string(i) + " has id " +
+                            std::to_string(prompt[i]) + ", outside the vocabulary [0, " +
+                            std::to_string(n_vocab) + ")");
+  const StaticConfig& c = runner_.config();
+  if (int64_t(prompt.size()) > c.max_prompt_len && options_.overflow == OverflowPolicy::Error)
+    throw RequestRejected("request: prompt of " + std::to_string(prompt.size()) +
+                          " tokens exceeds the static pipeline's max_prompt_len of " +
+                          std::to_string(c.max_prompt_len) +
+                          " (--max-prompt-len; or --overflow truncate-left keeps the last " +
+                          std::to_string(c.max_prompt_len) + " tokens)");
+  const int64_t kept = std::min<int64_t>(int64_t(prompt.size()), c.max_prompt_len);
+  if (params.max_tokens && kept + *params.max_tokens > c.capacity())
+    throw RequestRejected("request: prompt of " + std::to_string(kept) + " tokens + max_tokens " +
+                          std::to_string(*params.max_tokens) +
+                          " exceeds the static slot capacity of " + std::to_string(c.capacity()) +
+                          " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
+                          " + min_response_len " + std::to_string(c.min_response_len) + ")");
+}
+
+RequestId StaticBatchEngine::add_request(std::span<const int32_t> prompt,
+                                         const SamplingParams& params, int n,
+                                         LogprobOptions logprobs) {
+  check_request(prompt, params, n, logprobs);
+  const std::span<const int32_t> kept = fit_prompt(prompt, runner_.config(), options_.overflow);
+  const RequestId id = next_request_++;
+  Request& r = requests_[id];
+  r.prompt.assign(kept.begin(), kept.end());
+  r.params = params;
+  if (!r.params.seed)
+    r.params.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
+  r.logprobs = logprobs;
+  r.n = n;
+  r.open = n;
+  waiting_.push_back(id);
+  return id;
+}
+
+std::vector<StepEvent> StaticBatchEngine::step() {
+  std::vector<StepEvent> events;
+  if (!has_unfinished()) return events;
+  decode_active(events);
+  admit_waiting(events);
+  ++steps_;
+  return events;
+}
+
+void StaticBatchEngine::decode_active(std::vector<StepEvent>& events) {
+  int32_t active = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    step_tokens_[i] = slots_[i].request >= 0 ? slots_[i].next_token : kIdleSlot;
+    if (step_tokens_[i] != kIdleSlot) ++active;
+  }
+  if (active == 0) return;
+  const std::span<const float> logits = runner_.decode(step_tokens_);
+  tokens_computed_ += active;
+  const size_t n_vocab = size_t(model_.config().n_vocab);
+  // step_tokens_ still says who took part: sample() may free slots as it goes.
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (step_tokens_[i] != kIdleSlot)
+      sample(int32_t(i), logits.subspan(i * n_vocab, n_vocab), events);
+}
+
+void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
+  while (!waiting_.empty()) {
+    const RequestId id = waiting_.front();
+    const Request& r = requests_.at(id);
+    if (runner_.slots() - occupied_ < r.n) return;  // first come, first served: no overtaking
+    waiting_.pop_front();
+    const int n = r.n;
+    // Claim every branch's slot before sampling: the request lives until the last one finishes.
+    std::vector<int32_t> claimed;
+    for (int32_t s = 0; s < runner_.slots() && int(claimed.size()) < n; ++s) {
+      Slot& slot = slots_[size_t(s)];
+      if (slot.request >= 0) continue;
+      const int branch = int(claimed.size());
+      SamplingParams p = r.params;
+      if (p.seed) p.seed = *p.seed + uint64_t(branch);
+      slot.request = id;
+      slot.branch = branch;
+      slot.sampler = std::make_unique<Sampler>(p, model_.config().n_vocab);
+      slot.sampler->accept_prompt(std::vector<int>(r.prompt.begin(), r.prompt.end()));
+      slot.generated = 0;
+      slot.max_tokens = r.params.max_tokens.value_or(runner_.capacity() - int32_t(r.prompt.size()));
+      slot.next_token = kIdleSlot;
+      ++occupied_;
+      claimed.push_back(s);
+    }
+    const std::vector<int32_t> prompt = r.prompt;  // `r` may be erased by the last sample()
+    for (int32_t s : claimed) {
+      // Each branch prefills its own slot (the plans have no slot-to-slot copy).
+      const std::span<const float> logits = runner_.prefill(s, prompt);
+      tokens_computed_ += int64_t(prompt.size());
+      sample(s, logits, events);
+    }
+  }
+}
+
+void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
+                               std::vector<StepEvent>& events) {
+  Slot& slot = slots_[size_t(index)];
+  const Request& r = requests_.at(slot.request);
+  GeneratedToken t;
+  if (r.logprobs.enabled) {
+    top_.resize(size_t(r.logprobs.top));
+    const SampleResult s = slot.sampler->sample_with_logprobs(logits, top_);
+    t.id = s.token;
+    t.logprob = s.logprob;
+    t.top_logprobs = top_;
+  } else {
+    t.id = slot.sampler->sample(logits);
+  }
+  ++tokens_generated_;
+  StepEvent ev{slot.request, slot.branch, std::nullopt, std::nullopt};
+  if (is_eos(t.id) && !r.params.ignore_eos) {
+    ev.finish = FinishReason::Stop;
+  } else {
+    slot.sampler->accept(t.id);
+    slot.next_token = t.id;
+    ++slot.generated;
+    ev.token = std::move(t);
+    // The last token's K/V is never needed, so prompt + generated may reach the capacity.
+    if (slot.generated >= slot.max_tokens ||
+        int32_t(r.prompt.size()) + slot.generated >= runner_.capacity())
+      ev.finish = FinishReason::Length;
+  }
+  const bool done = ev.finish.has_value();
+  events.push_back(std::move(ev));
+  if (done) free_slot(index);
+}
+
+void StaticBatchEngine::free_slot(int32_t index) {
+  Slot& slot = slots_[size_t(index)];
+  const auto it = requests_.find(slot.request);
+  if (it != requests_.end() && --it->second.open <= 0) requests_.erase(it);
+  runner_.release(index);
+  slot = Slot{};
+  --occupied_;
+}
+
+bool StaticBatchEngine::abort(RequestId id) {
+  bool found = false;
+  const auto w = std::find(waiting_.begin(), waiting_.end(), id);
+  if (w != waiting_.end()) {
+    waiting_.erase(w);
+    found = true;
+  }
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].request == id) {
+      free_slot(int32_t(i));
+      found = true;
+    }
+  requests_.erase(id);
+  return found;
+}
+
+bool StaticBatchEngine::stop_branch(RequestId id, int branch) {
+  for (size_t i = 0; i < slots_.size(); ++i)
+    if (slots_[i].request == id && slots_[i].branch == branch) {
+      free_slot(int32_t(i));
+      return true;
+    }
+  return false;
+}
+
+bool StaticBatchEngine::is_eos(int32_t token) const {
+  return std::find(options_.eos_token_ids.begin(), options_.eos_token_ids.end(), token) !=
+         options_.eos_token_ids.end();
+}
+
+EngineStats StaticBatchEngine::stats() const {
+  EngineStats s;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].request < 0) continue;
+    ++s.running;
+    s.kv_slots_used += runner_.length(int32_t(i));
+  }
+  for (RequestId id : waiting_) s.waiting += requests_.at(id).n;
+  s.kv_blocks_total = runner_.slots();
+  s.kv_blocks_used = occupied_;
+  s.kv_blocks_free = runner_.slots() - occupied_;
+  s.kv_slots_allocated = int64_t(occupied_) * runner_.capacity();
+  s.steps = steps_;
+  s.tokens_computed = tokens_computed_;
+  s.tokens_generated = tokens_generated_;
+  return s;
+}
+
+}  // namespace kvforge

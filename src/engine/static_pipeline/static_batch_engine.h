@@ -1,0 +1,107 @@
+// Requests served on the static pipeline's B batch slots: the NPU-style
+// counterpart of the paged Engine behind GenerationBackend (what `kvforge
+// serve --static` and `kvforge chat --static` run).
+//
+// One slot holds one branch for its whole life. Each step():
+//   1. decode: every slot holding a sampled token runs through ONE generate
+//      plan of batch B (idle slots are padding rows), and samples its next
+//      token; finished slots are freed at once;
+//   2. admit: waiting requests, first come first served, take free slots (a
+//      request of n branches waits for n of them); each branch's slot is
+//      prefilled chunk by chunk through the prefill plan and samples its
+//      first token from the prefill logits.
+// A request is rejected up front (RequestRejected) when no slot layout can
+// ever serve it: n > B, a prompt over max_prompt_len (unless
+// OverflowPolicy::TruncateLeft, which keeps its last max_prompt_len tokens),
+// or prompt + max_tokens over the slot capacity. A branch ends "length" at
+// max_tokens or when prompt + generated reaches the capacity, "stop" at an
+// end-of-generation token (not emitted).
+//
+// Greedy tokens equal the paged Engine's for the same prompt
+// (tests/engine/static_batch_engine_test.cpp). Sampling per branch is the
+// Engine's: branch b draws with seed + b, penalties see the (kept) prompt.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/generation_backend.h"
+#include "engine/sampling/sampler.h"
+#include "engine/static_pipeline/static_runner.h"
+
+namespace kvforge {
+
+struct StaticBatchOptions {
+  std::vector<int32_t> eos_token_ids;  // end generation ("stop") unless ignore_eos
+  OverflowPolicy overflow = OverflowPolicy::Error;
+};
+
+class StaticBatchEngine final : public GenerationBackend {
+ public:
+  // `pool` must have plans.n_threads threads (StaticRunner's rule).
+  StaticBatchEngine(const Model& model, ThreadPool& pool, PlanSet plans,
+                    StaticBatchOptions options);
+
+  RequestId add_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
+                        LogprobOptions logprobs) override;
+  std::vector<StepEvent> step() override;
+  bool abort(RequestId id) override;
+  bool stop_branch(RequestId id, int branch) override;
+  bool has_unfinished() const override { return !waiting_.empty() || occupied_ > 0; }
+  // Slots stand in for KV blocks: kv_blocks_total = B, kv_blocks_used =
+  // occupied slots; kv_slots_allocated = occupied * capacity, kv_slots_used =
+  // positions filled. running/waiting count branches.
+  EngineStats stats() const override;
+  // The slot capacity, max_prompt_len + min_response_len.
+  int32_t max_sequence_tokens() const override { return runner_.capacity(); }
+
+  const StaticRunner& runner() const { return runner_; }
+  size_t kv_bytes() const { return kv_bytes_; }  // the static cache, all slots
+
+ private:
+  struct Request {
+    std::vector<int32_t> prompt;  // after the overflow policy
+    SamplingParams params;        // seed fixed
+    LogprobOptions logprobs;
+    int n = 1;
+    int open = 0;  // branches not finished
+  };
+  struct Slot {
+    RequestId request = -1;  // -1: free
+    int branch = 0;
+    std::unique_ptr<Sampler> sampler;
+    int32_t generated = 0;
+    int32_t max_tokens = 0;
+    int32_t next_token = kIdleSlot;  // sampled, not yet decoded
+  };
+
+  void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
+                     LogprobOptions lp) const;
+  void decode_active(std::vector<StepEvent>& events);
+  void admit_waiting(std::vector<StepEvent>& events);
+  // Samples the slot's next token from `logits`, appends its event, frees the slot when done.
+  void sample(int32_t slot, std::span<const float> logits, std::vector<StepEvent>& events);
+  void free_slot(int32_t slot);
+  bool is_eos(int32_t token) const;
+
+  const Model& model_;
+  StaticRunner runner_;
+  StaticBatchOptions options_;
+  std::unordered_map<RequestId, Request> requests_;
+  std::deque<RequestId> waiting_;
+  std::vector<Slot> slots_;           // [B]
+  std::vector<int32_t> step_tokens_;  // [B] decode input, reused every step
+  std::vector<TokenLogprob> top_;     // scratch for sample_with_logprobs
+  size_t kv_bytes_ = 0;
+  int32_t occupied_ = 0;
+  RequestId next_request_ = 1;
+  int64_t steps_ = 0;
+  int64_t tokens_computed_ = 0;
+  int64_t tokens_generated_ = 0;
+};
+
+}  // namespace kvforge

@@ -1,0 +1,177 @@
+// StaticBatchEngine: requests on B static slots behind the GenerationBackend
+// interface. Greedy tokens must equal the single-sequence oracle whatever
+// shares the batch or waits in the queue; slots must come back free after
+// finishing, aborting and stopping; requests no slot can serve are rejected.
+#include "engine/static_pipeline/static_batch_engine.h"
+
+#include <gtest/gtest.h>
+
+#include "engine_test_util.h"
+#include "static_test_util.h"
+
+namespace kvforge::testing {
+namespace {
+
+class StaticBatchEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override { model_ = make_engine_test_model(); }
+
+  std::unique_ptr<StaticBatchEngine> make(int32_t slots, StaticBatchOptions options = {}) {
+    return std::make_unique<StaticBatchEngine>(
+        *model_, pool_, compile_plans(*model_, small_static_config(slots), 1), options);
+  }
+
+  // Steps until done; checks the slot accounting after every step.
+  static void drain(StaticBatchEngine& e, EngineRecorder& rec) {
+    for (int guard = 0; e.has_unfinished(); ++guard) {
+      ASSERT_LT(guard, 10000) << "engine does not finish";
+      rec.record(e.step());
+      const EngineStats s = e.stats();
+      EXPECT_LE(s.kv_blocks_used, s.kv_blocks_total);
+      EXPECT_EQ(s.kv_blocks_used + s.kv_blocks_free, s.kv_blocks_total);
+      EXPECT_EQ(s.running, s.kv_blocks_used);
+    }
+    EXPECT_EQ(e.stats().kv_blocks_used, 0) << "a slot leaked";
+    EXPECT_EQ(e.stats().kv_slots_used, 0);
+  }
+
+  std::unique_ptr<Model> model_;
+  ThreadPool pool_{1};
+};
+
+TEST_F(StaticBatchEngineTest, GreedyTokensEqualTheOracleWithQueueingAndSharedSteps) {
+  auto engine = make(2);
+  // More requests than slots, different prompt lengths (below, at and above
+  // the prefill chunk of 8, up to max_prompt_len 40) and lengths of output,
+  // so slots are reused and decodes run with one or two active rows.
+  const std::vector<std::pair<int, int>> shapes = {{1, 12}, {7, 20}, {8, 5}, {9, 16}, {40, 24}};
+  std::vector<RequestId> ids;
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    prompts.push_back(make_prompt(shapes[i].first, uint32_t(i + 1)));
+    ids.push_back(engine->add_request(prompts.back(), greedy(shapes[i].second), 1, {}));
+  }
+  EXPECT_EQ(engine->stats().waiting, int(shapes.size()));
+  EngineRecorder rec;
+  drain(*engine, rec);
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const Trace& got = rec.at(ids[i], 0);
+    EXPECT_EQ(got.tokens, run_alone(*model_, prompts[i], shapes[i].second).tokens)
+        << "request " << i << " (prompt " << shapes[i].first << ")";
+    EXPECT_EQ(got.finish, FinishReason::Length);
+  }
+  EXPECT_GT(engine->stats().tokens_generated, 0);
+}
+
+TEST_F(StaticBatchEngineTest, WithoutMaxTokensABranchEndsAtTheSlotCapacity) {
+  auto engine = make(1);
+  SamplingParams p = greedy(8);
+  p.max_tokens.reset();
+  const auto prompt = make_prompt(30, 5);
+  const RequestId id = engine->add_request(prompt, p, 1, {});
+  EngineRecorder rec;
+  drain(*engine, rec);
+  const Trace& t = rec.at(id, 0);
+  EXPECT_EQ(int(prompt.size() + t.tokens.size()), engine->max_sequence_tokens());
+  EXPECT_EQ(t.finish, FinishReason::Length);
+  EXPECT_EQ(t.tokens, run_alone(*model_, prompt, int(t.tokens.size())).tokens);
+}
+
+TEST_F(StaticBatchEngineTest, AbortFreesTheSlotForTheNextRequest) {
+  auto engine = make(1);
+  const auto a = make_prompt(10, 1), b = make_prompt(12, 2), c = make_prompt(6, 3);
+  const RequestId ra = engine->add_request(a, greedy(20), 1, {});
+  const RequestId rb = engine->add_request(b, greedy(20), 1, {});
+  const RequestId rc = engine->add_request(c, greedy(6), 1, {});
+  EngineRecorder rec;
+  rec.record(engine->step());  // `a` takes the only slot
+  rec.record(engine->step());
+  EXPECT_EQ(engine->stats().kv_blocks_used, 1);
+  EXPECT_EQ(engine->stats().waiting, 2);
+  EXPECT_TRUE(engine->abort(rb));  // still waiting
+  EXPECT_TRUE(engine->abort(ra));  // running
+  EXPECT_FALSE(engine->abort(ra));
+  EXPECT_EQ(engine->stats().kv_blocks_used, 0);
+  drain(*engine, rec);
+  EXPECT_EQ(rec.at(ra, 0).tokens.size(), 2u);
+  EXPECT_FALSE(rec.at(ra, 0).finish.has_value()) << "no event follows an abort";
+  EXPECT_TRUE(rec.at(rb, 0).tokens.empty());
+  EXPECT_EQ(rec.at(rc, 0).tokens, run_alone(*model_, c, 6).tokens);
+}
+
+TEST_F(StaticBatchEngineTest, BranchesSampleWithSeedPlusBranchAndStopIndividually) {
+  auto engine = make(3);
+  const auto prompt = make_prompt(9, 4);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  p.seed = 77;
+  p.max_tokens = 10;
+  p.ignore_eos = true;
+  const RequestId both = engine->add_request(prompt, p, 2, {});
+  SamplingParams p1 = p;
+  p1.seed = 78;
+  const RequestId alone = engine->add_request(prompt, p1, 1, {});
+  EngineRecorder rec;
+  rec.record(engine->step());
+  EXPECT_EQ(engine->stats().kv_blocks_used, 3);
+  drain(*engine, rec);
+  EXPECT_EQ(rec.at(both, 1).tokens, rec.at(alone, 0).tokens) << "branch 1 draws with seed + 1";
+  EXPECT_NE(rec.at(both, 0).tokens, rec.at(both, 1).tokens);
+
+  const RequestId stopped = engine->add_request(prompt, p, 2, {});
+  rec.record(engine->step());
+  EXPECT_TRUE(engine->stop_branch(stopped, 1));
+  EXPECT_FALSE(engine->stop_branch(stopped, 1));
+  EXPECT_EQ(engine->stats().kv_blocks_used, 1);
+  drain(*engine, rec);
+  EXPECT_EQ(rec.at(stopped, 0).tokens.size(), 10u);
+}
+
+TEST_F(StaticBatchEngineTest, EndOfGenerationStopsWithoutEmittingTheToken) {
+  const auto prompt = make_prompt(5, 9);
+  const int32_t first = run_alone(*model_, prompt, 1).tokens[0];
+  auto engine = make(1, {.eos_token_ids = {first}, .overflow = OverflowPolicy::Error});
+  SamplingParams p = greedy(5);
+  p.ignore_eos = false;
+  const RequestId id = engine->add_request(prompt, p, 1, {});
+  EngineRecorder rec;
+  drain(*engine, rec);
+  EXPECT_TRUE(rec.at(id, 0).tokens.empty());
+  EXPECT_EQ(rec.at(id, 0).finish, FinishReason::Stop);
+}
+
+TEST_F(StaticBatchEngineTest, RejectsWhatNoSlotCanServeAndTruncatesOnlyWhenAsked) {
+  auto engine = make(2);
+  const auto too_long = make_prompt(41, 1);  // max_prompt_len 40
+  auto message = [&](auto&& call) {
+    try {
+      call();
+    } catch (const RequestRejected& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_NE(message([&] {
+              engine->add_request(too_long, greedy(4), 1, {});
+            }).find("exceeds the static pipeline's max_prompt_len of 40"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              engine->add_request(make_prompt(4, 1), greedy(4), 3, {});
+            }).find("n must be in [1, 2]"),
+            std::string::npos);
+  EXPECT_NE(message([&] {
+              engine->add_request(make_prompt(40, 1), greedy(25), 1, {});
+            }).find("exceeds the static slot capacity of 64"),
+            std::string::npos);
+  EXPECT_FALSE(engine->has_unfinished()) << "nothing queued by a rejection";
+
+  auto truncating = make(1, {.eos_token_ids = {}, .overflow = OverflowPolicy::TruncateLeft});
+  const RequestId id = truncating->add_request(too_long, greedy(6), 1, {});
+  EngineRecorder rec;
+  drain(*truncating, rec);
+  const std::vector<int32_t> last40(too_long.begin() + 1, too_long.end());
+  EXPECT_EQ(rec.at(id, 0).tokens, run_alone(*model_, last40, 6).tokens);
+}
+
+}  // namespace
+}  // namespace kvforge::testing
