@@ -71,8 +71,9 @@ class TensorMaker {
 };
 
 // A SentencePiece-style vocabulary that can encode any bytes: 3 specials then
-// the 256 byte tokens.
-int add_byte_vocab(gguf::GgufWriter& w) {
+// the 256 byte tokens, then unused tokens (never produced by the tokenizer)
+// up to pad_to, so a model can have a realistic vocabulary size.
+int add_byte_vocab(gguf::GgufWriter& w, int pad_to) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<float> scores = {0, 0, 0};
   std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
@@ -82,6 +83,11 @@ int add_byte_vocab(gguf::GgufWriter& w) {
     tokens.emplace_back(buf);
     scores.push_back(0);
     types.push_back(6);  // byte
+  }
+  for (int i = int(tokens.size()); i < pad_to; ++i) {
+    tokens.push_back("<unused_" + std::to_string(i) + ">");
+    scores.push_back(0);
+    types.push_back(5);  // unused
   }
   w.set("tokenizer.ggml.model", gguf::Value::string("llama"));
   w.set("tokenizer.ggml.tokens", gguf::Value::string_array(tokens));
@@ -113,6 +119,7 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
     s.n_kv_head = 4;
     s.n_ff = 2048;
     s.n_ctx = 2048;
+    s.n_vocab = 32000;
     return s;
   }
   return std::nullopt;
@@ -126,7 +133,7 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
         "make_random_model: n_embd must be a multiple of n_head, and "
         "n_head a multiple of n_kv_head");
   gguf::GgufWriter w;
-  const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w);
+  const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
   const int head_dim = spec.n_embd / spec.n_head;
   const std::string a = spec.arch + ".";
   w.set("general.architecture", gguf::Value::string(spec.arch));

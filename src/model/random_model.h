@@ -25,11 +25,15 @@ struct RandomModelSpec {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_output = false;
+  // Vocabulary size without a `vocab` file: the 259 byte-fallback tokens, padded with unused
+  // tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
+  int n_vocab = 0;
   GgmlType weight_type = GgmlType::F32;  // matrices; norms stay F32
   uint64_t seed = 42;
 
-  // Named shapes: "tiny" (64/2 layers/4 heads/2 KV heads/ff 128) and "small"
-  // (768/12/12/4/ff 2048, the benchmark shape). nullopt for unknown names.
+  // Named shapes: "tiny" (64/2 layers/4 heads/2 KV heads/ff 128, 259 tokens) and "small"
+  // (768/12/12/4/ff 2048, 32000 tokens: the benchmark shape, LLaMA's vocabulary size).
+  // nullopt for unknown names.
   static std::optional<RandomModelSpec> preset(const std::string& name);
 };
 

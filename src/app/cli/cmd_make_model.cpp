@@ -1,7 +1,9 @@
 // kvforge make-model: write a random-weight LLaMA GGUF of any shape.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -17,7 +19,7 @@ struct MakeModelFlags {
   std::string vocab;
   std::string type = "f32";
   uint64_t seed = 42;
-  int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, n_ctx = 0;
+  int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, n_ctx = 0, n_vocab = 0;
   bool tied = false;
 };
 
@@ -34,14 +36,19 @@ void make_model(const MakeModelFlags& f) {
                              {f.n_head, &spec->n_head},
                              {f.n_kv_head, &spec->n_kv_head},
                              {f.n_ff, &spec->n_ff},
-                             {f.n_ctx, &spec->n_ctx}})
+                             {f.n_ctx, &spec->n_ctx},
+                             {f.n_vocab, &spec->n_vocab}})
     if (flag > 0) *field = flag;
   std::optional<gguf::GgufFile> vocab;
   if (!f.vocab.empty()) vocab = gguf::GgufFile::open(f.vocab);
-  std::fprintf(stderr,
-               "make-model: %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s\n",
-               f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head, spec->n_kv_head,
-               spec->n_ff, f.type.c_str());
+  std::fprintf(
+      stderr,
+      "make-model: %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s, "
+      "vocab %s\n",
+      f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head, spec->n_kv_head, spec->n_ff,
+      f.type.c_str(),
+      vocab ? f.vocab.c_str()
+            : (std::to_string(std::max(spec->n_vocab, 259)) + " tokens (bytes + unused)").c_str());
   make_random_model(*spec, vocab ? &*vocab : nullptr).write(f.out);
   std::fprintf(stderr, "wrote %s\n", f.out.c_str());
 }
@@ -52,7 +59,8 @@ void add_make_model_command(CLI::App& app) {
   auto f = std::make_shared<MakeModelFlags>();
   CLI::App* sub = app.add_subcommand("make-model", "write a random-weight LLaMA GGUF model");
   sub->add_option("-o,--output", f->out, "output GGUF file")->required();
-  sub->add_option("--preset", f->preset, "tiny or small (768/12 layers/12 heads/4 KV/2048)")
+  sub->add_option("--preset", f->preset,
+                  "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
       ->capture_default_str();
   sub->add_option("--vocab", f->vocab, "take the tokenizer from this GGUF (default: byte vocab)");
   sub->add_option("--type", f->type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k")
@@ -64,6 +72,8 @@ void add_make_model_command(CLI::App& app) {
   sub->add_option("--n-kv-head", f->n_kv_head, "override the preset");
   sub->add_option("--n-ff", f->n_ff, "override the preset");
   sub->add_option("--n-ctx", f->n_ctx, "override the preset");
+  sub->add_option("--n-vocab", f->n_vocab,
+                  "override the preset: byte vocabulary padded with unused tokens to this size");
   sub->add_flag("--tied", f->tied, "tie the output projection to the token embedding");
   sub->callback([f] { make_model(*f); });
 }
