@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Integration tests of `kvforge serve`: starts the real server on a free
 # loopback port and drives it with the official `openai` npm client and raw
-# HTTP (tests/server/server.test.mjs).
+# HTTP (tests/server/server.test.mjs), once on the paged batching engine and
+# once on the static slots (`serve --static`).
 # Usage: run_server_tests.sh KVFORGE_BINARY [MODEL]
+# KVFORGE_SERVER_MODES="paged static" (default) picks the engines.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 kvforge="$1"
@@ -17,4 +19,7 @@ if [ ! -d "$here/node_modules/openai" ]; then
   exit 1
 fi
 export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"
-exec node --test --test-concurrency=1 "$here/server.test.mjs"
+for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
+  echo "== kvforge serve, $mode engine"
+  KVFORGE_SERVER_MODE="$mode" node --test --test-concurrency=1 "$here/server.test.mjs"
+done

@@ -1,6 +1,8 @@
 // Integration tests of `kvforge serve` (started here on a free loopback port)
 // through the official OpenAI Node client, plus raw HTTP for error cases and
-// a load test. Run by run_server_tests.sh (CTest: server_openai).
+// a load test. Run by run_server_tests.sh (CTest: server_openai) once per
+// engine: KVFORGE_SERVER_MODE=paged (the batching engine, default) or static
+// (`serve --static`: 4 static slots, capacity 192 + 64 = the model's 256).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
@@ -11,6 +13,13 @@ const MODEL_PATH = process.env.KVFORGE_MODEL;
 const MODEL = 'kvforge-kjv-4m';
 const API_KEY = 'test-key-123';
 const PROMPT = 'In the beginning';
+const MODE = process.env.KVFORGE_SERVER_MODE ?? 'paged';
+const STATIC = MODE === 'static';
+const ENGINE_ARGS = STATIC
+  ? ['--static', '--static-slots', '4', '--max-prompt-len', '192', '--min-response-len', '64',
+     '--prefill-chunk', '64', '--generate-variants', '64,128,256', '--max-queue', '96']
+  : ['--max-seqs', '32', '--max-queue', '64'];  // both: room for the load test's 80 clients
+const KV_UNITS = STATIC ? 4 : null;  // static: the KV "blocks" in /metrics are the slots
 
 let server;
 let base;
@@ -19,7 +28,7 @@ let serverLog = '';
 
 before(async () => {
   server = spawn(BIN, ['serve', '-m', MODEL_PATH, '--port', '0', '--api-key', API_KEY,
-                       '-t', '2', '--max-seqs', '32', '--max-queue', '64', '--max-n', '4',
+                       '-t', '2', ...ENGINE_ARGS, '--max-n', '4',
                        '--max-body', '65536'],
                  { stdio: ['ignore', 'pipe', 'pipe'] });
   server.stdout.on('data', (d) => { serverLog += d; });
@@ -75,6 +84,29 @@ async function raw(method, path, { body, headers = {}, auth = true } = {}) {
   try { json = JSON.parse(text); } catch { /* not JSON */ }
   return { status: res.status, headers: res.headers, text, json };
 }
+
+test(`[${MODE}] the server runs the ${MODE} engine`, async () => {
+  if (STATIC) {
+    assert.match(serverLog, /static pipeline: max_prompt_len 192, min_response_len 64 \(capacity 256\), prefill chunk 64, variants 64,128,256, slots 4/);
+  } else {
+    assert.match(serverLog, /KV pool \d+ blocks of 16/);
+  }
+  const m = (await metrics()).values;
+  if (KV_UNITS !== null) assert.equal(m.kvforge_kv_blocks_total, KV_UNITS);
+  assert.equal(m.kvforge_kv_blocks_used, 0);
+});
+
+test(`[${MODE}] a 202-token prompt: over static max_prompt_len 192, within the paged context`, async () => {
+  const body = JSON.stringify({ prompt: 'and the '.repeat(100), max_tokens: 8, temperature: 0 });
+  const r = await raw('POST', '/v1/completions', { body });
+  if (STATIC) {
+    assert.equal(r.status, 400, r.text);
+    assert.match(r.json.error.message, /prompt of 202 tokens exceeds the static pipeline's max_prompt_len of 192/);
+  } else {
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.usage.prompt_tokens, 202);
+  }
+});
 
 test('models and health', async () => {
   const models = await client.models.list();

@@ -51,7 +51,8 @@ struct HttpServer::Impl {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
     };
     http.set_payload_max_length(options.max_body_bytes);
-    http.set_keep_alive_timeout(30);
+    // Short: an idle keep-alive connection holds a handler thread, and stop() waits for it.
+    http.set_keep_alive_timeout(5);
     install_routes();
   }
 
