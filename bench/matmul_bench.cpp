@@ -1,6 +1,6 @@
 // Matmul kernels per weight type and SIMD level, for the n_embd 768 / n_ff
 // 2048 shapes of the default model: "up" (2048 x 768) and "down" (768 x 2048),
-// decode (1 token) and prefill (64 tokens), on a 2-thread pool.
+// decode (1 token) and prefill (64 and 512 tokens), on a 2-thread pool.
 //
 // Bytes/s counts weight bytes per call: for decode the kernel must stream
 // them, so the baseline is a plain read of the same bytes on the same pool
@@ -155,7 +155,8 @@ void run_read_roof(benchmark::State& state, GgmlType type, Shape shape, bool col
 }
 
 std::string bench_name(const char* what, const Shape& s, int64_t n_tokens, bool cold) {
-  return std::string(what) + "/" + s.name + "/" + (n_tokens == 1 ? "decode" : "prefill64") + "/" +
+  return std::string(what) + "/" + s.name + "/" +
+         (n_tokens == 1 ? "decode" : "prefill" + std::to_string(n_tokens)) + "/" +
          (cold ? "cold" : "hot");
 }
 
@@ -169,7 +170,7 @@ void register_all() {
   for (const Shape& s : kShapes) {
     for (GgmlType t : kTypes) {
       for (bool cold : {false, true}) {
-        for (int64_t n_tokens : {int64_t(1), int64_t(64)}) {
+        for (int64_t n_tokens : {int64_t(1), int64_t(64), int64_t(512)}) {
           if (cold && n_tokens != 1) continue;  // prefill is compute-bound: hot only
           const std::string base = bench_name(std::string(type_name(t)).c_str(), s, n_tokens, cold);
           for (SimdLevel l : levels) {

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -245,6 +246,70 @@ INSTANTIATE_TEST_SUITE_P(Types, MatmulAllTypes, ::testing::ValuesIn(kTypes),
                          [](const auto& param_info) {
                            return std::string(type_name(param_info.param));
                          });
+
+// The register-tiled kernels compute rows in groups of up to 4 and tokens
+// in groups of up to 4 or 8; every remainder shape (rows 1..9, a row count
+// past one L1 row block, tokens 1..17) at every level and at 1 and 3 threads
+// (which move the row-group boundaries) must still match both oracles.
+TEST_P(MatmulAllTypes, EveryTileRemainderShapeMatchesOracles) {
+  const GgmlType type = GetParam();
+  LevelGuard guard;
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(3)};
+  MatmulScratch scratch;
+  const int64_t cols = shapes_for(type)[1].cols;  // several blocks, odd where the format allows
+  // 16 KiB of rows per L1 block: one row more than two blocks leaves a 1-row group.
+  const int64_t block_rows = (16 * 1024 / int64_t(row_bytes(type, size_t(cols)))) / 4 * 4;
+  std::vector<int64_t> row_counts = {1, 2, 3, 4, 5, 6, 7, 8, 9, 2 * block_rows + 1};
+  uint32_t seed = 300;
+  for (int64_t rows : row_counts) {
+    const Weights w = make_weights(type, rows, cols, ++seed);
+    for (int64_t n_tokens = 1; n_tokens <= 17; ++n_tokens) {
+      if (rows > 9 && n_tokens % 4 != 1) continue;  // the large shape: a few token counts
+      const std::vector<float> x = make_activations(n_tokens, cols, ++seed);
+      const Expected e = expected_results(w, x, n_tokens);
+      for (SimdLevel level : available_levels()) {
+        set_simd_level(level);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(size_t(rows * n_tokens), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          check_against_oracles(y, e,
+                                std::string(type_name(type)) + " " + simd_level_name(level) +
+                                    " rows " + std::to_string(rows) + " tokens " +
+                                    std::to_string(n_tokens) + " threads " +
+                                    std::to_string(pool.size()));
+        }
+      }
+    }
+  }
+}
+
+// The determinism contract across tile shapes: every window of k consecutive
+// tokens (k = 1..17), computed alone on 3 threads, gives bitwise the rows the
+// full 17-token call gave on 1 thread, so neither the token tile a token lands
+// in nor the row group a row lands in changes its result.
+TEST_P(MatmulAllTypes, EveryTokenWindowBitwiseEqualsTheFullBatch) {
+  const GgmlType type = GetParam();
+  LevelGuard guard;
+  ThreadPool one(1), three(3);
+  MatmulScratch scratch;
+  const int64_t rows = 13, cols = shapes_for(type)[1].cols, n_tokens = 17;
+  const Weights w = make_weights(type, rows, cols, 11);
+  const std::vector<float> x = make_activations(n_tokens, cols, 12);
+  for (SimdLevel level : available_levels()) {
+    set_simd_level(level);
+    std::vector<float> full(size_t(rows * n_tokens));
+    matmul(w.view, x.data(), n_tokens, full.data(), one, scratch);
+    for (int64_t k = 1; k <= n_tokens; ++k) {
+      for (int64_t t0 = 0; t0 + k <= n_tokens; t0 += std::max<int64_t>(1, k / 2)) {
+        std::vector<float> window(size_t(rows * k));
+        matmul(w.view, x.data() + t0 * cols, k, window.data(), three, scratch);
+        ASSERT_EQ(0, std::memcmp(window.data(), full.data() + t0 * rows, window.size() * 4))
+            << type_name(type) << " " << simd_level_name(level) << " tokens [" << t0 << ", "
+            << t0 + k << ")";
+      }
+    }
+  }
+}
 
 // K-quant dot products are exact integers folded in one fixed f32 sequence
 // (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.

@@ -1,4 +1,4 @@
-// AVX-512 VNNI dot product for weights in 32-element blocks with an f16
+// AVX-512 VNNI dot products for weights in 32-element blocks with an f16
 // scale at the start of each block (Q8_0, Q4_0) against Q8 activations; for
 // dot_q8_0_avx512.cpp and dot_q4_0_avx512.cpp only.
 //
@@ -10,13 +10,24 @@
 // token, so a token costs one vpdpbusd per 64 values, and the integer result
 // per 4-byte lane is exact. Lanes 0-7 belong to the first block, 8-15 to the
 // second; they are scaled by dw*da per lane and accumulated in f32 by FMA.
+//
+// Register tiles (register_tile_loop.h): NR rows x NT tokens per step. The
+// NR rows' unpacked weights, corrections and scales are loaded once per pair
+// of blocks and used for NT tokens; each token's quants and scales once and
+// used for NR rows. Per (row, token) the operations are those of a 1 x 1
+// tile in the same order, so a result does not depend on the tile shape.
 #pragma once
 
 #include "core/kernels/avx512_helpers.h"
-#include "core/kernels/tile_loop.h"
+#include "core/kernels/register_tile_loop.h"
 
 namespace kvforge {
 namespace {
+
+// Tile shape: 4 x 4 needs 16 accumulators plus 12 vectors of row data, within
+// the 32 zmm registers.
+inline constexpr int kQ8RowTile = 4;
+inline constexpr int kQ8TokenTile = 4;
 
 // WeightBlocks: kBlockBytes; __m512i load_pair(blk) (64 signed weights of
 // blocks blk and blk + kBlockBytes, in element order); __m512i
@@ -30,47 +41,65 @@ struct Avx512Q8BlockDot {
     return _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(char(0x80)), wq));
   }
 
-  template <int NT>
+  template <int NR, int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
     constexpr int64_t kBytes = WeightBlocks::kBlockBytes;
-    const uint8_t* w = task.weights + row * int64_t(task.row_bytes);
     const int64_t n_blocks = task.cols / 32;
+    const uint8_t* w[NR];
+    for (int r = 0; r < NR; ++r) w[r] = task.weights + (row + r) * int64_t(task.row_bytes);
     const uint8_t* a[NT];
     const float* da[NT];
-    __m512 acc[NT];
     for (int k = 0; k < NT; ++k) {
       a[k] = reinterpret_cast<const uint8_t*>(task.act_quants + (t0 + k) * task.cols);
       da[k] = task.act_scales + (t0 + k) * n_blocks;
-      acc[k] = _mm512_setzero_ps();
     }
+    __m512 acc[NR][NT];
+    for (int r = 0; r < NR; ++r)
+      for (int k = 0; k < NT; ++k) acc[r][k] = _mm512_setzero_ps();
     int64_t b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
-      const uint8_t* blk = w + b * kBytes;
-      const __m512i wq = WeightBlocks::load_pair(blk);
-      const __m512i corr = negated_correction(wq);
-      const __m512 dw = avx512_half_pair_lanes(blk, blk + kBytes);
+      __m512i wq[NR], corr[NR];
+      __m512 dw[NR];
+      for (int r = 0; r < NR; ++r) {
+        const uint8_t* blk = w[r] + b * kBytes;
+        wq[r] = WeightBlocks::load_pair(blk);
+        corr[r] = negated_correction(wq[r]);
+        dw[r] = avx512_half_pair_lanes(blk, blk + kBytes);
+      }
       for (int k = 0; k < NT; ++k) {
-        const __m512i isum = _mm512_dpbusd_epi32(corr, _mm512_loadu_si512(a[k] + 32 * b), wq);
-        const __m512 scale = _mm512_mul_ps(dw, avx512_float_pair_lanes(da[k] + b));
-        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), scale, acc[k]);
+        const __m512i aq = _mm512_loadu_si512(a[k] + 32 * b);
+        const __m512 da_lanes = avx512_float_pair_lanes(da[k] + b);
+        for (int r = 0; r < NR; ++r) {
+          const __m512i isum = _mm512_dpbusd_epi32(corr[r], aq, wq[r]);
+          acc[r][k] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da_lanes), acc[r][k]);
+        }
       }
     }
     if (b < n_blocks) {  // odd block count: the last block alone, upper lanes all zero
       static const uint8_t kZeroHalf[2] = {0, 0};
-      const uint8_t* blk = w + b * kBytes;
-      const __m512i wq = WeightBlocks::load_single(blk);
-      const __m512i corr = negated_correction(wq);
-      const __m512 dw = avx512_half_pair_lanes(blk, kZeroHalf);
       const __m512i pick = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+      __m512i wq[NR], corr[NR];
+      __m512 dw[NR];
+      for (int r = 0; r < NR; ++r) {
+        const uint8_t* blk = w[r] + b * kBytes;
+        wq[r] = WeightBlocks::load_single(blk);
+        corr[r] = negated_correction(wq[r]);
+        dw[r] = avx512_half_pair_lanes(blk, kZeroHalf);
+      }
       for (int k = 0; k < NT; ++k) {
         const __m512i aq = _mm512_maskz_loadu_epi8(0xffffffffull, a[k] + 32 * b);
-        const __m512i isum = _mm512_dpbusd_epi32(corr, aq, wq);
         const __m512 da_lanes =
             _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_load_ss(da[k] + b)));
-        acc[k] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw, da_lanes), acc[k]);
+        for (int r = 0; r < NR; ++r) {
+          const __m512i isum = _mm512_dpbusd_epi32(corr[r], aq, wq[r]);
+          acc[r][k] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da_lanes), acc[r][k]);
+        }
       }
     }
-    for (int k = 0; k < NT; ++k) out[k] = avx512_hsum(acc[k]);
+    for (int r = 0; r < NR; ++r)
+      for (int k = 0; k < NT; ++k) out[r * NT + k] = avx512_hsum(acc[r][k]);
   }
 };
 

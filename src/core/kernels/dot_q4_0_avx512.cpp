@@ -33,7 +33,7 @@ struct Q4_0Blocks {
 }  // namespace
 
 void matmul_rows_q4_0_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Avx512Q8BlockDot<Q4_0Blocks>{task});
+  run_register_tiles<kQ8RowTile, kQ8TokenTile>(task, r0, r1, Avx512Q8BlockDot<Q4_0Blocks>{task});
 }
 
 }  // namespace kvforge

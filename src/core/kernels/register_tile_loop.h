@@ -1,0 +1,75 @@
+// The loop of the register-blocked kernels: each step computes a tile of up
+// to kRows weight rows x kTokens tokens at once, so every weight vector loaded
+// serves kTokens tokens and every activation vector serves kRows rows, from
+// registers. Rows go in blocks small enough to stay in L1 (as in
+// tile_loop.h); for each block every token tile in turn, rows in groups of
+// kRows, the last group of a block smaller when its rows run out.
+//
+// Dot must provide   template <int NR, int NT> void tile(int64_t row, int64_t t0, float* out) const
+// computing out[r * NT + k] = dot(weight row `row + r`, token t0 + k) for
+// r < NR, k < NT. Each (row, token) must be computed with the same
+// operations in the same order whatever NR and NT are, so results do not
+// depend on n_tokens, tiling or threads (matmul.h's contract).
+//
+// Included by the *_avx2.cpp / *_avx512.cpp files: it uses no library
+// functions, and its instantiations (with kernel types from those files'
+// anonymous namespaces) have internal linkage.
+#pragma once
+
+#include <cstdint>
+
+#include "core/kernels/matmul_task.h"
+#include "core/kernels/tile_loop.h"
+
+namespace kvforge {
+
+// Runs the NR x nt tile at (row, t0) for a run-time nt <= NT, then stores it.
+template <int NR, int NT, class Dot>
+void run_register_tile(const MatmulTask& task, int64_t row, int64_t t0, int nt, const Dot& dot) {
+  if constexpr (NT > 1) {
+    if (nt < NT) {
+      run_register_tile<NR, NT - 1>(task, row, t0, nt, dot);
+      return;
+    }
+  }
+  float out[NR * NT];
+  dot.template tile<NR, NT>(row, t0, out);
+  for (int k = 0; k < NT; ++k) {
+    float* y = task.y + (t0 + k) * task.rows + row;
+    for (int r = 0; r < NR; ++r) y[r] = out[r * NT + k];
+  }
+}
+
+// The last rows of a block, fewer than NR: a tile with as many rows as are left.
+template <int NR, int NT, class Dot>
+void run_partial_row_tile(const MatmulTask& task, int64_t row, int nr, int64_t t0, int nt,
+                          const Dot& dot) {
+  if constexpr (NR > 1) {
+    if (nr < NR) {
+      run_partial_row_tile<NR - 1, NT>(task, row, nr, t0, nt, dot);
+      return;
+    }
+  }
+  run_register_tile<NR, NT>(task, row, t0, nt, dot);
+}
+
+template <int kRows, int kTokens, class Dot>
+void run_register_tiles(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
+  static_assert(kRows >= 1 && kTokens >= 1, "tiles have at least one row and one token");
+  int64_t rows_per_block = kRowBlockBytes / int64_t(task.row_bytes);
+  rows_per_block = rows_per_block < kRows ? kRows : rows_per_block / kRows * kRows;
+  for (int64_t rb = r0; rb < r1; rb += rows_per_block) {
+    const int64_t re = rb + rows_per_block < r1 ? rb + rows_per_block : r1;
+    for (int64_t t0 = 0; t0 < task.n_tokens; t0 += kTokens) {
+      const int64_t left = task.n_tokens - t0;
+      const int nt = left < kTokens ? int(left) : kTokens;
+      int64_t r = rb;
+      for (; r + kRows <= re; r += kRows) run_register_tile<kRows, kTokens>(task, r, t0, nt, dot);
+      if constexpr (kRows > 1) {
+        if (r < re) run_partial_row_tile<kRows - 1, kTokens>(task, r, int(re - r), t0, nt, dot);
+      }
+    }
+  }
+}
+
+}  // namespace kvforge
