@@ -1,5 +1,6 @@
 #include "app/static_generation.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -21,12 +22,58 @@ struct SlotRelease {
   ~SlotRelease() { runner.release(slot); }
 };
 
+// Empties the session unless disarmed: after an exception the slot's content is unknown.
+struct SessionGuard {
+  StaticRunner& runner;
+  StaticSlotSession& session;
+  bool armed = true;
+  ~SessionGuard() {
+    if (!armed) return;
+    runner.release(session.slot);
+    session.tokens.clear();
+  }
+};
+
+// Brings the slot to `prompt` and returns the last prompt token's logits;
+// `reused` receives the positions kept from before.
+std::span<const float> fill_slot(StaticRunner& runner, StaticSlotSession& session,
+                                 std::span<const int32_t> prompt, int& reused) {
+  size_t common = 0;
+  const size_t limit = std::min(session.tokens.size(), prompt.size() - 1);  // >= 1 to compute
+  while (common < limit && session.tokens[common] == prompt[common]) ++common;
+  runner.truncate(session.slot, int32_t(std::min(common, size_t(runner.length(session.slot)))));
+  session.tokens.resize(size_t(runner.length(session.slot)));
+  reused = int(session.tokens.size());
+  std::span<const float> logits;
+  if (session.tokens.empty()) {
+    logits = runner.prefill(session.slot, prompt);
+    session.tokens.assign(prompt.begin(), prompt.end());
+    return logits;
+  }
+  for (size_t i = session.tokens.size(); i < prompt.size(); ++i) {
+    logits = runner.decode_one(session.slot, prompt[i]);
+    session.tokens.push_back(prompt[i]);
+  }
+  return logits;
+}
+
 }  // namespace
 
 StaticGenerationResult generate_static(StaticRunner& runner, const Tokenizer& tokenizer,
                                        std::span<const int32_t> prompt,
                                        const SamplingParams& params, OverflowPolicy overflow,
                                        const TextSink& on_text, int32_t slot) {
+  StaticSlotSession session{slot, {}};
+  SlotRelease release{runner, slot};
+  return generate_static_in_session(runner, tokenizer, session, prompt, params, overflow, on_text);
+}
+
+StaticGenerationResult generate_static_in_session(StaticRunner& runner, const Tokenizer& tokenizer,
+                                                  StaticSlotSession& session,
+                                                  std::span<const int32_t> prompt,
+                                                  const SamplingParams& params,
+                                                  OverflowPolicy overflow,
+                                                  const TextSink& on_text) {
   if (prompt.empty()) throw std::invalid_argument("generate: empty prompt");
   const std::span<const int32_t> kept = fit_prompt(prompt, runner.config(), overflow);
   StaticGenerationResult out;
@@ -46,9 +93,10 @@ StaticGenerationResult generate_static(StaticRunner& runner, const Tokenizer& to
     if (on_text) on_text(piece);
   };
 
-  SlotRelease release{runner, slot};
+  SessionGuard guard{runner, session};
+  const int32_t slot = session.slot;
   const auto t0 = std::chrono::steady_clock::now();
-  std::span<const float> logits = runner.prefill(slot, kept);
+  std::span<const float> logits = fill_slot(runner, session, kept, out.prompt_tokens_reused);
   result.prefill_seconds = seconds_since(t0);
   const int max_new = params.max_tokens.value_or(runner.capacity() - int(kept.size()));
   result.finish_reason = "length";
@@ -73,9 +121,11 @@ StaticGenerationResult generate_static(StaticRunner& runner, const Tokenizer& to
     }
     const auto t1 = std::chrono::steady_clock::now();
     logits = runner.decode_one(slot, token);
+    session.tokens.push_back(token);
     result.decode_seconds += seconds_since(t1);
     ++result.decode_steps;
   }
+  guard.armed = false;
   if (!stops.stopped()) emit(stops.feed(detok.flush()));
   emit(stops.finish());
   out.steps_per_variant = runner.steps_per_variant();

@@ -22,6 +22,7 @@ namespace kvforge {
 struct StaticGenerationResult {
   GenerationResult generation;
   int prompt_tokens_dropped = 0;  // cut by truncate-left
+  int prompt_tokens_reused = 0;   // K/V kept in the slot from an earlier call (sessions)
   bool reached_capacity = false;  // stopped because the static KV cache is full
   std::string notice;             // a sentence for the user when either happened, else empty
   std::vector<uint64_t> steps_per_variant;  // generate steps run per variant
@@ -34,5 +35,24 @@ StaticGenerationResult generate_static(StaticRunner& runner, const Tokenizer& to
                                        std::span<const int32_t> prompt,
                                        const SamplingParams& params, OverflowPolicy overflow,
                                        const TextSink& on_text, int32_t slot = 0);
+
+// A conversation kept in one static slot across calls (`kvforge chat
+// --static`): `tokens` are the positions whose K/V the slot holds.
+struct StaticSlotSession {
+  int32_t slot = 0;
+  std::vector<int32_t> tokens;
+};
+
+// generate_static() that keeps the slot filled afterwards and starts from
+// what it already holds: the slot is cut back to the longest common prefix of
+// `prompt` and session.tokens, and only the rest of the prompt is computed.
+// With nothing to reuse that is the prefill plan, chunk by chunk; otherwise
+// one generate step per new token, since the prefill plan starts at position
+// 0. On an exception the slot is freed and the session emptied.
+StaticGenerationResult generate_static_in_session(StaticRunner& runner, const Tokenizer& tokenizer,
+                                                  StaticSlotSession& session,
+                                                  std::span<const int32_t> prompt,
+                                                  const SamplingParams& params,
+                                                  OverflowPolicy overflow, const TextSink& on_text);
 
 }  // namespace kvforge

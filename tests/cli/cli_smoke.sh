@@ -5,6 +5,7 @@
 set -euo pipefail
 kv="$1"
 work="$2"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rm -rf "$work" && mkdir -p "$work" && cd "$work"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -88,4 +89,6 @@ if "$kv" batch -m tiny.gguf -f prompts.txt -n 64 --kv-blocks 2 --block-size 4 2>
   fail "request larger than the KV pool accepted"
 fi
 expect_in "the KV pool of 2 blocks" err9.txt
+# chat: three turns through stdin, paged and static, each reusing the earlier turns' K/V.
+bash "$here/chat_turns.sh" "$kv" "$here/../../models/kvforge-kjv-4m.gguf" "$work/chat"
 echo "cli smoke: ok"

@@ -1,7 +1,10 @@
 // kvforge chat: an interactive terminal conversation. Each turn renders the
 // whole history through the model's chat template and submits it to the
 // batching engine, whose prefix cache serves the K/V of the earlier turns
-// instead of recomputing them (the "reused" figure after each reply).
+// instead of recomputing them (the "reused" figure after each reply). With
+// --static/--plan the conversation lives in one static slot instead, kept
+// between turns and cut back to the prefix the new prompt shares with it
+// (generate_static_in_session).
 // Commands: /reset (forget the history), /exit (or end of input).
 #include <cstdio>
 #include <iostream>
@@ -11,6 +14,8 @@
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/static_flags.h"
+#include "app/static_generation.h"
 #include "app/text_engine.h"
 #include "model/model.h"
 
@@ -26,6 +31,95 @@ struct ChatFlags {
   int ctx = 0;
   KvTypeFlags kv;
   SamplingFlags sampling;
+  StaticFlags static_mode;
+};
+
+// One reply, whichever engine produced it.
+struct Reply {
+  std::string text;
+  int prompt_tokens = 0;
+  int64_t reused = 0;  // prompt tokens whose K/V came from earlier turns
+  size_t generated = 0;
+  double ttft_seconds = 0;
+};
+
+void print_piece(std::string_view piece) {
+  std::fwrite(piece.data(), 1, piece.size(), stdout);
+  std::fflush(stdout);
+}
+
+// The paged engine: each turn is a new request; the prefix cache finds the history's blocks.
+class PagedChat {
+ public:
+  PagedChat(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer)
+      : pool_(f.threads), engine_(model, tokenizer, pool_, options(f)) {}
+  int context() const { return engine_.engine().max_sequence_tokens(); }
+
+  std::optional<Reply> turn(const std::vector<int32_t>& prompt, const SamplingParams& p) {
+    const int64_t reused_before = engine_.engine().stats().prefix.tokens_reused;
+    try {
+      engine_.add_tokens(prompt, p);
+    } catch (const RequestRejected& e) {
+      std::fprintf(stderr, "(rejected: %s)\n", e.what());
+      return std::nullopt;
+    }
+    std::optional<BranchResult> result;
+    while (engine_.has_unfinished()) {
+      for (const TextEvent& ev : engine_.step()) {
+        print_piece(ev.text);
+        if (ev.result) result = ev.result;
+      }
+    }
+    if (!result) return std::nullopt;
+    return Reply{result->text, result->prompt_tokens,
+                 engine_.engine().stats().prefix.tokens_reused - reused_before,
+                 result->tokens.size(), result->timings.ttft_seconds};
+  }
+
+ private:
+  static EngineOptions options(const ChatFlags& f) {
+    EngineOptions eo;
+    eo.kv_format = f.kv.format();
+    eo.n_ctx = f.ctx;
+    eo.max_seqs = 1;
+    return eo;
+  }
+  ThreadPool pool_;
+  TextEngine engine_;
+};
+
+// The static pipeline: the conversation stays in slot 0 between turns.
+class StaticChat {
+ public:
+  StaticChat(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer)
+      : tokenizer_(tokenizer), overflow_(f.static_mode.overflow_policy()) {
+    StaticPlans prepared = prepare_static_plans(f.static_mode, model, f.kv.format(), f.threads);
+    pool_ = std::make_unique<ThreadPool>(prepared.plans.n_threads);
+    runner_ = std::make_unique<StaticRunner>(model, *pool_, std::move(prepared.plans));
+    std::fprintf(stderr, "static pipeline: %s; plans %s\n", runner_->config().describe().c_str(),
+                 prepared.source.c_str());
+  }
+  const StaticConfig& config() const { return runner_->config(); }
+
+  std::optional<Reply> turn(const std::vector<int32_t>& prompt, const SamplingParams& p) {
+    try {
+      const StaticGenerationResult r = generate_static_in_session(
+          *runner_, tokenizer_, session_, prompt, p, overflow_, print_piece);
+      if (!r.notice.empty()) std::fprintf(stderr, "\n(%s)", r.notice.c_str());
+      return Reply{r.generation.text, r.generation.prompt_tokens, r.prompt_tokens_reused,
+                   r.generation.tokens.size(), r.generation.first_token_seconds};
+    } catch (const std::length_error& e) {
+      std::fprintf(stderr, "(rejected: %s)\n", e.what());
+      return std::nullopt;
+    }
+  }
+
+ private:
+  const Tokenizer& tokenizer_;
+  OverflowPolicy overflow_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<StaticRunner> runner_;
+  StaticSlotSession session_;
 };
 
 ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
@@ -85,14 +179,22 @@ void chat(const ChatFlags& f) {
   const auto model = Model::load(path);
   const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
-  ThreadPool pool(f.threads);
-  EngineOptions eo;
-  eo.kv_format = f.kv.format();
-  eo.n_ctx = f.ctx;
-  eo.max_seqs = 1;
-  TextEngine engine(*model, tokenizer, pool, eo);
-  const int context = engine.engine().max_sequence_tokens();
-  const int room = f.n_predict > 0 ? std::min(f.n_predict, context / 2) : context / 2;
+  std::unique_ptr<PagedChat> paged;
+  std::unique_ptr<StaticChat> slot;
+  // The prompt may fill `context` up to `room` tokens for the reply; a reply
+  // is at most `reply_limit` tokens.
+  int context = 0, room = 0, reply_limit = 0;
+  if (f.static_mode.active()) {
+    slot = std::make_unique<StaticChat>(f, *model, tokenizer);
+    context = slot->config().capacity();
+    room = slot->config().min_response_len;  // the prompt stays within max_prompt_len
+    reply_limit = f.n_predict > 0 ? f.n_predict : context;
+  } else {
+    paged = std::make_unique<PagedChat>(f, *model, tokenizer);
+    context = paged->context();
+    room = f.n_predict > 0 ? std::min(f.n_predict, context / 2) : context / 2;
+    reply_limit = room;
+  }
   std::fprintf(stderr, "chatting with %s (context %d tokens); /reset forgets, /exit quits\n",
                path.filename().c_str(), context);
   std::string line;
@@ -107,30 +209,15 @@ void chat(const ChatFlags& f) {
     if (line.empty()) continue;
     SamplingParams p = params;
     const std::vector<int32_t> prompt = conversation.prompt_with(line, context, room);
-    p.max_tokens = std::min(room, context - static_cast<int>(prompt.size()));
-    const int64_t reused_before = engine.engine().stats().prefix.tokens_reused;
-    try {
-      engine.add_tokens(prompt, p);
-    } catch (const RequestRejected& e) {
-      std::fprintf(stderr, "(rejected: %s)\n", e.what());
-      continue;
-    }
-    std::optional<BranchResult> result;
-    while (engine.has_unfinished()) {
-      for (const TextEvent& ev : engine.step()) {
-        std::fwrite(ev.text.data(), 1, ev.text.size(), stdout);
-        std::fflush(stdout);
-        if (ev.result) result = ev.result;
-      }
-    }
-    if (!result) continue;
-    conversation.add_reply(result->text);
+    p.max_tokens = std::min(reply_limit, context - static_cast<int>(prompt.size()));
+    const std::optional<Reply> reply = paged ? paged->turn(prompt, p) : slot->turn(prompt, p);
+    if (!reply) continue;
+    conversation.add_reply(reply->text);
     std::fprintf(
         stderr,
         "\n(%d prompt tokens, %lld reused from earlier turns, %zu generated, first token %.1f ms)",
-        result->prompt_tokens,
-        static_cast<long long>(engine.engine().stats().prefix.tokens_reused - reused_before),
-        result->tokens.size(), result->timings.ttft_seconds * 1e3);
+        reply->prompt_tokens, static_cast<long long>(reply->reused), reply->generated,
+        reply->ttft_seconds * 1e3);
   }
   std::fputc('\n', stdout);
 }
@@ -150,6 +237,7 @@ void add_chat_command(CLI::App& app) {
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);
   f->sampling.add_to(*sub);
+  f->static_mode.add_to(*sub);
   sub->callback([f] { chat(*f); });
 }
 
