@@ -21,7 +21,7 @@ struct WidenBf16 {
 }  // namespace
 
 void matmul_rows_bf16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Avx512FloatDot<WidenBf16>{task});
+  run_register_tiles<kFloatRowTile, kFloatTokenTile>(task, r0, r1, Avx512FloatDot<WidenBf16>{task});
 }
 
 }  // namespace kvforge

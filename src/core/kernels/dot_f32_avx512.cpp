@@ -16,7 +16,7 @@ struct WidenF32 {
 }  // namespace
 
 void matmul_rows_f32_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Avx512FloatDot<WidenF32>{task});
+  run_register_tiles<kFloatRowTile, kFloatTokenTile>(task, r0, r1, Avx512FloatDot<WidenF32>{task});
 }
 
 }  // namespace kvforge
