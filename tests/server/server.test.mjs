@@ -320,3 +320,38 @@ test('load: 64 streaming clients plus clients that disconnect mid-stream', async
   assert.ok(m['kvforge_time_to_first_token_seconds_count'] >= 64);
   assert.equal((await raw('GET', '/health', { auth: false })).status, 200);
 });
+
+test('a non-streaming request whose client disconnects is aborted and its KV freed', async () => {
+  const key499 = 'kvforge_requests_total{endpoint="/v1/completions",status="499"}';
+  const before = (await metrics()).values;
+  const controller = new AbortController();
+  const pending = fetch(`${base}/v1/completions`, {
+    method: 'POST', signal: controller.signal,
+    headers: { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ prompt: PROMPT, max_tokens: 240, n: 2, temperature: 0 }),
+  }).then(() => null, (e) => e);
+  // Leave once the engine holds the request's KV, long before its 2 x 240 tokens are done.
+  let m;
+  for (let tries = 0; ; tries++) {
+    m = (await metrics()).values;
+    if (m.kvforge_kv_blocks_used > 0) break;
+    assert.ok(tries < 5000, 'the request never took KV');
+    await new Promise((r) => setTimeout(r, 1));
+  }
+  controller.abort();
+  const err = await pending;
+  assert.equal(err?.name, 'AbortError', 'the client left before any answer');
+  for (let tries = 0; tries < 100; tries++) {
+    m = (await metrics()).values;
+    if (m.kvforge_kv_blocks_used === 0 && m.kvforge_requests_in_flight === 0 && m[key499]) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const delta = (k) => (m[k] ?? 0) - (before[k] ?? 0);
+  assert.equal(m.kvforge_kv_blocks_used, 0, 'KV fully free');
+  assert.equal(m.kvforge_kv_blocks_free, m.kvforge_kv_blocks_total);
+  assert.equal(m.kvforge_requests_in_flight, 0);
+  assert.equal(delta('kvforge_client_disconnects_total'), 1, 'aborted as a disconnect');
+  assert.equal(delta(key499), 1, 'answered 499 (client closed request)');
+  assert.ok(delta('kvforge_generation_tokens_total') < 480,
+            `aborted mid-generation (${delta('kvforge_generation_tokens_total')} of 480 tokens)`);
+});

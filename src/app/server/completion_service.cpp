@@ -143,10 +143,21 @@ std::optional<std::vector<TokenLogprobInfo>> CompletionService::logprobs_of(cons
   return out;
 }
 
-nlohmann::json CompletionService::complete(PreparedRequest& p) {
+std::optional<nlohmann::json> CompletionService::complete(
+    PreparedRequest& p, const std::function<bool()>& client_gone) {
   std::vector<BranchState> branches(static_cast<size_t>(p.common.n));
+  // Events may flow without pause, so the client is checked by the clock, not on timeouts.
+  constexpr auto kCheckEvery = milliseconds(50);
+  auto next_check = std::chrono::steady_clock::now() + kCheckEvery;
   while (true) {
-    RequestStream::Update u = p.stream->wait(milliseconds(1000));
+    RequestStream::Update u = p.stream->wait(kCheckEvery);
+    if (client_gone && std::chrono::steady_clock::now() >= next_check) {
+      next_check = std::chrono::steady_clock::now() + kCheckEvery;
+      if (!u.closed && client_gone()) {
+        loop_.cancel(p.stream);
+        return std::nullopt;
+      }
+    }
     if (u.rejected) throw ApiError(u.rejected->first, u.rejected->second, "server_error");
     for (const TextEvent& ev : u.events) {
       BranchState& b = branches.at(static_cast<size_t>(ev.branch));

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -38,8 +39,11 @@ class CompletionService {
   // queue full, 500/503 engine trouble).
   PreparedRequest prepare(ApiKind kind, std::string_view body);
 
-  // Waits for the whole result; returns the response JSON.
-  nlohmann::json complete(PreparedRequest& request);
+  // Waits for the whole result; returns the response JSON. `client_gone` is
+  // asked a few times a second while waiting; once it says true the request
+  // is cancelled (its KV freed) and nullopt returned.
+  std::optional<nlohmann::json> complete(PreparedRequest& request,
+                                         const std::function<bool()>& client_gone = {});
 
   // Streams "data: ..." events through `write` (false = the client is gone:
   // the request is cancelled and freed). Ends with the usage chunk if asked,

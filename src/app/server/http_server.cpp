@@ -5,6 +5,7 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "app/server/connection_watch.h"
 #include "app/server/openai_error.h"
 
 namespace kvforge::server {
@@ -67,7 +68,18 @@ struct HttpServer::Impl {
   void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
     PreparedRequest prepared = service.prepare(kind, req.body);
     if (!prepared.common.stream) {
-      res.set_content(dump_json(service.complete(prepared)), "application/json");
+      // Nothing is written until the result is ready, so a vanished client
+      // would go unnoticed (and keep its KV) without watching the socket.
+      const std::optional<ConnectionWatch> watch =
+          ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+      const auto gone = [&watch] { return watch && watch->peer_closed(); };
+      if (const std::optional<nlohmann::json> body = service.complete(prepared, gone)) {
+        res.set_content(dump_json(*body), "application/json");
+        return;
+      }
+      // 499 (nginx's "client closed request"): counted in kvforge_requests_total, read by nobody.
+      send_error(res, ApiError(499, "the client closed the connection; the request was aborted",
+                               "invalid_request_error"));
       return;
     }
     auto state = std::make_shared<PreparedRequest>(std::move(prepared));
