@@ -1,36 +1,80 @@
 #include "app/server/connection_watch.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
-#include <netdb.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
+#include <unistd.h>
 
+#include <array>
 #include <cerrno>
-#include <cstdlib>
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <sstream>
 
 namespace kvforge::server {
 namespace {
 
-// As cpp-httplib spells addresses: numeric host (getnameinfo), and the port.
-bool same_address(const sockaddr_storage& a, socklen_t len, const std::string& host, int port) {
-  char h[NI_MAXHOST], p[NI_MAXSERV];
-  if (getnameinfo(reinterpret_cast<const sockaddr*>(&a), len, h, sizeof h, p, sizeof p,
-                  NI_NUMERICHOST | NI_NUMERICSERV) != 0)
-    return false;
-  return host == h && port == std::atoi(p);
+// An IPv4 (4 bytes) or IPv6 (16 bytes) address in network byte order, and a port.
+struct Endpoint {
+  std::array<uint8_t, 16> addr{};
+  size_t len = 0;
+  int port = 0;
+  bool operator==(const Endpoint&) const = default;
+};
+
+std::optional<Endpoint> parse_endpoint(const std::string& host, int port) {
+  Endpoint e;
+  e.port = port;
+  if (inet_pton(AF_INET, host.c_str(), e.addr.data()) == 1)
+    e.len = 4;
+  else if (inet_pton(AF_INET6, host.c_str(), e.addr.data()) == 1)
+    e.len = 16;
+  else
+    return std::nullopt;
+  return e;
 }
 
-bool socket_matches(int fd, const std::string& local_addr, int local_port,
-                    const std::string& remote_addr, int remote_port) {
-  struct stat st;
-  if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) return false;
-  sockaddr_storage local{}, remote{};
-  socklen_t local_len = sizeof local, remote_len = sizeof remote;
-  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) return false;
-  if (getpeername(fd, reinterpret_cast<sockaddr*>(&remote), &remote_len) != 0) return false;
-  return same_address(remote, remote_len, remote_addr, remote_port) &&
-         same_address(local, local_len, local_addr, local_port);
+// "0100007F:1F90" as /proc/net/tcp{,6} prints it: the address as 32-bit words
+// in host byte order (one word for IPv4, four for IPv6), then the port.
+std::optional<Endpoint> parse_proc_endpoint(const std::string& text) {
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos || (colon != 8 && colon != 32)) return std::nullopt;
+  Endpoint e;
+  e.len = colon / 2;
+  for (size_t w = 0; w < colon / 8; ++w) {
+    const uint32_t word = uint32_t(std::stoul(text.substr(w * 8, 8), nullptr, 16));
+    std::memcpy(e.addr.data() + w * 4, &word, 4);
+  }
+  e.port = int(std::stoul(text.substr(colon + 1), nullptr, 16));
+  return e;
+}
+
+// The inode of the TCP socket connecting `local` to `remote`, or 0.
+unsigned long socket_inode(const Endpoint& local, const Endpoint& remote) {
+  for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
+    std::ifstream in(table);
+    std::string line;
+    std::getline(in, line);  // column titles
+    while (std::getline(in, line)) {
+      // sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
+      std::istringstream fields(line);
+      std::string sl, local_text, remote_text, skip;
+      unsigned long inode = 0;
+      fields >> sl >> local_text >> remote_text;
+      for (int i = 0; i < 6; ++i) fields >> skip;
+      fields >> inode;
+      if (!fields || inode == 0) continue;
+      try {
+        if (parse_proc_endpoint(local_text) == local && parse_proc_endpoint(remote_text) == remote)
+          return inode;
+      } catch (const std::exception&) {  // a malformed line: not ours
+      }
+    }
+  }
+  return 0;
 }
 
 }  // namespace
@@ -38,18 +82,21 @@ bool socket_matches(int fd, const std::string& local_addr, int local_port,
 std::optional<ConnectionWatch> ConnectionWatch::find(const std::string& local_addr, int local_port,
                                                      const std::string& remote_addr,
                                                      int remote_port) {
-  if (local_port <= 0 || remote_port <= 0) return std::nullopt;
+  const auto local = parse_endpoint(local_addr, local_port);
+  const auto remote = parse_endpoint(remote_addr, remote_port);
+  if (!local || !remote) return std::nullopt;
+  const unsigned long inode = socket_inode(*local, *remote);
+  if (inode == 0) return std::nullopt;
+  const std::string wanted = "socket:[" + std::to_string(inode) + "]";
   DIR* dir = opendir("/proc/self/fd");
   if (!dir) return std::nullopt;
   std::optional<ConnectionWatch> found;
+  char target[64];
   while (const dirent* entry = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    if (socket_matches(int(fd), local_addr, local_port, remote_addr, remote_port)) {
-      found = ConnectionWatch(int(fd));
-      break;
-    }
+    const ssize_t n = readlinkat(dirfd(dir), entry->d_name, target, sizeof target - 1);
+    if (n <= 0 || std::string_view(target, size_t(n)) != wanted) continue;
+    found = ConnectionWatch(std::atoi(entry->d_name));
+    break;
   }
   closedir(dir);
   return found;

@@ -3,9 +3,11 @@
 // completion). cpp-httplib 0.11 gives a handler neither its socket nor an
 // is_connection_closed(); but the request carries the connection's local and
 // remote address, and a TCP 4-tuple names exactly one open socket: the
-// handler's own, which stays open while the handler runs. So the socket is
-// found once among the process's descriptors (/proc/self/fd) and then
-// peeked at without consuming anything.
+// handler's own, which stays open while the handler runs. The kernel's
+// connection table (/proc/self/net/tcp, tcp6) gives that socket's inode, and
+// /proc/self/fd the descriptor linked to it; no other thread's descriptor is
+// touched on the way (ThreadSanitizer would rightly call that a race). The
+// socket is then peeked at without consuming anything.
 #pragma once
 
 #include <optional>
@@ -15,8 +17,8 @@ namespace kvforge::server {
 
 class ConnectionWatch {
  public:
-  // nullopt when no socket matches (e.g. /proc is not mounted): the caller
-  // then cannot notice a disconnect before it writes.
+  // nullopt when no socket matches (e.g. /proc is not mounted, or not TCP):
+  // the caller then cannot notice a disconnect before it writes.
   static std::optional<ConnectionWatch> find(const std::string& local_addr, int local_port,
                                              const std::string& remote_addr, int remote_port);
 
