@@ -311,6 +311,37 @@ TEST_P(MatmulAllTypes, EveryTokenWindowBitwiseEqualsTheFullBatch) {
   }
 }
 
+// Long prefills go through the rows once per L2-sized block of activations
+// (256 KiB: 32 tokens of 8192 Q8 values, 15 of 4112 f32). 37 tokens cross a
+// block boundary mid-tile; each token must still match the oracles and,
+// bitwise, its own single-token result.
+TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
+  LevelGuard guard;
+  ThreadPool pool(3);
+  MatmulScratch scratch;
+  const int64_t n_tokens = 37, rows = 6;
+  for (GgmlType type :
+       {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    const int64_t cols = activation_block(type) ? 8192 : 4112;
+    const Weights w = make_weights(type, rows, cols, 21);
+    const std::vector<float> x = make_activations(n_tokens, cols, 22);
+    const Expected e = expected_results(w, x, n_tokens);
+    for (SimdLevel level : available_levels()) {
+      set_simd_level(level);
+      const std::string what = std::string(type_name(type)) + " " + simd_level_name(level);
+      std::vector<float> y(size_t(rows * n_tokens), NAN);
+      matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+      check_against_oracles(y, e, what);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w.view, x.data() + t * cols, 1, alone.data(), pool, scratch);
+        ASSERT_EQ(0, std::memcmp(alone.data(), y.data() + t * rows, alone.size() * 4))
+            << what << " token " << t;
+      }
+    }
+  }
+}
+
 // K-quant dot products are exact integers folded in one fixed f32 sequence
 // (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
 TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {

@@ -53,20 +53,36 @@ void run_partial_row_tile(const MatmulTask& task, int64_t row, int nr, int64_t t
   run_register_tile<NR, NT>(task, row, t0, nt, dot);
 }
 
+// Activations of this many bytes per call stay in L2 (1 MiB on the machines
+// measured) next to the weights of a thread's rows: long prefills go through
+// the rows once per block of tokens of this size.
+inline constexpr int64_t kActivationBlockBytes = 256 * 1024;
+
+// Tokens per activation block: a multiple of the token tile, at least one tile.
+static inline int64_t activation_block_tokens(const MatmulTask& task, int64_t tile_tokens) {
+  const int64_t bytes_per_token = task.act_quants ? task.cols : task.cols * int64_t(sizeof(float));
+  const int64_t tokens = bytes_per_token > 0 ? kActivationBlockBytes / bytes_per_token : 0;
+  return tokens < tile_tokens ? tile_tokens : tokens / tile_tokens * tile_tokens;
+}
+
 template <int kRows, int kTokens, class Dot>
 void run_register_tiles_shaped(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
   static_assert(kRows >= 1 && kTokens >= 1, "tiles have at least one row and one token");
   int64_t rows_per_block = kRowBlockBytes / int64_t(task.row_bytes);
   rows_per_block = rows_per_block < kRows ? kRows : rows_per_block / kRows * kRows;
-  for (int64_t rb = r0; rb < r1; rb += rows_per_block) {
-    const int64_t re = rb + rows_per_block < r1 ? rb + rows_per_block : r1;
-    for (int64_t t0 = 0; t0 < task.n_tokens; t0 += kTokens) {
-      const int64_t left = task.n_tokens - t0;
-      const int nt = left < kTokens ? int(left) : kTokens;
-      int64_t r = rb;
-      for (; r + kRows <= re; r += kRows) run_register_tile<kRows, kTokens>(task, r, t0, nt, dot);
-      if constexpr (kRows > 1) {
-        if (r < re) run_partial_row_tile<kRows - 1, kTokens>(task, r, int(re - r), t0, nt, dot);
+  const int64_t tokens_per_block = activation_block_tokens(task, kTokens);
+  for (int64_t tb = 0; tb < task.n_tokens; tb += tokens_per_block) {
+    const int64_t te =
+        tb + tokens_per_block < task.n_tokens ? tb + tokens_per_block : task.n_tokens;
+    for (int64_t rb = r0; rb < r1; rb += rows_per_block) {
+      const int64_t re = rb + rows_per_block < r1 ? rb + rows_per_block : r1;
+      for (int64_t t0 = tb; t0 < te; t0 += kTokens) {
+        const int nt = te - t0 < kTokens ? int(te - t0) : kTokens;
+        int64_t r = rb;
+        for (; r + kRows <= re; r += kRows) run_register_tile<kRows, kTokens>(task, r, t0, nt, dot);
+        if constexpr (kRows > 1) {
+          if (r < re) run_partial_row_tile<kRows - 1, kTokens>(task, r, int(re - r), t0, nt, dot);
+        }
       }
     }
   }
