@@ -127,9 +127,10 @@ class ForwardPass {
   void attention_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
     norm_all(w.attn_norm);
-    matmul_into(w.attn_q, s_.xn_.data(), s_.q_.data());
-    matmul_into(w.attn_k, s_.xn_.data(), s_.k_.data());
-    matmul_into(w.attn_v, s_.xn_.data(), s_.v_.data());
+    // One parallel region for Q, K and V: the normalized input is quantized once.
+    const MatmulOutput qkv[] = {
+        {w.attn_q, s_.q_.data()}, {w.attn_k, s_.k_.data()}, {w.attn_v, s_.v_.data()}};
+    matmul_batch(qkv, s_.xn_.data(), n_, pool_, s_.matmul_);
     add_bias(s_.q_.data(), w.bias_q, n_);
     add_bias(s_.k_.data(), w.bias_k, n_);
     add_bias(s_.v_.data(), w.bias_v, n_);
@@ -179,8 +180,8 @@ class ForwardPass {
   void ffn_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
     norm_all(w.ffn_norm);
-    matmul_into(w.ffn_gate, s_.xn_.data(), s_.gate_.data());
-    matmul_into(w.ffn_up, s_.xn_.data(), s_.up_.data());
+    const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
+    matmul_batch(gate_up, s_.xn_.data(), n_, pool_, s_.matmul_);
     swiglu(s_.gate_.data(), s_.up_.data(), n_ * c_.n_ff, s_.gate_.data());
     matmul_into(w.ffn_down, s_.gate_.data(), s_.proj_.data());
     add_residual();
