@@ -8,7 +8,8 @@
 //   kvforge_client_disconnects_total             requests aborted because the client left
 //   kvforge_requests_in_flight                   accepted, not finished
 //   kvforge_sequences_running / _waiting         engine scheduler state
-//   kvforge_kv_blocks_total / _used / _free      KV pool (free includes evictable cached blocks)
+//   kvforge_kv_blocks_total / _used / _free      KV pool (free includes evictable cached blocks);
+//                                                with --static: the batch slots, used = filled
 //   kvforge_kv_usage_ratio                       used / total
 //   kvforge_prefix_cache_hits_total / _misses_total, kvforge_prefix_cache_hit_rate
 //   kvforge_prefix_cache_tokens_reused_total
