@@ -41,6 +41,9 @@ std::span<const float> fill_slot(StaticRunner& runner, StaticSlotSession& sessio
   size_t common = 0;
   const size_t limit = std::min(session.tokens.size(), prompt.size() - 1);  // >= 1 to compute
   while (common < limit && session.tokens[common] == prompt[common]) ++common;
+  // New tokens go through the generate plan one at a time: beyond a prefill
+  // chunk of them, recomputing the whole prompt chunk by chunk is cheaper.
+  if (prompt.size() - common > size_t(runner.config().prefill_chunk)) common = 0;
   runner.truncate(session.slot, int32_t(std::min(common, size_t(runner.length(session.slot)))));
   session.tokens.resize(size_t(runner.length(session.slot)));
   reused = int(session.tokens.size());

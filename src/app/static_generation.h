@@ -46,9 +46,10 @@ struct StaticSlotSession {
 // generate_static() that keeps the slot filled afterwards and starts from
 // what it already holds: the slot is cut back to the longest common prefix of
 // `prompt` and session.tokens, and only the rest of the prompt is computed.
-// With nothing to reuse that is the prefill plan, chunk by chunk; otherwise
-// one generate step per new token, since the prefill plan starts at position
-// 0. On an exception the slot is freed and the session emptied.
+// Up to prefill_chunk new tokens run one generate step each (the prefill plan
+// starts at position 0); with more, or nothing to reuse, the whole prompt
+// goes through the prefill plan chunk by chunk. On an exception the slot is
+// freed and the session emptied.
 StaticGenerationResult generate_static_in_session(StaticRunner& runner, const Tokenizer& tokenizer,
                                                   StaticSlotSession& session,
                                                   std::span<const int32_t> prompt,
