@@ -13,7 +13,8 @@ namespace kvforge {
 
 void ForwardScratch::reserve(int max_tokens, int n_threads) {
   const ModelConfig& c = config_;
-  const size_t head_floats = size_t(std::max(1, n_threads)) * attention_scratch_floats(c.head_dim);
+  const size_t head_floats =
+      size_t(std::max(1, n_threads)) * attention_queries_scratch_floats(c.head_dim);
   if (head_scratch_.size() < head_floats) head_scratch_.resize(head_floats);
   if (max_tokens <= capacity_) return;
   const size_t n = size_t(max_tokens);
@@ -30,6 +31,8 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   step_seqs_.reserve(n);
   seq_n_keys_.reserve(n);
   token_seq_slot_.resize(n);
+  token_n_keys_.resize(n);
+  query_runs_.reserve(n + 1);
   seq_spans_.resize(n);
   for (auto& spans : seq_spans_) spans.reserve(16);
   capacity_ = max_tokens;
@@ -38,6 +41,9 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
 // One forward call; methods are the phases of a transformer block.
 class ForwardPass {
  public:
+  // Query tokens sharing one attention walk over the K/V tiles (see attend()).
+  static constexpr int kMaxRun = 8;
+
   ForwardPass(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& s,
               ThreadPool& pool)
       : m_(model),
@@ -146,28 +152,46 @@ class ForwardPass {
     add_residual();
   }
 
-  // Every (token, kv head) pair is independent: split them over threads. The
-  // query heads of one GQA group go together so each KV record is read once.
+  // Work items are (run of query tokens, kv head), split over threads. A run
+  // is up to kMaxRun consecutive tokens of one sequence at ascending
+  // positions (a prefill chunk): attend_queries walks the K/V tiles they share
+  // once for all of them, with each token's result the same bits as alone.
+  // The query heads of one GQA group go together, so each KV record is read
+  // once per group. Decode steps have runs of one token.
   void attend(int l) {
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
       kv_.spans(l, s_.step_seqs_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
     }
     const float scale = 1.0f / std::sqrt(float(c_.head_dim));
-    const size_t per_thread = attention_scratch_floats(c_.head_dim);
+    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const KvFormat format = kv_.format();
     const int group = c_.gqa_group();
+    const int max_run = std::max(1, std::min(kMaxRun, kAttentionMaxStackedHeads / group));
+    std::vector<int32_t>& runs = s_.query_runs_;  // reserved: n_ + 1 entries
+    runs.clear();
+    for (int64_t t = 0; t < n_; ++t) {
+      s_.token_n_keys_[size_t(t)] = in_.positions[size_t(t)] + 1;
+      const bool extends = !runs.empty() && t - runs.back() < max_run &&
+                           s_.token_seq_slot_[size_t(t)] == s_.token_seq_slot_[size_t(t - 1)] &&
+                           in_.positions[size_t(t)] > in_.positions[size_t(t - 1)];
+      if (!extends) runs.push_back(int32_t(t));
+    }
+    const int64_t n_runs = int64_t(runs.size());
+    runs.push_back(int32_t(n_));
+    const size_t q_dim = size_t(c_.q_dim());
     pool_.run([&](int ti, int nt) {
       float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
-      const int64_t items = n_ * c_.n_kv_head;
+      const int64_t items = n_runs * c_.n_kv_head;
       for (int64_t item = ti; item < items; item += nt) {
-        const int64_t t = item / c_.n_kv_head;
+        const size_t r = size_t(item / c_.n_kv_head);
         const int g = int(item % c_.n_kv_head);
+        const int64_t t = runs[r];
         const auto& spans = s_.seq_spans_[size_t(s_.token_seq_slot_[size_t(t)])];
         const int64_t first = t * c_.q_dim() + int64_t(g) * group * c_.head_dim;
-        attend_heads(s_.q_.data() + first, group, spans.data(), spans.size(),
-                     in_.positions[size_t(t)] + 1, g, c_.head_dim, format, scale,
-                     s_.attn_.data() + first, scratch);
+        attend_queries(s_.q_.data() + first, q_dim, group, s_.token_n_keys_.data() + t,
+                       runs[r + 1] - int32_t(t), spans.data(), spans.size(), g, c_.head_dim, format,
+                       scale, s_.attn_.data() + first, q_dim, scratch);
       }
     });
   }

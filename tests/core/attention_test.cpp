@@ -243,6 +243,50 @@ TEST(Attention, SpanSplitDoesNotChangeBits) {
   }
 }
 
+// Prefill runs: several query tokens through one walk of the K/V tiles give
+// each token the same bits as attending alone, for key counts that end inside
+// and on tile edges, runs that straddle tiles, paged splits, every format and
+// level, and more stacked heads than the scratch holds (one query at a time).
+TEST(Attention, QueryRunsEqualEachQueryAloneBitForBit) {
+  EachLevel each;
+  const int dim = 32, n = 200;
+  const std::vector<std::vector<int32_t>> runs = {{1},
+                                                  {1, 2, 3, 4, 5, 6, 7, 8},
+                                                  {60, 63, 64, 65, 66},
+                                                  {64, 128, 129, 192},
+                                                  {5, 70, 140, 200},
+                                                  {130, 130, 131}};
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : formats()) {
+      Cache c(n, 2, dim, 9, f);
+      for (int n_q : {1, 3, 8}) {
+        for (const auto& keys : runs) {
+          const int nq = int(keys.size());
+          const auto q = random_q(nq * n_q * dim, uint32_t(nq + n_q));
+          for (const auto& spans : {c.split({n}), c.split({16, 48, 1, 63, 72})}) {
+            std::vector<float> got(q.size());
+            std::vector<float> scratch(attention_queries_scratch_floats(dim));
+            const size_t stride = size_t(n_q) * dim;
+            attend_queries(q.data(), stride, n_q, keys.data(), nq, spans.data(), spans.size(), 1,
+                           dim, f, 1.0f / std::sqrt(float(dim)), got.data(), stride,
+                           scratch.data());
+            for (int i = 0; i < nq; ++i) {
+              const std::vector<float> qi(q.begin() + ptrdiff_t(i * stride),
+                                          q.begin() + ptrdiff_t((i + 1) * stride));
+              const std::vector<float> gi(got.begin() + ptrdiff_t(i * stride),
+                                          got.begin() + ptrdiff_t((i + 1) * stride));
+              ASSERT_TRUE(same_bits(gi, run(c, spans, qi, 1, keys[size_t(i)])))
+                  << "query " << i << " of " << nq << ", keys " << keys[size_t(i)] << ", n_q "
+                  << n_q << ", " << name(f) << " " << simd_level_name(level);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // A static cache: the whole buffer is passed, the mask marks [0, valid).
 // Unused slots hold NaN (in values and in scales) and must not matter; the
 // bits equal n_keys = valid.

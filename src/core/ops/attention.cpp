@@ -24,27 +24,91 @@ TileFn tile_function() {
   return attention_detail::attend_tile_scalar;
 }
 
+// Walks the positions of the spans in order, yielding each one's K and V
+// record of one kv head.
+class SpanCursor {
+ public:
+  SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head)
+      : spans_(spans), n_spans_(n_spans), kv_head_(size_t(kv_head)) {}
+  // False past the last span (the caller promised enough positions; stay in bounds anyway).
+  bool next(const uint8_t** k, const uint8_t** v) {
+    while (span_ < n_spans_ && in_span_ >= spans_[span_].n) {
+      ++span_;
+      in_span_ = 0;
+    }
+    if (span_ == n_spans_) return false;
+    const KvSpan& sp = spans_[span_];
+    const size_t pos = size_t(in_span_++);
+    *k = sp.k + pos * sp.k_pos_stride + kv_head_ * sp.k_head_stride;
+    *v = sp.v + pos * sp.v_pos_stride + kv_head_ * sp.v_head_stride;
+    return true;
+  }
+
+ private:
+  const KvSpan* spans_;
+  size_t n_spans_;
+  size_t kv_head_;
+  size_t span_ = 0;
+  int32_t in_span_ = 0;  // position inside spans_[span_]
+};
+
+// The online-softmax state of up to max_heads heads in scratch; with
+// gather, room for their queries too (attention_queries_scratch_floats).
+struct HeadState {
+  float* acc;          // [heads][head_dim] running Σ weight·V
+  float* row;          // [head_dim] one decoded record
+  float* scores;       // [heads][kAttentionTile]
+  float* running_max;  // [heads]
+  float* running_sum;  // [heads]
+  float* queries;      // [heads][head_dim] (attend_queries gathers its queries here)
+
+  HeadState(float* scratch, int n_heads, int head_dim, int max_heads, bool gather) {
+    const size_t kMax = size_t(max_heads);
+    const size_t hd = size_t(head_dim);
+    acc = scratch;
+    queries = acc + kMax * hd;
+    row = queries + (gather ? kMax * hd : 0);
+    scores = row + hd;
+    running_max = scores + kMax * kAttentionTile;
+    running_sum = running_max + kMax;
+    std::fill(acc, acc + size_t(n_heads) * hd, 0.0f);
+    std::fill(running_max, running_max + n_heads, -INFINITY);
+    std::fill(running_sum, running_sum + n_heads, 0.0f);
+  }
+  // The job for heads [j0, j0 + n) with queries q ([n][head_dim]).
+  TileJob job(const float* q, int j0, int n, int head_dim, KvFormat format, float scale) const {
+    TileJob job;
+    job.q = q;
+    job.n_q = n;
+    job.head_dim = head_dim;
+    job.format = format;
+    job.scale = scale;
+    job.acc = acc + size_t(j0) * size_t(head_dim);
+    job.running_max = running_max + j0;
+    job.running_sum = running_sum + j0;
+    job.scores = scores;
+    job.row = row;
+    return job;
+  }
+  // out[j] = acc[j] / sum[j] for heads [j0, j0 + n).
+  void finish(int j0, int n, int head_dim, float* out) const {
+    const size_t hd = size_t(head_dim);
+    for (int j = j0; j < j0 + n; ++j) {
+      const float inv = 1.0f / running_sum[j];
+      const float* a = acc + size_t(j) * hd;
+      float* o = out + size_t(j - j0) * hd;
+      for (size_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
+    }
+  }
+};
+
 // Up to kAttentionHeadsPerPass heads over all tiles: one read of the records.
 void attend_pass(const float* q, int n_q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                  int kv_head, int head_dim, KvFormat format, float scale, float* out,
                  float* scratch, const uint8_t* mask, TileFn tile) {
   constexpr int kTile = kAttentionTile;
-  const size_t hd = size_t(head_dim);
-  TileJob job;
-  job.q = q;
-  job.n_q = n_q;
-  job.head_dim = head_dim;
-  job.format = format;
-  job.scale = scale;
-  job.acc = scratch;                                              // [n_q][head_dim]
-  job.row = job.acc + kAttentionHeadsPerPass * hd;                // [head_dim]
-  job.scores = job.row + hd;                                      // [n_q][kTile]
-  job.running_max = job.scores + kAttentionHeadsPerPass * kTile;  // [n_q]
-  job.running_sum = job.running_max + kAttentionHeadsPerPass;     // [n_q]
-  std::fill(job.acc, job.acc + size_t(n_q) * hd, 0.0f);
-  std::fill(job.running_max, job.running_max + n_q, -INFINITY);
-  std::fill(job.running_sum, job.running_sum + n_q, 0.0f);
-
+  const HeadState state(scratch, n_q, head_dim, kAttentionHeadsPerPass, /*gather=*/false);
+  TileJob job = state.job(q, 0, n_q, head_dim, format, scale);
   // Tiles are cut at absolute positions (multiples of kTile from 0), not at
   // span edges, so the sums are the same bits however the cache is split
   // into blocks; masked positions are dropped before the tile code sees them.
@@ -52,34 +116,19 @@ void attend_pass(const float* q, int n_q, const KvSpan* spans, size_t n_spans, i
   const uint8_t* v_rows[kTile];
   job.k_rows = k_rows;
   job.v_rows = v_rows;
-  size_t span = 0;
-  int32_t in_span = 0;  // position inside spans[span]
+  SpanCursor cursor(spans, n_spans, kv_head);
   for (int32_t t0 = 0; t0 < n_keys; t0 += kTile) {
     const int32_t tn = std::min<int32_t>(kTile, n_keys - t0);
     int n_valid = 0;
     for (int32_t t = 0; t < tn; ++t) {
-      while (span < n_spans && in_span >= spans[span].n) {
-        ++span;
-        in_span = 0;
-      }
-      if (span == n_spans) break;  // caller promised n_keys ≤ total; stay in bounds anyway
-      const KvSpan& sp = spans[span];
-      const size_t pos = size_t(in_span++);
-      if (mask && !mask[t0 + t]) continue;
-      k_rows[n_valid] = sp.k + pos * sp.k_pos_stride + size_t(kv_head) * sp.k_head_stride;
-      v_rows[n_valid] = sp.v + pos * sp.v_pos_stride + size_t(kv_head) * sp.v_head_stride;
-      ++n_valid;
+      if (!cursor.next(&k_rows[n_valid], &v_rows[n_valid])) break;
+      if (!mask || mask[t0 + t]) ++n_valid;
     }
     if (n_valid == 0) continue;
     job.n = n_valid;
     tile(job);
   }
-  for (int j = 0; j < n_q; ++j) {
-    const float inv = 1.0f / job.running_sum[j];
-    const float* acc = job.acc + size_t(j) * hd;
-    float* o = out + size_t(j) * hd;
-    for (size_t d = 0; d < hd; ++d) o[d] = acc[d] * inv;
-  }
+  state.finish(0, n_q, head_dim, out);
 }
 
 }  // namespace
@@ -94,6 +143,54 @@ void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, 
     attend_pass(q + offset, n, spans, n_spans, n_keys, kv_head, head_dim, format, scale,
                 out + offset, scratch, mask, tile);
   }
+}
+
+void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_keys, int n_queries,
+                    const KvSpan* spans, size_t n_spans, int kv_head, int head_dim, KvFormat format,
+                    float scale, float* out, size_t out_stride, float* scratch) {
+  constexpr int kTile = kAttentionTile;
+  const size_t hd = size_t(head_dim);
+  if (n_q * n_queries > kAttentionMaxStackedHeads) {  // more heads than the scratch holds
+    for (int i = 0; i < n_queries; ++i)
+      attend_heads(q + size_t(i) * q_stride, n_q, spans, n_spans, n_keys[i], kv_head, head_dim,
+                   format, scale, out + size_t(i) * out_stride, scratch);
+    return;
+  }
+  const TileFn tile = tile_function();
+  const HeadState state(scratch, n_q * n_queries, head_dim, kAttentionMaxStackedHeads,
+                        /*gather=*/true);
+  // Query i's heads are rows [i * n_q, (i + 1) * n_q) of the stacked state.
+  for (int i = 0; i < n_queries; ++i)
+    std::copy(q + size_t(i) * q_stride, q + size_t(i) * q_stride + size_t(n_q) * hd,
+              state.queries + size_t(i) * size_t(n_q) * hd);
+  const uint8_t* k_rows[kTile];
+  const uint8_t* v_rows[kTile];
+  SpanCursor cursor(spans, n_spans, kv_head);
+  const int32_t most = n_keys[n_queries - 1];
+  int first = 0;  // queries before it have all their keys
+  for (int32_t t0 = 0; t0 < most; t0 += kTile) {
+    const int32_t tn = std::min<int32_t>(kTile, most - t0);
+    int32_t n = 0;
+    while (n < tn && cursor.next(&k_rows[n], &v_rows[n])) ++n;
+    while (n_keys[first] <= t0) ++first;
+    // Alone, query i's tile here holds min(kTile, n_keys[i] - t0) positions.
+    // The queries whose tile is the whole walked tile (a suffix, keys being
+    // ascending) go through it together; the others each alone.
+    int shared = n_queries;
+    while (shared > first && n_keys[shared - 1] - t0 >= n) --shared;
+    for (int i = first; i <= shared; ++i) {
+      const int count = i < shared ? 1 : n_queries - shared;
+      if (count == 0) break;
+      TileJob job = state.job(state.queries + size_t(i) * size_t(n_q) * hd, i * n_q, count * n_q,
+                              head_dim, format, scale);
+      job.k_rows = k_rows;
+      job.v_rows = v_rows;
+      job.n = i < shared ? int(n_keys[i] - t0) : int(n);
+      tile(job);
+    }
+  }
+  for (int i = 0; i < n_queries; ++i)
+    state.finish(i * n_q, n_q, head_dim, out + size_t(i) * out_stride);
 }
 
 }  // namespace kvforge

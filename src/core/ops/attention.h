@@ -35,6 +35,8 @@ struct KvSpan {
 inline constexpr int kAttentionTile = 64;
 // Query heads handled in one pass over the records; larger groups take several passes.
 inline constexpr int kAttentionHeadsPerPass = 8;
+// attend_queries: query heads of all its queries together (n_q * n_queries) at most.
+inline constexpr int kAttentionMaxStackedHeads = 32;
 
 // Floats of scratch attend_heads / attend_one_head need (any group size):
 // [heads per pass][head_dim] accumulators, one decoded row, [heads per pass][tile]
@@ -42,6 +44,13 @@ inline constexpr int kAttentionHeadsPerPass = 8;
 inline size_t attention_scratch_floats(int head_dim) {
   return size_t(kAttentionHeadsPerPass + 1) * size_t(head_dim) +
          size_t(kAttentionHeadsPerPass) * (kAttentionTile + 2) + 64;
+}
+
+// Floats of scratch attend_queries needs (and enough for attend_heads): the
+// same pieces for kAttentionMaxStackedHeads heads, plus their gathered queries.
+inline size_t attention_queries_scratch_floats(int head_dim) {
+  return size_t(2 * kAttentionMaxStackedHeads + 1) * size_t(head_dim) +
+         size_t(kAttentionMaxStackedHeads) * (kAttentionTile + 2) + 64;
 }
 
 // For each of the n_q query heads j (all sharing kv head `kv_head`):
@@ -61,6 +70,18 @@ inline size_t attention_scratch_floats(int head_dim) {
 void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                   int kv_head, int head_dim, KvFormat format, float scale, float* out,
                   float* scratch, const uint8_t* mask = nullptr);
+
+// Prefill: n_queries query tokens of one sequence, query i being the n_q heads
+// at q + i * q_stride (all sharing kv head `kv_head`) over its first
+// n_keys[i] positions, written to out + i * out_stride. n_keys must be
+// ascending and ≥ 1 (more than kAttentionMaxStackedHeads heads in all are
+// handled one query at a time). Each
+// query's result is the same bits as attend_heads for it alone: its tiles
+// and their arithmetic are the same; only the walk over the records of the
+// tiles the queries share (and their decoding) happens once for all of them.
+void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_keys, int n_queries,
+                    const KvSpan* spans, size_t n_spans, int kv_head, int head_dim, KvFormat format,
+                    float scale, float* out, size_t out_stride, float* scratch);
 
 // attend_heads for a single query head.
 inline void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
