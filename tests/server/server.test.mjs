@@ -30,32 +30,44 @@ let base;
 let client;
 let serverLog = '';
 
-before(async () => {
-  server = spawn(BIN, ['serve', '-m', MODEL_PATH, '--port', '0', '--api-key', API_KEY,
-                       '-t', '2', ...ENGINE_ARGS, '--max-n', '4',
-                       '--max-body', '65536'],
-                 { stdio: ['ignore', 'pipe', 'pipe'] });
-  server.stdout.on('data', (d) => { serverLog += d; });
+// Starts `kvforge serve` with `args` on a free port; resolves to { proc, port, log() }.
+async function startServer(args) {
+  const proc = spawn(BIN, ['serve', '-m', MODEL_PATH, '--port', '0', ...args],
+                     { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stdout.on('data', (d) => { log += d; });
   const port = await new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('server did not start:\n' + serverLog)), 60000);
-    server.stderr.on('data', (d) => {
-      serverLog += d;
-      const m = /listening on http:\/\/[\d.]+:(\d+)/.exec(serverLog);
+    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = /listening on http:\/\/[\d.]+:(\d+)/.exec(log);
       if (m) { clearTimeout(timer); resolve(Number(m[1])); }
     });
-    server.on('exit', (code) => reject(new Error(`server exited (${code}):\n` + serverLog)));
+    proc.on('exit', (code) => reject(new Error(`server exited (${code}):\n` + log)));
   });
-  base = `http://127.0.0.1:${port}`;
+  return { proc, port, log: () => log };
+}
+
+async function stopServer(proc) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  proc.kill('SIGTERM');
+  await exited;
+}
+
+let started;
+before(async () => {
+  started = await startServer(['--api-key', API_KEY, '-t', '2', ...ENGINE_ARGS, '--max-n', '4',
+                               '--max-body', '65536']);
+  server = started.proc;
+  base = `http://127.0.0.1:${started.port}`;
   client = new OpenAI({ apiKey: API_KEY, baseURL: `${base}/v1`, maxRetries: 0, timeout: 120000 });
 });
 
 after(async () => {
   if (!server) return;
-  if (server.exitCode === null && server.signalCode === null) {
-    const exited = new Promise((resolve) => server.on('exit', resolve));
-    server.kill('SIGTERM');
-    await exited;
-  }
+  await stopServer(server);
+  serverLog = started.log();
   if (/Sanitizer|runtime error/.test(serverLog)) console.error(serverLog);
   assert.match(serverLog, /kvforge serve: stopped/, 'clean shutdown on SIGTERM');
   assert.doesNotMatch(serverLog, /ThreadSanitizer|AddressSanitizer|runtime error/, 'sanitizers quiet');
@@ -94,6 +106,7 @@ async function raw(method, path, { body, headers = {}, auth = true } = {}) {
 }
 
 test(`[${MODE}] the server runs the ${MODE} engine`, async () => {
+  serverLog = started.log();
   if (STATIC) {
     assert.match(serverLog, /static pipeline: max_prompt_len 192, min_response_len 64 \(capacity 256\), prefill chunk 64, variants 64,128,256, slots 4/);
   } else {
@@ -109,11 +122,29 @@ test(`[${MODE}] a 202-token prompt: over static max_prompt_len 192, within the p
   const r = await raw('POST', '/v1/completions', { body });
   if (STATIC) {
     assert.equal(r.status, 400, r.text);
-    assert.match(r.json.error.message, /prompt of 202 tokens exceeds the static pipeline's max_prompt_len of 192/);
+    assert.match(r.json.error.message, /the prompt is 202 tokens, over the static pipeline's max_prompt_len of 192/);
+    assert.equal(r.json.error.param, 'prompt');
+    assert.equal(r.json.error.code, 'context_length_exceeded');
   } else {
     assert.equal(r.status, 200, r.text);
     assert.equal(r.json.usage.prompt_tokens, 202);
   }
+});
+
+test(`[${MODE}] --overflow truncate-left keeps a long prompt's last max_prompt_len tokens`, { skip: !STATIC }, async () => {
+  const s = await startServer(['-t', '2', ...ENGINE_ARGS, '--overflow', 'truncate-left']);
+  try {
+    const res = await fetch(`http://127.0.0.1:${s.port}/v1/completions`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ prompt: 'and the '.repeat(100), max_tokens: 8, temperature: 0 }) });
+    const j = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(j));
+    assert.equal(j.usage.prompt_tokens, 192, 'usage counts the tokens kept');
+    assert.equal(j.usage.completion_tokens, 8);
+  } finally {
+    await stopServer(s.proc);
+  }
+  assert.doesNotMatch(s.log(), /ThreadSanitizer|AddressSanitizer|runtime error/, s.log());
 });
 
 test('models and health', async () => {
@@ -241,7 +272,7 @@ const BAD = [
   ['max_tokens absurd', 'POST', '/v1/completions', { body: '{"prompt":"x","max_tokens":99999999}' }, 400, "'max_tokens' must be at most 256"],
   ['max_tokens wrong type', 'POST', '/v1/completions', { body: '{"prompt":"x","max_tokens":"many"}' }, 400, 'must be an integer'],
   ['prompt + max_tokens over context', 'POST', '/v1/completions', { body: JSON.stringify({ prompt: 'and the '.repeat(60), max_tokens: 200 }) }, 400, 'exceeds this model\'s context'],
-  ['prompt longer than context', 'POST', '/v1/completions', { body: JSON.stringify({ prompt: long.slice(0, 60000) }) }, 400, 'context holds 256'],
+  ['prompt longer than context', 'POST', '/v1/completions', { body: JSON.stringify({ prompt: long.slice(0, 60000) }) }, 400, STATIC ? "over the static pipeline's max_prompt_len of 192" : 'context holds 256'],
   ['token id outside vocab', 'POST', '/v1/completions', { body: '{"prompt":[1, 99999]}' }, 400, 'outside the vocabulary'],
   ['temperature out of range', 'POST', '/v1/completions', { body: '{"prompt":"x","temperature":5}' }, 400, "'temperature' must be in [0, 2]"],
   ['top_p out of range', 'POST', '/v1/completions', { body: '{"prompt":"x","top_p":1.5}' }, 400, "'top_p' must be in (0, 1]"],
@@ -355,11 +386,13 @@ test('a non-streaming request whose client disconnects is aborted and its KV fre
     await new Promise((r) => setTimeout(r, 50));
   }
   const delta = (k) => (m[k] ?? 0) - (before[k] ?? 0);
+  const seen = `(${delta('kvforge_generation_tokens_total')} tokens generated, ` +
+    `${delta('kvforge_requests_total{endpoint="/v1/completions",status="200"}')} answered 200)`;
   assert.equal(m.kvforge_kv_blocks_used, 0, 'KV fully free');
   assert.equal(m.kvforge_kv_blocks_free, m.kvforge_kv_blocks_total);
   assert.equal(m.kvforge_requests_in_flight, 0);
-  assert.equal(delta('kvforge_client_disconnects_total'), 1, 'aborted as a disconnect');
-  assert.equal(delta(key499), 1, 'answered 499 (client closed request)');
+  assert.equal(delta('kvforge_client_disconnects_total'), 1, `aborted as a disconnect ${seen}`);
+  assert.equal(delta(key499), 1, `answered 499 (client closed request) ${seen}`);
   assert.ok(delta('kvforge_generation_tokens_total') < 480,
             `aborted mid-generation (${delta('kvforge_generation_tokens_total')} of 480 tokens)`);
 });

@@ -130,6 +130,10 @@ void serve(const ServeFlags& f) {
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
+  if (slots.slots) {
+    limits.max_prompt_tokens = slots.slots->runner().config().max_prompt_len;
+    limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
+  }
   server::CompletionService service(tokenizer, chat_template, limits, max_sequence_tokens, loop);
   server::HttpServer http(f.http, service, metrics);
   const int port = http.bind();

@@ -1,6 +1,7 @@
 #include "app/server/completion_service.h"
 
 #include <chrono>
+#include <cstddef>
 
 #include "app/server/openai_error.h"
 
@@ -101,6 +102,24 @@ void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
                   "context_length_exceeded");
 }
 
+void CompletionService::fit_prompt(std::vector<int32_t>& prompt, CommonRequest& r,
+                                   const char* param) const {
+  const auto limit = static_cast<size_t>(limits_.max_prompt_tokens);
+  if (limit > 0 && prompt.size() > limit) {
+    if (!limits_.truncate_long_prompts)
+      throw bad_param(param,
+                      "the prompt is " + std::to_string(prompt.size()) +
+                          " tokens, over the static pipeline's max_prompt_len of " +
+                          std::to_string(limit) +
+                          " (start the server with a larger --max-prompt-len, or --overflow "
+                          "truncate-left to keep the last " +
+                          std::to_string(limit) + " tokens)",
+                      "context_length_exceeded");
+    prompt.erase(prompt.begin(), prompt.end() - static_cast<std::ptrdiff_t>(limit));
+  }
+  check_context(prompt.size(), r, param);
+}
+
 PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body) {
   const nlohmann::ordered_json json = parse_json_body(body, limits_);
   PreparedRequest p;
@@ -108,12 +127,12 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body) 
   if (kind == ApiKind::kChat) {
     ChatRequest r = parse_chat_request(json, limits_);
     s.prompt = prompt_for_chat(r);
-    check_context(s.prompt.size(), r, "messages");
+    fit_prompt(s.prompt, r, "messages");
     p.common = r;
   } else {
     CompletionRequest r = parse_completion_request(json, limits_);
     s.prompt = prompt_for_completion(r);
-    check_context(s.prompt.size(), r, "prompt");
+    fit_prompt(s.prompt, r, "prompt");
     p.common = r;
   }
   p.meta = new_response_meta(kind, p.common.model.empty() ? model_id() : p.common.model);
@@ -147,7 +166,7 @@ std::optional<nlohmann::json> CompletionService::complete(
     PreparedRequest& p, const std::function<bool()>& client_gone) {
   std::vector<BranchState> branches(static_cast<size_t>(p.common.n));
   // Events may flow without pause, so the client is checked by the clock, not on timeouts.
-  constexpr auto kCheckEvery = milliseconds(50);
+  constexpr auto kCheckEvery = milliseconds(20);
   auto next_check = std::chrono::steady_clock::now() + kCheckEvery;
   while (true) {
     RequestStream::Update u = p.stream->wait(kCheckEvery);

@@ -40,7 +40,7 @@ class CompletionService {
   PreparedRequest prepare(ApiKind kind, std::string_view body);
 
   // Waits for the whole result; returns the response JSON. `client_gone` is
-  // asked a few times a second while waiting; once it says true the request
+  // asked every 20 ms while waiting; once it says true the request
   // is cancelled (its KV freed) and nullopt returned.
   std::optional<nlohmann::json> complete(PreparedRequest& request,
                                          const std::function<bool()>& client_gone = {});
@@ -57,6 +57,8 @@ class CompletionService {
  private:
   std::vector<int32_t> prompt_for_chat(const ChatRequest& r) const;
   std::vector<int32_t> prompt_for_completion(const CompletionRequest& r) const;
+  // Applies limits_.max_prompt_tokens (cut or 400), then the context limit.
+  void fit_prompt(std::vector<int32_t>& prompt, CommonRequest& r, const char* param) const;
   void check_context(size_t prompt_tokens, CommonRequest& r, const char* param) const;
   std::optional<std::vector<TokenLogprobInfo>> logprobs_of(const TextEvent& ev, bool wanted) const;
 

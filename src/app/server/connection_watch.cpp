@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 namespace kvforge::server {
@@ -52,10 +51,24 @@ std::optional<Endpoint> parse_proc_endpoint(const std::string& text) {
   return e;
 }
 
+// The whole of a /proc table. The kernel renders it a read() at a time from a
+// live hash table, so a connection can be missed when the table changes
+// between two reads; large reads make that rare, and callers retry.
+std::string read_proc_table(const char* path) {
+  std::string text;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  std::string chunk(size_t(256) << 10, '\0');
+  ssize_t n;
+  while ((n = read(fd, chunk.data(), chunk.size())) > 0) text.append(chunk.data(), size_t(n));
+  close(fd);
+  return text;
+}
+
 // The inode of the TCP socket connecting `local` to `remote`, or 0.
 unsigned long socket_inode(const Endpoint& local, const Endpoint& remote) {
   for (const char* table : {"/proc/self/net/tcp", "/proc/self/net/tcp6"}) {
-    std::ifstream in(table);
+    std::istringstream in(read_proc_table(table));
     std::string line;
     std::getline(in, line);  // column titles
     while (std::getline(in, line)) {

@@ -17,8 +17,9 @@ namespace kvforge::server {
 
 class ConnectionWatch {
  public:
-  // nullopt when no socket matches (e.g. /proc is not mounted, or not TCP):
-  // the caller then cannot notice a disconnect before it writes.
+  // nullopt when no socket matches (e.g. /proc is not mounted, or not TCP),
+  // and rarely for a connection that exists (the kernel's table changed while
+  // it was read): try again later.
   static std::optional<ConnectionWatch> find(const std::string& local_addr, int local_port,
                                              const std::string& remote_addr, int remote_port);
 

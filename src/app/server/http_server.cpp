@@ -52,6 +52,9 @@ struct HttpServer::Impl {
       return new httplib::ThreadPool(static_cast<size_t>(threads));
     };
     http.set_payload_max_length(options.max_body_bytes);
+    // Small writes (an SSE token, a short JSON answer) go out at once, not after
+    // Nagle waits for the client's delayed ACK (~40 ms each).
+    http.set_tcp_nodelay(true);
     // Short: an idle keep-alive connection holds a handler thread, and stop() waits for it.
     http.set_keep_alive_timeout(5);
     install_routes();
@@ -70,9 +73,14 @@ struct HttpServer::Impl {
     if (!prepared.common.stream) {
       // Nothing is written until the result is ready, so a vanished client
       // would go unnoticed (and keep its KV) without watching the socket.
-      const std::optional<ConnectionWatch> watch =
-          ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-      const auto gone = [&watch] { return watch && watch->peer_closed(); };
+      std::optional<ConnectionWatch> watch;
+      int lookups = 0;  // a lookup can miss (see ConnectionWatch::find): retry a while
+      const auto gone = [&] {
+        if (!watch && lookups++ < 20)
+          watch = ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr,
+                                        req.remote_port);
+        return watch && watch->peer_closed();
+      };
       if (const std::optional<nlohmann::json> body = service.complete(prepared, gone)) {
         res.set_content(dump_json(*body), "application/json");
         return;

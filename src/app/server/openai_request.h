@@ -33,6 +33,11 @@ struct RequestLimits {
   size_t max_prompt_bytes = 1 << 20;
   int max_json_depth = 32;
   int max_top_logprobs = 20;
+  // Static pipeline: the longest prompt in tokens (0 = only the context
+  // limits it), and whether a longer one keeps its last max_prompt_tokens
+  // tokens (--overflow truncate-left) instead of being a 400.
+  int max_prompt_tokens = 0;
+  bool truncate_long_prompts = false;
 };
 
 struct CommonRequest {
