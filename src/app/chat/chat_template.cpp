@@ -94,7 +94,8 @@ jinja::Object make_globals(const ChatTemplateInputs& in) {
                    return Value(strftime_string(clock(), a.positional[0].as_string()));
                  }));
   for (const auto& [k, v] : in.extra.items()) {
-    auto it = std::find_if(g.begin(), g.end(), [&](const auto& e) { return e.first == k; });
+    auto it =
+        std::find_if(g.begin(), g.end(), [&key = k](const auto& e) { return e.first == key; });
     if (it != g.end())
       it->second = Value::from_json(v);
     else
