@@ -6,6 +6,7 @@
 #   batching engine        kvforge bench-serve  C = 1, 4, 16, 64 and a shared prefix (issue 3)
 #   KV formats             kvforge kv-bench     f16 / int8 / q4 at 2048 and 4096 (issue 5)
 #   static pipeline        kvforge bench-static (issue 4)
+#   server                 kvforge serve + tests/server/throughput.mjs, 16 clients (issue 6)
 # Each command prints its own ratios against a baseline measured in the same
 # run. Run it on an otherwise idle machine; outputs land in OUT (default
 # docs/bench). Usage: tools/bench_headline.sh [BUILD_DIR] [OUT]
@@ -58,6 +59,25 @@ step "kv-bench (Q8_0 weights)"
 
 step "bench-static vs dynamic (Q8_0)"
 "$kvforge" bench-static -m "$q8" -t $threads --kv-type f16 | tee "$out/bench-static.txt"
+
+serve_throughput() {  # label, then serve flags
+  local label="$1" port=18089
+  shift
+  step "server throughput, 16 clients, 64-token completions ($label)"
+  "$kvforge" serve -m "$q8" -t $threads --port $port "$@" >"$out/serve-$label.log" 2>&1 &
+  local pid=$!
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  node tests/server/throughput.mjs "http://127.0.0.1:$port" 16 30 64 | tee "$out/serve-$label.json"
+  kill $pid
+  wait $pid || true
+}
+if command -v node >/dev/null && [ -d tests/server/node_modules ]; then
+  serve_throughput paged
+  serve_throughput static16 --static --static-slots 16 --max-prompt-len 256 --min-response-len 128
+fi
 
 echo "# load after: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/machine.txt"
 step "done: $out"
