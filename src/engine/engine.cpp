@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/draw_token.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/model_runner.h"
 #include "engine/scheduler.h"
@@ -186,16 +187,7 @@ void Engine::Impl::fork(Sequence& root, std::vector<Sequence*>& branches) {
 void Engine::Impl::sample(Sequence& seq, std::span<const float> logits,
                           std::vector<StepEvent>& events, std::vector<Sequence*>& finished) {
   if (options.on_logits) options.on_logits(seq.request, seq.branch, logits);
-  GeneratedToken t;
-  if (seq.logprobs.enabled) {
-    top.resize(size_t(seq.logprobs.top));
-    const SampleResult s = seq.sampler->sample_with_logprobs(logits, top);
-    t.id = s.token;
-    t.logprob = s.logprob;
-    t.top_logprobs = top;
-  } else {
-    t.id = seq.sampler->sample(logits);
-  }
+  const GeneratedToken t = draw_token(*seq.sampler, logits, seq.logprobs, top);
   ++tokens_generated;
   StepEvent ev{seq.request, seq.branch, std::nullopt, std::nullopt};
   if (is_eos(t.id) && !requests.at(seq.request).params.ignore_eos) {

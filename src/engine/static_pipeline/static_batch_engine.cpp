@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "engine/draw_token.h"
+
 namespace kvforge {
 
 StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanSet plans,
@@ -132,16 +134,7 @@ void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
                                std::vector<StepEvent>& events) {
   Slot& slot = slots_[size_t(index)];
   const Request& r = requests_.at(slot.request);
-  GeneratedToken t;
-  if (r.logprobs.enabled) {
-    top_.resize(size_t(r.logprobs.top));
-    const SampleResult s = slot.sampler->sample_with_logprobs(logits, top_);
-    t.id = s.token;
-    t.logprob = s.logprob;
-    t.top_logprobs = top_;
-  } else {
-    t.id = slot.sampler->sample(logits);
-  }
+  const GeneratedToken t = draw_token(*slot.sampler, logits, r.logprobs, top_);
   ++tokens_generated_;
   StepEvent ev{slot.request, slot.branch, std::nullopt, std::nullopt};
   if (is_eos(t.id) && !r.params.ignore_eos) {
