@@ -61,6 +61,10 @@ cmp -s plan.out dyn.out || fail "static plan run differs from the dynamic run"
   -p "Hello" -n 40 --temp 0 >cap.out 2>cap.err
 expect_in "finish: length" cap.err
 expect_in "static KV capacity of 32 tokens" cap.err
+grep -q "training context" cap.err && fail "capacity 32 within the training context warned"
+"$kv" run -m tiny.gguf --static --max-prompt-len 500 --min-response-len 100 -p "Hello" -n 2 \
+  --temp 0 >/dev/null 2>big.err
+expect_in "exceeds the model's training context of 512 tokens" big.err
 if "$kv" run -m tiny.gguf --plan tiny.kvfplan -p "$(printf 'x%.0s' {1..40})" 2>err5.txt >/dev/null; then
   fail "prompt over --max-prompt-len accepted"
 fi

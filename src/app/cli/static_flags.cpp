@@ -1,6 +1,7 @@
 #include "app/cli/static_flags.h"
 
 #include <chrono>
+#include <cstdio>
 
 #include "engine/static_pipeline/plan_compiler.h"
 #include "engine/static_pipeline/plan_file.h"
@@ -99,6 +100,14 @@ StaticPlans prepare_static_plans(const StaticFlags& flags, const Model& model, K
     return out;
   }
   const StaticConfig config = flags.to_config(kv);
+  const int32_t trained = model.config().n_ctx_train;
+  if (trained > 0 && config.capacity() > trained)
+    std::fprintf(stderr,
+                 "warning: static KV capacity %d (--max-prompt-len %d + --min-response-len %d) "
+                 "exceeds the model's training context of %d tokens; positions past %d are "
+                 "outside what it was trained on\n",
+                 config.capacity(), config.max_prompt_len, config.min_response_len, trained,
+                 trained);
   const auto t0 = std::chrono::steady_clock::now();
   out.plans = compile_plans(model, config, threads);
   out.compile_seconds =
