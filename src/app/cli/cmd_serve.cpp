@@ -13,6 +13,7 @@
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
 #include "app/server/completion_service.h"
 #include "app/server/engine_loop.h"
@@ -28,13 +29,7 @@ struct ServeFlags {
   std::string model;
   server::HttpServerOptions http;
   int threads = default_threads();
-  int ctx = 0;
-  int max_seqs = 64;
-  int max_batched_tokens = 512;
-  int block_size = 16;
-  double kv_memory_mib = 512;
-  bool no_prefix_cache = false;
-  KvTypeFlags kv;
+  EngineFlags engine;  // the paged engine's pool, scheduler and KV format
   int max_queue = 256;
   int max_n = 8;
   std::string chat_template_file;
@@ -93,30 +88,23 @@ void serve(const ServeFlags& f) {
   std::unique_ptr<TextEngine> paged;
   StaticTextEngine slots;
   std::string engine_line;
-  size_t max_running = static_cast<size_t>(f.max_seqs);
+  size_t max_running = static_cast<size_t>(f.engine.max_seqs);
   if (f.static_mode.active()) {
-    slots = make_static_text_engine(f.static_mode, *model, tokenizer, f.kv.format(), f.threads);
+    slots =
+        make_static_text_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads);
     engine_line = slots.describe();
     max_running = static_cast<size_t>(slots.slots->runner().slots());
   } else {
     paged_pool = std::make_unique<ThreadPool>(f.threads);
-    EngineOptions eo;
-    eo.block_size = f.block_size;
-    eo.kv_memory_mib = f.kv_memory_mib;
-    eo.kv_format = f.kv.format();
-    eo.enable_prefix_cache = !f.no_prefix_cache;
-    eo.max_seqs = f.max_seqs;
-    eo.max_batched_tokens = f.max_batched_tokens;
-    eo.n_ctx = f.ctx;
-    paged = std::make_unique<TextEngine>(*model, tokenizer, *paged_pool, eo);
+    paged = std::make_unique<TextEngine>(*model, tokenizer, *paged_pool, f.engine.to_options());
     const Engine& e = paged->engine();
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "%d threads, context %d tokens, KV pool %d blocks of %d (%s, %s), up to %d "
                   "sequences",
                   paged_pool->size(), e.max_sequence_tokens(), e.n_blocks(), e.block_size(),
-                  f.kv.describe().c_str(),
-                  human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.max_seqs);
+                  f.engine.kv.describe().c_str(),
+                  human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.max_seqs);
     engine_line = buf;
   }
   TextEngine& engine = paged ? *paged : *slots.engine;
@@ -166,17 +154,7 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--port", f->http.port, "port; 0 = any free port")->capture_default_str();
   sub->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
   sub->add_option("-t,--threads", f->threads, "compute threads")->capture_default_str();
-  sub->add_option("-c,--ctx-size", f->ctx, "context per sequence; 0 = the model's")
-      ->capture_default_str();
-  sub->add_option("--max-seqs", f->max_seqs, "sequences batched together")->capture_default_str();
-  sub->add_option("--max-batched-tokens", f->max_batched_tokens, "tokens per forward pass")
-      ->capture_default_str();
-  sub->add_option("--block-size", f->block_size, "KV block size in positions")
-      ->capture_default_str();
-  sub->add_option("--kv-memory", f->kv_memory_mib, "KV pool size in MiB")->capture_default_str();
-  sub->add_flag("--no-prefix-cache", f->no_prefix_cache,
-                "do not share KV blocks of equal prefixes");
-  f->kv.add_to(*sub);
+  f->engine.add_to(*sub);
   sub->add_option("--max-queue", f->max_queue,
                   "requests waiting beyond --max-seqs (static: --static-slots) before 429")
       ->capture_default_str();
