@@ -28,8 +28,12 @@ TileFn tile_function() {
 // record of one kv head.
 class SpanCursor {
  public:
-  SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head)
-      : spans_(spans), n_spans_(n_spans), kv_head_(size_t(kv_head)) {}
+  SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head, KvFormat format, int head_dim)
+      : spans_(spans),
+        n_spans_(n_spans),
+        kv_head_(size_t(kv_head)),
+        k_bytes_(kv_head_bytes(format.k, head_dim)),
+        v_bytes_(kv_head_bytes(format.v, head_dim)) {}
   // False past the last span (the caller promised enough positions; stay in bounds anyway).
   // The records are also prefetched: a tile's pointers are all gathered
   // before its arithmetic starts, so its records arrive in parallel instead
@@ -49,18 +53,14 @@ class SpanCursor {
     prefetch(*v, v_bytes_);
     return true;
   }
-  void set_record_bytes(size_t k_bytes, size_t v_bytes) {
-    k_bytes_ = k_bytes;
-    v_bytes_ = v_bytes;
-  }
 
  private:
   const KvSpan* spans_;
   size_t n_spans_;
   size_t kv_head_;
+  size_t k_bytes_, v_bytes_;  // one record
   size_t span_ = 0;
   int32_t in_span_ = 0;  // position inside spans_[span_]
-  size_t k_bytes_ = 0, v_bytes_ = 0;
 
   static void prefetch(const uint8_t* p, size_t bytes) {
     for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
@@ -131,8 +131,7 @@ void attend_pass(const float* q, int n_q, const KvSpan* spans, size_t n_spans, i
   const uint8_t* v_rows[kTile];
   job.k_rows = k_rows;
   job.v_rows = v_rows;
-  SpanCursor cursor(spans, n_spans, kv_head);
-  cursor.set_record_bytes(kv_head_bytes(format.k, head_dim), kv_head_bytes(format.v, head_dim));
+  SpanCursor cursor(spans, n_spans, kv_head, format, head_dim);
   for (int32_t t0 = 0; t0 < n_keys; t0 += kTile) {
     const int32_t tn = std::min<int32_t>(kTile, n_keys - t0);
     int n_valid = 0;
@@ -181,8 +180,7 @@ void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_k
               state.queries + size_t(i) * size_t(n_q) * hd);
   const uint8_t* k_rows[kTile];
   const uint8_t* v_rows[kTile];
-  SpanCursor cursor(spans, n_spans, kv_head);
-  cursor.set_record_bytes(kv_head_bytes(format.k, head_dim), kv_head_bytes(format.v, head_dim));
+  SpanCursor cursor(spans, n_spans, kv_head, format, head_dim);
   const int32_t most = n_keys[n_queries - 1];
   int first = 0;  // queries before it have all their keys
   for (int32_t t0 = 0; t0 < most; t0 += kTile) {
