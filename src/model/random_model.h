@@ -13,6 +13,10 @@
 
 namespace kvforge {
 
+// Tokens of the byte-fallback vocabulary a model gets without a `vocab` file:
+// <unk>, <s>, </s> and the 256 byte tokens.
+inline constexpr int kByteVocabTokens = 3 + 256;
+
 struct RandomModelSpec {
   std::string name = "random";
   std::string arch = "llama";  // or "qwen2": NEOX RoPE and Q/K/V biases
@@ -25,8 +29,8 @@ struct RandomModelSpec {
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_output = false;
-  // Vocabulary size without a `vocab` file: the 259 byte-fallback tokens, padded with unused
-  // tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
+  // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
+  // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;
   GgmlType weight_type = GgmlType::F32;  // matrices; norms stay F32
   uint64_t seed = 42;

@@ -41,14 +41,15 @@ void make_model(const MakeModelFlags& f) {
     if (flag > 0) *field = flag;
   std::optional<gguf::GgufFile> vocab;
   if (!f.vocab.empty()) vocab = gguf::GgufFile::open(f.vocab);
-  std::fprintf(
-      stderr,
-      "make-model: %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s, "
-      "vocab %s\n",
-      f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head, spec->n_kv_head, spec->n_ff,
-      f.type.c_str(),
-      vocab ? f.vocab.c_str()
-            : (std::to_string(std::max(spec->n_vocab, 259)) + " tokens (bytes + unused)").c_str());
+  std::fprintf(stderr,
+               "make-model: %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s, "
+               "vocab %s\n",
+               f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head, spec->n_kv_head,
+               spec->n_ff, f.type.c_str(),
+               vocab ? f.vocab.c_str()
+                     : (std::to_string(std::max(spec->n_vocab, kByteVocabTokens)) +
+                        " tokens (bytes + unused)")
+                           .c_str());
   make_random_model(*spec, vocab ? &*vocab : nullptr).write(f.out);
   std::fprintf(stderr, "wrote %s\n", f.out.c_str());
 }
