@@ -1,11 +1,12 @@
 // The activation quantizers of every SIMD level produce the same values as
 // the scalar definition (kernels/matmul_task.h); the AVX-512 Q8 form stores
-// them offset by +128.
+// them in its quad layout, with lane sums.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 
 #include "core/cpu_features.h"
 #include "core/kernels/matmul_task.h"
@@ -27,23 +28,68 @@ std::vector<float> awkward_activations(int64_t n_tokens, int64_t cols) {
   return x;
 }
 
+// The AVX-512 quad layout read back into [n][cols] order, checking the
+// padding blocks (zero quants, zero scales) and the lane sums on the way.
+void expect_quad_layout_matches(const std::vector<float>& x, int64_t n_tokens, int64_t cols,
+                                const std::vector<int8_t>& q_ref, const std::vector<float>& d_ref) {
+  const int64_t n_blocks = cols / 32, quads = (n_blocks + 3) / 4;
+  std::vector<int8_t> q(size_t(n_tokens * quads * kQ8QuadBytes), 99);
+  std::vector<float> d(size_t(n_tokens * quads * kQ8QuadLanes), 99.0f);
+  std::vector<int32_t> s(d.size(), 99);
+  quantize_activations_q8_avx512(x.data(), cols, 0, n_tokens, q.data(), d.data(), s.data());
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    for (int64_t quad = 0; quad < quads; ++quad) {
+      const int8_t* qq = q.data() + (t * quads + quad) * kQ8QuadBytes;
+      for (int lane = 0; lane < 16; ++lane) {
+        const int64_t b = 4 * quad + lane / 4;
+        const size_t at = size_t((t * quads + quad) * kQ8QuadLanes + lane);
+        EXPECT_EQ(d[at], b < n_blocks ? d_ref[size_t(t * n_blocks + b)] : 0.0f)
+            << "token " << t << " quad " << quad << " lane " << lane;
+        int32_t sum = 0;
+        for (int j = 0; j < 4; ++j) {
+          for (int half = 0; half < 2; ++half) {
+            const int8_t got = qq[64 * half + 4 * lane + j];
+            const int64_t e = 16 * half + 4 * (lane % 4) + j;  // element within block b
+            const int8_t want = b < n_blocks ? q_ref[size_t(t * cols + 32 * b + e)] : 0;
+            ASSERT_EQ(got, want) << "token " << t << " block " << b << " element " << e;
+            sum += got;
+          }
+        }
+        EXPECT_EQ(s[at], sum) << "token " << t << " quad " << quad << " lane " << lane;
+      }
+    }
+  }
+}
+
 TEST(KernelActivations, Q8IdenticalAtEveryLevel) {
   const int64_t n_tokens = 3, cols = 768;
   const std::vector<float> x = awkward_activations(n_tokens, cols);
   std::vector<int8_t> q_ref(size_t(n_tokens * cols)), q(q_ref.size());
   std::vector<float> d_ref(size_t(n_tokens * cols / 32)), d(d_ref.size());
-  quantize_activations_q8_scalar(x.data(), cols, 0, n_tokens, q_ref.data(), d_ref.data());
+  quantize_activations_q8_scalar(x.data(), cols, 0, n_tokens, q_ref.data(), d_ref.data(), nullptr);
   // Spot-check the definition on the tie block: x * 127/amax with amax = 1.5.
   EXPECT_EQ(d_ref[1280 / 32], 1.5f / 127.0f);
   if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
-    quantize_activations_q8_avx2(x.data(), cols, 0, n_tokens, q.data(), d.data());
+    quantize_activations_q8_avx2(x.data(), cols, 0, n_tokens, q.data(), d.data(), nullptr);
     EXPECT_EQ(q, q_ref);
     EXPECT_EQ(d, d_ref);
   }
-  if (simd_level() == SimdLevel::Avx512) {
-    quantize_activations_q8_avx512(x.data(), cols, 0, n_tokens, q.data(), d.data());
-    for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(int8_t(q[i] ^ 0x80), q_ref[i]) << i;
-    EXPECT_EQ(d, d_ref);
+  if (simd_level() == SimdLevel::Avx512)
+    expect_quad_layout_matches(x, n_tokens, cols, q_ref, d_ref);
+}
+
+// Block counts that leave the last quad 1, 2 or 3 blocks short.
+TEST(KernelActivations, Q8QuadLayoutPadsTheLastQuad) {
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 on this machine";
+  for (int64_t cols : {32, 64, 96, 160, 1312}) {
+    SCOPED_TRACE("cols " + std::to_string(cols));
+    const int64_t n_tokens = (1312 + cols - 1) / cols;
+    const std::vector<float> x = awkward_activations(n_tokens, cols);
+    std::vector<int8_t> q_ref(size_t(n_tokens * cols));
+    std::vector<float> d_ref(size_t(n_tokens * cols / 32));
+    quantize_activations_q8_scalar(x.data(), cols, 0, n_tokens, q_ref.data(), d_ref.data(),
+                                   nullptr);
+    expect_quad_layout_matches(x, n_tokens, cols, q_ref, d_ref);
   }
 }
 
@@ -74,7 +120,7 @@ TEST(KernelActivations, OnlyTheRequestedTokensAreWritten) {
   const std::vector<float> x = awkward_activations(3, 768);  // read as [4][64]
   std::vector<int8_t> q(4 * cols, 99);
   std::vector<float> d(4 * 2, 99.0f);
-  quantize_activations_q8_scalar(x.data(), cols, 1, 3, q.data(), d.data());
+  quantize_activations_q8_scalar(x.data(), cols, 1, 3, q.data(), d.data(), nullptr);
   for (int i = 0; i < cols; ++i) EXPECT_EQ(q[size_t(i)], 99);
   for (int i = 3 * cols; i < 4 * cols; ++i) EXPECT_EQ(q[size_t(i)], 99);
   EXPECT_EQ(d[0], 99.0f);

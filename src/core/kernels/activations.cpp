@@ -9,7 +9,8 @@
 namespace kvforge {
 
 void quantize_activations_q8_scalar(const float* x, int64_t cols, int64_t t0, int64_t t1,
-                                    int8_t* quants, float* scales) {
+                                    int8_t* quants, float* scales,
+                                    int32_t* /*sums: AVX-512 only*/) {
   constexpr int kBlock = 32;
   const int64_t n_blocks = cols / kBlock;
   for (int64_t t = t0; t < t1; ++t) {

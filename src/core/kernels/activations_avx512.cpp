@@ -1,34 +1,47 @@
 // Activation quantizers, AVX-512. Bit-identical values to activations.cpp
 // (same exact max, same f32 operations, vcvtps2dq rounds to nearest even);
-// the Q8 quants are stored offset by +128 (q ^ 0x80) for the AVX-512
-// kernels' vpdpbusd, see matmul_task.h. Q8_K blocks are stored as defined.
+// the Q8 activations are stored in the AVX-512 quad layout with lane sums
+// (see matmul_task.h). Q8_K blocks are stored as defined.
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
 
 namespace kvforge {
 
 void quantize_activations_q8_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
-                                    int8_t* quants, float* scales) {
+                                    int8_t* quants, float* scales, int32_t* sums) {
   constexpr int kBlock = 32;
   const int64_t n_blocks = cols / kBlock;
-  const __m256i offset = _mm256_set1_epi8(char(0x80));
+  const int64_t quads = (n_blocks + 3) / 4;
+  const __m512i ones = _mm512_set1_epi8(1);
   for (int64_t t = t0; t < t1; ++t) {
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const float* xs = x + t * cols + b * kBlock;
-      int8_t* q = quants + t * cols + b * kBlock;
-      const __m512 v0 = _mm512_loadu_ps(xs), v1 = _mm512_loadu_ps(xs + 16);
-      const float amax = avx512_hmax(_mm512_max_ps(avx512_abs(v0), avx512_abs(v1)));
-      if (amax < 1e-30f) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), offset);  // q = 0, offset
-        scales[t * n_blocks + b] = 0.0f;
-        continue;
+    for (int64_t quad = 0; quad < quads; ++quad) {
+      int8_t* q = quants + (t * quads + quad) * kQ8QuadBytes;
+      float* d = scales + (t * quads + quad) * kQ8QuadLanes;
+      for (int i = 0; i < 4; ++i) {
+        // Block i of the quad: elements 0..15 at q + 16i, 16..31 at q + 64 + 16i.
+        const int64_t b = 4 * quad + i;
+        __m128i q0 = _mm_setzero_si128(), q1 = _mm_setzero_si128();
+        float scale = 0.0f;
+        if (b < n_blocks) {
+          const float* xs = x + t * cols + b * kBlock;
+          const __m512 v0 = _mm512_loadu_ps(xs), v1 = _mm512_loadu_ps(xs + 16);
+          const float amax = avx512_hmax(_mm512_max_ps(avx512_abs(v0), avx512_abs(v1)));
+          if (amax >= 1e-30f) {
+            const __m512 id = _mm512_set1_ps(127.0f / amax);
+            scale = amax / 127.0f;
+            q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
+            q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
+          }
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 16 * i), q0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 64 + 16 * i), q1);
+        _mm_storeu_ps(d + 4 * i, _mm_set1_ps(scale));
       }
-      const __m512 id = _mm512_set1_ps(127.0f / amax);
-      scales[t * n_blocks + b] = amax / 127.0f;
-      const __m128i q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
-      const __m128i q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
-      const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(q0), q1, 1);
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_xor_si256(both, offset));
+      // Per lane, the sum of the 8 quants vpdpbusd adds into it (4 per half).
+      const __m512i lo = _mm512_loadu_si512(q), hi = _mm512_loadu_si512(q + 64);
+      const __m512i s =
+          _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), ones, lo), ones, hi);
+      _mm512_storeu_si512(sums + (t * quads + quad) * kQ8QuadLanes, s);
     }
   }
 }

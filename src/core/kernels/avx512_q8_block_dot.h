@@ -1,21 +1,27 @@
 // AVX-512 VNNI dot products for weights in 32-element blocks with an f16
-// scale at the start of each block (Q8_0, Q4_0) against Q8 activations; for
-// dot_q8_0_avx512.cpp and dot_q4_0_avx512.cpp only.
+// scale at the start of each block (Q8_0, Q4_0) against Q8 activations in
+// the quad layout (matmul_task.h); for dot_q8_0_avx512.cpp and
+// dot_q4_0_avx512.cpp only.
 //
-// Two blocks per 512-bit step. vpdpbusd multiplies unsigned by signed bytes,
-// so the activations arrive offset by +128 (u = a + 128, see matmul_task.h)
-// and the weights w stay signed: sum(u*w) = sum(a*w) + 128*sum(w). The
-// correction -128*sum(w) is computed once per weight block (itself one
-// vpdpbusd of w with a vector of 128s) and seeds the accumulator of every
-// token, so a token costs one vpdpbusd per 64 values, and the integer result
-// per 4-byte lane is exact. Lanes 0-7 belong to the first block, 8-15 to the
-// second; they are scaled by dw*da per lane and accumulated in f32 by FMA.
+// Four blocks per step ("quad"). The weights of a quad are arranged like the
+// activations: `lo` holds elements 0..15 of block i in bytes 16i..16i+15,
+// `hi` elements 16..31. One vpdpbusd per half then leaves block i's partial
+// sums in lanes 4i..4i+3, so a single f32 convert, multiply (dw*da per lane)
+// and FMA per 4 blocks applies the scales: half the float work per value of
+// a layout with 2 blocks per register, which bounded the 4 x 4 tiles.
+//
+// vpdpbusd multiplies unsigned by signed bytes: the weights go in as the
+// unsigned operand, offset by +kOffset (Q8_0: w + 128 = w ^ 0x80; Q4_0: the
+// nibble itself, w + 8), the signed activations as they are. Then
+// sum(u*a) = sum(w*a) + kOffset*sum(a), and the correction -kOffset*sum(a)
+// comes from the activation lane sums: it seeds every row's accumulator of
+// that token, so the integer result per lane is exact.
 //
 // Register tiles (register_tile_loop.h): NR rows x NT tokens per step. The
-// NR rows' unpacked weights, corrections and scales are loaded once per pair
-// of blocks and used for NT tokens; each token's quants and scales once and
-// used for NR rows. Per (row, token) the operations are those of a 1 x 1
-// tile in the same order, so a result does not depend on the tile shape.
+// NR rows' weights and scales are loaded once per quad and used for NT
+// tokens; each token's quants, scales and correction once and used for NR
+// rows. Per (row, token) the operations are those of a 1 x 1 tile in the same
+// order, so a result does not depend on the tile shape.
 #pragma once
 
 #include "core/kernels/avx512_helpers.h"
@@ -24,77 +30,75 @@
 namespace kvforge {
 namespace {
 
-// Tile shape: 4 x 4 needs 16 accumulators plus 12 vectors of row data, within
-// the 32 zmm registers.
+// Tile shape: 4 rows x 3 tokens = 12 accumulators, 12 vectors of row data
+// (lo, hi, dw), a token's 4 vectors and temporaries fit the 32 zmm registers.
+// 4 x 4 spilled accumulators and was slower (matmul_bench, 1 thread: Q4_0 up
+// prefill512 100 vs 112 GMAC/s).
 inline constexpr int kQ8RowTile = 4;
-inline constexpr int kQ8TokenTile = 4;
+inline constexpr int kQ8TokenTile = 3;
 
-// WeightBlocks: kBlockBytes; __m512i load_pair(blk) (64 signed weights of
-// blocks blk and blk + kBlockBytes, in element order); __m512i
-// load_single(blk) (32 weights, upper 32 bytes zero).
+// A quad of weights as vpdpbusd operands: lo/hi unsigned bytes (see above),
+// dw the f32 scale of block l/4 in lane l.
+struct WeightQuad {
+  __m512i lo, hi;
+  __m512 dw;
+};
+
+// WeightBlocks: kBlockBytes; kOffsetShift (kOffset = 1 << kOffsetShift);
+// WeightQuad load_quad(const uint8_t* blk): the 4 blocks from blk on, all
+// bytes of which are readable (the last quad of a row is copied into a
+// zero-padded buffer first when the row has fewer blocks).
 template <class WeightBlocks>
 struct Avx512Q8BlockDot {
   const MatmulTask& task;
 
-  static __m512i negated_correction(__m512i wq) {
-    const __m512i zero = _mm512_setzero_si512();
-    return _mm512_sub_epi32(zero, _mm512_dpbusd_epi32(zero, _mm512_set1_epi8(char(0x80)), wq));
+  static constexpr int64_t kQuadBytes = 4 * WeightBlocks::kBlockBytes;
+
+  // The last, partial quad of a row: its blocks then zeros. Zero weights
+  // contribute nothing (their activations are zero too: the padding blocks of
+  // the quad layout), whatever the offset.
+  static WeightQuad load_partial_quad(const uint8_t* blk, int64_t n_blocks) {
+    alignas(64) uint8_t buf[kQuadBytes + 64] = {};
+    std::memcpy(buf, blk, size_t(n_blocks * WeightBlocks::kBlockBytes));
+    return WeightBlocks::load_quad(buf);
   }
 
   template <int NR, int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    constexpr int64_t kBytes = WeightBlocks::kBlockBytes;
     const int64_t n_blocks = task.cols / 32;
+    const int64_t full_quads = n_blocks / 4, quads = (n_blocks + 3) / 4;
     const uint8_t* w[NR];
     for (int r = 0; r < NR; ++r) w[r] = task.weights + (row + r) * int64_t(task.row_bytes);
-    const uint8_t* a[NT];
+    const int8_t* a[NT];
     const float* da[NT];
+    const int32_t* sa[NT];
     for (int k = 0; k < NT; ++k) {
-      a[k] = reinterpret_cast<const uint8_t*>(task.act_quants + (t0 + k) * task.cols);
-      da[k] = task.act_scales + (t0 + k) * n_blocks;
+      a[k] = task.act_quants + (t0 + k) * quads * kQ8QuadBytes;
+      da[k] = task.act_scales + (t0 + k) * quads * kQ8QuadLanes;
+      sa[k] = task.act_sums + (t0 + k) * quads * kQ8QuadLanes;
     }
     __m512 acc[NR][NT];
     for (int r = 0; r < NR; ++r)
       for (int k = 0; k < NT; ++k) acc[r][k] = _mm512_setzero_ps();
-    int64_t b = 0;
-    for (; b + 2 <= n_blocks; b += 2) {
-      __m512i wq[NR], corr[NR];
-      __m512 dw[NR];
+    for (int64_t q = 0; q < quads; ++q) {
+      WeightQuad wq[NR];
       for (int r = 0; r < NR; ++r) {
-        const uint8_t* blk = w[r] + b * kBytes;
-        wq[r] = WeightBlocks::load_pair(blk);
-        corr[r] = negated_correction(wq[r]);
-        dw[r] = avx512_half_pair_lanes(blk, blk + kBytes);
+        const uint8_t* blk = w[r] + q * kQuadBytes;
+        wq[r] = q < full_quads ? WeightBlocks::load_quad(blk)
+                               : load_partial_quad(blk, n_blocks - 4 * q);
       }
       for (int k = 0; k < NT; ++k) {
-        const __m512i aq = _mm512_loadu_si512(a[k] + 32 * b);
-        const __m512 da_lanes = avx512_float_pair_lanes(da[k] + b);
+        const __m512i alo = _mm512_loadu_si512(a[k] + q * kQ8QuadBytes);
+        const __m512i ahi = _mm512_loadu_si512(a[k] + q * kQ8QuadBytes + 64);
+        const __m512 dak = _mm512_loadu_ps(da[k] + q * kQ8QuadLanes);
+        const __m512i correction = _mm512_sub_epi32(
+            _mm512_setzero_si512(), _mm512_slli_epi32(_mm512_loadu_si512(sa[k] + q * kQ8QuadLanes),
+                                                      WeightBlocks::kOffsetShift));
         for (int r = 0; r < NR; ++r) {
-          const __m512i isum = _mm512_dpbusd_epi32(corr[r], aq, wq[r]);
+          const __m512i isum =
+              _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(correction, wq[r].lo, alo), wq[r].hi, ahi);
           acc[r][k] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da_lanes), acc[r][k]);
-        }
-      }
-    }
-    if (b < n_blocks) {  // odd block count: the last block alone, upper lanes all zero
-      static const uint8_t kZeroHalf[2] = {0, 0};
-      const __m512i pick = _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
-      __m512i wq[NR], corr[NR];
-      __m512 dw[NR];
-      for (int r = 0; r < NR; ++r) {
-        const uint8_t* blk = w[r] + b * kBytes;
-        wq[r] = WeightBlocks::load_single(blk);
-        corr[r] = negated_correction(wq[r]);
-        dw[r] = avx512_half_pair_lanes(blk, kZeroHalf);
-      }
-      for (int k = 0; k < NT; ++k) {
-        const __m512i aq = _mm512_maskz_loadu_epi8(0xffffffffull, a[k] + 32 * b);
-        const __m512 da_lanes =
-            _mm512_permutexvar_ps(pick, _mm512_castps128_ps512(_mm_load_ss(da[k] + b)));
-        for (int r = 0; r < NR; ++r) {
-          const __m512i isum = _mm512_dpbusd_epi32(corr[r], aq, wq[r]);
-          acc[r][k] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(dw[r], da_lanes), acc[r][k]);
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(wq[r].dw, dak), acc[r][k]);
         }
       }
     }

@@ -1,6 +1,5 @@
-// Q4_0 weights x Q8 activations, AVX-512 VNNI: two blocks of nibbles are
-// unpacked to 64 signed bytes (nibble - 8) in element order, then the shared
-// block dot product of avx512_q8_block_dot.h.
+// Q4_0 weights x Q8 activations, AVX-512 VNNI (see avx512_q8_block_dot.h):
+// the nibbles (w + 8) are vpdpbusd's unsigned operand as they are.
 #include "core/formats/q4_0.h"
 #include "core/kernels/avx512_q8_block_dot.h"
 
@@ -8,26 +7,34 @@ namespace kvforge {
 namespace {
 
 struct Q4_0Blocks {
-  static constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ4_0);  // f16 d, 16 bytes of nibbles
+  static constexpr int kOffsetShift = 3;                     // u = w + 8
 
-  // Nibbles of the blocks at qs0, qs1 as [lo0, hi0, lo1, hi1] - 8 (16 bytes
-  // each): each block's 16 bytes are broadcast into two 128-bit chunks and
-  // the second chunk of each is shifted right by 4 (a masked shift), so no
-  // cross-lane shuffle is needed. `keep` zeroes bytes past a single block.
-  static __m512i unpack(const uint8_t* qs0, const uint8_t* qs1, __mmask64 keep) {
-    const __m512i b0 =
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs0)));
-    const __m512i b1 =
-        _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs1)));
-    const __m512i both = _mm512_mask_blend_epi64(0xf0, b0, b1);  // [qs0, qs0, qs1, qs1]
-    const __m512i shifted = _mm512_mask_srli_epi64(both, 0xcc, both, 4);
-    const __m512i nibbles = _mm512_and_si512(shifted, _mm512_set1_epi8(0x0f));
-    return _mm512_maskz_sub_epi8(keep, nibbles, _mm512_set1_epi8(8));
+  // Blocks 0..3 at blk span 72 bytes, every field at an even offset: block i's
+  // scale is f16 word 9i, its 16 nibble bytes words 9i+1..9i+8. One permute
+  // of 16-bit words gathers the 4 x 16 nibble bytes [qs0, qs1, qs2, qs3]; as
+  // Q4_0 stores element j in the low and j+16 in the high nibble of byte j,
+  // the low nibbles are `lo` and the high ones `hi` of the quad layout.
+  static WeightQuad load_quad(const uint8_t* blk) {
+    const __m512i first = _mm512_loadu_si512(blk);  // bytes 0..63
+    const __m512i rest =
+        _mm512_castsi128_si512(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 64)));
+    alignas(64) static const uint16_t pick_qs_words[32] = {
+        1,  2,  3,  4,  5,  6,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17,
+        19, 20, 21, 22, 23, 24, 25, 26, 28, 29, 30, 31, 32, 33, 34, 35};
+    const __m512i pick_qs = _mm512_load_si512(pick_qs_words);
+    const __m512i qs = _mm512_permutex2var_epi16(first, pick_qs, rest);
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    WeightQuad wq;
+    wq.lo = _mm512_and_si512(qs, low4);
+    wq.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4);
+    alignas(64) static const uint16_t pick_d_words[32] = {0,  0,  0,  0,  9,  9, 9, 9, 18, 18, 18,
+                                                          18, 27, 27, 27, 27, 0, 0, 0, 0,  0,  0,
+                                                          0,  0,  0,  0,  0,  0, 0, 0, 0,  0};
+    const __m512i pick_d = _mm512_load_si512(pick_d_words);
+    wq.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(_mm512_permutexvar_epi16(pick_d, first)));
+    return wq;
   }
-  static __m512i load_pair(const uint8_t* blk) {
-    return unpack(blk + 2, blk + kBlockBytes + 2, ~0ull);
-  }
-  static __m512i load_single(const uint8_t* blk) { return unpack(blk + 2, blk + 2, 0xffffffffull); }
 };
 
 }  // namespace

@@ -6,16 +6,35 @@ namespace kvforge {
 namespace {
 
 struct Q8_0Blocks {
-  static constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);
-  static __m512i load_pair(const uint8_t* blk) {
-    // A masked broadcast load fills the upper half without a shuffle.
-    const __m256i first = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + 2));
-    const __m256i second =
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk + kBlockBytes + 2));
-    return _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(first), 0xf0, second);
-  }
-  static __m512i load_single(const uint8_t* blk) {
-    return _mm512_maskz_loadu_epi8(0xffffffffull, blk + 2);
+  static constexpr int64_t kBlockBytes = sizeof(BlockQ8_0);  // f16 d, 32 x int8
+  static constexpr int kOffsetShift = 7;                     // u = w + 128
+
+  // Blocks 0..3 at blk: X = [q0 | q1], Y = [q2 | q3] (32 quants each, a masked
+  // broadcast load fills the upper half without a shuffle), then one 128-bit
+  // lane shuffle per half: lo = [q0 0..15, q1 0..15, q2 0..15, q3 0..15].
+  // The four scales sit at bytes 0, 34, 68 and 102: f16 words 0 and 17 of the
+  // first 64 bytes, 2 and 19 of the next 64, picked by one two-source permute.
+  static WeightQuad load_quad(const uint8_t* blk) {
+    constexpr int64_t kB = kBlockBytes;
+    const auto load256 = [](const uint8_t* p) {
+      return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    };
+    const __m512i x = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(blk + 2)), 0xf0,
+                                                  load256(blk + kB + 2));
+    const __m512i y = _mm512_mask_broadcast_i64x4(_mm512_castsi256_si512(load256(blk + 2 * kB + 2)),
+                                                  0xf0, load256(blk + 3 * kB + 2));
+    const __m512i flip = _mm512_set1_epi8(char(0x80));
+    WeightQuad wq;
+    wq.lo = _mm512_xor_si512(_mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(2, 0, 2, 0)), flip);
+    wq.hi = _mm512_xor_si512(_mm512_shuffle_i64x2(x, y, _MM_SHUFFLE(3, 1, 3, 1)), flip);
+    alignas(64) static const uint16_t pick_words[32] = {0,  0,  0,  0,  17, 17, 17, 17, 34, 34, 34,
+                                                        34, 51, 51, 51, 51, 0,  0,  0,  0,  0,  0,
+                                                        0,  0,  0,  0,  0,  0,  0,  0,  0,  0};
+    const __m512i pick = _mm512_load_si512(pick_words);
+    const __m512i halves =
+        _mm512_permutex2var_epi16(_mm512_loadu_si512(blk), pick, _mm512_loadu_si512(blk + 64));
+    wq.dw = _mm512_cvtph_ps(_mm512_castsi512_si256(halves));
+    return wq;
   }
 };
 

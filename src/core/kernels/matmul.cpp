@@ -61,8 +61,16 @@ constexpr int64_t kQ8BlockElems = 32;
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
 
-// Q8 activations: quants [n_tokens][cols] then, 64-byte aligned, scales [n_tokens][cols/32].
-size_t q8_scales_offset(int64_t cols, int64_t n_tokens) { return align64(size_t(n_tokens * cols)); }
+// Q8 activations, sized for every level's layout (matmul_task.h): quants
+// [n_tokens][quads * 128] (>= cols), then, each 64-byte aligned, scales and
+// sums [n_tokens][quads * 16] (>= cols / 32).
+int64_t q8_quads(int64_t cols) { return (cols / kQ8BlockElems + 3) / 4; }
+size_t q8_quant_bytes(int64_t cols, int64_t n_tokens) {
+  return align64(size_t(n_tokens * q8_quads(cols) * kQ8QuadBytes));
+}
+size_t q8_lane_bytes(int64_t cols, int64_t n_tokens) {
+  return align64(size_t(n_tokens * q8_quads(cols) * kQ8QuadLanes) * sizeof(float));
+}
 
 const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
   const TypeKernels* k = find_kernels(w.type);
@@ -90,8 +98,7 @@ constexpr size_t kMaxBatchWeights = 8;
 size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
   switch (form) {
     case ActivationForm::Q8:
-      return q8_scales_offset(cols, n_tokens) +
-             size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float);
+      return q8_quant_bytes(cols, n_tokens) + 2 * q8_lane_bytes(cols, n_tokens);
     case ActivationForm::Q8K:
       return size_t(n_tokens * (cols / BlockQ8_K::kElems)) * sizeof(BlockQ8_K);
     case ActivationForm::F32:
@@ -101,8 +108,9 @@ size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
 }
 
 struct ConvertedActivations {
-  int8_t* quants = nullptr;     // Q8: [n_tokens][cols]
-  float* scales = nullptr;      // Q8: [n_tokens][cols / 32]
+  int8_t* quants = nullptr;     // Q8: layouts in matmul_task.h
+  float* scales = nullptr;      // Q8
+  int32_t* sums = nullptr;      // Q8, AVX-512 only
   BlockQ8_K* blocks = nullptr;  // Q8_K: [n_tokens][cols / 256]
 };
 
@@ -119,6 +127,7 @@ MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x,
   if (form == ActivationForm::Q8) {
     task.act_quants = c.quants;
     task.act_scales = c.scales;
+    task.act_sums = c.sums;
   } else if (form == ActivationForm::Q8K) {
     task.act_k = c.blocks;
   }
@@ -164,7 +173,7 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
     return;
   }
 
-  // Scratch: Q8 activations then, 64-byte aligned, Q8_K blocks (each only if wanted).
+  // Scratch: Q8 activations (quants, scales, sums) then Q8_K blocks, each only if wanted.
   const size_t q8_bytes = wants[int(ActivationForm::Q8)]
                               ? align64(activation_bytes(ActivationForm::Q8, cols, n_tokens))
                               : 0;
@@ -172,12 +181,15 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   uint8_t* act = scratch.activations.data();
   ConvertedActivations converted;
   converted.quants = reinterpret_cast<int8_t*>(act);
-  converted.scales = reinterpret_cast<float*>(act + q8_scales_offset(cols, n_tokens));
+  converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_tokens));
+  converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
+                                              q8_lane_bytes(cols, n_tokens));
   converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
   const KernelSet& any = *sets[0];  // quantizers are per level, the same in every set
   if (wants[int(ActivationForm::Q8)]) {
     pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      any.quantize_q8(x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales);
+      any.quantize_q8(x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales,
+                      converted.sums);
     });
   }
   if (wants[int(ActivationForm::Q8K)]) {

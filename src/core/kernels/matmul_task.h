@@ -13,10 +13,20 @@
 //     d = amax/127 (f32) and quants q = nearest-even(x * 127/amax) in
 //     [-127, 127] — Q8_0's arithmetic with an f32 scale kept in a separate
 //     array, so kernels load contiguous quants and need no half conversion.
-//     Blocks with amax < 1e-30 get d = 0, q = 0. The AVX-512 kernels want the
-//     quants stored offset by +128 (as u8: q ^ 0x80) for vpdpbusd's unsigned
-//     operand; scalar and AVX2 store them signed. Each level's activation
-//     quantizer writes its own level's encoding; the values are identical.
+//     Blocks with amax < 1e-30 get d = 0, q = 0. The values are identical at
+//     every level; the layout is the level's own:
+//     - scalar and AVX2: quants [n][cols], scales [n][cols/32], no sums.
+//     - AVX-512 ("quads"): blocks in groups of 4, Q = ceil(cols/128) quads per
+//       token, the last one padded with zero blocks (q = 0, d = 0):
+//         quants [n][Q][128]: bytes 16i..16i+15 hold elements 0..15 of the
+//           quad's block i, bytes 64+16i..64+16i+15 its elements 16..31;
+//         scales [n][Q][16]: lane l holds d of block l/4;
+//         sums   [n][Q][16] int32: lane l holds the sum of the quants that
+//           vpdpbusd adds into lane l over both halves (bytes 4l..4l+3 and
+//           64+4l..64+4l+3).
+//       One 512-bit vpdpbusd per half then leaves block i's partial sums in
+//       lanes 4i..4i+3, where one f32 multiply per 4 blocks applies dw*da.
+//     kQ8QuadBytes / kQ8QuadLanes below give the per-token sizes.
 //   Q4_K, Q6_K weights: Q8_K blocks (formats/q8_k.h), identical at every level.
 #pragma once
 
@@ -27,6 +37,11 @@
 
 namespace kvforge {
 
+// The AVX-512 quad layout per token: Q = (cols / 32 + 3) / 4 quads of
+// kQ8QuadBytes quants, kQ8QuadLanes scales and kQ8QuadLanes sums each.
+inline constexpr int64_t kQ8QuadBytes = 128;
+inline constexpr int64_t kQ8QuadLanes = 16;
+
 struct MatmulTask {
   const uint8_t* weights = nullptr;  // row r at weights + r * row_bytes
   size_t row_bytes = 0;
@@ -36,15 +51,17 @@ struct MatmulTask {
   const float* x = nullptr;            // [n_tokens][cols] f32 (float weight types)
   const int8_t* act_quants = nullptr;  // [n_tokens][cols] Q8 activations (Q8_0, Q4_0)
   const float* act_scales = nullptr;   // [n_tokens][cols / 32] their scales
+  const int32_t* act_sums = nullptr;   // AVX-512 only: [n_tokens][quads][16] (see above)
   const BlockQ8_K* act_k = nullptr;    // [n_tokens][cols / 256] (Q4_K, Q6_K)
   float* y = nullptr;                  // [n_tokens][rows]
 };
 
 // Computes y[t][r] for r in [r0, r1) and every token.
 using RowKernel = void (*)(const MatmulTask& task, int64_t r0, int64_t r1);
-// Quantizes tokens [t0, t1) of x ([n][cols]) into quants [n][cols] and scales [n][cols/32].
+// Quantizes tokens [t0, t1) of x ([n][cols]) into quants, scales and (AVX-512
+// only) sums, each in the level's layout above.
 using Q8ActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
-                                       int8_t* quants, float* scales);
+                                       int8_t* quants, float* scales, int32_t* sums);
 // Quantizes tokens [t0, t1) of x ([n][cols]) into blocks [n][cols/256].
 using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                         BlockQ8_K* blocks);
@@ -59,7 +76,7 @@ using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0
   void matmul_rows_q4_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q6_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void quantize_activations_q8_##level(const float* x, int64_t cols, int64_t t0, int64_t t1,   \
-                                       int8_t* quants, float* scales);                         \
+                                       int8_t* quants, float* scales, int32_t* sums);          \
   void quantize_activations_q8_k_##level(const float* x, int64_t cols, int64_t t0, int64_t t1, \
                                          BlockQ8_K* blocks);
 

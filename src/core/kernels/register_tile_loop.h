@@ -59,8 +59,11 @@ void run_partial_row_tile(const MatmulTask& task, int64_t row, int nr, int64_t t
 inline constexpr int64_t kActivationBlockBytes = 256 * 1024;
 
 // Tokens per activation block: a multiple of the token tile, at least one tile.
+// (Q8 activations: quants plus, in the AVX-512 layout, 2 x 64 bytes of scales
+// and sums per 128 quants; counted as 2 bytes per value at every level.)
 static inline int64_t activation_block_tokens(const MatmulTask& task, int64_t tile_tokens) {
-  const int64_t bytes_per_token = task.act_quants ? task.cols : task.cols * int64_t(sizeof(float));
+  const int64_t bytes_per_token =
+      task.act_quants ? 2 * task.cols : task.cols * int64_t(sizeof(float));
   const int64_t tokens = bytes_per_token > 0 ? kActivationBlockBytes / bytes_per_token : 0;
   return tokens < tile_tokens ? tile_tokens : tokens / tile_tokens * tile_tokens;
 }
