@@ -1,6 +1,7 @@
 // Matmul kernels per weight type and SIMD level, for the n_embd 768 / n_ff
 // 2048 shapes of the default model: "up" (2048 x 768) and "down" (768 x 2048),
-// decode (1 token) and prefill (64 and 512 tokens), on a 2-thread pool.
+// decode (1 token), a batched decode step of 16 sequences (weights from
+// DRAM) and prefill (64 and 512 tokens), on a 2-thread pool.
 //
 // Bytes/s counts weight bytes per call: for decode the kernel must stream
 // them, so the baseline is a plain read of the same bytes on the same pool
@@ -170,8 +171,11 @@ void register_all() {
   for (const Shape& s : kShapes) {
     for (GgmlType t : kTypes) {
       for (bool cold : {false, true}) {
-        for (int64_t n_tokens : {int64_t(1), int64_t(64), int64_t(512)}) {
-          if (cold && n_tokens != 1) continue;  // prefill is compute-bound: hot only
+        for (int64_t n_tokens : {int64_t(1), int64_t(16), int64_t(64), int64_t(512)}) {
+          // Long prefills are compute-bound: hot only. 16 tokens is a batched
+          // decode step (16 sequences), which streams the weights from DRAM once.
+          if (cold && n_tokens != 1 && n_tokens != 16) continue;
+          if (!cold && n_tokens == 16) continue;
           const std::string base = bench_name(std::string(type_name(t)).c_str(), s, n_tokens, cold);
           for (SimdLevel l : levels) {
             configure(benchmark::RegisterBenchmark((base + "/" + simd_level_name(l)).c_str(),
