@@ -28,10 +28,11 @@ struct Avx512FloatDot {
   const MatmulTask& task;
 
   template <int NR, int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
+  void tile(int64_t row, int64_t row_step, int64_t t0, float* out) const {
     const int64_t cols = task.cols;
     const uint8_t* w[NR];
-    for (int r = 0; r < NR; ++r) w[r] = task.weights + (row + r) * int64_t(task.row_bytes);
+    for (int r = 0; r < NR; ++r)
+      w[r] = task.weights + (row + r * row_step) * int64_t(task.row_bytes);
     const float* x[NT];
     for (int k = 0; k < NT; ++k) x[k] = task.x + (t0 + k) * cols;
     __m512 acc[NR][NT];

@@ -64,11 +64,12 @@ struct Avx512Q8BlockDot {
   }
 
   template <int NR, int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
+  void tile(int64_t row, int64_t row_step, int64_t t0, float* out) const {
     const int64_t n_blocks = task.cols / 32;
     const int64_t full_quads = n_blocks / 4, quads = (n_blocks + 3) / 4;
     const uint8_t* w[NR];
-    for (int r = 0; r < NR; ++r) w[r] = task.weights + (row + r) * int64_t(task.row_bytes);
+    for (int r = 0; r < NR; ++r)
+      w[r] = task.weights + (row + r * row_step) * int64_t(task.row_bytes);
     const int8_t* a[NT];
     const float* da[NT];
     const int32_t* sa[NT];

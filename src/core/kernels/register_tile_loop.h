@@ -5,8 +5,10 @@
 // tile_loop.h); for each block every token tile in turn, rows in groups of
 // kRows, the last group of a block smaller when its rows run out.
 //
-// Dot must provide   template <int NR, int NT> void tile(int64_t row, int64_t t0, float* out) const
-// computing out[r * NT + k] = dot(weight row `row + r`, token t0 + k) for
+// Dot must provide
+//   template <int NR, int NT> void tile(int64_t row, int64_t row_step, int64_t t0, float* out)
+//   const
+// computing out[r * NT + k] = dot(weight row `row + r * row_step`, token t0 + k) for
 // r < NR, k < NT. Each (row, token) must be computed with the same
 // operations in the same order whatever NR and NT are, so results do not
 // depend on n_tokens, tiling or threads (matmul.h's contract).
@@ -27,18 +29,19 @@ namespace kvforge {
 
 // Runs the NR x nt tile at (row, t0) for a run-time nt <= NT, then stores it.
 template <int NR, int NT, class Dot>
-void run_register_tile(const MatmulTask& task, int64_t row, int64_t t0, int nt, const Dot& dot) {
+void run_register_tile(const MatmulTask& task, int64_t row, int64_t t0, int nt, const Dot& dot,
+                       int64_t row_step = 1) {
   if constexpr (NT > 1) {
     if (nt < NT) {
-      run_register_tile<NR, NT - 1>(task, row, t0, nt, dot);
+      run_register_tile<NR, NT - 1>(task, row, t0, nt, dot, row_step);
       return;
     }
   }
   float out[NR * NT];
-  dot.template tile<NR, NT>(row, t0, out);
+  dot.template tile<NR, NT>(row, row_step, t0, out);
   for (int k = 0; k < NT; ++k) {
     float* y = task.y + (t0 + k) * task.rows + row;
-    for (int r = 0; r < NR; ++r) y[r] = out[r * NT + k];
+    for (int r = 0; r < NR; ++r) y[r * row_step] = out[r * NT + k];
   }
 }
 
@@ -106,17 +109,25 @@ void run_register_tiles_shaped(const MatmulTask& task, int64_t r0, int64_t r1, c
   }
 }
 
-// Fewer tokens than a full tile (decode, small batches): one row at a time.
-// Then there is little to reuse, and streaming a single row from memory was
-// measured faster than 2 or 4 interleaved rows (matmul_bench decode/cold: Q8_0
-// 768 x 2048 at 1 thread, 19-22 vs 12 GMAC/s). Row grouping does not change
-// any result, so the choice is free.
+// Fewer tokens than a full tile (decode, small batches): kRows rows per tile
+// that lie far apart, one from each quarter of [r0, r1), so the tile reads
+// kRows long sequential streams (adjacent rows interleaved at this step were
+// measured slower from DRAM than a single row: matmul_bench decode/cold) and
+// still loads each activation vector once per kRows rows. Rows left over
+// when the range does not split evenly go one at a time. Row grouping does
+// not change any result, so the choice is free.
 template <int kRows, int kTokens, class Dot>
 void run_register_tiles(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
-  if (task.n_tokens < kTokens)
-    run_register_tiles_shaped<1, kTokens>(task, r0, r1, dot);
-  else
+  if (task.n_tokens >= kTokens) {
     run_register_tiles_shaped<kRows, kTokens>(task, r0, r1, dot);
+    return;
+  }
+  const int nt = int(task.n_tokens);
+  const int64_t stream = (r1 - r0) / kRows;  // rows per stream
+  for (int64_t i = 0; i < stream; ++i)
+    run_register_tile<kRows, kTokens>(task, r0 + i, 0, nt, dot, stream);
+  for (int64_t r = r0 + kRows * stream; r < r1; ++r)
+    run_register_tile<1, kTokens>(task, r, 0, nt, dot);
 }
 
 }  // namespace kvforge
