@@ -10,6 +10,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
+#include "app/cli/progress_line.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"
@@ -91,6 +92,7 @@ void batch(const BatchFlags& f) {
                                                  std::vector<BranchResult>(size_t(f.samples)));
   int32_t peak_blocks = 0;
   size_t done = 0;
+  ProgressLine progress;
   while (engine.has_unfinished()) {
     for (TextEvent& ev : engine.step())
       if (ev.result) {
@@ -98,11 +100,11 @@ void batch(const BatchFlags& f) {
         ++done;
       }
     peak_blocks = std::max(peak_blocks, engine.engine().stats().kv_blocks_used);
-    std::fprintf(stderr, "\r%zu/%zu done", done, prompts.size() * size_t(f.samples));
+    progress.update("%zu/%zu done", done, prompts.size() * size_t(f.samples));
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fputc('\n', stderr);
+  progress.finish();
 
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::printf("=== request %zu (%d prompt tokens) ===\nprompt: %s\n", i + 1,

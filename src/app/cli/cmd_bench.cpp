@@ -22,6 +22,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/progress_line.h"
 #include "core/cpu_features.h"
 #include "core/formats/row_codec.h"
 #include "core/memory_bandwidth.h"
@@ -149,21 +150,21 @@ struct SweepPoint {
   double roofline_tok_per_s = 0;
 };
 
-void progress(const BenchFlags& f, const char* what, int done, int total) {
-  std::fprintf(stderr, "\rbench: %s %d/%d", what, done, total);
-  if (done == total) std::fputc('\n', stderr);
-  (void)f;
+void show_progress(ProgressLine& line, const char* what, int done, int total) {
+  line.update("bench: %s %d/%d", what, done, total);
+  if (done == total) line.finish();
 }
 
 TestResult run_pp(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
                   const std::vector<int32_t>& tokens) {
   TestResult r{
       "pp" + std::to_string(f.n_prompt), f.n_prompt, {}, 0, cost.prefill_flops(f.n_prompt)};
-  progress(f, r.name.c_str(), 0, f.repetitions);
+  ProgressLine line;
+  show_progress(line, r.name.c_str(), 0, f.repetitions);
   time_prefill(runner, tokens, f.n_prompt);  // warm-up
   for (int i = 0; i < f.repetitions; ++i) {
     r.tok_per_s.push_back(f.n_prompt / time_prefill(runner, tokens, f.n_prompt));
-    progress(f, r.name.c_str(), i + 1, f.repetitions);
+    show_progress(line, r.name.c_str(), i + 1, f.repetitions);
   }
   return r;
 }
@@ -172,11 +173,12 @@ TestResult run_tg(const BenchFlags& f, SequenceRunner& runner, const CostModel& 
                   const std::vector<int32_t>& tokens) {
   TestResult r{"tg" + std::to_string(f.n_gen), f.n_gen, {}, 0, 0};
   for (int p = 0; p < f.n_gen; ++p) r.bytes_per_token += cost.decode_bytes(p) / f.n_gen;
-  progress(f, r.name.c_str(), 0, f.repetitions);
+  ProgressLine line;
+  show_progress(line, r.name.c_str(), 0, f.repetitions);
   time_decodes(runner, tokens, 0, std::min(f.n_gen, 16));  // warm-up
   for (int i = 0; i < f.repetitions; ++i) {
     r.tok_per_s.push_back(f.n_gen / time_decodes(runner, tokens, 0, f.n_gen));
-    progress(f, r.name.c_str(), i + 1, f.repetitions);
+    show_progress(line, r.name.c_str(), i + 1, f.repetitions);
   }
   return r;
 }
@@ -191,6 +193,7 @@ std::vector<SweepPoint> run_sweep(const BenchFlags& f, SequenceRunner& runner,
   const int n = f.sweep_decodes;
   const int n_points = f.ctx_sweep / f.ctx_step + 1;
   std::vector<std::vector<double>> runs(static_cast<size_t>(n_points));
+  ProgressLine line;
   for (int rep = 0; rep < f.repetitions; ++rep) {
     runner.reset();
     for (int i = 0; i < n_points; ++i) {
@@ -202,7 +205,7 @@ std::vector<SweepPoint> run_sweep(const BenchFlags& f, SequenceRunner& runner,
       // Later points restart from ctx + step; the extra decodes past it are untimed.
       if (ctx + n > (i + 1) * f.ctx_step) runner.reset();
     }
-    progress(f, "ctx sweep", rep + 1, f.repetitions);
+    show_progress(line, "ctx sweep", rep + 1, f.repetitions);
   }
   std::vector<SweepPoint> points;
   for (int i = 0; i < n_points; ++i) {

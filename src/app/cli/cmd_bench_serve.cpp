@@ -20,6 +20,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
+#include "app/cli/progress_line.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"
@@ -84,6 +85,7 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
   EngineStats before = engine.engine().stats();
   r.total_blocks = before.kv_blocks_total;
   const int64_t expected = int64_t(w.prompts.size()) * w.gen_len;
+  ProgressLine progress;
   while (engine.has_unfinished()) {
     const auto s0 = Clock::now();
     for (TextEvent& ev : engine.step()) {
@@ -108,10 +110,10 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
     }
     r.peak_blocks = std::max(r.peak_blocks, after.kv_blocks_used);
     before = after;
-    std::fprintf(stderr, "\r%-24s %6lld / %lld tokens", label.c_str(), (long long)r.generated,
-                 (long long)expected);
+    progress.update("%-24s %6lld / %lld tokens", label.c_str(), (long long)r.generated,
+                    (long long)expected);
   }
-  std::fputc('\n', stderr);
+  progress.finish();
   r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.waste_pct = waste_steps ? waste_sum / waste_steps : 0;
   r.preemptions = before.preemptions;

@@ -4,6 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/progress_line.h"
 #include "app/perplexity.h"
 #include "app/tokenizer/tokenizer.h"
 #include "model/model.h"
@@ -28,10 +29,11 @@ void perplexity(const PerplexityFlags& f) {
   ThreadPool pool(f.threads);
   SequenceRunner runner(*model, pool, {.n_ctx = window, .max_batch = f.batch, .kv_format = {}});
   std::fprintf(stderr, "perplexity: %zu tokens, windows of %d\n", tokens.size(), window);
+  ProgressLine progress;
   const PerplexityResult r =
-      compute_perplexity(runner, tokens, window, [](int i, int n, double ppl) {
-        std::fprintf(stderr, "\r[%d/%d] running ppl %.4f", i, n, ppl);
-        if (i == n) std::fputc('\n', stderr);
+      compute_perplexity(runner, tokens, window, [&progress](int i, int n, double ppl) {
+        progress.update("[%d/%d] running ppl %.4f", i, n, ppl);
+        if (i == n) progress.finish();
       });
   std::printf(
       "perplexity %.4f  (mean NLL %.6f nats over %lld predicted tokens, %d windows of %d, %.2f "

@@ -4,6 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/progress_line.h"
 #include "app/quantize_model.h"
 
 namespace kvforge::cli {
@@ -20,10 +21,11 @@ void add_quantize_command(CLI::App& app) {
   sub->callback([in, out, type] {
     const auto t = parse_type_name(*type);
     if (!t) throw std::invalid_argument("unknown type '" + *type + "'");
+    ProgressLine progress;
     const QuantizeReport r =
-        quantize_model(*in, *out, *t, [](int done, int total, const std::string& name) {
-          std::fprintf(stderr, "\r[%3d/%3d] %-40s", done, total, name.c_str());
-          if (done == total) std::fputc('\n', stderr);
+        quantize_model(*in, *out, *t, [&progress](int done, int total, const std::string& name) {
+          progress.update("[%3d/%3d] %-40s", done, total, name.c_str());
+          if (done == total) progress.finish();
         });
     std::fprintf(stderr,
                  "%d matrices -> %s, %d fell back (row length), %d 1-D tensors kept; %s -> %s\n",
