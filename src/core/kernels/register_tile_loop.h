@@ -109,25 +109,28 @@ void run_register_tiles_shaped(const MatmulTask& task, int64_t r0, int64_t r1, c
   }
 }
 
-// Fewer tokens than a full tile (decode, small batches): kRows rows per tile
-// that lie far apart, one from each quarter of [r0, r1), so the tile reads
-// kRows long sequential streams (adjacent rows interleaved at this step were
+// One or two tokens (decode): kDecodeRows rows per
+// tile that lie far apart, one from each quarter of [r0, r1), so the tile
+// reads 4 long sequential streams (adjacent rows interleaved at this step were
 // measured slower from DRAM than a single row: matmul_bench decode/cold) and
-// still loads each activation vector once per kRows rows. Rows left over
+// still loads each activation vector once per 4 rows. Rows left over
 // when the range does not split evenly go one at a time. Row grouping does
 // not change any result, so the choice is free.
+inline constexpr int kDecodeRows = 4;
+inline constexpr int kDecodeTokens = 2;  // at most: 4 x 2 accumulators
+
 template <int kRows, int kTokens, class Dot>
 void run_register_tiles(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
-  if (task.n_tokens >= kTokens) {
+  if (task.n_tokens > kDecodeTokens) {
     run_register_tiles_shaped<kRows, kTokens>(task, r0, r1, dot);
     return;
   }
   const int nt = int(task.n_tokens);
-  const int64_t stream = (r1 - r0) / kRows;  // rows per stream
+  const int64_t stream = (r1 - r0) / kDecodeRows;  // rows per stream
   for (int64_t i = 0; i < stream; ++i)
-    run_register_tile<kRows, kTokens>(task, r0 + i, 0, nt, dot, stream);
-  for (int64_t r = r0 + kRows * stream; r < r1; ++r)
-    run_register_tile<1, kTokens>(task, r, 0, nt, dot);
+    run_register_tile<kDecodeRows, kDecodeTokens>(task, r0 + i, 0, nt, dot, stream);
+  for (int64_t r = r0 + kDecodeRows * stream; r < r1; ++r)
+    run_register_tile<1, kDecodeTokens>(task, r, 0, nt, dot);
 }
 
 }  // namespace kvforge
