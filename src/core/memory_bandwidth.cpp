@@ -32,10 +32,6 @@ uint64_t memory_read_sum_portable(const void* data, size_t bytes) {
   return s;
 }
 
-struct AlignedFree {
-  void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t(64)); }
-};
-
 constexpr size_t kChunkBytes = size_t(64) << 10;  // grain of the parallel split
 
 }  // namespace
@@ -45,42 +41,52 @@ uint64_t memory_read_sum(const void* data, size_t bytes) {
   return memory_read_sum_portable(data, bytes);
 }
 
+ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t buffer_bytes)
+    : pool_(pool), bytes_((buffer_bytes + 63) & ~size_t(63)) {
+  if (buffer_bytes == 0)
+    throw std::invalid_argument("ReadBandwidthProbe: the buffer must not be empty");
+  buffer_ = static_cast<uint8_t*>(::operator new[](bytes_, std::align_val_t(64)));
+  // Written by the pool so pages land where the readers run; also faults them in.
+  pool_.parallel_for(
+      bytes_, [&](size_t b, size_t e) { std::memset(buffer_ + b, 1, e - b); }, kChunkBytes);
+  per_chunk_.resize((bytes_ + kChunkBytes - 1) / kChunkBytes);
+}
+
+ReadBandwidthProbe::~ReadBandwidthProbe() { ::operator delete[](buffer_, std::align_val_t(64)); }
+
+double ReadBandwidthProbe::pass() {
+  const auto t0 = std::chrono::steady_clock::now();
+  pool_.parallel_for(
+      bytes_,
+      [&](size_t b, size_t e) {
+        per_chunk_[b / kChunkBytes] = memory_read_sum(buffer_ + b, e - b);
+      },
+      kChunkBytes);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // Every byte is 1, so every word is 0x0101...; checking the sum keeps the
+  // reads from being optimized away and catches a probe that skipped memory.
+  uint64_t total = 0;
+  for (uint64_t v : per_chunk_) total += v;
+  if (total != uint64_t(bytes_ / 8) * 0x0101010101010101ull)
+    throw std::logic_error("ReadBandwidthProbe: read sum mismatch");
+  return double(bytes_) / s;
+}
+
 ReadBandwidth measure_read_bandwidth(ThreadPool& pool, size_t buffer_bytes, int passes) {
   if (passes < 1 || buffer_bytes == 0)
     throw std::invalid_argument("measure_read_bandwidth: need passes >= 1 (got " +
                                 std::to_string(passes) + ") and a non-empty buffer");
-  const size_t bytes = (buffer_bytes + 63) & ~size_t(63);
-  std::unique_ptr<uint8_t, AlignedFree> buffer(
-      static_cast<uint8_t*>(::operator new[](bytes, std::align_val_t(64))));
-  // Written by the pool so pages land where the readers run; also faults them in.
-  pool.parallel_for(
-      bytes, [&](size_t b, size_t e) { std::memset(buffer.get() + b, 1, e - b); }, kChunkBytes);
-  // [threads][8]: one cache line per thread, so the sums do not share lines.
-  std::vector<uint64_t> sums(size_t(pool.size()) * 8 + 8);
-  std::vector<uint64_t> per_chunk((bytes + kChunkBytes - 1) / kChunkBytes);
+  ReadBandwidthProbe probe(pool, buffer_bytes);
   ReadBandwidth r;
-  r.buffer_bytes = bytes;
+  r.buffer_bytes = probe.bytes();
   r.passes = passes;
   double total_seconds = 0;
   for (int p = 0; p < passes; ++p) {
-    const auto t0 = std::chrono::steady_clock::now();
-    pool.parallel_for(
-        bytes,
-        [&](size_t b, size_t e) {
-          per_chunk[b / kChunkBytes] = memory_read_sum(buffer.get() + b, e - b);
-        },
-        kChunkBytes);
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    total_seconds += s;
-    r.best_bytes_per_second = std::max(r.best_bytes_per_second, double(bytes) / s);
+    const double rate = probe.pass();
+    total_seconds += double(probe.bytes()) / rate;
+    r.best_bytes_per_second = std::max(r.best_bytes_per_second, rate);
   }
-  // Every byte is 1, so every word is 0x0101...; checking the sum keeps the
-  // reads from being optimized away and catches a probe that skipped memory.
-  uint64_t total = 0;
-  for (uint64_t v : per_chunk) total += v;
-  if (total != uint64_t(bytes / 8) * 0x0101010101010101ull)
-    throw std::logic_error("measure_read_bandwidth: read sum mismatch");
-  r.mean_bytes_per_second = double(bytes) * passes / total_seconds;
+  r.mean_bytes_per_second = double(probe.bytes()) * passes / total_seconds;
   return r;
 }
 

@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "core/threadpool.h"
 
@@ -22,6 +24,29 @@ struct ReadBandwidth {
 };
 
 inline constexpr size_t kDefaultBandwidthProbeBytes = size_t(256) << 20;
+
+// A probe buffer kept for repeated passes, so that a benchmark can measure
+// the bandwidth right beside each of its timed runs: on a machine shared with
+// other tenants the bandwidth moves by 2x within minutes, and a fraction of
+// the roofline is only meaningful against a probe taken under the same load.
+class ReadBandwidthProbe {
+ public:
+  // Allocates and writes `buffer_bytes` (rounded up to 64 bytes) with the pool.
+  explicit ReadBandwidthProbe(ThreadPool& pool, size_t buffer_bytes = kDefaultBandwidthProbeBytes);
+  ~ReadBandwidthProbe();
+  ReadBandwidthProbe(const ReadBandwidthProbe&) = delete;
+  ReadBandwidthProbe& operator=(const ReadBandwidthProbe&) = delete;
+
+  // One full read of the buffer with all the pool's threads: bytes per second.
+  double pass();
+  size_t bytes() const { return bytes_; }
+
+ private:
+  ThreadPool& pool_;
+  size_t bytes_;
+  uint8_t* buffer_ = nullptr;        // 64-byte aligned
+  std::vector<uint64_t> per_chunk_;  // read sums, one per parallel chunk
+};
 
 // Times `passes` full reads of a `buffer_bytes` buffer (rounded up to 64 bytes).
 // Throws std::invalid_argument for passes < 1 or an empty buffer.

@@ -6,7 +6,8 @@
 //   tgN  = N single-token decodes from an empty cache (bandwidth-bound):
 //          tok/s and % of the roofline = measured read bandwidth / bytes read
 //          per token (every weight matrix once, the embedding row, and the KV
-//          records attention reads).
+//          records attention reads), the bandwidth probed again right before
+//          each repetition.
 // Each test runs once to warm up, then -r times; figures are mean ± stddev
 // over repetitions. --ctx-sweep measures decode speed with 0..N tokens
 // already in the cache (JSON, for tools/plot_decode_vs_ctx.py).
@@ -142,6 +143,7 @@ struct TestResult {
   std::vector<double> tok_per_s;  // one per repetition
   double bytes_per_token = 0;     // tg: mean bytes read per token
   double flops = 0;               // pp: FLOPs of one run
+  std::vector<double> bandwidth;  // tg: bytes/s probed just before each repetition
 };
 
 struct SweepPoint {
@@ -157,8 +159,8 @@ void show_progress(ProgressLine& line, const char* what, int done, int total) {
 
 TestResult run_pp(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
                   const std::vector<int32_t>& tokens) {
-  TestResult r{
-      "pp" + std::to_string(f.n_prompt), f.n_prompt, {}, 0, cost.prefill_flops(f.n_prompt)};
+  TestResult r{"pp" + std::to_string(f.n_prompt), f.n_prompt, {}, 0,
+               cost.prefill_flops(f.n_prompt),    {}};
   ProgressLine line;
   show_progress(line, r.name.c_str(), 0, f.repetitions);
   time_prefill(runner, tokens, f.n_prompt);  // warm-up
@@ -169,14 +171,17 @@ TestResult run_pp(const BenchFlags& f, SequenceRunner& runner, const CostModel& 
   return r;
 }
 
+// Each repetition is preceded by two probe passes (the faster one counts):
+// its roofline is the bandwidth of the moment, not of the start of the run.
 TestResult run_tg(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
-                  const std::vector<int32_t>& tokens) {
-  TestResult r{"tg" + std::to_string(f.n_gen), f.n_gen, {}, 0, 0};
+                  const std::vector<int32_t>& tokens, ReadBandwidthProbe& probe) {
+  TestResult r{"tg" + std::to_string(f.n_gen), f.n_gen, {}, 0, 0, {}};
   for (int p = 0; p < f.n_gen; ++p) r.bytes_per_token += cost.decode_bytes(p) / f.n_gen;
   ProgressLine line;
   show_progress(line, r.name.c_str(), 0, f.repetitions);
   time_decodes(runner, tokens, 0, std::min(f.n_gen, 16));  // warm-up
   for (int i = 0; i < f.repetitions; ++i) {
+    r.bandwidth.push_back(std::max(probe.pass(), probe.pass()));
     r.tok_per_s.push_back(f.n_gen / time_decodes(runner, tokens, 0, f.n_gen));
     show_progress(line, r.name.c_str(), i + 1, f.repetitions);
   }
@@ -233,6 +238,24 @@ std::string fmt(const char* format, double a, double b = 0) {
   return buf;
 }
 
+// tg against its roofline: each repetition against the bandwidth probed just
+// before it, averaged over repetitions.
+struct Roofline {
+  double tok_per_s = 0;  // mean of bandwidth / bytes per token
+  double fraction = 0;   // mean of tok/s ÷ that repetition's roofline
+};
+
+Roofline roofline_of(const TestResult& t) {
+  Roofline l;
+  const size_t n = std::min(t.bandwidth.size(), t.tok_per_s.size());
+  for (size_t i = 0; i < n; ++i) {
+    const double limit = t.bandwidth[i] / t.bytes_per_token;
+    l.tok_per_s += limit / double(n);
+    l.fraction += t.tok_per_s[i] / limit / double(n);
+  }
+  return l;
+}
+
 void print_table(const BenchFlags& f, const Model& model, const ReadBandwidth& bw,
                  const std::vector<TestResult>& tests) {
   std::printf("model      %s (%s, %.1f M params)\n", f.model.c_str(),
@@ -258,14 +281,20 @@ void print_table(const BenchFlags& f, const Model& model, const ReadBandwidth& b
       gflops = fmt("%.1f ± %.1f", gs.mean, gs.stddev);
     }
     if (t.bytes_per_token > 0) {
-      const double limit = bw.best_bytes_per_second / t.bytes_per_token;
+      const Roofline l = roofline_of(t);
       gbs = fmt("%.1f", s.mean * t.bytes_per_token / 1e9);
-      roof = fmt("%.1f", limit);
-      pct = fmt("%.1f %%", 100.0 * s.mean / limit);
+      roof = fmt("%.1f", l.tok_per_s);
+      pct = fmt("%.1f %%", 100.0 * l.fraction);
     }
     std::printf("| %-6s | %s | %9.3f | %s | %8s | %14s | %8s |\n", t.name.c_str(),
                 pad(tps, 18).c_str(), 1e3 / s.mean, pad(gflops, 16).c_str(), gbs.c_str(),
                 roof.c_str(), pct.c_str());
+  }
+  for (const TestResult& t : tests) {
+    if (t.bandwidth.empty()) continue;
+    const auto [lo, hi] = std::minmax_element(t.bandwidth.begin(), t.bandwidth.end());
+    std::printf("\n%s roofline: bandwidth probed right before each repetition, %.1f-%.1f GB/s\n",
+                t.name.c_str(), *lo / 1e9, *hi / 1e9);
   }
 }
 
@@ -295,10 +324,11 @@ nlohmann::json to_json(const BenchFlags& f, const Model& model, const ReadBandwi
       e["gflop_per_s_mean"] = t.flops * s.mean / t.n_tokens / 1e9;
     }
     if (t.bytes_per_token > 0) {
-      const double limit = bw.best_bytes_per_second / t.bytes_per_token;
+      const Roofline l = roofline_of(t);
       e["bytes_per_token"] = t.bytes_per_token;
-      e["roofline_tok_per_s"] = limit;
-      e["roofline_fraction"] = s.mean / limit;
+      e["bandwidth_per_repetition"] = t.bandwidth;
+      e["roofline_tok_per_s"] = l.tok_per_s;
+      e["roofline_fraction"] = l.fraction;
     }
     j["tests"].push_back(e);
   }
@@ -341,7 +371,10 @@ void bench(BenchFlags f) {
   const ReadBandwidth bw = measure_read_bandwidth(pool);
   std::vector<TestResult> tests;
   if (f.n_prompt > 0) tests.push_back(run_pp(f, runner, cost, tokens));
-  if (f.n_gen > 0) tests.push_back(run_tg(f, runner, cost, tokens));
+  if (f.n_gen > 0) {
+    ReadBandwidthProbe probe(pool);
+    tests.push_back(run_tg(f, runner, cost, tokens, probe));
+  }
   std::vector<SweepPoint> sweep;
   if (f.ctx_sweep > 0) sweep = run_sweep(f, runner, cost, tokens, bw.best_bytes_per_second);
   if (f.json) {
