@@ -72,6 +72,12 @@ TEST(SamplerTest, GreedyIsArgmaxWithTiesToLowestId) {
   EXPECT_EQ(s.sample(std::vector<float>{kNegInf, -2, -2, -3, -2}), 1);
   EXPECT_EQ(s.sample(std::vector<float>{0, 0, 0, 0, 0}), 0);
   EXPECT_EQ(s.sample(std::vector<float>{0, 0, 0, 0, 0.001f}), 4);
+  // The kept distribution is the chosen token alone, as from the general path.
+  EXPECT_EQ(s.sample(std::vector<float>{-1, 2.5f, 0, kNegInf, 2}), 1);
+  ASSERT_EQ(s.last_distribution().size(), 1u);
+  EXPECT_EQ(s.last_distribution()[0].token, 1);
+  EXPECT_EQ(s.last_distribution()[0].logit, 2.5f);
+  EXPECT_EQ(s.last_distribution()[0].prob, 1.0f);
   for (uint64_t seed = 0; seed < 50; ++seed) {
     Sampler big(p, 1000);
     auto logits = random_logits(1000, seed, 4);
@@ -347,22 +353,30 @@ TEST(SamplerTest, TopLogprobsMatchFullSortOnLargeVocab) {
 }
 
 TEST(SamplerTest, BadLogitsAreErrorsNamingTheProblem) {
+  SamplingParams greedy;
+  greedy.temperature = 0;  // the single-pass argmax path
   Sampler s(with_seed(1), 4);
-  const auto message = [&](const std::vector<float>& logits) {
-    try {
-      s.sample(logits);
-    } catch (const std::invalid_argument& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message({0, 0, 0}), "sampler: got 3 logits, expected vocab_size 4");
-  EXPECT_EQ(message({0, 0, NAN, 0}),
-            "sampler: logit of token 2 is NaN; logits must be finite or -inf");
-  EXPECT_EQ(message({0, INFINITY, 0, 0}),
-            "sampler: logit of token 1 is +inf; logits must be finite or -inf");
-  EXPECT_EQ(message({kNegInf, kNegInf, kNegInf, kNegInf}),
-            "sampler: all 4 logits are -inf; nothing can be sampled");
+  for (const SamplingParams& params : {with_seed(1), greedy}) {
+    Sampler bad(params, 4);
+    const auto message = [&](const std::vector<float>& logits) {
+      try {
+        bad.sample(logits);
+      } catch (const std::invalid_argument& e) {
+        return std::string(e.what());
+      }
+      return std::string("no error");
+    };
+    SCOPED_TRACE("temperature " + std::to_string(params.temperature));
+    EXPECT_EQ(message({0, 0, 0}), "sampler: got 3 logits, expected vocab_size 4");
+    EXPECT_EQ(message({0, 0, NAN, 0}),
+              "sampler: logit of token 2 is NaN; logits must be finite or -inf");
+    EXPECT_EQ(message({NAN, 0, 0, 0}),
+              "sampler: logit of token 0 is NaN; logits must be finite or -inf");
+    EXPECT_EQ(message({0, INFINITY, 0, 0}),
+              "sampler: logit of token 1 is +inf; logits must be finite or -inf");
+    EXPECT_EQ(message({kNegInf, kNegInf, kNegInf, kNegInf}),
+              "sampler: all 4 logits are -inf; nothing can be sampled");
+  }
   EXPECT_THROW(s.accept(4), std::invalid_argument);
   EXPECT_THROW(s.accept(-1), std::invalid_argument);
   const int prompt[] = {0, 9};

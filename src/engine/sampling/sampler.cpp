@@ -103,9 +103,30 @@ int Sampler::sample(std::span<const float> logits) {
   if (logits.size() != static_cast<size_t>(vocab_size_))
     throw std::invalid_argument("sampler: got " + std::to_string(logits.size()) +
                                 " logits, expected vocab_size " + std::to_string(vocab_size_));
+  const bool penalized = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                         params_.frequency_penalty != 0.0f;
+  if (params_.temperature == 0.0f && !penalized) return argmax_of(logits);
   load_candidates(logits);
   apply_penalties();
   return params_.temperature == 0.0f ? argmax() : sample_from_chain();
+}
+
+// Greedy without penalties: the candidates would be the logits as they are,
+// so one pass finds the same token as load_candidates + argmax (lowest id on
+// ties, the same errors) without writing vocab_size candidates per token.
+int Sampler::argmax_of(std::span<const float> logits) {
+  int best = 0;
+  for (int i = 0; i < vocab_size_; ++i) {
+    const float l = logits[size_t(i)];
+    if (std::isnan(l) || l == kPosInf) invalid_logit(i, l);
+    if (l > logits[size_t(best)]) best = i;
+  }
+  const float max = logits[size_t(best)];
+  if (max == kNegInf) all_masked();
+  raw_max_ = max;
+  candidates_[0] = {best, max, 1.0f};
+  n_kept_ = 1;
+  return best;
 }
 
 SampleResult Sampler::sample_with_logprobs(std::span<const float> logits,
@@ -118,17 +139,23 @@ void Sampler::load_candidates(std::span<const float> logits) {
   float max = kNegInf;
   for (int i = 0; i < vocab_size_; ++i) {
     const float l = logits[i];
-    if (std::isnan(l) || l == kPosInf)
-      throw std::invalid_argument("sampler: logit of token " + std::to_string(i) + " is " +
-                                  (std::isnan(l) ? "NaN" : "+inf") +
-                                  "; logits must be finite or -inf");
+    if (std::isnan(l) || l == kPosInf) invalid_logit(i, l);
     candidates_[i] = {i, l, 0.0f};
     max = std::max(max, l);
   }
-  if (max == kNegInf)
-    throw std::invalid_argument("sampler: all " + std::to_string(vocab_size_) +
-                                " logits are -inf; nothing can be sampled");
+  if (max == kNegInf) all_masked();
   raw_max_ = max;
+}
+
+[[noreturn]] void Sampler::invalid_logit(int token, float logit) const {
+  throw std::invalid_argument("sampler: logit of token " + std::to_string(token) + " is " +
+                              (std::isnan(logit) ? "NaN" : "+inf") +
+                              "; logits must be finite or -inf");
+}
+
+[[noreturn]] void Sampler::all_masked() const {
+  throw std::invalid_argument("sampler: all " + std::to_string(vocab_size_) +
+                              " logits are -inf; nothing can be sampled");
 }
 
 // candidates_ is in id order here. Masked (-inf) logits stay masked.

@@ -96,6 +96,9 @@ class Sampler {
   void load_candidates(std::span<const float> logits);
   void apply_penalties();
   int argmax();
+  int argmax_of(std::span<const float> logits);
+  [[noreturn]] void invalid_logit(int token, float logit) const;
+  [[noreturn]] void all_masked() const;
   int sample_from_chain();
   size_t cut_top_k(size_t n);
   double soften(size_t n, bool ranked);
