@@ -59,6 +59,7 @@ class ForwardPass {
     s_.reserve(int(n_), pool_.size());
     group_sequences();
     embed();
+    norm_all(m_.weights().layers[0].attn_norm);
     for (int l = 0; l < c_.n_layer; ++l) {
       attention_block(l);
       ffn_block(l);
@@ -113,10 +114,35 @@ class ForwardPass {
     }
   }
 
+  // The per-token vector work between matmuls runs over the pool too: with
+  // many tokens per step (batched decode, prefill) it would otherwise leave
+  // the other threads waiting. One token (decode) stays on this thread.
+  template <class F>
+  void for_tokens(F&& fn) {
+    pool_.parallel_for(size_t(n_), [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) fn(int64_t(t));
+    });
+  }
+
+  void norm_token(int64_t t, const std::vector<float>& weight) {
+    rms_norm(s_.x_.data() + t * c_.n_embd, weight.data(), c_.n_embd, c_.rms_eps,
+             s_.xn_.data() + t * c_.n_embd);
+  }
+
   void norm_all(const std::vector<float>& weight) {
-    for (int64_t t = 0; t < n_; ++t)
-      rms_norm(s_.x_.data() + t * c_.n_embd, weight.data(), c_.n_embd, c_.rms_eps,
-               s_.xn_.data() + t * c_.n_embd);
+    for_tokens([&](int64_t t) { norm_token(t, weight); });
+  }
+
+  // x += proj, then xn = norm(x) with `next_norm` (the next block's input), in
+  // one pass per token; nullptr after the last block (output() norms the rows
+  // it needs).
+  void add_residual_and_norm(const std::vector<float>* next_norm) {
+    for_tokens([&](int64_t t) {
+      float* x = s_.x_.data() + t * c_.n_embd;
+      const float* proj = s_.proj_.data() + t * c_.n_embd;
+      for (int i = 0; i < c_.n_embd; ++i) x[i] += proj[i];
+      if (next_norm) norm_token(t, *next_norm);
+    });
   }
 
   void matmul_into(const WeightView& w, const float* x, float* y) {
@@ -130,9 +156,9 @@ class ForwardPass {
       for (size_t i = 0; i < d; ++i) y[size_t(t) * d + i] += bias[i];
   }
 
+  // Input: xn = attn_norm(x). Output: x += attention, xn = ffn_norm(x).
   void attention_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
-    norm_all(w.attn_norm);
     // One parallel region for Q, K and V: the normalized input is quantized once.
     const MatmulOutput qkv[] = {
         {w.attn_q, s_.q_.data()}, {w.attn_k, s_.k_.data()}, {w.attn_v, s_.v_.data()}};
@@ -149,7 +175,7 @@ class ForwardPass {
     }
     attend(l);
     matmul_into(w.attn_output, s_.attn_.data(), s_.proj_.data());
-    add_residual();
+    add_residual_and_norm(&w.ffn_norm);
   }
 
   // Work items are (run of query tokens, kv head), split over threads. A run
@@ -196,19 +222,18 @@ class ForwardPass {
     });
   }
 
-  void add_residual() {
-    const size_t n = size_t(n_) * c_.n_embd;
-    for (size_t i = 0; i < n; ++i) s_.x_[i] += s_.proj_[i];
-  }
-
+  // Input: xn = ffn_norm(x). Output: x += FFN, xn = the next layer's attn_norm(x).
   void ffn_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
-    norm_all(w.ffn_norm);
     const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
     matmul_batch(gate_up, s_.xn_.data(), n_, pool_, s_.matmul_);
-    swiglu(s_.gate_.data(), s_.up_.data(), n_ * c_.n_ff, s_.gate_.data());
+    for_tokens([&](int64_t t) {
+      float* gate = s_.gate_.data() + t * c_.n_ff;
+      swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
+    });
     matmul_into(w.ffn_down, s_.gate_.data(), s_.proj_.data());
-    add_residual();
+    const bool last = l + 1 == c_.n_layer;
+    add_residual_and_norm(last ? nullptr : &m_.weights().layers[size_t(l + 1)].attn_norm);
   }
 
   // Only the rows that need logits go through the final norm and the output matrix.
