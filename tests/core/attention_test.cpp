@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/ops/attention_tile.h"
 
 namespace kvforge {
 namespace {
@@ -349,6 +350,196 @@ TEST(Attention, GroupGivesTheSameBitsAsSingleHeads) {
         const std::vector<float> one_out(group.begin() + j * dim, group.begin() + (j + 1) * dim);
         EXPECT_TRUE(same_bits(run(c, c.split({n}), one_q, 1, n), one_out))
             << "head " << j << " " << name(f) << " " << simd_level_name(level);
+      }
+    }
+  }
+}
+
+// ---- The tile step itself, per SIMD level, against the scalar tile step ----
+
+using attention_detail::TileJob;
+using TileFn = void (*)(const TileJob&);
+
+// The tile functions of the levels this machine has, with their names.
+std::vector<std::pair<TileFn, std::string>> simd_tile_functions() {
+  EachLevel each;
+  std::vector<std::pair<TileFn, std::string>> out;
+  for (SimdLevel l : each.levels) {
+    if (l == SimdLevel::Avx2) out.emplace_back(attention_detail::attend_tile_avx2, "avx2");
+    if (l == SimdLevel::Avx512) out.emplace_back(attention_detail::attend_tile_avx512, "avx512");
+  }
+  return out;
+}
+
+// The online-softmax state of n_q heads before and after one tile, with the
+// scratch a tile step needs. A later tile's state: running max anywhere from
+// below to above the tile's scores, positive sum, acc ~ sum·N(0, 1).
+struct TileState {
+  int n_q, head_dim;
+  std::vector<float> acc, running_max, running_sum, scores, row;
+  TileState(int heads, int dim, bool first_tile, std::mt19937& rng)
+      : n_q(heads),
+        head_dim(dim),
+        acc(size_t(heads) * dim),
+        running_max(size_t(heads)),
+        running_sum(size_t(heads)),
+        scores(size_t(heads) * kAttentionTile, NAN),  // the step must not read stale scores
+        row(size_t(dim), NAN) {
+    std::uniform_real_distribution<float> max_dist(-4.0f, 8.0f), sum_dist(0.5f, 20.0f);
+    std::normal_distribution<float> g;
+    for (int j = 0; j < heads; ++j) {
+      running_max[size_t(j)] = first_tile ? -INFINITY : max_dist(rng);
+      running_sum[size_t(j)] = first_tile ? 0.0f : sum_dist(rng);
+      for (int d = 0; d < dim; ++d)
+        acc[size_t(j) * dim + d] = first_tile ? 0.0f : g(rng) * running_sum[size_t(j)];
+    }
+  }
+  TileJob job(const std::vector<float>& q, KvFormat format, const uint8_t* const* k_rows,
+              const uint8_t* const* v_rows, int n) {
+    TileJob j;
+    j.q = q.data();
+    j.n_q = n_q;
+    j.head_dim = head_dim;
+    j.format = format;
+    j.scale = 1.0f / std::sqrt(float(head_dim));
+    j.k_rows = k_rows;
+    j.v_rows = v_rows;
+    j.n = n;
+    j.acc = acc.data();
+    j.running_max = running_max.data();
+    j.running_sum = running_sum.data();
+    j.scores = scores.data();
+    j.row = row.data();
+    return j;
+  }
+  // Head j's state alone: its slice of acc, max and sum.
+  TileState head(int j) const {
+    TileState one = *this;
+    one.n_q = 1;
+    one.acc.assign(acc.begin() + ptrdiff_t(size_t(j) * head_dim),
+                   acc.begin() + ptrdiff_t(size_t(j + 1) * head_dim));
+    one.running_max = {running_max[size_t(j)]};
+    one.running_sum = {running_sum[size_t(j)]};
+    one.scores.assign(kAttentionTile, NAN);
+    return one;
+  }
+};
+
+// Record pointers of positions [0, n) of kv head 1 of a cache, in reverse
+// order with gaps (a tile's positions are any records, gathered past masked
+// slots and block edges).
+std::pair<std::vector<const uint8_t*>, std::vector<const uint8_t*>> tile_rows(const Cache& c,
+                                                                              int n) {
+  std::vector<const uint8_t*> k, v;
+  for (int t = 0; t < n; ++t) {
+    const size_t r = size_t(c.n_pos - 1 - 2 * t) * c.n_kv_head + 1;
+    k.push_back(c.k_rec.data() + r * c.k_bytes);
+    v.push_back(c.v_rec.data() + r * c.v_bytes);
+  }
+  return {k, v};
+}
+
+// Every format × head size (with tails past a multiple of 8 and 16 where the
+// format allows) × heads per job 1..8 × tile fill 1..64, on a first and a
+// later tile: each SIMD tile step leaves the scalar step's state up to float
+// rounding. The output a state stands for, acc / sum, is compared at 2e-5
+// absolute (values ~1), the running max at 1e-5 relative and the sum at 2e-5
+// relative.
+TEST(AttentionTile, SimdStepMatchesScalarStepForEveryShape) {
+  const auto simd = simd_tile_functions();
+  if (simd.empty()) GTEST_SKIP() << "no SIMD level on this machine";
+  std::mt19937 rng(2024);
+  for (KvFormat f : formats()) {
+    for (int dim : {8, 20, 32, 48, 64, 80, 128}) {
+      if (!kv_supports_head_dim(f.k, dim) || !kv_supports_head_dim(f.v, dim)) continue;
+      const Cache c(2 * kAttentionTile, 2, dim, uint32_t(dim), f);
+      const auto [k_rows, v_rows] = tile_rows(c, kAttentionTile);
+      for (int n_q = 1; n_q <= kAttentionHeadsPerPass; ++n_q) {
+        const auto q = random_q(n_q * dim, uint32_t(n_q * 131 + dim));
+        for (int n = 1; n <= kAttentionTile; ++n) {
+          const bool first = (n + n_q) % 3 == 0;
+          const TileState before(n_q, dim, first, rng);
+          TileState want = before;
+          attention_detail::attend_tile_scalar(want.job(q, f, k_rows.data(), v_rows.data(), n));
+          for (const auto& [tile, level] : simd) {
+            TileState got = before;
+            tile(got.job(q, f, k_rows.data(), v_rows.data(), n));
+            for (int j = 0; j < n_q; ++j) {
+              const size_t sj = size_t(j);
+              SCOPED_TRACE(name(f) + " dim " + std::to_string(dim) + " n_q " + std::to_string(n_q) +
+                           " n " + std::to_string(n) + " head " + std::to_string(j) +
+                           (first ? " first tile " : " later tile ") + level);
+              ASSERT_NEAR(got.running_max[sj], want.running_max[sj],
+                          1e-5 * std::max(1.0f, std::fabs(want.running_max[sj])));
+              ASSERT_NEAR(got.running_sum[sj], want.running_sum[sj], 2e-5 * want.running_sum[sj]);
+              for (int d = 0; d < dim; ++d) {
+                const size_t i = sj * dim + d;
+                ASSERT_NEAR(got.acc[i] / got.running_sum[sj], want.acc[i] / want.running_sum[sj],
+                            2e-5)
+                    << "d " << d;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Within a tile step, a head's bits do not depend on the other heads of the
+// job (how many, or how the SIMD code blocks them): every head of an 8-head
+// job equals that head stepped alone, on every level, format and fill.
+TEST(AttentionTile, EachHeadOfAJobEqualsThatHeadAlone) {
+  std::vector<std::pair<TileFn, std::string>> levels = simd_tile_functions();
+  levels.emplace_back(attention_detail::attend_tile_scalar, "scalar");
+  std::mt19937 rng(77);
+  const int n_q = kAttentionHeadsPerPass;
+  for (KvFormat f : formats()) {
+    for (int dim : {32, 48, 64, 80}) {
+      if (!kv_supports_head_dim(f.k, dim) || !kv_supports_head_dim(f.v, dim)) continue;
+      const Cache c(2 * kAttentionTile, 2, dim, uint32_t(dim + 1), f);
+      const auto [k_rows, v_rows] = tile_rows(c, kAttentionTile);
+      const auto q = random_q(n_q * dim, uint32_t(dim));
+      for (int n : {1, 2, 15, 16, 17, 33, 63, 64}) {
+        const TileState before(n_q, dim, n % 2 == 0, rng);
+        for (const auto& [tile, level] : levels) {
+          TileState group = before;
+          tile(group.job(q, f, k_rows.data(), v_rows.data(), n));
+          for (int j = 0; j < n_q; ++j) {
+            TileState alone = before.head(j);
+            const std::vector<float> qj(q.begin() + ptrdiff_t(j * dim),
+                                        q.begin() + ptrdiff_t((j + 1) * dim));
+            tile(alone.job(qj, f, k_rows.data(), v_rows.data(), n));
+            const std::vector<float> group_acc(group.acc.begin() + ptrdiff_t(j * dim),
+                                               group.acc.begin() + ptrdiff_t((j + 1) * dim));
+            EXPECT_TRUE(same_bits(alone.acc, group_acc) &&
+                        same_bits(alone.running_max, {group.running_max[size_t(j)]}) &&
+                        same_bits(alone.running_sum, {group.running_sum[size_t(j)]}))
+                << "head " << j << " " << name(f) << " dim " << dim << " n " << n << " " << level;
+          }
+        }
+      }
+    }
+  }
+}
+
+// Heads wider than the SIMD paths buffer (they fall back to the scalar step)
+// still match the two-pass reference on every level.
+TEST(Attention, VeryWideHeadsMatchReference) {
+  EachLevel each;
+  const int dim = 544;  // a multiple of 32 (q4), beyond any LLaMA-family head
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f :
+         {KvFormat{KvDtype::F16, KvDtype::F16}, KvFormat{KvDtype::Q4, KvDtype::Int8}}) {
+      Cache c(70, 1, dim, 3, f);
+      const auto q = random_q(2 * dim, 4);
+      const auto got = run(c, c.split({70}), q, 0, 70);
+      for (int j = 0; j < 2; ++j) {
+        const auto want = reference(c, q.data() + j * dim, 0, 70, nullptr);
+        for (int d = 0; d < dim; ++d)
+          ASSERT_NEAR(got[size_t(j * dim + d)], want[size_t(d)], 2e-5)
+              << name(f) << " " << simd_level_name(level);
       }
     }
   }
