@@ -213,19 +213,19 @@ void with_rows(KvDtype type, const uint8_t* const* recs, int m, int hd, float* b
 // a keeps and b's in the others. After level 3, lane t sums all of p[t].
 constexpr __mmask16 kFromB[4] = {0xAAAA, 0xCCCC, 0xF0F0, 0xFF00};
 
+// Lane l of the partner gather: lane l ^ span of b where kFromB has l, else of a.
 template <int kLevel>
-[[gnu::always_inline]] inline __m512 swap_partners(__m512 x) {
-  if constexpr (kLevel == 0) return _mm512_permute_ps(x, 0xB1);        // lanes 1 0 3 2 ...
-  if constexpr (kLevel == 1) return _mm512_permute_ps(x, 0x4E);        // lanes 2 3 0 1 ...
-  if constexpr (kLevel == 2) return _mm512_shuffle_f32x4(x, x, 0xB1);  // quarters 1 0 3 2
-  return _mm512_shuffle_f32x4(x, x, 0x4E);                             // quarters 2 3 0 1
+__m512i partner_index() {
+  constexpr int kSpan = 1 << kLevel;
+  alignas(64) int idx[kW];
+  for (int l = 0; l < kW; ++l) idx[l] = (l ^ kSpan) | ((kFromB[kLevel] >> l) & 1 ? kW : 0);
+  return _mm512_load_si512(idx);
 }
 
 template <int kLevel>
 [[gnu::always_inline]] inline __m512 fold(__m512 a, __m512 b) {
   const __m512 kept = _mm512_mask_blend_ps(kFromB[kLevel], a, b);
-  const __m512 moved = _mm512_mask_blend_ps(kFromB[kLevel], b, a);
-  return _mm512_add_ps(kept, swap_partners<kLevel>(moved));
+  return _mm512_add_ps(kept, _mm512_permutex2var_ps(a, partner_index<kLevel>(), b));
 }
 
 // Levels 0-2 of the fold of 8 per-position registers p[0..8): lane r and
