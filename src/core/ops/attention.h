@@ -4,9 +4,11 @@
 // no [n_keys] score row is ever materialised and each KV record is read once
 // per group, not once per query head.
 //
-// Quantized records (core/formats/kv_*.h) are decoded in place, one record at
-// a time into a head_dim-float scratch row: no full-precision copy of the
-// cache exists. The AVX2 / AVX-512 paths (attention_avx2.cpp,
+// Quantized records (core/formats/kv_*.h) are decoded in place, a tile at a
+// time: the SIMD paths read f32/f16/bf16/int8 records straight into registers
+// (q4 and odd head sizes through a small L1 buffer), the scalar path one
+// record at a time into a scratch row; no full-precision copy of the cache
+// exists. The AVX2 / AVX-512 paths (attention_avx2.cpp,
 // attention_avx512.cpp) are chosen at run time by simd_level(); the scalar
 // path (attention_scalar.cpp) is the reference they are tested against.
 #pragma once

@@ -15,7 +15,7 @@ namespace kvforge::attention_detail {
 
 struct TileJob {
   const float* q = nullptr;  // [n_q][head_dim]
-  int n_q = 0;               // ≤ kAttentionHeadsPerPass
+  int n_q = 0;               // ≤ kAttentionMaxStackedHeads (attend_queries stacks runs)
   int head_dim = 0;
   KvFormat format;
   float scale = 0;
@@ -26,7 +26,7 @@ struct TileJob {
   float* running_max = nullptr;            // [n_q]
   float* running_sum = nullptr;            // [n_q]
   float* scores = nullptr;                 // [n_q][kAttentionTile] scratch
-  float* row = nullptr;                    // [head_dim] scratch: one decoded record
+  float* row = nullptr;                    // [head_dim] scratch: one decoded record (scalar)
 };
 
 // All three leave the same state up to float rounding; each is deterministic
