@@ -19,7 +19,14 @@ if [ ! -d "$here/node_modules/openai" ]; then
   exit 1
 fi
 export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"
+server_log="$(mktemp)"
+trap 'rm -f "$server_log"' EXIT
 for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
   echo "== kvforge serve, $mode engine"
-  KVFORGE_SERVER_MODE="$mode" node --test --test-concurrency=1 "$here/server.test.mjs"
+  if ! KVFORGE_SERVER_MODE="$mode" KVFORGE_SERVER_LOG_FILE="$server_log" \
+      node --test --test-concurrency=1 "$here/server.test.mjs"; then
+    echo "== FAILED ($mode engine); the server's log, last 60 lines:"
+    tail -n 60 "$server_log"
+    exit 1
+  fi
 done

@@ -6,6 +6,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import OpenAI from 'openai';
 
 const BIN = process.env.KVFORGE_BIN;
@@ -68,6 +69,8 @@ after(async () => {
   if (!server) return;
   await stopServer(server);
   serverLog = started.log();
+  // run_server_tests.sh shows the server's side when a test fails.
+  if (process.env.KVFORGE_SERVER_LOG_FILE) writeFileSync(process.env.KVFORGE_SERVER_LOG_FILE, serverLog);
   if (/Sanitizer|runtime error/.test(serverLog)) console.error(serverLog);
   assert.match(serverLog, /kvforge serve: stopped/, 'clean shutdown on SIGTERM');
   assert.doesNotMatch(serverLog, /ThreadSanitizer|AddressSanitizer|runtime error/, 'sanitizers quiet');
@@ -340,11 +343,17 @@ test(`load: ${LOAD_CLIENTS} streaming clients plus ${QUITTERS} that disconnect m
   });
   await Promise.all([...full, ...quitters]);
 
-  // Every KV block comes back; no request failed on the server's side.
+  // Every KV block comes back; no request failed on the server's side. The
+  // server counts a response once it has written it, which can be after the
+  // client has read its last chunk: wait for the counts as well.
+  const ok = (k) => (m[k] ?? 0) - (before[k] ?? 0);
+  const completed = 'kvforge_requests_total{endpoint="/v1/completions",status="200"}';
   let m;
   for (let tries = 0; tries < 100; tries++) {
     m = (await metrics()).values;
-    if (m.kvforge_kv_blocks_used === 0 && m.kvforge_requests_in_flight === 0) break;
+    if (m.kvforge_kv_blocks_used === 0 && m.kvforge_requests_in_flight === 0 &&
+        ok(completed) >= LOAD_CLIENTS)
+      break;
     await new Promise((r) => setTimeout(r, 100));
   }
   assert.equal(m.kvforge_kv_blocks_used, 0, 'KV pool fully free');
@@ -353,8 +362,7 @@ test(`load: ${LOAD_CLIENTS} streaming clients plus ${QUITTERS} that disconnect m
   assert.equal(m.kvforge_sequences_running, 0);
   for (const [key, v] of Object.entries(m))
     if (key.startsWith('kvforge_requests_total') && /status="5\d\d"/.test(key)) assert.equal(v, 0, key);
-  const ok = (k) => (m[k] ?? 0) - (before[k] ?? 0);
-  assert.equal(ok('kvforge_requests_total{endpoint="/v1/completions",status="200"}'), LOAD_CLIENTS);
+  assert.equal(ok(completed), LOAD_CLIENTS);
   assert.ok(ok('kvforge_client_disconnects_total') >= 1, 'disconnects were noticed and aborted');
   assert.ok(m['kvforge_time_to_first_token_seconds_count'] >= LOAD_CLIENTS);
   assert.equal((await raw('GET', '/health', { auth: false })).status, 200);

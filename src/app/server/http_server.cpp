@@ -1,6 +1,7 @@
 #include "app/server/http_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 #include <stdexcept>
@@ -11,6 +12,7 @@
 namespace kvforge::server {
 namespace {
 
+constexpr int kListenBacklog = 1024;
 constexpr const char* kCompletions = "/v1/completions";
 constexpr const char* kChat = "/v1/chat/completions";
 constexpr const char* kModels = "/v1/models";
@@ -44,6 +46,7 @@ struct HttpServer::Impl {
   CompletionService& service;
   ServerMetrics& metrics;
   httplib::Server http;
+  socket_t listen_fd = INVALID_SOCKET;
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
       : options(std::move(o)), service(s), metrics(m) {
@@ -57,6 +60,11 @@ struct HttpServer::Impl {
     http.set_tcp_nodelay(true);
     // Short: an idle keep-alive connection holds a handler thread, and stop() waits for it.
     http.set_keep_alive_timeout(5);
+    // Keeps the listening socket's descriptor, so bind() can widen its backlog.
+    http.set_socket_options([this](socket_t sock) {
+      httplib::default_socket_options(sock);
+      listen_fd = sock;
+    });
     install_routes();
   }
 
@@ -213,15 +221,22 @@ HttpServer::~HttpServer() = default;
 
 int HttpServer::bind() {
   const auto& o = impl_->options;
-  if (o.port == 0) {
-    const int port = impl_->http.bind_to_any_port(o.host);
+  int port = o.port;
+  if (port == 0) {
+    port = impl_->http.bind_to_any_port(o.host);
     if (port < 0) throw std::runtime_error("cannot bind to " + o.host + " (any port)");
-    return port;
-  }
-  if (!impl_->http.bind_to_port(o.host, o.port))
+  } else if (!impl_->http.bind_to_port(o.host, o.port)) {
     throw std::runtime_error("cannot bind to " + o.host + ":" + std::to_string(o.port) +
                              " (in use, or not a local address?)");
-  return o.port;
+  }
+  // Debian's compiled cpp-httplib listens with a backlog of 5. A burst of more
+  // connections than that (many clients starting a stream at once) overflows
+  // the accept queue: a client whose handshake ACK was dropped there waits for
+  // retransmissions, up to a minute, and may then fail with a reset. Listening
+  // again on the same socket raises the backlog (capped by net.core.somaxconn).
+  if (impl_->listen_fd != INVALID_SOCKET && ::listen(impl_->listen_fd, kListenBacklog) != 0)
+    throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(port));
+  return port;
 }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
