@@ -8,7 +8,7 @@
 #include "formats_test_util.h"
 
 namespace kvforge {
-namespace {
+namespace formats_q6_k_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
 
 // All 16 scales distinct, both signs, both int8 extremes.
 constexpr int8_t kScales[16] = {1, -1, 7, -128, 127, 33, -45, 2, 100, -3, 64, 19, -77, 5, 88, -20};
@@ -134,5 +134,5 @@ TEST(Q6_K, RejectsNonFiniteInput) {
   EXPECT_THROW(quantize_row_q6_k(x.data(), b, 512), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace formats_q6_k_test
 }  // namespace kvforge

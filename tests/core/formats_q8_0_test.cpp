@@ -8,7 +8,7 @@
 #include "formats_test_util.h"
 
 namespace kvforge {
-namespace {
+namespace formats_q8_0_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
 
 TEST(Q8_0, BlockLayout) {
   EXPECT_EQ(offsetof(BlockQ8_0, d), 0u);
@@ -101,5 +101,5 @@ TEST(Q8_0, RejectsNonFiniteInput) {
   EXPECT_THROW(quantize_row_q8_0(x, &b, 32), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace formats_q8_0_test
 }  // namespace kvforge

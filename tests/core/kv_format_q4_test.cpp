@@ -10,7 +10,7 @@
 #include "formats_test_util.h"
 
 namespace kvforge {
-namespace {
+namespace kv_format_q4_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
 
 std::vector<float> round_trip(const std::vector<float>& x,
                               std::vector<uint8_t>* rec_out = nullptr) {
@@ -101,5 +101,5 @@ TEST(KvFormatQ4, NibbleOrderIsFirstHalfLow) {
   for (int i = 0; i < 16; ++i) EXPECT_EQ(rec[size_t(4 + i)], uint8_t(i | (i << 4)));
 }
 
-}  // namespace
+}  // namespace kv_format_q4_test
 }  // namespace kvforge

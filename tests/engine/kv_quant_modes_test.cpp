@@ -13,7 +13,7 @@
 #include "static_test_util.h"
 
 namespace kvforge {
-namespace {
+namespace kv_quant_modes_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
 
 struct Case {
   const char* label;
@@ -109,5 +109,5 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedKvModes,
                            return std::string(param_info.param.label);
                          });
 
-}  // namespace
+}  // namespace kv_quant_modes_test
 }  // namespace kvforge

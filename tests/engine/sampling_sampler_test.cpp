@@ -12,7 +12,7 @@
 #include "engine/sampling/sampler.h"
 
 namespace kvforge {
-namespace {
+namespace sampling_sampler_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
@@ -383,5 +383,5 @@ TEST(SamplerTest, BadLogitsAreErrorsNamingTheProblem) {
   EXPECT_THROW(s.accept_prompt(prompt), std::invalid_argument);
 }
 
-}  // namespace
+}  // namespace sampling_sampler_test
 }  // namespace kvforge

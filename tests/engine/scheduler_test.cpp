@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace kvforge {
-namespace {
+namespace scheduler_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
 
 std::unique_ptr<Sequence> make_seq(SeqId id, int32_t prompt_len, int32_t first_token = 10) {
   auto s = std::make_unique<Sequence>();
@@ -153,5 +153,5 @@ TEST(SchedulerTest, RemoveFreesBlocksOfRunningAndForgetsWaiting) {
   EXPECT_EQ(blocks.n_free_blocks(), 8);
 }
 
-}  // namespace
+}  // namespace scheduler_test
 }  // namespace kvforge
