@@ -10,6 +10,7 @@ std::unique_ptr<Model> Model::from_file(gguf::GgufFile file) {
   ModelConfig config = ModelConfig::from_gguf(file);
   // The weight views point into the mapping, which moving GgufFile keeps in place.
   ModelWeights weights = ModelWeights::from_gguf(file, config);
+  weights.regroup_for_kernels();
   return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(weights)));
 }
 

@@ -1,8 +1,11 @@
 // The weights of a LLaMA-family model as views into the memory-mapped GGUF
 // file (matrices stay in their storage format) plus small f32 copies of the
-// norm and bias vectors.
+// norm and bias vectors, and copies of the matrices regrouped for this
+// machine's kernels (regroup_for_kernels).
 #pragma once
 
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/gguf/gguf_file.h"
@@ -31,10 +34,22 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [n_embd]
   WeightView output;               // [n_vocab rows][n_embd]; token_embd when tied
+  // Storage of the regrouped matrices, one block (moving ModelWeights keeps it in place).
+  struct FreeBytes {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t[], FreeBytes> regrouped;
 
   // Checks every tensor's presence, shape and type against `config`; throws
   // std::runtime_error naming the file, tensor, expected and actual shape/type.
   static ModelWeights from_gguf(const gguf::GgufFile& file, const ModelConfig& config);
+
+  // Where matmul() at the current SIMD level reads a layout faster than the
+  // file's (kernels/weight_repack.h: Q4_0 at the AVX-512 level), copies the
+  // layer and output matrices into it and points their views there. The
+  // token embeddings stay as they are (rows are looked up, not multiplied);
+  // a tied output gets its own copy. Returns the bytes copied.
+  size_t regroup_for_kernels();
 };
 
 }  // namespace kvforge

@@ -8,12 +8,32 @@
 namespace kvforge::testing {
 namespace {
 
+// A row of a matrix regrouped at load (WeightLayout::Q4_0Groups8, as matmul.h
+// describes it: per 8 blocks, their 8 f16 scales, then their 8 x 16 nibble
+// bytes) back in the file's Q4_0 block layout.
+std::vector<uint8_t> native_q4_0_row(const uint8_t* row, int64_t cols) {
+  const size_t blocks = size_t(cols / 32);
+  std::vector<uint8_t> out(blocks * 18);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* group = row + (b / 8) * 8 * 18;
+    std::memcpy(&out[b * 18], group + 2 * (b % 8), 2);
+    std::memcpy(&out[b * 18 + 2], group + 16 + 16 * (b % 8), 16);
+  }
+  return out;
+}
+
 std::vector<float> to_f32(const WeightView& w) {
   std::vector<float> out(size_t(w.rows * w.cols));
   const size_t rb = row_bytes(w.type, size_t(w.cols));
-  for (int64_t r = 0; r < w.rows; ++r)
-    dequantize_row(w.type, static_cast<const uint8_t*>(w.data) + size_t(r) * rb,
-                   out.data() + size_t(r * w.cols), w.cols);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    const uint8_t* row = static_cast<const uint8_t*>(w.data) + size_t(r) * rb;
+    std::vector<uint8_t> native;
+    if (w.layout == WeightLayout::Q4_0Groups8) {
+      native = native_q4_0_row(row, w.cols);
+      row = native.data();
+    }
+    dequantize_row(w.type, row, out.data() + size_t(r * w.cols), w.cols);
+  }
   return out;
 }
 

@@ -44,6 +44,54 @@ struct WeightQuad {
   __m512 dw;
 };
 
+// One token's Q8 activations of a tile: quants, scales and lane sums (matmul_task.h).
+template <int NT>
+struct TokenQuads {
+  const int8_t* a[NT];
+  const float* da[NT];
+  const int32_t* sa[NT];
+
+  TokenQuads(const MatmulTask& task, int64_t t0, int64_t quads) {
+    for (int k = 0; k < NT; ++k) {
+      a[k] = task.act_quants + (t0 + k) * quads * kQ8QuadBytes;
+      da[k] = task.act_scales + (t0 + k) * quads * kQ8QuadLanes;
+      sa[k] = task.act_sums + (t0 + k) * quads * kQ8QuadLanes;
+    }
+  }
+
+  // acc[r][k] += the quad q of weight row r times token k, for the NR x NT
+  // tile; kOffsetShift: the weights' unsigned offset (see the top).
+  template <int kOffsetShift, int NR>
+  void accumulate(const WeightQuad (&wq)[NR], int64_t q, __m512 (&acc)[NR][NT]) const {
+    for (int k = 0; k < NT; ++k) {
+      const __m512i alo = _mm512_loadu_si512(a[k] + q * kQ8QuadBytes);
+      const __m512i ahi = _mm512_loadu_si512(a[k] + q * kQ8QuadBytes + 64);
+      const __m512 dak = _mm512_loadu_ps(da[k] + q * kQ8QuadLanes);
+      const __m512i correction = _mm512_sub_epi32(
+          _mm512_setzero_si512(),
+          _mm512_slli_epi32(_mm512_loadu_si512(sa[k] + q * kQ8QuadLanes), kOffsetShift));
+      for (int r = 0; r < NR; ++r) {
+        const __m512i isum =
+            _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(correction, wq[r].lo, alo), wq[r].hi, ahi);
+        acc[r][k] =
+            _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(wq[r].dw, dak), acc[r][k]);
+      }
+    }
+  }
+};
+
+template <int NR, int NT>
+void zero_tile(__m512 (&acc)[NR][NT]) {
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NT; ++k) acc[r][k] = _mm512_setzero_ps();
+}
+
+template <int NR, int NT>
+void store_tile(const __m512 (&acc)[NR][NT], float* out) {
+  for (int r = 0; r < NR; ++r)
+    for (int k = 0; k < NT; ++k) out[r * NT + k] = avx512_hsum(acc[r][k]);
+}
+
 // WeightBlocks: kBlockBytes; kOffsetShift (kOffset = 1 << kOffsetShift);
 // WeightQuad load_quad(const uint8_t* blk): the 4 blocks from blk on, all
 // bytes of which are readable (the last quad of a row is copied into a
@@ -70,17 +118,9 @@ struct Avx512Q8BlockDot {
     const uint8_t* w[NR];
     for (int r = 0; r < NR; ++r)
       w[r] = task.weights + (row + r * row_step) * int64_t(task.row_bytes);
-    const int8_t* a[NT];
-    const float* da[NT];
-    const int32_t* sa[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_quants + (t0 + k) * quads * kQ8QuadBytes;
-      da[k] = task.act_scales + (t0 + k) * quads * kQ8QuadLanes;
-      sa[k] = task.act_sums + (t0 + k) * quads * kQ8QuadLanes;
-    }
+    const TokenQuads<NT> tokens(task, t0, quads);
     __m512 acc[NR][NT];
-    for (int r = 0; r < NR; ++r)
-      for (int k = 0; k < NT; ++k) acc[r][k] = _mm512_setzero_ps();
+    zero_tile(acc);
     for (int64_t q = 0; q < quads; ++q) {
       WeightQuad wq[NR];
       for (int r = 0; r < NR; ++r) {
@@ -88,23 +128,9 @@ struct Avx512Q8BlockDot {
         wq[r] = q < full_quads ? WeightBlocks::load_quad(blk)
                                : load_partial_quad(blk, n_blocks - 4 * q);
       }
-      for (int k = 0; k < NT; ++k) {
-        const __m512i alo = _mm512_loadu_si512(a[k] + q * kQ8QuadBytes);
-        const __m512i ahi = _mm512_loadu_si512(a[k] + q * kQ8QuadBytes + 64);
-        const __m512 dak = _mm512_loadu_ps(da[k] + q * kQ8QuadLanes);
-        const __m512i correction = _mm512_sub_epi32(
-            _mm512_setzero_si512(), _mm512_slli_epi32(_mm512_loadu_si512(sa[k] + q * kQ8QuadLanes),
-                                                      WeightBlocks::kOffsetShift));
-        for (int r = 0; r < NR; ++r) {
-          const __m512i isum =
-              _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(correction, wq[r].lo, alo), wq[r].hi, ahi);
-          acc[r][k] =
-              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), _mm512_mul_ps(wq[r].dw, dak), acc[r][k]);
-        }
-      }
+      tokens.template accumulate<WeightBlocks::kOffsetShift>(wq, q, acc);
     }
-    for (int r = 0; r < NR; ++r)
-      for (int k = 0; k < NT; ++k) out[r * NT + k] = avx512_hsum(acc[r][k]);
+    store_tile(acc, out);
   }
 };
 

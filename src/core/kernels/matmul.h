@@ -31,11 +31,20 @@
 
 namespace kvforge {
 
+// How a weight's rows are arranged in memory.
+//   Native: the type's blocks one after another, as in the GGUF file.
+//   Q4_0Groups8: Q4_0 rows regrouped once at load for the AVX-512 kernel
+//     (kernels/weight_repack.h): every 8 blocks become their 8 f16 scales,
+//     then their 8 x 16 bytes of nibbles. Same bytes per row; only matmul()
+//     at the AVX-512 level reads it (other levels and the reference throw).
+enum class WeightLayout { Native, Q4_0Groups8 };
+
 struct WeightView {
   GgmlType type = GgmlType::F32;
   const void* data = nullptr;
   int64_t rows = 0;  // output features
   int64_t cols = 0;  // input features (contiguous)
+  WeightLayout layout = WeightLayout::Native;
 };
 
 // Reusable buffer for converted activations; grows to the largest call and stays.

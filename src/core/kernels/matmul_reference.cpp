@@ -1,3 +1,4 @@
+#include <stdexcept>
 #include <vector>
 
 #include "core/formats/row_codec.h"
@@ -6,6 +7,8 @@
 namespace kvforge {
 
 void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y) {
+  if (w.layout != WeightLayout::Native)
+    throw std::invalid_argument("matmul_reference: reads weights in their native layout only");
   std::vector<float> row(size_t(w.cols));
   const size_t rb = row_bytes(w.type, size_t(w.cols));
   for (int64_t r = 0; r < w.rows; ++r) {
