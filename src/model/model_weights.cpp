@@ -89,7 +89,7 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
 void ModelWeights::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
 
 size_t ModelWeights::regroup_for_kernels() {
-  if (!q4_0_groups8_preferred()) return 0;
+  if (!regrouping_preferred()) return 0;
   std::vector<WeightView*> matrices;
   for (LayerWeights& l : layers)
     for (WeightView* v :
@@ -97,8 +97,7 @@ size_t ModelWeights::regroup_for_kernels() {
       matrices.push_back(v);
   matrices.push_back(&output);
   std::erase_if(matrices, [](const WeightView* v) {
-    return v->type != GgmlType::Q4_0 || v->layout != WeightLayout::Native ||
-           !q4_0_groups8_fits(v->cols);
+    return v->layout != WeightLayout::Native || !regroup_fits(v->type, v->cols);
   });
   const auto bytes_of = [](const WeightView* v) {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
@@ -117,9 +116,9 @@ size_t ModelWeights::regroup_for_kernels() {
   madvise(block, total, MADV_HUGEPAGE);
   size_t at = 0;
   for (WeightView* v : matrices) {
-    repack_q4_0_groups8(v->data, v->rows, v->cols, block + at);
+    regroup_rows(v->type, v->data, v->rows, v->cols, block + at);
     v->data = block + at;
-    v->layout = WeightLayout::Q4_0Groups8;
+    v->layout = regrouped_layout(v->type);
     at += (bytes_of(v) + 63) & ~size_t(63);
   }
   return at;

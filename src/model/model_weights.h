@@ -45,7 +45,7 @@ struct ModelWeights {
   static ModelWeights from_gguf(const gguf::GgufFile& file, const ModelConfig& config);
 
   // Where matmul() at the current SIMD level reads a layout faster than the
-  // file's (kernels/weight_repack.h: Q4_0 at the AVX-512 level), copies the
+  // file's (kernels/weight_repack.h: Q4_0, Q8_0 at the AVX-512 level), copies the
   // layer and output matrices into it and points their views there. The
   // token embeddings stay as they are (rows are looked up, not multiplied);
   // a tied output gets its own copy. Returns the bytes copied.

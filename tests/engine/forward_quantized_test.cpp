@@ -55,11 +55,10 @@ TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
   spec.weight_type = c.type;
   spec.seed = 11;
   const auto model = testing::make_test_model(spec);
-  // Q4_0 on the AVX-512 level: the layer matrices are regrouped at load
-  // (weight_repack.h), so this also checks that path against the oracle.
-  const bool regrouped = c.type == GgmlType::Q4_0 && q4_0_groups8_preferred();
+  // Q4_0 and Q8_0 on the AVX-512 level: the layer matrices are regrouped at
+  // load (weight_repack.h), so this also checks that path against the oracle.
   EXPECT_EQ(model->weights().layers[0].ffn_down.layout,
-            regrouped ? WeightLayout::Q4_0Groups8 : WeightLayout::Native);
+            regrouping_preferred() ? regrouped_layout(c.type) : WeightLayout::Native);
   EXPECT_EQ(model->weights().token_embd.layout, WeightLayout::Native);
   ThreadPool pool(2);
   SequenceRunner runner(*model, pool, {.n_ctx = 64, .max_batch = 512, .kv_format = {}});

@@ -8,16 +8,27 @@
 namespace kvforge::testing {
 namespace {
 
-// A row of a matrix regrouped at load (WeightLayout::Q4_0Groups8, as matmul.h
-// describes it: per 8 blocks, their 8 f16 scales, then their 8 x 16 nibble
-// bytes) back in the file's Q4_0 block layout.
-std::vector<uint8_t> native_q4_0_row(const uint8_t* row, int64_t cols) {
-  const size_t blocks = size_t(cols / 32);
-  std::vector<uint8_t> out(blocks * 18);
+// A row of a matrix regrouped at load (WeightLayout, as matmul.h describes
+// it: per 8 blocks their 8 f16 scales, then two quads of quants) back in the
+// file's block layout.
+std::vector<uint8_t> native_row(const WeightView& w, const uint8_t* row) {
+  const size_t blocks = size_t(w.cols / 32);
+  const bool q4 = w.layout == WeightLayout::Q4_0Groups8;
+  const size_t block_bytes = q4 ? 18 : 34;
+  std::vector<uint8_t> out(blocks * block_bytes);
   for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* group = row + (b / 8) * 8 * 18;
-    std::memcpy(&out[b * 18], group + 2 * (b % 8), 2);
-    std::memcpy(&out[b * 18 + 2], group + 16 + 16 * (b % 8), 16);
+    const uint8_t* group = row + (b / 8) * 8 * block_bytes;
+    uint8_t* dst = &out[b * block_bytes];
+    std::memcpy(dst, group + 2 * (b % 8), 2);
+    if (q4) {
+      std::memcpy(dst + 2, group + 16 + 16 * (b % 8), 16);
+    } else {
+      const uint8_t* quad = group + 16 + 128 * ((b % 8) / 4);
+      for (size_t i = 0; i < 16; ++i) {
+        dst[2 + i] = quad[16 * (b % 4) + i] ^ 0x80;
+        dst[2 + 16 + i] = quad[64 + 16 * (b % 4) + i] ^ 0x80;
+      }
+    }
   }
   return out;
 }
@@ -28,8 +39,8 @@ std::vector<float> to_f32(const WeightView& w) {
   for (int64_t r = 0; r < w.rows; ++r) {
     const uint8_t* row = static_cast<const uint8_t*>(w.data) + size_t(r) * rb;
     std::vector<uint8_t> native;
-    if (w.layout == WeightLayout::Q4_0Groups8) {
-      native = native_q4_0_row(row, w.cols);
+    if (w.layout != WeightLayout::Native) {
+      native = native_row(w, row);
       row = native.data();
     }
     dequantize_row(w.type, row, out.data() + size_t(r * w.cols), w.cols);

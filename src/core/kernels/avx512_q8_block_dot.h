@@ -134,5 +134,50 @@ struct Avx512Q8BlockDot {
   }
 };
 
+// Rows regrouped at load (WeightLayout *Groups8, weight_repack.h): per 8
+// blocks, 16 bytes of f16 scales, then the two quads' weights ready for
+// vpdpbusd (Grouped::quad loads them). The group's 8 scales are converted
+// once and each quad's 4 spread over their lanes by one permute. Every
+// (row, token) meets the same values and instructions in the same order as
+// with Avx512Q8BlockDot on the native rows: the same bits. Rows hold whole
+// groups (cols a multiple of 256), so there is no partial quad.
+//
+// Grouped: kGroupBytes; kOffsetShift; void quad(const uint8_t* quads, int j,
+// WeightQuad& wq) filling lo and hi of quad j from the bytes after the scales.
+template <class Grouped>
+struct Avx512Q8GroupDot {
+  const MatmulTask& task;
+
+  static constexpr int64_t kScaleBytes = 8 * sizeof(uint16_t);
+
+  template <int NR, int NT>
+  void tile(int64_t row, int64_t row_step, int64_t t0, float* out) const {
+    const int64_t groups = task.cols / 256;
+    const uint8_t* w[NR];
+    for (int r = 0; r < NR; ++r)
+      w[r] = task.weights + (row + r * row_step) * int64_t(task.row_bytes);
+    const TokenQuads<NT> tokens(task, t0, 2 * groups);
+    __m512 acc[NR][NT];
+    zero_tile(acc);
+    const __m512i spread[2] = {_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
+                               _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4)};
+    for (int64_t g = 0; g < groups; ++g) {
+      __m512 scales[NR];  // lanes 0..7: the group's 8 scales
+      for (int r = 0; r < NR; ++r)
+        scales[r] = _mm512_castps256_ps512(_mm256_cvtph_ps(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r] + g * Grouped::kGroupBytes))));
+      for (int j = 0; j < 2; ++j) {
+        WeightQuad wq[NR];
+        for (int r = 0; r < NR; ++r) {
+          Grouped::quad(w[r] + g * Grouped::kGroupBytes + kScaleBytes, j, wq[r]);
+          wq[r].dw = _mm512_permutexvar_ps(spread[j], scales[r]);
+        }
+        tokens.template accumulate<Grouped::kOffsetShift>(wq, 2 * g + j, acc);
+      }
+    }
+    store_tile(acc, out);
+  }
+};
+
 }  // namespace
 }  // namespace kvforge

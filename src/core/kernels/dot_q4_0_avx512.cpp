@@ -37,48 +37,16 @@ struct Q4_0Blocks {
   }
 };
 
-// The Q4_0Groups8 layout (weight_repack.h): per 8 blocks, 16 bytes of f16
-// scales, then the 8 x 16 nibble bytes. A quad's nibbles are one vector,
-// [qs0, qs1, qs2, qs3] as load_quad gathers them; the group's 8 scales are
-// converted once and each quad's 4 spread over their lanes by one permute.
-// Every (row, token) then meets the same values and instructions in the same
-// order as with Q4_0Blocks: the same bits. Rows hold whole groups (cols a
-// multiple of 256), so there is no partial quad.
-struct Q4_0Groups8Dot {
-  const MatmulTask& task;
-
+// Q4_0Groups8 (weight_repack.h): a quad's 4 x 16 nibble bytes are one
+// vector, [qs0, qs1, qs2, qs3] as load_quad gathers them.
+struct Q4_0Groups8 {
   static constexpr int64_t kGroupBytes = 8 * sizeof(BlockQ4_0);
-  static constexpr int64_t kScaleBytes = 8 * sizeof(uint16_t);
-
-  template <int NR, int NT>
-  void tile(int64_t row, int64_t row_step, int64_t t0, float* out) const {
-    const int64_t groups = task.cols / 256;
-    const uint8_t* w[NR];
-    for (int r = 0; r < NR; ++r)
-      w[r] = task.weights + (row + r * row_step) * int64_t(task.row_bytes);
-    const TokenQuads<NT> tokens(task, t0, 2 * groups);
-    __m512 acc[NR][NT];
-    zero_tile(acc);
+  static constexpr int kOffsetShift = Q4_0Blocks::kOffsetShift;
+  static void quad(const uint8_t* quads, int j, WeightQuad& wq) {
+    const __m512i qs = _mm512_loadu_si512(quads + 64 * j);
     const __m512i low4 = _mm512_set1_epi8(0x0f);
-    const __m512i spread[2] = {_mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0),
-                               _mm512_set_epi32(7, 7, 7, 7, 6, 6, 6, 6, 5, 5, 5, 5, 4, 4, 4, 4)};
-    for (int64_t g = 0; g < groups; ++g) {
-      __m512 scales[NR];  // lanes 0..7: the group's 8 scales
-      for (int r = 0; r < NR; ++r)
-        scales[r] = _mm512_castps256_ps512(_mm256_cvtph_ps(
-            _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[r] + g * kGroupBytes))));
-      for (int j = 0; j < 2; ++j) {
-        WeightQuad wq[NR];
-        for (int r = 0; r < NR; ++r) {
-          const __m512i qs = _mm512_loadu_si512(w[r] + g * kGroupBytes + kScaleBytes + 64 * j);
-          wq[r].lo = _mm512_and_si512(qs, low4);
-          wq[r].hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4);
-          wq[r].dw = _mm512_permutexvar_ps(spread[j], scales[r]);
-        }
-        tokens.template accumulate<Q4_0Blocks::kOffsetShift>(wq, 2 * g + j, acc);
-      }
-    }
-    store_tile(acc, out);
+    wq.lo = _mm512_and_si512(qs, low4);
+    wq.hi = _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4);
   }
 };
 
@@ -89,7 +57,7 @@ void matmul_rows_q4_0_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
 }
 
 void matmul_rows_q4_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_register_tiles<kQ8RowTile, kQ8TokenTile>(task, r0, r1, Q4_0Groups8Dot{task});
+  run_register_tiles<kQ8RowTile, kQ8TokenTile>(task, r0, r1, Avx512Q8GroupDot<Q4_0Groups8>{task});
 }
 
 }  // namespace kvforge

@@ -38,10 +38,25 @@ struct Q8_0Blocks {
   }
 };
 
+// Q8_0Groups8 (weight_repack.h): per quad, lo and hi as load_quad builds
+// them (unsigned, w + 128), 64 bytes each.
+struct Q8_0Groups8 {
+  static constexpr int64_t kGroupBytes = 8 * sizeof(BlockQ8_0);
+  static constexpr int kOffsetShift = Q8_0Blocks::kOffsetShift;
+  static void quad(const uint8_t* quads, int j, WeightQuad& wq) {
+    wq.lo = _mm512_loadu_si512(quads + 128 * j);
+    wq.hi = _mm512_loadu_si512(quads + 128 * j + 64);
+  }
+};
+
 }  // namespace
 
 void matmul_rows_q8_0_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
   run_register_tiles<kQ8RowTile, kQ8TokenTile>(task, r0, r1, Avx512Q8BlockDot<Q8_0Blocks>{task});
+}
+
+void matmul_rows_q8_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_register_tiles<kQ8RowTile, kQ8TokenTile>(task, r0, r1, Avx512Q8GroupDot<Q8_0Groups8>{task});
 }
 
 }  // namespace kvforge

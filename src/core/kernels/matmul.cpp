@@ -72,35 +72,42 @@ size_t q8_lane_bytes(int64_t cols, int64_t n_tokens) {
   return align64(size_t(n_tokens * q8_quads(cols) * kQ8QuadLanes) * sizeof(float));
 }
 
-// Q4_0Groups8 has one kernel, at the AVX-512 level; the other levels' entries
-// are never used (checked_kernels refuses them).
+// The regrouped layouts have one kernel each, at the AVX-512 level; the
+// other levels' entries are never used (checked_layout refuses them).
+#define KVFORGE_GROUPS8_SET(type)                                                            \
+  KernelSet {                                                                                \
+    ActivationForm::Q8, matmul_rows_##type##_groups8_avx512, quantize_activations_q8_avx512, \
+        quantize_activations_q8_k_avx512                                                     \
+  }
 const TypeKernels kQ4_0Groups8Kernels = {
     GgmlType::Q4_0,
-    {KernelSet{ActivationForm::Q8, matmul_rows_q4_0_groups8_avx512, quantize_activations_q8_avx512,
-               quantize_activations_q8_k_avx512},
-     KernelSet{ActivationForm::Q8, matmul_rows_q4_0_groups8_avx512, quantize_activations_q8_avx512,
-               quantize_activations_q8_k_avx512},
-     KernelSet{ActivationForm::Q8, matmul_rows_q4_0_groups8_avx512, quantize_activations_q8_avx512,
-               quantize_activations_q8_k_avx512}}};
+    {KVFORGE_GROUPS8_SET(q4_0), KVFORGE_GROUPS8_SET(q4_0), KVFORGE_GROUPS8_SET(q4_0)}};
+const TypeKernels kQ8_0Groups8Kernels = {
+    GgmlType::Q8_0,
+    {KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0)}};
+#undef KVFORGE_GROUPS8_SET
 
 const TypeKernels& checked_layout(const WeightView& w) {
-  if (w.type != GgmlType::Q4_0 || w.cols % 256 != 0) {
+  const bool q4 = w.layout == WeightLayout::Q4_0Groups8;
+  const GgmlType want = q4 ? GgmlType::Q4_0 : GgmlType::Q8_0;
+  const std::string name = q4 ? "Q4_0Groups8" : "Q8_0Groups8";
+  if (w.type != want || w.cols % 256 != 0) {
     throw std::invalid_argument(
-        "matmul: the Q4_0Groups8 layout needs Q4_0 weights with cols a "
-        "multiple of 256, got " +
-        std::string(type_name(w.type)) + " with cols " + std::to_string(w.cols));
+        "matmul: the " + name + " layout needs " + std::string(type_name(want)) +
+        " weights with cols a multiple of 256, got " + std::string(type_name(w.type)) +
+        " with cols " + std::to_string(w.cols));
   }
   if (simd_level() != SimdLevel::Avx512) {
-    throw std::invalid_argument(
-        "matmul: weights regrouped for the AVX-512 kernel (Q4_0Groups8) at SIMD level " +
-        simd_level_name(simd_level()) + "; load the model at the level that will run it");
+    throw std::invalid_argument("matmul: weights regrouped for the AVX-512 kernel (" + name +
+                                ") at SIMD level " + simd_level_name(simd_level()) +
+                                "; load the model at the level that will run it");
   }
-  return kQ4_0Groups8Kernels;
+  return q4 ? kQ4_0Groups8Kernels : kQ8_0Groups8Kernels;
 }
 
 const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
   const TypeKernels* k =
-      w.layout == WeightLayout::Q4_0Groups8 ? &checked_layout(w) : find_kernels(w.type);
+      w.layout == WeightLayout::Native ? find_kernels(w.type) : &checked_layout(w);
   if (!k) {
     throw std::invalid_argument("matmul: weight type " + std::string(type_name(w.type)) +
                                 " is not supported");

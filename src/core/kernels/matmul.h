@@ -33,11 +33,16 @@ namespace kvforge {
 
 // How a weight's rows are arranged in memory.
 //   Native: the type's blocks one after another, as in the GGUF file.
-//   Q4_0Groups8: Q4_0 rows regrouped once at load for the AVX-512 kernel
-//     (kernels/weight_repack.h): every 8 blocks become their 8 f16 scales,
-//     then their 8 x 16 bytes of nibbles. Same bytes per row; only matmul()
-//     at the AVX-512 level reads it (other levels and the reference throw).
-enum class WeightLayout { Native, Q4_0Groups8 };
+//   Q4_0Groups8, Q8_0Groups8: rows regrouped once at load for the AVX-512
+//     kernels (kernels/weight_repack.h). Every 8 blocks become their 8 f16
+//     scales (16 bytes), then two quads of 4 blocks each:
+//       Q4_0: the 4 blocks' 16 nibble bytes one after another (64 bytes);
+//       Q8_0: 64 bytes of elements 0..15 of the 4 blocks (16 per block),
+//             then 64 bytes of elements 16..31, each quant stored + 128
+//             (as an unsigned byte, i.e. with its top bit flipped).
+//     Same bytes per row; only matmul() at the AVX-512 level reads them
+//     (other levels and matmul_reference throw).
+enum class WeightLayout { Native, Q4_0Groups8, Q8_0Groups8 };
 
 struct WeightView {
   GgmlType type = GgmlType::F32;

@@ -66,8 +66,9 @@ using Q8ActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0,
 using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                         BlockQ8_K* blocks);
 
-// Q4_0 rows in the Q4_0Groups8 layout (weight_repack.h): AVX-512 only.
+// Rows in the *Groups8 layouts (weight_repack.h): AVX-512 only.
 void matmul_rows_q4_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_q8_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 
 // Entry points, one set per SIMD level.
 #define KVFORGE_DECLARE_KERNELS(level)                                                         \

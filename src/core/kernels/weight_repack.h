@@ -1,20 +1,22 @@
 // Weight rows regrouped once at load time for a kernel that reads them
 // faster that way (the layouts are described at WeightLayout, matmul.h).
 //
-// Q4_0Groups8: the AVX-512 Q4_0 kernel works on 4 blocks at a time. From
-// the file's layout it gathers each quad's 4 x 16 nibble bytes with a
-// two-source permute and its scales with another permute and a convert; from
-// groups of 8 it loads the nibbles of a quad as one vector and converts the
-// 8 scales once per group. Per (row, quad) that is ~5.5 instructions of
-// unpacking instead of 8 (matmul_bench, 1 thread, Q4_0 decode: +15-35 %
-// cached, +17-20 % from DRAM; `kvforge bench` on the small preset, Q4_0,
-// alternating runs: tg128 +3-15 %, pp512 +2-8 %). The products are bitwise
-// those of the native layout: the same values meet the same instructions in
-// the same order.
+// Q4_0Groups8, Q8_0Groups8: the AVX-512 kernels work on 4 blocks ("quads")
+// at a time. From the file's layout they gather each quad's quants with
+// permutes and shuffles (Q8_0 also flips their top bit) and its 4 scales with
+// a permute and a convert: per (row, quad) 8 (Q4_0) or ~12 (Q8_0)
+// instructions before any arithmetic. From groups of 8 blocks they load a
+// quad's quants as they are and convert the 8 scales once per group: ~5.5
+// (Q4_0) or ~2.5 (Q8_0). The products are bitwise those of the native
+// layout: the same values meet the same instructions in the same order.
+// Measured on the small preset in alternating runs against the native
+// layout: Q4_0 tg128 +3-15 %, pp512 +2-8 % (matmul_bench, 1 thread, decode:
+// +15-35 % cached, +17-20 % from DRAM); Q8_0 pp512 +5-10 %, bench-serve
+// decode at C=16 +4-12 %, tg128 within the noise.
 //
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
 // but are not read again) and a pass over them at load (~0.05 s for the
-// small preset's 71 MB).
+// small preset's 71 MB in Q4_0).
 #pragma once
 
 #include <cstdint>
@@ -23,15 +25,19 @@
 
 namespace kvforge {
 
-// A Q4_0 matrix with this many columns can be regrouped (whole groups of 8 blocks).
-bool q4_0_groups8_fits(int64_t cols);
+// The regrouped layout for a weight type, or Native when it has none.
+WeightLayout regrouped_layout(GgmlType type);
 
-// src: rows x cols Q4_0 in the native layout; dst: the same number of bytes,
-// regrouped. cols must fit (q4_0_groups8_fits), else std::invalid_argument.
-void repack_q4_0_groups8(const void* src, int64_t rows, int64_t cols, void* dst);
+// Whether a matrix of this type and width can be regrouped (whole groups of
+// 8 blocks: cols a multiple of 256).
+bool regroup_fits(GgmlType type, int64_t cols);
 
-// Whether matmul() on this machine, at the current SIMD level, reads
-// Q4_0Groups8 (the AVX-512 level) — i.e. whether loading should regroup.
-bool q4_0_groups8_preferred();
+// src: rows x cols in the native layout; dst: the same number of bytes in
+// regrouped_layout(type). Throws std::invalid_argument unless regroup_fits.
+void regroup_rows(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst);
+
+// Whether matmul() on this machine, at the current SIMD level, reads the
+// regrouped layouts (the AVX-512 level), i.e. whether loading should regroup.
+bool regrouping_preferred();
 
 }  // namespace kvforge
