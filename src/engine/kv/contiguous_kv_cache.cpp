@@ -29,18 +29,18 @@ void ContiguousKvCache::check(int layer, int32_t seq, int32_t pos) const {
                             " outside capacity " + std::to_string(capacity_));
 }
 
-size_t ContiguousKvCache::slot(int layer, int32_t seq, int32_t pos) const {
-  return (size_t(layer) * size_t(n_seqs_) + size_t(seq)) * size_t(capacity_) + size_t(pos);
+size_t ContiguousKvCache::slot(int layer, int32_t seq, int head, int32_t pos) const {
+  return ((size_t(layer) * size_t(n_seqs_) + size_t(seq)) * size_t(n_kv_head_) + size_t(head)) *
+             size_t(capacity_) +
+         size_t(pos);
 }
 
 void ContiguousKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) {
   check(layer, seq, pos);
-  const size_t s = slot(layer, seq, pos) * size_t(n_kv_head_);
   for (int h = 0; h < n_kv_head_; ++h) {
-    kv_encode_head(format_.k, k + size_t(h) * head_dim_, k_.data() + (s + h) * k_head_bytes_,
-                   head_dim_);
-    kv_encode_head(format_.v, v + size_t(h) * head_dim_, v_.data() + (s + h) * v_head_bytes_,
-                   head_dim_);
+    const size_t s = slot(layer, seq, h, pos);
+    kv_encode_head(format_.k, k + size_t(h) * head_dim_, k_.data() + s * k_head_bytes_, head_dim_);
+    kv_encode_head(format_.v, v + size_t(h) * head_dim_, v_.data() + s * v_head_bytes_, head_dim_);
   }
 }
 
@@ -49,14 +49,14 @@ void ContiguousKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvS
     throw std::out_of_range("KV cache: " + std::to_string(n) + " positions requested, capacity " +
                             std::to_string(capacity_));
   check(layer, seq, 0);
-  const size_t s = slot(layer, seq, 0) * size_t(n_kv_head_);
+  const size_t s = slot(layer, seq, 0, 0);
   KvSpan span;
   span.k = k_.data() + s * k_head_bytes_;
   span.v = v_.data() + s * v_head_bytes_;
-  span.k_pos_stride = size_t(n_kv_head_) * k_head_bytes_;
-  span.k_head_stride = k_head_bytes_;
-  span.v_pos_stride = size_t(n_kv_head_) * v_head_bytes_;
-  span.v_head_stride = v_head_bytes_;
+  span.k_pos_stride = k_head_bytes_;
+  span.k_head_stride = size_t(capacity_) * k_head_bytes_;
+  span.v_pos_stride = v_head_bytes_;
+  span.v_head_stride = size_t(capacity_) * v_head_bytes_;
   span.n = n;
   out.push_back(span);
 }
