@@ -26,9 +26,10 @@ StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_
   mask_.assign(size_t(slots) * size_t(capacity), 0);
 }
 
-size_t StaticKvCache::record_index(int layer, int32_t slot, int32_t pos) const {
-  return ((size_t(layer) * size_t(slots_) + size_t(slot)) * size_t(capacity_) + size_t(pos)) *
-         size_t(n_kv_head_);
+size_t StaticKvCache::record_index(int layer, int32_t slot, int head, int32_t pos) const {
+  return ((size_t(layer) * size_t(slots_) + size_t(slot)) * size_t(n_kv_head_) + size_t(head)) *
+             size_t(capacity_) +
+         size_t(pos);
 }
 
 void StaticKvCache::write(int layer, int32_t slot, int32_t pos, const float* k, const float* v) {
@@ -37,24 +38,22 @@ void StaticKvCache::write(int layer, int32_t slot, int32_t pos, const float* k, 
                             std::to_string(slot) + ", position " + std::to_string(pos) +
                             " outside " + std::to_string(slots_) + " slots x " +
                             std::to_string(capacity_) + " positions");
-  const size_t r = record_index(layer, slot, pos);
   for (int h = 0; h < n_kv_head_; ++h) {
-    kv_encode_head(format_.k, k + size_t(h) * head_dim_, k_.data() + (r + h) * k_head_bytes_,
-                   head_dim_);
-    kv_encode_head(format_.v, v + size_t(h) * head_dim_, v_.data() + (r + h) * v_head_bytes_,
-                   head_dim_);
+    const size_t r = record_index(layer, slot, h, pos);
+    kv_encode_head(format_.k, k + size_t(h) * head_dim_, k_.data() + r * k_head_bytes_, head_dim_);
+    kv_encode_head(format_.v, v + size_t(h) * head_dim_, v_.data() + r * v_head_bytes_, head_dim_);
   }
 }
 
 KvSpan StaticKvCache::span(int layer, int32_t slot, int32_t n) const {
-  const size_t r = record_index(layer, slot, 0);
+  const size_t r = record_index(layer, slot, 0, 0);
   KvSpan s;
   s.k = k_.data() + r * k_head_bytes_;
   s.v = v_.data() + r * v_head_bytes_;
-  s.k_pos_stride = size_t(n_kv_head_) * k_head_bytes_;
-  s.k_head_stride = k_head_bytes_;
-  s.v_pos_stride = size_t(n_kv_head_) * v_head_bytes_;
-  s.v_head_stride = v_head_bytes_;
+  s.k_pos_stride = k_head_bytes_;
+  s.k_head_stride = size_t(capacity_) * k_head_bytes_;
+  s.v_pos_stride = v_head_bytes_;
+  s.v_head_stride = size_t(capacity_) * v_head_bytes_;
   s.n = std::min(n, capacity_);
   return s;
 }
@@ -79,9 +78,11 @@ void StaticKvCache::poison_unfilled(uint8_t byte) {
     for (int32_t s = 0; s < slots_; ++s)
       for (int32_t p = 0; p < capacity_; ++p) {
         if (mask(s)[p]) continue;
-        const size_t r = record_index(l, s, p);
-        std::memset(k_.data() + r * k_head_bytes_, byte, size_t(n_kv_head_) * k_head_bytes_);
-        std::memset(v_.data() + r * v_head_bytes_, byte, size_t(n_kv_head_) * v_head_bytes_);
+        for (int h = 0; h < n_kv_head_; ++h) {
+          const size_t r = record_index(l, s, h, p);
+          std::memset(k_.data() + r * k_head_bytes_, byte, k_head_bytes_);
+          std::memset(v_.data() + r * v_head_bytes_, byte, v_head_bytes_);
+        }
       }
 }
 

@@ -2,7 +2,9 @@
 // resized, with an attention mask per slot telling which positions hold data.
 //
 // Layout per layer (K and V alike, each in its own format):
-//   [slots][capacity][n_kv_head] head records (core/formats/kv_format.h).
+//   [slots][n_kv_head][capacity] head records (core/formats/kv_format.h):
+// one kv head's records of a slot are one contiguous run, which attention
+// streams in order (as in ContiguousKvCache, whose header has the figures).
 // Mask: [slots][capacity] bytes, 1 = position filled. The valid part of a
 // slot is always a prefix [0, length); positions past it keep whatever an
 // earlier sequence left there, which the mask makes unreadable.
@@ -49,14 +51,14 @@ class StaticKvCache {
   void poison_unfilled(uint8_t byte);
 
  private:
-  size_t record_index(int layer, int32_t slot, int32_t pos) const;
+  size_t record_index(int layer, int32_t slot, int head, int32_t pos) const;
 
   int n_layer_, n_kv_head_, head_dim_;
   int32_t capacity_, slots_;
   KvFormat format_;
   size_t k_head_bytes_, v_head_bytes_;
-  std::vector<uint8_t> k_;     // [n_layer][slots][capacity][n_kv_head] K records
-  std::vector<uint8_t> v_;     // [n_layer][slots][capacity][n_kv_head] V records
+  std::vector<uint8_t> k_;     // [n_layer][slots][n_kv_head][capacity] K records
+  std::vector<uint8_t> v_;     // [n_layer][slots][n_kv_head][capacity] V records
   std::vector<uint8_t> mask_;  // [slots][capacity] 1 = filled
 };
 
