@@ -5,32 +5,18 @@
 #include <string.h>
 
 #include "core/ops/activation.h"
+#include "core/ops/avx2_exp.h"
 
 namespace kvforge {
 namespace {
 
-// e^x for any x, as in activation_avx512.cpp, but 2^n is built in the
-// exponent field, which holds n in [-126, 127]: x is clamped to [-87, 88] and
-// the result is +inf where x is beyond e^x's float range (above 88.72).
-__m256 exp_clamped(__m256 x_in) {
-  const __m256 overflow = _mm256_cmp_ps(x_in, _mm256_set1_ps(88.72f), _CMP_GT_OQ);
-  const __m256 x =
-      _mm256_min_ps(_mm256_max_ps(x_in, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i pow2n =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_blendv_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(pow2n)),
-                          _mm256_set1_ps(__builtin_inff()), overflow);
+// e^x for any x, as in activation_avx512.cpp; avx2_exp takes x up to 88,
+// so the result is set to +inf where x is beyond e^x's float range (88.72).
+__m256 exp_clamped(__m256 x) {
+  const __m256 overflow = _mm256_cmp_ps(x, _mm256_set1_ps(88.72f), _CMP_GT_OQ);
+  const __m256 e =
+      avx2_exp(_mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f)));
+  return _mm256_blendv_ps(e, _mm256_set1_ps(__builtin_inff()), overflow);
 }
 
 __m256 swiglu8(__m256 g, __m256 u) {

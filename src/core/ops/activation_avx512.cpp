@@ -12,30 +12,17 @@
 #include <immintrin.h>
 
 #include "core/ops/activation.h"
+#include "core/ops/avx512_exp.h"
 
 namespace kvforge {
 namespace {
 
 // e^x for any x, as the scalar level sees it where it matters here (1 + e^x):
 // x is clamped to [-87, 100] (below, 1 + e^x is 1 all the same; above,
-// e^x is +inf like std::exp's, through scalef), then e^x = 2^n * e^r with
-// n = round(x / ln 2), |r| <= ln(2) / 2 and e^r a degree-6 Taylor polynomial
-// (relative error ~2e-7). ln 2 is split in two parts so that n * ln 2 is
-// subtracted exactly.
+// e^x is +inf like std::exp's).
 __m512 exp_clamped(__m512 x) {
-  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(100.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+  return avx512_exp(
+      _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(100.0f)));
 }
 
 // g / (1 + e^-g) * u. A NaN gate stays NaN: the clamp inside exp_clamped

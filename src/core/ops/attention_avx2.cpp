@@ -28,6 +28,7 @@
 
 #include "core/ops/attention.h"
 #include "core/ops/attention_tile.h"
+#include "core/ops/avx2_exp.h"
 
 namespace kvforge::attention_detail {
 namespace {
@@ -290,24 +291,7 @@ float hmax(__m256 v) {
 }
 
 // e^x for x ≤ 0 (scores minus their running max); x < -87 gives ~1e-38.
-__m256 exp_nonpositive(__m256 x) {
-  x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.0f / 720);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  // 2^n with n in [-126, 0]: build the exponent bits directly.
-  const __m256i e =
-      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
+__m256 exp_nonpositive(__m256 x) { return avx2_exp(_mm256_max_ps(x, _mm256_set1_ps(-87.0f))); }
 
 // The online-softmax update of one head over its n scores s[0..n): s becomes
 // the weights e^(s - new max) (zero past n, up to the next multiple of 8),

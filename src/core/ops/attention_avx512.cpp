@@ -35,6 +35,7 @@
 
 #include "core/ops/attention.h"
 #include "core/ops/attention_tile.h"
+#include "core/ops/avx512_exp.h"
 
 namespace kvforge::attention_detail {
 namespace {
@@ -292,21 +293,7 @@ void score_group(const Rows& rows, const float* q, int n_q, int hd, float scale,
 }
 
 // e^x for x ≤ 0 (scores minus their running max); x < -87 gives ~1e-38.
-__m512 exp_nonpositive(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 720);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
-}
+__m512 exp_nonpositive(__m512 x) { return avx512_exp(_mm512_max_ps(x, _mm512_set1_ps(-87.0f))); }
 
 // The online-softmax update of one head over its n scores s[0..n): s becomes
 // the weights e^(s - new max) (zero past n, up to the next multiple of 16),
