@@ -10,6 +10,7 @@
 
 #include "core/cpu_features.h"
 #include "core/ops/attention_tile.h"
+#include "simd_levels.h"
 
 namespace kvforge {
 namespace {
@@ -126,16 +127,8 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 
 // Every SIMD level this machine has; the level is restored afterwards.
 struct EachLevel {
-  std::vector<SimdLevel> levels;
-  SimdLevel saved = simd_level();
-  EachLevel() {
-    for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
-      set_simd_level(l);
-      if (simd_level() == l) levels.push_back(l);
-    }
-    set_simd_level(saved);
-  }
-  ~EachLevel() { set_simd_level(saved); }
+  testing::SimdLevelGuard guard;
+  std::vector<SimdLevel> levels = testing::available_simd_levels();
 };
 
 std::string name(KvFormat f) {

@@ -19,28 +19,15 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/row_codec.h"
+#include "simd_levels.h"
 
 namespace kvforge {
 namespace {
 
 constexpr double kU = 0x1p-24;  // f32 unit roundoff
 
-std::vector<SimdLevel> available_levels() {
-  const SimdLevel saved = simd_level();
-  std::vector<SimdLevel> levels;
-  for (SimdLevel l : {SimdLevel::Scalar, SimdLevel::Avx2, SimdLevel::Avx512}) {
-    set_simd_level(l);
-    if (simd_level() == l) levels.push_back(l);
-  }
-  set_simd_level(saved);
-  return levels;
-}
-
-// Restores the SIMD level when a test ends, however it ends.
-struct LevelGuard {
-  SimdLevel saved = simd_level();
-  ~LevelGuard() { set_simd_level(saved); }
-};
+using testing::available_simd_levels;
+using LevelGuard = testing::SimdLevelGuard;
 
 std::vector<float> gaussian(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
@@ -202,7 +189,7 @@ TEST_P(MatmulAllTypes, MatchesOraclesAtEveryLevelThreadCountAndBatchSize) {
     for (int64_t n_tokens : {1, 2, 3, 5, 9, 17, 33}) {
       const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
       const Expected e = expected_results(w, x, n_tokens);
-      for (SimdLevel level : available_levels()) {
+      for (SimdLevel level : available_simd_levels()) {
         set_simd_level(level);
         for (ThreadPool& pool : pools) {
           std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
@@ -229,7 +216,7 @@ TEST_P(MatmulAllTypes, BitwiseIndependentOfBatchAndThreads) {
   const Weights w = make_weights(type, shape.rows, shape.cols, 7);
   const int64_t n_tokens = 17;
   const std::vector<float> x = make_activations(n_tokens, shape.cols, 8);
-  for (SimdLevel level : available_levels()) {
+  for (SimdLevel level : available_simd_levels()) {
     set_simd_level(level);
     std::vector<float> batch(size_t(shape.rows * n_tokens));
     matmul(w.view, x.data(), n_tokens, batch.data(), one, scratch);
@@ -267,7 +254,7 @@ TEST_P(MatmulAllTypes, EveryTileRemainderShapeMatchesOracles) {
       if (rows > 9 && n_tokens % 4 != 1) continue;  // the large shape: a few token counts
       const std::vector<float> x = make_activations(n_tokens, cols, ++seed);
       const Expected e = expected_results(w, x, n_tokens);
-      for (SimdLevel level : available_levels()) {
+      for (SimdLevel level : available_simd_levels()) {
         set_simd_level(level);
         for (ThreadPool& pool : pools) {
           std::vector<float> y(size_t(rows * n_tokens), NAN);
@@ -295,7 +282,7 @@ TEST_P(MatmulAllTypes, EveryTokenWindowBitwiseEqualsTheFullBatch) {
   const int64_t rows = 13, cols = shapes_for(type)[1].cols, n_tokens = 17;
   const Weights w = make_weights(type, rows, cols, 11);
   const std::vector<float> x = make_activations(n_tokens, cols, 12);
-  for (SimdLevel level : available_levels()) {
+  for (SimdLevel level : available_simd_levels()) {
     set_simd_level(level);
     std::vector<float> full(size_t(rows * n_tokens));
     matmul(w.view, x.data(), n_tokens, full.data(), one, scratch);
@@ -326,7 +313,7 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
     const Weights w = make_weights(type, rows, cols, 21);
     const std::vector<float> x = make_activations(n_tokens, cols, 22);
     const Expected e = expected_results(w, x, n_tokens);
-    for (SimdLevel level : available_levels()) {
+    for (SimdLevel level : available_simd_levels()) {
       set_simd_level(level);
       const std::string what = std::string(type_name(type)) + " " + simd_level_name(level);
       std::vector<float> y(size_t(rows * n_tokens), NAN);
@@ -354,7 +341,7 @@ TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
     std::vector<float> scalar(29 * 6);
     set_simd_level(SimdLevel::Scalar);
     matmul(w.view, x.data(), 6, scalar.data(), pool, scratch);
-    for (SimdLevel level : available_levels()) {
+    for (SimdLevel level : available_simd_levels()) {
       set_simd_level(level);
       std::vector<float> y(scalar.size());
       matmul(w.view, x.data(), 6, y.data(), pool, scratch);
@@ -372,7 +359,7 @@ TEST(Matmul, F32WithinOneInHundredThousandOfTheMagnitude) {
   const std::vector<float> x = make_activations(3, 517, 6);
   std::vector<float> ref(41 * 3);
   matmul_reference(w.view, x.data(), 3, ref.data());
-  for (SimdLevel level : available_levels()) {
+  for (SimdLevel level : available_simd_levels()) {
     set_simd_level(level);
     std::vector<float> y(ref.size());
     matmul(w.view, x.data(), 3, y.data(), pool, scratch);
@@ -447,7 +434,7 @@ TEST(MatmulBatch, EachOutputBitwiseEqualsItsOwnMatmul) {
     weights.push_back(make_weights(types[i], rows[i], cols, uint32_t(40 + i)));
   for (int64_t n_tokens : {1, 3, 9}) {
     const std::vector<float> x = make_activations(n_tokens, cols, 50);
-    for (SimdLevel level : available_levels()) {
+    for (SimdLevel level : available_simd_levels()) {
       set_simd_level(level);
       for (ThreadPool& pool : pools) {
         std::vector<std::vector<float>> ys(5);

@@ -16,6 +16,7 @@
 #include "core/formats/q4_0.h"
 #include "core/formats/q8_0.h"
 #include "core/threadpool.h"
+#include "simd_levels.h"
 
 namespace kvforge {
 namespace weight_repack_test {  // named: the tests build in unity batches (tests/CMakeLists.txt)
@@ -34,10 +35,7 @@ std::vector<uint8_t> random_rows(GgmlType type, int64_t rows, int64_t cols, uint
   return bytes;
 }
 
-struct LevelGuard {
-  SimdLevel saved = simd_level();
-  ~LevelGuard() { set_simd_level(saved); }
-};
+using LevelGuard = testing::SimdLevelGuard;
 
 TEST(WeightRepack, Q4_0Groups8HoldsEachGroupsScalesThenItsNibbles) {
   const int64_t rows = 3, cols = 512;  // 16 blocks per row: 2 groups
