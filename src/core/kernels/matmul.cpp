@@ -7,6 +7,7 @@
 
 #include "core/cpu_features.h"
 #include "core/kernels/matmul_task.h"
+#include "core/kernels/weight_repack.h"
 
 namespace kvforge {
 namespace {
@@ -88,21 +89,20 @@ const TypeKernels kQ8_0Groups8Kernels = {
 #undef KVFORGE_GROUPS8_SET
 
 const TypeKernels& checked_layout(const WeightView& w) {
-  const bool q4 = w.layout == WeightLayout::Q4_0Groups8;
-  const GgmlType want = q4 ? GgmlType::Q4_0 : GgmlType::Q8_0;
-  const std::string name = q4 ? "Q4_0Groups8" : "Q8_0Groups8";
-  if (w.type != want || w.cols % 256 != 0) {
-    throw std::invalid_argument(
-        "matmul: the " + name + " layout needs " + std::string(type_name(want)) +
-        " weights with cols a multiple of 256, got " + std::string(type_name(w.type)) +
-        " with cols " + std::to_string(w.cols));
+  const std::string name = layout_name(w.layout);
+  if (regrouped_layout(w.type) != w.layout || w.cols % kRegroupCols != 0) {
+    const char* want = w.layout == WeightLayout::Q4_0Groups8 ? "Q4_0" : "Q8_0";
+    throw std::invalid_argument("matmul: the " + name + " layout needs " + want +
+                                " weights with cols a multiple of " + std::to_string(kRegroupCols) +
+                                ", got " + std::string(type_name(w.type)) + " with cols " +
+                                std::to_string(w.cols));
   }
-  if (simd_level() != SimdLevel::Avx512) {
+  if (!regrouping_preferred()) {
     throw std::invalid_argument("matmul: weights regrouped for the AVX-512 kernel (" + name +
                                 ") at SIMD level " + simd_level_name(simd_level()) +
                                 "; load the model at the level that will run it");
   }
-  return q4 ? kQ4_0Groups8Kernels : kQ8_0Groups8Kernels;
+  return w.layout == WeightLayout::Q4_0Groups8 ? kQ4_0Groups8Kernels : kQ8_0Groups8Kernels;
 }
 
 const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {

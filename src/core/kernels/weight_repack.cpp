@@ -47,9 +47,20 @@ WeightLayout regrouped_layout(GgmlType type) {
   }
 }
 
+const char* layout_name(WeightLayout layout) {
+  switch (layout) {
+    case WeightLayout::Q4_0Groups8:
+      return "Q4_0Groups8";
+    case WeightLayout::Q8_0Groups8:
+      return "Q8_0Groups8";
+    case WeightLayout::Native:
+      break;
+  }
+  return "Native";
+}
+
 bool regroup_fits(GgmlType type, int64_t cols) {
-  return regrouped_layout(type) != WeightLayout::Native && cols > 0 &&
-         cols % (kGroupBlocks * 32) == 0;
+  return regrouped_layout(type) != WeightLayout::Native && cols > 0 && cols % kRegroupCols == 0;
 }
 
 void regroup_rows(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst) {
@@ -58,7 +69,7 @@ void regroup_rows(GgmlType type, const void* src, int64_t rows, int64_t cols, vo
                                 std::to_string(cols) +
                                 " has no regrouped layout (Q4_0 and Q8_0 with cols a multiple "
                                 "of 256 do)");
-  const int64_t groups = rows * (cols / 32) / kGroupBlocks;
+  const int64_t groups = rows * (cols / kRegroupCols);
   auto* out = static_cast<uint8_t*>(dst);
   if (type == GgmlType::Q4_0) {
     const auto* in = static_cast<const BlockQ4_0*>(src);

@@ -25,11 +25,17 @@
 
 namespace kvforge {
 
+// Columns of one group of 8 blocks: regrouped rows hold whole groups.
+inline constexpr int64_t kRegroupCols = 8 * 32;
+
 // The regrouped layout for a weight type, or Native when it has none.
 WeightLayout regrouped_layout(GgmlType type);
 
+// "Native", "Q4_0Groups8", "Q8_0Groups8": for error messages.
+const char* layout_name(WeightLayout layout);
+
 // Whether a matrix of this type and width can be regrouped (whole groups of
-// 8 blocks: cols a multiple of 256).
+// 8 blocks: cols a positive multiple of kRegroupCols).
 bool regroup_fits(GgmlType type, int64_t cols);
 
 // src: rows x cols in the native layout; dst: the same number of bytes in
