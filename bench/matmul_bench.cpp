@@ -7,8 +7,11 @@
 // them, so the baseline is a plain read of the same bytes on the same pool
 // ("roof"). "hot" weights fit in L2/L3 and are reused every call; "cold"
 // cycles through enough copies (>= 256 MiB) that every call reads DRAM.
-// After the runs a table gives each kernel's speed relative to the scalar
-// kernel and (decode) to the read roof, all measured in this run.
+// Q4_0 and Q8_0 also run at the AVX-512 level on rows regrouped as a model's
+// are at load (kernels/weight_repack.h: ".../avx512_groups8"). After the runs
+// a table gives each kernel's speed relative to the scalar kernel, the
+// regrouped rows' relative to the native ones, and (decode) the best against
+// the read roof, all measured in this run.
 //
 //   matmul_bench [--benchmark_filter=q4_k] [--benchmark_min_time=0.2]
 #include <benchmark/benchmark.h>
@@ -25,6 +28,7 @@
 #include "core/cpu_features.h"
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul.h"
+#include "core/kernels/weight_repack.h"
 #include "core/threadpool.h"
 
 namespace kvforge {
@@ -62,7 +66,8 @@ struct Matrix {
   int copies = 1;
 };
 
-std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold) {
+// regroup: the rows in the type's regrouped layout (kernels/weight_repack.h).
+std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold, bool regroup) {
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   std::vector<float> row(size_t(s.cols));
@@ -75,6 +80,10 @@ std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold) {
     for (float& v : row) v = dist(rng);
     quantize_row(type, row.data(), m->bytes.data() + size_t(r) * rb, s.cols);
   }
+  if (regroup) {
+    const std::vector<uint8_t> native(m->bytes.begin(), m->bytes.begin() + long(m->matrix_bytes));
+    regroup_rows(type, native.data(), s.rows, s.cols, m->bytes.data());
+  }
   for (int c = 1; c < m->copies; ++c) {
     std::copy(m->bytes.begin(), m->bytes.begin() + long(m->matrix_bytes),
               m->bytes.begin() + long(size_t(c) * m->matrix_bytes));
@@ -84,27 +93,28 @@ std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold) {
 
 // Hot matrices stay cached (a few MiB each); only the latest cold one is kept,
 // since the benchmarks sharing it run one after another.
-std::shared_ptr<Matrix> matrix(GgmlType type, const Shape& s, bool cold) {
+std::shared_ptr<Matrix> matrix(GgmlType type, const Shape& s, bool cold, bool regroup = false) {
   static std::map<std::string, std::shared_ptr<Matrix>> hot;
   static std::string cold_key;
   static std::shared_ptr<Matrix> cold_matrix;
-  const std::string key = std::string(type_name(type)) + s.name;
+  const std::string key = std::string(type_name(type)) + s.name + (regroup ? "/groups8" : "");
   if (!cold) {
     auto& m = hot[key];
-    if (!m) m = make_matrix(type, s, false);
+    if (!m) m = make_matrix(type, s, false, regroup);
     return m;
   }
   if (cold_key != key) {
     cold_matrix.reset();
-    cold_matrix = make_matrix(type, s, true);
+    cold_matrix = make_matrix(type, s, true, regroup);
     cold_key = key;
   }
   return cold_matrix;
 }
 
 void run_matmul(benchmark::State& state, GgmlType type, Shape shape, int64_t n_tokens,
-                SimdLevel level, bool cold) {
-  const std::shared_ptr<Matrix> m = matrix(type, shape, cold);
+                SimdLevel level, bool cold, bool regrouped) {
+  const std::shared_ptr<Matrix> m = matrix(type, shape, cold, regrouped);
+  const WeightLayout layout = regrouped ? regrouped_layout(type) : WeightLayout::Native;
   set_simd_level(level);
   if (simd_level() != level) {
     state.SkipWithError("SIMD level not available on this machine");
@@ -120,7 +130,7 @@ void run_matmul(benchmark::State& state, GgmlType type, Shape shape, int64_t n_t
   int copy = 0;
   for (auto _ : state) {
     const WeightView w{type, m->bytes.data() + size_t(copy) * m->matrix_bytes, shape.rows,
-                       shape.cols};
+                       shape.cols, layout};
     matmul(w, x.data(), n_tokens, y.data(), pool(), scratch);
     benchmark::DoNotOptimize(y.data());
     copy = copy + 1 == m->copies ? 0 : copy + 1;
@@ -179,7 +189,12 @@ void register_all() {
           const std::string base = bench_name(std::string(type_name(t)).c_str(), s, n_tokens, cold);
           for (SimdLevel l : levels) {
             configure(benchmark::RegisterBenchmark((base + "/" + simd_level_name(l)).c_str(),
-                                                   run_matmul, t, s, n_tokens, l, cold));
+                                                   run_matmul, t, s, n_tokens, l, cold, false));
+          }
+          // The layout a model's Q4_0 / Q8_0 matrices get at load on this level.
+          if (regroup_fits(t, s.cols)) {
+            configure(benchmark::RegisterBenchmark((base + "/avx512_groups8").c_str(), run_matmul,
+                                                   t, s, n_tokens, SimdLevel::Avx512, cold, true));
           }
         }
         const std::string roof =
@@ -207,8 +222,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\n%-36s %10s %9s %9s %9s\n", "kernel (GB/s of weights)", "scalar", "avx2",
-                "avx512", "roof");
+    std::printf("\n%-36s %10s %9s %9s %9s %9s\n", "kernel (GB/s of weights)", "scalar", "avx2",
+                "avx512", "groups8", "roof");
     for (const auto& [name, rate] : rate_) {
       const size_t slash = name.rfind('/');
       if (name.substr(slash + 1) != "scalar") continue;
@@ -223,13 +238,21 @@ class RatioReporter : public benchmark::ConsoleReporter {
           std::printf(" %8.1fx", it->second / scalar);
         }
       }
+      // Regrouped rows at the AVX-512 level, against the native ones.
+      auto g8 = rate_.find(base + "/avx512_groups8");
+      auto native = rate_.find(base + "/avx512");
+      if (g8 != rate_.end() && native != rate_.end()) {
+        std::printf(" %8.2fx", g8->second / native->second);
+      } else {
+        std::printf(" %9s", "-");
+      }
       // Roof: the read baseline for the same bytes, as a fraction reached by the best level.
       const size_t type_end = base.find('/');
       const std::string roof_name = "roof_" + base.substr(0, type_end) + base.substr(type_end);
       auto roof = rate_.find(roof_name);
       if (roof != rate_.end() && base.find("decode") != std::string::npos) {
         double best = scalar;
-        for (const char* level : {"avx2", "avx512"}) {
+        for (const char* level : {"avx2", "avx512", "avx512_groups8"}) {
           auto it = rate_.find(base + "/" + level);
           if (it != rate_.end() && it->second > best) best = it->second;
         }
@@ -238,8 +261,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf("\n");
     }
     std::printf(
-        "(avx columns: speed-up over scalar; roof: best level as %% of a plain read of the "
-        "same bytes on %d threads)\n",
+        "(avx columns: speed-up over scalar; groups8: the rows regrouped at load "
+        "(kernels/weight_repack.h) against avx512; roof: best level as %% of a plain read of "
+        "the same bytes on %d threads)\n",
         bench_threads());
   }
 
