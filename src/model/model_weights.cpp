@@ -103,10 +103,11 @@ size_t ModelWeights::regroup_for_kernels() {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
   };
   // One block for all of them, in 2 MiB transparent huge pages where the
-  // kernel offers them (a hint): 512x fewer page faults while copying (small
-  // Q4_0: `kvforge run -n 1` 0.45 s with per-matrix 4 KiB allocations, 0.28-0.35
-  // s this way, 0.26-0.31 s without regrouping). Decode speed did not measurably
-  // change with huge pages for the weights.
+  // kernel offers them (a hint): 512x fewer page faults while copying. Load
+  // plus one token, small Q4_0 (`/usr/bin/time kvforge run -n 1`, three runs;
+  // KVFORGE_SIMD=avx2 does not regroup): 0.29-0.42 s and 195 MB resident
+  // against 0.28-0.29 s and 140 MB. Decode speed did not measurably change
+  // with huge pages for the weights.
   constexpr size_t kHugePage = size_t(2) << 20;
   size_t total = 0;
   for (const WeightView* v : matrices) total += (bytes_of(v) + 63) & ~size_t(63);

@@ -18,8 +18,8 @@
 // bench-serve decode at C=16 +4-12 %, tg128 within the noise.
 //
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
-// but are not read again) and a pass over them at load (~0.05 s for the
-// small preset's 71 MB in Q4_0).
+// but are not read again) and a pass over them at load (small preset, Q4_0:
+// see ModelWeights::regroup_for_kernels).
 #pragma once
 
 #include <cstdint>
