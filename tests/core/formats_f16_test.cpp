@@ -8,6 +8,7 @@
 #include "core/cpu_features.h"
 #include "core/formats/f16.h"
 #include "formats_test_util.h"
+#include "simd_levels.h"
 
 namespace kvforge {
 namespace {
@@ -118,6 +119,45 @@ TEST(F16, RowFunctionsConvertEveryElement) {
   for (size_t i = 0; i < x.size(); ++i) {
     EXPECT_EQ(h[i], fp32_to_fp16(x[i]));
     EXPECT_LE(std::fabs(back[i] - x[i]), std::fabs(x[i]) * 0x1p-11f) << i;
+  }
+}
+
+// Every level's row functions against the element-wise scalar conversion, on
+// lengths around the 8-wide step and bit patterns that include NaN, infinity,
+// subnormals and halfway cases.
+TEST(F16, RowFunctionsAgreeAtEverySimdLevel) {
+  testing::SimdLevelGuard guard;
+  std::mt19937 rng(7);
+  for (SimdLevel level : testing::available_simd_levels()) {
+    set_simd_level(level);
+    for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 37, 256, 1000}) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (float& v : x) {
+        uint32_t u = rng();
+        if (u & 1) u = (u & 0x807fffffu) | ((100 + (u >> 24) % 50) << 23);
+        v = bits_float(u);
+      }
+      std::vector<uint16_t> h(size_t(n) + 1, 0xabcd);
+      quantize_row_f16(x.data(), h.data(), n);
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(h[size_t(i)], fp32_to_fp16(x[size_t(i)]))
+            << simd_level_name(level) << " n " << n << " i " << i;
+      ASSERT_EQ(h[size_t(n)], 0xabcd) << "wrote past the row";
+
+      std::vector<uint16_t> halves(static_cast<size_t>(n));
+      for (uint16_t& v : halves) v = uint16_t(rng());
+      std::vector<float> f(size_t(n) + 1, -1.0f);
+      dequantize_row_f16(halves.data(), f.data(), n);
+      for (int64_t i = 0; i < n; ++i) {
+        const float want = fp16_to_fp32(halves[size_t(i)]);
+        if (std::isnan(want))
+          ASSERT_TRUE(std::isnan(f[size_t(i)])) << simd_level_name(level) << " i " << i;
+        else
+          ASSERT_EQ(float_bits(f[size_t(i)]), float_bits(want))
+              << simd_level_name(level) << " n " << n << " i " << i;
+      }
+      ASSERT_EQ(f[size_t(n)], -1.0f) << "wrote past the row";
+    }
   }
 }
 

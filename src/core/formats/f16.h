@@ -59,8 +59,11 @@ inline uint16_t fp32_to_fp16(float f) {
   return uint16_t(sign | (rounded >> 13));
 }
 
-// n elements; no block structure, so any n >= 0.
+// n elements; no block structure, so any n >= 0. At the AVX2 and AVX-512
+// levels these run the F16C versions below (same bits).
 void dequantize_row_f16(const uint16_t* src, float* dst, int64_t n);
 void quantize_row_f16(const float* src, uint16_t* dst, int64_t n);
+void dequantize_row_f16_avx2(const uint16_t* src, float* dst, int64_t n);
+void quantize_row_f16_avx2(const float* src, uint16_t* dst, int64_t n);
 
 }  // namespace kvforge
