@@ -8,10 +8,12 @@
 // ("roof"). "hot" weights fit in L2/L3 and are reused every call; "cold"
 // cycles through enough copies (>= 256 MiB) that every call reads DRAM.
 // Q4_0 and Q8_0 also run at the AVX-512 level on rows regrouped as a model's
-// are at load (kernels/weight_repack.h: ".../avx512_groups8"). After the runs
-// a table gives each kernel's speed relative to the scalar kernel, the
-// regrouped rows' relative to the native ones, and (decode) the best against
-// the read roof, all measured in this run.
+// are at load (kernels/weight_repack.h: ".../avx512_groups8"), and Q8_0 on
+// rows in the AMX tile layout (".../avx512_tiles16": AMX for batches where
+// the machine has it, else AVX-512 VNNI). After the runs a table gives each
+// kernel's speed relative to the scalar kernel, the regrouped rows' relative
+// to the native ones, the tile layout's relative to groups8, and (decode)
+// the best against the read roof, all measured in this run.
 //
 //   matmul_bench [--benchmark_filter=q4_k] [--benchmark_min_time=0.2]
 #include <benchmark/benchmark.h>
@@ -66,8 +68,8 @@ struct Matrix {
   int copies = 1;
 };
 
-// regroup: the rows in the type's regrouped layout (kernels/weight_repack.h).
-std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold, bool regroup) {
+// layout: Native, or the regrouped layout to put the rows in (kernels/weight_repack.h).
+std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold, WeightLayout layout) {
   std::mt19937 rng(1);
   std::normal_distribution<float> dist(0.0f, 0.02f);
   std::vector<float> row(size_t(s.cols));
@@ -80,9 +82,9 @@ std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold, bo
     for (float& v : row) v = dist(rng);
     quantize_row(type, row.data(), m->bytes.data() + size_t(r) * rb, s.cols);
   }
-  if (regroup) {
+  if (layout != WeightLayout::Native) {
     const std::vector<uint8_t> native(m->bytes.begin(), m->bytes.begin() + long(m->matrix_bytes));
-    regroup_rows(type, native.data(), s.rows, s.cols, m->bytes.data());
+    regroup_rows(layout, native.data(), s.rows, s.cols, m->bytes.data());
   }
   for (int c = 1; c < m->copies; ++c) {
     std::copy(m->bytes.begin(), m->bytes.begin() + long(m->matrix_bytes),
@@ -93,28 +95,28 @@ std::shared_ptr<Matrix> make_matrix(GgmlType type, const Shape& s, bool cold, bo
 
 // Hot matrices stay cached (a few MiB each); only the latest cold one is kept,
 // since the benchmarks sharing it run one after another.
-std::shared_ptr<Matrix> matrix(GgmlType type, const Shape& s, bool cold, bool regroup = false) {
+std::shared_ptr<Matrix> matrix(GgmlType type, const Shape& s, bool cold,
+                               WeightLayout layout = WeightLayout::Native) {
   static std::map<std::string, std::shared_ptr<Matrix>> hot;
   static std::string cold_key;
   static std::shared_ptr<Matrix> cold_matrix;
-  const std::string key = std::string(type_name(type)) + s.name + (regroup ? "/groups8" : "");
+  const std::string key = std::string(type_name(type)) + s.name + "/" + layout_name(layout);
   if (!cold) {
     auto& m = hot[key];
-    if (!m) m = make_matrix(type, s, false, regroup);
+    if (!m) m = make_matrix(type, s, false, layout);
     return m;
   }
   if (cold_key != key) {
     cold_matrix.reset();
-    cold_matrix = make_matrix(type, s, true, regroup);
+    cold_matrix = make_matrix(type, s, true, layout);
     cold_key = key;
   }
   return cold_matrix;
 }
 
 void run_matmul(benchmark::State& state, GgmlType type, Shape shape, int64_t n_tokens,
-                SimdLevel level, bool cold, bool regrouped) {
-  const std::shared_ptr<Matrix> m = matrix(type, shape, cold, regrouped);
-  const WeightLayout layout = regrouped ? regrouped_layout(type) : WeightLayout::Native;
+                SimdLevel level, bool cold, WeightLayout layout) {
+  const std::shared_ptr<Matrix> m = matrix(type, shape, cold, layout);
   set_simd_level(level);
   if (simd_level() != level) {
     state.SkipWithError("SIMD level not available on this machine");
@@ -189,12 +191,22 @@ void register_all() {
           const std::string base = bench_name(std::string(type_name(t)).c_str(), s, n_tokens, cold);
           for (SimdLevel l : levels) {
             configure(benchmark::RegisterBenchmark((base + "/" + simd_level_name(l)).c_str(),
-                                                   run_matmul, t, s, n_tokens, l, cold, false));
+                                                   run_matmul, t, s, n_tokens, l, cold,
+                                                   WeightLayout::Native));
           }
-          // The layout a model's Q4_0 / Q8_0 matrices get at load on this level.
-          if (regroup_fits(t, s.cols)) {
+          // The layouts a model's Q4_0 / Q8_0 matrices get at load on the AVX-512 level.
+          const WeightLayout groups8 =
+              t == GgmlType::Q4_0 ? WeightLayout::Q4_0Groups8 : WeightLayout::Q8_0Groups8;
+          if ((t == GgmlType::Q4_0 || t == GgmlType::Q8_0) &&
+              layout_fits(groups8, s.rows, s.cols)) {
             configure(benchmark::RegisterBenchmark((base + "/avx512_groups8").c_str(), run_matmul,
-                                                   t, s, n_tokens, SimdLevel::Avx512, cold, true));
+                                                   t, s, n_tokens, SimdLevel::Avx512, cold,
+                                                   groups8));
+          }
+          if (t == GgmlType::Q8_0 && layout_fits(WeightLayout::Q8_0Tiles16, s.rows, s.cols)) {
+            configure(benchmark::RegisterBenchmark((base + "/avx512_tiles16").c_str(), run_matmul,
+                                                   t, s, n_tokens, SimdLevel::Avx512, cold,
+                                                   WeightLayout::Q8_0Tiles16));
           }
         }
         const std::string roof =
@@ -222,8 +234,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
   }
   void Finalize() override {
     ConsoleReporter::Finalize();
-    std::printf("\n%-36s %10s %9s %9s %9s %9s\n", "kernel (GB/s of weights)", "scalar", "avx2",
-                "avx512", "groups8", "roof");
+    std::printf("\n%-36s %10s %9s %9s %9s %9s %9s\n", "kernel (GB/s of weights)", "scalar", "avx2",
+                "avx512", "groups8", "tiles16", "roof");
     for (const auto& [name, rate] : rate_) {
       const size_t slash = name.rfind('/');
       if (name.substr(slash + 1) != "scalar") continue;
@@ -246,13 +258,20 @@ class RatioReporter : public benchmark::ConsoleReporter {
       } else {
         std::printf(" %9s", "-");
       }
+      // The AMX tile layout, against groups8.
+      auto t16 = rate_.find(base + "/avx512_tiles16");
+      if (t16 != rate_.end() && g8 != rate_.end()) {
+        std::printf(" %8.2fx", t16->second / g8->second);
+      } else {
+        std::printf(" %9s", "-");
+      }
       // Roof: the read baseline for the same bytes, as a fraction reached by the best level.
       const size_t type_end = base.find('/');
       const std::string roof_name = "roof_" + base.substr(0, type_end) + base.substr(type_end);
       auto roof = rate_.find(roof_name);
       if (roof != rate_.end() && base.find("decode") != std::string::npos) {
         double best = scalar;
-        for (const char* level : {"avx2", "avx512", "avx512_groups8"}) {
+        for (const char* level : {"avx2", "avx512", "avx512_groups8", "avx512_tiles16"}) {
           auto it = rate_.find(base + "/" + level);
           if (it != rate_.end() && it->second > best) best = it->second;
         }
@@ -262,8 +281,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
     std::printf(
         "(avx columns: speed-up over scalar; groups8: the rows regrouped at load "
-        "(kernels/weight_repack.h) against avx512; roof: best level as %% of a plain read of "
-        "the same bytes on %d threads)\n",
+        "(kernels/weight_repack.h) against avx512; tiles16: the AMX tile layout against groups8 "
+        "(AMX %s); roof: best level as %% of a plain read of the same bytes on %d threads)\n",
+        cpu_features().amx_int8 ? "in use for batches" : "not on this CPU: VNNI only",
         bench_threads());
   }
 

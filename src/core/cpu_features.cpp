@@ -1,6 +1,8 @@
 #include "core/cpu_features.h"
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -38,6 +40,8 @@ CpuFeatures detect() {
   f.avx512bw = zmm_ok && (ebx & (1u << 30));
   f.avx512vl = zmm_ok && (ebx & (1u << 31));
   f.avx512vnni = zmm_ok && (ecx & (1u << 11));
+  // EDX bit 24 AMX-TILE, bit 25 AMX-INT8; XCR0 bits 17 (XTILECFG) and 18 (XTILEDATA).
+  f.amx_int8 = zmm_ok && (edx & (1u << 24)) && (edx & (1u << 25)) && (xcr0 & 0x60000) == 0x60000;
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   if (__get_cpuid_count(7, 1, &a1, &b1, &c1, &d1)) f.avx512bf16 = zmm_ok && (a1 & (1u << 5));
   return f;
@@ -71,7 +75,36 @@ std::atomic<SimdLevel>& level_slot() {
   return level;
 }
 
+// Linux (5.16+) keeps the tile data state off until a process asks for it;
+// a tile instruction before that faults. The grant is for the whole process.
+bool os_grants_amx() {
+  constexpr long kArchGetXcompPerm = 0x1022, kArchReqXcompPerm = 0x1023;
+  constexpr unsigned long kXfeatureXtiledata = 18;
+  if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0) return false;
+  unsigned long granted = 0;
+  if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &granted) != 0) return false;
+  return granted & (1ul << kXfeatureXtiledata);
+}
+
+bool amx_wanted_at_start() {
+  const char* env = std::getenv("KVFORGE_AMX");
+  return !env || (std::string_view(env) != "0" && std::string_view(env) != "off");
+}
+
+std::atomic<bool>& amx_enabled_slot() {
+  static std::atomic<bool> enabled{amx_wanted_at_start()};
+  return enabled;
+}
+
 }  // namespace
+
+bool amx_int8_usable() {
+  static const bool granted = cpu_features().amx_int8 && os_grants_amx();
+  return granted && simd_level() == SimdLevel::Avx512 &&
+         amx_enabled_slot().load(std::memory_order_relaxed);
+}
+
+void set_amx_enabled(bool enabled) { amx_enabled_slot().store(enabled, std::memory_order_relaxed); }
 
 const CpuFeatures& cpu_features() {
   static const CpuFeatures f = detect();

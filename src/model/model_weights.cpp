@@ -97,7 +97,9 @@ size_t ModelWeights::regroup_for_kernels() {
       matrices.push_back(v);
   matrices.push_back(&output);
   std::erase_if(matrices, [](const WeightView* v) {
-    return v->layout != WeightLayout::Native || !regroup_fits(v->type, v->cols);
+    const WeightLayout layout = regrouped_layout(v->type);
+    return v->layout != WeightLayout::Native || layout == WeightLayout::Native ||
+           !layout_fits(layout, v->rows, v->cols);
   });
   const auto bytes_of = [](const WeightView* v) {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
@@ -119,9 +121,10 @@ size_t ModelWeights::regroup_for_kernels() {
   madvise(block, total, MADV_HUGEPAGE);
   size_t at = 0;
   for (WeightView* v : matrices) {
-    regroup_rows(v->type, v->data, v->rows, v->cols, block + at);
+    const WeightLayout layout = regrouped_layout(v->type);
+    regroup_rows(layout, v->data, v->rows, v->cols, block + at);
     v->data = block + at;
-    v->layout = regrouped_layout(v->type);
+    v->layout = layout;
     at += (bytes_of(v) + 63) & ~size_t(63);
   }
   return at;

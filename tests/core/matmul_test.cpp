@@ -19,6 +19,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/row_codec.h"
+#include "core/kernels/weight_repack.h"
 #include "simd_levels.h"
 
 namespace kvforge {
@@ -484,6 +485,91 @@ TEST(Matmul, EmptyShapes) {
   matmul(WeightView{GgmlType::Q8_0, nullptr, 0, 64}, nullptr, 2, y.data(), pool, scratch);
   matmul(WeightView{GgmlType::Q8_0, nullptr, 3, 64}, nullptr, 0, y.data(), pool, scratch);
   for (float v : y) EXPECT_TRUE(std::isnan(v));  // nothing to write
+}
+
+// Q8_0 rows in the Q8_0Tiles16 layout (AMX machines): the VNNI kernel for
+// decode and small batches, AMX for batches of kAmxMinTokens or more. Their
+// f32 chain differs from the native Q8_0 kernels', so they are checked
+// against the oracles, and against each other bitwise.
+struct TiledWeights {
+  Weights native;
+  std::vector<uint8_t> tiled;
+  WeightView view;
+};
+
+TiledWeights make_tiled_weights(int64_t rows, int64_t cols, uint32_t seed) {
+  TiledWeights t{make_weights(GgmlType::Q8_0, rows, cols, seed), {}, {}};
+  t.tiled.resize(t.native.bytes.size());
+  regroup_rows(WeightLayout::Q8_0Tiles16, t.native.bytes.data(), rows, cols, t.tiled.data());
+  t.view = WeightView{GgmlType::Q8_0, t.tiled.data(), rows, cols, WeightLayout::Q8_0Tiles16};
+  return t;
+}
+
+// Restores AMX use when a test ends (set_amx_enabled is process-wide).
+struct AmxGuard {
+  ~AmxGuard() { set_amx_enabled(true); }
+};
+
+// Shapes: 1, 3 (the AMX kernel's group triple) and 5 groups (a triple and a
+// pair) x 1, 3, 24 and 65 blocks; token counts around the VNNI decode (1-2),
+// VNNI batch (3) and AMX (4+) paths and whole and partial 16-token tiles.
+TEST(MatmulTiles16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
+  LevelGuard guard;
+  AmxGuard amx_guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool pools[2] = {ThreadPool(1), ThreadPool(3)};
+  MatmulScratch scratch;
+  uint32_t seed = 900;
+  const Shape shapes[] = {{16, 32}, {48, 96}, {80, 768}, {48, 2080}};
+  for (const Shape& shape : shapes) {
+    const TiledWeights w = make_tiled_weights(shape.rows, shape.cols, ++seed);
+    for (int64_t n_tokens : {1, 2, 3, 4, 5, 15, 16, 17, 20, 35}) {
+      const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
+      const Expected e = expected_results(w.native, x, n_tokens);
+      for (bool amx : {false, true}) {
+        set_amx_enabled(amx);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          check_against_oracles(y, e,
+                                "Q8_0Tiles16 rows " + std::to_string(shape.rows) + " cols " +
+                                    std::to_string(shape.cols) + " tokens " +
+                                    std::to_string(n_tokens) + " threads " +
+                                    std::to_string(pool.size()) + (amx ? " amx on" : " amx off"));
+        }
+      }
+    }
+  }
+}
+
+// Invariant 1 of DESIGN.md across the two kernels: a token's rows are the
+// same bits computed alone (VNNI decode, 3 threads splitting the groups), in
+// a batch on the VNNI kernel and in a batch on AMX.
+TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
+  LevelGuard guard;
+  AmxGuard amx_guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  if (!amx_int8_usable())
+    GTEST_SKIP() << "no AMX-INT8 here (CPU flag " << cpu_features().amx_int8
+                 << "): only the VNNI half of this comparison could run";
+  ThreadPool one(1), three(3);
+  MatmulScratch scratch;
+  const int64_t rows = 80, cols = 768, n_tokens = 37;
+  const TiledWeights w = make_tiled_weights(rows, cols, 77);
+  const std::vector<float> x = make_activations(n_tokens, cols, 78);
+  std::vector<float> on_amx(size_t(rows * n_tokens)), on_vnni(size_t(rows * n_tokens));
+  matmul(w.view, x.data(), n_tokens, on_amx.data(), one, scratch);
+  set_amx_enabled(false);
+  matmul(w.view, x.data(), n_tokens, on_vnni.data(), three, scratch);
+  ASSERT_EQ(0, std::memcmp(on_amx.data(), on_vnni.data(), on_amx.size() * sizeof(float)));
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::vector<float> alone(static_cast<size_t>(rows));
+    matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
+    ASSERT_EQ(0, std::memcmp(alone.data(), on_amx.data() + t * rows, alone.size() * 4))
+        << "token " << t;
+  }
 }
 
 }  // namespace

@@ -41,7 +41,7 @@ TEST(WeightRepack, Q4_0Groups8HoldsEachGroupsScalesThenItsNibbles) {
   const int64_t rows = 3, cols = 512;  // 16 blocks per row: 2 groups
   const std::vector<uint8_t> native = random_rows(GgmlType::Q4_0, rows, cols, 1);
   std::vector<uint8_t> packed(native.size());
-  regroup_rows(GgmlType::Q4_0, native.data(), rows, cols, packed.data());
+  regroup_rows(WeightLayout::Q4_0Groups8, native.data(), rows, cols, packed.data());
   const auto* blocks = reinterpret_cast<const BlockQ4_0*>(native.data());
   for (int64_t b = 0; b < rows * cols / 32; ++b) {
     const uint8_t* group = packed.data() + (b / 8) * 144;  // 8 blocks x 18 bytes
@@ -56,7 +56,7 @@ TEST(WeightRepack, Q8_0Groups8HoldsEachGroupsScalesThenQuadHalvesOffsetBy128) {
   const int64_t rows = 2, cols = 768;  // 24 blocks per row: 3 groups
   const std::vector<uint8_t> native = random_rows(GgmlType::Q8_0, rows, cols, 2);
   std::vector<uint8_t> packed(native.size());
-  regroup_rows(GgmlType::Q8_0, native.data(), rows, cols, packed.data());
+  regroup_rows(WeightLayout::Q8_0Groups8, native.data(), rows, cols, packed.data());
   const auto* blocks = reinterpret_cast<const BlockQ8_0*>(native.data());
   for (int64_t b = 0; b < rows * cols / 32; ++b) {
     const uint8_t* group = packed.data() + (b / 8) * 272;  // 8 blocks x 34 bytes
@@ -71,19 +71,53 @@ TEST(WeightRepack, Q8_0Groups8HoldsEachGroupsScalesThenQuadHalvesOffsetBy128) {
   }
 }
 
-TEST(WeightRepack, OnlyWholeGroupsOf8BlocksOfQ4_0AndQ8_0Fit) {
-  EXPECT_TRUE(regroup_fits(GgmlType::Q4_0, 256));
-  EXPECT_TRUE(regroup_fits(GgmlType::Q8_0, 11008));
-  EXPECT_FALSE(regroup_fits(GgmlType::Q4_0, 288));
-  EXPECT_FALSE(regroup_fits(GgmlType::Q8_0, 0));
-  EXPECT_FALSE(regroup_fits(GgmlType::F16, 4096));
+TEST(WeightRepack, Q8_0Tiles16InterleavesEachBlocksSixteenRowsThenHoldsTheirScales) {
+  const int64_t rows = 32, cols = 96;  // 2 groups of 16 rows, 3 blocks per row
+  const std::vector<uint8_t> native = random_rows(GgmlType::Q8_0, rows, cols, 4);
+  std::vector<uint8_t> packed(native.size());
+  regroup_rows(WeightLayout::Q8_0Tiles16, native.data(), rows, cols, packed.data());
+  const auto* blocks = reinterpret_cast<const BlockQ8_0*>(native.data());
+  const int64_t nb = cols / 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* group = packed.data() + (r / 16) * 16 * nb * 34;
+    const int64_t n = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ8_0& blk = blocks[r * nb + b];
+      uint16_t d;
+      std::memcpy(&d, group + 512 * nb + 32 * b + 2 * n, 2);
+      EXPECT_EQ(d, blk.d) << "row " << r << " block " << b;
+      for (int i = 0; i < 32; ++i) {
+        const uint8_t stored = group[512 * b + 64 * (i / 4) + 4 * n + i % 4];
+        ASSERT_EQ(int(stored), int(blk.qs[i]) + 128) << "row " << r << " block " << b << " " << i;
+      }
+    }
+  }
+}
+
+TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
+  EXPECT_TRUE(layout_fits(WeightLayout::Q4_0Groups8, 3, 256));
+  EXPECT_TRUE(layout_fits(WeightLayout::Q8_0Groups8, 1, 11008));
+  EXPECT_FALSE(layout_fits(WeightLayout::Q4_0Groups8, 4, 288));
+  EXPECT_FALSE(layout_fits(WeightLayout::Q8_0Groups8, 4, 0));
+  EXPECT_TRUE(layout_fits(WeightLayout::Q8_0Tiles16, 32000, 768));
+  EXPECT_TRUE(layout_fits(WeightLayout::Q8_0Tiles16, 16, 32));
+  EXPECT_FALSE(layout_fits(WeightLayout::Q8_0Tiles16, 24, 768));
+  EXPECT_FALSE(layout_fits(WeightLayout::Q8_0Tiles16, 16, 48));
+  EXPECT_EQ(layout_type(WeightLayout::Q8_0Tiles16), GgmlType::Q8_0);
   EXPECT_EQ(regrouped_layout(GgmlType::Q4_K), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::F16), WeightLayout::Native);
   std::vector<uint8_t> buf(9 * 18);
   try {
-    regroup_rows(GgmlType::Q4_0, buf.data(), 1, 288, buf.data());
+    regroup_rows(WeightLayout::Q4_0Groups8, buf.data(), 1, 288, buf.data());
     FAIL() << "288 columns accepted";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("288"), std::string::npos) << e.what();
+  }
+  try {
+    regroup_rows(WeightLayout::Q8_0Tiles16, buf.data(), 3, 32, buf.data());
+    FAIL() << "3 rows accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Q8_0Tiles16"), std::string::npos) << e.what();
   }
 }
 
@@ -103,9 +137,11 @@ TEST(WeightRepack, AvxKernelsOnRegroupedRowsAreBitwiseTheNativeLayouts) {
         for (int64_t cols : {256, 768}) {
           const std::vector<uint8_t> native = random_rows(type, rows, cols, uint32_t(rows + cols));
           std::vector<uint8_t> packed(native.size());
-          regroup_rows(type, native.data(), rows, cols, packed.data());
+          const WeightLayout layout =
+              type == GgmlType::Q4_0 ? WeightLayout::Q4_0Groups8 : WeightLayout::Q8_0Groups8;
+          regroup_rows(layout, native.data(), rows, cols, packed.data());
           const WeightView a{type, native.data(), rows, cols};
-          const WeightView b{type, packed.data(), rows, cols, regrouped_layout(type)};
+          const WeightView b{type, packed.data(), rows, cols, layout};
           for (int64_t n : {1, 2, 3, 4, 7, 16, 33}) {
             std::mt19937 rng{uint32_t(n)};
             std::normal_distribution<float> dist(0.0f, 1.0f);

@@ -12,7 +12,7 @@
 namespace kvforge {
 namespace {
 
-enum class ActivationForm { F32, Q8, Q8K };
+enum class ActivationForm { F32, Q8, Q8K, Q8Rows };
 
 struct KernelSet {
   ActivationForm form = ActivationForm::F32;
@@ -87,22 +87,36 @@ const TypeKernels kQ8_0Groups8Kernels = {
     GgmlType::Q8_0,
     {KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0)}};
 #undef KVFORGE_GROUPS8_SET
+// Q8_0Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
+const KernelSet kQ8_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q8_0_tiles16_avx512, nullptr,
+                                nullptr};
+const TypeKernels kQ8_0Tiles16Kernels = {GgmlType::Q8_0,
+                                         {kQ8_0Tiles16Set, kQ8_0Tiles16Set, kQ8_0Tiles16Set}};
 
 const TypeKernels& checked_layout(const WeightView& w) {
   const std::string name = layout_name(w.layout);
-  if (regrouped_layout(w.type) != w.layout || w.cols % kRegroupCols != 0) {
-    const char* want = w.layout == WeightLayout::Q4_0Groups8 ? "Q4_0" : "Q8_0";
-    throw std::invalid_argument("matmul: the " + name + " layout needs " + want +
-                                " weights with cols a multiple of " + std::to_string(kRegroupCols) +
-                                ", got " + std::string(type_name(w.type)) + " with cols " +
-                                std::to_string(w.cols));
+  if (layout_type(w.layout) != w.type || !layout_fits(w.layout, w.rows, w.cols)) {
+    const bool tiles = w.layout == WeightLayout::Q8_0Tiles16;
+    throw std::invalid_argument(
+        "matmul: the " + name + " layout needs " + std::string(type_name(layout_type(w.layout))) +
+        (tiles ? " weights with rows a multiple of 16 and cols of 32"
+               : " weights with cols a multiple of " + std::to_string(kRegroupCols)) +
+        ", got " + std::string(type_name(w.type)) + " " + std::to_string(w.rows) + " x " +
+        std::to_string(w.cols));
   }
   if (!regrouping_preferred()) {
     throw std::invalid_argument("matmul: weights regrouped for the AVX-512 kernel (" + name +
                                 ") at SIMD level " + simd_level_name(simd_level()) +
                                 "; load the model at the level that will run it");
   }
-  return w.layout == WeightLayout::Q4_0Groups8 ? kQ4_0Groups8Kernels : kQ8_0Groups8Kernels;
+  switch (w.layout) {
+    case WeightLayout::Q4_0Groups8:
+      return kQ4_0Groups8Kernels;
+    case WeightLayout::Q8_0Tiles16:
+      return kQ8_0Tiles16Kernels;
+    default:
+      return kQ8_0Groups8Kernels;
+  }
 }
 
 const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
@@ -135,6 +149,9 @@ size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
       return q8_quant_bytes(cols, n_tokens) + 2 * q8_lane_bytes(cols, n_tokens);
     case ActivationForm::Q8K:
       return size_t(n_tokens * (cols / BlockQ8_K::kElems)) * sizeof(BlockQ8_K);
+    case ActivationForm::Q8Rows:  // quants, then scales and offsets, each 64-byte aligned
+      return align64(size_t(n_tokens * cols)) +
+             2 * align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
     case ActivationForm::F32:
       break;
   }
@@ -142,10 +159,13 @@ size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
 }
 
 struct ConvertedActivations {
-  int8_t* quants = nullptr;     // Q8: layouts in matmul_task.h
-  float* scales = nullptr;      // Q8
-  int32_t* sums = nullptr;      // Q8, AVX-512 only
-  BlockQ8_K* blocks = nullptr;  // Q8_K: [n_tokens][cols / 256]
+  int8_t* quants = nullptr;      // Q8: layouts in matmul_task.h
+  float* scales = nullptr;       // Q8
+  int32_t* sums = nullptr;       // Q8, AVX-512 only
+  BlockQ8_K* blocks = nullptr;   // Q8_K: [n_tokens][cols / 256]
+  int8_t* row_quants = nullptr;  // Q8 rows: [n_tokens][cols]
+  float* row_scales = nullptr;   // Q8 rows: [n_tokens][cols / 32]
+  int32_t* row_offsets = nullptr;
 };
 
 MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x, int64_t n_tokens,
@@ -164,6 +184,10 @@ MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x,
     task.act_sums = c.sums;
   } else if (form == ActivationForm::Q8K) {
     task.act_k = c.blocks;
+  } else if (form == ActivationForm::Q8Rows) {
+    task.act_quants = c.row_quants;
+    task.act_scales = c.row_scales;
+    task.act_offsets = c.row_offsets;
   }
   return task;
 }
@@ -188,7 +212,7 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
                                 " weights, at most " + std::to_string(kMaxBatchWeights));
   const SimdLevel level = simd_level();
   const KernelSet* sets[kMaxBatchWeights];
-  bool wants[3] = {};  // by ActivationForm
+  bool wants[4] = {};  // by ActivationForm
   int64_t total_rows = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const WeightView& w = outputs[i].w;
@@ -211,7 +235,13 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   const size_t q8_bytes = wants[int(ActivationForm::Q8)]
                               ? align64(activation_bytes(ActivationForm::Q8, cols, n_tokens))
                               : 0;
-  scratch.reserve(q8_bytes + activation_bytes(ActivationForm::Q8K, cols, n_tokens));
+  const size_t q8k_bytes = wants[int(ActivationForm::Q8K)]
+                               ? align64(activation_bytes(ActivationForm::Q8K, cols, n_tokens))
+                               : 0;
+  const size_t rows_bytes = wants[int(ActivationForm::Q8Rows)]
+                                ? activation_bytes(ActivationForm::Q8Rows, cols, n_tokens)
+                                : 0;
+  scratch.reserve(q8_bytes + q8k_bytes + rows_bytes);
   uint8_t* act = scratch.activations.data();
   ConvertedActivations converted;
   converted.quants = reinterpret_cast<int8_t*>(act);
@@ -219,6 +249,12 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
                                               q8_lane_bytes(cols, n_tokens));
   converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
+  uint8_t* rows_act = act + q8_bytes + q8k_bytes;
+  const size_t rows_lanes = align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
+  converted.row_quants = reinterpret_cast<int8_t*>(rows_act);
+  converted.row_scales = reinterpret_cast<float*>(rows_act + align64(size_t(n_tokens * cols)));
+  converted.row_offsets =
+      reinterpret_cast<int32_t*>(rows_act + align64(size_t(n_tokens * cols)) + rows_lanes);
   const KernelSet& any = *sets[0];  // quantizers are per level, the same in every set
   if (wants[int(ActivationForm::Q8)]) {
     pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
@@ -229,6 +265,12 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   if (wants[int(ActivationForm::Q8K)]) {
     pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
       any.quantize_q8_k(x, cols, int64_t(t0), int64_t(t1), converted.blocks);
+    });
+  }
+  if (wants[int(ActivationForm::Q8Rows)]) {  // Q8_0Tiles16: AVX-512 only (checked_layout)
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      quantize_activations_q8_rows_avx512(x, cols, int64_t(t0), int64_t(t1), converted.row_quants,
+                                          converted.row_scales, converted.row_offsets);
     });
   }
 

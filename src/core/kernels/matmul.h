@@ -40,9 +40,21 @@ namespace kvforge {
 //       Q8_0: 64 bytes of elements 0..15 of the 4 blocks (16 per block),
 //             then 64 bytes of elements 16..31, each quant stored + 128
 //             (as an unsigned byte, i.e. with its top bit flipped).
+//   Q8_0Tiles16: Q8_0 rows regrouped for the AMX int8 tiles (and the AVX-512
+//     kernel that stands in for them on small batches), rows in groups of 16:
+//     group g (rows 16g..16g+15, 16 * row_bytes bytes from 16g * row_bytes)
+//     holds first, for each block b of 32 columns, 512 bytes of quants with
+//     byte 512b + 64k + 4n + j = quant 4k + j (k < 8, j < 4) of the block in
+//     row 16g + n, stored + 128 (top bit flipped) — an AMX "B" tile of 8
+//     rows x 64 bytes, and for vpdpbusd one register per k holding 4 quants
+//     of each of the 16 rows — then, after all blocks, 32 bytes per block of
+//     the 16 rows' f16 scales (row n's at 2n). Rows a multiple of 16.
+//     Every (row, token) is the f32 chain acc = fma(float(isum_b), dw_b *
+//     da_b, acc) over the blocks in order, with isum_b the block's exact
+//     integer dot product, at any token count, on AMX or AVX-512 alike.
 //     Same bytes per row; only matmul() at the AVX-512 level reads them
 //     (other levels and matmul_reference throw).
-enum class WeightLayout { Native, Q4_0Groups8, Q8_0Groups8 };
+enum class WeightLayout { Native, Q4_0Groups8, Q8_0Groups8, Q8_0Tiles16 };
 
 struct WeightView {
   GgmlType type = GgmlType::F32;

@@ -27,6 +27,11 @@
 //       One 512-bit vpdpbusd per half then leaves block i's partial sums in
 //       lanes 4i..4i+3, where one f32 multiply per 4 blocks applies dw*da.
 //     kQ8QuadBytes / kQ8QuadLanes below give the per-token sizes.
+//   Q8_0Tiles16 weights ("Q8 rows"): the same quants and scales in the plain
+//     layout (quants [n][cols], scales [n][cols/32]), plus offsets [n][cols/32]
+//     int32 = -128 x the sum of the block's quants: the weights are stored
+//     + 128, so a dot product over them carries 128 x that sum, which the
+//     offset takes back out exactly.
 //   Q4_K, Q6_K weights: Q8_K blocks (formats/q8_k.h), identical at every level.
 #pragma once
 
@@ -48,12 +53,13 @@ struct MatmulTask {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t n_tokens = 0;
-  const float* x = nullptr;            // [n_tokens][cols] f32 (float weight types)
-  const int8_t* act_quants = nullptr;  // [n_tokens][cols] Q8 activations (Q8_0, Q4_0)
-  const float* act_scales = nullptr;   // [n_tokens][cols / 32] their scales
-  const int32_t* act_sums = nullptr;   // AVX-512 only: [n_tokens][quads][16] (see above)
-  const BlockQ8_K* act_k = nullptr;    // [n_tokens][cols / 256] (Q4_K, Q6_K)
-  float* y = nullptr;                  // [n_tokens][rows]
+  const float* x = nullptr;              // [n_tokens][cols] f32 (float weight types)
+  const int8_t* act_quants = nullptr;    // [n_tokens][cols] Q8 activations (Q8_0, Q4_0)
+  const float* act_scales = nullptr;     // [n_tokens][cols / 32] their scales
+  const int32_t* act_sums = nullptr;     // AVX-512 only: [n_tokens][quads][16] (see above)
+  const int32_t* act_offsets = nullptr;  // Q8 rows only: [n_tokens][cols / 32] (see above)
+  const BlockQ8_K* act_k = nullptr;      // [n_tokens][cols / 256] (Q4_K, Q6_K)
+  float* y = nullptr;                    // [n_tokens][rows]
 };
 
 // Computes y[t][r] for r in [r0, r1) and every token.
@@ -69,6 +75,18 @@ using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0
 // Rows in the *Groups8 layouts (weight_repack.h): AVX-512 only.
 void matmul_rows_q4_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 void matmul_rows_q8_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+
+// Q8_0Tiles16 rows: computes every 16-row group whose first row lies in
+// [r0, r1) (so ranges that split the rows anywhere still split the groups),
+// with AMX for batches of at least kAmxMinTokens tokens where
+// amx_int8_usable(), else AVX-512 VNNI; the two give the same bits.
+void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+// The AMX part: groups [g0, g1), tokens [t0, t1), t1 - t0 <= 16 (one tile).
+void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
+inline constexpr int64_t kAmxMinTokens = 4;
+// Quantizes tokens [t0, t1) of x into the Q8-rows form above.
+void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                                         int8_t* quants, float* scales, int32_t* offsets);
 
 // Entry points, one set per SIMD level.
 #define KVFORGE_DECLARE_KERNELS(level)                                                         \

@@ -34,6 +34,22 @@ void regroup_q8_0(const BlockQ8_0* blocks, uint8_t* out) {
   }
 }
 
+// Group g of 16 rows (their blocks one after another in `in`, row stride
+// `blocks`): per block 512 bytes of interleaved quants, then all the
+// blocks' scales (WeightLayout::Q8_0Tiles16).
+void tile_q8_0(const BlockQ8_0* in, int64_t blocks, uint8_t* out) {
+  uint8_t* scales = out + blocks * 512;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t n = 0; n < kTileRows; ++n) {
+      const BlockQ8_0& blk = in[n * blocks + b];
+      std::memcpy(scales + 32 * b + 2 * n, &blk.d, sizeof(uint16_t));
+      for (int k = 0; k < 8; ++k)
+        for (int j = 0; j < 4; ++j)
+          out[512 * b + 64 * k + 4 * n + j] = uint8_t(blk.qs[4 * k + j]) ^ 0x80;
+    }
+  }
+}
+
 }  // namespace
 
 WeightLayout regrouped_layout(GgmlType type) {
@@ -41,7 +57,7 @@ WeightLayout regrouped_layout(GgmlType type) {
     case GgmlType::Q4_0:
       return WeightLayout::Q4_0Groups8;
     case GgmlType::Q8_0:
-      return WeightLayout::Q8_0Groups8;
+      return amx_int8_usable() ? WeightLayout::Q8_0Tiles16 : WeightLayout::Q8_0Groups8;
     default:
       return WeightLayout::Native;
   }
@@ -53,25 +69,58 @@ const char* layout_name(WeightLayout layout) {
       return "Q4_0Groups8";
     case WeightLayout::Q8_0Groups8:
       return "Q8_0Groups8";
+    case WeightLayout::Q8_0Tiles16:
+      return "Q8_0Tiles16";
     case WeightLayout::Native:
       break;
   }
   return "Native";
 }
 
-bool regroup_fits(GgmlType type, int64_t cols) {
-  return regrouped_layout(type) != WeightLayout::Native && cols > 0 && cols % kRegroupCols == 0;
+GgmlType layout_type(WeightLayout layout) {
+  switch (layout) {
+    case WeightLayout::Q4_0Groups8:
+      return GgmlType::Q4_0;
+    case WeightLayout::Q8_0Groups8:
+    case WeightLayout::Q8_0Tiles16:
+      return GgmlType::Q8_0;
+    case WeightLayout::Native:
+      break;
+  }
+  return GgmlType::F32;
 }
 
-void regroup_rows(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst) {
-  if (!regroup_fits(type, cols))
-    throw std::invalid_argument("regroup_rows: " + std::string(type_name(type)) + " with cols " +
-                                std::to_string(cols) +
-                                " has no regrouped layout (Q4_0 and Q8_0 with cols a multiple "
-                                "of 256 do)");
-  const int64_t groups = rows * (cols / kRegroupCols);
+bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
+  switch (layout) {
+    case WeightLayout::Q4_0Groups8:
+    case WeightLayout::Q8_0Groups8:
+      return cols > 0 && cols % kRegroupCols == 0;
+    case WeightLayout::Q8_0Tiles16:
+      return rows > 0 && rows % kTileRows == 0 && cols > 0 && cols % 32 == 0;
+    case WeightLayout::Native:
+      break;
+  }
+  return true;
+}
+
+void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst) {
+  if (layout == WeightLayout::Native || !layout_fits(layout, rows, cols))
+    throw std::invalid_argument(
+        "regroup_rows: a " + std::to_string(rows) + " x " + std::to_string(cols) +
+        " matrix cannot take the " + layout_name(layout) +
+        " layout (Groups8: cols a multiple of 256; Q8_0Tiles16: rows a multiple of 16 and cols "
+        "of 32)");
   auto* out = static_cast<uint8_t*>(dst);
-  if (type == GgmlType::Q4_0) {
+  if (layout == WeightLayout::Q8_0Tiles16) {
+    const auto* in = static_cast<const BlockQ8_0*>(src);
+    const int64_t blocks = cols / 32;
+    for (int64_t g = 0; g < rows / kTileRows; ++g)
+      tile_q8_0(in + g * kTileRows * blocks, blocks,
+                out + g * kTileRows * blocks * int64_t(sizeof(BlockQ8_0)));
+    return;
+  }
+  const int64_t groups = rows * (cols / kRegroupCols);
+  if (layout == WeightLayout::Q4_0Groups8) {
     const auto* in = static_cast<const BlockQ4_0*>(src);
     for (int64_t g = 0; g < groups; ++g)
       regroup_q4_0(in + g * kGroupBlocks, out + g * kGroupBlocks * int64_t(sizeof(BlockQ4_0)));

@@ -17,6 +17,14 @@
 // the native layout: Q4_0 tg128 +3-15 %, pp512 +2-8 %; Q8_0 pp512 +5-10 %,
 // bench-serve decode at C=16 +4-12 %, tg128 within the noise.
 //
+// Q8_0Tiles16 (on machines with AMX int8): the AMX kernel multiplies 16
+// tokens by 16 rows x 32 columns per instruction, reading the weights as an
+// AMX "B" tile, which needs the 16 rows' quants of a block interleaved 4 by
+// 4 (the layout at WeightLayout). The same interleave lets the AVX-512
+// kernel that serves decode and small batches take 4 quants of 16 rows per
+// vpdpbusd with the activations broadcast, so one layout serves every token
+// count with one order of f32 operations (bitwise the same results).
+//
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
 // but are not read again) and a pass over them at load (small preset, Q4_0:
 // see ModelWeights::regroup_for_kernels).
@@ -28,22 +36,31 @@
 
 namespace kvforge {
 
-// Columns of one group of 8 blocks: regrouped rows hold whole groups.
+// Columns of one group of 8 blocks: Groups8 rows hold whole groups.
 inline constexpr int64_t kRegroupCols = 8 * 32;
+// Rows of one Q8_0Tiles16 group.
+inline constexpr int64_t kTileRows = 16;
 
-// The regrouped layout for a weight type, or Native when it has none.
+// The layout this machine's kernels want for a weight type (Q4_0: Groups8;
+// Q8_0: Tiles16 where amx_int8_usable(), else Groups8), or Native when the
+// type has none.
 WeightLayout regrouped_layout(GgmlType type);
 
-// "Native", "Q4_0Groups8", "Q8_0Groups8": for error messages.
+// "Native", "Q4_0Groups8", "Q8_0Groups8", "Q8_0Tiles16": for error messages.
 const char* layout_name(WeightLayout layout);
 
-// Whether a matrix of this type and width can be regrouped (whole groups of
-// 8 blocks: cols a positive multiple of kRegroupCols).
-bool regroup_fits(GgmlType type, int64_t cols);
+// The weight type a regrouped layout holds (F32 for Native: any).
+GgmlType layout_type(WeightLayout layout);
 
-// src: rows x cols in the native layout; dst: the same number of bytes in
-// regrouped_layout(type). Throws std::invalid_argument unless regroup_fits.
-void regroup_rows(GgmlType type, const void* src, int64_t rows, int64_t cols, void* dst);
+// Whether a rows x cols matrix of the layout's type can take the layout:
+// Groups8 needs cols a positive multiple of kRegroupCols, Tiles16 rows a
+// positive multiple of kTileRows and cols a positive multiple of 32.
+bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols);
+
+// src: rows x cols of layout_type(layout) in the native layout; dst: the
+// same number of bytes in `layout`. Throws std::invalid_argument unless
+// layout_fits and the layout is not Native.
+void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst);
 
 // Whether matmul() on this machine, at the current SIMD level, reads the
 // regrouped layouts (the AVX-512 level), i.e. whether loading should regroup.

@@ -1,0 +1,116 @@
+// Q8_0 weights in the Q8_0Tiles16 layout x Q8 rows on AMX int8 tiles, for
+// batches (called by matmul_rows_q8_0_tiles16_avx512 only when
+// amx_int8_usable()). Per block of 32 columns, one tdpbsud multiplies up to
+// 16 tokens' quants (tile A: tokens x 32 bytes, read in place from the
+// activation rows) by a 16-row group's interleaved quants (tile B: 8 x 64
+// bytes, as stored) into 16 x 16 exact int32 block sums (tile C). The
+// Q8_0 scales differ per block, so the sums cannot stay in the tile across
+// blocks: each block's C goes to memory and an AVX-512 epilogue performs
+//   acc = fma(float(C + offset), dw * da, acc)
+// exactly as the VNNI kernel does per (row, token), hence the same bits.
+// Three groups share each A tile (tiles: 0 = A, 1..3 = B, 4..6 = C).
+#include <cstring>
+
+#include "core/kernels/avx512_helpers.h"
+#include "core/kernels/matmul_task.h"
+
+namespace kvforge {
+namespace {
+
+constexpr int64_t kQuantBytes = 512;
+constexpr int64_t kScaleBytes = 32;
+constexpr int kMaxGroups = 3;
+
+// The tile configuration (palette 1) as ldtilecfg reads it.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+void configure_tiles(int tokens) {
+  TileConfig c;
+  c.rows[0] = uint8_t(tokens);
+  c.colsb[0] = 32;
+  for (int j = 0; j < kMaxGroups; ++j) {
+    c.rows[1 + j] = 8;
+    c.colsb[1 + j] = 64;
+    c.rows[4 + j] = uint8_t(tokens);
+    c.colsb[4 + j] = 64;
+  }
+  _tile_loadconfig(&c);
+}
+
+struct Epilogue {
+  const MatmulTask& task;
+  int64_t blocks;
+  int64_t t0;
+  int nt;
+
+  // acc[m] (16 rows) for token t0 + m, block b, from the block sums c[m].
+  void apply(const int32_t* c, const uint8_t* scales, int64_t b, float* acc) const {
+    const __m512 dw = _mm512_cvtph_ps(
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
+    for (int m = 0; m < nt; ++m) {
+      const int64_t at = (t0 + m) * blocks + b;
+      const __m512i isum =
+          _mm512_add_epi32(_mm512_load_si512(c + 16 * m), _mm512_set1_epi32(task.act_offsets[at]));
+      const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(task.act_scales[at]));
+      _mm512_store_ps(acc + 16 * m,
+                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), s, _mm512_load_ps(acc + 16 * m)));
+    }
+  }
+};
+
+template <int G>
+void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt) {
+  const int64_t blocks = task.cols / 32;
+  const int64_t group_bytes = 16 * int64_t(task.row_bytes);
+  const uint8_t* w[G];
+  for (int j = 0; j < G; ++j) w[j] = task.weights + (g + j) * group_bytes;
+  const int8_t* a = task.act_quants + t0 * task.cols;
+  alignas(64) int32_t c[G][16 * 16];
+  alignas(64) float acc[G][16 * 16];
+  std::memset(acc, 0, sizeof(acc));
+  const Epilogue epi{task, blocks, t0, nt};
+  for (int64_t b = 0; b < blocks; ++b) {
+    _tile_loadd(0, a + 32 * b, task.cols);
+    _tile_loadd(1, w[0] + b * kQuantBytes, 64);
+    if constexpr (G > 1) _tile_loadd(2, w[1] + b * kQuantBytes, 64);
+    if constexpr (G > 2) _tile_loadd(3, w[2] + b * kQuantBytes, 64);
+    _tile_zero(4);
+    _tile_dpbsud(4, 0, 1);
+    if constexpr (G > 1) {
+      _tile_zero(5);
+      _tile_dpbsud(5, 0, 2);
+    }
+    if constexpr (G > 2) {
+      _tile_zero(6);
+      _tile_dpbsud(6, 0, 3);
+    }
+    _tile_stored(4, c[0], 64);
+    if constexpr (G > 1) _tile_stored(5, c[1], 64);
+    if constexpr (G > 2) _tile_stored(6, c[2], 64);
+    for (int j = 0; j < G; ++j) epi.apply(c[j], w[j] + blocks * kQuantBytes, b, acc[j]);
+  }
+  for (int j = 0; j < G; ++j)
+    for (int m = 0; m < nt; ++m)
+      _mm512_storeu_ps(task.y + (t0 + m) * task.rows + (g + j) * 16,
+                       _mm512_load_ps(acc[j] + 16 * m));
+}
+
+}  // namespace
+
+void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+  const int nt = int(t1 - t0);
+  configure_tiles(nt);
+  int64_t g = g0;
+  for (; g + kMaxGroups <= g1; g += kMaxGroups) groups_tile<kMaxGroups>(task, g, t0, nt);
+  if (g1 - g == 2) groups_tile<2>(task, g, t0, nt);
+  if (g1 - g == 1) groups_tile<1>(task, g, t0, nt);
+  _tile_release();
+}
+
+}  // namespace kvforge

@@ -1,0 +1,157 @@
+// Q8_0 weights in the Q8_0Tiles16 layout (matmul.h, weight_repack.h) x Q8
+// rows (matmul_task.h), AVX-512 VNNI: decode and small batches, and every
+// batch on machines without AMX. Batches of kAmxMinTokens or more go to the
+// AMX kernel (dot_q8_0_tiles16_amx.cpp) where amx_int8_usable().
+//
+// One 64-byte load holds 4 quants of each of a group's 16 rows, so one
+// vpdpbusd against a token's 4 quants broadcast adds 4 products into each
+// row's lane: after the block's 8 loads, lane n holds row n's block sum, with
+// no horizontal reduction. Each (row, token) then takes
+//   acc = fma(float(isum_b), dw_b * da_b, acc)
+// for blocks b in order, isum_b exact (the accumulator starts at the
+// token's offset, -128 x its quant sum, undoing the weights' + 128): the AMX
+// kernel's epilogue performs these same operations, so both give the same bits.
+#include "core/cpu_features.h"
+#include "core/kernels/avx512_helpers.h"
+#include "core/kernels/matmul_task.h"
+
+namespace kvforge {
+namespace {
+
+constexpr int64_t kQuantBytes = 512;  // one block of a 16-row group
+constexpr int64_t kScaleBytes = 32;   // its 16 f16 scales
+
+struct TilesView {
+  const MatmulTask& task;
+  int64_t blocks;       // cols / 32
+  int64_t group_bytes;  // 16 rows
+
+  const uint8_t* group(int64_t g) const { return task.weights + g * group_bytes; }
+  const uint8_t* scales(const uint8_t* group) const { return group + blocks * kQuantBytes; }
+};
+
+// G groups (their first bytes in g) x T tokens from t0; results to y.
+template <int G, int T>
+void vnni_tile(const TilesView& v, const int64_t* groups, int64_t t0) {
+  const MatmulTask& task = v.task;
+  const uint8_t* w[G];
+  for (int j = 0; j < G; ++j) w[j] = v.group(groups[j]);
+  const int32_t* a[T];
+  const float* da[T];
+  const int32_t* off[T];
+  for (int t = 0; t < T; ++t) {
+    a[t] = reinterpret_cast<const int32_t*>(task.act_quants + (t0 + t) * task.cols);
+    da[t] = task.act_scales + (t0 + t) * v.blocks;
+    off[t] = task.act_offsets + (t0 + t) * v.blocks;
+  }
+  __m512 acc[G][T];
+  for (int j = 0; j < G; ++j)
+    for (int t = 0; t < T; ++t) acc[j][t] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < v.blocks; ++b) {
+    __m512i isum[G][T];
+    for (int t = 0; t < T; ++t) {
+      const __m512i o = _mm512_set1_epi32(off[t][b]);
+      for (int j = 0; j < G; ++j) isum[j][t] = o;
+    }
+    for (int k = 0; k < 8; ++k) {
+      for (int j = 0; j < G; ++j) {
+        const __m512i wv = _mm512_loadu_si512(w[j] + b * kQuantBytes + 64 * k);
+        for (int t = 0; t < T; ++t)
+          isum[j][t] = _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(a[t][8 * b + k]));
+      }
+    }
+    for (int j = 0; j < G; ++j) {
+      const __m512 dw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v.scales(w[j]) + b * kScaleBytes)));
+      for (int t = 0; t < T; ++t)
+        acc[j][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j][t]),
+                                    _mm512_mul_ps(dw, _mm512_set1_ps(da[t][b])), acc[j][t]);
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int t = 0; t < T; ++t)
+      _mm512_storeu_ps(task.y + (t0 + t) * task.rows + groups[j] * 16, acc[j][t]);
+}
+
+// A tile of G groups and a run-time nt <= T tokens.
+template <int G, int T>
+void vnni_tile_upto(const TilesView& v, const int64_t* groups, int64_t t0, int nt) {
+  if constexpr (T > 1) {
+    if (nt < T) return vnni_tile_upto<G, T - 1>(v, groups, t0, nt);
+  }
+  vnni_tile<G, T>(v, groups, t0);
+}
+
+// Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
+// range, so a tile reads 4 long sequential streams (as register_tile_loop.h
+// does for the other layouts).
+void vnni_decode(const TilesView& v, int64_t g0, int64_t g1) {
+  const int nt = int(v.task.n_tokens);
+  const int64_t stream = (g1 - g0) / 4;
+  for (int64_t i = 0; i < stream; ++i) {
+    const int64_t groups[4] = {g0 + i, g0 + i + stream, g0 + i + 2 * stream, g0 + i + 3 * stream};
+    vnni_tile_upto<4, 2>(v, groups, 0, nt);
+  }
+  for (int64_t g = g0 + 4 * stream; g < g1; ++g) vnni_tile_upto<1, 2>(v, &g, 0, nt);
+}
+
+// Tokens [t0, t1) of groups [g0, g1): pairs of groups x 4 tokens.
+void vnni_batch(const TilesView& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+  constexpr int kTokens = 4;
+  int64_t g = g0;
+  for (; g + 2 <= g1; g += 2) {
+    const int64_t groups[2] = {g, g + 1};
+    for (int64_t t = t0; t < t1; t += kTokens)
+      vnni_tile_upto<2, kTokens>(v, groups, t, int(t1 - t < kTokens ? t1 - t : kTokens));
+  }
+  for (; g < g1; ++g)
+    for (int64_t t = t0; t < t1; t += kTokens)
+      vnni_tile_upto<1, kTokens>(v, &g, t, int(t1 - t < kTokens ? t1 - t : kTokens));
+}
+
+}  // namespace
+
+void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                                         int8_t* quants, float* scales, int32_t* offsets) {
+  // The plain layout's values are the same at every level (matmul_task.h).
+  quantize_activations_q8_avx2(x, cols, t0, t1, quants, scales, nullptr);
+  const int64_t blocks = cols / 32;
+  const __m256i ones = _mm256_set1_epi8(1);
+  for (int64_t t = t0; t < t1; ++t) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const __m256i q =
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(quants + t * cols + 32 * b));
+      // 1 x q summed 4 bytes per lane, then the 8 lanes.
+      const __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), ones, q);
+      const __m128i h = _mm_add_epi32(_mm256_castsi256_si128(s), _mm256_extracti128_si256(s, 1));
+      const __m128i h2 = _mm_add_epi32(h, _mm_shuffle_epi32(h, _MM_SHUFFLE(1, 0, 3, 2)));
+      const __m128i h1 = _mm_add_epi32(h2, _mm_shuffle_epi32(h2, _MM_SHUFFLE(2, 3, 0, 1)));
+      offsets[t * blocks + b] = -128 * _mm_cvtsi128_si32(h1);
+    }
+  }
+}
+
+void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  const int64_t blocks = task.cols / 32;
+  const TilesView v{task, blocks, 16 * int64_t(task.row_bytes)};
+  const int64_t g0 = (r0 + 15) / 16, g1 = (r1 + 15) / 16;
+  if (g0 >= g1) return;
+  if (task.n_tokens <= 2) {
+    vnni_decode(v, g0, g1);
+    return;
+  }
+  if (task.n_tokens < kAmxMinTokens || !amx_int8_usable()) {
+    vnni_batch(v, g0, g1, 0, task.n_tokens);
+    return;
+  }
+  // Whole tiles of 16 tokens, then the rest: on AMX when it is worth it.
+  const int64_t full = task.n_tokens / 16 * 16;
+  for (int64_t t = 0; t < full; t += 16) matmul_tiles_q8_0_amx(task, g0, g1, t, t + 16);
+  if (task.n_tokens - full >= kAmxMinTokens) {
+    matmul_tiles_q8_0_amx(task, g0, g1, full, task.n_tokens);
+  } else if (full < task.n_tokens) {
+    vnni_batch(v, g0, g1, full, task.n_tokens);
+  }
+}
+
+}  // namespace kvforge
