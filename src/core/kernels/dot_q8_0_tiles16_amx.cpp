@@ -40,29 +40,52 @@ void configure_tiles(int tokens) {
     c.rows[4 + j] = uint8_t(tokens);
     c.colsb[4 + j] = 64;
   }
-  _tile_loadconfig(&c);
+  // Not _tile_loadconfig: GCC 12's tells the compiler it reads only the first
+  // 8 bytes, so the stores of the rest may be dropped or sunk past it.
+  __asm__ volatile("ldtilecfg %0" ::"m"(c));
 }
 
-struct Epilogue {
-  const MatmulTask& task;
-  int64_t blocks;
-  int64_t t0;
-  int nt;
+// Blocks per round: their tiles first (phase 1: the tile unit runs them back
+// to back into `sums`), then the epilogue over all of them (phase 2) with
+// each token's accumulator held in a register across the round's blocks.
+constexpr int kRoundBlocks = 8;
+constexpr int kTileInts = 16 * 16;
 
-  // acc[m] (16 rows) for token t0 + m, block b, from the block sums c[m].
-  void apply(const int32_t* c, const uint8_t* scales, int64_t b, float* acc) const {
+// Phase 2 for NM tokens from t of one group: acc [NM][16] in and out,
+// sums [kRoundBlocks][kMaxGroups][16 * 16] of which group j's are read from
+// tile row `row` (token t) on.
+template <int NM>
+void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales,
+              int64_t b0, int blocks_in_round, int64_t t, int row, float* acc) {
+  const int64_t blocks = task.cols / 32;
+  __m512 a[NM];
+  for (int m = 0; m < NM; ++m) a[m] = _mm512_load_ps(acc + 16 * m);
+  for (int bb = 0; bb < blocks_in_round; ++bb) {
+    const int64_t b = b0 + bb;
     const __m512 dw = _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kScaleBytes)));
-    for (int m = 0; m < nt; ++m) {
-      const int64_t at = (t0 + m) * blocks + b;
+    const int32_t* c = sums + (bb * kMaxGroups + j) * kTileInts + 16 * row;
+    for (int m = 0; m < NM; ++m) {
+      const int64_t at = (t + m) * blocks + b;
       const __m512i isum =
           _mm512_add_epi32(_mm512_load_si512(c + 16 * m), _mm512_set1_epi32(task.act_offsets[at]));
       const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(task.act_scales[at]));
-      _mm512_store_ps(acc + 16 * m,
-                      _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), s, _mm512_load_ps(acc + 16 * m)));
+      a[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), s, a[m]);
     }
   }
-};
+  for (int m = 0; m < NM; ++m) _mm512_store_ps(acc + 16 * m, a[m]);
+}
+
+// Tokens [t0, t0 + nt) in steps of up to 8 (register accumulators).
+template <int NM = 8>
+void epilogue_upto(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales,
+                   int64_t b0, int blocks_in_round, int64_t t, int row, int nt, float* acc) {
+  if constexpr (NM > 1) {
+    if (nt < NM)
+      return epilogue_upto<NM - 1>(task, sums, j, scales, b0, blocks_in_round, t, row, nt, acc);
+  }
+  epilogue<NM>(task, sums, j, scales, b0, blocks_in_round, t, row, acc);
+}
 
 template <int G>
 void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt) {
@@ -71,29 +94,40 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt) {
   const uint8_t* w[G];
   for (int j = 0; j < G; ++j) w[j] = task.weights + (g + j) * group_bytes;
   const int8_t* a = task.act_quants + t0 * task.cols;
-  alignas(64) int32_t c[G][16 * 16];
+  // sums: the round's block sums, tile C rows = tokens (relative to t0).
+  alignas(64) int32_t sums[kRoundBlocks * kMaxGroups * kTileInts];
   alignas(64) float acc[G][16 * 16];
   std::memset(acc, 0, sizeof(acc));
-  const Epilogue epi{task, blocks, t0, nt};
-  for (int64_t b = 0; b < blocks; ++b) {
-    _tile_loadd(0, a + 32 * b, task.cols);
-    _tile_loadd(1, w[0] + b * kQuantBytes, 64);
-    if constexpr (G > 1) _tile_loadd(2, w[1] + b * kQuantBytes, 64);
-    if constexpr (G > 2) _tile_loadd(3, w[2] + b * kQuantBytes, 64);
-    _tile_zero(4);
-    _tile_dpbsud(4, 0, 1);
-    if constexpr (G > 1) {
-      _tile_zero(5);
-      _tile_dpbsud(5, 0, 2);
+  for (int64_t b0 = 0; b0 < blocks; b0 += kRoundBlocks) {
+    const int in_round = int(blocks - b0 < kRoundBlocks ? blocks - b0 : kRoundBlocks);
+    for (int bb = 0; bb < in_round; ++bb) {
+      const int64_t b = b0 + bb;
+      int32_t* c = sums + bb * kMaxGroups * kTileInts;
+      _tile_loadd(0, a + 32 * b, task.cols);
+      _tile_loadd(1, w[0] + b * kQuantBytes, 64);
+      if constexpr (G > 1) _tile_loadd(2, w[1] + b * kQuantBytes, 64);
+      if constexpr (G > 2) _tile_loadd(3, w[2] + b * kQuantBytes, 64);
+      _tile_zero(4);
+      _tile_dpbsud(4, 0, 1);
+      if constexpr (G > 1) {
+        _tile_zero(5);
+        _tile_dpbsud(5, 0, 2);
+      }
+      if constexpr (G > 2) {
+        _tile_zero(6);
+        _tile_dpbsud(6, 0, 3);
+      }
+      _tile_stored(4, c, 64);
+      if constexpr (G > 1) _tile_stored(5, c + kTileInts, 64);
+      if constexpr (G > 2) _tile_stored(6, c + 2 * kTileInts, 64);
     }
-    if constexpr (G > 2) {
-      _tile_zero(6);
-      _tile_dpbsud(6, 0, 3);
+    for (int j = 0; j < G; ++j) {
+      const uint8_t* scales = w[j] + blocks * kQuantBytes;
+      for (int m = 0; m < nt; m += 8) {
+        epilogue_upto(task, sums, j, scales, b0, in_round, t0 + m, m, nt - m < 8 ? nt - m : 8,
+                      acc[j] + 16 * m);
+      }
     }
-    _tile_stored(4, c[0], 64);
-    if constexpr (G > 1) _tile_stored(5, c[1], 64);
-    if constexpr (G > 2) _tile_stored(6, c[2], 64);
-    for (int j = 0; j < G; ++j) epi.apply(c[j], w[j] + blocks * kQuantBytes, b, acc[j]);
   }
   for (int j = 0; j < G; ++j)
     for (int m = 0; m < nt; ++m)
