@@ -55,8 +55,8 @@ constexpr int kTileInts = 16 * 16;
 // sums [kRoundBlocks][kMaxGroups][16 * 16] of which group j's are read from
 // tile row `row` (token t) on.
 template <int NM>
-void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales,
-              int64_t b0, int blocks_in_round, int64_t t, int row, float* acc) {
+void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales, int64_t b0,
+              int blocks_in_round, int64_t t, int row, float* acc) {
   const int64_t blocks = task.cols / 32;
   __m512 a[NM];
   for (int m = 0; m < NM; ++m) a[m] = _mm512_load_ps(acc + 16 * m);
@@ -87,8 +87,12 @@ void epilogue_upto(const MatmulTask& task, const int32_t* sums, int j, const uin
   epilogue<NM>(task, sums, j, scales, b0, blocks_in_round, t, row, acc);
 }
 
+// Groups g..g+G-1 for tokens [t0, t0 + nt). next: the groups the caller
+// computes after these (nullptr: none), whose block b this prefetches while
+// computing block b here: tile loads do not train the hardware prefetchers,
+// and in a batched decode step every weight comes from memory once.
 template <int G>
-void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt) {
+void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const uint8_t* next) {
   const int64_t blocks = task.cols / 32;
   const int64_t group_bytes = 16 * int64_t(task.row_bytes);
   const uint8_t* w[G];
@@ -103,6 +107,18 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt) {
     for (int bb = 0; bb < in_round; ++bb) {
       const int64_t b = b0 + bb;
       int32_t* c = sums + bb * kMaxGroups * kTileInts;
+      if (next) {
+        for (int j = 0; j < kMaxGroups; ++j)
+          for (int line = 0; line < kQuantBytes / 64; ++line)
+            _mm_prefetch(
+                reinterpret_cast<const char*>(next + j * group_bytes + b * kQuantBytes + 64 * line),
+                _MM_HINT_T0);
+        if (b % 2 == 0)
+          for (int j = 0; j < kMaxGroups; ++j)
+            _mm_prefetch(reinterpret_cast<const char*>(next + j * group_bytes +
+                                                       blocks * kQuantBytes + b * kScaleBytes),
+                         _MM_HINT_T0);
+      }
       _tile_loadd(0, a + 32 * b, task.cols);
       _tile_loadd(1, w[0] + b * kQuantBytes, 64);
       if constexpr (G > 1) _tile_loadd(2, w[1] + b * kQuantBytes, 64);
@@ -141,9 +157,14 @@ void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64
   const int nt = int(t1 - t0);
   configure_tiles(nt);
   int64_t g = g0;
-  for (; g + kMaxGroups <= g1; g += kMaxGroups) groups_tile<kMaxGroups>(task, g, t0, nt);
-  if (g1 - g == 2) groups_tile<2>(task, g, t0, nt);
-  if (g1 - g == 1) groups_tile<1>(task, g, t0, nt);
+  const int64_t group_bytes = 16 * int64_t(task.row_bytes);
+  for (; g + kMaxGroups <= g1; g += kMaxGroups) {
+    const bool more = g + 2 * kMaxGroups <= g1;
+    groups_tile<kMaxGroups>(task, g, t0, nt,
+                            more ? task.weights + (g + kMaxGroups) * group_bytes : nullptr);
+  }
+  if (g1 - g == 2) groups_tile<2>(task, g, t0, nt, nullptr);
+  if (g1 - g == 1) groups_tile<1>(task, g, t0, nt, nullptr);
   _tile_release();
 }
 
