@@ -9,7 +9,9 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 
+#include "core/cpu_features.h"
 #include "engine_test_util.h"
 
 namespace kvforge {
@@ -59,31 +61,41 @@ std::vector<Job> make_jobs() {
   return jobs;
 }
 
-class EngineSchedulesTest : public ::testing::TestWithParam<Schedule> {
- protected:
-  static void SetUpTestSuite() {
-    model_ = testing::make_engine_test_model().release();
-    jobs_ = new std::vector<Job>(make_jobs());
-    alone_ = new std::vector<Trace>();
-    for (const Job& j : *jobs_)
-      alone_->push_back(testing::run_alone(*model_, j.prompt, j.max_tokens));
+// One model, its jobs and each job's trace run alone.
+struct Workload {
+  std::unique_ptr<Model> model;
+  std::vector<Job> jobs;
+  std::vector<Trace> alone;
+
+  explicit Workload(GgmlType weights)
+      : model(testing::make_engine_test_model(weights)), jobs(make_jobs()) {
+    for (const Job& j : jobs) alone.push_back(testing::run_alone(*model, j.prompt, j.max_tokens));
   }
-  static void TearDownTestSuite() {
-    delete alone_;
-    delete jobs_;
-    delete model_;
-  }
-  static Model* model_;
-  static std::vector<Job>* jobs_;
-  static std::vector<Trace>* alone_;
 };
 
-Model* EngineSchedulesTest::model_ = nullptr;
-std::vector<Job>* EngineSchedulesTest::jobs_ = nullptr;
-std::vector<Trace>* EngineSchedulesTest::alone_ = nullptr;
+void check_schedule(const Workload& w, const Schedule& s);
+
+class EngineSchedulesTest : public ::testing::TestWithParam<Schedule> {};
 
 TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
-  const Schedule s = GetParam();
+  static const Workload f32(GgmlType::F32);  // built once for every schedule
+  check_schedule(f32, GetParam());
+}
+
+// The same with Q8_0 weights: on an AVX-512 machine with AMX the layer
+// matrices take the Q8_0Tiles16 layout, so steps of 4+ tokens run on AMX and
+// decodes and 1-3-token chunks on the VNNI kernel, which must agree bitwise.
+class EngineSchedulesQ8Test : public ::testing::TestWithParam<Schedule> {};
+
+TEST_P(EngineSchedulesQ8Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  static const Workload q8(GgmlType::Q8_0);
+  if (amx_int8_usable()) {  // else Native or Groups8: the schedules still must not matter
+    ASSERT_EQ(q8.model->weights().layers[0].ffn_up.layout, WeightLayout::Q8_0Tiles16);
+  }
+  check_schedule(q8, GetParam());
+}
+
+void check_schedule(const Workload& w, const Schedule& s) {
   ThreadPool pool(s.threads);
   EngineOptions o;
   o.block_size = s.block_size;
@@ -92,25 +104,25 @@ TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) 
   o.max_seqs = s.max_seqs;
   o.enable_prefix_cache = s.prefix_cache;
   EngineRecorder rec;
-  Engine engine(*model_, pool, rec.hook(o));
+  Engine engine(*w.model, pool, rec.hook(o));
   const int32_t initial_free = engine.stats().kv_blocks_free;
   ASSERT_EQ(initial_free, engine.n_blocks());
 
-  std::vector<RequestId> ids(jobs_->size(), -1);
+  std::vector<RequestId> ids(w.jobs.size(), -1);
   int step = 0;
   size_t added = 0;
-  while (added < jobs_->size() || engine.has_unfinished()) {
-    for (size_t i = 0; i < jobs_->size(); ++i)
-      if (ids[i] < 0 && (*jobs_)[i].arrive_at_step <= step) {
-        ids[i] = engine.add_request((*jobs_)[i].prompt, testing::greedy((*jobs_)[i].max_tokens));
+  while (added < w.jobs.size() || engine.has_unfinished()) {
+    for (size_t i = 0; i < w.jobs.size(); ++i)
+      if (ids[i] < 0 && w.jobs[i].arrive_at_step <= step) {
+        ids[i] = engine.add_request(w.jobs[i].prompt, testing::greedy(w.jobs[i].max_tokens));
         ++added;
       }
     rec.record(engine.step());
     ASSERT_LT(++step, 2000) << "no progress";
   }
 
-  for (size_t i = 0; i < jobs_->size(); ++i) {
-    const Trace& want = (*alone_)[i];
+  for (size_t i = 0; i < w.jobs.size(); ++i) {
+    const Trace& want = w.alone[i];
     const Trace& got = rec.traces[{ids[i], 0}];
     ASSERT_EQ(got.tokens, want.tokens) << "request " << i;
     ASSERT_EQ(got.finish, FinishReason::Length) << "request " << i;
@@ -148,6 +160,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Schedule{"bs16_maxseqs2_t3", 16, 0, 512, 2, 3, true, false},
                       Schedule{"bs4_pool20_preempt_t1", 4, 20, 512, 64, 1, true, true},
                       Schedule{"bs1_pool80_chunk5_preempt_t2", 1, 80, 5, 64, 2, false, true},
+                      Schedule{"bs16_pool5_preempt_t3", 16, 5, 17, 64, 3, true, true}),
+    [](const auto& p) { return std::string(p.param.label); });
+
+INSTANTIATE_TEST_SUITE_P(
+    Schedules, EngineSchedulesQ8Test,
+    ::testing::Values(Schedule{"bs16_budget512_t2", 16, 0, 512, 64, 2, true, false},
+                      Schedule{"bs16_chunk3_t2", 16, 0, 3, 64, 2, true, false},
+                      Schedule{"bs4_chunk7_noprefix_t3", 4, 0, 7, 64, 3, false, false},
                       Schedule{"bs16_pool5_preempt_t3", 16, 5, 17, 64, 3, true, true}),
     [](const auto& p) { return std::string(p.param.label); });
 
