@@ -12,7 +12,9 @@
 // (8-bit blocks of 32 for Q8_0/Q4_0 weights, Q8_K for Q4_K/Q6_K, f32 as given
 // for F32/F16/BF16; see kernels/matmul_task.h), into `scratch`, which only
 // grows. Kernels: one file per weight type and SIMD level (dot_<type>.cpp,
-// dot_<type>_avx2.cpp, dot_<type>_avx512.cpp), chosen by simd_level() per call.
+// dot_<type>_avx2.cpp, dot_<type>_avx512.cpp), chosen by simd_level() per call;
+// Q8_0 rows in the Q8_0Tiles16 layout run batches of 4+ tokens on AMX int8
+// tiles where amx_int8_usable() (dot_q8_0_tiles16_amx.cpp), bitwise as on AVX-512.
 //
 // Results are deterministic: a token's outputs do not depend on n_tokens, on
 // which tokens share the call, or on the thread count (bitwise). For Q4_K and
