@@ -158,8 +158,11 @@ void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64
   configure_tiles(nt);
   int64_t g = g0;
   const int64_t group_bytes = 16 * int64_t(task.row_bytes);
+  // Only the first token tile streams the weights in: later ones (long
+  // prefills) find them in L2, and prefetching them again measured slower.
+  const bool stream = t0 == 0;
   for (; g + kMaxGroups <= g1; g += kMaxGroups) {
-    const bool more = g + 2 * kMaxGroups <= g1;
+    const bool more = stream && g + 2 * kMaxGroups <= g1;
     groups_tile<kMaxGroups>(task, g, t0, nt,
                             more ? task.weights + (g + kMaxGroups) * group_bytes : nullptr);
   }
