@@ -17,19 +17,34 @@ uint64_t hsum_epi64(__m512i v) {
 
 }  // namespace
 
-// Four accumulators over 256 bytes per step keep four cache lines in flight
-// per iteration; the tail (bytes a multiple of 64) one line at a time.
+// Eight streams, one per eighth of the range, read 256 bytes at a time in
+// turn with a software prefetch 2 KiB ahead in each: as the decode kernels
+// read several row streams at once. One sequential stream per core leaves
+// bandwidth unused on some machines (Intel Xeon here, 133 MiB over 2
+// threads: 13-16 GB/s with one stream, 24-28 GB/s with eight and prefetch),
+// and a probe slower than the kernels it bounds is no roof. Whatever does
+// not divide into the eight streams' whole steps goes one line at a time.
 uint64_t memory_read_sum_avx512(const void* data, size_t bytes) {
+  constexpr int kStreams = 8;
+  constexpr size_t kStep = 256, kAhead = 2048;
   const auto* p = static_cast<const uint8_t*>(data);
+  const size_t part = bytes / kStreams / kStep * kStep;  // bytes per stream
   __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  size_t i = 0;
-  for (; i + 256 <= bytes; i += 256) {
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
+  for (size_t i = 0; i < part; i += kStep) {
+    const bool ahead = i + kAhead < part;
+    for (int s = 0; s < kStreams; ++s) {
+      const uint8_t* b = p + size_t(s) * part + i;
+      if (ahead)
+        for (size_t l = 0; l < kStep; l += 64)
+          _mm_prefetch(reinterpret_cast<const char*>(b + kAhead + l), _MM_HINT_T0);
+      a0 = _mm512_add_epi64(a0, _mm512_load_si512(b));
+      a1 = _mm512_add_epi64(a1, _mm512_load_si512(b + 64));
+      a2 = _mm512_add_epi64(a2, _mm512_load_si512(b + 128));
+      a3 = _mm512_add_epi64(a3, _mm512_load_si512(b + 192));
+    }
   }
-  for (; i + 64 <= bytes; i += 64) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+  for (size_t i = kStreams * part; i + 64 <= bytes; i += 64)
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
   return hsum_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
 }
 
