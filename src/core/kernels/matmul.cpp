@@ -1,6 +1,7 @@
 #include "core/kernels/matmul.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -142,6 +143,22 @@ const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
 
 constexpr size_t kMaxBatchWeights = 8;
 
+// Rows per claimed unit of an AMX batch: whole group triples of the AMX
+// kernel (48 rows), about 8 units per thread, at most 4 triples (within a
+// unit each triple prefetches the next; across units nothing does).
+int64_t claim_rows(int64_t total_rows, int threads) {
+  const int64_t want = total_rows / (8 * int64_t(threads)) / 48 * 48;
+  return std::clamp<int64_t>(want, 48, 4 * 48);
+}
+
+// Whether every weight is Q8_0Tiles16 and the batch runs on AMX.
+bool claims_rows(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
+  if (n_tokens < kAmxMinTokens || !amx_int8_usable()) return false;
+  for (size_t i = 0; i < n; ++i)
+    if (sets[i] != &kQ8_0Tiles16Set) return false;
+  return true;
+}
+
 // Bytes of converted activations of one form for n_tokens of `cols` values.
 size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
   switch (form) {
@@ -279,15 +296,30 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
     tasks[i] = make_task(outputs[i], sets[i]->form, x, n_tokens, converted);
   // Rows of all weights in one index space [0, total_rows): weight i owns
   // [first_i, first_i + rows_i); a thread's range may span several weights.
-  pool.parallel_for(size_t(total_rows), [&](size_t r0, size_t r1) {
+  const auto run_rows = [&](int64_t r0, int64_t r1) {
     int64_t first = 0;
     for (size_t i = 0; i < outputs.size(); ++i) {
       const int64_t rows = outputs[i].w.rows;
-      const int64_t b = std::max(int64_t(r0), first), e = std::min(int64_t(r1), first + rows);
+      const int64_t b = std::max(r0, first), e = std::min(r1, first + rows);
       if (b < e) sets[i]->rows(tasks[i], b - first, e - first);
       first += rows;
     }
-  });
+  };
+  if (claims_rows(sets, outputs.size(), n_tokens) && pool.size() > 1) {
+    // AMX batches: units of whole 16-row groups (every weight's rows being
+    // a multiple of 16) claimed from a shared counter, so a thread that runs
+    // slower (a busy sibling core) takes fewer of them.
+    std::atomic<int64_t> next{0};
+    const int64_t unit = claim_rows(total_rows, pool.size());
+    const int64_t units = (total_rows + unit - 1) / unit;
+    pool.run([&](int, int) {
+      for (int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;)
+        run_rows(u * unit, std::min(total_rows, (u + 1) * unit));
+    });
+    return;
+  }
+  pool.parallel_for(size_t(total_rows),
+                    [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); });
 }
 
 }  // namespace kvforge
