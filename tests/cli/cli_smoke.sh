@@ -36,6 +36,17 @@ cmp -s seed1.out seed2.out || fail "same seed gave different text"
 expect_in "q8_0" info-q8.out
 "$kv" run -m tiny-q8.gguf -p "Hello" -n 4 --temp 0 >/dev/null 2>&1 || fail "q8_0 model does not run"
 
+# bench-serve: the sweep table, and with --rounds the per-round ratios and their median.
+"$kv" bench-serve -m tiny.gguf --concurrency 1,2 --prompt-len 8 --gen-len 4 --rounds 2 \
+  --skip-prefix -t 2 >bench-serve.out 2>/dev/null
+expect_in "| 2 |" bench-serve.out
+expect_in "Decode vs C=1 over 2 rounds" bench-serve.out
+expect_in "median" bench-serve.out
+if "$kv" bench-serve -m tiny.gguf --rounds 0 >/dev/null 2>bench-serve.err; then
+  fail "bench-serve accepted --rounds 0"
+fi
+expect_in "rounds" bench-serve.err
+
 printf 'the quick brown fox jumps over the lazy dog\n%.0s' {1..20} >text.txt
 "$kv" perplexity -m tiny.gguf -f text.txt -c 64 >ppl.out 2>/dev/null
 expect_in "perplexity" ppl.out

@@ -8,7 +8,11 @@
 //     tok/s, decode tok/s (steps that only decode: tokens / time of those
 //     steps) and its ratio to C = 1, TTFT and inter-token latency
 //     percentiles, peak KV blocks, KV waste (allocated token slots minus
-//     used ones, time-averaged over steps, in %), preemptions.
+//     used ones, time-averaged over steps, in %), preemptions. With
+//     --rounds N the sweep runs N times, its levels taking turns, and each
+//     level's decode ratio to C = 1 is given per round and as the median:
+//     the other tenants of a shared machine move a single sweep's ratio by
+//     tens of percent (C = 1 is memory-bound and feels them first).
 //  2. Shared prefix: 16 requests whose prompts share a --prefix-len system
 //     prompt, with the prefix cache on and off: TTFT and its ratio.
 #include <chrono>
@@ -39,6 +43,7 @@ struct BenchServeFlags {
   int prefix_len = 512;
   int suffix_len = 16;
   int prefix_gen_len = 16;
+  int rounds = 1;
   bool skip_prefix = false;
   int threads = default_threads();
   uint32_t seed = 1;
@@ -130,26 +135,48 @@ void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Token
       "ITL p50/p90/p99 ms | KV peak blocks | KV waste | preemptions |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
-  double base = 0;
   std::mt19937 rng(f.seed);
+  std::vector<Workload> workloads;
   for (int c : f.concurrency) {
     Workload w;
     w.gen_len = f.gen_len;
     for (int i = 0; i < c; ++i)
       w.prompts.push_back(random_tokens(rng, f.prompt_len, model.config().n_vocab));
-    const RunResult r = run_workload(model, tok, pool, options, w, "C=" + std::to_string(c));
-    const double decode_tps = r.decode_seconds > 0 ? double(r.decode_tokens) / r.decode_seconds : 0;
-    if (base == 0) base = decode_tps;
-    std::printf(
-        "| %d | %.1f | %.1f | %.2fx | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f | %d / %d | "
-        "%.1f%% | %lld |\n",
-        c, double(r.generated) / r.seconds, decode_tps, base > 0 ? decode_tps / base : 0,
-        percentile(r.ttft_ms, 0.5), percentile(r.ttft_ms, 0.9), percentile(r.ttft_ms, 0.99),
-        percentile(r.itl_ms, 0.5), percentile(r.itl_ms, 0.9), percentile(r.itl_ms, 0.99),
-        r.peak_blocks, r.total_blocks, r.waste_pct, (long long)r.preemptions);
-    std::fflush(stdout);
+    workloads.push_back(std::move(w));
+  }
+  // ratios[level][round]: decode tok/s against the same round's first level.
+  std::vector<std::vector<double>> ratios(workloads.size());
+  for (int round = 0; round < f.rounds; ++round) {
+    double base = 0;
+    for (size_t level = 0; level < workloads.size(); ++level) {
+      const int c = f.concurrency[level];
+      const RunResult r = run_workload(
+          model, tok, pool, options, workloads[level],
+          "C=" + std::to_string(c) + (f.rounds > 1 ? " round " + std::to_string(round + 1) : ""));
+      const double decode_tps =
+          r.decode_seconds > 0 ? double(r.decode_tokens) / r.decode_seconds : 0;
+      if (level == 0) base = decode_tps;
+      ratios[level].push_back(base > 0 ? decode_tps / base : 0);
+      if (round > 0) continue;  // the table shows the first round
+      std::printf(
+          "| %d | %.1f | %.1f | %.2fx | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f | %d / %d | "
+          "%.1f%% | %lld |\n",
+          c, double(r.generated) / r.seconds, decode_tps, ratios[level].back(),
+          percentile(r.ttft_ms, 0.5), percentile(r.ttft_ms, 0.9), percentile(r.ttft_ms, 0.99),
+          percentile(r.itl_ms, 0.5), percentile(r.itl_ms, 0.9), percentile(r.itl_ms, 0.99),
+          r.peak_blocks, r.total_blocks, r.waste_pct, (long long)r.preemptions);
+      std::fflush(stdout);
+    }
   }
   std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n");
+  if (f.rounds < 2) return;
+  std::printf("\nDecode vs C=%d over %d rounds, levels taking turns:\n\n", f.concurrency[0],
+              f.rounds);
+  for (size_t level = 1; level < workloads.size(); ++level) {
+    std::printf("  C=%-4d", f.concurrency[level]);
+    for (double x : ratios[level]) std::printf(" %.2fx", x);
+    std::printf("   median %.2fx\n", percentile(ratios[level], 0.5));
+  }
 }
 
 void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer& tok,
@@ -225,6 +252,11 @@ void add_bench_serve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--prefix-gen-len", flags->prefix_gen_len,
                   "generated tokens per shared-prefix request")
+      ->capture_default_str();
+  sub->add_option("--rounds", flags->rounds,
+                  "run the concurrency sweep this many times, levels taking turns; report each "
+                  "level's decode ratio per round and its median")
+      ->check(CLI::Range(1, 100))
       ->capture_default_str();
   sub->add_flag("--skip-prefix", flags->skip_prefix, "skip the shared-prefix workload");
   sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
