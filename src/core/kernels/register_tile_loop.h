@@ -115,21 +115,22 @@ void run_register_tiles_shaped(const MatmulTask& task, int64_t r0, int64_t r1, c
 // measured slower from DRAM than a single row: matmul_bench decode/cold) and
 // still loads each activation vector once per 4 rows. Rows left over
 // when the range does not split evenly go one at a time. Row grouping does
-// not change any result, so the choice is free.
+// not change any result, so the choice is free: a kernel may ask for more
+// streams (kStreams; the F16 kernel takes 8).
 inline constexpr int kDecodeRows = 4;
 inline constexpr int kDecodeTokens = 2;  // at most: 4 x 2 accumulators
 
-template <int kRows, int kTokens, class Dot>
+template <int kRows, int kTokens, class Dot, int kStreams = kDecodeRows>
 void run_register_tiles(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
   if (task.n_tokens > kDecodeTokens) {
     run_register_tiles_shaped<kRows, kTokens>(task, r0, r1, dot);
     return;
   }
   const int nt = int(task.n_tokens);
-  const int64_t stream = (r1 - r0) / kDecodeRows;  // rows per stream
+  const int64_t stream = (r1 - r0) / kStreams;  // rows per stream
   for (int64_t i = 0; i < stream; ++i)
-    run_register_tile<kDecodeRows, kDecodeTokens>(task, r0 + i, 0, nt, dot, stream);
-  for (int64_t r = r0 + kDecodeRows * stream; r < r1; ++r)
+    run_register_tile<kStreams, kDecodeTokens>(task, r0 + i, 0, nt, dot, stream);
+  for (int64_t r = r0 + kStreams * stream; r < r1; ++r)
     run_register_tile<1, kDecodeTokens>(task, r, 0, nt, dot);
 }
 
