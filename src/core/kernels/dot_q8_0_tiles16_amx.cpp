@@ -17,8 +17,8 @@
 namespace kvforge {
 namespace {
 
-constexpr int64_t kQuantBytes = 512;
-constexpr int64_t kScaleBytes = 32;
+constexpr int64_t kQuantBytes = kTiles16QuantBytes;
+constexpr int64_t kScaleBytes = kTiles16ScaleBytes;
 constexpr int kMaxGroups = 3;
 
 // The tile configuration (palette 1) as ldtilecfg reads it.
@@ -94,7 +94,7 @@ void epilogue_upto(const MatmulTask& task, const int32_t* sums, int j, const uin
 template <int G>
 void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const uint8_t* next) {
   const int64_t blocks = task.cols / 32;
-  const int64_t group_bytes = 16 * int64_t(task.row_bytes);
+  const int64_t group_bytes = kTiles16Rows * int64_t(task.row_bytes);
   const uint8_t* w[G];
   for (int j = 0; j < G; ++j) w[j] = task.weights + (g + j) * group_bytes;
   const int8_t* a = task.act_quants + t0 * task.cols;
@@ -147,7 +147,7 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
   }
   for (int j = 0; j < G; ++j)
     for (int m = 0; m < nt; ++m)
-      _mm512_storeu_ps(task.y + (t0 + m) * task.rows + (g + j) * 16,
+      _mm512_storeu_ps(task.y + (t0 + m) * task.rows + (g + j) * kTiles16Rows,
                        _mm512_load_ps(acc[j] + 16 * m));
 }
 
@@ -157,7 +157,7 @@ void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64
   const int nt = int(t1 - t0);
   configure_tiles(nt);
   int64_t g = g0;
-  const int64_t group_bytes = 16 * int64_t(task.row_bytes);
+  const int64_t group_bytes = kTiles16Rows * int64_t(task.row_bytes);
   // Only the first token tile streams the weights in: later ones (long
   // prefills) find them in L2, and prefetching them again measured slower.
   const bool stream = t0 == 0;

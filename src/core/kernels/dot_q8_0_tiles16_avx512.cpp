@@ -18,8 +18,8 @@
 namespace kvforge {
 namespace {
 
-constexpr int64_t kQuantBytes = 512;  // one block of a 16-row group
-constexpr int64_t kScaleBytes = 32;   // its 16 f16 scales
+constexpr int64_t kQuantBytes = kTiles16QuantBytes;  // one block of a 16-row group
+constexpr int64_t kScaleBytes = kTiles16ScaleBytes;  // its 16 f16 scales
 
 struct TilesView {
   const MatmulTask& task;
@@ -70,7 +70,7 @@ void vnni_tile(const TilesView& v, const int64_t* groups, int64_t t0) {
   }
   for (int j = 0; j < G; ++j)
     for (int t = 0; t < T; ++t)
-      _mm512_storeu_ps(task.y + (t0 + t) * task.rows + groups[j] * 16, acc[j][t]);
+      _mm512_storeu_ps(task.y + (t0 + t) * task.rows + groups[j] * kTiles16Rows, acc[j][t]);
 }
 
 // A tile of G groups and a run-time nt <= T tokens.
@@ -133,8 +133,9 @@ void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t
 
 void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
   const int64_t blocks = task.cols / 32;
-  const TilesView v{task, blocks, 16 * int64_t(task.row_bytes)};
-  const int64_t g0 = (r0 + 15) / 16, g1 = (r1 + 15) / 16;
+  const TilesView v{task, blocks, kTiles16Rows * int64_t(task.row_bytes)};
+  const int64_t g0 = (r0 + kTiles16Rows - 1) / kTiles16Rows,
+                g1 = (r1 + kTiles16Rows - 1) / kTiles16Rows;
   if (g0 >= g1) return;
   if (task.n_tokens <= 2) {
     vnni_decode(v, g0, g1);

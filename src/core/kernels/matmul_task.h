@@ -84,6 +84,11 @@ void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 // The AMX part: groups [g0, g1), tokens [t0, t1), t1 - t0 <= 16 (one tile).
 void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
 inline constexpr int64_t kAmxMinTokens = 4;
+// The Q8_0Tiles16 layout's sizes (WeightLayout, matmul.h): rows per group,
+// and per block of 32 columns the group's quant bytes and f16 scale bytes.
+inline constexpr int64_t kTiles16Rows = 16;
+inline constexpr int64_t kTiles16QuantBytes = kTiles16Rows * 32;
+inline constexpr int64_t kTiles16ScaleBytes = kTiles16Rows * 2;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                          int8_t* quants, float* scales, int32_t* offsets);

@@ -7,6 +7,7 @@
 #include "core/cpu_features.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q8_0.h"
+#include "core/kernels/matmul_task.h"
 
 namespace kvforge {
 
@@ -38,14 +39,14 @@ void regroup_q8_0(const BlockQ8_0* blocks, uint8_t* out) {
 // `blocks`): per block 512 bytes of interleaved quants, then all the
 // blocks' scales (WeightLayout::Q8_0Tiles16).
 void tile_q8_0(const BlockQ8_0* in, int64_t blocks, uint8_t* out) {
-  uint8_t* scales = out + blocks * 512;
+  uint8_t* scales = out + blocks * kTiles16QuantBytes;
   for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t n = 0; n < kTileRows; ++n) {
+    for (int64_t n = 0; n < kTiles16Rows; ++n) {
       const BlockQ8_0& blk = in[n * blocks + b];
-      std::memcpy(scales + 32 * b + 2 * n, &blk.d, sizeof(uint16_t));
+      std::memcpy(scales + kTiles16ScaleBytes * b + 2 * n, &blk.d, sizeof(uint16_t));
       for (int k = 0; k < 8; ++k)
         for (int j = 0; j < 4; ++j)
-          out[512 * b + 64 * k + 4 * n + j] = uint8_t(blk.qs[4 * k + j]) ^ 0x80;
+          out[kTiles16QuantBytes * b + 64 * k + 4 * n + j] = uint8_t(blk.qs[4 * k + j]) ^ 0x80;
     }
   }
 }
@@ -96,7 +97,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q8_0Groups8:
       return cols > 0 && cols % kRegroupCols == 0;
     case WeightLayout::Q8_0Tiles16:
-      return rows > 0 && rows % kTileRows == 0 && cols > 0 && cols % 32 == 0;
+      return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % 32 == 0;
     case WeightLayout::Native:
       break;
   }
@@ -114,9 +115,9 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
   if (layout == WeightLayout::Q8_0Tiles16) {
     const auto* in = static_cast<const BlockQ8_0*>(src);
     const int64_t blocks = cols / 32;
-    for (int64_t g = 0; g < rows / kTileRows; ++g)
-      tile_q8_0(in + g * kTileRows * blocks, blocks,
-                out + g * kTileRows * blocks * int64_t(sizeof(BlockQ8_0)));
+    for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+      tile_q8_0(in + g * kTiles16Rows * blocks, blocks,
+                out + g * kTiles16Rows * blocks * int64_t(sizeof(BlockQ8_0)));
     return;
   }
   const int64_t groups = rows * (cols / kRegroupCols);

@@ -38,8 +38,6 @@ namespace kvforge {
 
 // Columns of one group of 8 blocks: Groups8 rows hold whole groups.
 inline constexpr int64_t kRegroupCols = 8 * 32;
-// Rows of one Q8_0Tiles16 group.
-inline constexpr int64_t kTileRows = 16;
 
 // The layout this machine's kernels want for a weight type (Q4_0: Groups8;
 // Q8_0: Tiles16 where amx_int8_usable(), else Groups8), or Native when the
