@@ -32,7 +32,7 @@ uint64_t memory_read_sum_portable(const void* data, size_t bytes) {
   return s;
 }
 
-constexpr size_t kChunkBytes = size_t(64) << 10;  // grain of the parallel split
+constexpr size_t kChunkBytes = size_t(64) << 10;  // grain of the parallel fill
 
 }  // namespace
 
@@ -49,7 +49,7 @@ ReadBandwidthProbe::ReadBandwidthProbe(ThreadPool& pool, size_t buffer_bytes)
   // Written by the pool so pages land where the readers run; also faults them in.
   pool_.parallel_for(
       bytes_, [&](size_t b, size_t e) { std::memset(buffer_ + b, 1, e - b); }, kChunkBytes);
-  per_chunk_.assign(size_t(pool_.size()), 0);
+  per_thread_.assign(size_t(pool_.size()), 0);
 }
 
 ReadBandwidthProbe::~ReadBandwidthProbe() { ::operator delete[](buffer_, std::align_val_t(64)); }
@@ -62,13 +62,13 @@ double ReadBandwidthProbe::pass() {
     const size_t lines = bytes_ / 64;
     const size_t b = lines * size_t(t) / size_t(nt) * 64,
                  e = lines * size_t(t + 1) / size_t(nt) * 64;
-    per_chunk_[size_t(t)] = memory_read_sum(buffer_ + b, e - b);
+    per_thread_[size_t(t)] = memory_read_sum(buffer_ + b, e - b);
   });
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // Every byte is 1, so every word is 0x0101...; checking the sum keeps the
   // reads from being optimized away and catches a probe that skipped memory.
   uint64_t total = 0;
-  for (uint64_t v : per_chunk_) total += v;
+  for (uint64_t v : per_thread_) total += v;
   if (total != uint64_t(bytes_ / 8) * 0x0101010101010101ull)
     throw std::logic_error("ReadBandwidthProbe: read sum mismatch");
   return double(bytes_) / s;

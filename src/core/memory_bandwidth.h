@@ -48,8 +48,8 @@ class ReadBandwidthProbe {
  private:
   ThreadPool& pool_;
   size_t bytes_;
-  uint8_t* buffer_ = nullptr;        // 64-byte aligned
-  std::vector<uint64_t> per_chunk_;  // read sums, one per thread
+  uint8_t* buffer_ = nullptr;         // 64-byte aligned
+  std::vector<uint64_t> per_thread_;  // read sums, one per thread
 };
 
 // Times `passes` full reads of a `buffer_bytes` buffer (rounded up to 64 bytes).

@@ -73,28 +73,6 @@ struct Workload {
   }
 };
 
-void check_schedule(const Workload& w, const Schedule& s);
-
-class EngineSchedulesTest : public ::testing::TestWithParam<Schedule> {};
-
-TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
-  static const Workload f32(GgmlType::F32);  // built once for every schedule
-  check_schedule(f32, GetParam());
-}
-
-// The same with Q8_0 weights: on an AVX-512 machine with AMX the layer
-// matrices take the Q8_0Tiles16 layout, so steps of 4+ tokens run on AMX and
-// decodes and 1-3-token chunks on the VNNI kernel, which must agree bitwise.
-class EngineSchedulesQ8Test : public ::testing::TestWithParam<Schedule> {};
-
-TEST_P(EngineSchedulesQ8Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
-  static const Workload q8(GgmlType::Q8_0);
-  if (amx_int8_usable()) {  // else Native or Groups8: the schedules still must not matter
-    ASSERT_EQ(q8.model->weights().layers[0].ffn_up.layout, WeightLayout::Q8_0Tiles16);
-  }
-  check_schedule(q8, GetParam());
-}
-
 void check_schedule(const Workload& w, const Schedule& s) {
   ThreadPool pool(s.threads);
   EngineOptions o;
@@ -146,6 +124,26 @@ void check_schedule(const Workload& w, const Schedule& s) {
   if (!s.prefix_cache) {
     EXPECT_EQ(st.prefix.tokens_reused, 0);
   }
+}
+
+class EngineSchedulesTest : public ::testing::TestWithParam<Schedule> {};
+
+TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  static const Workload f32(GgmlType::F32);  // built once for every schedule
+  check_schedule(f32, GetParam());
+}
+
+// The same with Q8_0 weights: on an AVX-512 machine with AMX the layer
+// matrices take the Q8_0Tiles16 layout, so steps of 4+ tokens run on AMX and
+// decodes and 1-3-token chunks on the VNNI kernel, which must agree bitwise.
+class EngineSchedulesQ8Test : public ::testing::TestWithParam<Schedule> {};
+
+TEST_P(EngineSchedulesQ8Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  static const Workload q8(GgmlType::Q8_0);
+  if (amx_int8_usable()) {  // else Native or Groups8: the schedules still must not matter
+    ASSERT_EQ(q8.model->weights().layers[0].ffn_up.layout, WeightLayout::Q8_0Tiles16);
+  }
+  check_schedule(q8, GetParam());
 }
 
 // kv_blocks for the preemption cases: the longest request (64 + 8 tokens)
