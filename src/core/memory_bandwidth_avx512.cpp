@@ -20,9 +20,8 @@ uint64_t hsum_epi64(__m512i v) {
 // Eight streams, one per eighth of the range, read 256 bytes at a time in
 // turn with a software prefetch 2 KiB ahead in each: as the decode kernels
 // read several row streams at once. One sequential stream per core leaves
-// bandwidth unused on some machines (Intel Xeon here, 133 MiB over 2
-// threads: 13-16 GB/s with one stream, 24-28 GB/s with eight and prefetch),
-// and a probe slower than the kernels it bounds is no roof. Whatever does
+// bandwidth unused on some machines, and a probe slower than the kernels it
+// bounds is no roof (figures at memory_bandwidth.h). Whatever does
 // not divide into the eight streams' whole steps goes one line at a time.
 uint64_t memory_read_sum_avx512(const void* data, size_t bytes) {
   constexpr int kStreams = 8;
