@@ -1,7 +1,5 @@
 #include "model/model_weights.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <new>
 #include <stdexcept>
@@ -86,8 +84,6 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
   return w;
 }
 
-void ModelWeights::FreeBytes::operator()(uint8_t* p) const { std::free(p); }
-
 size_t ModelWeights::regroup_for_kernels() {
   if (!regrouping_preferred()) return 0;
   std::vector<WeightView*> matrices;
@@ -105,20 +101,16 @@ size_t ModelWeights::regroup_for_kernels() {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
   };
   // One block for all of them, in 2 MiB transparent huge pages where the
-  // kernel offers them (a hint): 512x fewer page faults while copying. Load
-  // plus one token, small Q4_0 (`/usr/bin/time kvforge run -n 1`, three runs;
-  // KVFORGE_SIMD=avx2 does not regroup): 0.29-0.42 s and 195 MB resident
-  // against 0.28-0.29 s and 140 MB. Decode speed did not measurably change
-  // with huge pages for the weights.
-  constexpr size_t kHugePage = size_t(2) << 20;
+  // kernel offers them (core/huge_page_buffer.h): 512x fewer page faults
+  // while copying. Load plus one token, small Q4_0 (`/usr/bin/time kvforge
+  // run -n 1`, three runs; KVFORGE_SIMD=avx2 does not regroup): 0.29-0.42 s
+  // and 195 MB resident against 0.28-0.29 s and 140 MB. Decode speed did not
+  // measurably change with huge pages for the weights.
   size_t total = 0;
   for (const WeightView* v : matrices) total += (bytes_of(v) + 63) & ~size_t(63);
   if (total == 0) return 0;
-  total = (total + kHugePage - 1) / kHugePage * kHugePage;
-  auto* block = static_cast<uint8_t*>(std::aligned_alloc(kHugePage, total));
-  if (!block) throw std::bad_alloc();
-  regrouped.reset(block);
-  madvise(block, total, MADV_HUGEPAGE);
+  regrouped = HugePageBuffer(total);
+  uint8_t* block = regrouped.data();
   size_t at = 0;
   for (WeightView* v : matrices) {
     const WeightLayout layout = regrouped_layout(v->type);

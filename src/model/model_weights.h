@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/gguf/gguf_file.h"
+#include "core/huge_page_buffer.h"
 #include "core/kernels/matmul.h"
 #include "model/model_config.h"
 
@@ -35,10 +36,7 @@ struct ModelWeights {
   std::vector<float> output_norm;  // [n_embd]
   WeightView output;               // [n_vocab rows][n_embd]; token_embd when tied
   // Storage of the regrouped matrices, one block (moving ModelWeights keeps it in place).
-  struct FreeBytes {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t[], FreeBytes> regrouped;
+  HugePageBuffer regrouped;
 
   // Checks every tensor's presence, shape and type against `config`; throws
   // std::runtime_error naming the file, tensor, expected and actual shape/type.

@@ -18,8 +18,8 @@ ContiguousKvCache::ContiguousKvCache(const ModelConfig& config, int32_t capacity
   if (capacity <= 0 || n_seqs <= 0)
     throw std::invalid_argument("ContiguousKvCache: capacity and n_seqs must be positive");
   const size_t positions = size_t(n_layer_) * size_t(n_seqs) * size_t(capacity);
-  k_.assign(positions * size_t(n_kv_head_) * k_head_bytes_, 0);
-  v_.assign(positions * size_t(n_kv_head_) * v_head_bytes_, 0);
+  k_ = HugePageBuffer(positions * size_t(n_kv_head_) * k_head_bytes_);
+  v_ = HugePageBuffer(positions * size_t(n_kv_head_) * v_head_bytes_);
 }
 
 void ContiguousKvCache::check(int layer, int32_t seq, int32_t pos) const {

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/huge_page_buffer.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
 
@@ -46,8 +47,8 @@ class ContiguousKvCache final : public KvStore {
   int32_t n_seqs_;
   KvFormat format_;
   size_t k_head_bytes_, v_head_bytes_;  // one head record
-  std::vector<uint8_t> k_;              // [n_layer][n_seqs][n_kv_head][capacity] K records
-  std::vector<uint8_t> v_;              // [n_layer][n_seqs][n_kv_head][capacity] V records
+  HugePageBuffer k_;                    // [n_layer][n_seqs][n_kv_head][capacity] K records
+  HugePageBuffer v_;                    // [n_layer][n_seqs][n_kv_head][capacity] V records
 };
 
 }  // namespace kvforge

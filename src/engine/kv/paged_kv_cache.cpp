@@ -25,8 +25,8 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks
                                 std::to_string(n_kv_head_) + ", head_dim " +
                                 std::to_string(head_dim_) + "; all must be positive");
   const size_t layer_blocks = size_t(n_layer_) * size_t(n_blocks_);
-  k_.assign(layer_blocks * k_block_bytes_, 0);
-  v_.assign(layer_blocks * v_block_bytes_, 0);
+  k_ = HugePageBuffer(layer_blocks * k_block_bytes_);
+  v_ = HugePageBuffer(layer_blocks * v_block_bytes_);
 }
 
 size_t PagedKvCache::block_bytes(const ModelConfig& config, int32_t block_size, KvFormat format) {
