@@ -9,8 +9,6 @@
 //   acc = fma(float(C + offset), dw * da, acc)
 // exactly as the VNNI kernel does per (row, token), hence the same bits.
 // Three groups share each A tile (tiles: 0 = A, 1..3 = B, 4..6 = C).
-#include <cstring>
-
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
 
@@ -58,8 +56,8 @@ template <int NM>
 void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales, int64_t b0,
               int blocks_in_round, int64_t t, int row, float* acc) {
   const int64_t blocks = task.cols / 32;
-  __m512 a[NM];
-  for (int m = 0; m < NM; ++m) a[m] = _mm512_load_ps(acc + 16 * m);
+  __m512 a[NM];  // the first round starts from zero, not from acc (uninitialised then)
+  for (int m = 0; m < NM; ++m) a[m] = b0 == 0 ? _mm512_setzero_ps() : _mm512_load_ps(acc + 16 * m);
   for (int bb = 0; bb < blocks_in_round; ++bb) {
     const int64_t b = b0 + bb;
     const __m512 dw = _mm512_cvtph_ps(
@@ -100,8 +98,7 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
   const int8_t* a = task.act_quants + t0 * task.cols;
   // sums: the round's block sums, tile C rows = tokens (relative to t0).
   alignas(64) int32_t sums[kRoundBlocks * kMaxGroups * kTileInts];
-  alignas(64) float acc[G][16 * 16];
-  std::memset(acc, 0, sizeof(acc));
+  alignas(64) float acc[G][16 * 16];  // written by the first round's epilogue
   for (int64_t b0 = 0; b0 < blocks; b0 += kRoundBlocks) {
     const int in_round = int(blocks - b0 < kRoundBlocks ? blocks - b0 : kRoundBlocks);
     for (int bb = 0; bb < in_round; ++bb) {
