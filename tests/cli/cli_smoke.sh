@@ -40,6 +40,7 @@ expect_in "q8_0" info-q8.out
 "$kv" bench-serve -m tiny.gguf --concurrency 1,2 --prompt-len 8 --gen-len 4 --rounds 2 \
   --skip-prefix -t 2 >bench-serve.out 2>/dev/null
 expect_in "| 2 |" bench-serve.out
+expect_in "MiB, f16)" bench-serve.out  # the default KV format, as kvforge bench's
 expect_in "Decode vs C=1 over 2 rounds" bench-serve.out
 expect_in "median" bench-serve.out
 if "$kv" bench-serve -m tiny.gguf --rounds 0 >/dev/null 2>bench-serve.err; then

@@ -234,6 +234,9 @@ void bench_serve(const BenchServeFlags& f) {
 
 void add_bench_serve_command(CLI::App& app) {
   auto flags = std::make_shared<BenchServeFlags>();
+  // f16 K/V by default, as kvforge bench (and llama.cpp's KV cache): what a
+  // serving deployment runs, half the bytes per step of f32 at C = 16.
+  flags->engine.kv.type = "f16";
   CLI::App* sub = app.add_subcommand(
       "bench-serve", "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT");
   sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
