@@ -203,10 +203,13 @@ void register_all() {
                                                    t, s, n_tokens, SimdLevel::Avx512, cold,
                                                    groups8));
           }
-          if (t == GgmlType::Q8_0 && layout_fits(WeightLayout::Q8_0Tiles16, s.rows, s.cols)) {
+          const WeightLayout tiles16 =
+              t == GgmlType::Q4_0 ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q8_0Tiles16;
+          if ((t == GgmlType::Q4_0 || t == GgmlType::Q8_0) &&
+              layout_fits(tiles16, s.rows, s.cols)) {
             configure(benchmark::RegisterBenchmark((base + "/avx512_tiles16").c_str(), run_matmul,
                                                    t, s, n_tokens, SimdLevel::Avx512, cold,
-                                                   WeightLayout::Q8_0Tiles16));
+                                                   tiles16));
           }
         }
         const std::string roof =

@@ -487,9 +487,9 @@ TEST(Matmul, EmptyShapes) {
   for (float v : y) EXPECT_TRUE(std::isnan(v));  // nothing to write
 }
 
-// Q8_0 rows in the Q8_0Tiles16 layout (AMX machines): the VNNI kernel for
-// decode and small batches, AMX for batches of kAmxMinTokens or more. Their
-// f32 chain differs from the native Q8_0 kernels', so they are checked
+// Q8_0 and Q4_0 rows in the Tiles16 layouts (AMX machines): the VNNI kernel
+// for decode and small batches, AMX for batches of kAmxMinTokens or more.
+// Their f32 chain differs from the native kernels', so they are checked
 // against the oracles, and against each other bitwise.
 struct TiledWeights {
   Weights native;
@@ -497,11 +497,18 @@ struct TiledWeights {
   WeightView view;
 };
 
-TiledWeights make_tiled_weights(int64_t rows, int64_t cols, uint32_t seed) {
-  TiledWeights t{make_weights(GgmlType::Q8_0, rows, cols, seed), {}, {}};
+constexpr GgmlType kTiledTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0};
+
+WeightLayout tiles16_layout(GgmlType type) {
+  return type == GgmlType::Q8_0 ? WeightLayout::Q8_0Tiles16 : WeightLayout::Q4_0Tiles16;
+}
+
+TiledWeights make_tiled_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  TiledWeights t{make_weights(type, rows, cols, seed), {}, {}};
   t.tiled.resize(t.native.bytes.size());
-  regroup_rows(WeightLayout::Q8_0Tiles16, t.native.bytes.data(), rows, cols, t.tiled.data());
-  t.view = WeightView{GgmlType::Q8_0, t.tiled.data(), rows, cols, WeightLayout::Q8_0Tiles16};
+  const WeightLayout layout = tiles16_layout(type);
+  regroup_rows(layout, t.native.bytes.data(), rows, cols, t.tiled.data());
+  t.view = WeightView{type, t.tiled.data(), rows, cols, layout};
   return t;
 }
 
@@ -522,25 +529,26 @@ TEST(MatmulTiles16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
   MatmulScratch scratch;
   uint32_t seed = 900;
   const Shape shapes[] = {{16, 32}, {48, 96}, {80, 768}, {48, 2080}};
-  for (const Shape& shape : shapes) {
-    const TiledWeights w = make_tiled_weights(shape.rows, shape.cols, ++seed);
-    for (int64_t n_tokens : {1, 2, 3, 4, 5, 15, 16, 17, 20, 35}) {
-      const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
-      const Expected e = expected_results(w.native, x, n_tokens);
-      for (bool amx : {false, true}) {
-        set_amx_enabled(amx);
-        for (ThreadPool& pool : pools) {
-          std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
-          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
-          check_against_oracles(y, e,
-                                "Q8_0Tiles16 rows " + std::to_string(shape.rows) + " cols " +
-                                    std::to_string(shape.cols) + " tokens " +
-                                    std::to_string(n_tokens) + " threads " +
-                                    std::to_string(pool.size()) + (amx ? " amx on" : " amx off"));
+  for (GgmlType type : kTiledTypes)
+    for (const Shape& shape : shapes) {
+      const TiledWeights w = make_tiled_weights(type, shape.rows, shape.cols, ++seed);
+      for (int64_t n_tokens : {1, 2, 3, 4, 5, 15, 16, 17, 20, 35}) {
+        const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
+        const Expected e = expected_results(w.native, x, n_tokens);
+        for (bool amx : {false, true}) {
+          set_amx_enabled(amx);
+          for (ThreadPool& pool : pools) {
+            std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
+            matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+            check_against_oracles(
+                y, e,
+                std::string(layout_name(w.view.layout)) + " rows " + std::to_string(shape.rows) +
+                    " cols " + std::to_string(shape.cols) + " tokens " + std::to_string(n_tokens) +
+                    " threads " + std::to_string(pool.size()) + (amx ? " amx on" : " amx off"));
+          }
         }
       }
     }
-  }
 }
 
 // Invariant 1 of DESIGN.md across the two kernels: a token's rows are the
@@ -557,18 +565,22 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
   ThreadPool one(1), three(3);
   MatmulScratch scratch;
   const int64_t rows = 80, cols = 768, n_tokens = 37;
-  const TiledWeights w = make_tiled_weights(rows, cols, 77);
-  const std::vector<float> x = make_activations(n_tokens, cols, 78);
-  std::vector<float> on_amx(size_t(rows * n_tokens)), on_vnni(size_t(rows * n_tokens));
-  matmul(w.view, x.data(), n_tokens, on_amx.data(), one, scratch);
-  set_amx_enabled(false);
-  matmul(w.view, x.data(), n_tokens, on_vnni.data(), three, scratch);
-  ASSERT_EQ(0, std::memcmp(on_amx.data(), on_vnni.data(), on_amx.size() * sizeof(float)));
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    std::vector<float> alone(static_cast<size_t>(rows));
-    matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
-    ASSERT_EQ(0, std::memcmp(alone.data(), on_amx.data() + t * rows, alone.size() * 4))
-        << "token " << t;
+  for (GgmlType type : kTiledTypes) {
+    const TiledWeights w = make_tiled_weights(type, rows, cols, 77);
+    const std::vector<float> x = make_activations(n_tokens, cols, 78);
+    std::vector<float> on_amx(size_t(rows * n_tokens)), on_vnni(size_t(rows * n_tokens));
+    set_amx_enabled(true);
+    matmul(w.view, x.data(), n_tokens, on_amx.data(), one, scratch);
+    set_amx_enabled(false);
+    matmul(w.view, x.data(), n_tokens, on_vnni.data(), three, scratch);
+    ASSERT_EQ(0, std::memcmp(on_amx.data(), on_vnni.data(), on_amx.size() * sizeof(float)))
+        << type_name(type);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      std::vector<float> alone(static_cast<size_t>(rows));
+      matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
+      ASSERT_EQ(0, std::memcmp(alone.data(), on_amx.data() + t * rows, alone.size() * 4))
+          << type_name(type) << " token " << t;
+    }
   }
 }
 

@@ -94,6 +94,30 @@ TEST(WeightRepack, Q8_0Tiles16InterleavesEachBlocksSixteenRowsThenHoldsTheirScal
   }
 }
 
+TEST(WeightRepack, Q4_0Tiles16InterleavesEachBlocksNibbleBytesThenHoldsTheirScales) {
+  const int64_t rows = 32, cols = 96;  // 2 groups of 16 rows, 3 blocks per row
+  const std::vector<uint8_t> native = random_rows(GgmlType::Q4_0, rows, cols, 5);
+  std::vector<uint8_t> packed(native.size());
+  regroup_rows(WeightLayout::Q4_0Tiles16, native.data(), rows, cols, packed.data());
+  const auto* blocks = reinterpret_cast<const BlockQ4_0*>(native.data());
+  const int64_t nb = cols / 32;
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint8_t* group = packed.data() + (r / 16) * 16 * nb * 18;
+    const int64_t n = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ4_0& blk = blocks[r * nb + b];
+      uint16_t d;
+      std::memcpy(&d, group + 256 * nb + 32 * b + 2 * n, 2);
+      EXPECT_EQ(d, blk.d) << "row " << r << " block " << b;
+      // Quant i (< 16) is the low nibble of byte i, quant 16 + i its high nibble.
+      for (int i = 0; i < 16; ++i) {
+        const uint8_t stored = group[256 * b + 64 * (i / 4) + 4 * n + i % 4];
+        ASSERT_EQ(int(stored), int(blk.qs[i])) << "row " << r << " block " << b << " " << i;
+      }
+    }
+  }
+}
+
 TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_TRUE(layout_fits(WeightLayout::Q4_0Groups8, 3, 256));
   EXPECT_TRUE(layout_fits(WeightLayout::Q8_0Groups8, 1, 11008));
@@ -104,6 +128,11 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_FALSE(layout_fits(WeightLayout::Q8_0Tiles16, 24, 768));
   EXPECT_FALSE(layout_fits(WeightLayout::Q8_0Tiles16, 16, 48));
   EXPECT_EQ(layout_type(WeightLayout::Q8_0Tiles16), GgmlType::Q8_0);
+  EXPECT_TRUE(layout_fits(WeightLayout::Q4_0Tiles16, 2048, 768));
+  EXPECT_FALSE(layout_fits(WeightLayout::Q4_0Tiles16, 8, 768));
+  EXPECT_EQ(layout_type(WeightLayout::Q4_0Tiles16), GgmlType::Q4_0);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q4_0),
+            amx_int8_usable() ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q4_0Groups8);
   EXPECT_EQ(regrouped_layout(GgmlType::Q4_K), WeightLayout::Native);
   EXPECT_EQ(regrouped_layout(GgmlType::F16), WeightLayout::Native);
   std::vector<uint8_t> buf(9 * 18);

@@ -133,17 +133,28 @@ TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) 
   check_schedule(f32, GetParam());
 }
 
-// The same with Q8_0 weights: on an AVX-512 machine with AMX the layer
-// matrices take the Q8_0Tiles16 layout, so steps of 4+ tokens run on AMX and
-// decodes and 1-3-token chunks on the VNNI kernel, which must agree bitwise.
+// The same with Q8_0 and with Q4_0 weights: on an AVX-512 machine with AMX
+// the layer matrices take the Tiles16 layouts, so steps of 4+ tokens run on
+// AMX and decodes and 1-3-token chunks on the VNNI kernel, which must agree
+// bitwise.
 class EngineSchedulesQ8Test : public ::testing::TestWithParam<Schedule> {};
+class EngineSchedulesQ4Test : public ::testing::TestWithParam<Schedule> {};
+
+void check_quantized_schedule(const Workload& w, WeightLayout tiled, const Schedule& s) {
+  if (amx_int8_usable()) {  // else Native or Groups8: the schedules still must not matter
+    ASSERT_EQ(w.model->weights().layers[0].ffn_up.layout, tiled);
+  }
+  check_schedule(w, s);
+}
 
 TEST_P(EngineSchedulesQ8Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
   static const Workload q8(GgmlType::Q8_0);
-  if (amx_int8_usable()) {  // else Native or Groups8: the schedules still must not matter
-    ASSERT_EQ(q8.model->weights().layers[0].ffn_up.layout, WeightLayout::Q8_0Tiles16);
-  }
-  check_schedule(q8, GetParam());
+  check_quantized_schedule(q8, WeightLayout::Q8_0Tiles16, GetParam());
+}
+
+TEST_P(EngineSchedulesQ4Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  static const Workload q4(GgmlType::Q4_0);
+  check_quantized_schedule(q4, WeightLayout::Q4_0Tiles16, GetParam());
 }
 
 // kv_blocks for the preemption cases: the longest request (64 + 8 tokens)
@@ -161,13 +172,16 @@ INSTANTIATE_TEST_SUITE_P(
                       Schedule{"bs16_pool5_preempt_t3", 16, 5, 17, 64, 3, true, true}),
     [](const auto& p) { return std::string(p.param.label); });
 
-INSTANTIATE_TEST_SUITE_P(
-    Schedules, EngineSchedulesQ8Test,
-    ::testing::Values(Schedule{"bs16_budget512_t2", 16, 0, 512, 64, 2, true, false},
-                      Schedule{"bs16_chunk3_t2", 16, 0, 3, 64, 2, true, false},
-                      Schedule{"bs4_chunk7_noprefix_t3", 4, 0, 7, 64, 3, false, false},
-                      Schedule{"bs16_pool5_preempt_t3", 16, 5, 17, 64, 3, true, true}),
-    [](const auto& p) { return std::string(p.param.label); });
+const Schedule kQuantizedSchedules[] = {
+    Schedule{"bs16_budget512_t2", 16, 0, 512, 64, 2, true, false},
+    Schedule{"bs16_chunk3_t2", 16, 0, 3, 64, 2, true, false},
+    Schedule{"bs4_chunk7_noprefix_t3", 4, 0, 7, 64, 3, false, false},
+    Schedule{"bs16_pool5_preempt_t3", 16, 5, 17, 64, 3, true, true}};
+
+INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesQ8Test, ::testing::ValuesIn(kQuantizedSchedules),
+                         [](const auto& p) { return std::string(p.param.label); });
+INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesQ4Test, ::testing::ValuesIn(kQuantizedSchedules),
+                         [](const auto& p) { return std::string(p.param.label); });
 
 }  // namespace
 }  // namespace kvforge

@@ -33,18 +33,24 @@ std::vector<uint8_t> native_row(const WeightView& w, const uint8_t* row) {
   return out;
 }
 
-// Row r of a Q8_0Tiles16 matrix (WeightLayout, matmul.h: per 16-row group,
-// per block 512 bytes of quants interleaved 4 by 4 and stored + 128, then
-// every block's 16 scales) back in the file's block layout.
+// Row r of a Q8_0Tiles16 / Q4_0Tiles16 matrix (WeightLayout, matmul.h: per
+// 16-row group, per block 512 bytes of Q8_0 quants stored + 128 or 256
+// bytes of Q4_0 nibble bytes, interleaved 4 bytes by 4, then every block's 16
+// scales) back in the file's block layout.
 std::vector<uint8_t> native_tiles16_row(const WeightView& w, int64_t r) {
-  const size_t blocks = size_t(w.cols / 32), rb = blocks * 34;
+  const bool q8 = w.layout == WeightLayout::Q8_0Tiles16;
+  const size_t quant_bytes = q8 ? 32 : 16;  // per row and block
+  const size_t block_bytes = 2 + quant_bytes, blocks = size_t(w.cols / 32),
+               rb = blocks * block_bytes;
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * 16 * rb;
   const size_t n = size_t(r % 16);
   std::vector<uint8_t> out(rb);
   for (size_t b = 0; b < blocks; ++b) {
-    std::memcpy(&out[34 * b], group + 512 * blocks + 32 * b + 2 * n, 2);
-    for (size_t i = 0; i < 32; ++i)
-      out[34 * b + 2 + i] = group[512 * b + 64 * (i / 4) + 4 * n + i % 4] ^ 0x80;
+    std::memcpy(&out[block_bytes * b], group + 16 * quant_bytes * blocks + 32 * b + 2 * n, 2);
+    for (size_t i = 0; i < quant_bytes; ++i) {
+      const uint8_t stored = group[16 * quant_bytes * b + 64 * (i / 4) + 4 * n + i % 4];
+      out[block_bytes * b + 2 + i] = q8 ? stored ^ 0x80 : stored;
+    }
   }
   return out;
 }
@@ -55,7 +61,7 @@ std::vector<float> to_f32(const WeightView& w) {
   for (int64_t r = 0; r < w.rows; ++r) {
     const uint8_t* row = static_cast<const uint8_t*>(w.data) + size_t(r) * rb;
     std::vector<uint8_t> native;
-    if (w.layout == WeightLayout::Q8_0Tiles16) {
+    if (w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16) {
       native = native_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout != WeightLayout::Native) {

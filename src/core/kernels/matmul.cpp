@@ -88,16 +88,21 @@ const TypeKernels kQ8_0Groups8Kernels = {
     GgmlType::Q8_0,
     {KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0)}};
 #undef KVFORGE_GROUPS8_SET
-// Q8_0Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
+// Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
 const KernelSet kQ8_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q8_0_tiles16_avx512, nullptr,
                                 nullptr};
 const TypeKernels kQ8_0Tiles16Kernels = {GgmlType::Q8_0,
                                          {kQ8_0Tiles16Set, kQ8_0Tiles16Set, kQ8_0Tiles16Set}};
+const KernelSet kQ4_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16_avx512, nullptr,
+                                nullptr};
+const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
+                                         {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
 const TypeKernels& checked_layout(const WeightView& w) {
   const std::string name = layout_name(w.layout);
   if (layout_type(w.layout) != w.type || !layout_fits(w.layout, w.rows, w.cols)) {
-    const bool tiles = w.layout == WeightLayout::Q8_0Tiles16;
+    const bool tiles =
+        w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16;
     throw std::invalid_argument(
         "matmul: the " + name + " layout needs " + std::string(type_name(layout_type(w.layout))) +
         (tiles ? " weights with rows a multiple of 16 and cols of 32"
@@ -115,6 +120,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ4_0Groups8Kernels;
     case WeightLayout::Q8_0Tiles16:
       return kQ8_0Tiles16Kernels;
+    case WeightLayout::Q4_0Tiles16:
+      return kQ4_0Tiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }
@@ -151,11 +158,11 @@ int64_t claim_rows(int64_t total_rows, int threads) {
   return std::clamp<int64_t>(want, 48, 4 * 48);
 }
 
-// Whether every weight is Q8_0Tiles16 and the batch runs on AMX.
+// Whether every weight is in a Tiles16 layout and the batch runs on AMX.
 bool claims_rows(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
   if (n_tokens < kAmxMinTokens || !amx_int8_usable()) return false;
   for (size_t i = 0; i < n; ++i)
-    if (sets[i] != &kQ8_0Tiles16Set) return false;
+    if (sets[i] != &kQ8_0Tiles16Set && sets[i] != &kQ4_0Tiles16Set) return false;
   return true;
 }
 
@@ -284,7 +291,7 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
       any.quantize_q8_k(x, cols, int64_t(t0), int64_t(t1), converted.blocks);
     });
   }
-  if (wants[int(ActivationForm::Q8Rows)]) {  // Q8_0Tiles16: AVX-512 only (checked_layout)
+  if (wants[int(ActivationForm::Q8Rows)]) {  // Tiles16: AVX-512 only (checked_layout)
     pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
       quantize_activations_q8_rows_avx512(x, cols, int64_t(t0), int64_t(t1), converted.row_quants,
                                           converted.row_scales, converted.row_offsets);

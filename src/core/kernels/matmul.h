@@ -13,8 +13,8 @@
 // for F32/F16/BF16; see kernels/matmul_task.h), into `scratch`, which only
 // grows. Kernels: one file per weight type and SIMD level (dot_<type>.cpp,
 // dot_<type>_avx2.cpp, dot_<type>_avx512.cpp), chosen by simd_level() per call;
-// Q8_0 rows in the Q8_0Tiles16 layout run batches of 4+ tokens on AMX int8
-// tiles where amx_int8_usable() (dot_q8_0_tiles16_amx.cpp), bitwise as on AVX-512.
+// Q8_0 and Q4_0 rows in the Tiles16 layouts run batches of 4+ tokens on AMX
+// int8 tiles where amx_int8_usable() (dot_tiles16_amx.cpp), bitwise as on AVX-512.
 //
 // Results are deterministic: a token's outputs do not depend on n_tokens, on
 // which tokens share the call, or on the thread count (bitwise). For Q4_K and
@@ -56,7 +56,14 @@ namespace kvforge {
 //     integer dot product, at any token count, on AMX or AVX-512 alike.
 //     Same bytes per row; only matmul() at the AVX-512 level reads them
 //     (other levels and matmul_reference throw).
-enum class WeightLayout { Native, Q4_0Groups8, Q8_0Groups8, Q8_0Tiles16 };
+//   Q4_0Tiles16: the same for Q4_0 rows, with 256 bytes of quants per block:
+//     byte 256b + 64k + 4n + j (k < 4, j < 4) = byte 4k + j of the block's
+//     nibbles in row 16g + n, whose low nibble is quant 4k + j and high
+//     nibble quant 16 + 4k + j, each stored as the file does, w + 8. The low
+//     nibbles of the 256 bytes are then the first 4 rows of the AMX "B" tile
+//     and the high nibbles its last 4 (the kernels unpack them with one AND
+//     or one shift and AND per 64 bytes); the scales follow as in Q8_0Tiles16.
+enum class WeightLayout { Native, Q4_0Groups8, Q8_0Groups8, Q8_0Tiles16, Q4_0Tiles16 };
 
 struct WeightView {
   GgmlType type = GgmlType::F32;

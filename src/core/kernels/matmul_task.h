@@ -27,11 +27,12 @@
 //       One 512-bit vpdpbusd per half then leaves block i's partial sums in
 //       lanes 4i..4i+3, where one f32 multiply per 4 blocks applies dw*da.
 //     kQ8QuadBytes / kQ8QuadLanes below give the per-token sizes.
-//   Q8_0Tiles16 weights ("Q8 rows"): the same quants and scales in the plain
-//     layout (quants [n][cols], scales [n][cols/32]), plus offsets [n][cols/32]
-//     int32 = -128 x the sum of the block's quants: the weights are stored
-//     + 128, so a dot product over them carries 128 x that sum, which the
-//     offset takes back out exactly.
+//   Q8_0Tiles16, Q4_0Tiles16 weights ("Q8 rows"): the same quants and scales
+//     in the plain layout (quants [n][cols], scales [n][cols/32]), plus
+//     offsets [n][cols/32] int32 = -128 x the sum of the block's quants: Q8_0
+//     weights are stored + 128, so a dot product over them carries 128 x that
+//     sum, which the offset takes back out exactly (Q4_0 weights, stored + 8,
+//     take offset / 16).
 //   Q4_K, Q6_K weights: Q8_K blocks (formats/q8_k.h), identical at every level.
 #pragma once
 
@@ -76,18 +77,21 @@ using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0
 void matmul_rows_q4_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 void matmul_rows_q8_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 
-// Q8_0Tiles16 rows: computes every 16-row group whose first row lies in
-// [r0, r1) (so ranges that split the rows anywhere still split the groups),
-// with AMX for batches of at least kAmxMinTokens tokens where
+// Q8_0Tiles16 / Q4_0Tiles16 rows: computes every 16-row group whose first row
+// lies in [r0, r1) (so ranges that split the rows anywhere still split the
+// groups), with AMX for batches of at least kAmxMinTokens tokens where
 // amx_int8_usable(), else AVX-512 VNNI; the two give the same bits.
 void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_q4_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 // The AMX part: groups [g0, g1), tokens [t0, t1), t1 - t0 <= 16 (one tile).
 void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
+void matmul_tiles_q4_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
 inline constexpr int64_t kAmxMinTokens = 4;
-// The Q8_0Tiles16 layout's sizes (WeightLayout, matmul.h): rows per group,
-// and per block of 32 columns the group's quant bytes and f16 scale bytes.
+// The Tiles16 layouts' sizes (WeightLayout, matmul.h): rows per group, and
+// per block of 32 columns the group's quant bytes (Q8_0, Q4_0) and f16 scale bytes.
 inline constexpr int64_t kTiles16Rows = 16;
 inline constexpr int64_t kTiles16QuantBytes = kTiles16Rows * 32;
+inline constexpr int64_t kTiles16Q4QuantBytes = kTiles16Rows * 16;
 inline constexpr int64_t kTiles16ScaleBytes = kTiles16Rows * 2;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,

@@ -51,12 +51,27 @@ void tile_q8_0(const BlockQ8_0* in, int64_t blocks, uint8_t* out) {
   }
 }
 
+// The same for Q4_0 (WeightLayout::Q4_0Tiles16): per block 256 bytes, byte
+// 64k + 4n + j being nibble byte 4k + j of row n.
+void tile_q4_0(const BlockQ4_0* in, int64_t blocks, uint8_t* out) {
+  uint8_t* scales = out + blocks * kTiles16Q4QuantBytes;
+  for (int64_t b = 0; b < blocks; ++b) {
+    for (int64_t n = 0; n < kTiles16Rows; ++n) {
+      const BlockQ4_0& blk = in[n * blocks + b];
+      std::memcpy(scales + kTiles16ScaleBytes * b + 2 * n, &blk.d, sizeof(uint16_t));
+      for (int k = 0; k < 4; ++k)
+        for (int j = 0; j < 4; ++j)
+          out[kTiles16Q4QuantBytes * b + 64 * k + 4 * n + j] = blk.qs[4 * k + j];
+    }
+  }
+}
+
 }  // namespace
 
 WeightLayout regrouped_layout(GgmlType type) {
   switch (type) {
     case GgmlType::Q4_0:
-      return WeightLayout::Q4_0Groups8;
+      return amx_int8_usable() ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q4_0Groups8;
     case GgmlType::Q8_0:
       return amx_int8_usable() ? WeightLayout::Q8_0Tiles16 : WeightLayout::Q8_0Groups8;
     default:
@@ -72,6 +87,8 @@ const char* layout_name(WeightLayout layout) {
       return "Q8_0Groups8";
     case WeightLayout::Q8_0Tiles16:
       return "Q8_0Tiles16";
+    case WeightLayout::Q4_0Tiles16:
+      return "Q4_0Tiles16";
     case WeightLayout::Native:
       break;
   }
@@ -81,6 +98,7 @@ const char* layout_name(WeightLayout layout) {
 GgmlType layout_type(WeightLayout layout) {
   switch (layout) {
     case WeightLayout::Q4_0Groups8:
+    case WeightLayout::Q4_0Tiles16:
       return GgmlType::Q4_0;
     case WeightLayout::Q8_0Groups8:
     case WeightLayout::Q8_0Tiles16:
@@ -97,6 +115,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q8_0Groups8:
       return cols > 0 && cols % kRegroupCols == 0;
     case WeightLayout::Q8_0Tiles16:
+    case WeightLayout::Q4_0Tiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % 32 == 0;
     case WeightLayout::Native:
       break;
@@ -109,8 +128,8 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
     throw std::invalid_argument(
         "regroup_rows: a " + std::to_string(rows) + " x " + std::to_string(cols) +
         " matrix cannot take the " + layout_name(layout) +
-        " layout (Groups8: cols a multiple of 256; Q8_0Tiles16: rows a multiple of 16 and cols "
-        "of 32)");
+        " layout (Groups8: cols a multiple of 256; Tiles16: rows a multiple of 16 and cols of "
+        "32)");
   auto* out = static_cast<uint8_t*>(dst);
   if (layout == WeightLayout::Q8_0Tiles16) {
     const auto* in = static_cast<const BlockQ8_0*>(src);
@@ -118,6 +137,14 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
     for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
       tile_q8_0(in + g * kTiles16Rows * blocks, blocks,
                 out + g * kTiles16Rows * blocks * int64_t(sizeof(BlockQ8_0)));
+    return;
+  }
+  if (layout == WeightLayout::Q4_0Tiles16) {
+    const auto* in = static_cast<const BlockQ4_0*>(src);
+    const int64_t blocks = cols / 32;
+    for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+      tile_q4_0(in + g * kTiles16Rows * blocks, blocks,
+                out + g * kTiles16Rows * blocks * int64_t(sizeof(BlockQ4_0)));
     return;
   }
   const int64_t groups = rows * (cols / kRegroupCols);

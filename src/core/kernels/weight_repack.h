@@ -24,6 +24,9 @@
 // kernel that serves decode and small batches take 4 quants of 16 rows per
 // vpdpbusd with the activations broadcast, so one layout serves every token
 // count with one order of f32 operations (bitwise the same results).
+// Q4_0Tiles16 does the same for Q4_0: its bytes are the 16 rows' nibble
+// bytes interleaved 4 by 4, which unpack into the tile's 8 rows with an AND
+// (low nibbles) or a shift and an AND (high nibbles) per 64 bytes.
 //
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
 // but are not read again) and a pass over them at load (small preset, Q4_0:
@@ -39,12 +42,12 @@ namespace kvforge {
 // Columns of one group of 8 blocks: Groups8 rows hold whole groups.
 inline constexpr int64_t kRegroupCols = 8 * 32;
 
-// The layout this machine's kernels want for a weight type (Q4_0: Groups8;
-// Q8_0: Tiles16 where amx_int8_usable(), else Groups8), or Native when the
-// type has none.
+// The layout this machine's kernels want for a weight type (Q4_0, Q8_0:
+// Tiles16 where amx_int8_usable(), else Groups8), or Native when the type
+// has none.
 WeightLayout regrouped_layout(GgmlType type);
 
-// "Native", "Q4_0Groups8", "Q8_0Groups8", "Q8_0Tiles16": for error messages.
+// "Native", "Q4_0Groups8", "Q8_0Groups8", "Q8_0Tiles16", "Q4_0Tiles16": for error messages.
 const char* layout_name(WeightLayout layout);
 
 // The weight type a regrouped layout holds (F32 for Native: any).

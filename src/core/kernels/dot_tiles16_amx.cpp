@@ -1,11 +1,13 @@
-// Q8_0 weights in the Q8_0Tiles16 layout x Q8 rows on AMX int8 tiles, for
-// batches (called by matmul_rows_q8_0_tiles16_avx512 only when
+// Q8_0 / Q4_0 weights in the Tiles16 layouts x Q8 rows on AMX int8 tiles,
+// for batches (called by matmul_rows_{q8_0,q4_0}_tiles16_avx512 only when
 // amx_int8_usable()). Per block of 32 columns, one tdpbsud multiplies up to
 // 16 tokens' quants (tile A: tokens x 32 bytes, read in place from the
 // activation rows) by a 16-row group's interleaved quants (tile B: 8 x 64
-// bytes, as stored) into 16 x 16 exact int32 block sums (tile C). The
-// Q8_0 scales differ per block, so the sums cannot stay in the tile across
-// blocks: each block's C goes to memory and an AVX-512 epilogue performs
+// bytes; Q8_0: as stored; Q4_0: unpacked from the 256 stored bytes into an
+// L1 buffer, low nibbles then high) into 16 x 16 exact int32 block sums
+// (tile C). The scales differ per block, so the sums cannot stay in the
+// tile across blocks: each block's C goes to memory and an AVX-512
+// epilogue performs
 //   acc = fma(float(C + offset), dw * da, acc)
 // exactly as the VNNI kernel does per (row, token), hence the same bits.
 // Three groups share each A tile (tiles: 0 = A, 1..3 = B, 4..6 = C).
@@ -15,9 +17,33 @@
 namespace kvforge {
 namespace {
 
-constexpr int64_t kQuantBytes = kTiles16QuantBytes;
 constexpr int64_t kScaleBytes = kTiles16ScaleBytes;
 constexpr int kMaxGroups = 3;
+constexpr int64_t kBTileBytes = 8 * 64;
+
+// Where tile B of a group's block comes from: Q8_0 loads it as stored;
+// Q4_0 (kUnpacks) first unpacks the block's 256 bytes into 512 in an L1
+// buffer with unpack(blk, buf). offset(o) as in dot_tiles16_avx512.cpp.
+struct Q8_0Quants {
+  static constexpr int64_t kQuantBytes = kTiles16QuantBytes;
+  static constexpr bool kUnpacks = false;
+  static void unpack(const uint8_t*, uint8_t*) {}
+  static int32_t offset(int32_t o) { return o; }
+};
+
+struct Q4_0Quants {
+  static constexpr int64_t kQuantBytes = kTiles16Q4QuantBytes;
+  static constexpr bool kUnpacks = true;
+  static void unpack(const uint8_t* blk, uint8_t* buf) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    for (int k = 0; k < 4; ++k) {
+      const __m512i b = _mm512_loadu_si512(blk + 64 * k);
+      _mm512_store_si512(buf + 64 * k, _mm512_and_si512(b, low4));
+      _mm512_store_si512(buf + 256 + 64 * k, _mm512_and_si512(_mm512_srli_epi16(b, 4), low4));
+    }
+  }
+  static int32_t offset(int32_t o) { return o / 16; }  // exact: o is a multiple of 128
+};
 
 // The tile configuration (palette 1) as ldtilecfg reads it.
 struct alignas(64) TileConfig {
@@ -52,7 +78,7 @@ constexpr int kTileInts = 16 * 16;
 // Phase 2 for NM tokens from t of one group: acc [NM][16] in and out,
 // sums [kRoundBlocks][kMaxGroups][16 * 16] of which group j's are read from
 // tile row `row` (token t) on.
-template <int NM>
+template <class Q, int NM>
 void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales, int64_t b0,
               int blocks_in_round, int64_t t, int row, float* acc) {
   const int64_t blocks = task.cols / 32;
@@ -65,8 +91,8 @@ void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t*
     const int32_t* c = sums + (bb * kMaxGroups + j) * kTileInts + 16 * row;
     for (int m = 0; m < NM; ++m) {
       const int64_t at = (t + m) * blocks + b;
-      const __m512i isum =
-          _mm512_add_epi32(_mm512_load_si512(c + 16 * m), _mm512_set1_epi32(task.act_offsets[at]));
+      const __m512i isum = _mm512_add_epi32(_mm512_load_si512(c + 16 * m),
+                                            _mm512_set1_epi32(Q::offset(task.act_offsets[at])));
       const __m512 s = _mm512_mul_ps(dw, _mm512_set1_ps(task.act_scales[at]));
       a[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), s, a[m]);
     }
@@ -75,22 +101,23 @@ void epilogue(const MatmulTask& task, const int32_t* sums, int j, const uint8_t*
 }
 
 // Tokens [t0, t0 + nt) in steps of up to 8 (register accumulators).
-template <int NM = 8>
+template <class Q, int NM = 8>
 void epilogue_upto(const MatmulTask& task, const int32_t* sums, int j, const uint8_t* scales,
                    int64_t b0, int blocks_in_round, int64_t t, int row, int nt, float* acc) {
   if constexpr (NM > 1) {
     if (nt < NM)
-      return epilogue_upto<NM - 1>(task, sums, j, scales, b0, blocks_in_round, t, row, nt, acc);
+      return epilogue_upto<Q, NM - 1>(task, sums, j, scales, b0, blocks_in_round, t, row, nt, acc);
   }
-  epilogue<NM>(task, sums, j, scales, b0, blocks_in_round, t, row, acc);
+  epilogue<Q, NM>(task, sums, j, scales, b0, blocks_in_round, t, row, acc);
 }
 
 // Groups g..g+G-1 for tokens [t0, t0 + nt). next: the groups the caller
 // computes after these (nullptr: none), whose block b this prefetches while
 // computing block b here: tile loads do not train the hardware prefetchers,
 // and in a batched decode step every weight comes from memory once.
-template <int G>
+template <class Q, int G>
 void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const uint8_t* next) {
+  constexpr int64_t kQuantBytes = Q::kQuantBytes;
   const int64_t blocks = task.cols / 32;
   const int64_t group_bytes = kTiles16Rows * int64_t(task.row_bytes);
   const uint8_t* w[G];
@@ -99,6 +126,12 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
   // sums: the round's block sums, tile C rows = tokens (relative to t0).
   alignas(64) int32_t sums[kRoundBlocks * kMaxGroups * kTileInts];
   alignas(64) float acc[G][16 * 16];  // written by the first round's epilogue
+  // Q4_0's unpacked B tiles, two blocks' worth: block b + 1's are unpacked
+  // while block b's tile products run, so a tile load never waits for the
+  // vector stores just before it.
+  alignas(64) uint8_t b_buf[2][G][kBTileBytes];
+  if constexpr (Q::kUnpacks)
+    for (int j = 0; j < G; ++j) Q::unpack(w[j], b_buf[0][j]);
   for (int64_t b0 = 0; b0 < blocks; b0 += kRoundBlocks) {
     const int in_round = int(blocks - b0 < kRoundBlocks ? blocks - b0 : kRoundBlocks);
     for (int bb = 0; bb < in_round; ++bb) {
@@ -117,9 +150,11 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
                          _MM_HINT_T0);
       }
       _tile_loadd(0, a + 32 * b, task.cols);
-      _tile_loadd(1, w[0] + b * kQuantBytes, 64);
-      if constexpr (G > 1) _tile_loadd(2, w[1] + b * kQuantBytes, 64);
-      if constexpr (G > 2) _tile_loadd(3, w[2] + b * kQuantBytes, 64);
+      const uint8_t* bt[G];
+      for (int j = 0; j < G; ++j) bt[j] = Q::kUnpacks ? b_buf[b & 1][j] : w[j] + b * kQuantBytes;
+      _tile_loadd(1, bt[0], 64);
+      if constexpr (G > 1) _tile_loadd(2, bt[1], 64);
+      if constexpr (G > 2) _tile_loadd(3, bt[2], 64);
       _tile_zero(4);
       _tile_dpbsud(4, 0, 1);
       if constexpr (G > 1) {
@@ -130,6 +165,10 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
         _tile_zero(6);
         _tile_dpbsud(6, 0, 3);
       }
+      if constexpr (Q::kUnpacks)
+        if (b + 1 < blocks)
+          for (int j = 0; j < G; ++j)
+            Q::unpack(w[j] + (b + 1) * kQuantBytes, b_buf[(b + 1) & 1][j]);
       _tile_stored(4, c, 64);
       if constexpr (G > 1) _tile_stored(5, c + kTileInts, 64);
       if constexpr (G > 2) _tile_stored(6, c + 2 * kTileInts, 64);
@@ -137,8 +176,8 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
     for (int j = 0; j < G; ++j) {
       const uint8_t* scales = w[j] + blocks * kQuantBytes;
       for (int m = 0; m < nt; m += 8) {
-        epilogue_upto(task, sums, j, scales, b0, in_round, t0 + m, m, nt - m < 8 ? nt - m : 8,
-                      acc[j] + 16 * m);
+        epilogue_upto<Q>(task, sums, j, scales, b0, in_round, t0 + m, m, nt - m < 8 ? nt - m : 8,
+                         acc[j] + 16 * m);
       }
     }
   }
@@ -150,7 +189,10 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
 
 }  // namespace
 
-void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+namespace {
+
+template <class Q>
+void matmul_tiles_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
   const int nt = int(t1 - t0);
   configure_tiles(nt);
   int64_t g = g0;
@@ -160,12 +202,22 @@ void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64
   const bool stream = t0 == 0;
   for (; g + kMaxGroups <= g1; g += kMaxGroups) {
     const bool more = stream && g + 2 * kMaxGroups <= g1;
-    groups_tile<kMaxGroups>(task, g, t0, nt,
-                            more ? task.weights + (g + kMaxGroups) * group_bytes : nullptr);
+    groups_tile<Q, kMaxGroups>(task, g, t0, nt,
+                               more ? task.weights + (g + kMaxGroups) * group_bytes : nullptr);
   }
-  if (g1 - g == 2) groups_tile<2>(task, g, t0, nt, nullptr);
-  if (g1 - g == 1) groups_tile<1>(task, g, t0, nt, nullptr);
+  if (g1 - g == 2) groups_tile<Q, 2>(task, g, t0, nt, nullptr);
+  if (g1 - g == 1) groups_tile<Q, 1>(task, g, t0, nt, nullptr);
   _tile_release();
+}
+
+}  // namespace
+
+void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+  matmul_tiles_amx<Q8_0Quants>(task, g0, g1, t0, t1);
+}
+
+void matmul_tiles_q4_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+  matmul_tiles_amx<Q4_0Quants>(task, g0, g1, t0, t1);
 }
 
 }  // namespace kvforge

@@ -1,16 +1,18 @@
-// Q8_0 weights in the Q8_0Tiles16 layout (matmul.h, weight_repack.h) x Q8
-// rows (matmul_task.h), AVX-512 VNNI: decode and small batches, and every
+// Q8_0 / Q4_0 weights in the Tiles16 layouts (matmul.h, weight_repack.h) x
+// Q8 rows (matmul_task.h), AVX-512 VNNI: decode and small batches, and every
 // batch on machines without AMX. Batches of kAmxMinTokens or more go to the
-// AMX kernel (dot_q8_0_tiles16_amx.cpp) where amx_int8_usable().
+// AMX kernel (dot_tiles16_amx.cpp) where amx_int8_usable().
 //
-// One 64-byte load holds 4 quants of each of a group's 16 rows, so one
-// vpdpbusd against a token's 4 quants broadcast adds 4 products into each
-// row's lane: after the block's 8 loads, lane n holds row n's block sum, with
+// One 64-byte register holds 4 quants of each of a group's 16 rows (Q8_0:
+// as loaded; Q4_0: the low or the high nibbles of a load), so one vpdpbusd
+// against a token's 4 quants broadcast adds 4 products into each row's
+// lane: after the block's 8 registers, lane n holds row n's block sum, with
 // no horizontal reduction. Each (row, token) then takes
 //   acc = fma(float(isum_b), dw_b * da_b, acc)
 // for blocks b in order, isum_b exact (the accumulator starts at the
-// token's offset, -128 x its quant sum, undoing the weights' + 128): the AMX
-// kernel's epilogue performs these same operations, so both give the same bits.
+// token's offset, -128 or -8 x its quant sum, undoing the weights' + 128 or
+// + 8): the AMX kernel's epilogue performs these same operations, so both
+// give the same bits.
 #include "core/cpu_features.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
@@ -18,21 +20,41 @@
 namespace kvforge {
 namespace {
 
-constexpr int64_t kQuantBytes = kTiles16QuantBytes;  // one block of a 16-row group
-constexpr int64_t kScaleBytes = kTiles16ScaleBytes;  // its 16 f16 scales
+constexpr int64_t kScaleBytes = kTiles16ScaleBytes;  // a block's 16 f16 scales
 
+// The quants of one block of a group as vpdpbusd's unsigned operand:
+// quads(blk, k) holds quants 4k..4k+3 of each of the 16 rows (k < 8), and
+// offset(o) turns a token's Q8-rows offset (-128 x its quant sum) into the
+// correction for this type's + kOffset.
+struct Q8_0Quants {
+  static constexpr int64_t kQuantBytes = kTiles16QuantBytes;
+  static __m512i quads(const uint8_t* blk, int k) { return _mm512_loadu_si512(blk + 64 * k); }
+  static int32_t offset(int32_t o) { return o; }
+};
+
+struct Q4_0Quants {
+  static constexpr int64_t kQuantBytes = kTiles16Q4QuantBytes;
+  static __m512i quads(const uint8_t* blk, int k) {
+    const __m512i b = _mm512_loadu_si512(blk + 64 * (k & 3));
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
+    return k < 4 ? _mm512_and_si512(b, low4) : _mm512_and_si512(_mm512_srli_epi16(b, 4), low4);
+  }
+  static int32_t offset(int32_t o) { return o / 16; }  // exact: o is a multiple of 128
+};
+
+template <class Q>
 struct TilesView {
   const MatmulTask& task;
   int64_t blocks;       // cols / 32
   int64_t group_bytes;  // 16 rows
 
   const uint8_t* group(int64_t g) const { return task.weights + g * group_bytes; }
-  const uint8_t* scales(const uint8_t* group) const { return group + blocks * kQuantBytes; }
+  const uint8_t* scales(const uint8_t* group) const { return group + blocks * Q::kQuantBytes; }
 };
 
 // G groups (their first bytes in g) x T tokens from t0; results to y.
-template <int G, int T>
-void vnni_tile(const TilesView& v, const int64_t* groups, int64_t t0) {
+template <class Q, int G, int T>
+void vnni_tile(const TilesView<Q>& v, const int64_t* groups, int64_t t0) {
   const MatmulTask& task = v.task;
   const uint8_t* w[G];
   for (int j = 0; j < G; ++j) w[j] = v.group(groups[j]);
@@ -50,12 +72,12 @@ void vnni_tile(const TilesView& v, const int64_t* groups, int64_t t0) {
   for (int64_t b = 0; b < v.blocks; ++b) {
     __m512i isum[G][T];
     for (int t = 0; t < T; ++t) {
-      const __m512i o = _mm512_set1_epi32(off[t][b]);
+      const __m512i o = _mm512_set1_epi32(Q::offset(off[t][b]));
       for (int j = 0; j < G; ++j) isum[j][t] = o;
     }
     for (int k = 0; k < 8; ++k) {
       for (int j = 0; j < G; ++j) {
-        const __m512i wv = _mm512_loadu_si512(w[j] + b * kQuantBytes + 64 * k);
+        const __m512i wv = Q::quads(w[j] + b * Q::kQuantBytes, k);
         for (int t = 0; t < T; ++t)
           isum[j][t] = _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(a[t][8 * b + k]));
       }
@@ -74,39 +96,41 @@ void vnni_tile(const TilesView& v, const int64_t* groups, int64_t t0) {
 }
 
 // A tile of G groups and a run-time nt <= T tokens.
-template <int G, int T>
-void vnni_tile_upto(const TilesView& v, const int64_t* groups, int64_t t0, int nt) {
+template <class Q, int G, int T>
+void vnni_tile_upto(const TilesView<Q>& v, const int64_t* groups, int64_t t0, int nt) {
   if constexpr (T > 1) {
-    if (nt < T) return vnni_tile_upto<G, T - 1>(v, groups, t0, nt);
+    if (nt < T) return vnni_tile_upto<Q, G, T - 1>(v, groups, t0, nt);
   }
-  vnni_tile<G, T>(v, groups, t0);
+  vnni_tile<Q, G, T>(v, groups, t0);
 }
 
 // Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
 // range, so a tile reads 4 long sequential streams (as register_tile_loop.h
 // does for the other layouts).
-void vnni_decode(const TilesView& v, int64_t g0, int64_t g1) {
+template <class Q>
+void vnni_decode(const TilesView<Q>& v, int64_t g0, int64_t g1) {
   const int nt = int(v.task.n_tokens);
   const int64_t stream = (g1 - g0) / 4;
   for (int64_t i = 0; i < stream; ++i) {
     const int64_t groups[4] = {g0 + i, g0 + i + stream, g0 + i + 2 * stream, g0 + i + 3 * stream};
-    vnni_tile_upto<4, 2>(v, groups, 0, nt);
+    vnni_tile_upto<Q, 4, 2>(v, groups, 0, nt);
   }
-  for (int64_t g = g0 + 4 * stream; g < g1; ++g) vnni_tile_upto<1, 2>(v, &g, 0, nt);
+  for (int64_t g = g0 + 4 * stream; g < g1; ++g) vnni_tile_upto<Q, 1, 2>(v, &g, 0, nt);
 }
 
 // Tokens [t0, t1) of groups [g0, g1): pairs of groups x 4 tokens.
-void vnni_batch(const TilesView& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
+template <class Q>
+void vnni_batch(const TilesView<Q>& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
   constexpr int kTokens = 4;
   int64_t g = g0;
   for (; g + 2 <= g1; g += 2) {
     const int64_t groups[2] = {g, g + 1};
     for (int64_t t = t0; t < t1; t += kTokens)
-      vnni_tile_upto<2, kTokens>(v, groups, t, int(t1 - t < kTokens ? t1 - t : kTokens));
+      vnni_tile_upto<Q, 2, kTokens>(v, groups, t, int(t1 - t < kTokens ? t1 - t : kTokens));
   }
   for (; g < g1; ++g)
     for (int64_t t = t0; t < t1; t += kTokens)
-      vnni_tile_upto<1, kTokens>(v, &g, t, int(t1 - t < kTokens ? t1 - t : kTokens));
+      vnni_tile_upto<Q, 1, kTokens>(v, &g, t, int(t1 - t < kTokens ? t1 - t : kTokens));
 }
 
 }  // namespace
@@ -131,9 +155,14 @@ void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t
   }
 }
 
-void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+namespace {
+
+using AmxTiles = void (*)(const MatmulTask&, int64_t, int64_t, int64_t, int64_t);
+
+template <class Q>
+void matmul_rows_tiles16(const MatmulTask& task, int64_t r0, int64_t r1, AmxTiles amx) {
   const int64_t blocks = task.cols / 32;
-  const TilesView v{task, blocks, kTiles16Rows * int64_t(task.row_bytes)};
+  const TilesView<Q> v{task, blocks, kTiles16Rows * int64_t(task.row_bytes)};
   const int64_t g0 = (r0 + kTiles16Rows - 1) / kTiles16Rows,
                 g1 = (r1 + kTiles16Rows - 1) / kTiles16Rows;
   if (g0 >= g1) return;
@@ -147,12 +176,22 @@ void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
   }
   // Whole tiles of 16 tokens, then the rest: on AMX when it is worth it.
   const int64_t full = task.n_tokens / 16 * 16;
-  for (int64_t t = 0; t < full; t += 16) matmul_tiles_q8_0_amx(task, g0, g1, t, t + 16);
+  for (int64_t t = 0; t < full; t += 16) amx(task, g0, g1, t, t + 16);
   if (task.n_tokens - full >= kAmxMinTokens) {
-    matmul_tiles_q8_0_amx(task, g0, g1, full, task.n_tokens);
+    amx(task, g0, g1, full, task.n_tokens);
   } else if (full < task.n_tokens) {
     vnni_batch(v, g0, g1, full, task.n_tokens);
   }
+}
+
+}  // namespace
+
+void matmul_rows_q8_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  matmul_rows_tiles16<Q8_0Quants>(task, r0, r1, matmul_tiles_q8_0_amx);
+}
+
+void matmul_rows_q4_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  matmul_rows_tiles16<Q4_0Quants>(task, r0, r1, matmul_tiles_q4_0_amx);
 }
 
 }  // namespace kvforge
