@@ -129,7 +129,7 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
   // Q4_0's unpacked B tiles, two blocks' worth: block b + 1's are unpacked
   // while block b's tile products run, so a tile load never waits for the
   // vector stores just before it.
-  alignas(64) uint8_t b_buf[2][G][kBTileBytes];
+  alignas(64) uint8_t b_buf[Q::kUnpacks ? 2 : 1][G][kBTileBytes];
   if constexpr (Q::kUnpacks)
     for (int j = 0; j < G; ++j) Q::unpack(w[j], b_buf[0][j]);
   for (int64_t b0 = 0; b0 < blocks; b0 += kRoundBlocks) {
@@ -151,7 +151,12 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
       }
       _tile_loadd(0, a + 32 * b, task.cols);
       const uint8_t* bt[G];
-      for (int j = 0; j < G; ++j) bt[j] = Q::kUnpacks ? b_buf[b & 1][j] : w[j] + b * kQuantBytes;
+      for (int j = 0; j < G; ++j) {
+        if constexpr (Q::kUnpacks)
+          bt[j] = b_buf[b & 1][j];
+        else
+          bt[j] = w[j] + b * kQuantBytes;
+      }
       _tile_loadd(1, bt[0], 64);
       if constexpr (G > 1) _tile_loadd(2, bt[1], 64);
       if constexpr (G > 2) _tile_loadd(3, bt[2], 64);
