@@ -46,7 +46,7 @@ for type in q8_0 q4_0 f16; do
   sweeps+=("$out/$type.json")
 done
 if /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
-  /usr/bin/python3 tools/plot_decode_vs_ctx.py -o docs/decode_vs_ctx.png "${sweeps[@]}"
+  /usr/bin/python3 tools/plot_decode_vs_ctx.py -o "$out/decode_vs_ctx.png" "${sweeps[@]}"
 else
   echo "matplotlib missing (apt-get install python3-matplotlib): no plot" >&2
 fi

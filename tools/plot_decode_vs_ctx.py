@@ -2,7 +2,7 @@
 """Decode speed vs tokens already in the KV cache, from `kvforge bench --ctx-sweep` JSON.
 
     kvforge bench -m small-q8_0.gguf -p 0 -n 0 -t 2 -r 3 --ctx-sweep 2048 --json > q8_0.json
-    tools/plot_decode_vs_ctx.py -o docs/decode_vs_ctx.png q8_0.json q4_0.json f16.json
+    tools/plot_decode_vs_ctx.py -o docs/bench/decode_vs_ctx.png q8_0.json q4_0.json f16.json
 
 One line per JSON file (labelled with the file's stem unless --labels is
 given): mean tok/s with a ±stddev band, and dashed the roofline of the same
