@@ -93,9 +93,8 @@ size_t ModelWeights::regroup_for_kernels() {
       matrices.push_back(v);
   matrices.push_back(&output);
   std::erase_if(matrices, [](const WeightView* v) {
-    const WeightLayout layout = regrouped_layout(v->type);
-    return v->layout != WeightLayout::Native || layout == WeightLayout::Native ||
-           !layout_fits(layout, v->rows, v->cols);
+    return v->layout != WeightLayout::Native ||
+           regrouped_layout(v->type, v->rows, v->cols) == WeightLayout::Native;
   });
   const auto bytes_of = [](const WeightView* v) {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
@@ -113,7 +112,7 @@ size_t ModelWeights::regroup_for_kernels() {
   uint8_t* block = regrouped.data();
   size_t at = 0;
   for (WeightView* v : matrices) {
-    const WeightLayout layout = regrouped_layout(v->type);
+    const WeightLayout layout = regrouped_layout(v->type, v->rows, v->cols);
     regroup_rows(layout, v->data, v->rows, v->cols, block + at);
     v->data = block + at;
     v->layout = layout;

@@ -131,10 +131,17 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_TRUE(layout_fits(WeightLayout::Q4_0Tiles16, 2048, 768));
   EXPECT_FALSE(layout_fits(WeightLayout::Q4_0Tiles16, 8, 768));
   EXPECT_EQ(layout_type(WeightLayout::Q4_0Tiles16), GgmlType::Q4_0);
-  EXPECT_EQ(regrouped_layout(GgmlType::Q4_0),
+  EXPECT_EQ(regrouped_layout(GgmlType::Q4_0, 2048, 768),
             amx_int8_usable() ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q4_0Groups8);
-  EXPECT_EQ(regrouped_layout(GgmlType::Q4_K), WeightLayout::Native);
-  EXPECT_EQ(regrouped_layout(GgmlType::F16), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q8_0, 32000, 768),
+            amx_int8_usable() ? WeightLayout::Q8_0Tiles16 : WeightLayout::Q8_0Groups8);
+  // Rows that do not fill 16-row groups (a 32001-token vocabulary) fall back to Groups8,
+  // and neither fitting leaves the rows as they are.
+  EXPECT_EQ(regrouped_layout(GgmlType::Q4_0, 32001, 768), WeightLayout::Q4_0Groups8);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q8_0, 32001, 768), WeightLayout::Q8_0Groups8);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q8_0, 32001, 96), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 256, 256), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::F16, 256, 256), WeightLayout::Native);
   std::vector<uint8_t> buf(9 * 18);
   try {
     regroup_rows(WeightLayout::Q4_0Groups8, buf.data(), 1, 288, buf.data());

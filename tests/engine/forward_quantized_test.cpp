@@ -57,8 +57,9 @@ TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
   const auto model = testing::make_test_model(spec);
   // Q4_0 and Q8_0 on the AVX-512 level: the layer matrices are regrouped at
   // load (weight_repack.h), so this also checks that path against the oracle.
-  EXPECT_EQ(model->weights().layers[0].ffn_down.layout,
-            regrouping_preferred() ? regrouped_layout(c.type) : WeightLayout::Native);
+  const WeightView& down = model->weights().layers[0].ffn_down;
+  EXPECT_EQ(down.layout, regrouping_preferred() ? regrouped_layout(c.type, down.rows, down.cols)
+                                                : WeightLayout::Native);
   EXPECT_EQ(model->weights().token_embd.layout, WeightLayout::Native);
   ThreadPool pool(2);
   SequenceRunner runner(*model, pool, {.n_ctx = 64, .max_batch = 512, .kv_format = {}});

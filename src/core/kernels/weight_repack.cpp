@@ -68,15 +68,24 @@ void tile_q4_0(const BlockQ4_0* in, int64_t blocks, uint8_t* out) {
 
 }  // namespace
 
-WeightLayout regrouped_layout(GgmlType type) {
+WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
+  WeightLayout tiles, groups;
   switch (type) {
     case GgmlType::Q4_0:
-      return amx_int8_usable() ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q4_0Groups8;
+      tiles = WeightLayout::Q4_0Tiles16;
+      groups = WeightLayout::Q4_0Groups8;
+      break;
     case GgmlType::Q8_0:
-      return amx_int8_usable() ? WeightLayout::Q8_0Tiles16 : WeightLayout::Q8_0Groups8;
+      tiles = WeightLayout::Q8_0Tiles16;
+      groups = WeightLayout::Q8_0Groups8;
+      break;
     default:
       return WeightLayout::Native;
   }
+  // A vocabulary of 32001 rows, say, cannot take the 16-row groups of
+  // Tiles16 but can still take Groups8.
+  if (amx_int8_usable() && layout_fits(tiles, rows, cols)) return tiles;
+  return layout_fits(groups, rows, cols) ? groups : WeightLayout::Native;
 }
 
 const char* layout_name(WeightLayout layout) {

@@ -42,10 +42,11 @@ namespace kvforge {
 // Columns of one group of 8 blocks: Groups8 rows hold whole groups.
 inline constexpr int64_t kRegroupCols = 8 * 32;
 
-// The layout this machine's kernels want for a weight type (Q4_0, Q8_0:
-// Tiles16 where amx_int8_usable(), else Groups8), or Native when the type
-// has none.
-WeightLayout regrouped_layout(GgmlType type);
+// The layout this machine's kernels want for a rows x cols matrix of a
+// weight type: Q4_0, Q8_0: Tiles16 where amx_int8_usable() and it fits
+// (rows a multiple of 16), else Groups8 where that fits (cols a multiple of
+// 256), else Native; Native for the other types.
+WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
 // "Native", "Q4_0Groups8", "Q8_0Groups8", "Q8_0Tiles16", "Q4_0Tiles16": for error messages.
 const char* layout_name(WeightLayout layout);
