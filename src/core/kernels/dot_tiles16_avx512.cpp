@@ -13,7 +13,6 @@
 // token's offset, -128 or -8 x its quant sum, undoing the weights' + 128 or
 // + 8): the AMX kernel's epilogue performs these same operations, so both
 // give the same bits.
-#include "core/cpu_features.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
 
@@ -170,7 +169,7 @@ void matmul_rows_tiles16(const MatmulTask& task, int64_t r0, int64_t r1, AmxTile
     vnni_decode(v, g0, g1);
     return;
   }
-  if (task.n_tokens < kAmxMinTokens || !amx_int8_usable()) {
+  if (!tiles16_batch_on_amx(task.n_tokens)) {
     vnni_batch(v, g0, g1, 0, task.n_tokens);
     return;
   }

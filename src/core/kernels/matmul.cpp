@@ -160,7 +160,7 @@ int64_t claim_rows(int64_t total_rows, int threads) {
 
 // Whether every weight is in a Tiles16 layout and the batch runs on AMX.
 bool claims_rows(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
-  if (n_tokens < kAmxMinTokens || !amx_int8_usable()) return false;
+  if (!tiles16_batch_on_amx(n_tokens)) return false;
   for (size_t i = 0; i < n; ++i)
     if (sets[i] != &kQ8_0Tiles16Set && sets[i] != &kQ4_0Tiles16Set) return false;
   return true;
@@ -217,6 +217,10 @@ MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x,
 }
 
 }  // namespace
+
+bool tiles16_batch_on_amx(int64_t n_tokens) {
+  return n_tokens >= kAmxMinTokens && amx_int8_usable();
+}
 
 size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens) {
   const TypeKernels& k = checked_kernels(w, n_tokens);

@@ -87,6 +87,10 @@ void matmul_rows_q4_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
 void matmul_tiles_q4_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
 inline constexpr int64_t kAmxMinTokens = 4;
+// Whether a Tiles16 matmul of n_tokens runs on AMX (n_tokens >= kAmxMinTokens
+// and amx_int8_usable()): the kernels' choice, which matmul_batch's row
+// claiming follows. Defined in matmul.cpp, outside the ISA-flagged files.
+bool tiles16_batch_on_amx(int64_t n_tokens);
 // The Tiles16 layouts' sizes (WeightLayout, matmul.h): rows per group, and
 // per block of 32 columns the group's quant bytes (Q8_0, Q4_0) and f16 scale bytes.
 inline constexpr int64_t kTiles16Rows = 16;
