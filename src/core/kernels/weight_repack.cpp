@@ -36,34 +36,33 @@ void regroup_q8_0(const BlockQ8_0* blocks, uint8_t* out) {
 }
 
 // Group g of 16 rows (their blocks one after another in `in`, row stride
-// `blocks`): per block 512 bytes of interleaved quants, then all the
-// blocks' scales (WeightLayout::Q8_0Tiles16).
-void tile_q8_0(const BlockQ8_0* in, int64_t blocks, uint8_t* out) {
-  uint8_t* scales = out + blocks * kTiles16QuantBytes;
+// `blocks`): per block the 16 rows' quant bytes interleaved 4 by 4 (byte
+// 64k + 4n + j = quant byte 4k + j of row n, xor `flip`), then all the
+// blocks' scales (WeightLayout::Q8_0Tiles16 with flip 0x80: 512 bytes per
+// block; Q4_0Tiles16 with flip 0, the nibble bytes as stored: 256).
+template <class Block>
+void tile_group(const Block* in, int64_t blocks, uint8_t flip, uint8_t* out) {
+  constexpr int kQuantBytes = int(sizeof(Block::qs));  // per row and block
+  const int64_t group_quant_bytes = kTiles16Rows * kQuantBytes;
+  uint8_t* scales = out + blocks * group_quant_bytes;
   for (int64_t b = 0; b < blocks; ++b) {
     for (int64_t n = 0; n < kTiles16Rows; ++n) {
-      const BlockQ8_0& blk = in[n * blocks + b];
+      const Block& blk = in[n * blocks + b];
       std::memcpy(scales + kTiles16ScaleBytes * b + 2 * n, &blk.d, sizeof(uint16_t));
-      for (int k = 0; k < 8; ++k)
-        for (int j = 0; j < 4; ++j)
-          out[kTiles16QuantBytes * b + 64 * k + 4 * n + j] = uint8_t(blk.qs[4 * k + j]) ^ 0x80;
+      for (int i = 0; i < kQuantBytes; ++i)
+        out[group_quant_bytes * b + 64 * (i / 4) + 4 * n + i % 4] = uint8_t(blk.qs[i]) ^ flip;
     }
   }
 }
 
-// The same for Q4_0 (WeightLayout::Q4_0Tiles16): per block 256 bytes, byte
-// 64k + 4n + j being nibble byte 4k + j of row n.
-void tile_q4_0(const BlockQ4_0* in, int64_t blocks, uint8_t* out) {
-  uint8_t* scales = out + blocks * kTiles16Q4QuantBytes;
-  for (int64_t b = 0; b < blocks; ++b) {
-    for (int64_t n = 0; n < kTiles16Rows; ++n) {
-      const BlockQ4_0& blk = in[n * blocks + b];
-      std::memcpy(scales + kTiles16ScaleBytes * b + 2 * n, &blk.d, sizeof(uint16_t));
-      for (int k = 0; k < 4; ++k)
-        for (int j = 0; j < 4; ++j)
-          out[kTiles16Q4QuantBytes * b + 64 * k + 4 * n + j] = blk.qs[4 * k + j];
-    }
-  }
+// All rows / 16 groups of a Tiles16 matrix.
+template <class Block>
+void tile_rows(const void* src, int64_t rows, int64_t cols, uint8_t flip, uint8_t* out) {
+  const auto* in = static_cast<const Block*>(src);
+  const int64_t blocks = cols / 32;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    tile_group(in + g * kTiles16Rows * blocks, blocks, flip,
+               out + g * kTiles16Rows * blocks * int64_t(sizeof(Block)));
 }
 
 }  // namespace
@@ -140,22 +139,8 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
         " layout (Groups8: cols a multiple of 256; Tiles16: rows a multiple of 16 and cols of "
         "32)");
   auto* out = static_cast<uint8_t*>(dst);
-  if (layout == WeightLayout::Q8_0Tiles16) {
-    const auto* in = static_cast<const BlockQ8_0*>(src);
-    const int64_t blocks = cols / 32;
-    for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
-      tile_q8_0(in + g * kTiles16Rows * blocks, blocks,
-                out + g * kTiles16Rows * blocks * int64_t(sizeof(BlockQ8_0)));
-    return;
-  }
-  if (layout == WeightLayout::Q4_0Tiles16) {
-    const auto* in = static_cast<const BlockQ4_0*>(src);
-    const int64_t blocks = cols / 32;
-    for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
-      tile_q4_0(in + g * kTiles16Rows * blocks, blocks,
-                out + g * kTiles16Rows * blocks * int64_t(sizeof(BlockQ4_0)));
-    return;
-  }
+  if (layout == WeightLayout::Q8_0Tiles16) return tile_rows<BlockQ8_0>(src, rows, cols, 0x80, out);
+  if (layout == WeightLayout::Q4_0Tiles16) return tile_rows<BlockQ4_0>(src, rows, cols, 0, out);
   const int64_t groups = rows * (cols / kRegroupCols);
   if (layout == WeightLayout::Q4_0Groups8) {
     const auto* in = static_cast<const BlockQ4_0*>(src);
