@@ -13,6 +13,7 @@
 // Three groups share each A tile (tiles: 0 = A, 1..3 = B, 4..6 = C).
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
+#include "core/kernels/tiles16_quants.h"
 
 namespace kvforge {
 namespace {
@@ -21,29 +22,11 @@ constexpr int64_t kScaleBytes = kTiles16ScaleBytes;
 constexpr int kMaxGroups = 3;
 constexpr int64_t kBTileBytes = 8 * 64;
 
-// Where tile B of a group's block comes from: Q8_0 loads it as stored;
-// Q4_0 (kUnpacks) first unpacks the block's 256 bytes into 512 in an L1
-// buffer with unpack(blk, buf). offset(o) as in dot_tiles16_avx512.cpp.
-struct Q8_0Quants {
-  static constexpr int64_t kQuantBytes = kTiles16QuantBytes;
-  static constexpr bool kUnpacks = false;
-  static void unpack(const uint8_t*, uint8_t*) {}
-  static int32_t offset(int32_t o) { return o; }
-};
-
-struct Q4_0Quants {
-  static constexpr int64_t kQuantBytes = kTiles16Q4QuantBytes;
-  static constexpr bool kUnpacks = true;
-  static void unpack(const uint8_t* blk, uint8_t* buf) {
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    for (int k = 0; k < 4; ++k) {
-      const __m512i b = _mm512_loadu_si512(blk + 64 * k);
-      _mm512_store_si512(buf + 64 * k, _mm512_and_si512(b, low4));
-      _mm512_store_si512(buf + 256 + 64 * k, _mm512_and_si512(_mm512_srli_epi16(b, 4), low4));
-    }
-  }
-  static int32_t offset(int32_t o) { return o / 16; }  // exact: o is a multiple of 128
-};
+// Q4_0's B tile (tiles16_quants.h) unpacked into buf, 64-byte aligned.
+template <class Q>
+void unpack_b_tile(const uint8_t* blk, uint8_t* buf) {
+  for (int k = 0; k < 8; ++k) _mm512_store_si512(buf + 64 * k, Q::quads(blk, k));
+}
 
 // The tile configuration (palette 1) as ldtilecfg reads it.
 struct alignas(64) TileConfig {
@@ -129,9 +112,9 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
   // Q4_0's unpacked B tiles, two blocks' worth: block b + 1's are unpacked
   // while block b's tile products run, so a tile load never waits for the
   // vector stores just before it.
-  alignas(64) uint8_t b_buf[Q::kUnpacks ? 2 : 1][G][kBTileBytes];
-  if constexpr (Q::kUnpacks)
-    for (int j = 0; j < G; ++j) Q::unpack(w[j], b_buf[0][j]);
+  alignas(64) uint8_t b_buf[Q::kStoredAsTile ? 1 : 2][G][kBTileBytes];
+  if constexpr (!Q::kStoredAsTile)
+    for (int j = 0; j < G; ++j) unpack_b_tile<Q>(w[j], b_buf[0][j]);
   for (int64_t b0 = 0; b0 < blocks; b0 += kRoundBlocks) {
     const int in_round = int(blocks - b0 < kRoundBlocks ? blocks - b0 : kRoundBlocks);
     for (int bb = 0; bb < in_round; ++bb) {
@@ -152,7 +135,7 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
       _tile_loadd(0, a + 32 * b, task.cols);
       const uint8_t* bt[G];
       for (int j = 0; j < G; ++j) {
-        if constexpr (Q::kUnpacks)
+        if constexpr (!Q::kStoredAsTile)
           bt[j] = b_buf[b & 1][j];
         else
           bt[j] = w[j] + b * kQuantBytes;
@@ -170,10 +153,10 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
         _tile_zero(6);
         _tile_dpbsud(6, 0, 3);
       }
-      if constexpr (Q::kUnpacks)
+      if constexpr (!Q::kStoredAsTile)
         if (b + 1 < blocks)
           for (int j = 0; j < G; ++j)
-            Q::unpack(w[j] + (b + 1) * kQuantBytes, b_buf[(b + 1) & 1][j]);
+            unpack_b_tile<Q>(w[j] + (b + 1) * kQuantBytes, b_buf[(b + 1) & 1][j]);
       _tile_stored(4, c, 64);
       if constexpr (G > 1) _tile_stored(5, c + kTileInts, 64);
       if constexpr (G > 2) _tile_stored(6, c + 2 * kTileInts, 64);

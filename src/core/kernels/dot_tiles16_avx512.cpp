@@ -15,31 +15,12 @@
 // give the same bits.
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
+#include "core/kernels/tiles16_quants.h"
 
 namespace kvforge {
 namespace {
 
 constexpr int64_t kScaleBytes = kTiles16ScaleBytes;  // a block's 16 f16 scales
-
-// The quants of one block of a group as vpdpbusd's unsigned operand:
-// quads(blk, k) holds quants 4k..4k+3 of each of the 16 rows (k < 8), and
-// offset(o) turns a token's Q8-rows offset (-128 x its quant sum) into the
-// correction for this type's + kOffset.
-struct Q8_0Quants {
-  static constexpr int64_t kQuantBytes = kTiles16QuantBytes;
-  static __m512i quads(const uint8_t* blk, int k) { return _mm512_loadu_si512(blk + 64 * k); }
-  static int32_t offset(int32_t o) { return o; }
-};
-
-struct Q4_0Quants {
-  static constexpr int64_t kQuantBytes = kTiles16Q4QuantBytes;
-  static __m512i quads(const uint8_t* blk, int k) {
-    const __m512i b = _mm512_loadu_si512(blk + 64 * (k & 3));
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    return k < 4 ? _mm512_and_si512(b, low4) : _mm512_and_si512(_mm512_srli_epi16(b, 4), low4);
-  }
-  static int32_t offset(int32_t o) { return o / 16; }  // exact: o is a multiple of 128
-};
 
 template <class Q>
 struct TilesView {
