@@ -8,9 +8,10 @@
 // ("roof"). "hot" weights fit in L2/L3 and are reused every call; "cold"
 // cycles through enough copies (>= 256 MiB) that every call reads DRAM.
 // Q4_0 and Q8_0 also run at the AVX-512 level on rows regrouped as a model's
-// are at load (kernels/weight_repack.h: ".../avx512_groups8"), and Q8_0 on
-// rows in the AMX tile layout (".../avx512_tiles16": AMX for batches where
-// the machine has it, else AVX-512 VNNI). After the runs a table gives each
+// are at load (kernels/weight_repack.h: ".../avx512_groups8"), Q4_0 and
+// Q8_0 on rows in the AMX tile layouts (".../avx512_tiles16": AMX for
+// batches where the machine has it, else AVX-512 VNNI), and F16 on rows
+// interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
 // kernel's speed relative to the scalar kernel, the regrouped rows' relative
 // to the native ones, the tile layout's relative to groups8, and (decode)
 // the best against the read roof, all measured in this run.
@@ -203,6 +204,11 @@ void register_all() {
                                                    t, s, n_tokens, SimdLevel::Avx512, cold,
                                                    groups8));
           }
+          if (t == GgmlType::F16 && layout_fits(WeightLayout::F16Interleaved16, s.rows, s.cols)) {
+            configure(benchmark::RegisterBenchmark((base + "/avx512_interleaved16").c_str(),
+                                                   run_matmul, t, s, n_tokens, SimdLevel::Avx512,
+                                                   cold, WeightLayout::F16Interleaved16));
+          }
           const WeightLayout tiles16 =
               t == GgmlType::Q4_0 ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q8_0Tiles16;
           if ((t == GgmlType::Q4_0 || t == GgmlType::Q8_0) &&
@@ -238,7 +244,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
   void Finalize() override {
     ConsoleReporter::Finalize();
     std::printf("\n%-36s %10s %9s %9s %9s %9s %9s\n", "kernel (GB/s of weights)", "scalar", "avx2",
-                "avx512", "groups8", "tiles16", "roof");
+                "avx512", "regroup", "tiles16", "roof");
     for (const auto& [name, rate] : rate_) {
       const size_t slash = name.rfind('/');
       if (name.substr(slash + 1) != "scalar") continue;
@@ -255,9 +261,12 @@ class RatioReporter : public benchmark::ConsoleReporter {
       }
       // Regrouped rows at the AVX-512 level, against the native ones.
       auto g8 = rate_.find(base + "/avx512_groups8");
+      auto interleaved = rate_.find(base + "/avx512_interleaved16");
       auto native = rate_.find(base + "/avx512");
       if (g8 != rate_.end() && native != rate_.end()) {
         std::printf(" %8.2fx", g8->second / native->second);
+      } else if (interleaved != rate_.end() && native != rate_.end()) {
+        std::printf(" %8.2fx", interleaved->second / native->second);
       } else {
         std::printf(" %9s", "-");
       }
@@ -274,7 +283,8 @@ class RatioReporter : public benchmark::ConsoleReporter {
       auto roof = rate_.find(roof_name);
       if (roof != rate_.end() && base.find("decode") != std::string::npos) {
         double best = scalar;
-        for (const char* level : {"avx2", "avx512", "avx512_groups8", "avx512_tiles16"}) {
+        for (const char* level :
+             {"avx2", "avx512", "avx512_groups8", "avx512_tiles16", "avx512_interleaved16"}) {
           auto it = rate_.find(base + "/" + level);
           if (it != rate_.end() && it->second > best) best = it->second;
         }
@@ -283,8 +293,9 @@ class RatioReporter : public benchmark::ConsoleReporter {
       std::printf("\n");
     }
     std::printf(
-        "(avx columns: speed-up over scalar; groups8: the rows regrouped at load "
-        "(kernels/weight_repack.h) against avx512; tiles16: the AMX tile layout against groups8 "
+        "(avx columns: speed-up over scalar; regroup: the rows regrouped at load "
+        "(kernels/weight_repack.h: Groups8, F16Interleaved16) against avx512; tiles16: the AMX "
+        "tile layout against groups8 "
         "(AMX %s); roof: best level as %% of a plain read of the same bytes on %d threads)\n",
         cpu_features().amx_int8 ? "in use for batches" : "not on this CPU: VNNI only",
         bench_threads());

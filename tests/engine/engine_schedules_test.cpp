@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/cpu_features.h"
+#include "core/kernels/weight_repack.h"
 #include "engine_test_util.h"
 
 namespace kvforge {
@@ -157,6 +158,18 @@ TEST_P(EngineSchedulesQ4Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone
   check_quantized_schedule(q4, WeightLayout::Q4_0Tiles16, GetParam());
 }
 
+// And with F16 weights: at the AVX-512 level their matrices take the
+// F16Interleaved16 layout, whose decode and batch tiles must agree bitwise.
+class EngineSchedulesF16Test : public ::testing::TestWithParam<Schedule> {};
+
+TEST_P(EngineSchedulesF16Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  static const Workload f16(GgmlType::F16);
+  if (regrouping_preferred()) {
+    ASSERT_EQ(f16.model->weights().layers[0].ffn_up.layout, WeightLayout::F16Interleaved16);
+  }
+  check_schedule(f16, GetParam());
+}
+
 // kv_blocks for the preemption cases: the longest request (64 + 8 tokens)
 // fits alone, but not beside many others.
 INSTANTIATE_TEST_SUITE_P(
@@ -181,6 +194,9 @@ const Schedule kQuantizedSchedules[] = {
 INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesQ8Test, ::testing::ValuesIn(kQuantizedSchedules),
                          [](const auto& p) { return std::string(p.param.label); });
 INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesQ4Test, ::testing::ValuesIn(kQuantizedSchedules),
+                         [](const auto& p) { return std::string(p.param.label); });
+INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesF16Test,
+                         ::testing::ValuesIn(kQuantizedSchedules),
                          [](const auto& p) { return std::string(p.param.label); });
 
 }  // namespace

@@ -55,6 +55,16 @@ std::vector<uint8_t> native_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
+// Row r of an F16Interleaved16 matrix (per 16-row group, column k's 16
+// halves side by side) back as the file's row of halves.
+std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
+  const auto* group = static_cast<const uint16_t*>(w.data) + size_t(r / 16) * 16 * size_t(w.cols);
+  std::vector<uint8_t> out(size_t(w.cols) * 2);
+  for (size_t k = 0; k < size_t(w.cols); ++k)
+    std::memcpy(&out[2 * k], group + 16 * k + size_t(r % 16), 2);
+  return out;
+}
+
 std::vector<float> to_f32(const WeightView& w) {
   std::vector<float> out(size_t(w.rows * w.cols));
   const size_t rb = row_bytes(w.type, size_t(w.cols));
@@ -63,6 +73,9 @@ std::vector<float> to_f32(const WeightView& w) {
     std::vector<uint8_t> native;
     if (w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16) {
       native = native_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::F16Interleaved16) {
+      native = native_interleaved16_row(w, r);
       row = native.data();
     } else if (w.layout != WeightLayout::Native) {
       native = native_row(w, row);

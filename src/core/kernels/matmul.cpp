@@ -98,17 +98,26 @@ const KernelSet kQ4_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16
 const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
                                          {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
+// F16Interleaved16: f32 activations as given.
+const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
+                                     nullptr, nullptr};
+const TypeKernels kF16Interleaved16Kernels = {
+    GgmlType::F16, {kF16Interleaved16Set, kF16Interleaved16Set, kF16Interleaved16Set}};
+
 const TypeKernels& checked_layout(const WeightView& w) {
   const std::string name = layout_name(w.layout);
   if (layout_type(w.layout) != w.type || !layout_fits(w.layout, w.rows, w.cols)) {
     const bool tiles =
         w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16;
-    throw std::invalid_argument(
-        "matmul: the " + name + " layout needs " + std::string(type_name(layout_type(w.layout))) +
-        (tiles ? " weights with rows a multiple of 16 and cols of 32"
-               : " weights with cols a multiple of " + std::to_string(kRegroupCols)) +
-        ", got " + std::string(type_name(w.type)) + " " + std::to_string(w.rows) + " x " +
-        std::to_string(w.cols));
+    const std::string needs =
+        tiles ? " weights with rows a multiple of 16 and cols of 32"
+        : w.layout == WeightLayout::F16Interleaved16
+            ? " weights with rows a multiple of 16"
+            : " weights with cols a multiple of " + std::to_string(kRegroupCols);
+    throw std::invalid_argument("matmul: the " + name + " layout needs " +
+                                std::string(type_name(layout_type(w.layout))) + needs + ", got " +
+                                std::string(type_name(w.type)) + " " + std::to_string(w.rows) +
+                                " x " + std::to_string(w.cols));
   }
   if (!regrouping_preferred()) {
     throw std::invalid_argument("matmul: weights regrouped for the AVX-512 kernel (" + name +
@@ -122,6 +131,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ8_0Tiles16Kernels;
     case WeightLayout::Q4_0Tiles16:
       return kQ4_0Tiles16Kernels;
+    case WeightLayout::F16Interleaved16:
+      return kF16Interleaved16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }
