@@ -10,8 +10,8 @@
 // Q4_0 and Q8_0 also run at the AVX-512 level on rows regrouped as a model's
 // are at load (kernels/weight_repack.h: ".../avx512_groups8"), Q4_0 and
 // Q8_0 on rows in the AMX tile layouts (".../avx512_tiles16": AMX for
-// batches where the machine has it, else AVX-512 VNNI), and F16 on rows
-// interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
+// batches where the machine has it, else AVX-512 VNNI), and F16 and BF16 on
+// rows interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
 // kernel's speed relative to the scalar kernel, the regrouped rows' relative
 // to the native ones, the tile layout's relative to groups8, and (decode)
 // the best against the read roof, all measured in this run.
@@ -204,10 +204,13 @@ void register_all() {
                                                    t, s, n_tokens, SimdLevel::Avx512, cold,
                                                    groups8));
           }
-          if (t == GgmlType::F16 && layout_fits(WeightLayout::F16Interleaved16, s.rows, s.cols)) {
+          const WeightLayout interleaved =
+              t == GgmlType::F16 ? WeightLayout::F16Interleaved16 : WeightLayout::BF16Interleaved16;
+          if ((t == GgmlType::F16 || t == GgmlType::BF16) &&
+              layout_fits(interleaved, s.rows, s.cols)) {
             configure(benchmark::RegisterBenchmark((base + "/avx512_interleaved16").c_str(),
                                                    run_matmul, t, s, n_tokens, SimdLevel::Avx512,
-                                                   cold, WeightLayout::F16Interleaved16));
+                                                   cold, interleaved));
           }
           const WeightLayout tiles16 =
               t == GgmlType::Q4_0 ? WeightLayout::Q4_0Tiles16 : WeightLayout::Q8_0Tiles16;
@@ -294,7 +297,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     }
     std::printf(
         "(avx columns: speed-up over scalar; regroup: the rows regrouped at load "
-        "(kernels/weight_repack.h: Groups8, F16Interleaved16) against avx512; tiles16: the AMX "
+        "(kernels/weight_repack.h: Groups8, Interleaved16) against avx512; tiles16: the AMX "
         "tile layout against groups8 "
         "(AMX %s); roof: best level as %% of a plain read of the same bytes on %d threads)\n",
         cpu_features().amx_int8 ? "in use for batches" : "not on this CPU: VNNI only",

@@ -584,23 +584,27 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
   }
 }
 
-// F16 rows in the F16Interleaved16 layout (the AVX-512 level's layout for
-// F16 matrices with rows a multiple of 16): 8-group decode tiles and their
-// leftovers, 2-group x 12-token batch tiles and partial ones, row blocks of
-// several pairs (80 x 2051: 64 KiB groups), threads splitting the groups.
-// Its f32 chain (one fma per column in order) differs from the native
-// kernel's, so it is checked against the oracles and bitwise against itself.
+// F16 and BF16 rows in the Interleaved16 layouts (the AVX-512 level's
+// layouts for such matrices with rows a multiple of 16): 8-group decode
+// tiles and their leftovers, 2-group x 12-token batch tiles and partial
+// ones, row blocks of several pairs (80 x 2051: 64 KiB groups), threads
+// splitting the groups. Their f32 chain (one fma per column in order)
+// differs from the native kernels', so they are checked against the oracles
+// and bitwise against themselves.
+constexpr GgmlType kInterleavedTypes[] = {GgmlType::F16, GgmlType::BF16};
+
 Weights make_interleaved16_weights(const Weights& native, std::vector<uint8_t>& bytes) {
+  const WeightLayout layout = native.view.type == GgmlType::F16 ? WeightLayout::F16Interleaved16
+                                                                : WeightLayout::BF16Interleaved16;
   Weights w = native;
   bytes.resize(native.bytes.size());
-  regroup_rows(WeightLayout::F16Interleaved16, native.bytes.data(), native.view.rows,
-               native.view.cols, bytes.data());
+  regroup_rows(layout, native.bytes.data(), native.view.rows, native.view.cols, bytes.data());
   w.view.data = bytes.data();
-  w.view.layout = WeightLayout::F16Interleaved16;
+  w.view.layout = layout;
   return w;
 }
 
-TEST(MatmulF16Interleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
+TEST(MatmulInterleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
   LevelGuard guard;
   set_simd_level(SimdLevel::Avx512);
   if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
@@ -608,45 +612,49 @@ TEST(MatmulF16Interleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
   MatmulScratch scratch;
   uint32_t seed = 1300;
   const Shape shapes[] = {{16, 1}, {48, 31}, {208, 768}, {80, 2051}};
-  for (const Shape& shape : shapes) {
-    const Weights native = make_weights(GgmlType::F16, shape.rows, shape.cols, ++seed);
-    std::vector<uint8_t> bytes;
-    const Weights w = make_interleaved16_weights(native, bytes);
-    for (int64_t n_tokens : {1, 2, 3, 11, 12, 13, 25, 37}) {
-      const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
-      const Expected e = expected_results(native, x, n_tokens);
-      for (ThreadPool& pool : pools) {
-        std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
-        matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
-        check_against_oracles(
-            y, e,
-            "rows " + std::to_string(shape.rows) + " cols " + std::to_string(shape.cols) +
-                " tokens " + std::to_string(n_tokens) + " threads " + std::to_string(pool.size()));
+  for (GgmlType type : kInterleavedTypes)
+    for (const Shape& shape : shapes) {
+      const Weights native = make_weights(type, shape.rows, shape.cols, ++seed);
+      std::vector<uint8_t> bytes;
+      const Weights w = make_interleaved16_weights(native, bytes);
+      for (int64_t n_tokens : {1, 2, 3, 11, 12, 13, 25, 37}) {
+        const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
+        const Expected e = expected_results(native, x, n_tokens);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          check_against_oracles(
+              y, e,
+              std::string(layout_name(w.view.layout)) + " rows " + std::to_string(shape.rows) +
+                  " cols " + std::to_string(shape.cols) + " tokens " + std::to_string(n_tokens) +
+                  " threads " + std::to_string(pool.size()));
+        }
       }
     }
-  }
 }
 
 // Invariant 1 of DESIGN.md: a token's rows are the same bits alone (decode,
 // 3 threads) as in a batch of 37 on one thread.
-TEST(MatmulF16Interleaved16, EveryTokenIsBitwiseTheSameAloneAndInABatch) {
+TEST(MatmulInterleaved16, EveryTokenIsBitwiseTheSameAloneAndInABatch) {
   LevelGuard guard;
   set_simd_level(SimdLevel::Avx512);
   if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 on this CPU";
   ThreadPool one(1), three(3);
   MatmulScratch scratch;
   const int64_t rows = 208, cols = 768, n_tokens = 37;
-  const Weights native = make_weights(GgmlType::F16, rows, cols, 91);
-  std::vector<uint8_t> bytes;
-  const Weights w = make_interleaved16_weights(native, bytes);
-  const std::vector<float> x = make_activations(n_tokens, cols, 92);
-  std::vector<float> batch(size_t(rows * n_tokens));
-  matmul(w.view, x.data(), n_tokens, batch.data(), one, scratch);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    std::vector<float> alone(static_cast<size_t>(rows));
-    matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
-    ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, alone.size() * 4))
-        << "token " << t;
+  for (GgmlType type : kInterleavedTypes) {
+    const Weights native = make_weights(type, rows, cols, 91);
+    std::vector<uint8_t> bytes;
+    const Weights w = make_interleaved16_weights(native, bytes);
+    const std::vector<float> x = make_activations(n_tokens, cols, 92);
+    std::vector<float> batch(size_t(rows * n_tokens));
+    matmul(w.view, x.data(), n_tokens, batch.data(), one, scratch);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      std::vector<float> alone(static_cast<size_t>(rows));
+      matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
+      ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, alone.size() * 4))
+          << type_name(type) << " token " << t;
+    }
   }
 }
 

@@ -118,18 +118,21 @@ TEST(WeightRepack, Q4_0Tiles16InterleavesEachBlocksNibbleBytesThenHoldsTheirScal
   }
 }
 
-TEST(WeightRepack, F16Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
+TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
   const int64_t rows = 32, cols = 7;  // 2 groups; any number of columns
   std::vector<uint16_t> native(size_t(rows * cols));
   for (size_t i = 0; i < native.size(); ++i) native[i] = uint16_t(0x3c00 + i);  // distinct
-  std::vector<uint16_t> packed(native.size());
-  regroup_rows(WeightLayout::F16Interleaved16, native.data(), rows, cols, packed.data());
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t k = 0; k < cols; ++k) {
-      // Byte 32k + 2n of group r / 16, with n = r % 16.
-      const size_t at = size_t((r / 16) * 16 * cols + 16 * k + r % 16);
-      ASSERT_EQ(packed[at], native[size_t(r * cols + k)]) << "row " << r << " col " << k;
-    }
+  for (WeightLayout layout : {WeightLayout::F16Interleaved16, WeightLayout::BF16Interleaved16}) {
+    std::vector<uint16_t> packed(native.size());
+    regroup_rows(layout, native.data(), rows, cols, packed.data());
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) {
+        // Byte 32k + 2n of group r / 16, with n = r % 16.
+        const size_t at = size_t((r / 16) * 16 * cols + 16 * k + r % 16);
+        ASSERT_EQ(packed[at], native[size_t(r * cols + k)])
+            << layout_name(layout) << " row " << r << " col " << k;
+      }
+  }
 }
 
 TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
@@ -162,7 +165,9 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_EQ(regrouped_layout(GgmlType::F16, 256, 256), WeightLayout::F16Interleaved16);
   EXPECT_EQ(regrouped_layout(GgmlType::F16, 32001, 768), WeightLayout::Native);
   EXPECT_EQ(regrouped_layout(GgmlType::F32, 256, 256), WeightLayout::Native);
-  EXPECT_EQ(regrouped_layout(GgmlType::BF16, 256, 256), WeightLayout::Native);
+  EXPECT_EQ(layout_type(WeightLayout::BF16Interleaved16), GgmlType::BF16);
+  EXPECT_EQ(regrouped_layout(GgmlType::BF16, 256, 256), WeightLayout::BF16Interleaved16);
+  EXPECT_EQ(regrouped_layout(GgmlType::BF16, 8, 256), WeightLayout::Native);
   std::vector<uint8_t> buf(9 * 18);
   try {
     regroup_rows(WeightLayout::Q4_0Groups8, buf.data(), 1, 288, buf.data());

@@ -158,16 +158,26 @@ TEST_P(EngineSchedulesQ4Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone
   check_quantized_schedule(q4, WeightLayout::Q4_0Tiles16, GetParam());
 }
 
-// And with F16 weights: at the AVX-512 level their matrices take the
-// F16Interleaved16 layout, whose decode and batch tiles must agree bitwise.
+// And with F16 and BF16 weights: at the AVX-512 level their matrices take
+// the Interleaved16 layouts, whose decode and batch tiles must agree bitwise.
 class EngineSchedulesF16Test : public ::testing::TestWithParam<Schedule> {};
+class EngineSchedulesBF16Test : public ::testing::TestWithParam<Schedule> {};
+
+void check_interleaved_schedule(const Workload& w, WeightLayout interleaved, const Schedule& s) {
+  if (regrouping_preferred()) {
+    ASSERT_EQ(w.model->weights().layers[0].ffn_up.layout, interleaved);
+  }
+  check_schedule(w, s);
+}
 
 TEST_P(EngineSchedulesF16Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
   static const Workload f16(GgmlType::F16);
-  if (regrouping_preferred()) {
-    ASSERT_EQ(f16.model->weights().layers[0].ffn_up.layout, WeightLayout::F16Interleaved16);
-  }
-  check_schedule(f16, GetParam());
+  check_interleaved_schedule(f16, WeightLayout::F16Interleaved16, GetParam());
+}
+
+TEST_P(EngineSchedulesBF16Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
+  static const Workload bf16(GgmlType::BF16);
+  check_interleaved_schedule(bf16, WeightLayout::BF16Interleaved16, GetParam());
 }
 
 // kv_blocks for the preemption cases: the longest request (64 + 8 tokens)
@@ -196,6 +206,9 @@ INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesQ8Test, ::testing::ValuesIn(k
 INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesQ4Test, ::testing::ValuesIn(kQuantizedSchedules),
                          [](const auto& p) { return std::string(p.param.label); });
 INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesF16Test,
+                         ::testing::ValuesIn(kQuantizedSchedules),
+                         [](const auto& p) { return std::string(p.param.label); });
+INSTANTIATE_TEST_SUITE_P(Schedules, EngineSchedulesBF16Test,
                          ::testing::ValuesIn(kQuantizedSchedules),
                          [](const auto& p) { return std::string(p.param.label); });
 

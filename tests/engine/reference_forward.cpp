@@ -55,8 +55,8 @@ std::vector<uint8_t> native_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
-// Row r of an F16Interleaved16 matrix (per 16-row group, column k's 16
-// halves side by side) back as the file's row of halves.
+// Row r of an F16Interleaved16 / BF16Interleaved16 matrix (per 16-row
+// group, column k's 16 2-byte values side by side) back as the file's row.
 std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
   const auto* group = static_cast<const uint16_t*>(w.data) + size_t(r / 16) * 16 * size_t(w.cols);
   std::vector<uint8_t> out(size_t(w.cols) * 2);
@@ -74,7 +74,8 @@ std::vector<float> to_f32(const WeightView& w) {
     if (w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16) {
       native = native_tiles16_row(w, r);
       row = native.data();
-    } else if (w.layout == WeightLayout::F16Interleaved16) {
+    } else if (w.layout == WeightLayout::F16Interleaved16 ||
+               w.layout == WeightLayout::BF16Interleaved16) {
       native = native_interleaved16_row(w, r);
       row = native.data();
     } else if (w.layout != WeightLayout::Native) {

@@ -98,11 +98,15 @@ const KernelSet kQ4_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16
 const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
                                          {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
-// F16Interleaved16: f32 activations as given.
+// F16Interleaved16, BF16Interleaved16: f32 activations as given.
 const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
                                      nullptr, nullptr};
 const TypeKernels kF16Interleaved16Kernels = {
     GgmlType::F16, {kF16Interleaved16Set, kF16Interleaved16Set, kF16Interleaved16Set}};
+const KernelSet kBf16Interleaved16Set{ActivationForm::F32, matmul_rows_bf16_interleaved16_avx512,
+                                      nullptr, nullptr};
+const TypeKernels kBf16Interleaved16Kernels = {
+    GgmlType::BF16, {kBf16Interleaved16Set, kBf16Interleaved16Set, kBf16Interleaved16Set}};
 
 const TypeKernels& checked_layout(const WeightView& w) {
   const std::string name = layout_name(w.layout);
@@ -111,7 +115,7 @@ const TypeKernels& checked_layout(const WeightView& w) {
         w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16;
     const std::string needs =
         tiles ? " weights with rows a multiple of 16 and cols of 32"
-        : w.layout == WeightLayout::F16Interleaved16
+        : w.layout == WeightLayout::F16Interleaved16 || w.layout == WeightLayout::BF16Interleaved16
             ? " weights with rows a multiple of 16"
             : " weights with cols a multiple of " + std::to_string(kRegroupCols);
     throw std::invalid_argument("matmul: the " + name + " layout needs " +
@@ -133,6 +137,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ4_0Tiles16Kernels;
     case WeightLayout::F16Interleaved16:
       return kF16Interleaved16Kernels;
+    case WeightLayout::BF16Interleaved16:
+      return kBf16Interleaved16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

@@ -63,11 +63,11 @@ namespace kvforge {
 //     nibbles of the 256 bytes are then the first 4 rows of the AMX "B" tile
 //     and the high nibbles its last 4 (the kernels unpack them with one AND
 //     or one shift and AND per 64 bytes); the scales follow as in Q8_0Tiles16.
-//   F16Interleaved16: F16 rows in groups of 16, column-major within a group:
-//     group g (16 * row_bytes bytes from 16g * row_bytes) holds for each
-//     column k the 16 rows' halves side by side, element k of row 16g + n at
-//     byte 32k + 2n. One load widens to a register whose lane n is row n's
-//     weight at k, so the AVX-512 kernel multiplies it by a token's x[k]
+//   F16Interleaved16, BF16Interleaved16: F16 / BF16 rows in groups of 16,
+//     column-major within a group: group g (16 * row_bytes bytes from
+//     16g * row_bytes) holds for each column k the 16 rows' 2-byte values
+//     side by side, element k of row 16g + n at byte 32k + 2n. One load widens to a register whose
+//     lane n is row n's weight at k, so the AVX-512 kernel multiplies it by a token's x[k]
 //     broadcast and never sums lanes: every (row, token) is the f32 chain
 //     acc = fma(w[k], x[k], acc) over k = 0..cols-1 from 0, at any token
 //     count. Rows a multiple of 16; any cols. Only matmul() at the AVX-512
@@ -78,7 +78,8 @@ enum class WeightLayout {
   Q8_0Groups8,
   Q8_0Tiles16,
   Q4_0Tiles16,
-  F16Interleaved16
+  F16Interleaved16,
+  BF16Interleaved16
 };
 
 struct WeightView {

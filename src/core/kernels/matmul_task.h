@@ -77,9 +77,11 @@ using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0
 void matmul_rows_q4_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 void matmul_rows_q8_0_groups8_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 
-// F16Interleaved16 rows (AVX-512): like the Tiles16 kernels below, every
-// 16-row group whose first row lies in [r0, r1), for every token.
+// F16Interleaved16 / BF16Interleaved16 rows (AVX-512): like the Tiles16
+// kernels below, every 16-row group whose first row lies in [r0, r1), for
+// every token.
 void matmul_rows_f16_interleaved16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_bf16_interleaved16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 
 // Q8_0Tiles16 / Q4_0Tiles16 rows: computes every 16-row group whose first row
 // lies in [r0, r1) (so ranges that split the rows anywhere still split the

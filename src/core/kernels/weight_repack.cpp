@@ -65,8 +65,9 @@ void tile_rows(const void* src, int64_t rows, int64_t cols, uint8_t flip, uint8_
                out + g * kTiles16Rows * blocks * int64_t(sizeof(Block)));
 }
 
-// F16Interleaved16: group g's element (k, n) = row 16g + n, column k.
-void interleave_f16_rows(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+// F16Interleaved16, BF16Interleaved16: group g's element (k, n) = row
+// 16g + n, column k (2-byte values, copied as they are).
+void interleave_rows(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
   const auto* in = static_cast<const uint16_t*>(src);
   auto* dst = reinterpret_cast<uint16_t*>(out);
   for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
@@ -94,6 +95,10 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return layout_fits(WeightLayout::F16Interleaved16, rows, cols)
                  ? WeightLayout::F16Interleaved16
                  : WeightLayout::Native;
+    case GgmlType::BF16:
+      return layout_fits(WeightLayout::BF16Interleaved16, rows, cols)
+                 ? WeightLayout::BF16Interleaved16
+                 : WeightLayout::Native;
     default:
       return WeightLayout::Native;
   }
@@ -115,6 +120,8 @@ const char* layout_name(WeightLayout layout) {
       return "Q4_0Tiles16";
     case WeightLayout::F16Interleaved16:
       return "F16Interleaved16";
+    case WeightLayout::BF16Interleaved16:
+      return "BF16Interleaved16";
     case WeightLayout::Native:
       break;
   }
@@ -131,6 +138,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q8_0;
     case WeightLayout::F16Interleaved16:
       return GgmlType::F16;
+    case WeightLayout::BF16Interleaved16:
+      return GgmlType::BF16;
     case WeightLayout::Native:
       break;
   }
@@ -146,6 +155,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q4_0Tiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % 32 == 0;
     case WeightLayout::F16Interleaved16:
+    case WeightLayout::BF16Interleaved16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0;
     case WeightLayout::Native:
       break;
@@ -159,11 +169,12 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
         "regroup_rows: a " + std::to_string(rows) + " x " + std::to_string(cols) +
         " matrix cannot take the " + layout_name(layout) +
         " layout (Groups8: cols a multiple of 256; Tiles16: rows a multiple of 16 and cols of "
-        "32; F16Interleaved16: rows a multiple of 16)");
+        "32; F16Interleaved16, BF16Interleaved16: rows a multiple of 16)");
   auto* out = static_cast<uint8_t*>(dst);
   if (layout == WeightLayout::Q8_0Tiles16) return tile_rows<BlockQ8_0>(src, rows, cols, 0x80, out);
   if (layout == WeightLayout::Q4_0Tiles16) return tile_rows<BlockQ4_0>(src, rows, cols, 0, out);
-  if (layout == WeightLayout::F16Interleaved16) return interleave_f16_rows(src, rows, cols, out);
+  if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
+    return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
   if (layout == WeightLayout::Q4_0Groups8) {
     const auto* in = static_cast<const BlockQ4_0*>(src);

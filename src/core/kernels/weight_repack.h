@@ -45,11 +45,11 @@ inline constexpr int64_t kRegroupCols = 8 * 32;
 // The layout this machine's kernels want for a rows x cols matrix of a
 // weight type: Q4_0, Q8_0: Tiles16 where amx_int8_usable() and it fits
 // (rows a multiple of 16), else Groups8 where that fits (cols a multiple of
-// 256), else Native; F16: F16Interleaved16 where rows are a multiple of 16,
-// else Native; Native for the other types.
+// 256), else Native; F16, BF16: F16Interleaved16 / BF16Interleaved16 where
+// rows are a multiple of 16, else Native; Native for the other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
-// "Native", "Q4_0Groups8", ..., "F16Interleaved16": for error messages.
+// "Native", "Q4_0Groups8", ..., "BF16Interleaved16": for error messages.
 const char* layout_name(WeightLayout layout);
 
 // The weight type a regrouped layout holds (F32 for Native: any).
@@ -58,7 +58,7 @@ GgmlType layout_type(WeightLayout layout);
 // Whether a rows x cols matrix of the layout's type can take the layout:
 // Groups8 needs cols a positive multiple of kRegroupCols, Tiles16 rows a
 // positive multiple of kTiles16Rows and cols a positive multiple of 32,
-// F16Interleaved16 rows a positive multiple of kTiles16Rows and cols > 0.
+// the Interleaved16 layouts rows a positive multiple of kTiles16Rows and cols > 0.
 bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols);
 
 // src: rows x cols of layout_type(layout) in the native layout; dst: the
