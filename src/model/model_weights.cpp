@@ -84,7 +84,8 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
   return w;
 }
 
-size_t ModelWeights::regroup_for_kernels() {
+size_t ModelWeights::regroup_for_kernels(
+    const std::function<void(std::span<const uint8_t>)>& copied) {
   if (!regrouping_preferred()) return 0;
   std::vector<WeightView*> matrices;
   for (LayerWeights& l : layers)
@@ -114,6 +115,8 @@ size_t ModelWeights::regroup_for_kernels() {
   for (WeightView* v : matrices) {
     const WeightLayout layout = regrouped_layout(v->type, v->rows, v->cols);
     regroup_rows(layout, v->data, v->rows, v->cols, block + at);
+    if (copied && v->data != token_embd.data)
+      copied(std::span(static_cast<const uint8_t*>(v->data), bytes_of(v)));
     v->data = block + at;
     v->layout = layout;
     at += (bytes_of(v) + 63) & ~size_t(63);

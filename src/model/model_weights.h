@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <span>
 #include <vector>
 
 #include "core/gguf/gguf_file.h"
@@ -45,8 +47,11 @@ struct ModelWeights {
   // file's (kernels/weight_repack.h: Q4_0, Q8_0 at the AVX-512 level), copies the
   // layer and output matrices into it and points their views there. The
   // token embeddings stay as they are (rows are looked up, not multiplied);
-  // a tied output gets its own copy. Returns the bytes copied.
-  size_t regroup_for_kernels();
+  // a tied output gets its own copy. Calls `copied` with the source bytes
+  // of each matrix copied that nothing reads any more (a tied output's are
+  // the embeddings', still read), so the caller can release them. Returns
+  // the bytes copied.
+  size_t regroup_for_kernels(const std::function<void(std::span<const uint8_t>)>& copied = {});
 };
 
 }  // namespace kvforge

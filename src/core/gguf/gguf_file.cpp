@@ -132,6 +132,10 @@ std::span<const uint8_t> GgufFile::tensor_data(const TensorInfo& t) const {
   return impl_->bytes.subspan(start, t.n_bytes);
 }
 
+void GgufFile::release_pages(std::span<const uint8_t> range) const {
+  if (impl_->owned.empty()) impl_->mapping.release(range);
+}
+
 namespace {
 
 const Value& require(const GgufFile& f, std::string_view key) {

@@ -104,6 +104,11 @@ class GgufFile {
   const TensorInfo* find_tensor(std::string_view name) const;
   // The tensor's bytes inside the mapping (bounds already checked at open).
   std::span<const uint8_t> tensor_data(const TensorInfo& t) const;
+  // For tensor bytes copied elsewhere and no longer read here: a mapped
+  // file drops the range's whole pages from resident memory (MappedFile::
+  // release; they are read again from the file if touched). Bytes held in
+  // memory (from_bytes) stay as they are.
+  void release_pages(std::span<const uint8_t> range) const;
 
  private:
   struct Impl;

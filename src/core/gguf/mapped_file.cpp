@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -39,6 +40,17 @@ MappedFile::MappedFile(const std::filesystem::path& path) {
   if (p == MAP_FAILED) fail(path, "mmap", errno);
   data_ = static_cast<const uint8_t*>(p);
   size_ = static_cast<size_t>(st.st_size);
+}
+
+void MappedFile::release(std::span<const uint8_t> range) const {
+  if (range.empty()) return;
+  if (range.data() < data_ || range.data() + range.size() > data_ + size_)
+    throw std::invalid_argument("MappedFile::release: the range is not inside the mapping");
+  const auto page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (uintptr_t(range.data()) + page - 1) / page * page,
+                  end = (uintptr_t(range.data() + range.size())) / page * page;
+  // Advice only: if the kernel declines, the pages simply stay resident.
+  if (begin < end) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept

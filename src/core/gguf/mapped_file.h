@@ -23,6 +23,13 @@ class MappedFile {
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
 
+  // Drops the whole pages of `range` (which must lie inside bytes()) from
+  // this process's resident memory; touching them again reads them back from
+  // the file (the mapping is private and never written, so nothing is lost).
+  // For data copied elsewhere and no longer read here. Throws
+  // std::invalid_argument for a range outside the mapping.
+  void release(std::span<const uint8_t> range) const;
+
  private:
   void unmap();
   const uint8_t* data_ = nullptr;
