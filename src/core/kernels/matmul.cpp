@@ -170,13 +170,13 @@ constexpr size_t kMaxBatchWeights = 8;
 // Rows per claimed unit of an AMX batch: whole group triples of the AMX
 // kernel (48 rows), about 8 units per thread, at most 4 triples (within a
 // unit each triple prefetches the next; across units nothing does).
-int64_t claim_rows(int64_t total_rows, int threads) {
+int64_t rows_per_claim(int64_t total_rows, int threads) {
   const int64_t want = total_rows / (8 * int64_t(threads)) / 48 * 48;
   return std::clamp<int64_t>(want, 48, 4 * 48);
 }
 
 // Whether every weight is in a Tiles16 layout and the batch runs on AMX.
-bool claims_rows(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
+bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
   if (!tiles16_batch_on_amx(n_tokens)) return false;
   for (size_t i = 0; i < n; ++i)
     if (sets[i] != &kQ8_0Tiles16Set && sets[i] != &kQ4_0Tiles16Set) return false;
@@ -333,12 +333,12 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
       first += rows;
     }
   };
-  if (claims_rows(sets, outputs.size(), n_tokens) && pool.size() > 1) {
+  if (all_tiles16_on_amx(sets, outputs.size(), n_tokens) && pool.size() > 1) {
     // AMX batches: units of whole 16-row groups (every weight's rows being
     // a multiple of 16) claimed from a shared counter, so a thread that runs
     // slower (a busy sibling core) takes fewer of them.
     std::atomic<int64_t> next{0};
-    const int64_t unit = claim_rows(total_rows, pool.size());
+    const int64_t unit = rows_per_claim(total_rows, pool.size());
     const int64_t units = (total_rows + unit - 1) / unit;
     pool.run([&](int, int) {
       for (int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;)
