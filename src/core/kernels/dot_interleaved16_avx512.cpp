@@ -1,17 +1,14 @@
-// F16 / BF16 weights in the F16Interleaved16 / BF16Interleaved16 layouts
-// (matmul.h) x f32 activations, AVX-512: decode, batched decode and prefill
-// alike.
+// F16 / BF16 weights in the F16Interleaved16 / BF16Interleaved16 layouts (matmul.h) x f32
+// activations, AVX-512: decode, batched decode and prefill alike.
 //
-// A group's 32 bytes at column k widen (vcvtph2ps, or a bf16's 16-bit left
-// shift) to one register whose
-// lane n is row n's weight; times token t's x[t][k] broadcast, one FMA adds
-// a product to each of the 16 rows' sums. Each widened register serves every
-// token of the tile and each broadcast both groups of a pair, and no lanes
-// are ever summed: against the native kernel (4 rows x 4 tokens, a widen per
-// row and 16 columns for every 4 tokens, and a horizontal sum per (row,
-// token)) that is 2 widens per 24 FMAs instead of 4 per 16. Every (row,
-// token) is acc = fma(w[k], x[k], acc) for k = 0..cols-1 from 0, whatever
-// the tile: bitwise the same alone and in any batch, on any thread count.
+// A group's 32 bytes at column k widen (vcvtph2ps, or a bf16's 16-bit left shift) to one register
+// whose lane n is row n's weight; times token t's x[t][k] broadcast, one FMA adds a product to
+// each of the 16 rows' sums. Each widened register serves every token of the tile and each
+// broadcast both groups of a pair, and no lanes are ever summed: against the native kernel (4
+// rows x 4 tokens, a widen per row and 16 columns for every 4 tokens, and a horizontal sum per
+// (row, token)) that is 2 widens per 24 FMAs instead of 4 per 16. Every (row, token) is
+// acc = fma(w[k], x[k], acc) for k = 0..cols-1 from 0, whatever the tile: bitwise the same alone
+// and in any batch, on any thread count.
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
 
@@ -21,8 +18,7 @@ namespace {
 constexpr int64_t kRows = 16;  // per group
 
 // Weight bytes per row block of the batch loop: the block's groups stay in
-// L2 (2 MiB on the Xeons measured, 512 KiB on the EPYCs) while every token
-// tile passes over them.
+// L2 (2 MiB on the Xeon measured) while every token tile passes over them.
 constexpr int64_t kBlockBytes = 256 * 1024;
 
 // The 16 rows' weights at one column (32 bytes) as f32, exactly.
