@@ -111,15 +111,9 @@ const TypeKernels kBf16Interleaved16Kernels = {
 const TypeKernels& checked_layout(const WeightView& w) {
   const std::string name = layout_name(w.layout);
   if (layout_type(w.layout) != w.type || !layout_fits(w.layout, w.rows, w.cols)) {
-    const bool tiles =
-        w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16;
-    const std::string needs =
-        tiles ? " weights with rows a multiple of 16 and cols of 32"
-        : w.layout == WeightLayout::F16Interleaved16 || w.layout == WeightLayout::BF16Interleaved16
-            ? " weights with rows a multiple of 16"
-            : " weights with cols a multiple of " + std::to_string(kRegroupCols);
     throw std::invalid_argument("matmul: the " + name + " layout needs " +
-                                std::string(type_name(layout_type(w.layout))) + needs + ", got " +
+                                std::string(type_name(layout_type(w.layout))) + " weights with " +
+                                layout_requirement(w.layout) + ", got " +
                                 std::string(type_name(w.type)) + " " + std::to_string(w.rows) +
                                 " x " + std::to_string(w.cols));
   }

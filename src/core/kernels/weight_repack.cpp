@@ -78,6 +78,11 @@ void interleave_rows(const void* src, int64_t rows, int64_t cols, uint8_t* out) 
     }
 }
 
+// `layout` if a rows x cols matrix can take it, else Native.
+WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
+  return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
+}
+
 }  // namespace
 
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
@@ -92,20 +97,16 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       groups = WeightLayout::Q8_0Groups8;
       break;
     case GgmlType::F16:
-      return layout_fits(WeightLayout::F16Interleaved16, rows, cols)
-                 ? WeightLayout::F16Interleaved16
-                 : WeightLayout::Native;
+      return if_fits(WeightLayout::F16Interleaved16, rows, cols);
     case GgmlType::BF16:
-      return layout_fits(WeightLayout::BF16Interleaved16, rows, cols)
-                 ? WeightLayout::BF16Interleaved16
-                 : WeightLayout::Native;
+      return if_fits(WeightLayout::BF16Interleaved16, rows, cols);
     default:
       return WeightLayout::Native;
   }
   // A vocabulary of 32001 rows, say, cannot take the 16-row groups of
   // Tiles16 but can still take Groups8.
   if (amx_int8_usable() && layout_fits(tiles, rows, cols)) return tiles;
-  return layout_fits(groups, rows, cols) ? groups : WeightLayout::Native;
+  return if_fits(groups, rows, cols);
 }
 
 const char* layout_name(WeightLayout layout) {
@@ -163,13 +164,30 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return true;
 }
 
+const char* layout_requirement(WeightLayout layout) {
+  static_assert(kRegroupCols == 256, "the Groups8 text below names kRegroupCols");
+  switch (layout) {
+    case WeightLayout::Q4_0Groups8:
+    case WeightLayout::Q8_0Groups8:
+      return "cols a multiple of 256";
+    case WeightLayout::Q8_0Tiles16:
+    case WeightLayout::Q4_0Tiles16:
+      return "rows a multiple of 16 and cols of 32";
+    case WeightLayout::F16Interleaved16:
+    case WeightLayout::BF16Interleaved16:
+      return "rows a multiple of 16";
+    case WeightLayout::Native:
+      break;
+  }
+  return "any shape (nothing to regroup)";
+}
+
 void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst) {
   if (layout == WeightLayout::Native || !layout_fits(layout, rows, cols))
-    throw std::invalid_argument(
-        "regroup_rows: a " + std::to_string(rows) + " x " + std::to_string(cols) +
-        " matrix cannot take the " + layout_name(layout) +
-        " layout (Groups8: cols a multiple of 256; Tiles16: rows a multiple of 16 and cols of "
-        "32; F16Interleaved16, BF16Interleaved16: rows a multiple of 16)");
+    throw std::invalid_argument("regroup_rows: a " + std::to_string(rows) + " x " +
+                                std::to_string(cols) + " matrix cannot take the " +
+                                layout_name(layout) + " layout (" + layout_requirement(layout) +
+                                ")");
   auto* out = static_cast<uint8_t*>(dst);
   if (layout == WeightLayout::Q8_0Tiles16) return tile_rows<BlockQ8_0>(src, rows, cols, 0x80, out);
   if (layout == WeightLayout::Q4_0Tiles16) return tile_rows<BlockQ4_0>(src, rows, cols, 0, out);

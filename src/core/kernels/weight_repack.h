@@ -60,6 +60,9 @@ GgmlType layout_type(WeightLayout layout);
 // positive multiple of kTiles16Rows and cols a positive multiple of 32,
 // the Interleaved16 layouts rows a positive multiple of kTiles16Rows and cols > 0.
 bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols);
+// What layout_fits asks of the shape, in words for error messages ("rows a
+// multiple of 16 and cols of 32").
+const char* layout_requirement(WeightLayout layout);
 
 // src: rows x cols of layout_type(layout) in the native layout; dst: the
 // same number of bytes in `layout`. Throws std::invalid_argument unless
