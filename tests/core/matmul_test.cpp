@@ -491,11 +491,34 @@ TEST(Matmul, EmptyShapes) {
 // for decode and small batches, AMX for batches of kAmxMinTokens or more.
 // Their f32 chain differs from the native kernels', so they are checked
 // against the oracles, and against each other bitwise.
-struct TiledWeights {
+// A matrix in its native bytes and regrouped into `view.layout`.
+struct RegroupedWeights {
   Weights native;
-  std::vector<uint8_t> tiled;
+  std::vector<uint8_t> regrouped;
   WeightView view;
 };
+
+RegroupedWeights make_regrouped_weights(GgmlType type, WeightLayout layout, int64_t rows,
+                                        int64_t cols, uint32_t seed) {
+  RegroupedWeights r{make_weights(type, rows, cols, seed), {}, {}};
+  r.regrouped.resize(r.native.bytes.size());
+  regroup_rows(layout, r.native.bytes.data(), rows, cols, r.regrouped.data());
+  r.view = WeightView{type, r.regrouped.data(), rows, cols, layout};
+  return r;
+}
+
+// Each token of `batch` (the n_tokens x rows result of one call) is bitwise
+// what the token gives alone, computed on `pool` (decode).
+void expect_each_token_alone_is_bitwise(const WeightView& w, const std::vector<float>& x,
+                                        int64_t n_tokens, const std::vector<float>& batch,
+                                        ThreadPool& pool, MatmulScratch& scratch) {
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::vector<float> alone(static_cast<size_t>(w.rows));
+    matmul(w, x.data() + t * w.cols, 1, alone.data(), pool, scratch);
+    ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * w.rows, alone.size() * 4))
+        << layout_name(w.layout) << " token " << t;
+  }
+}
 
 constexpr GgmlType kTiledTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0};
 
@@ -503,13 +526,8 @@ WeightLayout tiles16_layout(GgmlType type) {
   return type == GgmlType::Q8_0 ? WeightLayout::Q8_0Tiles16 : WeightLayout::Q4_0Tiles16;
 }
 
-TiledWeights make_tiled_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
-  TiledWeights t{make_weights(type, rows, cols, seed), {}, {}};
-  t.tiled.resize(t.native.bytes.size());
-  const WeightLayout layout = tiles16_layout(type);
-  regroup_rows(layout, t.native.bytes.data(), rows, cols, t.tiled.data());
-  t.view = WeightView{type, t.tiled.data(), rows, cols, layout};
-  return t;
+RegroupedWeights make_tiled_weights(GgmlType type, int64_t rows, int64_t cols, uint32_t seed) {
+  return make_regrouped_weights(type, tiles16_layout(type), rows, cols, seed);
 }
 
 // Restores AMX use when a test ends (set_amx_enabled is process-wide).
@@ -531,7 +549,7 @@ TEST(MatmulTiles16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
   const Shape shapes[] = {{16, 32}, {48, 96}, {80, 768}, {48, 2080}};
   for (GgmlType type : kTiledTypes)
     for (const Shape& shape : shapes) {
-      const TiledWeights w = make_tiled_weights(type, shape.rows, shape.cols, ++seed);
+      const RegroupedWeights w = make_tiled_weights(type, shape.rows, shape.cols, ++seed);
       for (int64_t n_tokens : {1, 2, 3, 4, 5, 15, 16, 17, 20, 35}) {
         const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
         const Expected e = expected_results(w.native, x, n_tokens);
@@ -566,7 +584,7 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
   MatmulScratch scratch;
   const int64_t rows = 80, cols = 768, n_tokens = 37;
   for (GgmlType type : kTiledTypes) {
-    const TiledWeights w = make_tiled_weights(type, rows, cols, 77);
+    const RegroupedWeights w = make_tiled_weights(type, rows, cols, 77);
     const std::vector<float> x = make_activations(n_tokens, cols, 78);
     std::vector<float> on_amx(size_t(rows * n_tokens)), on_vnni(size_t(rows * n_tokens));
     set_amx_enabled(true);
@@ -575,12 +593,8 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
     matmul(w.view, x.data(), n_tokens, on_vnni.data(), three, scratch);
     ASSERT_EQ(0, std::memcmp(on_amx.data(), on_vnni.data(), on_amx.size() * sizeof(float)))
         << type_name(type);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      std::vector<float> alone(static_cast<size_t>(rows));
-      matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
-      ASSERT_EQ(0, std::memcmp(alone.data(), on_amx.data() + t * rows, alone.size() * 4))
-          << type_name(type) << " token " << t;
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        expect_each_token_alone_is_bitwise(w.view, x, n_tokens, on_amx, three, scratch));
   }
 }
 
@@ -593,15 +607,11 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
 // and bitwise against themselves.
 constexpr GgmlType kInterleavedTypes[] = {GgmlType::F16, GgmlType::BF16};
 
-Weights make_interleaved16_weights(const Weights& native, std::vector<uint8_t>& bytes) {
-  const WeightLayout layout = native.view.type == GgmlType::F16 ? WeightLayout::F16Interleaved16
-                                                                : WeightLayout::BF16Interleaved16;
-  Weights w = native;
-  bytes.resize(native.bytes.size());
-  regroup_rows(layout, native.bytes.data(), native.view.rows, native.view.cols, bytes.data());
-  w.view.data = bytes.data();
-  w.view.layout = layout;
-  return w;
+RegroupedWeights make_interleaved16_weights(GgmlType type, int64_t rows, int64_t cols,
+                                            uint32_t seed) {
+  const WeightLayout layout =
+      type == GgmlType::F16 ? WeightLayout::F16Interleaved16 : WeightLayout::BF16Interleaved16;
+  return make_regrouped_weights(type, layout, rows, cols, seed);
 }
 
 TEST(MatmulInterleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
@@ -614,12 +624,10 @@ TEST(MatmulInterleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
   const Shape shapes[] = {{16, 1}, {48, 31}, {208, 768}, {80, 2051}};
   for (GgmlType type : kInterleavedTypes)
     for (const Shape& shape : shapes) {
-      const Weights native = make_weights(type, shape.rows, shape.cols, ++seed);
-      std::vector<uint8_t> bytes;
-      const Weights w = make_interleaved16_weights(native, bytes);
+      const RegroupedWeights w = make_interleaved16_weights(type, shape.rows, shape.cols, ++seed);
       for (int64_t n_tokens : {1, 2, 3, 11, 12, 13, 25, 37}) {
         const std::vector<float> x = make_activations(n_tokens, shape.cols, ++seed);
-        const Expected e = expected_results(native, x, n_tokens);
+        const Expected e = expected_results(w.native, x, n_tokens);
         for (ThreadPool& pool : pools) {
           std::vector<float> y(size_t(shape.rows * n_tokens), NAN);
           matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
@@ -643,18 +651,12 @@ TEST(MatmulInterleaved16, EveryTokenIsBitwiseTheSameAloneAndInABatch) {
   MatmulScratch scratch;
   const int64_t rows = 208, cols = 768, n_tokens = 37;
   for (GgmlType type : kInterleavedTypes) {
-    const Weights native = make_weights(type, rows, cols, 91);
-    std::vector<uint8_t> bytes;
-    const Weights w = make_interleaved16_weights(native, bytes);
+    const RegroupedWeights w = make_interleaved16_weights(type, rows, cols, 91);
     const std::vector<float> x = make_activations(n_tokens, cols, 92);
     std::vector<float> batch(size_t(rows * n_tokens));
     matmul(w.view, x.data(), n_tokens, batch.data(), one, scratch);
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      std::vector<float> alone(static_cast<size_t>(rows));
-      matmul(w.view, x.data() + t * cols, 1, alone.data(), three, scratch);
-      ASSERT_EQ(0, std::memcmp(alone.data(), batch.data() + t * rows, alone.size() * 4))
-          << type_name(type) << " token " << t;
-    }
+    ASSERT_NO_FATAL_FAILURE(
+        expect_each_token_alone_is_bitwise(w.view, x, n_tokens, batch, three, scratch));
   }
 }
 

@@ -141,21 +141,24 @@ TEST_P(EngineSchedulesTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) 
 class EngineSchedulesQ8Test : public ::testing::TestWithParam<Schedule> {};
 class EngineSchedulesQ4Test : public ::testing::TestWithParam<Schedule> {};
 
-void check_quantized_schedule(const Workload& w, WeightLayout tiled, const Schedule& s) {
-  if (amx_int8_usable()) {  // else Native or Groups8: the schedules still must not matter
-    ASSERT_EQ(w.model->weights().layers[0].ffn_up.layout, tiled);
+// `layout`: what the layer matrices must have been loaded in where `here`
+// (the machine and level take the layout); elsewhere they are in another
+// one, and the schedules still must not matter.
+void check_layout_schedule(const Workload& w, WeightLayout layout, bool here, const Schedule& s) {
+  if (here) {
+    ASSERT_EQ(w.model->weights().layers[0].ffn_up.layout, layout);
   }
   check_schedule(w, s);
 }
 
 TEST_P(EngineSchedulesQ8Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
   static const Workload q8(GgmlType::Q8_0);
-  check_quantized_schedule(q8, WeightLayout::Q8_0Tiles16, GetParam());
+  check_layout_schedule(q8, WeightLayout::Q8_0Tiles16, amx_int8_usable(), GetParam());
 }
 
 TEST_P(EngineSchedulesQ4Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
   static const Workload q4(GgmlType::Q4_0);
-  check_quantized_schedule(q4, WeightLayout::Q4_0Tiles16, GetParam());
+  check_layout_schedule(q4, WeightLayout::Q4_0Tiles16, amx_int8_usable(), GetParam());
 }
 
 // And with F16 and BF16 weights: at the AVX-512 level their matrices take
@@ -163,21 +166,14 @@ TEST_P(EngineSchedulesQ4Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone
 class EngineSchedulesF16Test : public ::testing::TestWithParam<Schedule> {};
 class EngineSchedulesBF16Test : public ::testing::TestWithParam<Schedule> {};
 
-void check_interleaved_schedule(const Workload& w, WeightLayout interleaved, const Schedule& s) {
-  if (regrouping_preferred()) {
-    ASSERT_EQ(w.model->weights().layers[0].ffn_up.layout, interleaved);
-  }
-  check_schedule(w, s);
-}
-
 TEST_P(EngineSchedulesF16Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
   static const Workload f16(GgmlType::F16);
-  check_interleaved_schedule(f16, WeightLayout::F16Interleaved16, GetParam());
+  check_layout_schedule(f16, WeightLayout::F16Interleaved16, regrouping_preferred(), GetParam());
 }
 
 TEST_P(EngineSchedulesBF16Test, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlone) {
   static const Workload bf16(GgmlType::BF16);
-  check_interleaved_schedule(bf16, WeightLayout::BF16Interleaved16, GetParam());
+  check_layout_schedule(bf16, WeightLayout::BF16Interleaved16, regrouping_preferred(), GetParam());
 }
 
 // kv_blocks for the preemption cases: the longest request (64 + 8 tokens)
