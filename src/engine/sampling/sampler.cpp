@@ -6,6 +6,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/ops/argmax.h"
+
 namespace kvforge {
 namespace {
 
@@ -115,12 +117,9 @@ int Sampler::sample(std::span<const float> logits) {
 // so one pass finds the same token as load_candidates + argmax (lowest id on
 // ties, the same errors) without writing vocab_size candidates per token.
 int Sampler::argmax_of(std::span<const float> logits) {
-  int best = 0;
-  for (int i = 0; i < vocab_size_; ++i) {
-    const float l = logits[size_t(i)];
-    if (std::isnan(l) || l == kPosInf) invalid_logit(i, l);
-    if (l > logits[size_t(best)]) best = i;
-  }
+  const ArgmaxResult r = argmax_checked(logits.data(), vocab_size_);
+  if (r.first_invalid >= 0) invalid_logit(int(r.first_invalid), logits[size_t(r.first_invalid)]);
+  const int best = int(r.index);
   const float max = logits[size_t(best)];
   if (max == kNegInf) all_masked();
   raw_max_ = max;
