@@ -20,6 +20,8 @@ struct KernelSet {
   RowKernel rows = nullptr;
   Q8ActivationQuantizer quantize_q8 = nullptr;
   Q8KActivationQuantizer quantize_q8_k = nullptr;
+  // A Tiles16 kernel: batches of kAmxMinTokens or more run on AMX where usable.
+  bool tiles16 = false;
 };
 
 #define KVFORGE_KERNEL_SET(type, form, level)                                            \
@@ -90,11 +92,11 @@ const TypeKernels kQ8_0Groups8Kernels = {
 #undef KVFORGE_GROUPS8_SET
 // Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
 const KernelSet kQ8_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q8_0_tiles16_avx512, nullptr,
-                                nullptr};
+                                nullptr, true};
 const TypeKernels kQ8_0Tiles16Kernels = {GgmlType::Q8_0,
                                          {kQ8_0Tiles16Set, kQ8_0Tiles16Set, kQ8_0Tiles16Set}};
 const KernelSet kQ4_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16_avx512, nullptr,
-                                nullptr};
+                                nullptr, true};
 const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
                                          {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
@@ -170,10 +172,13 @@ int64_t rows_per_claim(int64_t total_rows, int threads) {
 }
 
 // Whether every weight is in a Tiles16 layout and the batch runs on AMX.
+// (By the sets' flag: the TypeKernels tables hold copies of the sets, so
+// comparing addresses with kQ8_0Tiles16Set never matched and left this
+// path unused from 8488eb3 to 4a10ad3.)
 bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
   if (!tiles16_batch_on_amx(n_tokens)) return false;
   for (size_t i = 0; i < n; ++i)
-    if (sets[i] != &kQ8_0Tiles16Set && sets[i] != &kQ4_0Tiles16Set) return false;
+    if (!sets[i]->tiles16) return false;
   return true;
 }
 
@@ -231,6 +236,15 @@ MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x,
 
 bool tiles16_batch_on_amx(int64_t n_tokens) {
   return n_tokens >= kAmxMinTokens && amx_int8_usable();
+}
+
+bool matmul_batch_claims_units(std::span<const MatmulOutput> outputs, int64_t n_tokens,
+                               int n_threads) {
+  if (n_threads < 2 || outputs.size() > kMaxBatchWeights) return false;
+  const KernelSet* sets[kMaxBatchWeights];
+  for (size_t i = 0; i < outputs.size(); ++i)
+    sets[i] = &checked_kernels(outputs[i].w, n_tokens).by_level[int(simd_level())];
+  return all_tiles16_on_amx(sets, outputs.size(), n_tokens);
 }
 
 size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens) {

@@ -118,6 +118,13 @@ struct MatmulOutput {
 void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch);
 
+// Whether matmul_batch with n_threads splits these weights' rows into small
+// units that the threads claim one at a time (Tiles16 weights in a batch
+// that runs on AMX), so that a thread slowed by a busy core takes fewer,
+// rather than one fixed range per thread.
+bool matmul_batch_claims_units(std::span<const MatmulOutput> outputs, int64_t n_tokens,
+                               int n_threads);
+
 // Scalar reference: dequantizes each weight row to f32 and accumulates in
 // double. Slow; the oracle for kernel tests.
 void matmul_reference(const WeightView& w, const float* x, int64_t n_tokens, float* y);
