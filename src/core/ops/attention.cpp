@@ -26,6 +26,13 @@ TileFn tile_function() {
 
 // Walks the positions of the spans in order, yielding each one's K and V
 // record of one kv head.
+//
+// The records are also prefetched: a tile's pointers are all gathered
+// before its arithmetic starts, so its records arrive in parallel instead of
+// one memory latency each (a head's records are strided by the other heads'
+// records: the hardware prefetcher stops at every page). Every line is
+// prefetched: one prefetch per pair of lines, counting on the core to fetch
+// the other line of each aligned pair, measured 10 % slower end to end here.
 class SpanCursor {
  public:
   SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head, KvFormat format, int head_dim)
@@ -34,24 +41,31 @@ class SpanCursor {
         kv_head_(size_t(kv_head)),
         k_bytes_(kv_head_bytes(format.k, head_dim)),
         v_bytes_(kv_head_bytes(format.v, head_dim)) {}
+
   // False past the last span (the caller promised enough positions; stay in bounds anyway).
-  // The records are also prefetched: a tile's pointers are all gathered
-  // before its arithmetic starts, so its records arrive in parallel instead
-  // of one memory latency each (a head's records are strided by the other
-  // heads' records: the hardware prefetcher stops at every page).
-  bool next(const uint8_t** k, const uint8_t** v) {
-    while (span_ < n_spans_ && in_span_ >= spans_[span_].n) {
-      ++span_;
-      in_span_ = 0;
+  bool next(const uint8_t** k, const uint8_t** v) { return take(1, k, v) == 1; }
+
+  // The next `want` positions' records into k[0..), v[0..); returns how many
+  // there were (fewer only past the last span).
+  int take(int want, const uint8_t** k, const uint8_t** v) {
+    int got = 0;
+    while (got < want) {
+      while (span_ < n_spans_ && in_span_ >= spans_[span_].n) {
+        ++span_;
+        in_span_ = 0;
+      }
+      if (span_ == n_spans_) break;
+      const KvSpan& sp = spans_[span_];
+      const int m = std::min(want - got, int(sp.n - in_span_));
+      const size_t pos = size_t(in_span_);
+      walk(sp.k + pos * sp.k_pos_stride + kv_head_ * sp.k_head_stride, sp.k_pos_stride, k_bytes_,
+           m, k + got);
+      walk(sp.v + pos * sp.v_pos_stride + kv_head_ * sp.v_head_stride, sp.v_pos_stride, v_bytes_,
+           m, v + got);
+      in_span_ += m;
+      got += m;
     }
-    if (span_ == n_spans_) return false;
-    const KvSpan& sp = spans_[span_];
-    const size_t pos = size_t(in_span_++);
-    *k = sp.k + pos * sp.k_pos_stride + kv_head_ * sp.k_head_stride;
-    *v = sp.v + pos * sp.v_pos_stride + kv_head_ * sp.v_head_stride;
-    prefetch(*k, k_bytes_);
-    prefetch(*v, v_bytes_);
-    return true;
+    return got;
   }
 
  private:
@@ -62,8 +76,13 @@ class SpanCursor {
   size_t span_ = 0;
   int32_t in_span_ = 0;  // position inside spans_[span_]
 
-  static void prefetch(const uint8_t* p, size_t bytes) {
-    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 3);
+  // m records from `first`, `stride` apart, of `bytes` each: their pointers
+  // and the prefetches of their lines.
+  static void walk(const uint8_t* first, size_t stride, size_t bytes, int m, const uint8_t** out) {
+    for (int i = 0; i < m; ++i) {
+      out[i] = first + size_t(i) * stride;
+      for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(out[i] + off, 0, 3);
+    }
   }
 };
 
@@ -135,9 +154,13 @@ void attend_pass(const float* q, int n_q, const KvSpan* spans, size_t n_spans, i
   for (int32_t t0 = 0; t0 < n_keys; t0 += kTile) {
     const int32_t tn = std::min<int32_t>(kTile, n_keys - t0);
     int n_valid = 0;
-    for (int32_t t = 0; t < tn; ++t) {
-      if (!cursor.next(&k_rows[n_valid], &v_rows[n_valid])) break;
-      if (!mask || mask[t0 + t]) ++n_valid;
+    if (!mask) {
+      n_valid = cursor.take(tn, k_rows, v_rows);
+    } else {
+      for (int32_t t = 0; t < tn; ++t) {
+        if (!cursor.next(&k_rows[n_valid], &v_rows[n_valid])) break;
+        if (mask[t0 + t]) ++n_valid;
+      }
     }
     if (n_valid == 0) continue;
     job.n = n_valid;
@@ -185,8 +208,7 @@ void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_k
   int first = 0;  // queries before it have all their keys
   for (int32_t t0 = 0; t0 < most; t0 += kTile) {
     const int32_t tn = std::min<int32_t>(kTile, most - t0);
-    int32_t n = 0;
-    while (n < tn && cursor.next(&k_rows[n], &v_rows[n])) ++n;
+    const int32_t n = cursor.take(tn, k_rows, v_rows);
     while (n_keys[first] <= t0) ++first;
     // Alone, query i's tile here holds min(kTile, n_keys[i] - t0) positions.
     // The queries whose tile is the whole walked tile (a suffix, keys being
