@@ -105,6 +105,16 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t tokens_computed = 0;   // tokens fed through forward passes (prefill + decode + recompute)
   int64_t tokens_generated = 0;  // tokens sampled
+  // Wall time summed over all step() calls, in seconds: the whole calls, the
+  // forward passes inside them, and three phases of those passes: the
+  // layers' weight matmuls, the output (logits) matmul and attention. What
+  // forward leaves of a step is scheduling, K/V block bookkeeping and
+  // sampling; what the phases leave of forward is the per-token vector work.
+  double step_seconds = 0;
+  double forward_seconds = 0;
+  double weight_matmul_seconds = 0;
+  double output_matmul_seconds = 0;
+  double attention_seconds = 0;
 };
 
 class Engine {

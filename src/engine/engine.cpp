@@ -2,6 +2,7 @@
 #include "kvforge/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <random>
 #include <string>
@@ -97,6 +98,7 @@ struct Engine::Impl {
   SeqId next_seq = 0;
   std::unordered_map<RequestId, RequestState> requests;  // unfinished ones
   int64_t steps = 0, tokens_computed = 0, tokens_generated = 0;
+  double step_seconds = 0;  // whole step() calls that ran a forward pass
   std::vector<TokenLogprob> top;
 
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
@@ -237,6 +239,7 @@ std::vector<StepEvent> Engine::step() {
   Impl& m = *impl_;
   std::vector<StepEvent> events;
   if (m.scheduler.empty()) return events;
+  const auto start = std::chrono::steady_clock::now();
   const SchedulerOutput plan = m.scheduler.schedule();
   if (plan.chunks.empty())
     throw std::logic_error("engine: nothing schedulable with " +
@@ -257,6 +260,7 @@ std::vector<StepEvent> Engine::step() {
     for (Sequence* s : branches) m.sample(*s, row_logits, events, finished);
   }
   for (Sequence* s : finished) m.remove(s);
+  m.step_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return events;
 }
 
@@ -303,6 +307,12 @@ EngineStats Engine::stats() const {
   s.steps = m.steps;
   s.tokens_computed = m.tokens_computed;
   s.tokens_generated = m.tokens_generated;
+  s.step_seconds = m.step_seconds;
+  const ForwardTimes& f = m.runner.forward_times();
+  s.forward_seconds = f.total;
+  s.weight_matmul_seconds = f.weight_matmuls;
+  s.output_matmul_seconds = f.output_matmul;
+  s.attention_seconds = f.attention;
   return s;
 }
 

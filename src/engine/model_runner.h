@@ -29,6 +29,9 @@ class ModelRunner {
   // [rows][n_vocab], valid until the next call.
   std::span<const float> run(std::span<const ScheduledChunk> chunks);
 
+  // Where the forward passes of all run() calls so far spent their time.
+  const ForwardTimes& forward_times() const { return scratch_.times(); }
+
  private:
   const Model& model_;
   BlockManager& blocks_;

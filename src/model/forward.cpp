@@ -1,6 +1,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -55,6 +56,7 @@ class ForwardPass {
         n_(int64_t(in.tokens.size())) {}
 
   void run(float* logits) {
+    const Timer whole(s_.times_.total);
     validate();
     s_.reserve(int(n_), pool_.size());
     group_sequences();
@@ -85,6 +87,21 @@ class ForwardPass {
       if (r < 0 || r >= n_)
         throw std::out_of_range("logit row " + std::to_string(r) + " out of range");
   }
+
+  // Adds the wall time from its construction to its destruction to `into`.
+  class Timer {
+   public:
+    explicit Timer(double& into) : into_(into), start_(std::chrono::steady_clock::now()) {}
+    ~Timer() {
+      into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+    Timer(const Timer&) = delete;
+    Timer& operator=(const Timer&) = delete;
+
+   private:
+    double& into_;
+    std::chrono::steady_clock::time_point start_;
+  };
 
   int32_t seq_of(int64_t t) const { return in_.seq_ids.empty() ? 0 : in_.seq_ids[size_t(t)]; }
 
@@ -146,7 +163,13 @@ class ForwardPass {
   }
 
   void matmul_into(const WeightView& w, const float* x, float* y) {
+    const Timer t(s_.times_.weight_matmuls);
     matmul(w, x, n_, y, pool_, s_.matmul_);
+  }
+
+  void matmul_batch_into(std::span<const MatmulOutput> outputs, const float* x) {
+    const Timer t(s_.times_.weight_matmuls);
+    matmul_batch(outputs, x, n_, pool_, s_.matmul_);
   }
 
   static void add_bias(float* y, const std::vector<float>& bias, int64_t n_rows) {
@@ -162,7 +185,7 @@ class ForwardPass {
     // One parallel region for Q, K and V: the normalized input is quantized once.
     const MatmulOutput qkv[] = {
         {w.attn_q, s_.q_.data()}, {w.attn_k, s_.k_.data()}, {w.attn_v, s_.v_.data()}};
-    matmul_batch(qkv, s_.xn_.data(), n_, pool_, s_.matmul_);
+    matmul_batch_into(qkv, s_.xn_.data());
     add_bias(s_.q_.data(), w.bias_q, n_);
     add_bias(s_.k_.data(), w.bias_k, n_);
     add_bias(s_.v_.data(), w.bias_v, n_);
@@ -185,6 +208,7 @@ class ForwardPass {
   // The query heads of one GQA group go together, so each KV record is read
   // once per group. Decode steps have runs of one token.
   void attend(int l) {
+    const Timer timer(s_.times_.attention);
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
       kv_.spans(l, s_.step_seqs_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
@@ -226,7 +250,7 @@ class ForwardPass {
   void ffn_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
     const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
-    matmul_batch(gate_up, s_.xn_.data(), n_, pool_, s_.matmul_);
+    matmul_batch_into(gate_up, s_.xn_.data());
     for_tokens([&](int64_t t) {
       float* gate = s_.gate_.data() + t * c_.n_ff;
       swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
@@ -240,6 +264,7 @@ class ForwardPass {
   void output(float* logits) {
     const int64_t rows = int64_t(in_.logit_rows.size());
     if (rows == 0) return;
+    const Timer timer(s_.times_.output_matmul);
     for (int64_t i = 0; i < rows; ++i)
       rms_norm(s_.x_.data() + int64_t(in_.logit_rows[size_t(i)]) * c_.n_embd,
                m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps,

@@ -22,6 +22,17 @@ struct StepInputs {
   std::span<const int32_t> logit_rows;  // indices into tokens whose logits are wanted, in order
 };
 
+// Where forward passes spend their wall time, summed over calls, in seconds
+// (a steady_clock read at each phase boundary: ~100 reads per step, ~3 us).
+// What the three phases leave of `total` is the per-token vector work:
+// embedding, norms, residual adds, RoPE, K/V writes and SwiGLU.
+struct ForwardTimes {
+  double weight_matmuls = 0;  // every layer's Q/K/V, output, gate/up and down projections
+  double output_matmul = 0;   // the logits' matmul (with the final norm of its rows)
+  double attention = 0;       // attention over the KV store (its spans included)
+  double total = 0;           // whole forward() calls
+};
+
 // Activation buffers for up to `max_tokens` tokens per step. Sized once by
 // reserve(); forward() never allocates when the step fits.
 class ForwardScratch {
@@ -30,6 +41,8 @@ class ForwardScratch {
   // Grows the buffers to hold steps of `max_tokens` tokens run on `n_threads` threads.
   void reserve(int max_tokens, int n_threads);
   int capacity() const { return capacity_; }
+  // Accumulated by every forward() that uses this scratch.
+  const ForwardTimes& times() const { return times_; }
 
  private:
   friend class ForwardPass;
@@ -53,6 +66,7 @@ class ForwardScratch {
   std::vector<int32_t> token_n_keys_;           // [n_tokens] positions each token attends
   std::vector<int32_t> query_runs_;             // [runs] first token of each attention run
   MatmulScratch matmul_;
+  ForwardTimes times_;
 };
 
 // Runs the model over the step; writes K/V of every input token into `kv` and

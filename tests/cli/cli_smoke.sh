@@ -43,6 +43,8 @@ expect_in "| 2 |" bench-serve.out
 expect_in "MiB, f16)" bench-serve.out  # the default KV format, as kvforge bench's
 expect_in "Decode vs C=1 over 2 rounds" bench-serve.out
 expect_in "median" bench-serve.out
+expect_in "decode step's time goes" bench-serve.out  # the phase table
+expect_in "outside forward" bench-serve.out
 if "$kv" bench-serve -m tiny.gguf --rounds 0 >/dev/null 2>bench-serve.err; then
   fail "bench-serve accepted --rounds 0"
 fi

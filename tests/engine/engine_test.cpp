@@ -86,6 +86,34 @@ TEST_F(EngineTest, UnboundedRequestStopsWhenItsContextIsFull) {
   EXPECT_EQ(e.stats().kv_blocks_free, e.n_blocks());
 }
 
+// The phase times nest: the phases inside the forward passes, the forward
+// passes inside the steps; each grows with every step that computes.
+TEST_F(EngineTest, StepTimesNestAndGrowWithEveryStep) {
+  ThreadPool pool(2);
+  EngineOptions o;
+  o.kv_blocks = 64;
+  o.block_size = 4;
+  Engine e(*model_, pool, o);
+  const EngineStats start = e.stats();
+  EXPECT_EQ(start.step_seconds, 0.0);
+  EXPECT_EQ(start.forward_seconds, 0.0);
+  for (int i = 0; i < 3; ++i) e.add_request(testing::make_prompt(9 + i, 5 + i), testing::greedy(6));
+  EngineStats before = e.stats();
+  while (e.has_unfinished()) {
+    e.step();
+    const EngineStats s = e.stats();
+    EXPECT_GT(s.step_seconds, before.step_seconds);
+    EXPECT_GT(s.forward_seconds, before.forward_seconds);
+    EXPECT_GT(s.weight_matmul_seconds, before.weight_matmul_seconds);
+    EXPECT_GT(s.output_matmul_seconds, before.output_matmul_seconds);  // every step samples
+    EXPECT_GT(s.attention_seconds, before.attention_seconds);
+    EXPECT_LE(s.forward_seconds, s.step_seconds);
+    EXPECT_LE(s.weight_matmul_seconds + s.output_matmul_seconds + s.attention_seconds,
+              s.forward_seconds);
+    before = s;
+  }
+}
+
 TEST_F(EngineTest, EosEndsWithStopAndIsNotEmitted) {
   ThreadPool pool(1);
   const auto prompt = testing::make_prompt(12, 8);

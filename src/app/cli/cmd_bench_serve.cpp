@@ -13,6 +13,9 @@
 //     level's decode ratio to C = 1 is given per round and as the median:
 //     the other tenants of a shared machine move a single sweep's ratio by
 //     tens of percent (C = 1 is memory-bound and feels them first).
+//     After the table, the first round's decode steps per level split by
+//     wall time (EngineStats): weight matmuls, output matmul, attention,
+//     the rest of the forward pass, and the engine's work outside it.
 //  2. Shared prefix: 16 requests whose prompts share a --prefix-len system
 //     prompt, with the prefix cache on and off: TTFT and its ratio.
 #include <chrono>
@@ -55,11 +58,25 @@ struct Workload {
   int gen_len = 0;
 };
 
+// Where decode steps spent their time (EngineStats' phase times), in seconds.
+struct DecodeStepTimes {
+  double step = 0, forward = 0, weight_matmuls = 0, output_matmul = 0, attention = 0;
+  void add_difference(const EngineStats& after, const EngineStats& before) {
+    step += after.step_seconds - before.step_seconds;
+    forward += after.forward_seconds - before.forward_seconds;
+    weight_matmuls += after.weight_matmul_seconds - before.weight_matmul_seconds;
+    output_matmul += after.output_matmul_seconds - before.output_matmul_seconds;
+    attention += after.attention_seconds - before.attention_seconds;
+  }
+};
+
 struct RunResult {
   double seconds = 0;
   int64_t generated = 0;
   double decode_seconds = 0;  // steps that only decoded
   int64_t decode_tokens = 0;
+  int64_t decode_steps = 0;
+  DecodeStepTimes decode_times;  // summed over those steps
   std::vector<double> ttft_ms, itl_ms;
   int32_t peak_blocks = 0, total_blocks = 0;
   double waste_pct = 0;  // time-averaged (allocated - used) / allocated
@@ -105,6 +122,8 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
     if (computed > 0 && computed == sampled) {  // every token fed was a decode
       r.decode_seconds += dt;
       r.decode_tokens += sampled;
+      ++r.decode_steps;
+      r.decode_times.add_difference(after, before);
     }
     r.generated += sampled;
     // Waste of the pool while it holds sequences: slots reserved but empty.
@@ -124,6 +143,35 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
   r.preemptions = before.preemptions;
   r.prefix = before.prefix;
   return r;
+}
+
+// The first round's decode steps, per level: mean wall time and its share
+// in each phase. What the forward pass leaves of a step is the engine's own
+// work (scheduling, block bookkeeping, sampling); what the three phases
+// leave of the forward pass is the per-token vector work.
+void print_decode_step_times(const std::vector<int>& concurrency,
+                             const std::vector<RunResult>& runs) {
+  std::printf(
+      "\nWhere a decode step's time goes (first round, mean over its decode-only steps):\n\n"
+      "| C | step ms | weight matmuls | output matmul | attention | other forward | "
+      "outside forward |\n|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunResult& r = runs[i];
+    if (r.decode_steps == 0) continue;
+    const DecodeStepTimes& t = r.decode_times;
+    const double n = double(r.decode_steps);
+    const auto cell = [&](double seconds) {
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.2f ms (%.0f%%)", 1e3 * seconds / n,
+                    t.step > 0 ? 100 * seconds / t.step : 0);
+      return std::string(buf);
+    };
+    std::printf("| %d | %.2f | %s | %s | %s | %s | %s |\n", concurrency[i], 1e3 * t.step / n,
+                cell(t.weight_matmuls).c_str(), cell(t.output_matmul).c_str(),
+                cell(t.attention).c_str(),
+                cell(t.forward - t.weight_matmuls - t.output_matmul - t.attention).c_str(),
+                cell(t.step - t.forward).c_str());
+  }
 }
 
 void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Tokenizer& tok,
@@ -146,6 +194,7 @@ void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Token
   }
   // ratios[level][round]: decode tok/s against the same round's first level.
   std::vector<std::vector<double>> ratios(workloads.size());
+  std::vector<RunResult> first_round;  // per level, for the step-time table
   for (int round = 0; round < f.rounds; ++round) {
     double base = 0;
     for (size_t level = 0; level < workloads.size(); ++level) {
@@ -158,6 +207,7 @@ void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Token
       if (level == 0) base = decode_tps;
       ratios[level].push_back(base > 0 ? decode_tps / base : 0);
       if (round > 0) continue;  // the table shows the first round
+      first_round.push_back(r);
       std::printf(
           "| %d | %.1f | %.1f | %.2fx | %.0f / %.0f / %.0f | %.1f / %.1f / %.1f | %d / %d | "
           "%.1f%% | %lld |\n",
@@ -169,6 +219,7 @@ void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Token
     }
   }
   std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n");
+  print_decode_step_times(f.concurrency, first_round);
   if (f.rounds < 2) return;
   std::printf("\nDecode vs C=%d over %d rounds, levels taking turns:\n\n", f.concurrency[0],
               f.rounds);
