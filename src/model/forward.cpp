@@ -34,6 +34,7 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   token_seq_slot_.resize(n);
   token_n_keys_.resize(n);
   query_runs_.reserve(n + 1);
+  run_work_.reserve(n + 1);
   seq_spans_.resize(n);
   for (auto& spans : seq_spans_) spans.reserve(16);
   capacity_ = max_tokens;
@@ -229,11 +230,46 @@ class ForwardPass {
     }
     const int64_t n_runs = int64_t(runs.size());
     runs.push_back(int32_t(n_));
+    // Work of a run (any kv head): the keys its queries walk. Prefix sums.
+    std::vector<int64_t>& work = s_.run_work_;  // reserved: n_ + 1 entries
+    work.assign(1, 0);
+    for (int64_t r = 0; r < n_runs; ++r) {
+      int64_t keys = 0;
+      for (int32_t t = runs[size_t(r)]; t < runs[size_t(r + 1)]; ++t)
+        keys += s_.token_n_keys_[size_t(t)];
+      work.push_back(work.back() + keys);
+    }
+    // Item i = (run i / n_kv_head, kv head i % n_kv_head), the work of its run.
+    const int64_t items = n_runs * c_.n_kv_head;
+    const auto work_before = [&](int64_t item) {
+      const int64_t r = item / c_.n_kv_head;
+      return work[size_t(r)] * c_.n_kv_head +
+             (item % c_.n_kv_head) * (work[size_t(r + 1)] - work[size_t(r)]);
+    };
+    const int64_t total = work.back() * c_.n_kv_head;
     const size_t q_dim = size_t(c_.q_dim());
     pool_.run([&](int ti, int nt) {
       float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
-      const int64_t items = n_runs * c_.n_kv_head;
-      for (int64_t item = ti; item < items; item += nt) {
+      // One contiguous range of items per thread, cut where the work before
+      // it reaches ti / nt of the total: a thread then walks the kv heads of
+      // a sequence one after the other, whose records lie side by side in
+      // each block (C=16 decode +2.7-3.3 %, C=4 +2.3-2.6 % against items
+      // dealt round-robin, in an in-process A/B switching every step).
+      // Every run walks at least one key, so the work before an item grows
+      // with it and the ranges of threads 0..nt-1 tile [0, items).
+      const auto first_item = [&](int k) {
+        int64_t lo = 0, hi = items;  // the first item whose work before reaches k / nt of it
+        while (lo < hi) {
+          const int64_t mid = (lo + hi) / 2;
+          if (work_before(mid) * nt < total * k)
+            lo = mid + 1;
+          else
+            hi = mid;
+        }
+        return lo;
+      };
+      const int64_t end = first_item(ti + 1);
+      for (int64_t item = first_item(ti); item < end; ++item) {
         const size_t r = size_t(item / c_.n_kv_head);
         const int g = int(item % c_.n_kv_head);
         const int64_t t = runs[r];

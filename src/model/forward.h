@@ -65,6 +65,7 @@ class ForwardScratch {
   std::vector<int32_t> token_seq_slot_;         // [n_tokens] index into step_seqs_
   std::vector<int32_t> token_n_keys_;           // [n_tokens] positions each token attends
   std::vector<int32_t> query_runs_;             // [runs] first token of each attention run
+  std::vector<int64_t> run_work_;               // [runs + 1] prefix sums of keys walked per run
   MatmulScratch matmul_;
   ForwardTimes times_;
 };
