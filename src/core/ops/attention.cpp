@@ -33,6 +33,8 @@ TileFn tile_function() {
 // records: the hardware prefetcher stops at every page). Every line is
 // prefetched: one prefetch per pair of lines, counting on the core to fetch
 // the other line of each aligned pair, measured 10 % slower end to end here.
+// Into L2 (T1) rather than L1: C=16 decode +0.9-1.2 % (none at all: -5.5 %),
+// in an in-process A/B switching every step.
 class SpanCursor {
  public:
   SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head, KvFormat format, int head_dim)
@@ -81,7 +83,7 @@ class SpanCursor {
   static void walk(const uint8_t* first, size_t stride, size_t bytes, int m, const uint8_t** out) {
     for (int i = 0; i < m; ++i) {
       out[i] = first + size_t(i) * stride;
-      for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(out[i] + off, 0, 3);
+      for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(out[i] + off, 0, 2);
     }
   }
 };
