@@ -3,16 +3,7 @@
 // NaN or +inf. Pass 2: the first 16 values holding the maximum, and the
 // lowest such lane. The tail goes through masked loads that read -inf
 // beyond n, which changes neither pass's answer.
-//
-// GCC 12's AVX-512 headers trip -W(maybe-)uninitialized inside their own
-// _mm256_undefined_* helpers (GCC PR105593), here in _mm512_reduce_max_ps.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-
-#include <immintrin.h>
-
+#include "core/kernels/avx512_helpers.h"
 #include "core/ops/argmax.h"
 
 namespace kvforge {
@@ -56,8 +47,7 @@ ArgmaxResult argmax_checked_avx512(const float* x, int64_t n) {
   // Where the invalid value is, and that no earlier one precedes it, is the
   // reference's business: errors need not be fast.
   if (bad) return argmax_checked_scalar(x, n);
-  const float max =
-      _mm512_reduce_max_ps(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
+  const float max = avx512_hmax(_mm512_max_ps(_mm512_max_ps(m0, m1), _mm512_max_ps(m2, m3)));
   const __m512 target = _mm512_set1_ps(max);
   for (i = 0; i < n; i += 16) {
     const __mmask16 hit = _mm512_cmp_ps_mask(load_or_neg_inf(x, i, n), target, _CMP_EQ_OQ);
