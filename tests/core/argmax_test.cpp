@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
+#include "formats_test_util.h"
 #include "simd_levels.h"
 
 namespace kvforge {
@@ -54,11 +54,7 @@ void expect_every_level(const std::vector<float>& x, const std::string& what) {
 const int64_t kSizes[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 1000, 32000};
 
 std::vector<float> normal_values(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 3.0f);
-  std::vector<float> x(static_cast<size_t>(n));
-  for (float& v : x) v = dist(rng);
-  return x;
+  return testing::gaussian(size_t(n), seed, 3.0f);
 }
 
 TEST(ArgmaxChecked, FindsThePlantedMaximumAtEveryPosition) {

@@ -10,6 +10,7 @@
 
 #include "core/cpu_features.h"
 #include "core/ops/attention_tile.h"
+#include "formats_test_util.h"
 #include "simd_levels.h"
 
 namespace kvforge {
@@ -114,11 +115,7 @@ std::vector<float> run(const Cache& c, const std::vector<KvSpan>& spans,
 }
 
 std::vector<float> random_q(int n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> g(0.0f, 2.0f);
-  std::vector<float> q(static_cast<size_t>(n));
-  for (auto& x : q) x = g(rng);
-  return q;
+  return testing::gaussian(size_t(n), seed, 2.0f);
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
