@@ -43,8 +43,8 @@ namespace kvforge {
 inline constexpr int64_t kRegroupCols = 8 * 32;
 
 // The layout this machine's kernels want for a rows x cols matrix of a
-// weight type: Q4_0, Q8_0: Tiles16 where amx_int8_usable() and it fits
-// (rows a multiple of 16), else Groups8 where that fits (cols a multiple of
+// weight type: Q4_0, Q8_0: Tiles16 where it fits (rows a multiple of 16;
+// AMX or not, see matmul.h), else Groups8 where that fits (cols a multiple of
 // 256), else Native; F16, BF16: F16Interleaved16 / BF16Interleaved16 where
 // rows are a multiple of 16, else Native; Native for the other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
