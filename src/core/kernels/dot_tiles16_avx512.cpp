@@ -32,9 +32,19 @@ struct TilesView {
   const uint8_t* scales(const uint8_t* group) const { return group + blocks * Q::kQuantBytes; }
 };
 
+// Bytes a tile prefetches into L2 while it runs (the next groups of a batch):
+// `lines` cache lines from `first`, `per_block` of them per block of 32
+// columns, so they spread over the tile's arithmetic.
+struct TilePrefetch {
+  const uint8_t* first = nullptr;
+  int64_t lines = 0;
+  int64_t per_block = 0;
+};
+
 // G groups (their first bytes in g) x T tokens from t0; results to y.
 template <class Q, int G, int T>
-void vnni_tile(const TilesView<Q>& v, const int64_t* groups, int64_t t0) {
+void vnni_tile(const TilesView<Q>& v, const int64_t* groups, int64_t t0,
+               const TilePrefetch& pf = {}) {
   const MatmulTask& task = v.task;
   const uint8_t* w[G];
   for (int j = 0; j < G; ++j) w[j] = v.group(groups[j]);
@@ -50,6 +60,9 @@ void vnni_tile(const TilesView<Q>& v, const int64_t* groups, int64_t t0) {
   for (int j = 0; j < G; ++j)
     for (int t = 0; t < T; ++t) acc[j][t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < v.blocks; ++b) {
+    const int64_t pf_end = (b + 1) * pf.per_block < pf.lines ? (b + 1) * pf.per_block : pf.lines;
+    for (int64_t l = b * pf.per_block; l < pf_end; ++l)
+      _mm_prefetch(reinterpret_cast<const char*>(pf.first + 64 * l), _MM_HINT_T1);
     __m512i isum[G][T];
     for (int t = 0; t < T; ++t) {
       const __m512i o = _mm512_set1_epi32(Q::offset(off[t][b]));
@@ -77,11 +90,12 @@ void vnni_tile(const TilesView<Q>& v, const int64_t* groups, int64_t t0) {
 
 // A tile of G groups and a run-time nt <= T tokens.
 template <class Q, int G, int T>
-void vnni_tile_upto(const TilesView<Q>& v, const int64_t* groups, int64_t t0, int nt) {
+void vnni_tile_upto(const TilesView<Q>& v, const int64_t* groups, int64_t t0, int nt,
+                    const TilePrefetch& pf = {}) {
   if constexpr (T > 1) {
-    if (nt < T) return vnni_tile_upto<Q, G, T - 1>(v, groups, t0, nt);
+    if (nt < T) return vnni_tile_upto<Q, G, T - 1>(v, groups, t0, nt, pf);
   }
-  vnni_tile<Q, G, T>(v, groups, t0);
+  vnni_tile<Q, G, T>(v, groups, t0, pf);
 }
 
 // Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
@@ -98,15 +112,28 @@ void vnni_decode(const TilesView<Q>& v, int64_t g0, int64_t g1) {
   for (int64_t g = g0 + 4 * stream; g < g1; ++g) vnni_tile_upto<Q, 1, 2>(v, &g, 0, nt);
 }
 
-// Tokens [t0, t1) of groups [g0, g1): pairs of groups x 4 tokens.
+// Tokens [t0, t1) of groups [g0, g1): pairs of groups x 4 tokens. A pair's
+// first tile reads its weights from memory, the others from L1; the tiles of
+// each pair prefetch the next pair into L2, a share each, so that first tile
+// does not wait on DRAM (the hardware prefetchers, which follow the pair's
+// stream only once it starts, left the kernel waiting on these loads).
 template <class Q>
 void vnni_batch(const TilesView<Q>& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
   constexpr int kTokens = 4;
+  const int64_t tiles = (t1 - t0 + kTokens - 1) / kTokens;
   int64_t g = g0;
   for (; g + 2 <= g1; g += 2) {
     const int64_t groups[2] = {g, g + 1};
-    for (int64_t t = t0; t < t1; t += kTokens)
-      vnni_tile_upto<Q, 2, kTokens>(v, groups, t, int(t1 - t < kTokens ? t1 - t : kTokens));
+    const int64_t next_groups = g1 - g - 2 < 2 ? g1 - g - 2 : 2;
+    const int64_t next_lines = (next_groups * v.group_bytes + 63) / 64;
+    const int64_t tile_lines = (next_lines + tiles - 1) / tiles;
+    TilePrefetch pf{v.group(g + 2), 0, (tile_lines + v.blocks - 1) / v.blocks};
+    for (int64_t t = t0; t < t1; t += kTokens) {
+      const int64_t left = next_lines - (t - t0) / kTokens * tile_lines;
+      pf.lines = left < 0 ? 0 : left < tile_lines ? left : tile_lines;
+      vnni_tile_upto<Q, 2, kTokens>(v, groups, t, int(t1 - t < kTokens ? t1 - t : kTokens), pf);
+      pf.first += 64 * tile_lines;
+    }
   }
   for (; g < g1; ++g)
     for (int64_t t = t0; t < t1; t += kTokens)
