@@ -17,7 +17,8 @@ uint32_t ticket_chunks(uint64_t t) { return uint32_t(t >> 16) & 0xffff; }
 uint32_t ticket_next(uint64_t t) { return uint32_t(t) & 0xffff; }
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads)
+    : n_threads_(std::max(1, n_threads)), ranges_(size_t(std::max(1, n_threads))) {
   workers_.reserve(size_t(n_threads_ - 1));
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
@@ -49,6 +50,27 @@ void ThreadPool::dispatch(uint32_t n_chunks, void* ctx, Trampoline call) {
       _mm_pause();
     } else {
       std::this_thread::yield();
+    }
+  }
+}
+
+bool ThreadPool::take_range(int i, size_t count, size_t grain, bool front, size_t& begin,
+                            size_t& end) {
+  std::atomic<uint64_t>& bounds = ranges_[size_t(i)].bounds;
+  uint64_t cur = bounds.load(std::memory_order_relaxed);
+  for (;;) {
+    const uint64_t f = cur >> 32, b = cur & 0xffffffffu;
+    if (f >= b) return false;
+    // Cut at multiples of grain: f is one, and only the last range's back
+    // (n) may not be, so a piece from the back starts at one rounded down.
+    const uint64_t cut = front ? std::min<uint64_t>(b, f + count)
+                               : std::max<uint64_t>(f, b > count ? (b - count) / grain * grain : 0);
+    const uint64_t next = front ? (cut << 32) | b : (f << 32) | cut;
+    // Relaxed: the indices are all the state; the region's end is the barrier.
+    if (bounds.compare_exchange_weak(cur, next, std::memory_order_relaxed)) {
+      begin = size_t(front ? f : cut);
+      end = size_t(front ? cut : b);
+      return true;
     }
   }
 }

@@ -63,6 +63,41 @@ class ThreadPool {
     });
   }
 
+  // parallel_for's split (one contiguous range per thread, edges multiples
+  // of grain), with work stealing: each thread takes its own range `own`
+  // indices at a time from the front, then what is left of the others'
+  // ranges `steal` at a time from their backs. A thread slowed by a busy
+  // core leaves the tail of its range to the others, while each thread still
+  // walks forward through its own range (the matmuls' weight streams; their
+  // kernels prefetch ahead across the pieces). own and steal are rounded up
+  // to multiples of grain; n < 2^32 (else this is parallel_for). Not reentrant.
+  template <class F>
+  void parallel_for_stealing(size_t n, size_t own, size_t steal, F&& fn, size_t grain = 1) {
+    if (n == 0) return;
+    grain = std::max<size_t>(1, grain);
+    if (n_threads_ == 1 || n >= (size_t(1) << 32)) {
+      parallel_for(n, fn, grain);
+      return;
+    }
+    own = std::max<size_t>(1, (own + grain - 1) / grain) * grain;
+    steal = std::max<size_t>(1, (steal + grain - 1) / grain) * grain;
+    const size_t units = (n + grain - 1) / grain;
+    const int nt = n_threads_;
+    for (int i = 0; i < nt; ++i) {
+      const size_t begin = std::min(n, units * size_t(i) / size_t(nt) * grain);
+      const size_t end = std::min(n, units * size_t(i + 1) / size_t(nt) * grain);
+      ranges_[size_t(i)].bounds.store((uint64_t(begin) << 32) | uint64_t(end),
+                                      std::memory_order_relaxed);
+    }
+    run([&](int ti, int n_threads) {
+      size_t begin, end;
+      while (take_range(ti, own, grain, /*front=*/true, begin, end)) fn(begin, end);
+      for (int k = 1; k < n_threads; ++k)
+        while (take_range((ti + k) % n_threads, steal, grain, /*front=*/false, begin, end))
+          fn(begin, end);
+    });
+  }
+
  private:
   static constexpr size_t kChunksPerThread = 1;
   using Trampoline = void (*)(void*, uint32_t);
@@ -74,6 +109,9 @@ class ThreadPool {
              [](void* ctx, uint32_t chunk) { (*static_cast<Fn*>(ctx))(chunk); });
   }
   void dispatch(uint32_t n_chunks, void* ctx, Trampoline call);
+  // Takes up to `count` indices from the front or the back of range i of
+  // parallel_for_stealing into [begin, end); false once the range is empty.
+  bool take_range(int i, size_t count, size_t grain, bool front, size_t& begin, size_t& end);
   // Claims and runs chunks of job `generation` until none are left.
   void work_on(uint32_t generation);
   void worker_loop();
@@ -89,6 +127,12 @@ class ThreadPool {
   std::atomic<uint32_t> chunks_done_{0};
   std::atomic<uint32_t> wake_{0};  // generation workers wait on
   std::atomic<bool> stop_{false};
+  // parallel_for_stealing's ranges, one per thread: (front << 32) | back,
+  // each on its own cache line.
+  struct alignas(64) StealRange {
+    std::atomic<uint64_t> bounds{0};
+  };
+  std::vector<StealRange> ranges_;
 };
 
 }  // namespace kvforge

@@ -602,36 +602,43 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
                 int(cpu_features().amx_int8));
 }
 
-// The AMX batches split their rows into units the threads claim one at a
-// time (a slow thread takes fewer); everything else keeps one range per
-// thread. (This predicate once never held: the kernel tables hold copies of
-// the Tiles16 sets, compared by address.)
-TEST(MatmulTiles16, AmxBatchesAndOnlyThoseAreClaimedInUnits) {
+// How matmul_batch splits rows over threads: AMX batches in units the
+// threads claim one at a time, VNNI batches by parallel_for_stealing (a slow
+// thread takes fewer either way), everything else one range per thread.
+// (The AMX predicate once never held: the kernel tables hold copies of the
+// Tiles16 sets, compared by address.)
+TEST(MatmulTiles16, BatchesSplitRowsSoASlowThreadTakesFewer) {
   LevelGuard guard;
   AmxGuard amx_guard;
   set_simd_level(SimdLevel::Avx512);
   if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  if (!amx_int8_usable()) GTEST_SKIP() << "no AMX-INT8 here: no batch runs on AMX";
   const int64_t rows = 48, cols = 64;
   const Weights native = make_weights(GgmlType::Q8_0, rows, cols, 5);
   const WeightView native_view{GgmlType::Q8_0, native.bytes.data(), rows, cols};
+  const bool amx = amx_int8_usable();
   for (GgmlType type : kTiledTypes) {
     const RegroupedWeights w = make_tiled_weights(type, rows, cols, 6);
     const MatmulOutput one[] = {{w.view, nullptr}};
     const MatmulOutput two[] = {{w.view, nullptr}, {w.view, nullptr}};
     const MatmulOutput mixed[] = {{w.view, nullptr}, {native_view, nullptr}};
     const std::string name(type_name(type));
-    EXPECT_TRUE(matmul_batch_claims_units(one, 16, 2)) << name;
-    EXPECT_TRUE(matmul_batch_claims_units(two, kAmxMinTokens, 3)) << name;
-    EXPECT_FALSE(matmul_batch_claims_units(one, kAmxMinTokens - 1, 2)) << name << ": VNNI batch";
-    EXPECT_FALSE(matmul_batch_claims_units(one, 16, 1)) << name << ": one thread";
-    EXPECT_FALSE(matmul_batch_claims_units(mixed, 16, 2)) << name << " with a native weight";
+    const MatmulSplit batch = amx ? MatmulSplit::ClaimedUnits : MatmulSplit::Stealing;
+    EXPECT_EQ(matmul_batch_split(one, 16, 2), batch) << name;
+    EXPECT_EQ(matmul_batch_split(two, kAmxMinTokens, 3), batch) << name;
+    EXPECT_EQ(matmul_batch_split(one, kAmxMinTokens - 1, 2), MatmulSplit::Stealing)
+        << name << ": VNNI batch";
+    EXPECT_EQ(matmul_batch_split(one, kTiles16DecodeMaxTokens, 2), MatmulSplit::RangePerThread)
+        << name << ": decode";
+    EXPECT_EQ(matmul_batch_split(one, 16, 1), MatmulSplit::RangePerThread)
+        << name << ": one thread";
+    EXPECT_EQ(matmul_batch_split(mixed, 16, 2), MatmulSplit::RangePerThread)
+        << name << " with a native weight";
     set_amx_enabled(false);
-    EXPECT_FALSE(matmul_batch_claims_units(one, 16, 2)) << name << ": AMX off";
+    EXPECT_EQ(matmul_batch_split(one, 16, 2), MatmulSplit::Stealing) << name << ": AMX off";
     set_amx_enabled(true);
   }
   const MatmulOutput plain[] = {{native_view, nullptr}};
-  EXPECT_FALSE(matmul_batch_claims_units(plain, 16, 2));
+  EXPECT_EQ(matmul_batch_split(plain, 16, 2), MatmulSplit::RangePerThread);
 }
 
 // F16 and BF16 rows in the Interleaved16 layouts (the AVX-512 level's

@@ -98,9 +98,9 @@ void vnni_tile_upto(const TilesView<Q>& v, const int64_t* groups, int64_t t0, in
   vnni_tile<Q, G, T>(v, groups, t0, pf);
 }
 
-// Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
-// range, so a tile reads 4 long sequential streams (as register_tile_loop.h
-// does for the other layouts).
+// Decode (1 or 2 tokens: kTiles16DecodeMaxTokens): 4 groups per tile, one
+// from each quarter of the range, so a tile reads 4 long sequential streams
+// (as register_tile_loop.h does for the other layouts).
 template <class Q>
 void vnni_decode(const TilesView<Q>& v, int64_t g0, int64_t g1) {
   const int nt = int(v.task.n_tokens);
@@ -124,10 +124,13 @@ template <class Q>
 void vnni_batch(const TilesView<Q>& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
   constexpr int kTokens = 6;
   const int64_t tiles = (t1 - t0 + kTokens - 1) / kTokens;
+  // Past g1 too: the next piece of a thread's rows usually starts there
+  // (matmul_batch's Stealing split).
+  const int64_t n_groups = v.task.rows / kTiles16Rows;
   int64_t g = g0;
   for (; g + 2 <= g1; g += 2) {
     const int64_t groups[2] = {g, g + 1};
-    const int64_t next_groups = g1 - g - 2 < 2 ? g1 - g - 2 : 2;
+    const int64_t next_groups = n_groups - g - 2 < 2 ? n_groups - g - 2 : 2;
     const int64_t next_lines = (next_groups * v.group_bytes + 63) / 64;
     const int64_t tile_lines = (next_lines + tiles - 1) / tiles;
     TilePrefetch pf{v.group(g + 2), 0, (tile_lines + v.blocks - 1) / v.blocks};
@@ -176,7 +179,7 @@ void matmul_rows_tiles16(const MatmulTask& task, int64_t r0, int64_t r1, AmxTile
   const int64_t g0 = (r0 + kTiles16Rows - 1) / kTiles16Rows,
                 g1 = (r1 + kTiles16Rows - 1) / kTiles16Rows;
   if (g0 >= g1) return;
-  if (task.n_tokens <= 2) {
+  if (task.n_tokens <= kTiles16DecodeMaxTokens) {
     vnni_decode(v, g0, g1);
     return;
   }

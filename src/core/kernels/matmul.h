@@ -118,11 +118,15 @@ struct MatmulOutput {
 void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch);
 
-// Whether matmul_batch with n_threads splits these weights' rows into small
-// units that the threads claim one at a time (Tiles16 weights in a batch
-// that runs on AMX), so that a thread slowed by a busy core takes fewer,
-// rather than one fixed range per thread.
-bool matmul_batch_claims_units(std::span<const MatmulOutput> outputs, int64_t n_tokens,
+// How matmul_batch with n_threads splits these weights' rows over the
+// threads. A thread slowed by a busy core (these machines are shared) would
+// otherwise hold up the others at the end of every matmul.
+enum class MatmulSplit {
+  RangePerThread,  // one fixed range each: decode, native layouts, one thread
+  ClaimedUnits,    // Tiles16 weights in a batch on AMX: units claimed one at a time
+  Stealing,        // Tiles16 weights in a batch on VNNI: ThreadPool::parallel_for_stealing
+};
+MatmulSplit matmul_batch_split(std::span<const MatmulOutput> outputs, int64_t n_tokens,
                                int n_threads);
 
 // Scalar reference: dequantizes each weight row to f32 and accumulates in

@@ -93,6 +93,9 @@ void matmul_rows_q4_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 void matmul_tiles_q8_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
 void matmul_tiles_q4_0_amx(const MatmulTask& task, int64_t g0, int64_t g1, int64_t t0, int64_t t1);
 inline constexpr int64_t kAmxMinTokens = 4;
+// Tiles16 matmuls of at most this many tokens run the VNNI decode kernel
+// (4 row streams per thread); larger ones the batch kernels.
+inline constexpr int64_t kTiles16DecodeMaxTokens = 2;
 // Whether a Tiles16 matmul of n_tokens runs on AMX (n_tokens >= kAmxMinTokens
 // and amx_int8_usable()): the kernels' choice, which matmul_batch's row
 // claiming follows. Defined in matmul.cpp, outside the ISA-flagged files.
