@@ -79,22 +79,36 @@ class ThreadPool {
       parallel_for(n, fn, grain);
       return;
     }
+    const size_t units = (n + grain - 1) / grain;
+    const size_t nt = size_t(n_threads_);
+    run_stealing(
+        n, [&](int i) { return std::min(n, units * size_t(i) / nt * grain); }, own, steal,
+        [&](int, size_t begin, size_t end) { fn(begin, end); }, grain);
+  }
+
+  // The same over [0, n) cut where the caller says: thread i's own range is
+  // [cut(i), cut(i + 1)), cut(0) = 0, cut(size()) = n, ascending, multiples
+  // of grain but the last. fn(thread, begin, end): the thread index is the
+  // one run() gives, for per-thread scratch. n < 2^32.
+  template <class Cut, class F>
+  void run_stealing(size_t n, Cut&& cut, size_t own, size_t steal, F&& fn, size_t grain = 1) {
+    if (n == 0) return;
+    grain = std::max<size_t>(1, grain);
     own = std::max<size_t>(1, (own + grain - 1) / grain) * grain;
     steal = std::max<size_t>(1, (steal + grain - 1) / grain) * grain;
-    const size_t units = (n + grain - 1) / grain;
     const int nt = n_threads_;
     for (int i = 0; i < nt; ++i) {
-      const size_t begin = std::min(n, units * size_t(i) / size_t(nt) * grain);
-      const size_t end = std::min(n, units * size_t(i + 1) / size_t(nt) * grain);
+      const size_t begin = i == 0 ? 0 : size_t(cut(i));
+      const size_t end = i + 1 == nt ? n : size_t(cut(i + 1));
       ranges_[size_t(i)].bounds.store((uint64_t(begin) << 32) | uint64_t(end),
                                       std::memory_order_relaxed);
     }
     run([&](int ti, int n_threads) {
       size_t begin, end;
-      while (take_range(ti, own, grain, /*front=*/true, begin, end)) fn(begin, end);
+      while (take_range(ti, own, grain, /*front=*/true, begin, end)) fn(ti, begin, end);
       for (int k = 1; k < n_threads; ++k)
         while (take_range((ti + k) % n_threads, steal, grain, /*front=*/false, begin, end))
-          fn(begin, end);
+          fn(ti, begin, end);
     });
   }
 

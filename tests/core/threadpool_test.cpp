@@ -119,5 +119,26 @@ TEST(ThreadPoolTest, ParallelForStealingHandsASlowThreadsTailToTheOthers) {
   EXPECT_EQ(ran_first_half.size(), 2u) << "nobody took over the held thread's range";
 }
 
+// run_stealing with the caller's cut (uneven, one empty range): every index
+// once, each call with a thread index that no other call holds at the time.
+TEST(ThreadPoolTest, RunStealingWithAnUnevenCutVisitsEveryIndexOnce) {
+  ThreadPool pool(3);
+  constexpr size_t n = 500;
+  const size_t cuts[] = {0, 10, 10, n};  // thread 1's own range is empty
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::atomic<int>> hits(n), in_use(3);
+    pool.run_stealing(
+        n, [&](int i) { return cuts[i]; }, 7, 3,
+        [&](int ti, size_t b, size_t e) {
+          ASSERT_GE(ti, 0);
+          ASSERT_LT(ti, 3);
+          ASSERT_EQ(in_use[size_t(ti)].fetch_add(1), 0) << "thread index " << ti << " twice";
+          for (size_t i = b; i < e; ++i) hits[i].fetch_add(1);
+          in_use[size_t(ti)].fetch_sub(1);
+        });
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "index " << i;
+  }
+}
+
 }  // namespace
 }  // namespace kvforge
