@@ -124,7 +124,7 @@ class ThreadPool {
   }
   void dispatch(uint32_t n_chunks, void* ctx, Trampoline call);
   // Takes up to `count` indices from the front or the back of range i of
-  // parallel_for_stealing into [begin, end); false once the range is empty.
+  // run_stealing into [begin, end); false once the range is empty.
   bool take_range(int i, size_t count, size_t grain, bool front, size_t& begin, size_t& end);
   // Claims and runs chunks of job `generation` until none are left.
   void work_on(uint32_t generation);
@@ -141,7 +141,7 @@ class ThreadPool {
   std::atomic<uint32_t> chunks_done_{0};
   std::atomic<uint32_t> wake_{0};  // generation workers wait on
   std::atomic<bool> stop_{false};
-  // parallel_for_stealing's ranges, one per thread: (front << 32) | back,
+  // run_stealing's ranges, one per thread: (front << 32) | back,
   // each on its own cache line.
   struct alignas(64) StealRange {
     std::atomic<uint64_t> bounds{0};
