@@ -192,9 +192,9 @@ bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens
 // pieces of 64, edges at group pairs. Against one fixed range per thread, in
 // an in-process A/B switching every step (Xeon without AMX, 2 threads): C=16
 // decode step -2.8 to -3.5 %, C=64 -6 %, C=4 -4.7 % (and the same in a
-// first run). Owner pieces of 64 or 128
-// rows and stolen ones of 32 were within 1 % of these. The kernel prefetches
-// the next pair past a piece's end, so an owner's next piece starts warm.
+// first run). Owner pieces of 64 or 128 rows and stolen ones of 32 were
+// within 1 % of these. The kernel prefetches the next pair past a piece's
+// end, so an owner's next piece starts warm.
 constexpr size_t kStealOwnRows = 256, kStealRows = 64, kStealGrainRows = 2 * kTiles16Rows;
 
 MatmulSplit batch_split(const KernelSet* const* sets, size_t n, int64_t n_tokens, int n_threads) {
