@@ -21,16 +21,26 @@ TEST(Q8_K, QuantizesWithinHalfAStepAndSumsEachSixteen) {
   std::vector<BlockQ8_K> q(4);
   quantize_row_q8_k(x.data(), q.data(), 1024);
   for (int b = 0; b < 4; ++b) {
-    float amax = 0;
-    for (int i = 0; i < 256; ++i) amax = std::fmax(amax, std::fabs(x[size_t(256 * b + i)]));
-    // d = 1 / (127 / amax): the largest-magnitude element maps to +-127.
-    EXPECT_EQ(q[size_t(b)].d, 1.0f / (127.0f / amax));
+    // llama.cpp's convention: max is the first element of largest magnitude,
+    // with its sign; d = 1 / (-127 / max), and max itself maps to -127.
+    float amax = 0, max = 0;
+    for (int i = 0; i < 256; ++i) {
+      const float v = x[size_t(256 * b + i)];
+      if (std::fabs(v) > amax) {
+        amax = std::fabs(v);
+        max = v;
+      }
+    }
+    EXPECT_EQ(q[size_t(b)].d, 1.0f / (-127.0f / max)) << "block " << b;
+    if (b == 2) {
+      EXPECT_GT(q[size_t(b)].d, 0.0f) << "a negative max gives a positive scale";
+    }
     for (int i = 0; i < 256; ++i) {
       const float v = x[size_t(256 * b + i)];
       const int qi = q[size_t(b)].qs[i];
       ASSERT_LE(std::abs(qi), 127);
       if (std::fabs(v) == amax) {
-        EXPECT_EQ(qi, v > 0 ? 127 : -127);
+        EXPECT_EQ(qi, v == max ? -127 : 127);
       }
       ASSERT_LE(std::fabs(v - float(qi) * q[size_t(b)].d), std::fabs(q[size_t(b)].d) * 0.5001f)
           << "block " << b << " element " << i;

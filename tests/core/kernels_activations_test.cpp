@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/cpu_features.h"
+#include "core/formats/f16.h"
 #include "core/kernels/matmul_task.h"
 
 namespace kvforge {
@@ -67,8 +68,10 @@ TEST(KernelActivations, Q8IdenticalAtEveryLevel) {
   std::vector<int8_t> q_ref(size_t(n_tokens * cols)), q(q_ref.size());
   std::vector<float> d_ref(size_t(n_tokens * cols / 32)), d(d_ref.size());
   quantize_activations_q8_scalar(x.data(), cols, 0, n_tokens, q_ref.data(), d_ref.data(), nullptr);
-  // Spot-check the definition on the tie block: x * 127/amax with amax = 1.5.
-  EXPECT_EQ(d_ref[1280 / 32], 1.5f / 127.0f);
+  // Spot-check the definition on the tie block: x * 127/amax with amax = 1.5,
+  // scale f16(1.5/127) as llama.cpp's block_q8_0 stores it.
+  EXPECT_EQ(d_ref[1280 / 32], fp16_to_fp32(fp32_to_fp16(1.5f / 127.0f)));
+  EXPECT_NE(d_ref[1280 / 32], 1.5f / 127.0f);
   if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
     quantize_activations_q8_avx2(x.data(), cols, 0, n_tokens, q.data(), d.data(), nullptr);
     EXPECT_EQ(q, q_ref);
@@ -112,6 +115,70 @@ TEST(KernelActivations, Q8KIdenticalAtEveryLevel) {
   if (simd_level() == SimdLevel::Avx512) {
     quantize_activations_q8_k_avx512(x.data(), cols, 0, n_tokens, got.data());
     same("avx512");
+  }
+}
+
+// Q8 blocks (q8_1 for Q4_1 / Q5_1, q8_0 for Q5_0 / IQ4_NL): the Q8 quants and
+// scales in the plain layout, plus s = f16(amax/127 * sum of the quants).
+TEST(KernelActivations, Q8BlocksIdenticalAtEveryLevelWithLlamaCppSums) {
+  const int64_t n_tokens = 3, cols = 768, n_blocks = cols / 32;
+  const std::vector<float> x = awkward_activations(n_tokens, cols);
+  std::vector<int8_t> q8(size_t(n_tokens * cols)), q_ref(q8.size()), q(q8.size());
+  std::vector<float> d8(size_t(n_tokens * n_blocks)), d_ref(d8.size()), d(d8.size());
+  std::vector<float> s_ref(d8.size()), s(d8.size());
+  quantize_activations_q8_scalar(x.data(), cols, 0, n_tokens, q8.data(), d8.data(), nullptr);
+  quantize_activations_q8_blocks_scalar(x.data(), cols, 0, n_tokens, q_ref.data(), d_ref.data(),
+                                        s_ref.data());
+  EXPECT_EQ(q_ref, q8);
+  EXPECT_EQ(d_ref, d8);
+  for (int64_t b = 0; b < n_tokens * n_blocks; ++b) {
+    float amax = 0.0f;
+    int32_t sum = 0;
+    for (int i = 0; i < 32; ++i) {
+      amax = std::max(amax, std::fabs(x[size_t(32 * b + i)]));
+      sum += q_ref[size_t(32 * b + i)];
+    }
+    const float dd = amax < 1e-30f ? 0.0f : amax / 127.0f;
+    ASSERT_EQ(s_ref[size_t(b)], fp16_to_fp32(fp32_to_fp16(dd * float(sum)))) << "block " << b;
+  }
+  auto same = [&](const char* level) {
+    EXPECT_EQ(q, q_ref) << level;
+    EXPECT_EQ(d, d_ref) << level;
+    EXPECT_EQ(s, s_ref) << level;
+  };
+  if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
+    quantize_activations_q8_blocks_avx2(x.data(), cols, 0, n_tokens, q.data(), d.data(), s.data());
+    same("avx2");
+  }
+  if (simd_level() == SimdLevel::Avx512) {
+    quantize_activations_q8_blocks_avx512(x.data(), cols, 0, n_tokens, q.data(), d.data(),
+                                          s.data());
+    same("avx512");
+  }
+}
+
+// Two elements of the same largest magnitude and opposite signs: the first
+// one's sign decides d's, at every level (llama.cpp's quantize_row_q8_K_ref).
+TEST(KernelActivations, Q8KSignOfTheFirstLargestElementAtEveryLevel) {
+  for (const float first : {2.0f, -2.0f}) {
+    std::vector<float> x(256, 0.25f);
+    x[37] = first;
+    x[200] = -first;
+    BlockQ8_K ref, got;
+    quantize_activations_q8_k_scalar(x.data(), 256, 0, 1, &ref);
+    EXPECT_EQ(ref.d, 1.0f / (-127.0f / first));
+    EXPECT_EQ(ref.qs[37], -127);
+    EXPECT_EQ(ref.qs[200], 127);
+    if (cpu_features().avx2 && cpu_features().fma && cpu_features().f16c) {
+      quantize_activations_q8_k_avx2(x.data(), 256, 0, 1, &got);
+      EXPECT_EQ(got.d, ref.d);
+      EXPECT_EQ(0, std::memcmp(got.qs, ref.qs, 256));
+    }
+    if (simd_level() == SimdLevel::Avx512) {
+      quantize_activations_q8_k_avx512(x.data(), 256, 0, 1, &got);
+      EXPECT_EQ(got.d, ref.d);
+      EXPECT_EQ(0, std::memcmp(got.qs, ref.qs, 256));
+    }
   }
 }
 

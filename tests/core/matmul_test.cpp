@@ -18,6 +18,7 @@
 #include <string>
 
 #include "core/cpu_features.h"
+#include "core/formats/f16.h"
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul_task.h"
 #include "core/kernels/weight_repack.h"
@@ -102,8 +103,9 @@ Expected expected_results(const Weights& w, const std::vector<float>& x, int64_t
   e.emulated.assign(size_t(rows * n_tokens), 0.0);
   e.quant_bound.assign(size_t(rows * n_tokens), 0.0);
   e.rounding_bound.assign(size_t(rows * n_tokens), 0.0);
-  // Quantized activations as documented: d = amax/127 (Q8) or 1/(127/amax)
-  // (Q8_K), q = nearest-even(x * (127/amax)); blocks with amax < 1e-30 are 0.
+  // Quantized activations as documented: d = f16(amax/127) (Q8) or
+  // 1/(127/amax) (Q8_K, whose sign convention leaves q * d unchanged),
+  // q = nearest-even(x * (127/amax)); blocks with amax < 1e-30 are 0.
   std::vector<float> xq(x.size()), half_step(x.size(), 0.0f);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* xt = x.data() + t * cols;
@@ -115,11 +117,15 @@ Expected expected_results(const Weights& w, const std::vector<float>& x, int64_t
       float amax = 0;
       for (int i = 0; i < block; ++i) amax = std::max(amax, std::fabs(xt[b0 + i]));
       const float id = amax < 1e-30f ? 0.0f : 127.0f / amax;
-      const float d = amax < 1e-30f ? 0.0f : (block == 32 ? amax / 127.0f : 1.0f / id);
+      const float d = amax < 1e-30f
+                          ? 0.0f
+                          : (block == 32 ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : 1.0f / id);
+      // |x - q * d| <= (amax/127)/2 + 127 * |d - amax/127| (the f16 rounding of the scale).
+      const float step_error = amax / 127.0f / 2.0f + 127.0f * std::fabs(d - amax / 127.0f);
       for (int i = 0; i < block; ++i) {
         const float q = std::nearbyint(xt[b0 + i] * id);
         xq[size_t(t * cols + b0 + i)] = q * d;  // exact: |q| <= 127 has 7 bits
-        half_step[size_t(t * cols + b0 + i)] = amax / 127.0f / 2.0f;
+        half_step[size_t(t * cols + b0 + i)] = step_error;
       }
     }
   }

@@ -13,15 +13,21 @@ void quantize_row_q8_k(const float* src, BlockQ8_K* dst, int64_t n) {
   for (int64_t b = 0; b < n_blocks; ++b) {
     const float* x = src + b * BlockQ8_K::kElems;
     BlockQ8_K& out = dst[b];
-    float amax = 0.0f;
-    for (int i = 0; i < BlockQ8_K::kElems; ++i) amax = std::fmax(amax, std::fabs(x[i]));
-    if (amax < 1e-30f) {  // zero, or so small that 127/amax would overflow
+    // The first element of largest magnitude, with its sign.
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < BlockQ8_K::kElems; ++i) {
+      if (std::fabs(x[i]) > amax) {
+        amax = std::fabs(x[i]);
+        max = x[i];
+      }
+    }
+    if (amax < 1e-30f) {  // zero, or so small that 127/max would overflow
       std::memset(&out, 0, sizeof(out));
       continue;
     }
-    const float iscale = 127.0f / amax;
+    const float iscale = -127.0f / max;
     for (int i = 0; i < BlockQ8_K::kElems; ++i) {
-      out.qs[i] = int8_t(std::clamp(nearest_int(iscale * x[i]), -127, 127));
+      out.qs[i] = int8_t(std::min(nearest_int(iscale * x[i]), 127));
     }
     for (int k = 0; k < BlockQ8_K::kElems / 16; ++k) {
       int sum = 0;

@@ -12,15 +12,14 @@
 // the sum of the activations of that sub-block, so precomputing the sums of
 // each 16 quants turns it into a few integer multiplies per super-block.
 //
-// Quantization: amax is the largest |x| of the block; iscale = 127 / amax,
-// q = nearest-even(iscale * x), d = 1 / iscale. |q| <= 127 (never -128, so
-// sign tricks in SIMD code cannot overflow). A block with amax below 1e-30
-// (zero, or where 127/amax would overflow) gets d = 0, q = 0, sums 0.
-// Error per element <= d/2 (plus f32 rounding of iscale * x).
-// This differs from ggml's reference (which divides by the signed max and
-// maps it to -127): Q8_K never leaves the process, and the amax form is what
-// a vector max-reduction computes, so the SIMD activation quantizers in
-// kernels/ reproduce this scalar one bit for bit.
+// Quantization, as llama.cpp's quantize_row_q8_K_ref (which its x86 build
+// also runs): max is the first element of largest |x| in the block, with its
+// sign; iscale = -127 / max, q = nearest-even(iscale * x) (|q| <= 127, and
+// the element max itself maps to -127), d = 1 / iscale (so d < 0 when max > 0).
+// A block with |max| below 1e-30 (zero, or where 127/max would overflow)
+// gets d = 0, q = 0, sums 0 (llama.cpp only zeroes max == 0).
+// Error per element <= |d|/2 (plus f32 rounding of iscale * x). The SIMD
+// activation quantizers in kernels/ reproduce this one bit for bit.
 #pragma once
 
 #include <cstdint>

@@ -28,7 +28,7 @@ void quantize_activations_q8_avx512(const float* x, int64_t cols, int64_t t0, in
           const float amax = avx512_hmax(_mm512_max_ps(avx512_abs(v0), avx512_abs(v1)));
           if (amax >= 1e-30f) {
             const __m512 id = _mm512_set1_ps(127.0f / amax);
-            scale = amax / 127.0f;
+            scale = _cvtsh_ss(_cvtss_sh(amax / 127.0f, 0));
             q0 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v0, id)));
             q1 = _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(v1, id)));
           }
@@ -44,6 +44,12 @@ void quantize_activations_q8_avx512(const float* x, int64_t cols, int64_t t0, in
       _mm512_storeu_si512(sums + (t * quads + quad) * kQ8QuadLanes, s);
     }
   }
+}
+
+// The plain layout, as at the AVX2 level (the same instructions give the same bits).
+void quantize_activations_q8_blocks_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                                           int8_t* quants, float* scales, float* block_sums) {
+  quantize_activations_q8_blocks_avx2(x, cols, t0, t1, quants, scales, block_sums);
 }
 
 void quantize_activations_q8_k_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
@@ -62,7 +68,18 @@ void quantize_activations_q8_k_avx512(const float* x, int64_t cols, int64_t t0, 
         std::memset(&out, 0, sizeof(out));
         continue;
       }
-      const float iscale = 127.0f / amax;
+      // The first element of largest magnitude, with its sign (formats/q8_k.h).
+      const __m512 vamax = _mm512_set1_ps(amax);
+      float max = amax;
+      for (int i = 0; i < kVecs; ++i) {
+        const __mmask16 hit =
+            _mm512_cmp_ps_mask(avx512_abs(_mm512_loadu_ps(xs + 16 * i)), vamax, _CMP_EQ_OQ);
+        if (hit) {
+          max = xs[16 * i + __builtin_ctz(unsigned(hit))];
+          break;
+        }
+      }
+      const float iscale = -127.0f / max;
       const __m512 vscale = _mm512_set1_ps(iscale);
       for (int i = 0; i < kVecs; ++i) {
         const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xs + 16 * i), vscale));

@@ -13,13 +13,15 @@
 namespace kvforge {
 namespace {
 
-enum class ActivationForm { F32, Q8, Q8K, Q8Rows };
+enum class ActivationForm { F32, Q8, Q8K, Q8Rows, Q8Blocks };
+constexpr int kActivationForms = 5;
 
 struct KernelSet {
   ActivationForm form = ActivationForm::F32;
   RowKernel rows = nullptr;
   Q8ActivationQuantizer quantize_q8 = nullptr;
   Q8KActivationQuantizer quantize_q8_k = nullptr;
+  Q8BlocksActivationQuantizer quantize_q8_blocks = nullptr;
   // A Tiles16 kernel: batches of kAmxMinTokens or more run on AMX where usable.
   bool tiles16 = false;
 };
@@ -27,7 +29,7 @@ struct KernelSet {
 #define KVFORGE_KERNEL_SET(type, form, level)                                            \
   KernelSet {                                                                            \
     ActivationForm::form, matmul_rows_##type##_##level, quantize_activations_q8_##level, \
-        quantize_activations_q8_k_##level                                                \
+        quantize_activations_q8_k_##level, quantize_activations_q8_blocks_##level        \
   }
 
 #define KVFORGE_KERNEL_LEVELS(type, form)                                         \
@@ -81,7 +83,7 @@ size_t q8_lane_bytes(int64_t cols, int64_t n_tokens) {
 #define KVFORGE_GROUPS8_SET(type)                                                            \
   KernelSet {                                                                                \
     ActivationForm::Q8, matmul_rows_##type##_groups8_avx512, quantize_activations_q8_avx512, \
-        quantize_activations_q8_k_avx512                                                     \
+        quantize_activations_q8_k_avx512, quantize_activations_q8_blocks_avx512              \
   }
 const TypeKernels kQ4_0Groups8Kernels = {
     GgmlType::Q4_0,
@@ -91,12 +93,12 @@ const TypeKernels kQ8_0Groups8Kernels = {
     {KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0)}};
 #undef KVFORGE_GROUPS8_SET
 // Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
-const KernelSet kQ8_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q8_0_tiles16_avx512, nullptr,
-                                nullptr, true};
+const KernelSet kQ8_0Tiles16Set{
+    ActivationForm::Q8Rows, matmul_rows_q8_0_tiles16_avx512, nullptr, nullptr, nullptr, true};
 const TypeKernels kQ8_0Tiles16Kernels = {GgmlType::Q8_0,
                                          {kQ8_0Tiles16Set, kQ8_0Tiles16Set, kQ8_0Tiles16Set}};
-const KernelSet kQ4_0Tiles16Set{ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16_avx512, nullptr,
-                                nullptr, true};
+const KernelSet kQ4_0Tiles16Set{
+    ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16_avx512, nullptr, nullptr, nullptr, true};
 const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
                                          {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
@@ -212,7 +214,8 @@ size_t activation_bytes(ActivationForm form, int64_t cols, int64_t n_tokens) {
       return q8_quant_bytes(cols, n_tokens) + 2 * q8_lane_bytes(cols, n_tokens);
     case ActivationForm::Q8K:
       return size_t(n_tokens * (cols / BlockQ8_K::kElems)) * sizeof(BlockQ8_K);
-    case ActivationForm::Q8Rows:  // quants, then scales and offsets, each 64-byte aligned
+    case ActivationForm::Q8Rows:    // quants, then scales and offsets, each 64-byte aligned
+    case ActivationForm::Q8Blocks:  // quants, then scales and block sums, each 64-byte aligned
       return align64(size_t(n_tokens * cols)) +
              2 * align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
     case ActivationForm::F32:
@@ -229,6 +232,9 @@ struct ConvertedActivations {
   int8_t* row_quants = nullptr;  // Q8 rows: [n_tokens][cols]
   float* row_scales = nullptr;   // Q8 rows: [n_tokens][cols / 32]
   int32_t* row_offsets = nullptr;
+  int8_t* block_quants = nullptr;  // Q8 blocks: [n_tokens][cols]
+  float* block_scales = nullptr;   // Q8 blocks: [n_tokens][cols / 32]
+  float* block_sums = nullptr;     // Q8 blocks: [n_tokens][cols / 32]
 };
 
 MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x, int64_t n_tokens,
@@ -251,6 +257,10 @@ MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x,
     task.act_quants = c.row_quants;
     task.act_scales = c.row_scales;
     task.act_offsets = c.row_offsets;
+  } else if (form == ActivationForm::Q8Blocks) {
+    task.act_quants = c.block_quants;
+    task.act_scales = c.block_scales;
+    task.act_block_sums = c.block_sums;
   }
   return task;
 }
@@ -288,7 +298,9 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
                                 " weights, at most " + std::to_string(kMaxBatchWeights));
   const SimdLevel level = simd_level();
   const KernelSet* sets[kMaxBatchWeights];
-  bool wants[4] = {};  // by ActivationForm
+  // The set of the first weight wanting each activation form: its quantizers
+  // make that form (every set of a form at one level has the same ones).
+  const KernelSet* wants[kActivationForms] = {};
   int64_t total_rows = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     const WeightView& w = outputs[i].w;
@@ -297,7 +309,7 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
       throw std::invalid_argument("matmul_batch: weight " + std::to_string(i) + " has " +
                                   std::to_string(w.cols) + " cols, weight 0 has " +
                                   std::to_string(outputs[0].w.cols));
-    wants[int(sets[i]->form)] = true;
+    if (!wants[int(sets[i]->form)]) wants[int(sets[i]->form)] = sets[i];
     total_rows += w.rows;
   }
   if (outputs.empty() || total_rows == 0 || n_tokens == 0) return;
@@ -317,7 +329,10 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   const size_t rows_bytes = wants[int(ActivationForm::Q8Rows)]
                                 ? activation_bytes(ActivationForm::Q8Rows, cols, n_tokens)
                                 : 0;
-  scratch.reserve(q8_bytes + q8k_bytes + rows_bytes);
+  const size_t blocks_bytes = wants[int(ActivationForm::Q8Blocks)]
+                                  ? activation_bytes(ActivationForm::Q8Blocks, cols, n_tokens)
+                                  : 0;
+  scratch.reserve(q8_bytes + q8k_bytes + align64(rows_bytes) + blocks_bytes);
   uint8_t* act = scratch.activations.data();
   ConvertedActivations converted;
   converted.quants = reinterpret_cast<int8_t*>(act);
@@ -331,16 +346,28 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   converted.row_scales = reinterpret_cast<float*>(rows_act + align64(size_t(n_tokens * cols)));
   converted.row_offsets =
       reinterpret_cast<int32_t*>(rows_act + align64(size_t(n_tokens * cols)) + rows_lanes);
-  const KernelSet& any = *sets[0];  // quantizers are per level, the same in every set
+  uint8_t* blocks_act = rows_act + align64(rows_bytes);
+  converted.block_quants = reinterpret_cast<int8_t*>(blocks_act);
+  converted.block_scales = reinterpret_cast<float*>(blocks_act + align64(size_t(n_tokens * cols)));
+  converted.block_sums =
+      reinterpret_cast<float*>(blocks_act + align64(size_t(n_tokens * cols)) + rows_lanes);
   if (wants[int(ActivationForm::Q8)]) {
     pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      any.quantize_q8(x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales,
-                      converted.sums);
+      wants[int(ActivationForm::Q8)]->quantize_q8(
+          x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales, converted.sums);
     });
   }
   if (wants[int(ActivationForm::Q8K)]) {
     pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      any.quantize_q8_k(x, cols, int64_t(t0), int64_t(t1), converted.blocks);
+      wants[int(ActivationForm::Q8K)]->quantize_q8_k(x, cols, int64_t(t0), int64_t(t1),
+                                                     converted.blocks);
+    });
+  }
+  if (wants[int(ActivationForm::Q8Blocks)]) {
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      wants[int(ActivationForm::Q8Blocks)]->quantize_q8_blocks(
+          x, cols, int64_t(t0), int64_t(t1), converted.block_quants, converted.block_scales,
+          converted.block_sums);
     });
   }
   if (wants[int(ActivationForm::Q8Rows)]) {  // Tiles16: AVX-512 only (checked_layout)

@@ -10,11 +10,13 @@
 // Activation forms:
 //   F32, F16, BF16 weights: the caller's f32 activations, untouched.
 //   Q8_0, Q4_0 weights ("Q8 activations"): per token, per 32 values, a scale
-//     d = amax/127 (f32) and quants q = nearest-even(x * 127/amax) in
-//     [-127, 127] — Q8_0's arithmetic with an f32 scale kept in a separate
-//     array, so kernels load contiguous quants and need no half conversion.
-//     Blocks with amax < 1e-30 get d = 0, q = 0. The values are identical at
-//     every level; the layout is the level's own:
+//     d = f16(amax/127) and quants q = nearest-even(x * (127/amax)) in
+//     [-127, 127]: exactly the block_q8_0 that llama.cpp's x86 quantizer
+//     (quantize_row_q8_0) makes, with its f16 scale widened to f32 and kept in a
+//     separate array, so kernels load contiguous quants and need no half
+//     conversion. Blocks with amax < 1e-30 get d = 0, q = 0 (llama.cpp only
+//     zeroes amax == 0; below 1e-30 its 127/amax overflows). The values are
+//     identical at every level; the layout is the level's own:
 //     - scalar and AVX2: quants [n][cols], scales [n][cols/32], no sums.
 //     - AVX-512 ("quads"): blocks in groups of 4, Q = ceil(cols/128) quads per
 //       token, the last one padded with zero blocks (q = 0, d = 0):
@@ -33,7 +35,14 @@
 //     weights are stored + 128, so a dot product over them carries 128 x that
 //     sum, which the offset takes back out exactly (Q4_0 weights, stored + 8,
 //     take offset / 16).
-//   Q4_K, Q6_K weights: Q8_K blocks (formats/q8_k.h), identical at every level.
+//   Q5_0, Q4_1, Q5_1, IQ4_NL weights ("Q8 blocks"): the Q8 activations'
+//     quants and scales in the plain layout at every level (quants [n][cols],
+//     scales [n][cols/32]), plus block_sums [n][cols/32] f32 = f16(amax/127 *
+//     sum of the block's quants): llama.cpp's block_q8_1 `s`, which the
+//     weights with a min (Q4_1, Q5_1) multiply by it. Q8_0-paired kernels
+//     (Q5_0, IQ4_NL) ignore the sums.
+//   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS weights: Q8_K blocks (formats/q8_k.h),
+//     identical at every level.
 #pragma once
 
 #include <cstddef>
@@ -54,13 +63,14 @@ struct MatmulTask {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t n_tokens = 0;
-  const float* x = nullptr;              // [n_tokens][cols] f32 (float weight types)
-  const int8_t* act_quants = nullptr;    // [n_tokens][cols] Q8 activations (Q8_0, Q4_0)
-  const float* act_scales = nullptr;     // [n_tokens][cols / 32] their scales
-  const int32_t* act_sums = nullptr;     // AVX-512 only: [n_tokens][quads][16] (see above)
-  const int32_t* act_offsets = nullptr;  // Q8 rows only: [n_tokens][cols / 32] (see above)
-  const BlockQ8_K* act_k = nullptr;      // [n_tokens][cols / 256] (Q4_K, Q6_K)
-  float* y = nullptr;                    // [n_tokens][rows]
+  const float* x = nullptr;               // [n_tokens][cols] f32 (float weight types)
+  const int8_t* act_quants = nullptr;     // [n_tokens][cols] Q8 activations (Q8_0, Q4_0)
+  const float* act_scales = nullptr;      // [n_tokens][cols / 32] their scales
+  const int32_t* act_sums = nullptr;      // AVX-512 only: [n_tokens][quads][16] (see above)
+  const int32_t* act_offsets = nullptr;   // Q8 rows only: [n_tokens][cols / 32] (see above)
+  const float* act_block_sums = nullptr;  // Q8 blocks only: [n_tokens][cols / 32] (see above)
+  const BlockQ8_K* act_k = nullptr;       // [n_tokens][cols / 256] (K-quants, IQ4_XS)
+  float* y = nullptr;                     // [n_tokens][rows]
 };
 
 // Computes y[t][r] for r in [r0, r1) and every token.
@@ -69,6 +79,9 @@ using RowKernel = void (*)(const MatmulTask& task, int64_t r0, int64_t r1);
 // only) sums, each in the level's layout above.
 using Q8ActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                        int8_t* quants, float* scales, int32_t* sums);
+// Quantizes tokens [t0, t1) of x ([n][cols]) into the Q8-blocks form above.
+using Q8BlocksActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
+                                             int8_t* quants, float* scales, float* block_sums);
 // Quantizes tokens [t0, t1) of x ([n][cols]) into blocks [n][cols/256].
 using Q8KActivationQuantizer = void (*)(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                         BlockQ8_K* blocks);
@@ -121,6 +134,9 @@ void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t
   void matmul_rows_q6_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void quantize_activations_q8_##level(const float* x, int64_t cols, int64_t t0, int64_t t1,   \
                                        int8_t* quants, float* scales, int32_t* sums);          \
+  void quantize_activations_q8_blocks_##level(const float* x, int64_t cols, int64_t t0,        \
+                                              int64_t t1, int8_t* quants, float* scales,       \
+                                              float* block_sums);                              \
   void quantize_activations_q8_k_##level(const float* x, int64_t cols, int64_t t0, int64_t t1, \
                                          BlockQ8_K* blocks);
 
