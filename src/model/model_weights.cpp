@@ -28,8 +28,8 @@ class TensorLoader {
       fail(name, "has shape " + shape_str(t->dims) + ", expected " + shape_str(expected));
     if (!is_supported_weight_type(t->type))
       fail(name, "has type " + std::string(type_name(t->type)) +
-                     ", which kvforge cannot compute with (supported: f32, f16, bf16, q8_0, "
-                     "q4_0, q4_k, q6_k)");
+                     ", which kvforge cannot compute with (supported: " +
+                     supported_weight_type_names() + ")");
     return *t;
   }
 

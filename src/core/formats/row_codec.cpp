@@ -47,6 +47,15 @@ void check_row(const char* who, GgmlType t, int64_t n) {
 bool is_supported_weight_type(GgmlType t) { return is_codec_type(t); }
 bool is_quantizable_type(GgmlType t) { return is_codec_type(t); }
 
+std::string supported_weight_type_names() {
+  std::string names;
+  for (uint32_t id = 0; id < 64; ++id) {
+    if (!type_traits(id) || !is_codec_type(GgmlType(id))) continue;
+    names += (names.empty() ? "" : ", ") + std::string(type_name(GgmlType(id)));
+  }
+  return names;
+}
+
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   check_row("dequantize_row", t, n);
   switch (t) {
