@@ -40,6 +40,39 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   capacity_ = max_tokens;
 }
 
+namespace {
+
+// Where each thread's own range of attention items begins (ForwardPass::
+// attend). Item i is (query run i / heads, kv head i % heads) and costs the
+// keys its run walks; run_work holds their prefix sums over runs. Thread k's
+// range starts at the first item whose work before it reaches k / n_threads
+// of the total, so a thread walks the kv heads of a sequence one after the
+// other, whose records lie side by side in each block. Every run walks at
+// least one key, so the work before an item grows with it and the cuts
+// ascend. ThreadPool::run_stealing lets a thread done with its range take
+// items from the back of the others', as a busy core can hold one up.
+auto attention_cuts(const std::vector<int64_t>& run_work, int64_t heads, int n_threads) {
+  const int64_t items = int64_t(run_work.size() - 1) * heads;
+  const int64_t total = run_work.back() * heads;
+  const auto work_before = [&run_work, heads](int64_t item) {
+    const size_t r = size_t(item / heads);
+    return run_work[r] * heads + (item % heads) * (run_work[r + 1] - run_work[r]);
+  };
+  return [=](int k) {
+    int64_t lo = 0, hi = items;
+    while (lo < hi) {
+      const int64_t mid = (lo + hi) / 2;
+      if (work_before(mid) * n_threads < total * k)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    return size_t(lo);
+  };
+}
+
+}  // namespace
+
 // One forward call; methods are the phases of a transformer block.
 class ForwardPass {
  public:
@@ -62,10 +95,15 @@ class ForwardPass {
     s_.reserve(int(n_), pool_.size());
     group_sequences();
     embed();
-    norm_all(m_.weights().layers[0].attn_norm);
+    const std::vector<LayerWeights>& layers = m_.weights().layers;
+    norm_all(layers[0].attn_norm);  // xn = attn_norm(x)
     for (int l = 0; l < c_.n_layer; ++l) {
-      attention_block(l);
-      ffn_block(l);
+      const LayerWeights& w = layers[size_t(l)];
+      attention_block(l);                   // proj = attention(xn)
+      add_residual_then_norm(&w.ffn_norm);  // x += proj; xn = ffn_norm(x)
+      ffn_block(l);                         // proj = ffn(xn)
+      // x += proj; xn = the next layer's attn_norm(x) (output() norms its own rows)
+      add_residual_then_norm(l + 1 < c_.n_layer ? &layers[size_t(l + 1)].attn_norm : nullptr);
     }
     output(logits);
   }
@@ -151,15 +189,14 @@ class ForwardPass {
     for_tokens([&](int64_t t) { norm_token(t, weight); });
   }
 
-  // x += proj, then xn = norm(x) with `next_norm` (the next block's input), in
-  // one pass per token; nullptr after the last block (output() norms the rows
-  // it needs).
-  void add_residual_and_norm(const std::vector<float>* next_norm) {
+  // x += proj, then xn = norm(x) with `norm` (nullptr: no norm), in one pass
+  // per token: each token's residual row is still in cache for its norm.
+  void add_residual_then_norm(const std::vector<float>* norm) {
     for_tokens([&](int64_t t) {
       float* x = s_.x_.data() + t * c_.n_embd;
       const float* proj = s_.proj_.data() + t * c_.n_embd;
       for (int i = 0; i < c_.n_embd; ++i) x[i] += proj[i];
-      if (next_norm) norm_token(t, *next_norm);
+      if (norm) norm_token(t, *norm);
     });
   }
 
@@ -180,7 +217,7 @@ class ForwardPass {
       for (size_t i = 0; i < d; ++i) y[size_t(t) * d + i] += bias[i];
   }
 
-  // Input: xn = attn_norm(x). Output: x += attention, xn = ffn_norm(x).
+  // proj = attention(xn), writing this step's K and V into the store.
   void attention_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
     // One parallel region for Q, K and V: the normalized input is quantized once.
@@ -190,9 +227,8 @@ class ForwardPass {
     add_bias(s_.q_.data(), w.bias_q, n_);
     add_bias(s_.k_.data(), w.bias_k, n_);
     add_bias(s_.v_.data(), w.bias_v, n_);
-    // RoPE over the pool (C=16 decode step -1.7 % in an in-process A/B);
-    // the K/V writes stay on this thread, where their checks' exceptions
-    // reach the caller.
+    // RoPE over the pool; the K/V writes stay on this thread, where their
+    // checks' exceptions reach the caller.
     for_tokens([&](int64_t t) {
       const float* cs = s_.cos_sin_.data() + t * c_.rope_dim;
       m_.rope().apply(s_.q_.data() + t * c_.q_dim(), c_.n_head, c_.head_dim, cs);
@@ -203,7 +239,6 @@ class ForwardPass {
                 s_.v_.data() + t * c_.kv_dim());
     attend(l);
     matmul_into(w.attn_output, s_.attn_.data(), s_.proj_.data());
-    add_residual_and_norm(&w.ffn_norm);
   }
 
   // Work items are (run of query tokens, kv head), split over threads. A run
@@ -218,64 +253,17 @@ class ForwardPass {
       s_.seq_spans_[i].clear();
       kv_.spans(l, s_.step_seqs_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
     }
+    const std::vector<int32_t>& runs = group_query_runs();
     const float scale = 1.0f / std::sqrt(float(c_.head_dim));
     const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const KvFormat format = kv_.format();
     const int group = c_.gqa_group();
-    const int max_run = std::max(1, std::min(kMaxRun, kAttentionMaxStackedHeads / group));
-    std::vector<int32_t>& runs = s_.query_runs_;  // reserved: n_ + 1 entries
-    runs.clear();
-    for (int64_t t = 0; t < n_; ++t) {
-      s_.token_n_keys_[size_t(t)] = in_.positions[size_t(t)] + 1;
-      const bool extends = !runs.empty() && t - runs.back() < max_run &&
-                           s_.token_seq_slot_[size_t(t)] == s_.token_seq_slot_[size_t(t - 1)] &&
-                           in_.positions[size_t(t)] > in_.positions[size_t(t - 1)];
-      if (!extends) runs.push_back(int32_t(t));
-    }
-    const int64_t n_runs = int64_t(runs.size());
-    runs.push_back(int32_t(n_));
-    // Work of a run (any kv head): the keys its queries walk. Prefix sums.
-    std::vector<int64_t>& work = s_.run_work_;  // reserved: n_ + 1 entries
-    work.assign(1, 0);
-    for (int64_t r = 0; r < n_runs; ++r) {
-      int64_t keys = 0;
-      for (int32_t t = runs[size_t(r)]; t < runs[size_t(r + 1)]; ++t)
-        keys += s_.token_n_keys_[size_t(t)];
-      work.push_back(work.back() + keys);
-    }
-    // Item i = (run i / n_kv_head, kv head i % n_kv_head), the work of its run.
-    const int64_t items = n_runs * c_.n_kv_head;
-    const auto work_before = [&](int64_t item) {
-      const int64_t r = item / c_.n_kv_head;
-      return work[size_t(r)] * c_.n_kv_head +
-             (item % c_.n_kv_head) * (work[size_t(r + 1)] - work[size_t(r)]);
-    };
-    const int64_t total = work.back() * c_.n_kv_head;
     const size_t q_dim = size_t(c_.q_dim());
-    // Each thread owns one contiguous range of items, cut where the work
-    // before it reaches ti / nt of the total: a thread then walks the kv
-    // heads of a sequence one after the other, whose records lie side by
-    // side in each block (C=16 decode +2.7-3.3 %, C=4 +2.3-2.6 % against
-    // items dealt round-robin, in an in-process A/B switching every step).
-    // Every run walks at least one key, so the work before an item grows
-    // with it and the cuts ascend. A thread done with its range takes items
-    // from the back of the others' (ThreadPool::run_stealing): one held up
-    // by a busy core left the other idle ~10 % of attention's time.
-    const int nt = pool_.size();
-    const auto cut = [&](int k) {
-      int64_t lo = 0, hi = items;  // the first item whose work before reaches k / nt of it
-      while (lo < hi) {
-        const int64_t mid = (lo + hi) / 2;
-        if (work_before(mid) * nt < total * k)
-          lo = mid + 1;
-        else
-          hi = mid;
-      }
-      return size_t(lo);
-    };
-    pool_.run_stealing(size_t(items), cut, 1, 1, [&](int ti, size_t begin, size_t end) {
+    const int64_t items = int64_t(runs.size() - 1) * c_.n_kv_head;
+    const auto cuts = attention_cuts(s_.run_work_, c_.n_kv_head, pool_.size());
+    pool_.run_stealing(size_t(items), cuts, 1, 1, [&](int ti, size_t b, size_t e) {
       float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
-      for (int64_t item = int64_t(begin); item < int64_t(end); ++item) {
+      for (int64_t item = int64_t(b); item < int64_t(e); ++item) {
         const size_t r = size_t(item / c_.n_kv_head);
         const int g = int(item % c_.n_kv_head);
         const int64_t t = runs[r];
@@ -288,7 +276,33 @@ class ForwardPass {
     });
   }
 
-  // Input: xn = ffn_norm(x). Output: x += FFN, xn = the next layer's attn_norm(x).
+  // Splits the step's tokens into query runs (see attend()): returns their
+  // first tokens, then n_tokens as an end marker; s_.run_work_ gets the
+  // prefix sums of the keys each run's queries walk (for any one kv head).
+  const std::vector<int32_t>& group_query_runs() {
+    const int max_run = std::max(1, std::min(kMaxRun, kAttentionMaxStackedHeads / c_.gqa_group()));
+    std::vector<int32_t>& runs = s_.query_runs_;  // reserved: n_ + 1 entries
+    runs.clear();
+    for (int64_t t = 0; t < n_; ++t) {
+      s_.token_n_keys_[size_t(t)] = in_.positions[size_t(t)] + 1;
+      const bool extends = !runs.empty() && t - runs.back() < max_run &&
+                           s_.token_seq_slot_[size_t(t)] == s_.token_seq_slot_[size_t(t - 1)] &&
+                           in_.positions[size_t(t)] > in_.positions[size_t(t - 1)];
+      if (!extends) runs.push_back(int32_t(t));
+    }
+    const size_t n_runs = runs.size();
+    runs.push_back(int32_t(n_));
+    std::vector<int64_t>& work = s_.run_work_;  // reserved: n_ + 1 entries
+    work.assign(1, 0);
+    for (size_t r = 0; r < n_runs; ++r) {
+      int64_t keys = 0;
+      for (int32_t t = runs[r]; t < runs[r + 1]; ++t) keys += s_.token_n_keys_[size_t(t)];
+      work.push_back(work.back() + keys);
+    }
+    return runs;
+  }
+
+  // proj = FFN(xn): SwiGLU of the gate and up projections, then down.
   void ffn_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
     const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
@@ -298,8 +312,6 @@ class ForwardPass {
       swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
     });
     matmul_into(w.ffn_down, s_.gate_.data(), s_.proj_.data());
-    const bool last = l + 1 == c_.n_layer;
-    add_residual_and_norm(last ? nullptr : &m_.weights().layers[size_t(l + 1)].attn_norm);
   }
 
   // Only the rows that need logits go through the final norm and the output matrix.
