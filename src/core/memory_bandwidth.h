@@ -5,11 +5,10 @@
 // The probe reads a large buffer with all the pool's threads, each one
 // contiguous range as the matmul kernels split rows, with the widest loads
 // the CPU has and, at AVX-512, as eight interleaved streams with software
-// prefetch (the decode kernels read several row streams at once). With one
-// stream per core, `kvforge bench` on an Intel Xeon probed 18-24 GB/s and
-// put small-preset decode at 109-132 % of that "roof"; with eight streams
-// the same machine probed 23-36 GB/s, decode 89-108 % (docs/bench/xeon-amx,
-// the two builds' tools/bench_headline.sh runs). The buffer is ordinary
+// prefetch (the decode kernels read several row streams at once): a probe
+// with one stream per core read less than decode itself did on some
+// machines, and a roof below the kernels it bounds is no roof
+// (docs/bench/design-measurements.md). The buffer is ordinary
 // anonymous memory (4 KiB pages, like a memory-mapped model file), written
 // once before timing.
 #pragma once

@@ -47,10 +47,8 @@ class ThreadPool {
     // One contiguous chunk per thread: each thread streams one long range
     // (for the matmuls, its rows). Chunks are still claimed, not assigned, so
     // a worker that has not started yet leaves its chunk to the others. More
-    // chunks per thread balanced better but measured much slower, because
-    // interleaved chunks cut each thread's memory stream into pieces
-    // (`kvforge bench`, small preset, 2 threads, decode tok/s with 4 / 2 / 1
-    // chunks per thread: Q4_0 ~550 / ~670 / ~750, Q8_0 ~360 / ~410 / ~425-530).
+    // chunks per thread balance better but decode much slower, because
+    // interleaved chunks cut each thread's memory stream into pieces.
     const size_t n_chunks = std::min(units, size_t(n_threads_) * kChunksPerThread);
     if (n_threads_ == 1 || n_chunks == 1) {
       fn(size_t{0}, n);

@@ -19,9 +19,8 @@
 // tokens a few positions (often the first) carry much larger values; a
 // per-token scale keeps those from crushing everyone else's resolution, and
 // the record stays self-contained so writing a token never rescales history.
-// Why an f16 scale: bytes per element = (head_dim + 2) / head_dim, i.e.
-// 0.516× f16 at head_dim 64 and 0.508× at 128 (an f32 scale would give
-// 0.531× at 64). At head_dim 32 it is 34/64 = 0.531×.
+// Why an f16 scale: a record is head_dim + 2 bytes against f16's
+// 2 * head_dim (66 of 128 bytes at head_dim 64; an f32 scale would take 68).
 #pragma once
 
 #include <cstddef>

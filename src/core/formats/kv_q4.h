@@ -16,18 +16,12 @@
 // and m to halves (relative 2^-11). A constant group has d = 0 and decodes
 // exactly to half(x). NaN inputs are stored as n = 0; inputs must be finite.
 //
-// Why scale + offset rather than symmetric: measured on the K and V of the
-// default model (256 tokens of models/kvforge-kjv-4m.val.txt, all layers and
-// heads) and of the random `small` preset (512 tokens), relative RMS error:
-//                          K (default)  V (default)  K (small)  V (small)
-//   affine, 16 levels        0.0780       0.0697      0.0778     0.0788
-//   symmetric, d = max/-8    0.0871       0.0749      0.0848     0.0857
-//   symmetric, d = amax/7    0.0979       0.0837      0.0957     0.0964
-// Groups of K and V are not centred on zero (a group's mean is a sizeable
-// fraction of its spread), so a symmetric range wastes levels on one side.
-// Affine is 8-11 % more accurate for 2 more bytes per group (20 vs 18: 0.625
-// vs 0.5625 bytes per value, 0.31× vs 0.28× of f16). At 4 bits accuracy is
-// the scarce resource, so we spend the two bytes.
+// Why scale + offset rather than symmetric: groups of K and V are not
+// centred on zero (a group's mean is a sizeable fraction of its spread), so
+// a symmetric range wastes levels on one side; on the default model's and
+// the small preset's K and V the affine form has the lower error
+// (docs/bench/design-measurements.md) for 2 more bytes per group (20 vs 18).
+// At 4 bits accuracy is the scarce resource, so we spend the two bytes.
 #pragma once
 
 #include <cstddef>

@@ -32,8 +32,7 @@ namespace {
 
 // Tile shape: 4 rows x 3 tokens = 12 accumulators, 12 vectors of row data
 // (lo, hi, dw), a token's 4 vectors and temporaries fit the 32 zmm registers.
-// 4 x 4 spilled accumulators and was slower (matmul_bench, 1 thread: Q4_0 up
-// prefill512 100 vs 112 GMAC/s), and so did 2 x 8 (60 vs 85 GMAC/s, Q8_0).
+// 4 x 4 spills accumulators; both it and 2 x 8 were slower.
 inline constexpr int kQ8RowTile = 4;
 inline constexpr int kQ8TokenTile = 3;
 

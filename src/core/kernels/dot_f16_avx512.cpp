@@ -17,9 +17,8 @@ struct WidenF16 {
 
 void matmul_rows_f16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
   // Decode reads 8 row streams per thread, not 4: F16 rows are the longest
-  // of the weight types, and on the Intel Xeon measured here one core needs
-  // more reads in flight to keep up (small F16 tg128, four alternating
-  // rounds: 87-105 -> 97-114 tok/s; the bandwidth probe reads 8 streams too).
+  // of the weight types, and one core needs more reads in flight to keep up
+  // with them (the bandwidth probe reads 8 streams too).
   // Row grouping does not change any row's result.
   constexpr int kDecodeStreams = 8;
   run_register_tiles<kFloatRowTile, kFloatTokenTile, Avx512FloatDot<WidenF16>, kDecodeStreams>(

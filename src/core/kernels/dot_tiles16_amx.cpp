@@ -99,8 +99,7 @@ void epilogue_upto(const MatmulTask& task, const int32_t* sums, int j, const uin
 // computing block b here: tile loads do not train the hardware prefetchers,
 // and in a batched decode step every weight comes from memory once. Into L2
 // only (T1): the next triple is 38-102 KiB ahead, more than L1 holds beside
-// the current block's tiles, and T0 measured 2.3-3.2 % slower for C=16
-// decode (in-process A/B switching every step).
+// the current block's tiles.
 template <class Q, int G>
 void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const uint8_t* next) {
   constexpr int64_t kQuantBytes = Q::kQuantBytes;

@@ -113,13 +113,11 @@ void vnni_decode(const TilesView<Q>& v, int64_t g0, int64_t g1) {
 }
 
 // Tokens [t0, t1) of groups [g0, g1): pairs of groups x 6 tokens (12
-// accumulators and 12 block sums in registers; C=16 decode 2.3 % faster than
-// pairs x 4 tokens, 1, 3 or 4 groups x 2-12 tokens slower or within 1 %, in
-// an in-process A/B switching every step). A pair's
-// first tile reads its weights from memory, the others from L1; the tiles of
-// each pair prefetch the next pair into L2, a share each, so that first tile
-// does not wait on DRAM (the hardware prefetchers, which follow the pair's
-// stream only once it starts, left the kernel waiting on these loads).
+// accumulators and 12 block sums in registers; the fastest of the shapes
+// tried, docs/bench/design-measurements.md). A pair's first tile reads its weights from memory, the
+// others from L1; the tiles of each pair prefetch the next pair into L2, a share each, so that
+// first tile does not wait on DRAM (the hardware prefetchers, which follow the pair's stream only
+// once it starts, left the kernel waiting on these loads).
 template <class Q>
 void vnni_batch(const TilesView<Q>& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
   constexpr int kTokens = 6;

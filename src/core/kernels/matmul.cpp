@@ -168,20 +168,18 @@ constexpr size_t kMaxBatchWeights = 8;
 // Rows per claimed unit of an AMX batch: whole group triples of the AMX
 // kernel (48 rows), about 2 units per thread. Units cost: within one, each
 // triple prefetches the next, but a unit's first triple starts cold, and
-// each claim is a locked add that waits for the stores before it. With 8
-// units per thread (at most 4 triples each) a C=16 decode step measured
-// ~4 % slower than with one fixed range per thread; with 2 the same (an
-// in-process A/B switching every step). Two still let a thread that starts
-// late, or runs on a busier core, leave a unit to the other.
+// each claim is a locked add that waits for the stores before it, so many
+// small units cost more than they balance. Two per thread still let a
+// thread that starts late, or runs on a busier core, leave a unit to the
+// other.
 int64_t rows_per_claim(int64_t total_rows, int threads) {
   const int64_t want = total_rows / (2 * int64_t(threads)) / 48 * 48;
   return std::max<int64_t>(want, 48);
 }
 
 // Whether every weight is in a Tiles16 layout and the batch runs on AMX.
-// (By the sets' flag: the TypeKernels tables hold copies of the sets, so
-// comparing addresses with kQ8_0Tiles16Set never matched and left this
-// path unused from 8488eb3 to 4a10ad3.)
+// By the sets' flag: the TypeKernels tables hold copies of the sets, so
+// their addresses never equal kQ8_0Tiles16Set's.
 bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
   if (!tiles16_batch_on_amx(n_tokens)) return false;
   for (size_t i = 0; i < n; ++i)
@@ -191,12 +189,10 @@ bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens
 
 // Tiles16 batches (more than kTiles16DecodeMaxTokens) on VNNI:
 // parallel_for_stealing, own pieces of 256 rows (8 group pairs), stolen
-// pieces of 64, edges at group pairs. Against one fixed range per thread, in
-// an in-process A/B switching every step (Xeon without AMX, 2 threads): C=16
-// decode step -2.8 to -3.5 %, C=64 -6 %, C=4 -4.7 % (and the same in a
-// first run). Owner pieces of 64 or 128 rows and stolen ones of 32 were
-// within 1 % of these. The kernel prefetches the next pair past a piece's
-// end, so an owner's next piece starts warm.
+// pieces of 64, edges at group pairs: a thread held up by a busy core
+// leaves its tail to the other instead of keeping it waiting. The kernel
+// prefetches the next pair past a piece's end, so an owner's next piece
+// starts warm.
 constexpr size_t kStealOwnRows = 256, kStealRows = 64, kStealGrainRows = 2 * kTiles16Rows;
 
 MatmulSplit batch_split(const KernelSet* const* sets, size_t n, int64_t n_tokens, int n_threads) {

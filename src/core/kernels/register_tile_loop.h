@@ -87,10 +87,9 @@ void run_register_tiles_shaped(const MatmulTask& task, int64_t r0, int64_t r1, c
       const int64_t re = rb + rows_per_block < r1 ? rb + rows_per_block : r1;
       // With several token tiles per block (batched decode, prefill), the next
       // row block streams in from memory while this one computes: each tile
-      // prefetches its share of the next block's lines (matmul_bench
-      // prefill16/cold, Q8_0 down: 58-66 -> 79 GMAC/s at 1 thread). A single
-      // tile (decode) gains nothing and measured slower: the hardware
-      // prefetcher already follows one row stream.
+      // prefetches its share of the next block's lines. A single tile
+      // (decode) gains nothing from it: the hardware prefetcher already
+      // follows one row stream.
       const int64_t next_end = re + rows_per_block < r1 ? re + rows_per_block : r1;
       const uint8_t* next = task.weights + re * int64_t(task.row_bytes);
       const int64_t next_lines = n_tiles > 1 ? (next_end - re) * int64_t(task.row_bytes) / 64 : 0;
@@ -111,8 +110,8 @@ void run_register_tiles_shaped(const MatmulTask& task, int64_t r0, int64_t r1, c
 
 // One or two tokens (decode): kDecodeRows rows per
 // tile that lie far apart, one from each quarter of [r0, r1), so the tile
-// reads 4 long sequential streams (adjacent rows interleaved at this step were
-// measured slower from DRAM than a single row: matmul_bench decode/cold) and
+// reads 4 long sequential streams (adjacent rows interleaved at this step
+// read slower from DRAM than a single row) and
 // still loads each activation vector once per 4 rows. Rows left over
 // when the range does not split evenly go one at a time. Row grouping does
 // not change any result, so the choice is free: a kernel may ask for more

@@ -104,10 +104,9 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return WeightLayout::Native;
   }
   // Tiles16 with or without AMX: its VNNI kernel (one vpdpbusd covers 16
-  // rows, no horizontal sums) matches or beats Groups8 at every batch size,
-  // 1.1-1.6x at decode and 1.4-2.7x for 16-512 tokens (matmul_bench on a
-  // Xeon without AMX). A vocabulary of 32001 rows, say, cannot take the
-  // 16-row groups of Tiles16 but can still take Groups8.
+  // rows, no horizontal sums) matches or beats Groups8 at every batch size.
+  // A vocabulary of 32001 rows, say, cannot take the 16-row groups of
+  // Tiles16 but can still take Groups8.
   if (layout_fits(tiles, rows, cols)) return tiles;
   return if_fits(groups, rows, cols);
 }

@@ -9,13 +9,8 @@
 // quad's quants as they are and convert the 8 scales once per group: ~5.5
 // (Q4_0) or ~2.5 (Q8_0). The products are bitwise those of the native
 // layout: the same values meet the same instructions in the same order.
-// Measured: `KVFORGE_BENCH_THREADS=1 matmul_bench` (column "groups8", the
-// regrouped rows against the native ones in the same run, two runs): decode
-// on cached weights Q4_0 1.07-1.18x, Q8_0 1.25-1.45x; decode from DRAM
-// 0.92-1.03x (the memory stream, not the unpacking, sets that pace); prefill
-// 0.92-1.26x. `kvforge bench` on the small preset, alternating runs against
-// the native layout: Q4_0 tg128 +3-15 %, pp512 +2-8 %; Q8_0 pp512 +5-10 %,
-// bench-serve decode at C=16 +4-12 %, tg128 within the noise.
+// It pays on cached weights and in prefill; decode from DRAM is set by the
+// memory stream, not the unpacking (docs/bench/design-measurements.md).
 //
 // Q8_0Tiles16 (on machines with AMX int8): the AMX kernel multiplies 16
 // tokens by 16 rows x 32 columns per instruction, reading the weights as an

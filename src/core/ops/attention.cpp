@@ -31,10 +31,9 @@ TileFn tile_function() {
 // before its arithmetic starts, so its records arrive in parallel instead of
 // one memory latency each (a head's records are strided by the other heads'
 // records: the hardware prefetcher stops at every page). Every line is
-// prefetched: one prefetch per pair of lines, counting on the core to fetch
-// the other line of each aligned pair, measured 10 % slower end to end here.
-// Into L2 (T1) rather than L1: C=16 decode +0.9-1.2 % (none at all: -5.5 %),
-// in an in-process A/B switching every step.
+// prefetched (counting on the core to fetch the other line of an aligned
+// pair was slower), into L2 (T1) rather than L1, where the current tile's
+// records need the room (docs/bench/design-measurements.md).
 class SpanCursor {
  public:
   SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head, KvFormat format, int head_dim)
@@ -60,10 +59,10 @@ class SpanCursor {
       const KvSpan& sp = spans_[span_];
       const int m = std::min(want - got, int(sp.n - in_span_));
       const size_t pos = size_t(in_span_);
-      walk(sp.k + pos * sp.k_pos_stride + kv_head_ * sp.k_head_stride, sp.k_pos_stride, k_bytes_,
-           m, k + got);
-      walk(sp.v + pos * sp.v_pos_stride + kv_head_ * sp.v_head_stride, sp.v_pos_stride, v_bytes_,
-           m, v + got);
+      walk(sp.k + pos * sp.k_pos_stride + kv_head_ * sp.k_head_stride, sp.k_pos_stride, k_bytes_, m,
+           k + got);
+      walk(sp.v + pos * sp.v_pos_stride + kv_head_ * sp.v_head_stride, sp.v_pos_stride, v_bytes_, m,
+           v + got);
       in_span_ += m;
       got += m;
     }

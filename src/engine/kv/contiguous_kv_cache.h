@@ -8,9 +8,8 @@
 // positions in order, streams sequentially; writing a token touches
 // n_kv_head records `capacity` records apart, which costs nothing next to
 // the reads. (Positions outside heads, [capacity][n_kv_head], made each
-// head's reads strided by the other heads' records: `kvforge bench
-// --ctx-sweep`, small Q8_0, f16 KV, alternating runs, decode at 2048 cached
-// tokens 173-190 tok/s that way, 276-332 this way.)
+// head's reads strided by the other heads' records, and long-context decode
+// slower: docs/bench/design-measurements.md.)
 #pragma once
 
 #include <cstdint>
