@@ -1,4 +1,5 @@
-// The filters, tests, methods and operators of the supported Jinja subset,
+// The filters (jinja_filters.cpp), tests (jinja_tests.cpp), methods
+// (jinja_methods.cpp) and operators (jinja_builtins.cpp) of the supported Jinja subset,
 // with Python semantics (string methods, list and dict methods, `+` on
 // strings and lists, floor division and modulo signs, ...). Errors throw
 // TemplateError naming the construct and the offending types.
