@@ -8,6 +8,7 @@
 #include "core/formats/f16.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 
@@ -22,6 +23,7 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K:
       return true;
     default:
@@ -63,6 +65,8 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
     case GgmlType::Q4_K:
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
+    case GgmlType::Q5_K:
+      return dequantize_row_q5_k(static_cast<const BlockQ5_K*>(src), dst, n);
     case GgmlType::Q6_K:
       return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
     default:
@@ -86,6 +90,8 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
     case GgmlType::Q4_K:
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+    case GgmlType::Q5_K:
+      return quantize_row_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
     case GgmlType::Q6_K:
       return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
     default:
