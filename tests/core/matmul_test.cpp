@@ -80,6 +80,7 @@ int activation_block(GgmlType t) {
     case GgmlType::Q4_0:
       return 32;
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K:
       return 256;
     default:
@@ -181,7 +182,7 @@ std::vector<Shape> shapes_for(GgmlType t) {
 }
 
 const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -343,7 +344,7 @@ TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
   LevelGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
     const Weights w = make_weights(type, 29, 1024, 3);
     const std::vector<float> x = make_activations(6, 1024, 4);
     std::vector<float> scalar(29 * 6);
@@ -419,8 +420,8 @@ TEST(Matmul, RejectsUnsupportedTypesAndRaggedRows) {
     EXPECT_NE(std::string(e.what()).find("300"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("q4_k"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(matmul(WeightView{GgmlType::Q5_K, bytes.data(), 2, 256}, x.data(), 1, y.data(), pool,
-                      scratch),
+  EXPECT_THROW(matmul(WeightView{GgmlType::IQ2_XXS, bytes.data(), 2, 256}, x.data(), 1, y.data(),
+                      pool, scratch),
                std::invalid_argument);
   EXPECT_THROW(matmul_scratch_bytes(WeightView{GgmlType::Q8_0, nullptr, 2, 48}, 1),
                std::invalid_argument);

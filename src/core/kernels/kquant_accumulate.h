@@ -1,5 +1,5 @@
 // How every SIMD level folds one super-block's exact integer dot products
-// into a row's f32 sum for K-quant weights (Q4_K, Q6_K):
+// into a row's f32 sum for K-quant weights (Q4_K, Q5_K, Q6_K):
 //   acc = (acc + (d * da) * isum) - (dmin * da) * msum
 // rounded step by step in f32. The integer parts are exact at every level, so
 // with this one rounding sequence K-quant results are bit-identical across
