@@ -6,6 +6,7 @@
 
 #include "core/formats/iq4_codebook.h"
 #include "core/formats/iq4_xs.h"
+#include "core/kernels/iq4_xs_scales.h"
 #include "formats_test_util.h"
 
 namespace kvforge {
@@ -61,6 +62,24 @@ TEST(IQ4_XS, CodebookIsThePublishedOne) {
 TEST(IQ4_XS, UnpacksAllEightScales) {
   const BlockIQ4_XS b = hand_built_block();
   for (int j = 0; j < 8; ++j) EXPECT_EQ(iq4_xs_scale(b, j), kLs[j]) << "sub-block " << j;
+}
+
+// The SIMD kernels' word-operation unpacking (kernels/iq4_xs_scales.h) gives
+// byte j = ls[j] for every value of scales_h and every nibble in scales_l.
+TEST(IQ4_XS, WordUnpackingMatchesTheFieldDefinition) {
+  BlockIQ4_XS b = hand_built_block();
+  uint64_t want = 0;
+  for (int j = 0; j < 8; ++j) want |= uint64_t(kLs[j]) << (8 * j);
+  EXPECT_EQ(iq4_xs_unpack_scale_bytes(b), want);
+  for (uint32_t h = 0; h < 65536; ++h) {
+    b.scales_h = uint16_t(h);
+    for (int i = 0; i < 4; ++i) b.scales_l[i] = uint8_t(h * 37 + 91 * i);
+    const uint64_t bytes = iq4_xs_unpack_scale_bytes(b);
+    for (int j = 0; j < 8; ++j) {
+      ASSERT_EQ(int((bytes >> (8 * j)) & 0xff), iq4_xs_scale(b, j))
+          << "scales_h " << h << " j " << j;
+    }
+  }
 }
 
 // x = (d * (ls[j] - 32)) * codebook[k], two f32 roundings in that order; the

@@ -82,6 +82,7 @@ int activation_block(GgmlType t) {
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS:
       return 256;
     default:
       return 0;
@@ -181,8 +182,9 @@ std::vector<Shape> shapes_for(GgmlType t) {
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -338,13 +340,13 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
   }
 }
 
-// K-quant dot products are exact integers folded in one fixed f32 sequence
-// (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
+// K-quant and IQ4_XS dot products are exact integers folded in one fixed f32
+// sequence (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
 TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
   LevelGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
     const Weights w = make_weights(type, 29, 1024, 3);
     const std::vector<float> x = make_activations(6, 1024, 4);
     std::vector<float> scalar(29 * 6);

@@ -52,6 +52,7 @@ const TypeKernels kKernels[] = {
     {GgmlType::Q4_K, KVFORGE_KERNEL_LEVELS(q4_k, Q8K)},
     {GgmlType::Q5_K, KVFORGE_KERNEL_LEVELS(q5_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},
+    {GgmlType::IQ4_XS, KVFORGE_KERNEL_LEVELS(iq4_xs, Q8K)},
 };
 
 #undef KVFORGE_KERNEL_LEVELS
