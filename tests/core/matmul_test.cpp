@@ -362,6 +362,60 @@ TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
   }
 }
 
+// Rows of random bytes reach every field value the quantizers avoid (Q5_K
+// levels 31 with scales 63, IQ4_XS levels -127 under factor -32), and
+// activations of +-1 with a few larger values quantize to +-127: the
+// largest pair sums and products the SIMD kernels' 16-bit steps must hold.
+// Every level must give the scalar kernel's bits, and the emulation oracle
+// must agree within rounding.
+TEST(Matmul, Q5_KAndIQ4_XSExtremeBlocksIdenticalAcrossSimdLevels) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::mt19937 rng(9);
+  for (GgmlType type : {GgmlType::Q5_K, GgmlType::IQ4_XS}) {
+    const int64_t rows = 21, cols = 1024, n_tokens = 3;
+    const size_t rb = row_bytes(type, size_t(cols));
+    Weights w;
+    w.bytes.resize(rb * size_t(rows));
+    for (uint8_t& byte : w.bytes) byte = uint8_t(rng());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (size_t off = 0; off < rb; off += type_traits(type).block_bytes) {
+        uint8_t* block = w.bytes.data() + size_t(r) * rb + off;
+        const uint16_t d = r % 2 ? 0xbc00 : 0x3c00;  // -1 or 1: products stay exact in f32
+        std::memcpy(block, &d, 2);
+        if (type == GgmlType::Q5_K) std::memcpy(block + 2, &d, 2);  // dmin
+      }
+    }
+    w.dequantized.resize(size_t(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(type, w.bytes.data() + size_t(r) * rb, w.dequantized.data() + r * cols, cols);
+    }
+    w.view = WeightView{type, w.bytes.data(), rows, cols};
+    std::vector<float> x(size_t(n_tokens * cols));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = (rng() % 2 ? 1.0f : -1.0f) * (i % 97 ? 1.0f : 1.5f);
+    const Expected e = expected_results(w, x, n_tokens);
+    std::vector<float> scalar(size_t(rows * n_tokens));
+    set_simd_level(SimdLevel::Scalar);
+    matmul(w.view, x.data(), n_tokens, scalar.data(), pool, scratch);
+    check_against_oracles(scalar, e, std::string(type_name(type)) + " scalar");
+    for (SimdLevel level : available_simd_levels()) {
+      set_simd_level(level);
+      for (int64_t t = 0; t < n_tokens; ++t) {  // one token (decode path) and the batch
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w.view, x.data() + t * cols, 1, alone.data(), pool, scratch);
+        ASSERT_EQ(0, std::memcmp(alone.data(), scalar.data() + t * rows, alone.size() * 4))
+            << type_name(type) << " " << simd_level_name(level) << " token " << t;
+      }
+      std::vector<float> y(scalar.size());
+      matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+          << type_name(type) << " " << simd_level_name(level);
+    }
+  }
+}
+
 TEST(Matmul, F32WithinOneInHundredThousandOfTheMagnitude) {
   LevelGuard guard;
   ThreadPool pool(2);
