@@ -62,20 +62,26 @@ float fit_sub_block(const float* x, const float* w) {
   if (amax < 1e-30f) return 0.0f;
   uint8_t idx[kSubElems];
   float best_scale = 0, best_score = -1;
-  // The largest value on level -127 (a scale of the opposite sign) or on 113,
-  // or up to 20 % inside them so that the rest get finer levels.
+  // Steps putting the largest value on level -127 (a scale of the opposite
+  // sign) or on 113, from 20 % inside them (finer levels for the rest) to 4 %
+  // beyond (clamped to the extreme); each assignment is refitted and
+  // reassigned while that improves it.
   for (const float extreme : {float(kIq4Codebook[0]), float(kIq4Codebook[15])}) {
     for (int step = -10; step <= 2; ++step) {
       float scale = max / (extreme * (1.0f + 0.02f * float(step)));
+      float last_score = -1;
       for (int refit = 0; refit < 3; ++refit) {
         float sum_wxc = 0, sum_wcc = 0;
         assign(x, w, scale, idx, sum_wxc, sum_wcc);
         if (sum_wcc <= 0 || sum_wxc == 0) break;
         const float score = sum_wxc * sum_wxc / sum_wcc;
-        if (score <= best_score) break;
-        best_score = score;
-        best_scale = sum_wxc / sum_wcc;
-        scale = best_scale;
+        if (score <= last_score) break;  // the reassignment stopped improving
+        last_score = score;
+        scale = sum_wxc / sum_wcc;
+        if (score > best_score) {
+          best_score = score;
+          best_scale = scale;
+        }
       }
     }
   }

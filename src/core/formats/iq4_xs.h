@@ -28,12 +28,12 @@
 //
 // Quantization (quantize_row_iq4_xs) is our own weighted search (weights
 // |x| + rms, as for Q4_K): per sub-block, steps that put its largest-magnitude
-// value on or just inside either extreme level (-127 or 113) are tried, each
-// index assignment refitted by weighted least squares for the scale and
-// reassigned until it stops improving; then d maps the largest sub-block
-// scale to -32 and every sub-block tries both 6-bit neighbours of its ideal
-// ls, indices recomputed against the stored d. Dequantization is bit-exact to
-// the definition.
+// value near either extreme level (-127 or 113) are tried, each index
+// assignment refitted by weighted least squares for the scale and reassigned
+// until it stops improving; then d maps the largest sub-block scale to -32
+// (or up to 1.5 steps inside, whichever encodes the block best) and every
+// sub-block tries both 6-bit neighbours of its ideal ls, indices recomputed
+// against the stored d. Dequantization is bit-exact to the definition.
 #pragma once
 
 #include <cstdint>
