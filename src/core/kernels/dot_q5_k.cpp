@@ -26,18 +26,23 @@ struct Q5_KDot {
       const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
       uint8_t sc[8], m[8];
       for (int j = 0; j < 8; ++j) q4_k_scale_min(blk.scales, j, sc[j], m[j]);
+      // The block's 5-bit levels in element order, once for all tokens (the
+      // per-token loop over them then vectorizes).
+      uint8_t levels[BlockQ5_K::kElems];
+      for (int g = 0; g < 4; ++g) {
+        for (int l = 0; l < 32; ++l) {
+          const int q = blk.qs[32 * g + l], h = blk.qh[l] >> (2 * g);
+          levels[64 * g + l] = uint8_t((q & 15) | (h & 1) << 4);
+          levels[64 * g + 32 + l] = uint8_t((q >> 4) | (h & 2) << 3);
+        }
+      }
       for (int k = 0; k < NT; ++k) {
         const BlockQ8_K& a = task.act_k[(t0 + k) * n_blocks + b];
         int32_t isum = 0, msum = 0;
-        for (int g = 0; g < 4; ++g) {
-          int32_t lo = 0, hi = 0;
-          for (int l = 0; l < 32; ++l) {
-            const int q_lo = (blk.qs[32 * g + l] & 15) | ((blk.qh[l] >> (2 * g)) & 1) << 4;
-            const int q_hi = (blk.qs[32 * g + l] >> 4) | ((blk.qh[l] >> (2 * g + 1)) & 1) << 4;
-            lo += q_lo * a.qs[64 * g + l];
-            hi += q_hi * a.qs[64 * g + 32 + l];
-          }
-          isum += sc[2 * g] * lo + sc[2 * g + 1] * hi;
+        for (int j = 0; j < 8; ++j) {
+          int32_t sum = 0;
+          for (int l = 0; l < 32; ++l) sum += levels[32 * j + l] * a.qs[32 * j + l];
+          isum += sc[j] * sum;
         }
         for (int j = 0; j < 8; ++j) msum += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
         acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
