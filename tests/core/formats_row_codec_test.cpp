@@ -4,8 +4,10 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_xs.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 #include "core/formats/row_codec.h"
@@ -14,8 +16,9 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                                GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                                GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -23,7 +26,7 @@ TEST(RowCodec, SupportedTypes) {
     EXPECT_TRUE(is_quantizable_type(t)) << type_name(t);
   }
   for (GgmlType t :
-       {GgmlType::Q4_1, GgmlType::Q5_K, GgmlType::Q8_K, GgmlType::I8, GgmlType::IQ4_XS}) {
+       {GgmlType::Q4_1, GgmlType::IQ2_XXS, GgmlType::Q8_K, GgmlType::I8, GgmlType::IQ1_S}) {
     EXPECT_FALSE(is_supported_weight_type(t)) << type_name(t);
     EXPECT_FALSE(is_quantizable_type(t)) << type_name(t);
   }
@@ -65,9 +68,17 @@ TEST(RowCodec, DispatchesToEachFormat) {
         quantize_row_q4_k(x.data(), reinterpret_cast<BlockQ4_K*>(direct.data()), n);
         dequantize_row_q4_k(reinterpret_cast<BlockQ4_K*>(direct.data()), y_direct.data(), n);
         break;
+      case GgmlType::Q5_K:
+        quantize_row_q5_k(x.data(), reinterpret_cast<BlockQ5_K*>(direct.data()), n);
+        dequantize_row_q5_k(reinterpret_cast<BlockQ5_K*>(direct.data()), y_direct.data(), n);
+        break;
       case GgmlType::Q6_K:
         quantize_row_q6_k(x.data(), reinterpret_cast<BlockQ6_K*>(direct.data()), n);
         dequantize_row_q6_k(reinterpret_cast<BlockQ6_K*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::IQ4_XS:
+        quantize_row_iq4_xs(x.data(), reinterpret_cast<BlockIQ4_XS*>(direct.data()), n);
+        dequantize_row_iq4_xs(reinterpret_cast<BlockIQ4_XS*>(direct.data()), y_direct.data(), n);
         break;
       default:
         FAIL();
@@ -89,8 +100,8 @@ TEST(RowCodec, RejectsBadRowsWithContext) {
     EXPECT_NE(std::string(e.what()).find("256"), std::string::npos) << e.what();
   }
   EXPECT_THROW(quantize_row(GgmlType::Q8_0, f.data(), buf.data(), 33), std::invalid_argument);
-  EXPECT_THROW(dequantize_row(GgmlType::Q5_K, buf.data(), f.data(), 256), std::invalid_argument);
-  EXPECT_THROW(quantize_row(GgmlType::IQ4_XS, f.data(), buf.data(), 256), std::invalid_argument);
+  EXPECT_THROW(dequantize_row(GgmlType::IQ2_XXS, buf.data(), f.data(), 256), std::invalid_argument);
+  EXPECT_THROW(quantize_row(GgmlType::IQ3_XXS, f.data(), buf.data(), 256), std::invalid_argument);
   EXPECT_NO_THROW(dequantize_row(GgmlType::F16, buf.data(), f.data(), 7));  // no block structure
 }
 

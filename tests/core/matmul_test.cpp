@@ -80,7 +80,9 @@ int activation_block(GgmlType t) {
     case GgmlType::Q4_0:
       return 32;
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS:
       return 256;
     default:
       return 0;
@@ -180,8 +182,9 @@ std::vector<Shape> shapes_for(GgmlType t) {
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -337,13 +340,13 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
   }
 }
 
-// K-quant dot products are exact integers folded in one fixed f32 sequence
-// (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
+// K-quant and IQ4_XS dot products are exact integers folded in one fixed f32
+// sequence (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
 TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
   LevelGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
     const Weights w = make_weights(type, 29, 1024, 3);
     const std::vector<float> x = make_activations(6, 1024, 4);
     std::vector<float> scalar(29 * 6);
@@ -353,6 +356,60 @@ TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
       set_simd_level(level);
       std::vector<float> y(scalar.size());
       matmul(w.view, x.data(), 6, y.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+          << type_name(type) << " " << simd_level_name(level);
+    }
+  }
+}
+
+// Rows of random bytes reach every field value the quantizers avoid (Q5_K
+// levels 31 with scales 63, IQ4_XS levels -127 under factor -32), and
+// activations of +-1 with a few larger values quantize to +-127: the
+// largest pair sums and products the SIMD kernels' 16-bit steps must hold.
+// Every level must give the scalar kernel's bits, and the emulation oracle
+// must agree within rounding.
+TEST(Matmul, Q5_KAndIQ4_XSExtremeBlocksIdenticalAcrossSimdLevels) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::mt19937 rng(9);
+  for (GgmlType type : {GgmlType::Q5_K, GgmlType::IQ4_XS}) {
+    const int64_t rows = 21, cols = 1024, n_tokens = 3;
+    const size_t rb = row_bytes(type, size_t(cols));
+    Weights w;
+    w.bytes.resize(rb * size_t(rows));
+    for (uint8_t& byte : w.bytes) byte = uint8_t(rng());
+    for (int64_t r = 0; r < rows; ++r) {
+      for (size_t off = 0; off < rb; off += type_traits(type).block_bytes) {
+        uint8_t* block = w.bytes.data() + size_t(r) * rb + off;
+        const uint16_t d = r % 2 ? 0xbc00 : 0x3c00;  // -1 or 1: products stay exact in f32
+        std::memcpy(block, &d, 2);
+        if (type == GgmlType::Q5_K) std::memcpy(block + 2, &d, 2);  // dmin
+      }
+    }
+    w.dequantized.resize(size_t(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      dequantize_row(type, w.bytes.data() + size_t(r) * rb, w.dequantized.data() + r * cols, cols);
+    }
+    w.view = WeightView{type, w.bytes.data(), rows, cols};
+    std::vector<float> x(size_t(n_tokens * cols));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = (rng() % 2 ? 1.0f : -1.0f) * (i % 97 ? 1.0f : 1.5f);
+    const Expected e = expected_results(w, x, n_tokens);
+    std::vector<float> scalar(size_t(rows * n_tokens));
+    set_simd_level(SimdLevel::Scalar);
+    matmul(w.view, x.data(), n_tokens, scalar.data(), pool, scratch);
+    check_against_oracles(scalar, e, std::string(type_name(type)) + " scalar");
+    for (SimdLevel level : available_simd_levels()) {
+      set_simd_level(level);
+      for (int64_t t = 0; t < n_tokens; ++t) {  // one token (decode path) and the batch
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w.view, x.data() + t * cols, 1, alone.data(), pool, scratch);
+        ASSERT_EQ(0, std::memcmp(alone.data(), scalar.data() + t * rows, alone.size() * 4))
+            << type_name(type) << " " << simd_level_name(level) << " token " << t;
+      }
+      std::vector<float> y(scalar.size());
+      matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
       ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
           << type_name(type) << " " << simd_level_name(level);
     }
@@ -419,8 +476,8 @@ TEST(Matmul, RejectsUnsupportedTypesAndRaggedRows) {
     EXPECT_NE(std::string(e.what()).find("300"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("q4_k"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(matmul(WeightView{GgmlType::Q5_K, bytes.data(), 2, 256}, x.data(), 1, y.data(), pool,
-                      scratch),
+  EXPECT_THROW(matmul(WeightView{GgmlType::IQ2_XXS, bytes.data(), 2, 256}, x.data(), 1, y.data(),
+                      pool, scratch),
                std::invalid_argument);
   EXPECT_THROW(matmul_scratch_bytes(WeightView{GgmlType::Q8_0, nullptr, 2, 48}, 1),
                std::invalid_argument);

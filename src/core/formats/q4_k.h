@@ -27,12 +27,13 @@
 // super-scales costs 12 + 4 bytes per 256 weights (4.5 bits per weight total).
 //
 // Quantization (quantize_row_q4_k) is our own search in the style of the
-// published make_qkx2 quantizer: per sub-block, candidate step sizes around
-// (max - min)/15 are tried, each assignment refitted by weighted least squares
-// for (scale, min) (weights |x| + rms, favouring large values), the best kept;
-// the 8 scales and mins are then quantized to 6 bits and the nibbles
-// recomputed against the stored values. Quality, not bit-identity with other
-// quantizers, is the goal; dequantization is bit-exact to the definition.
+// published make_qkx2 quantizer, shared with Q5_K (kquant_min_search.h): per
+// sub-block, candidate step sizes around (max - min)/15 are tried, each
+// assignment refitted by weighted least squares for (scale, min) (weights
+// |x| + rms, favouring large values), the best kept; the 8 scales and mins
+// are then quantized to 6 bits and the nibbles recomputed against the stored
+// values. Quality, not bit-identity with other quantizers, is the goal;
+// dequantization is bit-exact to the definition.
 #pragma once
 
 #include <cstdint>

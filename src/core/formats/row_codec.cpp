@@ -6,8 +6,10 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_xs.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 
@@ -22,7 +24,9 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K:
+    case GgmlType::IQ4_XS:
       return true;
     default:
       return false;
@@ -72,8 +76,12 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
     case GgmlType::Q4_K:
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
+    case GgmlType::Q5_K:
+      return dequantize_row_q5_k(static_cast<const BlockQ5_K*>(src), dst, n);
     case GgmlType::Q6_K:
       return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
+    case GgmlType::IQ4_XS:
+      return dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n);
     default:
       break;  // unreachable: check_row rejected it
   }
@@ -95,8 +103,12 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
     case GgmlType::Q4_K:
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
+    case GgmlType::Q5_K:
+      return quantize_row_q5_k(src, static_cast<BlockQ5_K*>(dst), n);
     case GgmlType::Q6_K:
       return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+    case GgmlType::IQ4_XS:
+      return quantize_row_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n);
     default:
       break;
   }

@@ -1,8 +1,10 @@
 // How every SIMD level folds one super-block's exact integer dot products
-// into a row's f32 sum for K-quant weights (Q4_K, Q6_K):
+// into a row's f32 sum for K-quant weights (Q4_K, Q5_K, Q6_K):
 //   acc = (acc + (d * da) * isum) - (dmin * da) * msum
+// and for IQ4_XS, whose super-block has no min:
+//   acc = acc + (d * da) * isum
 // rounded step by step in f32. The integer parts are exact at every level, so
-// with this one rounding sequence K-quant results are bit-identical across
+// with this one rounding sequence the results are bit-identical across
 // scalar/AVX2/AVX-512. The empty asm statements pin each product to an f32
 // register so that a compiler targeting FMA (the *_avx*.cpp files) cannot
 // fuse it with the following add or subtract.
@@ -23,6 +25,13 @@ static inline float kquant_accumulate(float acc, float d, float dmin, float da, 
   float offset = (dmin * da) * float(msum);
   __asm__("" : "+x"(offset));
   return (acc + scaled) - offset;
+}
+
+// The one-product fold for weights whose super-block has a single scale d.
+static inline float kquant_accumulate_scaled(float acc, float d, float da, int32_t isum) {
+  float scaled = (d * da) * float(isum);
+  __asm__("" : "+x"(scaled));
+  return acc + scaled;
 }
 
 }  // namespace kvforge

@@ -50,7 +50,9 @@ const TypeKernels kKernels[] = {
     {GgmlType::Q8_0, KVFORGE_KERNEL_LEVELS(q8_0, Q8)},
     {GgmlType::Q4_0, KVFORGE_KERNEL_LEVELS(q4_0, Q8)},
     {GgmlType::Q4_K, KVFORGE_KERNEL_LEVELS(q4_k, Q8K)},
+    {GgmlType::Q5_K, KVFORGE_KERNEL_LEVELS(q5_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},
+    {GgmlType::IQ4_XS, KVFORGE_KERNEL_LEVELS(iq4_xs, Q8K)},
 };
 
 #undef KVFORGE_KERNEL_LEVELS

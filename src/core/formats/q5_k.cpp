@@ -1,0 +1,77 @@
+#include "core/formats/q5_k.h"
+
+#include <cstring>
+
+#include "core/formats/f16.h"
+#include "core/formats/kquant_min_search.h"
+#include "core/formats/q4_k.h"
+#include "core/formats/quantize_checks.h"
+
+// The definition rounds d*sc*q and dmin*m separately before subtracting; a
+// compiler building for FMA hardware must not fuse them (GCC would by default).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace kvforge {
+namespace {
+
+constexpr int kMaxLevel = 31;
+
+void quantize_block(const float* x, BlockQ5_K& out) {
+  KQuantMinBlock found;
+  search_kquant_min_block(x, kMaxLevel, found);
+  out.d = found.d;
+  out.dmin = found.dmin;
+  std::memcpy(out.scales, found.scales, sizeof(out.scales));
+  std::memset(out.qh, 0, sizeof(out.qh));
+  const uint8_t* q = found.levels;
+  for (int g = 0; g < BlockQ5_K::kElems / 64; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = q[64 * g + l], hi = q[64 * g + 32 + l];
+      out.qs[32 * g + l] = uint8_t((lo & 15) | (hi & 15) << 4);
+      out.qh[l] = uint8_t(out.qh[l] | (lo >> 4) << (2 * g) | (hi >> 4) << (2 * g + 1));
+    }
+  }
+}
+
+}  // namespace
+
+void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n) {
+  const int64_t n_blocks = n / BlockQ5_K::kElems;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ5_K& block = src[b];
+    const float d = fp16_to_fp32(block.d);
+    const float dmin = fp16_to_fp32(block.dmin);
+    float* out = dst + b * BlockQ5_K::kElems;
+    for (int g = 0; g < BlockQ5_K::kElems / 64; ++g) {
+      const uint8_t* q = block.qs + 32 * g;
+      uint8_t sc = 0, m = 0;
+      q4_k_scale_min(block.scales, 2 * g, sc, m);
+      const float step_lo = d * float(sc), min_lo = dmin * float(m);
+      q4_k_scale_min(block.scales, 2 * g + 1, sc, m);
+      const float step_hi = d * float(sc), min_hi = dmin * float(m);
+      for (int l = 0; l < 32; ++l) {
+        const int level = (q[l] & 15) | ((block.qh[l] >> (2 * g)) & 1) << 4;
+        out[64 * g + l] = step_lo * float(level) - min_lo;
+      }
+      for (int l = 0; l < 32; ++l) {
+        const int level = (q[l] >> 4) | ((block.qh[l] >> (2 * g + 1)) & 1) << 4;
+        out[64 * g + 32 + l] = step_hi * float(level) - min_hi;
+      }
+    }
+  }
+}
+
+void quantize_row_q5_k(const float* src, BlockQ5_K* dst, int64_t n) {
+  const int64_t n_blocks = n / BlockQ5_K::kElems;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * BlockQ5_K::kElems;
+    require_finite_block("quantize_row_q5_k", x, BlockQ5_K::kElems, b * BlockQ5_K::kElems);
+    quantize_block(x, dst[b]);
+  }
+}
+
+}  // namespace kvforge

@@ -1,0 +1,110 @@
+// Q5_K weights x Q8_K activations, AVX2. Q4_K's kernel with the 5th bit:
+// per 32-value sub-block the high bits are shifted from their qh bit plane
+// to bit 4 of each byte and or-ed onto the nibbles, then vpmaddubsw
+// (unsigned 5-bit quants x signed activations, pair sums <= 2*31*127) and
+// vpmaddwd with the sub-block scale; the mins use the activation block sums.
+// The super-block's integers are exact, so results match the scalar kernel
+// bit for bit (see kquant_accumulate.h).
+#include <immintrin.h>
+
+#include "core/formats/q5_k.h"
+#include "core/kernels/avx2_helpers.h"
+#include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/q4_k_scales.h"
+#include "core/kernels/tile_loop.h"
+
+namespace kvforge {
+namespace {
+
+// Bit `bit` of every byte of qh moved to bit 4 (0x10), the rest cleared. The
+// 16-bit shifts move at most 4 places, so no bit crosses into the next byte
+// at the position kept.
+template <int bit>
+__m256i high_bit_at_4(__m256i qh) {
+  const __m256i bit4 = _mm256_set1_epi8(0x10);
+  if constexpr (bit < 4) return _mm256_and_si256(_mm256_slli_epi16(qh, 4 - bit), bit4);
+  if constexpr (bit > 4) return _mm256_and_si256(_mm256_srli_epi16(qh, bit - 4), bit4);
+  return _mm256_and_si256(qh, bit4);
+}
+
+// The 5-bit quants of group g (elements 64g .. 64g+63): lo for sub-block
+// 2g, hi for 2g+1.
+template <int g>
+void group_quants(const BlockQ5_K& blk, __m256i qh, __m256i& lo, __m256i& hi) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+  lo = _mm256_or_si256(_mm256_and_si256(q, low4), high_bit_at_4<2 * g>(qh));
+  hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4),
+                       high_bit_at_4<2 * g + 1>(qh));
+}
+
+struct Q5_KAvx2Dot {
+  const MatmulTask& task;
+
+  template <int NT, int g>
+  void group(const BlockQ5_K& blk, __m256i qh, __m256i sc_pairs, const BlockQ8_K* const* a,
+             int64_t b, __m256i* isum) const {
+    __m256i lo, hi;
+    group_quants<g>(blk, qh, lo, hi);
+    const __m256i sc_lo = _mm256_permutevar8x32_epi32(sc_pairs, _mm256_set1_epi32(2 * g));
+    const __m256i sc_hi = _mm256_permutevar8x32_epi32(sc_pairs, _mm256_set1_epi32(2 * g + 1));
+    for (int k = 0; k < NT; ++k) {
+      const int8_t* aq = a[k][b].qs + 64 * g;
+      const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq));
+      const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 32));
+      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), sc_lo);
+      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), sc_hi);
+      isum[k] = _mm256_add_epi32(isum[k], _mm256_add_epi32(p_lo, p_hi));
+    }
+  }
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    const auto* w =
+        reinterpret_cast<const BlockQ5_K*>(task.weights + row * int64_t(task.row_bytes));
+    const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
+    const BlockQ8_K* a[NT];
+    float acc[NT];
+    for (int k = 0; k < NT; ++k) {
+      a[k] = task.act_k + (t0 + k) * n_blocks;
+      acc[k] = 0.0f;
+    }
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const BlockQ5_K& blk = w[b];
+      uint32_t packed[4];
+      q4_k_unpack_scale_bytes(blk.scales, packed);
+      const __m128i sc_m =
+          _mm_setr_epi32(int(packed[0]), int(packed[1]), int(packed[2]), int(packed[3]));
+      // Each 32-bit lane j holds sc[j] in both 16-bit halves, ready to broadcast.
+      const __m256i sc32 = _mm256_cvtepu8_epi32(sc_m);
+      const __m256i sc_pairs = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
+      // bsums[2j] and bsums[2j+1] both belong to sub-block j: lanes m0 m0 m1 m1 ... m7 m7.
+      const __m128i m_bytes = _mm_unpackhi_epi64(sc_m, sc_m);
+      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m_bytes, m_bytes));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
+      __m256i isum[NT];
+      for (int k = 0; k < NT; ++k) isum[k] = _mm256_setzero_si256();
+      group<NT, 0>(blk, qh, sc_pairs, a, b, isum);
+      group<NT, 1>(blk, qh, sc_pairs, a, b, isum);
+      group<NT, 2>(blk, qh, sc_pairs, a, b, isum);
+      group<NT, 3>(blk, qh, sc_pairs, a, b, isum);
+      const float d = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+      const float dmin = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
+      for (int k = 0; k < NT; ++k) {
+        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[k][b].bsums));
+        int32_t total = 0, msum = 0;
+        avx2_hsum2_epi32(isum[k], _mm256_madd_epi16(bsums, mins), total, msum);
+        acc[k] = kquant_accumulate(acc[k], d, dmin, a[k][b].d, total, msum);
+      }
+    }
+    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+  }
+};
+
+}  // namespace
+
+void matmul_rows_q5_k_avx2(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_row_tiles<4>(task, r0, r1, Q5_KAvx2Dot{task});
+}
+
+}  // namespace kvforge
