@@ -4,6 +4,7 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/q2_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q6_k.h"
@@ -15,7 +16,7 @@ namespace kvforge {
 namespace {
 
 const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+                                GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q6_K};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -60,6 +61,10 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::Q4_0:
         quantize_row_q4_0(x.data(), reinterpret_cast<BlockQ4_0*>(direct.data()), n);
         dequantize_row_q4_0(reinterpret_cast<BlockQ4_0*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q2_K:
+        quantize_row_q2_k(x.data(), reinterpret_cast<BlockQ2_K*>(direct.data()), n);
+        dequantize_row_q2_k(reinterpret_cast<BlockQ2_K*>(direct.data()), y_direct.data(), n);
         break;
       case GgmlType::Q4_K:
         quantize_row_q4_k(x.data(), reinterpret_cast<BlockQ4_K*>(direct.data()), n);
