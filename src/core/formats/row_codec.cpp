@@ -7,6 +7,7 @@
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
 #include "core/formats/q2_k.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q6_k.h"
@@ -23,6 +24,7 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
     case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q6_K:
       return true;
@@ -65,6 +67,8 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
     case GgmlType::Q2_K:
       return dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
+    case GgmlType::Q3_K:
+      return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
     case GgmlType::Q4_K:
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case GgmlType::Q6_K:
@@ -90,6 +94,8 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
     case GgmlType::Q2_K:
       return quantize_row_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
+    case GgmlType::Q3_K:
+      return quantize_row_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
     case GgmlType::Q4_K:
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
     case GgmlType::Q6_K:
