@@ -1,6 +1,8 @@
 // How every SIMD level folds one super-block's exact integer dot products
-// into a row's f32 sum for K-quant weights (Q4_K, Q6_K):
+// into a row's f32 sum for K-quant weights (Q2_K, Q4_K, Q6_K):
 //   acc = (acc + (d * da) * isum) - (dmin * da) * msum
+// and for those with a single super-scale and no min term (Q3_K):
+//   acc = acc + (d * da) * isum
 // rounded step by step in f32. The integer parts are exact at every level, so
 // with this one rounding sequence K-quant results are bit-identical across
 // scalar/AVX2/AVX-512. The empty asm statements pin each product to an f32
@@ -23,6 +25,28 @@ static inline float kquant_accumulate(float acc, float d, float dmin, float da, 
   float offset = (dmin * da) * float(msum);
   __asm__("" : "+x"(offset));
   return (acc + scaled) - offset;
+}
+
+// d: the weight block's super-scale; da: the Q8_K activation scale.
+static inline float kquant_accumulate_symmetric(float acc, float d, float da, int32_t isum) {
+  float scaled = (d * da) * float(isum);
+  __asm__("" : "+x"(scaled));
+  return acc + scaled;
+}
+
+// The same folds for `count` super-blocks whose products were formed ahead
+// of time, several at once in a vector (kquant_groups_avx2.h / _avx512.h),
+// each rounded to f32 exactly as above: terms[2i] = (d * da) * isum and
+// terms[2i+1] = (dmin * da) * msum of the i-th, in order.
+static inline float kquant_accumulate_terms(float acc, const float* terms, int count) {
+  for (int i = 0; i < count; ++i) acc = (acc + terms[2 * i]) - terms[2 * i + 1];
+  return acc;
+}
+
+// The same for kquant_accumulate_symmetric: terms[2i] = (d * da) * isum.
+static inline float kquant_accumulate_symmetric_terms(float acc, const float* terms, int count) {
+  for (int i = 0; i < count; ++i) acc = acc + terms[2 * i];
+  return acc;
 }
 
 }  // namespace kvforge
