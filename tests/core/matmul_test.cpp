@@ -80,6 +80,7 @@ int activation_block(GgmlType t) {
     case GgmlType::Q4_0:
       return 32;
     case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q6_K:
       return 256;
@@ -181,8 +182,9 @@ std::vector<Shape> shapes_for(GgmlType t) {
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q2_K,
+                           GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -346,7 +348,7 @@ TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
   LevelGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q6_K}) {
     for (int64_t cols : {1024, 1792}) {
       const Weights w = make_weights(type, 29, cols, 3);
       for (int64_t n_tokens : {1, 6}) {

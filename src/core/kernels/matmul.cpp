@@ -50,6 +50,7 @@ const TypeKernels kKernels[] = {
     {GgmlType::Q8_0, KVFORGE_KERNEL_LEVELS(q8_0, Q8)},
     {GgmlType::Q4_0, KVFORGE_KERNEL_LEVELS(q4_0, Q8)},
     {GgmlType::Q2_K, KVFORGE_KERNEL_LEVELS(q2_k, Q8K)},
+    {GgmlType::Q3_K, KVFORGE_KERNEL_LEVELS(q3_k, Q8K)},
     {GgmlType::Q4_K, KVFORGE_KERNEL_LEVELS(q4_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},
 };
