@@ -29,7 +29,7 @@ class TensorLoader {
     if (!is_supported_weight_type(t->type))
       fail(name, "has type " + std::string(type_name(t->type)) +
                      ", which kvforge cannot compute with (supported: f32, f16, bf16, q8_0, "
-                     "q4_0, q4_k, q6_k)");
+                     "q4_0, q2_k, q3_k, q4_k, q6_k)");
     return *t;
   }
 
