@@ -17,7 +17,7 @@
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_decode_row.h"
 #include "core/kernels/kquant_groups_avx2.h"
-#include "core/kernels/q3_k_scales.h"
+#include "core/kernels/q3_k_scales_avx2.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -35,11 +35,7 @@ __m256i high_bit_to_4(__m256i v, int bit) {
 // sum_j s[j] * bsums[j]. The weights are unpacked once for all N tokens.
 template <int N>
 void block_sums(const BlockQ3_K& blk, const BlockQ8_K* const* a, __m256i* isum, __m256i* offset) {
-  uint32_t words[4];
-  q3_k_unpack_scale_words(blk.scales, words);
-  const __m128i s8 =
-      _mm_sub_epi8(_mm_setr_epi32(int(words[0]), int(words[1]), int(words[2]), int(words[3])),
-                   _mm_set1_epi8(32));
+  const __m128i s8 = _mm_sub_epi8(q3_k_scales_avx2(blk), _mm_set1_epi8(32));
   // int16 lanes: s[0], s[2], ..., s[14] | s[1], s[3], ..., s[15]; lane pair k
   // of the two 128-bit halves is (s[2k], s[2k+1]).
   const __m128i even_odd = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);

@@ -18,7 +18,7 @@
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_decode_row.h"
 #include "core/kernels/kquant_groups_avx512.h"
-#include "core/kernels/q3_k_scales.h"
+#include "core/kernels/q3_k_scales_avx2.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -68,11 +68,7 @@ struct Q3_KAvx512Dot {
 
   Q3_KWeights weights(const BlockQ3_K& blk) const {
     Q3_KWeights wt;
-    uint32_t words[4];
-    q3_k_unpack_scale_words(blk.scales, words);
-    const __m128i s8 =
-        _mm_sub_epi8(_mm_setr_epi32(int(words[0]), int(words[1]), int(words[2]), int(words[3])),
-                     _mm_set1_epi8(32));
+    const __m128i s8 = _mm_sub_epi8(q3_k_scales_avx2(blk), _mm_set1_epi8(32));
     wt.s16 = _mm256_cvtepi8_epi16(s8);
     const __m512i hmask =
         _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.hmask)));
