@@ -11,8 +11,6 @@
 // (kquant_decode_row.h).
 #include <immintrin.h>
 
-#include <cstring>
-
 #include "core/formats/q2_k.h"
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_decode_row.h"
@@ -24,9 +22,7 @@ namespace {
 
 // d | dmin << 16, as avx2_kquant_terms takes them.
 inline uint32_t scale_pair(const BlockQ2_K& blk) {
-  uint32_t pair;
-  std::memcpy(&pair, &blk.d, 4);
-  return pair;
+  return uint32_t(blk.d) | uint32_t(blk.dmin) << 16;
 }
 
 // Exact integer sums of super-block `blk` and N tokens' blocks a[k]: the

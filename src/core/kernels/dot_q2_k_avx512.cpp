@@ -20,8 +20,6 @@
 // bits match the scalar kernel's. Decode groups four super-blocks of the row
 // and folds each group while the next one is computed, which keeps the
 // fold's chain of dependent adds off the critical path.
-#include <cstring>
-
 #include "core/formats/q2_k.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
@@ -54,9 +52,7 @@ inline void block_sums(const Q2_KWeights& wt, const BlockQ8_K& a, __m512i& isum,
 
 // d | dmin << 16, as avx512_kquant_terms takes them.
 inline uint32_t scale_pair(const BlockQ2_K& blk) {
-  uint32_t pair;
-  std::memcpy(&pair, &blk.d, 4);
-  return pair;
+  return uint32_t(blk.d) | uint32_t(blk.dmin) << 16;
 }
 
 struct Q2_KAvx512Dot {

@@ -10,6 +10,7 @@
 #include <immintrin.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "core/formats/q3_k.h"
 
@@ -19,8 +20,9 @@ static inline __m128i q3_k_scales_avx2(const BlockQ3_K& blk) {
   // One 16-byte load ending with the 12 scale bytes: its first 4 bytes are
   // the end of qs, inside the block, so nothing is read past it.
   static_assert(offsetof(BlockQ3_K, scales) >= 4, "the load starts 4 bytes before the scales");
-  const __m128i raw = _mm_srli_si128(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales - 4)), 4);  // bytes 0-11
+  const uint8_t* start = reinterpret_cast<const uint8_t*>(&blk) + offsetof(BlockQ3_K, scales) - 4;
+  const __m128i raw =
+      _mm_srli_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(start)), 4);  // bytes 0-11
   const __m128i low4 = _mm_set1_epi8(0x0f);
   // Low nibbles of bytes 0-7 are low4(sc[0..7]), their high nibbles low4(sc[8..15]).
   const __m128i low = _mm_and_si128(_mm_unpacklo_epi64(raw, _mm_srli_epi16(raw, 4)), low4);
