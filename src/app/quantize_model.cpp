@@ -21,6 +21,10 @@ uint32_t file_type_id(GgmlType t) {
       return 2;
     case GgmlType::Q8_0:
       return 7;
+    case GgmlType::Q2_K:
+      return 10;
+    case GgmlType::Q3_K:
+      return 11;  // Q3_K_S's id; ours has no mixed layers
     case GgmlType::Q4_K:
       return 15;  // Q4_K_M's id; ours has no mixed layers
     case GgmlType::Q6_K:

@@ -5,6 +5,8 @@
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
 #include "core/formats/iq4_xs.h"
+#include "core/formats/q2_k.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q5_k.h"
@@ -16,8 +18,8 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
-                                GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
+                                GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
                                 GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 TEST(RowCodec, SupportedTypes) {
@@ -63,6 +65,14 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::Q4_0:
         quantize_row_q4_0(x.data(), reinterpret_cast<BlockQ4_0*>(direct.data()), n);
         dequantize_row_q4_0(reinterpret_cast<BlockQ4_0*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q2_K:
+        quantize_row_q2_k(x.data(), reinterpret_cast<BlockQ2_K*>(direct.data()), n);
+        dequantize_row_q2_k(reinterpret_cast<BlockQ2_K*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q3_K:
+        quantize_row_q3_k(x.data(), reinterpret_cast<BlockQ3_K*>(direct.data()), n);
+        dequantize_row_q3_k(reinterpret_cast<BlockQ3_K*>(direct.data()), y_direct.data(), n);
         break;
       case GgmlType::Q4_K:
         quantize_row_q4_k(x.data(), reinterpret_cast<BlockQ4_K*>(direct.data()), n);

@@ -79,6 +79,8 @@ int activation_block(GgmlType t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
       return 32;
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
@@ -182,8 +184,8 @@ std::vector<Shape> shapes_for(GgmlType t) {
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
-                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
+                           GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
                            GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
@@ -342,22 +344,30 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
 
 // K-quant and IQ4_XS dot products are exact integers folded in one fixed f32
 // sequence (kernels/kquant_accumulate.h), so every SIMD level gives the same bits.
+// 1792 columns are 7 super-blocks: kernels that finish four at a time
+// (kquant_decode_row.h) run one whole group and a group of three.
 TEST(Matmul, KQuantResultsIdenticalAcrossSimdLevels) {
   LevelGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (GgmlType type : {GgmlType::Q4_K, GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS}) {
-    const Weights w = make_weights(type, 29, 1024, 3);
-    const std::vector<float> x = make_activations(6, 1024, 4);
-    std::vector<float> scalar(29 * 6);
-    set_simd_level(SimdLevel::Scalar);
-    matmul(w.view, x.data(), 6, scalar.data(), pool, scratch);
-    for (SimdLevel level : available_simd_levels()) {
-      set_simd_level(level);
-      std::vector<float> y(scalar.size());
-      matmul(w.view, x.data(), 6, y.data(), pool, scratch);
-      ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
-          << type_name(type) << " " << simd_level_name(level);
+  for (GgmlType type : {GgmlType::Q2_K, GgmlType::Q3_K, GgmlType::Q4_K, GgmlType::Q5_K,
+                        GgmlType::Q6_K, GgmlType::IQ4_XS}) {
+    for (int64_t cols : {1024, 1792}) {
+      const Weights w = make_weights(type, 29, cols, 3);
+      for (int64_t n_tokens : {1, 6}) {
+        const std::vector<float> x = make_activations(n_tokens, cols, 4);
+        std::vector<float> scalar(size_t(29 * n_tokens));
+        set_simd_level(SimdLevel::Scalar);
+        matmul(w.view, x.data(), n_tokens, scalar.data(), pool, scratch);
+        for (SimdLevel level : available_simd_levels()) {
+          set_simd_level(level);
+          std::vector<float> y(scalar.size());
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+              << type_name(type) << " " << simd_level_name(level) << " cols " << cols << " tokens "
+              << n_tokens;
+        }
+      }
     }
   }
 }

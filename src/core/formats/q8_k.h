@@ -1,5 +1,5 @@
 // Q8_K (GGUF type 15): 8-bit activations for dot products with K-quant
-// weights (Q4_K, Q6_K). Never stored in model files; produced per call.
+// weights (Q2_K, Q3_K, Q4_K, Q6_K). Never stored in model files; produced per call.
 //
 // Block layout (292 bytes, no padding):
 //   offset 0    float d          scale (f32, not half: activations need range)

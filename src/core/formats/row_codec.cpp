@@ -7,6 +7,8 @@
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
 #include "core/formats/iq4_xs.h"
+#include "core/formats/q2_k.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q5_k.h"
@@ -23,6 +25,8 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::BF16:
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q2_K:
+    case GgmlType::Q3_K:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
@@ -74,6 +78,10 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
     case GgmlType::Q4_0:
       return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
+    case GgmlType::Q2_K:
+      return dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
+    case GgmlType::Q3_K:
+      return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
     case GgmlType::Q4_K:
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case GgmlType::Q5_K:
@@ -101,6 +109,10 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n);
     case GgmlType::Q4_0:
       return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
+    case GgmlType::Q2_K:
+      return quantize_row_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
+    case GgmlType::Q3_K:
+      return quantize_row_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
     case GgmlType::Q4_K:
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
     case GgmlType::Q5_K:

@@ -9,7 +9,7 @@
 // memory once per call and reused for every token while in cache.
 // Work is split over output rows across the pool's threads. Activations are
 // converted once per call into the format the weight type's dot product wants
-// (8-bit blocks of 32 for Q8_0/Q4_0 weights, Q8_K for Q4_K/Q5_K/Q6_K/IQ4_XS,
+// (8-bit blocks of 32 for Q8_0/Q4_0 weights, Q8_K for the K-quants and IQ4_XS,
 // f32 as given for F32/F16/BF16; see kernels/matmul_task.h), into `scratch`,
 // which only grows. Kernels: one file per weight type and SIMD level (dot_<type>.cpp,
 // dot_<type>_avx2.cpp, dot_<type>_avx512.cpp), chosen by simd_level() per call;
@@ -17,9 +17,10 @@
 // int8 tiles where amx_int8_usable() (dot_tiles16_amx.cpp), bitwise as on AVX-512.
 //
 // Results are deterministic: a token's outputs do not depend on n_tokens, on
-// which tokens share the call, or on the thread count (bitwise). For Q4_K,
-// Q5_K, Q6_K and IQ4_XS they are also bitwise identical across SIMD levels.
-// Error against the exact product: f32 summation only for F32/F16/BF16; for the quantized types
+// which tokens share the call, or on the thread count (bitwise). For the
+// K-quants (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K) and IQ4_XS they are also bitwise
+// identical across SIMD levels. Error against the exact product: f32
+// summation only for F32/F16/BF16; for the quantized types
 // additionally the activation rounding, at most sum_i |w_i| * d_i / 2 with
 // d_i = (largest |x| in x_i's block of 32 or 256) / 127.
 #pragma once

@@ -1,0 +1,248 @@
+#include "core/formats/q2_k.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/formats/f16.h"
+#include "core/formats/quantize_checks.h"
+
+// The definition rounds d*sc*q and dmin*m separately before subtracting; a
+// compiler building for FMA hardware must not fuse them (GCC would by default).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace kvforge {
+namespace {
+
+constexpr int kSubElems = 16;
+constexpr int kSubBlocks = BlockQ2_K::kElems / kSubElems;
+constexpr int kMaxLevel = 3;   // 2-bit quants
+constexpr int kMaxParam = 15;  // 4-bit scales and mins
+constexpr float kMaxHalf = 65504.0f;
+
+// x ~= scale * q - min with q in [0, 3]; min >= 0 (the format subtracts it).
+struct SubBlockFit {
+  float scale = 0;
+  float min = 0;
+};
+
+float weighted_error(const float* x, const float* w, const uint8_t* q, float scale, float min) {
+  float err = 0;
+  for (int i = 0; i < kSubElems; ++i) {
+    const float diff = scale * float(q[i]) - min - x[i];
+    err += w[i] * diff * diff;
+  }
+  return err;
+}
+
+void assign_levels(const float* x, float lo, float iscale, uint8_t* q) {
+  for (int i = 0; i < kSubElems; ++i) {
+    q[i] = uint8_t(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, kMaxLevel));
+  }
+}
+
+// Searches step sizes around (hi - lo)/3; each level assignment is refitted
+// by weighted least squares for (scale, offset) and the lowest error kept.
+// With only four levels the best step is often well away from (hi - lo)/3
+// (letting the extremes clip), hence the wide range of candidates. The
+// offset is kept <= 0 (min >= 0) because the format stores a subtracted min.
+SubBlockFit fit_sub_block(const float* x, const float* w) {
+  float lo = x[0], hi = x[0], sum_w = 0, sum_wx = 0;
+  for (int i = 0; i < kSubElems; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+    sum_w += w[i];
+    sum_wx += w[i] * x[i];
+  }
+  lo = std::min(lo, 0.0f);
+  if (hi == lo) return {0.0f, -lo};  // constant block: the min alone encodes it
+  uint8_t q[kSubElems];
+  assign_levels(x, lo, kMaxLevel / (hi - lo), q);
+  SubBlockFit best{(hi - lo) / kMaxLevel, -lo};
+  float best_err = weighted_error(x, w, q, best.scale, best.min);
+  constexpr int kSteps = 24;
+  for (int step = 0; step <= kSteps; ++step) {
+    const float iscale = (kMaxLevel - 0.6f + 0.1f * float(step)) / (hi - lo);
+    assign_levels(x, lo, iscale, q);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < kSubElems; ++i) {
+      sum_l += w[i] * q[i];
+      sum_l2 += w[i] * q[i] * q[i];
+      sum_xl += w[i] * q[i] * x[i];
+    }
+    const float det = sum_w * sum_l2 - sum_l * sum_l;
+    if (det <= 0) continue;
+    float scale = (sum_w * sum_xl - sum_wx * sum_l) / det;
+    float offset = (sum_l2 * sum_wx - sum_l * sum_xl) / det;
+    if (offset > 0) {  // a positive offset is not representable: refit with offset 0
+      offset = 0;
+      scale = sum_xl / sum_l2;
+    }
+    const float err = weighted_error(x, w, q, scale, -offset);
+    if (err < best_err) {
+      best_err = err;
+      best = {scale, -offset};
+    }
+  }
+  return best;
+}
+
+// Weighted error of sub-block x at step `step` and min `min`, quants
+// recomputed for them and written to q.
+float encode_sub_block(const float* x, const float* w, float step, float min, uint8_t* q) {
+  for (int i = 0; i < kSubElems; ++i) {
+    q[i] = step == 0.0f ? 0 : uint8_t(std::clamp(nearest_int((x[i] + min) / step), 0, kMaxLevel));
+  }
+  return weighted_error(x, w, q, step, min);
+}
+
+// One encoding of a super-block under given super-scales.
+struct Encoding {
+  float d = 0, dmin = 0;
+  uint8_t sc[kSubBlocks] = {}, m[kSubBlocks] = {};
+  uint8_t q[BlockQ2_K::kElems] = {};
+  float err = 0;
+};
+
+// The 4-bit (sc, m) of each sub-block: the best of the grid points around
+// the sub-block's own fit under the super-scales d and dmin.
+void choose_grid_points(const float* x, const float* w, const SubBlockFit* fits, Encoding& e) {
+  e.err = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float* xs = x + j * kSubElems;
+    const float* ws = w + j * kSubElems;
+    const float ideal_sc = e.d > 0 ? fits[j].scale / e.d : 0.0f;
+    const float ideal_m = e.dmin > 0 ? fits[j].min / e.dmin : 0.0f;
+    const int sc0 = std::clamp(int(std::floor(ideal_sc)) - 1, 0, kMaxParam);
+    const int m0 = std::clamp(int(std::floor(ideal_m)) - 1, 0, kMaxParam);
+    float best_err = INFINITY;
+    uint8_t trial[kSubElems];
+    for (int sc = sc0; sc <= std::min(sc0 + 3, kMaxParam); ++sc) {
+      for (int m = m0; m <= std::min(m0 + 3, kMaxParam); ++m) {
+        const float err = encode_sub_block(xs, ws, e.d * float(sc), e.dmin * float(m), trial);
+        if (err < best_err) {
+          best_err = err;
+          e.sc[j] = uint8_t(sc);
+          e.m[j] = uint8_t(m);
+          std::memcpy(e.q + j * kSubElems, trial, kSubElems);
+        }
+      }
+    }
+    e.err += best_err;
+  }
+}
+
+// Weighted least-squares super-scales for the chosen grid points and quants:
+// x ~= d * (sc * q) - dmin * m over the whole block, dmin >= 0, d >= 0.
+// Returns false when the system is degenerate (nothing to refit).
+bool refit_super_scales(const float* x, const float* w, const Encoding& e, float& d, float& dmin) {
+  double saa = 0, sab = 0, sbb = 0, sax = 0, sbx = 0;
+  for (int i = 0; i < BlockQ2_K::kElems; ++i) {
+    const double a = double(e.sc[i / kSubElems]) * e.q[i];
+    const double b = e.m[i / kSubElems];
+    saa += w[i] * a * a;
+    sab += w[i] * a * b;
+    sbb += w[i] * b * b;
+    sax += w[i] * a * x[i];
+    sbx += w[i] * b * x[i];
+  }
+  // Minimize sum w (d a - dmin b - x)^2: [saa -sab; -sab sbb] [d; dmin] = [sax; -sbx].
+  const double det = saa * sbb - sab * sab;
+  if (saa <= 0 && sbb <= 0) return false;
+  double dd = 0, dm = 0;
+  if (saa > 0 && sbb > 0 && det > 1e-12 * saa * sbb) {
+    dd = (sax * sbb - sab * sbx) / det;
+    dm = (sax * sab - saa * sbx) / det;
+  }
+  if (dm < 0 || dd < 0 || det <= 1e-12 * saa * sbb) {
+    // Boundary: one of the two alone (the other zero); keep the better.
+    const double d_only = saa > 0 ? std::max(0.0, sax / saa) : 0.0;
+    const double m_only = sbb > 0 ? std::max(0.0, -sbx / sbb) : 0.0;
+    const double gain_d = d_only * sax, gain_m = -m_only * sbx;
+    dd = gain_d >= gain_m ? d_only : 0.0;
+    dm = gain_d >= gain_m ? 0.0 : m_only;
+  }
+  d = float(std::min(dd, double(kMaxHalf)));
+  dmin = float(std::min(dm, double(kMaxHalf)));
+  return true;
+}
+
+void quantize_block(const float* x, BlockQ2_K& out) {
+  float weights[BlockQ2_K::kElems];
+  SubBlockFit fits[kSubBlocks];
+  float max_scale = 0, max_min = 0;
+  for (int j = 0; j < kSubBlocks; ++j) {
+    const float* xs = x + j * kSubElems;
+    float sum_x2 = 0;
+    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
+    // |x| + rms: errors on large weights cost more, but small ones still count.
+    const float rms = std::sqrt(sum_x2 / kSubElems);
+    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
+    fits[j] = fit_sub_block(xs, weights + j * kSubElems);
+    max_scale = std::max(max_scale, fits[j].scale);
+    max_min = std::max(max_min, fits[j].min);
+  }
+  Encoding best;
+  best.d = fp16_to_fp32(fp32_to_fp16(std::min(max_scale / kMaxParam, kMaxHalf)));
+  best.dmin = fp16_to_fp32(fp32_to_fp16(std::min(max_min / kMaxParam, kMaxHalf)));
+  choose_grid_points(x, weights, fits, best);
+  // Refitting the super-scales moves every sub-block's grid; stop when that
+  // no longer lowers the block's error.
+  constexpr int kMaxRefits = 4;
+  for (int it = 0; it < kMaxRefits; ++it) {
+    Encoding trial;
+    if (!refit_super_scales(x, weights, best, trial.d, trial.dmin)) break;
+    trial.d = fp16_to_fp32(fp32_to_fp16(trial.d));
+    trial.dmin = fp16_to_fp32(fp32_to_fp16(trial.dmin));
+    if (trial.d == best.d && trial.dmin == best.dmin) break;
+    choose_grid_points(x, weights, fits, trial);
+    if (!(trial.err < best.err)) break;
+    best = trial;
+  }
+  out.d = fp32_to_fp16(best.d);
+  out.dmin = fp32_to_fp16(best.dmin);
+  for (int j = 0; j < kSubBlocks; ++j) out.scales[j] = uint8_t(best.sc[j] | best.m[j] << 4);
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* q = best.q + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      out.qs[32 * h + l] = uint8_t(q[l] | q[l + 32] << 2 | q[l + 64] << 4 | q[l + 96] << 6);
+    }
+  }
+}
+
+}  // namespace
+
+void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, int64_t n) {
+  const int64_t n_blocks = n / BlockQ2_K::kElems;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const BlockQ2_K& block = src[b];
+    const float d = fp16_to_fp32(block.d);
+    const float dmin = fp16_to_fp32(block.dmin);
+    float* out = dst + b * BlockQ2_K::kElems;
+    for (int j = 0; j < kSubBlocks; ++j) {
+      const float step = d * float(block.scales[j] & 15);
+      const float min = dmin * float(block.scales[j] >> 4);
+      // Sub-block j = 8h + 2k + s holds elements 128h + 32k + 16s + (0..15).
+      const int h = j / 8, k = (j % 8) / 2, s = j % 2;
+      const uint8_t* q = block.qs + 32 * h + 16 * s;
+      for (int l = 0; l < kSubElems; ++l) {
+        out[16 * j + l] = step * float((q[l] >> (2 * k)) & 3) - min;
+      }
+    }
+  }
+}
+
+void quantize_row_q2_k(const float* src, BlockQ2_K* dst, int64_t n) {
+  const int64_t n_blocks = n / BlockQ2_K::kElems;
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const float* x = src + b * BlockQ2_K::kElems;
+    require_finite_block("quantize_row_q2_k", x, BlockQ2_K::kElems, b * BlockQ2_K::kElems);
+    quantize_block(x, dst[b]);
+  }
+}
+
+}  // namespace kvforge

@@ -1,0 +1,155 @@
+// Q3_K weights x Q8_K activations, AVX-512 (BW + VNNI). Per 64 elements
+// 64p .. 64p+63 (sub-blocks 4p .. 4p+3, one per 128-bit lane): the low bits
+// are bit pairs c and c + 1 (c = 2 (p % 2)) of the 32 bytes qs[32 (p / 2) ..],
+// moved to bits 0-1 by one variable shift of a register holding those bytes
+// in both halves; the high bits are bits 2p and 2p + 1 of the 32 hmask bytes,
+// tested into a byte mask that adds 4. The quants are taken as the stored
+// u = low | high << 2 in [0, 7]: vpmaddubsw (u x signed activations, pair
+// sums <= 2*7*127) then vpdpwssd with the sub-blocks' signed scales
+// s = sc - 32, and since q = u - 4,
+//   isum = sum_j s[j] * sum u * a  -  4 * sum_j s[j] * bsums[j].
+//
+// The integer sums are finished four (super-block, token) pairs at a time
+// (kquant_groups_avx512.h) and folded with kquant_accumulate_scaled_terms,
+// so the bits match the scalar kernel's; decode groups four super-blocks of
+// the row (kquant_decode_row.h).
+#include "core/formats/q3_k.h"
+#include "core/kernels/avx512_helpers.h"
+#include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_decode_row.h"
+#include "core/kernels/kquant_groups_avx512.h"
+#include "core/kernels/q3_k_scales_avx2.h"
+#include "core/kernels/tile_loop.h"
+
+namespace kvforge {
+namespace {
+
+// One super-block's weights in the form the dot products use.
+struct Q3_KWeights {
+  __m512i u[4];       // stored quants u of elements 64p .. 64p+63, bytes in [0, 7]
+  __m512i scales[4];  // int16 lanes 8k .. 8k+7 of u[p]'s products: s[4p + k]
+  __m256i s16;        // s[0..15] as int16
+};
+
+// Exact integer sums of one super-block and one token: the lanes of `isum`
+// add up to sum_j s[j] * sum u * a, those of `offset` to sum_j s[j] * bsums[j].
+inline void block_sums(const Q3_KWeights& wt, const BlockQ8_K& a, __m512i& isum, __m256i& offset) {
+  // Two chains of dependent vpdpwssd rather than one: shorter latency per block.
+  __m512i even =
+      _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                          _mm512_maddubs_epi16(wt.u[0], _mm512_loadu_si512(a.qs)), wt.scales[0]);
+  __m512i odd = _mm512_dpwssd_epi32(_mm512_setzero_si512(),
+                                    _mm512_maddubs_epi16(wt.u[1], _mm512_loadu_si512(a.qs + 64)),
+                                    wt.scales[1]);
+  even = _mm512_dpwssd_epi32(even, _mm512_maddubs_epi16(wt.u[2], _mm512_loadu_si512(a.qs + 128)),
+                             wt.scales[2]);
+  odd = _mm512_dpwssd_epi32(odd, _mm512_maddubs_epi16(wt.u[3], _mm512_loadu_si512(a.qs + 192)),
+                            wt.scales[3]);
+  isum = _mm512_add_epi32(even, odd);
+  offset = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), wt.s16);
+}
+
+// [i0 o0 i1 o1 ...] (avx512_reduce_four_pairs of isum and offset) to the
+// blocks' integer dot products i_n - 4 o_n in lanes 2n (lanes 2n+1 keep o_n).
+inline __m256i totals(__m256i ints) {
+  return _mm256_sub_epi32(ints, _mm256_slli_epi32(_mm256_srli_epi64(ints, 32), 2));
+}
+
+struct Q3_KAvx512Dot {
+  const MatmulTask& task;
+  // Per half of the register: shift bit pair 0 / 1 (p even) or 2 / 3 (p odd)
+  // of each byte to bits 0-1.
+  const __m512i shift_even = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+  const __m512i shift_odd = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+  // int16 lane i of a vpmaddubsw result covers bytes 2i, 2i+1: sub-block i / 8
+  // of the vector's four.
+  const __m512i pick_scale = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1,
+                                              1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+
+  Q3_KWeights weights(const BlockQ3_K& blk) const {
+    Q3_KWeights wt;
+    const __m128i s8 = _mm_sub_epi8(q3_k_scales_avx2(blk), _mm_set1_epi8(32));
+    wt.s16 = _mm256_cvtepi8_epi16(s8);
+    const __m512i hmask =
+        _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.hmask)));
+    for (int p = 0; p < 4; ++p) {
+      const __m512i bits = _mm512_broadcast_i64x4(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * (p / 2))));
+      const __m512i low = _mm512_and_si512(
+          _mm512_srlv_epi16(bits, p % 2 == 0 ? shift_even : shift_odd), _mm512_set1_epi8(3));
+      // hmask bit 2p for the low 256 bits' elements, 2p + 1 for the high ones'.
+      const __m512i high_bit = _mm512_inserti64x4(_mm512_set1_epi8(char(1 << (2 * p))),
+                                                  _mm256_set1_epi8(char(1 << (2 * p + 1))), 1);
+      const __mmask64 high = _mm512_test_epi8_mask(hmask, high_bit);
+      wt.u[p] = _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(4));
+      wt.scales[p] =
+          _mm512_permutexvar_epi16(_mm512_add_epi16(pick_scale, _mm512_set1_epi16(short(4 * p))),
+                                   _mm512_castsi256_si512(wt.s16));
+    }
+    return wt;
+  }
+
+  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
+  template <int kCount>
+  __m256 group_terms(const BlockQ3_K* w, const BlockQ8_K* a) const {
+    __m512i isum[4];
+    __m256i offset[4];
+    uint32_t scales[4] = {};  // d, no min
+    float da[4] = {};
+    for (int i = 0; i < 4; ++i) {
+      isum[i] = _mm512_setzero_si512();
+      offset[i] = _mm256_setzero_si256();
+      if (i < kCount) {
+        block_sums(weights(w[i]), a[i], isum[i], offset[i]);
+        scales[i] = w[i].d;
+        da[i] = a[i].d;
+      }
+    }
+    return avx512_kquant_terms(scales, da, totals(avx512_reduce_four_pairs(isum, offset)));
+  }
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    const auto* w =
+        reinterpret_cast<const BlockQ3_K*>(task.weights + row * int64_t(task.row_bytes));
+    const int64_t n_blocks = task.cols / BlockQ3_K::kElems;
+    if constexpr (NT == 1) {
+      out[0] = kquant_decode_row<false>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
+    } else {
+      float acc[NT] = {};
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const Q3_KWeights wt = weights(w[b]);
+        for (int k0 = 0; k0 < NT; k0 += 4) {  // four tokens per group
+          __m512i isum[4];
+          __m256i offset[4];
+          uint32_t scales[4] = {};
+          float da[4] = {};
+          for (int i = 0; i < 4; ++i) {
+            isum[i] = _mm512_setzero_si512();
+            offset[i] = _mm256_setzero_si256();
+            if (k0 + i < NT) {
+              const BlockQ8_K& ak = task.act_k[(t0 + k0 + i) * n_blocks + b];
+              block_sums(wt, ak, isum[i], offset[i]);
+              scales[i] = w[b].d;
+              da[i] = ak.d;
+            }
+          }
+          alignas(32) float terms[8];
+          _mm256_store_ps(terms, avx512_kquant_terms(
+                                     scales, da, totals(avx512_reduce_four_pairs(isum, offset))));
+          for (int i = 0; i < 4 && k0 + i < NT; ++i)
+            acc[k0 + i] = kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
+        }
+      }
+      for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    }
+  }
+};
+
+}  // namespace
+
+void matmul_rows_q3_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_row_tiles<8>(task, r0, r1, Q3_KAvx512Dot{task});
+}
+
+}  // namespace kvforge

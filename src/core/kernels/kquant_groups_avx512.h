@@ -1,0 +1,52 @@
+// Four K-quant dot products finished at once, for the *_avx512.cpp kernels.
+// Each (super-block, token) pair leaves its exact integer sums spread over
+// vector lanes: isum (16 int32 lanes) and msum (8 lanes; the min or offset
+// term). Summing those lanes and forming the pair's f32 products one pair at
+// a time costs about as much as the pair's dot product itself; done for four
+// pairs together the shuffles, conversions and multiplies are shared. The
+// products are those of kquant_accumulate, rounded the same way, so folding
+// them with kquant_accumulate_terms gives the same bits.
+//
+// `static`: each including file gets its own copy (see avx512_helpers.h).
+#pragma once
+
+#include <cstdint>
+
+#include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
+
+namespace kvforge {
+
+// Returns int32 lanes i0 m0 i1 m1 i2 m2 i3 m3: i_n, m_n the lane totals of
+// isum[n], msum[n].
+static inline __m256i avx512_reduce_four_pairs(const __m512i isum[4], const __m256i msum[4]) {
+  // [isum[0] folded to 8 lanes | isum[1] folded], [2 | 3], [msum[0] | msum[1]], [2 | 3].
+  const __m512i z0 = _mm512_add_epi32(_mm512_shuffle_i64x2(isum[0], isum[1], 0x44),
+                                      _mm512_shuffle_i64x2(isum[0], isum[1], 0xee));
+  const __m512i z1 = _mm512_add_epi32(_mm512_shuffle_i64x2(isum[2], isum[3], 0x44),
+                                      _mm512_shuffle_i64x2(isum[2], isum[3], 0xee));
+  const __m512i z2 = _mm512_inserti64x4(_mm512_castsi256_si512(msum[0]), msum[1], 1);
+  const __m512i z3 = _mm512_inserti64x4(_mm512_castsi256_si512(msum[2]), msum[3], 1);
+  // Within each 128-bit lane: partial sums [z0 z2 z0 z2], then [z0 z2 z1 z3].
+  const __m512i u0 = _mm512_add_epi32(_mm512_unpacklo_epi32(z0, z2), _mm512_unpackhi_epi32(z0, z2));
+  const __m512i u1 = _mm512_add_epi32(_mm512_unpacklo_epi32(z1, z3), _mm512_unpackhi_epi32(z1, z3));
+  const __m512i v = _mm512_add_epi32(_mm512_unpacklo_epi64(u0, u1), _mm512_unpackhi_epi64(u0, u1));
+  // 128-bit lanes 0 + 1 and 2 + 3: [i0 m0 i2 m2] in lane 0, [i1 m1 i3 m3] in lane 2.
+  const __m512i w = _mm512_add_epi32(v, _mm512_shuffle_i64x2(v, v, 0xb1));
+  return _mm512_castsi512_si256(
+      _mm512_permutexvar_epi64(_mm512_setr_epi64(0, 4, 1, 5, 0, 0, 0, 0), w));
+}
+
+// The f32 products of four pairs, lanes (d_n * da_n) * i_n, (dmin_n * da_n) * m_n
+// for ints = [i0 m0 i1 m1 ...]. scales[n] = d_n | dmin_n << 16 (IEEE halves,
+// as stored in a block; dmin_n = 0 for types without a min).
+static inline __m256 avx512_kquant_terms(const uint32_t scales[4], const float da[4],
+                                         __m256i ints) {
+  const __m256 d_dmin = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
+  const __m256 da_pairs = _mm256_permutexvar_ps(_mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3),
+                                                _mm256_castps128_ps256(_mm_loadu_ps(da)));
+  __m256 terms = _mm256_mul_ps(_mm256_mul_ps(d_dmin, da_pairs), _mm256_cvtepi32_ps(ints));
+  __asm__("" : "+x"(terms));  // rounded here: never fused into the folding adds
+  return terms;
+}
+
+}  // namespace kvforge
