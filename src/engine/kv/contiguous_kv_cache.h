@@ -34,6 +34,11 @@ class ContiguousKvCache final : public KvStore {
 
   void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) override;
   void spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const override;
+  // Positions [0, n) of `seq` in `layer` as the one span they are.
+  KvSpan span(int layer, int32_t seq, int32_t n) const;
+  // Overwrites the K and V records of `pos` with `byte` (0xFF makes f32/f16
+  // records NaN): for tests that prove a position is never read.
+  void fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte);
 
  private:
   void check(int layer, int32_t seq, int32_t pos) const;
