@@ -1,11 +1,8 @@
 #include "engine/static_pipeline/static_batch_engine.h"
 
 #include <algorithm>
-#include <random>
 #include <stdexcept>
 #include <string>
-
-#include "engine/draw_token.h"
 
 namespace kvforge {
 
@@ -14,28 +11,16 @@ StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanS
     : model_(model),
       runner_(model, pool, std::move(plans)),
       options_(std::move(options)),
+      requests_(model.config().n_vocab, options_.eos_token_ids),
       slots_(size_t(runner_.slots())),
       step_tokens_(size_t(runner_.slots()), kIdleSlot),
       kv_bytes_(runner_.cache().bytes()) {}
 
 void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
                                       int n, LogprobOptions lp) const {
-  if (auto err = params.validate()) throw RequestRejected(*err);
-  const int32_t n_vocab = model_.config().n_vocab;
-  if (n < 1 || n > runner_.slots())
-    throw RequestRejected("request: n must be in [1, " + std::to_string(runner_.slots()) +
-                          "] (one static slot per branch, --static-slots " +
-                          std::to_string(runner_.slots()) + "), got " + std::to_string(n));
-  if (lp.top < 0 || lp.top > n_vocab || (lp.top > 0 && !lp.enabled))
-    throw RequestRejected(
-        "request: top logprobs must be in [0, n_vocab] with logprobs enabled, got " +
-        std::to_string(lp.top));
-  if (prompt.empty()) throw RequestRejected("request: empty prompt");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= n_vocab)
-      throw RequestRejected("request: prompt token " + std::to_string(i) + " has id " +
-                            std::to_string(prompt[i]) + ", outside the vocabulary [0, " +
-                            std::to_string(n_vocab) + ")");
+  const std::string slots = std::to_string(runner_.slots());
+  requests_.check(prompt, params, n, lp, runner_.slots(),
+                  "[1, " + slots + "] (one static slot per branch, --static-slots " + slots + ")");
   const StaticConfig& c = runner_.config();
   if (int64_t(prompt.size()) > c.max_prompt_len && options_.overflow == OverflowPolicy::Error)
     throw RequestRejected("request: prompt of " + std::to_string(prompt.size()) +
@@ -44,28 +29,18 @@ void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const Sam
                           " (--max-prompt-len; or --overflow truncate-left keeps the last " +
                           std::to_string(c.max_prompt_len) + " tokens)");
   const int64_t kept = std::min<int64_t>(int64_t(prompt.size()), c.max_prompt_len);
-  if (params.max_tokens && kept + *params.max_tokens > c.capacity())
-    throw RequestRejected("request: prompt of " + std::to_string(kept) + " tokens + max_tokens " +
-                          std::to_string(*params.max_tokens) +
-                          " exceeds the static slot capacity of " + std::to_string(c.capacity()) +
-                          " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
-                          " + min_response_len " + std::to_string(c.min_response_len) + ")");
+  RequestTable::check_length(kept, params, c.capacity(),
+                             "the static slot capacity of " + std::to_string(c.capacity()) +
+                                 " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
+                                 " + min_response_len " + std::to_string(c.min_response_len) + ")");
 }
 
 RequestId StaticBatchEngine::add_request(std::span<const int32_t> prompt,
                                          const SamplingParams& params, int n,
                                          LogprobOptions logprobs) {
   check_request(prompt, params, n, logprobs);
-  const std::span<const int32_t> kept = fit_prompt(prompt, runner_.config(), options_.overflow);
-  const RequestId id = next_request_++;
-  Request& r = requests_[id];
-  r.prompt.assign(kept.begin(), kept.end());
-  r.params = params;
-  if (!r.params.seed)
-    r.params.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  r.logprobs = logprobs;
-  r.n = n;
-  r.open = n;
+  const RequestId id =
+      requests_.add(fit_prompt(prompt, runner_.config(), options_.overflow), params, n, logprobs);
   waiting_.push_back(id);
   return id;
 }
@@ -98,7 +73,7 @@ void StaticBatchEngine::decode_active(std::vector<StepEvent>& events) {
 void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
   while (!waiting_.empty()) {
     const RequestId id = waiting_.front();
-    const Request& r = requests_.at(id);
+    const RequestState& r = requests_.at(id);
     if (runner_.slots() - occupied_ < r.n) return;  // first come, first served: no overtaking
     waiting_.pop_front();
     const int n = r.n;
@@ -108,14 +83,12 @@ void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
       Slot& slot = slots_[size_t(s)];
       if (slot.request >= 0) continue;
       const int branch = int(claimed.size());
-      SamplingParams p = r.params;
-      if (p.seed) p.seed = *p.seed + uint64_t(branch);
       slot.request = id;
       slot.branch = branch;
-      slot.sampler = std::make_unique<Sampler>(p, model_.config().n_vocab);
-      slot.sampler->accept_prompt(std::vector<int>(r.prompt.begin(), r.prompt.end()));
+      slot.sampler = requests_.make_sampler(id, branch);
+      // The last token's K/V is never needed, so prompt + generated may reach the capacity.
+      slot.limits = requests_.limits(id, runner_.capacity());
       slot.generated = 0;
-      slot.max_tokens = r.params.max_tokens.value_or(runner_.capacity() - int32_t(r.prompt.size()));
       slot.next_token = kIdleSlot;
       ++occupied_;
       claimed.push_back(s);
@@ -133,21 +106,12 @@ void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
 void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
                                std::vector<StepEvent>& events) {
   Slot& slot = slots_[size_t(index)];
-  const Request& r = requests_.at(slot.request);
-  const GeneratedToken t = draw_token(*slot.sampler, logits, r.logprobs, top_);
-  ++tokens_generated_;
-  StepEvent ev{slot.request, slot.branch, std::nullopt, std::nullopt};
-  if (is_eos(t.id) && !r.params.ignore_eos) {
-    ev.finish = FinishReason::Stop;
-  } else {
-    slot.sampler->accept(t.id);
-    slot.next_token = t.id;
+  const int32_t prompt_len = int32_t(requests_.at(slot.request).prompt.size());
+  StepEvent ev = requests_.sample(slot.request, slot.branch, *slot.sampler, logits, slot.generated,
+                                  prompt_len + slot.generated, slot.limits);
+  if (ev.token) {
+    slot.next_token = ev.token->id;
     ++slot.generated;
-    ev.token = std::move(t);
-    // The last token's K/V is never needed, so prompt + generated may reach the capacity.
-    if (slot.generated >= slot.max_tokens ||
-        int32_t(r.prompt.size()) + slot.generated >= runner_.capacity())
-      ev.finish = FinishReason::Length;
   }
   const bool done = ev.finish.has_value();
   events.push_back(std::move(ev));
@@ -156,8 +120,7 @@ void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
 
 void StaticBatchEngine::free_slot(int32_t index) {
   Slot& slot = slots_[size_t(index)];
-  const auto it = requests_.find(slot.request);
-  if (it != requests_.end() && --it->second.open <= 0) requests_.erase(it);
+  requests_.end_branches(slot.request, 1);
   runner_.release(index);
   slot = Slot{};
   --occupied_;
@@ -188,11 +151,6 @@ bool StaticBatchEngine::stop_branch(RequestId id, int branch) {
   return false;
 }
 
-bool StaticBatchEngine::is_eos(int32_t token) const {
-  return std::find(options_.eos_token_ids.begin(), options_.eos_token_ids.end(), token) !=
-         options_.eos_token_ids.end();
-}
-
 EngineStats StaticBatchEngine::stats() const {
   EngineStats s;
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -207,7 +165,7 @@ EngineStats StaticBatchEngine::stats() const {
   s.kv_slots_allocated = int64_t(occupied_) * runner_.capacity();
   s.steps = steps_;
   s.tokens_computed = tokens_computed_;
-  s.tokens_generated = tokens_generated_;
+  s.tokens_generated = requests_.tokens_generated();
   return s;
 }
 

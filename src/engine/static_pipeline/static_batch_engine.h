@@ -1,6 +1,8 @@
 // Requests served on the static pipeline's B batch slots: the NPU-style
 // counterpart of the paged Engine behind GenerationBackend (what `kvforge
-// serve --static` and `kvforge chat --static` run).
+// serve --static` runs). The requests themselves, their checks, seeds,
+// samplers and finishes, are the RequestTable's, as in the paged Engine;
+// this class decides which slot holds which branch and when it runs.
 //
 // One slot holds one branch for its whole life. Each step():
 //   1. decode: every slot holding a sampled token runs through ONE generate
@@ -19,17 +21,17 @@
 //
 // Greedy tokens equal the paged Engine's for the same prompt
 // (tests/engine/static_batch_engine_test.cpp). Sampling per branch is the
-// Engine's: branch b draws with seed + b, penalties see the (kept) prompt.
+// Engine's (RequestTable): branch b draws with seed + b, penalties see the
+// (kept) prompt.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/generation_backend.h"
+#include "engine/request_table.h"
 #include "engine/sampling/sampler.h"
 #include "engine/static_pipeline/static_runner.h"
 
@@ -63,19 +65,12 @@ class StaticBatchEngine final : public GenerationBackend {
   size_t kv_bytes() const { return kv_bytes_; }  // the static cache, all slots
 
  private:
-  struct Request {
-    std::vector<int32_t> prompt;  // after the overflow policy
-    SamplingParams params;        // seed fixed
-    LogprobOptions logprobs;
-    int n = 1;
-    int open = 0;  // branches not finished
-  };
   struct Slot {
     RequestId request = -1;  // -1: free
     int branch = 0;
     std::unique_ptr<Sampler> sampler;
+    BranchLimits limits;
     int32_t generated = 0;
-    int32_t max_tokens = 0;
     int32_t next_token = kIdleSlot;  // sampled, not yet decoded
   };
 
@@ -86,22 +81,18 @@ class StaticBatchEngine final : public GenerationBackend {
   // Samples the slot's next token from `logits`, appends its event, frees the slot when done.
   void sample(int32_t slot, std::span<const float> logits, std::vector<StepEvent>& events);
   void free_slot(int32_t slot);
-  bool is_eos(int32_t token) const;
 
   const Model& model_;
   StaticRunner runner_;
   StaticBatchOptions options_;
-  std::unordered_map<RequestId, Request> requests_;
+  RequestTable requests_;
   std::deque<RequestId> waiting_;
   std::vector<Slot> slots_;           // [B]
   std::vector<int32_t> step_tokens_;  // [B] decode input, reused every step
-  std::vector<TokenLogprob> top_;     // scratch for sample_with_logprobs
   size_t kv_bytes_ = 0;
   int32_t occupied_ = 0;
-  RequestId next_request_ = 1;
   int64_t steps_ = 0;
   int64_t tokens_computed_ = 0;
-  int64_t tokens_generated_ = 0;
 };
 
 }  // namespace kvforge
