@@ -14,7 +14,9 @@ StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanS
       requests_(model.config().n_vocab, options_.eos_token_ids),
       slots_(size_t(runner_.slots())),
       step_tokens_(size_t(runner_.slots()), kIdleSlot),
-      kv_bytes_(runner_.cache().bytes()) {}
+      kv_bytes_(runner_.cache().bytes()) {
+  for (Slot& slot : slots_) slot.tokens.reserve(size_t(runner_.capacity()));
+}
 
 void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
                                       int n, LogprobOptions lp) const {
@@ -65,9 +67,11 @@ void StaticBatchEngine::decode_active(std::vector<StepEvent>& events) {
   tokens_computed_ += active;
   const size_t n_vocab = size_t(model_.config().n_vocab);
   // step_tokens_ still says who took part: sample() may free slots as it goes.
-  for (size_t i = 0; i < slots_.size(); ++i)
-    if (step_tokens_[i] != kIdleSlot)
-      sample(int32_t(i), logits.subspan(i * n_vocab, n_vocab), events);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (step_tokens_[i] == kIdleSlot) continue;
+    slots_[i].tokens.push_back(step_tokens_[i]);
+    sample(int32_t(i), logits.subspan(i * n_vocab, n_vocab), events);
+  }
 }
 
 void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
@@ -76,31 +80,62 @@ void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
     const RequestState& r = requests_.at(id);
     if (runner_.slots() - occupied_ < r.n) return;  // first come, first served: no overtaking
     waiting_.pop_front();
-    const int n = r.n;
+    const std::vector<int32_t> prompt = r.prompt;  // `r` may be erased by the last sample()
     // Claim every branch's slot before sampling: the request lives until the last one finishes.
     std::vector<int32_t> claimed;
-    for (int32_t s = 0; s < runner_.slots() && int(claimed.size()) < n; ++s) {
-      Slot& slot = slots_[size_t(s)];
-      if (slot.request >= 0) continue;
-      const int branch = int(claimed.size());
-      slot.request = id;
-      slot.branch = branch;
-      slot.sampler = requests_.make_sampler(id, branch);
-      // The last token's K/V is never needed, so prompt + generated may reach the capacity.
-      slot.limits = requests_.limits(id, runner_.capacity());
-      slot.generated = 0;
-      slot.next_token = kIdleSlot;
-      ++occupied_;
-      claimed.push_back(s);
-    }
-    const std::vector<int32_t> prompt = r.prompt;  // `r` may be erased by the last sample()
-    for (int32_t s : claimed) {
-      // Each branch prefills its own slot (the plans have no slot-to-slot copy).
-      const std::span<const float> logits = runner_.prefill(s, prompt);
-      tokens_computed_ += int64_t(prompt.size());
-      sample(s, logits, events);
+    for (int branch = 0; branch < r.n; ++branch) claimed.push_back(claim_slot(id, branch, prompt));
+    // Each branch fills its own slot (the plans have no slot-to-slot copy).
+    for (int32_t s : claimed) sample(s, fill_slot(s, prompt), events);
+  }
+}
+
+int32_t StaticBatchEngine::claim_slot(RequestId id, int branch, std::span<const int32_t> prompt) {
+  int32_t best = -1, best_kept = -1;
+  for (int32_t s = 0; s < runner_.slots(); ++s) {
+    if (slots_[size_t(s)].request >= 0) continue;
+    const int32_t kept = reusable(slots_[size_t(s)], prompt);
+    if (kept > best_kept) {
+      best = s;
+      best_kept = kept;
     }
   }
+  Slot& slot = slots_[size_t(best)];
+  slot.request = id;
+  slot.branch = branch;
+  slot.sampler = requests_.make_sampler(id, branch);
+  // The last token's K/V is never needed, so prompt + generated may reach the capacity.
+  slot.limits = requests_.limits(id, runner_.capacity());
+  slot.generated = 0;
+  slot.next_token = kIdleSlot;
+  ++occupied_;
+  return best;
+}
+
+int32_t StaticBatchEngine::reusable(const Slot& slot, std::span<const int32_t> prompt) const {
+  // At least the last prompt token is computed: its logits give the first sample.
+  const size_t limit = std::min(slot.tokens.size(), prompt.size() - 1);
+  size_t common = 0;
+  while (common < limit && slot.tokens[common] == prompt[common]) ++common;
+  // The rest goes through the generate plan one token at a time: beyond a
+  // prefill chunk of it, recomputing the whole prompt chunk by chunk is cheaper.
+  if (prompt.size() - common > size_t(runner_.config().prefill_chunk)) return 0;
+  return int32_t(common);
+}
+
+std::span<const float> StaticBatchEngine::fill_slot(int32_t index,
+                                                    std::span<const int32_t> prompt) {
+  Slot& slot = slots_[size_t(index)];
+  const int32_t kept = reusable(slot, prompt);
+  if (runner_.length(index) != kept) runner_.truncate(index, kept);
+  slot.tokens.resize(size_t(kept));
+  tokens_reused_ += kept;
+  tokens_computed_ += int64_t(prompt.size()) - kept;
+  slot.tokens.insert(slot.tokens.end(), prompt.begin() + kept, prompt.end());
+  if (kept == 0) return runner_.prefill(index, prompt);
+  std::span<const float> logits;
+  for (size_t i = size_t(kept); i < prompt.size(); ++i)
+    logits = runner_.decode_one(index, prompt[i]);
+  return logits;
 }
 
 void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
@@ -121,8 +156,13 @@ void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
 void StaticBatchEngine::free_slot(int32_t index) {
   Slot& slot = slots_[size_t(index)];
   requests_.end_branches(slot.request, 1);
-  runner_.release(index);
-  slot = Slot{};
+  slot.request = -1;
+  slot.sampler.reset();
+  slot.next_token = kIdleSlot;
+  if (!options_.reuse_slots) {
+    runner_.release(index);
+    slot.tokens.clear();
+  }
   --occupied_;
 }
 
@@ -166,7 +206,13 @@ EngineStats StaticBatchEngine::stats() const {
   s.steps = steps_;
   s.tokens_computed = tokens_computed_;
   s.tokens_generated = requests_.tokens_generated();
+  s.prefix.tokens_reused = tokens_reused_;
   return s;
+}
+
+int32_t StaticBatchEngine::prompt_tokens_kept(int32_t n) const {
+  if (options_.overflow != OverflowPolicy::TruncateLeft) return n;
+  return std::min(n, runner_.config().max_prompt_len);
 }
 
 }  // namespace kvforge

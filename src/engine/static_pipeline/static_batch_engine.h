@@ -12,6 +12,11 @@
 //      request of n branches waits for n of them); each branch's slot is
 //      prefilled chunk by chunk through the prefill plan and samples its
 //      first token from the prefill logits.
+// With StaticBatchOptions::reuse_slots a slot keeps its K/V when its branch
+// ends, and a branch starts in the free slot sharing the longest prefix with
+// its prompt: the slot is cut back to that prefix and up to prefill_chunk
+// new prompt tokens go through the generate plan one step each (the prefill
+// plan starts at position 0); with more, the whole prompt is prefilled.
 // A request is rejected up front (RequestRejected) when no slot layout can
 // ever serve it: n > B, a prompt over max_prompt_len (unless
 // OverflowPolicy::TruncateLeft, which keeps its last max_prompt_len tokens),
@@ -40,6 +45,10 @@ namespace kvforge {
 struct StaticBatchOptions {
   std::vector<int32_t> eos_token_ids;  // end generation ("stop") unless ignore_eos
   OverflowPolicy overflow = OverflowPolicy::Error;
+  // Free slots keep their K/V for the next request sharing a prefix (the
+  // static counterpart of the paged prefix cache; `chat --static` keeps a
+  // conversation in its slot between turns this way).
+  bool reuse_slots = false;
 };
 
 class StaticBatchEngine final : public GenerationBackend {
@@ -56,10 +65,13 @@ class StaticBatchEngine final : public GenerationBackend {
   bool has_unfinished() const override { return !waiting_.empty() || occupied_ > 0; }
   // Slots stand in for KV blocks: kv_blocks_total = B, kv_blocks_used =
   // occupied slots; kv_slots_allocated = occupied * capacity, kv_slots_used =
-  // positions filled. running/waiting count branches.
+  // positions filled. running/waiting count branches. prefix.tokens_reused:
+  // prompt tokens whose K/V a reused slot kept (reuse_slots).
   EngineStats stats() const override;
   // The slot capacity, max_prompt_len + min_response_len.
   int32_t max_sequence_tokens() const override { return runner_.capacity(); }
+  // n, or at most max_prompt_len under OverflowPolicy::TruncateLeft.
+  int32_t prompt_tokens_kept(int32_t n) const override;
 
   const StaticRunner& runner() const { return runner_; }
   size_t kv_bytes() const { return kv_bytes_; }  // the static cache, all slots
@@ -72,6 +84,7 @@ class StaticBatchEngine final : public GenerationBackend {
     BranchLimits limits;
     int32_t generated = 0;
     int32_t next_token = kIdleSlot;  // sampled, not yet decoded
+    std::vector<int32_t> tokens;     // [capacity reserved] whose K/V the slot holds, in order
   };
 
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
@@ -81,6 +94,12 @@ class StaticBatchEngine final : public GenerationBackend {
   // Samples the slot's next token from `logits`, appends its event, frees the slot when done.
   void sample(int32_t slot, std::span<const float> logits, std::vector<StepEvent>& events);
   void free_slot(int32_t slot);
+  // Claims the free slot holding the most of `prompt` for the request's `branch`.
+  int32_t claim_slot(RequestId id, int branch, std::span<const int32_t> prompt);
+  // Leading positions of what the slot holds that a branch of `prompt` keeps.
+  int32_t reusable(const Slot& slot, std::span<const int32_t> prompt) const;
+  // Brings the slot's K/V to `prompt`; returns the last prompt token's logits.
+  std::span<const float> fill_slot(int32_t slot, std::span<const int32_t> prompt);
 
   const Model& model_;
   StaticRunner runner_;
@@ -93,6 +112,7 @@ class StaticBatchEngine final : public GenerationBackend {
   int32_t occupied_ = 0;
   int64_t steps_ = 0;
   int64_t tokens_computed_ = 0;
+  int64_t tokens_reused_ = 0;
 };
 
 }  // namespace kvforge
