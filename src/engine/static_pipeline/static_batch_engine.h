@@ -1,8 +1,9 @@
 // Requests served on the static pipeline's B batch slots: the NPU-style
 // counterpart of the paged Engine behind GenerationBackend (what `kvforge
-// serve --static` runs). The requests themselves, their checks, seeds,
-// samplers and finishes, are the RequestTable's, as in the paged Engine;
-// this class decides which slot holds which branch and when it runs.
+// run`, `chat` and `serve` run with --static/--plan). The requests
+// themselves, their checks, seeds, samplers and finishes, are the
+// RequestTable's, as in the paged Engine; this class decides which slot
+// holds which branch and when it runs.
 //
 // One slot holds one branch for its whole life. Each step():
 //   1. decode: every slot holding a sampled token runs through ONE generate
