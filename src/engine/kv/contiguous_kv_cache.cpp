@@ -75,4 +75,9 @@ void ContiguousKvCache::fill_position(int layer, int32_t seq, int32_t pos, uint8
   }
 }
 
+void ContiguousKvCache::prefault() {
+  std::memset(k_.data(), 0, k_.size());
+  std::memset(v_.data(), 0, v_.size());
+}
+
 }  // namespace kvforge

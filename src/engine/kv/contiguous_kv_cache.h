@@ -39,6 +39,9 @@ class ContiguousKvCache final : public KvStore {
   // Overwrites the K and V records of `pos` with `byte` (0xFF makes f32/f16
   // records NaN): for tests that prove a position is never read.
   void fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte);
+  // Makes every page resident now (the buffers are faulted in at first touch
+  // otherwise): for the static pipeline, whose steps do no such work.
+  void prefault();
 
  private:
   void check(int layer, int32_t seq, int32_t pos) const;

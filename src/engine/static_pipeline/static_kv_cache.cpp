@@ -21,7 +21,9 @@ StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_
                              KvFormat format)
     : n_layer_(config.n_layer),
       kv_(make_records(config, capacity, slots, format)),
-      mask_(size_t(slots) * size_t(capacity), 0) {}
+      mask_(size_t(slots) * size_t(capacity), 0) {
+  kv_.prefault();  // allocated once, resident before the first step
+}
 
 void StaticKvCache::write(int layer, int32_t slot, int32_t pos, const float* k, const float* v) {
   if (layer < 0 || layer >= n_layer_ || slot < 0 || slot >= slots() || pos < 0 || pos >= capacity())

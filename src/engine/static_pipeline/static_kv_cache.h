@@ -1,6 +1,7 @@
 // The static KV cache: a ContiguousKvCache of `slots` sequences at full
-// capacity, allocated once and never resized, plus an attention mask per slot
-// telling which positions hold data. A slot is a KvStore sequence.
+// capacity, allocated (and made resident) once and never resized, plus an
+// attention mask per slot telling which positions hold data. A slot is a
+// KvStore sequence.
 //
 // Layout: ContiguousKvCache's, [n_layer][slots][n_kv_head][capacity] head
 // records (K and V each in its own format; that header has the figures).
