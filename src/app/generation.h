@@ -1,6 +1,6 @@
-// Single-sequence text generation: prefill the prompt in batched forward
-// passes, then sample and decode token by token, streaming complete UTF-8
-// text with stop strings held back until they can be ruled out.
+// One prompt through a TextEngine, the paged batching engine or the static
+// pipeline alike, with its result and timings: what `kvforge run` prints and
+// `kvforge chat` runs each turn.
 #pragma once
 
 #include <cstdint>
@@ -10,19 +10,21 @@
 #include <string_view>
 #include <vector>
 
-#include "app/tokenizer/tokenizer.h"
+#include "app/text_engine.h"
 #include "engine/sampling/sampling_params.h"
-#include "engine/sequence_runner.h"
 
 namespace kvforge {
 
 struct GenerationResult {
-  std::string text;             // everything streamed, stop string excluded
-  std::vector<int32_t> tokens;  // generated ids (an end-of-generation token excluded)
-  int prompt_tokens = 0;
-  double prefill_seconds = 0;      // prompt forward passes
-  double first_token_seconds = 0;  // time to first token: prefill + first sampling
-  double decode_seconds = 0;       // single-token forward passes after the first token
+  std::string text;                // everything streamed, stop string excluded
+  std::vector<int32_t> tokens;     // generated ids (an end-of-generation token excluded)
+  int prompt_tokens = 0;           // computed: the prompt after any truncation
+  int prompt_tokens_dropped = 0;   // cut from the left (static pipeline, --overflow truncate-left)
+  bool reached_context = false;    // finished "length" short of a max_tokens that was set: the
+                                   // sequence filled its context (static: the slot capacity)
+  double prefill_seconds = 0;      // the prompt: time to first token, as the engine times it
+  double first_token_seconds = 0;  // time to first token
+  double decode_seconds = 0;       // from the first token to the last
   int decode_steps = 0;
   uint64_t seed = 0;          // the sampler's seed, to replay the run
   std::string finish_reason;  // "stop" (end-of-generation token or stop string) or "length"
@@ -30,10 +32,11 @@ struct GenerationResult {
 
 using TextSink = std::function<void(std::string_view)>;
 
-// Runs from an empty sequence. Throws std::length_error when the prompt does
-// not fit the context, std::invalid_argument for invalid sampling parameters.
-GenerationResult generate(SequenceRunner& runner, const Tokenizer& tokenizer,
-                          std::span<const int32_t> prompt, const SamplingParams& params,
-                          const TextSink& on_text);
+// Runs one request to completion on an idle engine, streaming text to
+// on_text. A max_tokens that would overflow the context is cut to fit
+// (finish "length" when the context is full); a prompt that leaves no room,
+// or one the engine cannot take, throws RequestRejected.
+GenerationResult generate(TextEngine& engine, std::span<const int32_t> prompt,
+                          const SamplingParams& params, const TextSink& on_text);
 
 }  // namespace kvforge

@@ -3,8 +3,8 @@
 // UTF-8-safe text deltas per request branch (StreamingDetokenizer), applies
 // stop strings (the branch is stopped in the engine as soon as one matches,
 // finish "stop") and times every branch (time to first token, inter-token
-// latencies). Used by `kvforge run`, `kvforge batch`, `kvforge bench-serve`
-// and the HTTP server.
+// latencies). Used by `kvforge run` and `kvforge chat` (app/generation.h),
+// `kvforge batch`, `kvforge bench-serve` and the HTTP server.
 //
 // Thread-agnostic and not thread-safe, like Engine: one thread (the engine
 // loop) calls add/step/abort.

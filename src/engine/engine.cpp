@@ -4,13 +4,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <random>
 #include <string>
 #include <unordered_map>
 
-#include "engine/draw_token.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/model_runner.h"
+#include "engine/request_table.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
 
@@ -66,12 +65,6 @@ int32_t pool_blocks(const Model& model, const EngineOptions& o) {
   return int32_t(std::min<double>({by_memory, double(needed), double(INT32_MAX / 2)}));
 }
 
-struct RequestState {
-  SamplingParams params;
-  std::vector<int32_t> prompt;
-  int remaining = 0;  // branches not yet finished
-};
-
 }  // namespace
 
 struct Engine::Impl {
@@ -84,7 +77,8 @@ struct Engine::Impl {
         runner(m, blocks, cache, pool, options.max_batched_tokens),
         n_ctx(context_of(m, options)),
         max_len(
-            int32_t(std::min<int64_t>(n_ctx, int64_t(blocks.n_blocks()) * blocks.block_size()))) {}
+            int32_t(std::min<int64_t>(n_ctx, int64_t(blocks.n_blocks()) * blocks.block_size()))),
+        requests(m.config().n_vocab, options.eos_token_ids) {}
 
   const Model& model;
   EngineOptions options;
@@ -94,44 +88,24 @@ struct Engine::Impl {
   ModelRunner runner;
   int32_t n_ctx;
   int32_t max_len;
-  RequestId next_request = 1;
+  RequestTable requests;
   SeqId next_seq = 0;
-  std::unordered_map<RequestId, RequestState> requests;  // unfinished ones
-  int64_t steps = 0, tokens_computed = 0, tokens_generated = 0;
+  int64_t steps = 0, tokens_computed = 0;
   double step_seconds = 0;  // whole step() calls that ran a forward pass
-  std::vector<TokenLogprob> top;
 
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
                      LogprobOptions lp) const;
-  std::unique_ptr<Sampler> make_sampler(const RequestState& r, int branch) const;
-  std::unique_ptr<Sequence> make_sequence(RequestId id, const RequestState& r, int branch);
+  std::unique_ptr<Sequence> make_sequence(RequestId id, int branch);
   void fork(Sequence& root, std::vector<Sequence*>& branches);
   void sample(Sequence& seq, std::span<const float> logits, std::vector<StepEvent>& events,
               std::vector<Sequence*>& finished);
   void remove(Sequence* seq);
-  bool is_eos(int32_t token) const {
-    return std::find(options.eos_token_ids.begin(), options.eos_token_ids.end(), token) !=
-           options.eos_token_ids.end();
-  }
 };
 
 void Engine::Impl::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
                                  int n, LogprobOptions lp) const {
-  if (auto err = params.validate()) throw RequestRejected(*err);
-  if (n < 1 || n > options.max_seqs)
-    throw RequestRejected("request: n must be in [1, max_seqs = " +
-                          std::to_string(options.max_seqs) + "], got " + std::to_string(n));
-  if (lp.top < 0 || lp.top > model.config().n_vocab || (lp.top > 0 && !lp.enabled))
-    throw RequestRejected(
-        "request: top logprobs must be in [0, n_vocab] with logprobs enabled, "
-        "got " +
-        std::to_string(lp.top));
-  if (prompt.empty()) throw RequestRejected("request: empty prompt");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= model.config().n_vocab)
-      throw RequestRejected("request: prompt token " + std::to_string(i) + " has id " +
-                            std::to_string(prompt[i]) + ", outside the vocabulary [0, " +
-                            std::to_string(model.config().n_vocab) + ")");
+  requests.check(prompt, params, n, lp, options.max_seqs,
+                 "[1, max_seqs = " + std::to_string(options.max_seqs) + "]");
   const int64_t pool_tokens = int64_t(blocks.n_blocks()) * blocks.block_size();
   const std::string limit = n_ctx <= pool_tokens
                                 ? "the context of " + std::to_string(n_ctx) + " tokens"
@@ -139,46 +113,30 @@ void Engine::Impl::check_request(std::span<const int32_t> prompt, const Sampling
                                       " blocks x " + std::to_string(blocks.block_size()) + " = " +
                                       std::to_string(pool_tokens) + " tokens (context " +
                                       std::to_string(n_ctx) + ")";
-  const int64_t p = int64_t(prompt.size());
-  if (p >= max_len)
-    throw RequestRejected("request: prompt of " + std::to_string(p) +
-                          " tokens leaves no room to generate in " + limit);
-  if (params.max_tokens && p + *params.max_tokens > max_len)
-    throw RequestRejected("request: prompt of " + std::to_string(p) + " tokens + max_tokens " +
-                          std::to_string(*params.max_tokens) + " = " +
-                          std::to_string(p + *params.max_tokens) + " tokens exceeds " + limit);
+  RequestTable::check_length(int64_t(prompt.size()), params, max_len, limit);
 }
 
-std::unique_ptr<Sampler> Engine::Impl::make_sampler(const RequestState& r, int branch) const {
-  SamplingParams p = r.params;
-  if (p.seed) p.seed = *p.seed + uint64_t(branch);
-  auto sampler = std::make_unique<Sampler>(p, model.config().n_vocab);
-  sampler->accept_prompt(std::vector<int>(r.prompt.begin(), r.prompt.end()));
-  return sampler;
-}
-
-std::unique_ptr<Sequence> Engine::Impl::make_sequence(RequestId id, const RequestState& r,
-                                                      int branch) {
+std::unique_ptr<Sequence> Engine::Impl::make_sequence(RequestId id, int branch) {
+  const RequestState& r = requests.at(id);
+  const BranchLimits limits = requests.limits(id, max_len);
   auto seq = std::make_unique<Sequence>();
   seq->id = next_seq++;
   seq->request = id;
   seq->branch = branch;
   seq->tokens = r.prompt;
   seq->n_prompt = int32_t(r.prompt.size());
-  seq->max_len = max_len;
-  seq->max_tokens = r.params.max_tokens.value_or(max_len - seq->n_prompt);
-  seq->sampler = make_sampler(r, branch);
+  seq->max_len = limits.max_len;
+  seq->max_tokens = limits.max_tokens;
+  seq->sampler = requests.make_sampler(id, branch);
   return seq;
 }
 
 // The prompt is computed: the other branches share its blocks from here on.
 void Engine::Impl::fork(Sequence& root, std::vector<Sequence*>& branches) {
-  const RequestState& r = requests.at(root.request);
   for (int b = 1; b <= root.pending_forks; ++b) {
-    std::unique_ptr<Sequence> child = make_sequence(root.request, r, b);
+    std::unique_ptr<Sequence> child = make_sequence(root.request, b);
     child->tokens = root.tokens;
     child->n_computed = root.n_computed;
-    child->logprobs = root.logprobs;
     blocks.fork(root.id, child->id);
     branches.push_back(child.get());
     scheduler.add_running(std::move(child));
@@ -189,26 +147,15 @@ void Engine::Impl::fork(Sequence& root, std::vector<Sequence*>& branches) {
 void Engine::Impl::sample(Sequence& seq, std::span<const float> logits,
                           std::vector<StepEvent>& events, std::vector<Sequence*>& finished) {
   if (options.on_logits) options.on_logits(seq.request, seq.branch, logits);
-  const GeneratedToken t = draw_token(*seq.sampler, logits, seq.logprobs, top);
-  ++tokens_generated;
-  StepEvent ev{seq.request, seq.branch, std::nullopt, std::nullopt};
-  if (is_eos(t.id) && !requests.at(seq.request).params.ignore_eos) {
-    ev.finish = FinishReason::Stop;
-  } else {
-    seq.sampler->accept(t.id);
-    seq.tokens.push_back(t.id);
-    ev.token = std::move(t);
-    if (seq.n_generated() >= seq.max_tokens || seq.len() >= seq.max_len)
-      ev.finish = FinishReason::Length;
-  }
+  StepEvent ev = requests.sample(seq.request, seq.branch, *seq.sampler, logits, seq.n_generated(),
+                                 seq.len(), {seq.max_tokens, seq.max_len});
+  if (ev.token) seq.tokens.push_back(ev.token->id);
   if (ev.finish) finished.push_back(&seq);
   events.push_back(std::move(ev));
 }
 
 void Engine::Impl::remove(Sequence* seq) {
-  auto it = requests.find(seq->request);
-  it->second.remaining -= seq->width();
-  if (it->second.remaining <= 0) requests.erase(it);
+  requests.end_branches(seq->request, seq->width());
   scheduler.remove(seq);
 }
 
@@ -221,16 +168,9 @@ RequestId Engine::add_request(std::span<const int32_t> prompt, const SamplingPar
                               LogprobOptions logprobs) {
   Impl& m = *impl_;
   m.check_request(prompt, params, n, logprobs);
-  const RequestId id = m.next_request++;
-  RequestState& r = m.requests[id];
-  r.params = params;
-  if (!r.params.seed)
-    r.params.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  r.prompt.assign(prompt.begin(), prompt.end());
-  r.remaining = n;
-  auto seq = m.make_sequence(id, r, 0);
+  const RequestId id = m.requests.add(prompt, params, n, logprobs);
+  auto seq = m.make_sequence(id, 0);
   seq->pending_forks = n - 1;
-  seq->logprobs = logprobs;
   m.scheduler.add(std::move(seq));
   return id;
 }
@@ -306,7 +246,7 @@ EngineStats Engine::stats() const {
   s.preemptions = m.scheduler.preemptions();
   s.steps = m.steps;
   s.tokens_computed = m.tokens_computed;
-  s.tokens_generated = m.tokens_generated;
+  s.tokens_generated = m.requests.tokens_generated();
   s.step_seconds = m.step_seconds;
   const ForwardTimes& f = m.runner.forward_times();
   s.forward_seconds = f.total;

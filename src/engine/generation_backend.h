@@ -1,8 +1,10 @@
 // What the text layer (app/text_engine.h) and the server's engine loop drive:
 // token ids in, StepEvents out, one thread, step() until nothing is
 // unfinished. Two implementations: the paged batching Engine (PagedBackend,
-// below) and the static pipeline's fixed batch slots (StaticBatchEngine), so
-// request handling, streaming and metrics are written once for both.
+// below) and the static pipeline's fixed batch slots (StaticBatchEngine).
+// They share the request bookkeeping (engine/request_table.h) and differ in
+// where K/V lives and when a branch runs; request handling, streaming and
+// metrics above them are written once for both.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,10 @@ class GenerationBackend {
   virtual EngineStats stats() const = 0;
   // Longest prompt + completion a request may reach.
   virtual int32_t max_sequence_tokens() const = 0;
+  // Tokens of an n-token prompt a request computes: n, or fewer where the
+  // engine cuts long prompts (the static pipeline under truncate-left keeps
+  // the last max_prompt_len).
+  virtual int32_t prompt_tokens_kept(int32_t n) const { return n; }
 };
 
 // The paged batching Engine behind the interface; owns it.

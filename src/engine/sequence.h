@@ -1,5 +1,6 @@
 // The state of one sequence in the batching engine: one branch of a request,
-// its tokens so far, how many of them have K/V in the pool, and its sampler.
+// its tokens so far, how many of them have K/V in the pool, and its sampler
+// (the request's own state is the RequestTable's).
 //
 // The K/V invariant the scheduler keeps: a running sequence holds blocks for
 // exactly n_computed positions between steps (BlockManager::seq_tokens); a
@@ -29,7 +30,6 @@ struct Sequence {
   int32_t max_tokens = 0;  // generated tokens allowed
   int32_t max_len = 0;     // total tokens allowed (context / pool)
   int pending_forks = 0;   // branches to fork off when the prompt is computed
-  LogprobOptions logprobs;
   std::unique_ptr<Sampler> sampler;
 
   int32_t len() const { return int32_t(tokens.size()); }

@@ -173,5 +173,54 @@ TEST_F(StaticBatchEngineTest, RejectsWhatNoSlotCanServeAndTruncatesOnlyWhenAsked
   EXPECT_EQ(rec.at(id, 0).tokens, run_alone(*model_, last40, 6).tokens);
 }
 
+TEST_F(StaticBatchEngineTest, AReusedSlotKeepsTheSharedPrefixAndGivesTheOraclesTokens) {
+  auto engine =
+      make(2, {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
+  const auto first = make_prompt(20, 7), other = make_prompt(12, 8);
+  const RequestId a = engine->add_request(first, greedy(6), 1, {});
+  engine->add_request(other, greedy(6), 1, {});
+  EngineRecorder rec;
+  drain(*engine, rec);
+  EXPECT_EQ(engine->stats().prefix.tokens_reused, 0);
+  // The next turn: the first prompt, 5 of its 6 tokens (the last was never
+  // decoded, so its K/V is not in the slot) and 3 new ones.
+  std::vector<int32_t> next = first;
+  next.insert(next.end(), rec.at(a, 0).tokens.begin(), rec.at(a, 0).tokens.end() - 1);
+  for (int32_t t : make_prompt(3, 9)) next.push_back(t);
+  const int64_t computed = engine->stats().tokens_computed;
+  const RequestId b = engine->add_request(next, greedy(8), 1, {});
+  drain(*engine, rec);
+  EXPECT_EQ(engine->stats().prefix.tokens_reused, 25) << "the slot of `first`, not the other";
+  EXPECT_EQ(engine->stats().tokens_computed - computed, 3 + 7) << "3 new prompt tokens + 7 decodes";
+  EXPECT_EQ(rec.at(b, 0).tokens, run_alone(*model_, next, 8).tokens);
+
+  // More new tokens than a prefill chunk (8): the whole prompt is prefilled.
+  std::vector<int32_t> longer = next;
+  for (int32_t t : make_prompt(9, 10)) longer.push_back(t);
+  const RequestId c = engine->add_request(longer, greedy(4), 1, {});
+  drain(*engine, rec);
+  EXPECT_EQ(engine->stats().prefix.tokens_reused, 25);
+  EXPECT_EQ(rec.at(c, 0).tokens, run_alone(*model_, longer, 4).tokens);
+}
+
+TEST_F(StaticBatchEngineTest, WithoutReuseNoSlotKeepsAnything) {
+  auto engine = make(1);
+  const auto prompt = make_prompt(10, 3);
+  engine->add_request(prompt, greedy(4), 1, {});
+  EngineRecorder rec;
+  drain(*engine, rec);
+  const RequestId again = engine->add_request(prompt, greedy(4), 1, {});
+  drain(*engine, rec);
+  EXPECT_EQ(engine->stats().prefix.tokens_reused, 0);
+  EXPECT_EQ(rec.at(again, 0).tokens, run_alone(*model_, prompt, 4).tokens);
+}
+
+TEST_F(StaticBatchEngineTest, PromptTokensKeptFollowTheOverflowPolicy) {
+  EXPECT_EQ(make(1)->prompt_tokens_kept(41), 41);
+  auto truncating = make(1, {.eos_token_ids = {}, .overflow = OverflowPolicy::TruncateLeft});
+  EXPECT_EQ(truncating->prompt_tokens_kept(41), 40);
+  EXPECT_EQ(truncating->prompt_tokens_kept(12), 12);
+}
+
 }  // namespace
 }  // namespace kvforge::testing

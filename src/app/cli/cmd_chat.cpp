@@ -1,10 +1,10 @@
 // kvforge chat: an interactive terminal conversation. Each turn renders the
-// whole history through the model's chat template and submits it to the
-// batching engine, whose prefix cache serves the K/V of the earlier turns
-// instead of recomputing them (the "reused" figure after each reply). With
-// --static/--plan the conversation lives in one static slot instead, kept
-// between turns and cut back to the prefix the new prompt shares with it
-// (generate_static_in_session).
+// whole history through the model's chat template and submits it as a new
+// request (generate()) to the batching engine, whose prefix cache serves the
+// K/V of the earlier turns instead of recomputing them (the "reused" figure
+// after each reply). With --static/--plan the same requests go to the static
+// pipeline's slots, which keep the conversation's K/V between turns and cut
+// it back to the prefix the new prompt shares (StaticBatchOptions::reuse_slots).
 // Commands: /reset (forget the history), /exit (or end of input).
 #include <cstdio>
 #include <iostream>
@@ -13,10 +13,10 @@
 
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/static_flags.h"
-#include "app/static_generation.h"
-#include "app/text_engine.h"
+#include "app/generation.h"
 #include "model/model.h"
 
 namespace kvforge::cli {
@@ -48,79 +48,39 @@ void print_piece(std::string_view piece) {
   std::fflush(stdout);
 }
 
-// The paged engine: each turn is a new request; the prefix cache finds the history's blocks.
-class PagedChat {
- public:
-  PagedChat(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer)
-      : pool_(f.threads), engine_(model, tokenizer, pool_, options(f)) {}
-  int context() const { return engine_.engine().max_sequence_tokens(); }
-
-  std::optional<Reply> turn(const std::vector<int32_t>& prompt, const SamplingParams& p) {
-    const int64_t reused_before = engine_.engine().stats().prefix.tokens_reused;
-    try {
-      engine_.add_tokens(prompt, p);
-    } catch (const RequestRejected& e) {
-      std::fprintf(stderr, "(rejected: %s)\n", e.what());
-      return std::nullopt;
-    }
-    std::optional<BranchResult> result;
-    while (engine_.has_unfinished()) {
-      for (const TextEvent& ev : engine_.step()) {
-        print_piece(ev.text);
-        if (ev.result) result = ev.result;
-      }
-    }
-    if (!result) return std::nullopt;
-    return Reply{result->text, result->prompt_tokens,
-                 engine_.engine().stats().prefix.tokens_reused - reused_before,
-                 result->tokens.size(), result->timings.ttft_seconds};
+// The paged engine finds the history's blocks in its prefix cache; the
+// static slots keep the conversation's K/V in the slot between turns.
+CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer) {
+  if (f.static_mode.active()) {
+    CommandEngine e = make_static_engine(f.static_mode, model, tokenizer, f.kv.format(), f.threads,
+                                         /*reuse_slots=*/true);
+    std::fprintf(stderr, "static pipeline: %s; plans %s\n",
+                 e.slots->runner().config().describe().c_str(), e.plans_source.c_str());
+    return e;
   }
+  EngineOptions eo;
+  eo.kv_format = f.kv.format();
+  eo.n_ctx = f.ctx;
+  eo.max_seqs = 1;
+  return make_paged_engine(model, tokenizer, f.threads, eo);
+}
 
- private:
-  static EngineOptions options(const ChatFlags& f) {
-    EngineOptions eo;
-    eo.kv_format = f.kv.format();
-    eo.n_ctx = f.ctx;
-    eo.max_seqs = 1;
-    return eo;
+std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& prompt,
+                          const SamplingParams& p) {
+  const int64_t reused_before = e.engine->backend().stats().prefix.tokens_reused;
+  GenerationResult r;
+  try {
+    r = generate(*e.engine, prompt, p, print_piece);
+  } catch (const RequestRejected& err) {
+    std::fprintf(stderr, "(rejected: %s)\n", err.what());
+    return std::nullopt;
   }
-  ThreadPool pool_;
-  TextEngine engine_;
-};
-
-// The static pipeline: the conversation stays in slot 0 between turns.
-class StaticChat {
- public:
-  StaticChat(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer)
-      : tokenizer_(tokenizer), overflow_(f.static_mode.overflow_policy()) {
-    StaticPlans prepared = prepare_static_plans(f.static_mode, model, f.kv.format(), f.threads);
-    pool_ = std::make_unique<ThreadPool>(prepared.plans.n_threads);
-    runner_ = std::make_unique<StaticRunner>(model, *pool_, std::move(prepared.plans));
-    std::fprintf(stderr, "static pipeline: %s; plans %s\n", runner_->config().describe().c_str(),
-                 prepared.source.c_str());
-  }
-  const StaticConfig& config() const { return runner_->config(); }
-
-  std::optional<Reply> turn(const std::vector<int32_t>& prompt, const SamplingParams& p) {
-    try {
-      const StaticGenerationResult r = generate_static_in_session(
-          *runner_, tokenizer_, session_, prompt, p, overflow_, print_piece);
-      if (!r.notice.empty()) std::fprintf(stderr, "\n(%s)", r.notice.c_str());
-      return Reply{r.generation.text, r.generation.prompt_tokens, r.prompt_tokens_reused,
-                   r.generation.tokens.size(), r.generation.first_token_seconds};
-    } catch (const std::length_error& e) {
-      std::fprintf(stderr, "(rejected: %s)\n", e.what());
-      return std::nullopt;
-    }
-  }
-
- private:
-  const Tokenizer& tokenizer_;
-  OverflowPolicy overflow_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<StaticRunner> runner_;
-  StaticSlotSession session_;
-};
+  const std::string notice = e.notice(r);
+  if (!notice.empty()) std::fprintf(stderr, "\n(%s)", notice.c_str());
+  return Reply{r.text, r.prompt_tokens,
+               e.engine->backend().stats().prefix.tokens_reused - reused_before, r.tokens.size(),
+               r.first_token_seconds};
+}
 
 ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
   if (!f.chat_template_file.empty())
@@ -179,19 +139,16 @@ void chat(const ChatFlags& f) {
   const auto model = Model::load(path);
   const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
-  std::unique_ptr<PagedChat> paged;
-  std::unique_ptr<StaticChat> slot;
+  const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
+  const GenerationBackend& backend = engine.engine->backend();
   // The prompt may fill `context` up to `room` tokens for the reply; a reply
   // is at most `reply_limit` tokens.
-  int context = 0, room = 0, reply_limit = 0;
-  if (f.static_mode.active()) {
-    slot = std::make_unique<StaticChat>(f, *model, tokenizer);
-    context = slot->config().capacity();
-    room = slot->config().min_response_len;  // the prompt stays within max_prompt_len
+  const int context = backend.max_sequence_tokens();
+  int room = 0, reply_limit = 0;
+  if (engine.slots) {
+    room = engine.slots->runner().config().min_response_len;  // prompts stay in max_prompt_len
     reply_limit = f.n_predict > 0 ? f.n_predict : context;
   } else {
-    paged = std::make_unique<PagedChat>(f, *model, tokenizer);
-    context = paged->context();
     room = f.n_predict > 0 ? std::min(f.n_predict, context / 2) : context / 2;
     reply_limit = room;
   }
@@ -209,8 +166,8 @@ void chat(const ChatFlags& f) {
     if (line.empty()) continue;
     SamplingParams p = params;
     const std::vector<int32_t> prompt = conversation.prompt_with(line, context, room);
-    p.max_tokens = std::min(reply_limit, context - static_cast<int>(prompt.size()));
-    const std::optional<Reply> reply = paged ? paged->turn(prompt, p) : slot->turn(prompt, p);
+    p.max_tokens = std::min(reply_limit, context - backend.prompt_tokens_kept(int(prompt.size())));
+    const std::optional<Reply> reply = turn(engine, prompt, p);
     if (!reply) continue;
     conversation.add_reply(reply->text);
     std::fprintf(

@@ -1,15 +1,16 @@
 // kvforge run: generate a continuation of a prompt, streaming text, then
 // report per-phase timing (prefill = time to first token, decode per token).
+// One request on the paged batching engine, or with --static/--plan on the
+// static pipeline (then also the generate variants its steps used).
 #include <cstdio>
 #include <memory>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/static_flags.h"
-#include "app/engine_generation.h"
 #include "app/generation.h"
 #include "app/tokenizer/tokenizer.h"
-#include "engine/sequence_runner.h"
 #include "model/model.h"
 
 namespace kvforge::cli {
@@ -30,7 +31,17 @@ struct RunFlags {
   StaticFlags static_flags;  // --static / --plan: the static pipeline
 };
 
-void print_timing(const GenerationResult& r) {
+// " 256:12 512:3": generate steps per variant KV length, the variants used only.
+std::string variants_used(const StaticRunner& runner) {
+  std::string out;
+  const std::vector<int32_t>& lens = runner.config().generate_variants;
+  for (size_t i = 0; i < lens.size(); ++i)
+    if (runner.steps_per_variant()[i] > 0)
+      out += " " + std::to_string(lens[i]) + ":" + std::to_string(runner.steps_per_variant()[i]);
+  return out.empty() ? " (none)" : out;
+}
+
+void print_timing(const GenerationResult& r, const StaticBatchEngine* slots) {
   const double pf_ms = r.prefill_seconds * 1e3;
   std::fprintf(
       stderr,
@@ -41,8 +52,39 @@ void print_timing(const GenerationResult& r) {
     std::fprintf(stderr, "decode    %5d tokens  %7.2f ms/token  %9.2f tok/s\n", r.decode_steps,
                  per * 1e3, 1.0 / per);
   }
+  if (slots)
+    std::fprintf(stderr, "variants  steps per KV length%s\n",
+                 variants_used(slots->runner()).c_str());
   std::fprintf(stderr, "generated %5zu tokens  finish: %s  seed: %llu\n", r.tokens.size(),
                r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed));
+}
+
+// One sequence through the batching engine: a pool of exactly one context.
+EngineOptions paged_options(const RunFlags& f, int ctx) {
+  EngineOptions o;
+  o.n_ctx = ctx;
+  o.kv_blocks = (ctx + o.block_size - 1) / o.block_size;
+  o.max_seqs = 1;
+  o.max_batched_tokens = f.batch;
+  o.kv_format = f.kv.format();
+  return o;
+}
+
+CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer& tokenizer,
+                          const std::filesystem::path& path) {
+  if (f.static_flags.active()) {
+    CommandEngine e =
+        make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads);
+    if (!f.quiet) std::fprintf(stderr, "%s\n", e.describe_static().c_str());
+    return e;
+  }
+  const int ctx = f.ctx > 0 ? f.ctx : std::min(model.config().n_ctx_train, 4096);
+  CommandEngine e = make_paged_engine(model, tokenizer, f.threads, paged_options(f, ctx));
+  if (!f.quiet)
+    std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s\n",
+                 path.filename().c_str(), model.config().arch_name.c_str(), model.config().n_layer,
+                 model.config().n_embd, e.pool->size(), ctx, f.kv.describe().c_str());
+  return e;
 }
 
 void run(const RunFlags& f) {
@@ -53,32 +95,17 @@ void run(const RunFlags& f) {
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
-  if (f.static_flags.active())
-    return run_static(f.static_flags, *model, tokenizer, prompt, tokens, params, f.threads,
-                      f.kv.format(), f.quiet);
-  ThreadPool pool(f.threads);
-  const int ctx = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 4096);
-  // One sequence through the batching engine: a pool of exactly one context.
-  EngineOptions engine_options;
-  engine_options.n_ctx = ctx;
-  engine_options.kv_blocks = (ctx + engine_options.block_size - 1) / engine_options.block_size;
-  engine_options.max_seqs = 1;
-  engine_options.max_batched_tokens = f.batch;
-  engine_options.kv_format = f.kv.format();
-  TextEngine engine(*model, tokenizer, pool, engine_options);
-  if (!f.quiet)
-    std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s\n",
-                 path.filename().c_str(), model->config().arch_name.c_str(),
-                 model->config().n_layer, model->config().n_embd, pool.size(), ctx,
-                 f.kv.describe().c_str());
+  const CommandEngine engine = make_engine(f, *model, tokenizer, path);
   std::fputs(prompt.c_str(), stdout);
   std::fflush(stdout);
-  const GenerationResult r = generate_with_engine(engine, tokens, params, [](std::string_view s) {
+  const GenerationResult r = generate(*engine.engine, tokens, params, [](std::string_view s) {
     std::fwrite(s.data(), 1, s.size(), stdout);
     std::fflush(stdout);
   });
+  const std::string notice = engine.notice(r);
+  if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
   if (!f.quiet)
-    print_timing(r);
+    print_timing(r, engine.slots);
   else
     std::fputc('\n', stdout);
 }

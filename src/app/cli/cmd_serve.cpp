@@ -12,6 +12,7 @@
 
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
@@ -67,6 +68,18 @@ std::vector<std::string> model_ids(const std::filesystem::path& path, const Mode
   return ids;
 }
 
+std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
+  const Engine& e = chosen.engine->engine();
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "%d threads, context %d tokens, KV pool %d blocks of %d (%s, %s), up to %d "
+                "sequences",
+                chosen.pool->size(), e.max_sequence_tokens(), e.n_blocks(), e.block_size(),
+                f.engine.kv.describe().c_str(),
+                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.max_seqs);
+  return buf;
+}
+
 void serve(const ServeFlags& f) {
   // Before any thread starts: every thread inherits the mask, and the waiter
   // below is the only one that receives SIGINT/SIGTERM. A vanished client
@@ -82,32 +95,16 @@ void serve(const ServeFlags& f) {
   const auto model = Model::load(path);
   Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   ChatTemplate chat_template = load_chat_template(f, model->file());
-  // Exactly one of the two engines; `paged_pool` only for the paged one (the
-  // static one brings a pool of its plans' thread count).
-  std::unique_ptr<ThreadPool> paged_pool;
-  std::unique_ptr<TextEngine> paged;
-  StaticTextEngine slots;
-  std::string engine_line;
-  size_t max_running = static_cast<size_t>(f.engine.max_seqs);
-  if (f.static_mode.active()) {
-    slots =
-        make_static_text_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads);
-    engine_line = slots.describe();
-    max_running = static_cast<size_t>(slots.slots->runner().slots());
-  } else {
-    paged_pool = std::make_unique<ThreadPool>(f.threads);
-    paged = std::make_unique<TextEngine>(*model, tokenizer, *paged_pool, f.engine.to_options());
-    const Engine& e = paged->engine();
-    char buf[256];
-    std::snprintf(buf, sizeof buf,
-                  "%d threads, context %d tokens, KV pool %d blocks of %d (%s, %s), up to %d "
-                  "sequences",
-                  paged_pool->size(), e.max_sequence_tokens(), e.n_blocks(), e.block_size(),
-                  f.engine.kv.describe().c_str(),
-                  human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.max_seqs);
-    engine_line = buf;
-  }
-  TextEngine& engine = paged ? *paged : *slots.engine;
+  // The static engine brings a pool of its plans' thread count.
+  const CommandEngine chosen =
+      f.static_mode.active()
+          ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads)
+          : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
+  TextEngine& engine = *chosen.engine;
+  const StaticBatchEngine* slots = chosen.slots;
+  const std::string engine_line = slots ? chosen.describe_static() : describe_paged(f, chosen);
+  const size_t max_running =
+      static_cast<size_t>(slots ? slots->runner().slots() : f.engine.max_seqs);
   const int max_sequence_tokens = engine.backend().max_sequence_tokens();
 
   server::ServerMetrics metrics;
@@ -118,8 +115,8 @@ void serve(const ServeFlags& f) {
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
-  if (slots.slots) {
-    limits.max_prompt_tokens = slots.slots->runner().config().max_prompt_len;
+  if (slots) {
+    limits.max_prompt_tokens = slots->runner().config().max_prompt_len;
     limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
   }
   server::CompletionService service(tokenizer, chat_template, limits, max_sequence_tokens, loop);

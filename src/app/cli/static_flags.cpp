@@ -118,29 +118,4 @@ StaticPlans prepare_static_plans(const StaticFlags& flags, const Model& model, K
   return out;
 }
 
-StaticTextEngine make_static_text_engine(const StaticFlags& flags, const Model& model,
-                                         const Tokenizer& tokenizer, KvFormat kv, int threads) {
-  const OverflowPolicy overflow = flags.overflow_policy();
-  StaticPlans prepared = prepare_static_plans(flags, model, kv, threads);
-  StaticTextEngine out;
-  out.plans_source = prepared.source;
-  out.pool = std::make_unique<ThreadPool>(prepared.plans.n_threads);
-  auto slots = std::make_unique<StaticBatchEngine>(
-      model, *out.pool, std::move(prepared.plans),
-      StaticBatchOptions{.eos_token_ids = tokenizer.eog_ids(), .overflow = overflow});
-  out.slots = slots.get();
-  out.engine = std::make_unique<TextEngine>(tokenizer, std::move(slots));
-  return out;
-}
-
-std::string StaticTextEngine::describe() const {
-  const StaticRunner& r = slots->runner();
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "; plans %s; %d threads; arena %.1f KiB, KV %.1f MiB",
-                plans_source.c_str(), pool->size(),
-                double(r.plans().largest_arena_bytes()) / 1024.0,
-                double(slots->kv_bytes()) / (1024.0 * 1024.0));
-  return "static pipeline: " + r.config().describe() + buf;
-}
-
 }  // namespace kvforge::cli

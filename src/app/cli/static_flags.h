@@ -11,15 +11,10 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
-#include <memory>
 #include <string>
 
-#include "app/text_engine.h"
-#include "app/tokenizer/tokenizer.h"
 #include "core/formats/kv_format.h"
-#include "engine/sampling/sampling_params.h"
 #include "engine/static_pipeline/plan.h"
-#include "engine/static_pipeline/static_batch_engine.h"
 #include "model/model.h"
 
 namespace kvforge::cli {
@@ -64,26 +59,5 @@ struct StaticPlans {
 // `threads` likewise for -t when loading (a plan fixes its thread partition).
 StaticPlans prepare_static_plans(const StaticFlags& flags, const Model& model, KvFormat kv,
                                  int threads);
-
-// A TextEngine on the static batch slots (`serve --static`, `chat --static`):
-// the plans of prepare_static_plans run by a StaticBatchEngine on a thread
-// pool of the plans' thread count. `engine` goes before `pool`.
-struct StaticTextEngine {
-  std::unique_ptr<ThreadPool> pool;
-  std::unique_ptr<TextEngine> engine;
-  const StaticBatchEngine* slots = nullptr;  // engine's backend
-  std::string plans_source;                  // from StaticPlans::source
-
-  // "static pipeline: <config>; plans compiled in 3.1 ms; 2 threads; KV 4.5 MiB"
-  std::string describe() const;
-};
-StaticTextEngine make_static_text_engine(const StaticFlags& flags, const Model& model,
-                                         const Tokenizer& tokenizer, KvFormat kv, int threads);
-
-// `kvforge run --static/--plan`: generates from `tokens` on the static
-// pipeline, streaming to stdout, then reports timing and the variants used.
-void run_static(const StaticFlags& flags, const Model& model, const Tokenizer& tokenizer,
-                const std::string& prompt_text, const std::vector<int32_t>& tokens,
-                const SamplingParams& params, int threads, KvFormat kv, bool quiet);
 
 }  // namespace kvforge::cli

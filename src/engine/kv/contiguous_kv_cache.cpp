@@ -1,5 +1,6 @@
 #include "engine/kv/contiguous_kv_cache.h"
 
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -45,6 +46,10 @@ void ContiguousKvCache::write(int layer, int32_t seq, int32_t pos, const float* 
 }
 
 void ContiguousKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const {
+  out.push_back(span(layer, seq, n));
+}
+
+KvSpan ContiguousKvCache::span(int layer, int32_t seq, int32_t n) const {
   if (n > capacity_)
     throw std::out_of_range("KV cache: " + std::to_string(n) + " positions requested, capacity " +
                             std::to_string(capacity_));
@@ -58,7 +63,21 @@ void ContiguousKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvS
   span.v_pos_stride = v_head_bytes_;
   span.v_head_stride = size_t(capacity_) * v_head_bytes_;
   span.n = n;
-  out.push_back(span);
+  return span;
+}
+
+void ContiguousKvCache::fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte) {
+  check(layer, seq, pos);
+  for (int h = 0; h < n_kv_head_; ++h) {
+    const size_t s = slot(layer, seq, h, pos);
+    std::memset(k_.data() + s * k_head_bytes_, byte, k_head_bytes_);
+    std::memset(v_.data() + s * v_head_bytes_, byte, v_head_bytes_);
+  }
+}
+
+void ContiguousKvCache::prefault() {
+  std::memset(k_.data(), 0, k_.size());
+  std::memset(v_.data(), 0, v_.size());
 }
 
 }  // namespace kvforge

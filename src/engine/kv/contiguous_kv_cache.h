@@ -33,6 +33,14 @@ class ContiguousKvCache final : public KvStore {
 
   void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) override;
   void spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const override;
+  // Positions [0, n) of `seq` in `layer` as the one span they are.
+  KvSpan span(int layer, int32_t seq, int32_t n) const;
+  // Overwrites the K and V records of `pos` with `byte` (0xFF makes f32/f16
+  // records NaN): for tests that prove a position is never read.
+  void fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte);
+  // Makes every page resident now (the buffers are faulted in at first touch
+  // otherwise): for the static pipeline, whose steps do no such work.
+  void prefault();
 
  private:
   void check(int layer, int32_t seq, int32_t pos) const;

@@ -1,11 +1,8 @@
 #include "engine/static_pipeline/static_batch_engine.h"
 
 #include <algorithm>
-#include <random>
 #include <stdexcept>
 #include <string>
-
-#include "engine/draw_token.h"
 
 namespace kvforge {
 
@@ -14,28 +11,18 @@ StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanS
     : model_(model),
       runner_(model, pool, std::move(plans)),
       options_(std::move(options)),
+      requests_(model.config().n_vocab, options_.eos_token_ids),
       slots_(size_t(runner_.slots())),
       step_tokens_(size_t(runner_.slots()), kIdleSlot),
-      kv_bytes_(runner_.cache().bytes()) {}
+      kv_bytes_(runner_.cache().bytes()) {
+  for (Slot& slot : slots_) slot.tokens.reserve(size_t(runner_.capacity()));
+}
 
 void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
                                       int n, LogprobOptions lp) const {
-  if (auto err = params.validate()) throw RequestRejected(*err);
-  const int32_t n_vocab = model_.config().n_vocab;
-  if (n < 1 || n > runner_.slots())
-    throw RequestRejected("request: n must be in [1, " + std::to_string(runner_.slots()) +
-                          "] (one static slot per branch, --static-slots " +
-                          std::to_string(runner_.slots()) + "), got " + std::to_string(n));
-  if (lp.top < 0 || lp.top > n_vocab || (lp.top > 0 && !lp.enabled))
-    throw RequestRejected(
-        "request: top logprobs must be in [0, n_vocab] with logprobs enabled, got " +
-        std::to_string(lp.top));
-  if (prompt.empty()) throw RequestRejected("request: empty prompt");
-  for (size_t i = 0; i < prompt.size(); ++i)
-    if (prompt[i] < 0 || prompt[i] >= n_vocab)
-      throw RequestRejected("request: prompt token " + std::to_string(i) + " has id " +
-                            std::to_string(prompt[i]) + ", outside the vocabulary [0, " +
-                            std::to_string(n_vocab) + ")");
+  const std::string slots = std::to_string(runner_.slots());
+  requests_.check(prompt, params, n, lp, runner_.slots(),
+                  "[1, " + slots + "] (one static slot per branch, --static-slots " + slots + ")");
   const StaticConfig& c = runner_.config();
   if (int64_t(prompt.size()) > c.max_prompt_len && options_.overflow == OverflowPolicy::Error)
     throw RequestRejected("request: prompt of " + std::to_string(prompt.size()) +
@@ -44,28 +31,18 @@ void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const Sam
                           " (--max-prompt-len; or --overflow truncate-left keeps the last " +
                           std::to_string(c.max_prompt_len) + " tokens)");
   const int64_t kept = std::min<int64_t>(int64_t(prompt.size()), c.max_prompt_len);
-  if (params.max_tokens && kept + *params.max_tokens > c.capacity())
-    throw RequestRejected("request: prompt of " + std::to_string(kept) + " tokens + max_tokens " +
-                          std::to_string(*params.max_tokens) +
-                          " exceeds the static slot capacity of " + std::to_string(c.capacity()) +
-                          " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
-                          " + min_response_len " + std::to_string(c.min_response_len) + ")");
+  RequestTable::check_length(kept, params, c.capacity(),
+                             "the static slot capacity of " + std::to_string(c.capacity()) +
+                                 " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
+                                 " + min_response_len " + std::to_string(c.min_response_len) + ")");
 }
 
 RequestId StaticBatchEngine::add_request(std::span<const int32_t> prompt,
                                          const SamplingParams& params, int n,
                                          LogprobOptions logprobs) {
   check_request(prompt, params, n, logprobs);
-  const std::span<const int32_t> kept = fit_prompt(prompt, runner_.config(), options_.overflow);
-  const RequestId id = next_request_++;
-  Request& r = requests_[id];
-  r.prompt.assign(kept.begin(), kept.end());
-  r.params = params;
-  if (!r.params.seed)
-    r.params.seed = std::random_device{}() | (uint64_t(std::random_device{}()) << 32);
-  r.logprobs = logprobs;
-  r.n = n;
-  r.open = n;
+  const RequestId id =
+      requests_.add(fit_prompt(prompt, runner_.config(), options_.overflow), params, n, logprobs);
   waiting_.push_back(id);
   return id;
 }
@@ -90,64 +67,86 @@ void StaticBatchEngine::decode_active(std::vector<StepEvent>& events) {
   tokens_computed_ += active;
   const size_t n_vocab = size_t(model_.config().n_vocab);
   // step_tokens_ still says who took part: sample() may free slots as it goes.
-  for (size_t i = 0; i < slots_.size(); ++i)
-    if (step_tokens_[i] != kIdleSlot)
-      sample(int32_t(i), logits.subspan(i * n_vocab, n_vocab), events);
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (step_tokens_[i] == kIdleSlot) continue;
+    slots_[i].tokens.push_back(step_tokens_[i]);
+    sample(int32_t(i), logits.subspan(i * n_vocab, n_vocab), events);
+  }
 }
 
 void StaticBatchEngine::admit_waiting(std::vector<StepEvent>& events) {
   while (!waiting_.empty()) {
     const RequestId id = waiting_.front();
-    const Request& r = requests_.at(id);
+    const RequestState& r = requests_.at(id);
     if (runner_.slots() - occupied_ < r.n) return;  // first come, first served: no overtaking
     waiting_.pop_front();
-    const int n = r.n;
+    const std::vector<int32_t> prompt = r.prompt;  // `r` may be erased by the last sample()
     // Claim every branch's slot before sampling: the request lives until the last one finishes.
     std::vector<int32_t> claimed;
-    for (int32_t s = 0; s < runner_.slots() && int(claimed.size()) < n; ++s) {
-      Slot& slot = slots_[size_t(s)];
-      if (slot.request >= 0) continue;
-      const int branch = int(claimed.size());
-      SamplingParams p = r.params;
-      if (p.seed) p.seed = *p.seed + uint64_t(branch);
-      slot.request = id;
-      slot.branch = branch;
-      slot.sampler = std::make_unique<Sampler>(p, model_.config().n_vocab);
-      slot.sampler->accept_prompt(std::vector<int>(r.prompt.begin(), r.prompt.end()));
-      slot.generated = 0;
-      slot.max_tokens = r.params.max_tokens.value_or(runner_.capacity() - int32_t(r.prompt.size()));
-      slot.next_token = kIdleSlot;
-      ++occupied_;
-      claimed.push_back(s);
-    }
-    const std::vector<int32_t> prompt = r.prompt;  // `r` may be erased by the last sample()
-    for (int32_t s : claimed) {
-      // Each branch prefills its own slot (the plans have no slot-to-slot copy).
-      const std::span<const float> logits = runner_.prefill(s, prompt);
-      tokens_computed_ += int64_t(prompt.size());
-      sample(s, logits, events);
+    for (int branch = 0; branch < r.n; ++branch) claimed.push_back(claim_slot(id, branch, prompt));
+    // Each branch fills its own slot (the plans have no slot-to-slot copy).
+    for (int32_t s : claimed) sample(s, fill_slot(s, prompt), events);
+  }
+}
+
+int32_t StaticBatchEngine::claim_slot(RequestId id, int branch, std::span<const int32_t> prompt) {
+  int32_t best = -1, best_kept = -1;
+  for (int32_t s = 0; s < runner_.slots(); ++s) {
+    if (slots_[size_t(s)].request >= 0) continue;
+    const int32_t kept = reusable(slots_[size_t(s)], prompt);
+    if (kept > best_kept) {
+      best = s;
+      best_kept = kept;
     }
   }
+  Slot& slot = slots_[size_t(best)];
+  slot.request = id;
+  slot.branch = branch;
+  slot.sampler = requests_.make_sampler(id, branch);
+  // The last token's K/V is never needed, so prompt + generated may reach the capacity.
+  slot.limits = requests_.limits(id, runner_.capacity());
+  slot.generated = 0;
+  slot.next_token = kIdleSlot;
+  ++occupied_;
+  return best;
+}
+
+int32_t StaticBatchEngine::reusable(const Slot& slot, std::span<const int32_t> prompt) const {
+  // At least the last prompt token is computed: its logits give the first sample.
+  const size_t limit = std::min(slot.tokens.size(), prompt.size() - 1);
+  size_t common = 0;
+  while (common < limit && slot.tokens[common] == prompt[common]) ++common;
+  // The rest goes through the generate plan one token at a time: beyond a
+  // prefill chunk of it, recomputing the whole prompt chunk by chunk is cheaper.
+  if (prompt.size() - common > size_t(runner_.config().prefill_chunk)) return 0;
+  return int32_t(common);
+}
+
+std::span<const float> StaticBatchEngine::fill_slot(int32_t index,
+                                                    std::span<const int32_t> prompt) {
+  Slot& slot = slots_[size_t(index)];
+  const int32_t kept = reusable(slot, prompt);
+  if (runner_.length(index) != kept) runner_.truncate(index, kept);
+  slot.tokens.resize(size_t(kept));
+  tokens_reused_ += kept;
+  tokens_computed_ += int64_t(prompt.size()) - kept;
+  slot.tokens.insert(slot.tokens.end(), prompt.begin() + kept, prompt.end());
+  if (kept == 0) return runner_.prefill(index, prompt);
+  std::span<const float> logits;
+  for (size_t i = size_t(kept); i < prompt.size(); ++i)
+    logits = runner_.decode_one(index, prompt[i]);
+  return logits;
 }
 
 void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
                                std::vector<StepEvent>& events) {
   Slot& slot = slots_[size_t(index)];
-  const Request& r = requests_.at(slot.request);
-  const GeneratedToken t = draw_token(*slot.sampler, logits, r.logprobs, top_);
-  ++tokens_generated_;
-  StepEvent ev{slot.request, slot.branch, std::nullopt, std::nullopt};
-  if (is_eos(t.id) && !r.params.ignore_eos) {
-    ev.finish = FinishReason::Stop;
-  } else {
-    slot.sampler->accept(t.id);
-    slot.next_token = t.id;
+  const int32_t prompt_len = int32_t(requests_.at(slot.request).prompt.size());
+  StepEvent ev = requests_.sample(slot.request, slot.branch, *slot.sampler, logits, slot.generated,
+                                  prompt_len + slot.generated, slot.limits);
+  if (ev.token) {
+    slot.next_token = ev.token->id;
     ++slot.generated;
-    ev.token = std::move(t);
-    // The last token's K/V is never needed, so prompt + generated may reach the capacity.
-    if (slot.generated >= slot.max_tokens ||
-        int32_t(r.prompt.size()) + slot.generated >= runner_.capacity())
-      ev.finish = FinishReason::Length;
   }
   const bool done = ev.finish.has_value();
   events.push_back(std::move(ev));
@@ -156,10 +155,14 @@ void StaticBatchEngine::sample(int32_t index, std::span<const float> logits,
 
 void StaticBatchEngine::free_slot(int32_t index) {
   Slot& slot = slots_[size_t(index)];
-  const auto it = requests_.find(slot.request);
-  if (it != requests_.end() && --it->second.open <= 0) requests_.erase(it);
-  runner_.release(index);
-  slot = Slot{};
+  requests_.end_branches(slot.request, 1);
+  slot.request = -1;
+  slot.sampler.reset();
+  slot.next_token = kIdleSlot;
+  if (!options_.reuse_slots) {
+    runner_.release(index);
+    slot.tokens.clear();
+  }
   --occupied_;
 }
 
@@ -188,11 +191,6 @@ bool StaticBatchEngine::stop_branch(RequestId id, int branch) {
   return false;
 }
 
-bool StaticBatchEngine::is_eos(int32_t token) const {
-  return std::find(options_.eos_token_ids.begin(), options_.eos_token_ids.end(), token) !=
-         options_.eos_token_ids.end();
-}
-
 EngineStats StaticBatchEngine::stats() const {
   EngineStats s;
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -207,8 +205,14 @@ EngineStats StaticBatchEngine::stats() const {
   s.kv_slots_allocated = int64_t(occupied_) * runner_.capacity();
   s.steps = steps_;
   s.tokens_computed = tokens_computed_;
-  s.tokens_generated = tokens_generated_;
+  s.tokens_generated = requests_.tokens_generated();
+  s.prefix.tokens_reused = tokens_reused_;
   return s;
+}
+
+int32_t StaticBatchEngine::prompt_tokens_kept(int32_t n) const {
+  if (options_.overflow != OverflowPolicy::TruncateLeft) return n;
+  return std::min(n, runner_.config().max_prompt_len);
 }
 
 }  // namespace kvforge

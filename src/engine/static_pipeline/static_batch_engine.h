@@ -1,6 +1,9 @@
 // Requests served on the static pipeline's B batch slots: the NPU-style
 // counterpart of the paged Engine behind GenerationBackend (what `kvforge
-// serve --static` and `kvforge chat --static` run).
+// run`, `chat` and `serve` run with --static/--plan). The requests
+// themselves, their checks, seeds, samplers and finishes, are the
+// RequestTable's, as in the paged Engine; this class decides which slot
+// holds which branch and when it runs.
 //
 // One slot holds one branch for its whole life. Each step():
 //   1. decode: every slot holding a sampled token runs through ONE generate
@@ -10,6 +13,11 @@
 //      request of n branches waits for n of them); each branch's slot is
 //      prefilled chunk by chunk through the prefill plan and samples its
 //      first token from the prefill logits.
+// With StaticBatchOptions::reuse_slots a slot keeps its K/V when its branch
+// ends, and a branch starts in the free slot sharing the longest prefix with
+// its prompt: the slot is cut back to that prefix and up to prefill_chunk
+// new prompt tokens go through the generate plan one step each (the prefill
+// plan starts at position 0); with more, the whole prompt is prefilled.
 // A request is rejected up front (RequestRejected) when no slot layout can
 // ever serve it: n > B, a prompt over max_prompt_len (unless
 // OverflowPolicy::TruncateLeft, which keeps its last max_prompt_len tokens),
@@ -19,17 +27,17 @@
 //
 // Greedy tokens equal the paged Engine's for the same prompt
 // (tests/engine/static_batch_engine_test.cpp). Sampling per branch is the
-// Engine's: branch b draws with seed + b, penalties see the (kept) prompt.
+// Engine's (RequestTable): branch b draws with seed + b, penalties see the
+// (kept) prompt.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <optional>
-#include <unordered_map>
 #include <vector>
 
 #include "engine/generation_backend.h"
+#include "engine/request_table.h"
 #include "engine/sampling/sampler.h"
 #include "engine/static_pipeline/static_runner.h"
 
@@ -38,6 +46,10 @@ namespace kvforge {
 struct StaticBatchOptions {
   std::vector<int32_t> eos_token_ids;  // end generation ("stop") unless ignore_eos
   OverflowPolicy overflow = OverflowPolicy::Error;
+  // Free slots keep their K/V for the next request sharing a prefix (the
+  // static counterpart of the paged prefix cache; `chat --static` keeps a
+  // conversation in its slot between turns this way).
+  bool reuse_slots = false;
 };
 
 class StaticBatchEngine final : public GenerationBackend {
@@ -54,29 +66,26 @@ class StaticBatchEngine final : public GenerationBackend {
   bool has_unfinished() const override { return !waiting_.empty() || occupied_ > 0; }
   // Slots stand in for KV blocks: kv_blocks_total = B, kv_blocks_used =
   // occupied slots; kv_slots_allocated = occupied * capacity, kv_slots_used =
-  // positions filled. running/waiting count branches.
+  // positions filled. running/waiting count branches. prefix.tokens_reused:
+  // prompt tokens whose K/V a reused slot kept (reuse_slots).
   EngineStats stats() const override;
   // The slot capacity, max_prompt_len + min_response_len.
   int32_t max_sequence_tokens() const override { return runner_.capacity(); }
+  // n, or at most max_prompt_len under OverflowPolicy::TruncateLeft.
+  int32_t prompt_tokens_kept(int32_t n) const override;
 
   const StaticRunner& runner() const { return runner_; }
   size_t kv_bytes() const { return kv_bytes_; }  // the static cache, all slots
 
  private:
-  struct Request {
-    std::vector<int32_t> prompt;  // after the overflow policy
-    SamplingParams params;        // seed fixed
-    LogprobOptions logprobs;
-    int n = 1;
-    int open = 0;  // branches not finished
-  };
   struct Slot {
     RequestId request = -1;  // -1: free
     int branch = 0;
     std::unique_ptr<Sampler> sampler;
+    BranchLimits limits;
     int32_t generated = 0;
-    int32_t max_tokens = 0;
     int32_t next_token = kIdleSlot;  // sampled, not yet decoded
+    std::vector<int32_t> tokens;     // [capacity reserved] whose K/V the slot holds, in order
   };
 
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
@@ -86,22 +95,25 @@ class StaticBatchEngine final : public GenerationBackend {
   // Samples the slot's next token from `logits`, appends its event, frees the slot when done.
   void sample(int32_t slot, std::span<const float> logits, std::vector<StepEvent>& events);
   void free_slot(int32_t slot);
-  bool is_eos(int32_t token) const;
+  // Claims the free slot holding the most of `prompt` for the request's `branch`.
+  int32_t claim_slot(RequestId id, int branch, std::span<const int32_t> prompt);
+  // Leading positions of what the slot holds that a branch of `prompt` keeps.
+  int32_t reusable(const Slot& slot, std::span<const int32_t> prompt) const;
+  // Brings the slot's K/V to `prompt`; returns the last prompt token's logits.
+  std::span<const float> fill_slot(int32_t slot, std::span<const int32_t> prompt);
 
   const Model& model_;
   StaticRunner runner_;
   StaticBatchOptions options_;
-  std::unordered_map<RequestId, Request> requests_;
+  RequestTable requests_;
   std::deque<RequestId> waiting_;
   std::vector<Slot> slots_;           // [B]
   std::vector<int32_t> step_tokens_;  // [B] decode input, reused every step
-  std::vector<TokenLogprob> top_;     // scratch for sample_with_logprobs
   size_t kv_bytes_ = 0;
   int32_t occupied_ = 0;
-  RequestId next_request_ = 1;
   int64_t steps_ = 0;
   int64_t tokens_computed_ = 0;
-  int64_t tokens_generated_ = 0;
+  int64_t tokens_reused_ = 0;
 };
 
 }  // namespace kvforge

@@ -1,44 +1,54 @@
-// The static KV cache: allocated once at full capacity for every slot, never
-// resized, with an attention mask per slot telling which positions hold data.
+// The static KV cache: a ContiguousKvCache of `slots` sequences at full
+// capacity, allocated (and made resident) once and never resized, plus an
+// attention mask per slot telling which positions hold data. A slot is a
+// KvStore sequence.
 //
-// Layout per layer (K and V alike, each in its own format):
-//   [slots][n_kv_head][capacity] head records (core/formats/kv_format.h):
-// one kv head's records of a slot are one contiguous run, which attention
-// streams in order (as in ContiguousKvCache, whose header has the figures).
+// Layout: ContiguousKvCache's, [n_layer][slots][n_kv_head][capacity] head
+// records (K and V each in its own format; that header has the figures).
 // Mask: [slots][capacity] bytes, 1 = position filled. The valid part of a
 // slot is always a prefix [0, length); positions past it keep whatever an
 // earlier sequence left there, which the mask makes unreadable.
 //
-// For a plan the cache and the mask are explicit state: a plan reads them as
-// inputs and writes them as outputs (KvWrite, UpdateMask), nothing is hidden.
+// Two ways fill it, under one mask: a forward pass over the KvStore interface
+// (write() marks the position filled; spans() refuses to hand out a position
+// nobody wrote), and a plan, for which the cache and the mask are explicit
+// state: it reads them as inputs and writes them as outputs (UpdateMask marks
+// its rows before the attention mask is built, KvWrite stores K/V), nothing
+// is hidden.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
-#include "core/ops/attention.h"
+#include "engine/kv/contiguous_kv_cache.h"
+#include "model/kv_store.h"
 #include "model/model_config.h"
 
 namespace kvforge {
 
-class StaticKvCache {
+class StaticKvCache final : public KvStore {
  public:
   StaticKvCache(const ModelConfig& config, int32_t capacity, int32_t slots, KvFormat format);
 
-  int32_t capacity() const { return capacity_; }
-  int32_t slots() const { return slots_; }
-  KvFormat format() const { return format_; }
-  size_t bytes() const { return k_.size() + v_.size() + mask_.size(); }
+  int32_t capacity() const { return kv_.capacity(); }
+  int32_t slots() const { return kv_.n_seqs(); }
+  KvFormat format() const override { return kv_.format(); }
+  size_t bytes() const { return kv_.bytes() + mask_.size(); }
 
-  // Encodes K and V ([kv_dim] f32 each) of `slot` at `pos` of `layer`.
-  void write(int layer, int32_t slot, int32_t pos, const float* k, const float* v);
-  // Positions [0, n) of `slot` in `layer` as one span.
-  KvSpan span(int layer, int32_t slot, int32_t n) const;
+  // Encodes K and V ([kv_dim] f32 each) of `slot` at `pos` of `layer` and
+  // marks the position filled.
+  void write(int layer, int32_t slot, int32_t pos, const float* k, const float* v) override;
+  // Appends span(layer, slot, n); throws std::logic_error when position n - 1
+  // is not filled (the valid part being a prefix, then some of [0, n) is not).
+  void spans(int layer, int32_t slot, int32_t n, std::vector<KvSpan>& out) const override;
+  // Positions [0, n) of `slot` in `layer` as one span, filled or not: a plan
+  // spans its variant's whole KV length and masks what is not filled.
+  KvSpan span(int layer, int32_t slot, int32_t n) const { return kv_.span(layer, slot, n); }
 
   // [capacity] bytes, 1 = filled.
-  uint8_t* mask(int32_t slot) { return mask_.data() + size_t(slot) * size_t(capacity_); }
+  uint8_t* mask(int32_t slot) { return mask_.data() + size_t(slot) * size_t(capacity()); }
   const uint8_t* mask(int32_t slot) const {
-    return mask_.data() + size_t(slot) * size_t(capacity_);
+    return mask_.data() + size_t(slot) * size_t(capacity());
   }
   // Filled positions of the slot (the length of its valid prefix).
   int32_t length(int32_t slot) const;
@@ -51,14 +61,8 @@ class StaticKvCache {
   void poison_unfilled(uint8_t byte);
 
  private:
-  size_t record_index(int layer, int32_t slot, int head, int32_t pos) const;
-
-  int n_layer_, n_kv_head_, head_dim_;
-  int32_t capacity_, slots_;
-  KvFormat format_;
-  size_t k_head_bytes_, v_head_bytes_;
-  std::vector<uint8_t> k_;     // [n_layer][slots][n_kv_head][capacity] K records
-  std::vector<uint8_t> v_;     // [n_layer][slots][n_kv_head][capacity] V records
+  int n_layer_;
+  ContiguousKvCache kv_;       // [n_layer][slots][n_kv_head][capacity] K and V records
   std::vector<uint8_t> mask_;  // [slots][capacity] 1 = filled
 };
 

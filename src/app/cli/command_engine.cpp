@@ -1,0 +1,57 @@
+#include "app/cli/command_engine.h"
+
+#include <cstdio>
+
+namespace kvforge::cli {
+
+CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, int threads,
+                                EngineOptions options) {
+  CommandEngine out;
+  out.pool = std::make_unique<ThreadPool>(threads);
+  out.engine = std::make_unique<TextEngine>(model, tokenizer, *out.pool, std::move(options));
+  return out;
+}
+
+CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
+                                 const Tokenizer& tokenizer, KvFormat kv, int threads,
+                                 bool reuse_slots) {
+  const OverflowPolicy overflow = flags.overflow_policy();
+  StaticPlans prepared = prepare_static_plans(flags, model, kv, threads);
+  CommandEngine out;
+  out.plans_source = prepared.source;
+  out.pool = std::make_unique<ThreadPool>(prepared.plans.n_threads);
+  auto slots = std::make_unique<StaticBatchEngine>(
+      model, *out.pool, std::move(prepared.plans),
+      StaticBatchOptions{
+          .eos_token_ids = tokenizer.eog_ids(), .overflow = overflow, .reuse_slots = reuse_slots});
+  out.slots = slots.get();
+  out.engine = std::make_unique<TextEngine>(tokenizer, std::move(slots));
+  return out;
+}
+
+std::string CommandEngine::describe_static() const {
+  const StaticRunner& r = slots->runner();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "; plans %s; %d threads; arena %.1f KiB, KV %.1f MiB",
+                plans_source.c_str(), pool->size(),
+                double(r.plans().largest_arena_bytes()) / 1024.0,
+                double(slots->kv_bytes()) / (1024.0 * 1024.0));
+  return "static pipeline: " + r.config().describe() + buf;
+}
+
+std::string CommandEngine::notice(const GenerationResult& r) const {
+  if (!slots) return "";
+  const StaticConfig& c = slots->runner().config();
+  std::string out;
+  if (r.prompt_tokens_dropped > 0)
+    out = "prompt truncated on the left: " + std::to_string(r.prompt_tokens_dropped) + " of " +
+          std::to_string(r.prompt_tokens + r.prompt_tokens_dropped) +
+          " tokens dropped to fit --max-prompt-len " + std::to_string(c.max_prompt_len) + ". ";
+  if (r.reached_context)
+    out += "generation stopped at the static KV capacity of " + std::to_string(c.capacity()) +
+           " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) + " + min_response_len " +
+           std::to_string(c.min_response_len) + ").";
+  return out;
+}
+
+}  // namespace kvforge::cli
