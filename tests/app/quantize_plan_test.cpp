@@ -1,5 +1,5 @@
 // kvforge quantize's plan against llama-quantize's choices: for each mixture
-// (and each with --pure), the type of every tensor of three make-model models
+// (and each with --pure), the type of every tensor of four make-model models
 // equals what llama-quantize wrote for the same model. The tables under
 // data/quantize_mixtures come from tools/quantize_mixtures/make_tables.py
 // (which runs llama-quantize and reads the types back with gguf-py); the
@@ -100,7 +100,8 @@ TEST_P(QuantizePlanTest, MatchesLlamaQuantize) {
 INSTANTIATE_TEST_SUITE_P(Models, QuantizePlanTest,
                          ::testing::Values("e256-ff768-gqa4", "e256-ff768-gqa4.pure",
                                            "e256-ff704-gqa2", "e256-ff704-gqa2.pure",
-                                           "e320-ff720-tied", "e320-ff720-tied.pure"),
+                                           "e320-ff720-tied", "e320-ff720-tied.pure",
+                                           "e64-l80-gqa4", "e64-l80-gqa4.pure"),
                          [](const auto& param_info) {
                            std::string s = param_info.param;
                            for (char& c : s)

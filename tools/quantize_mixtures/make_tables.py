@@ -34,7 +34,9 @@ MIXTURES = ["Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L"
 # all divide by 256 and it has 4 query heads per KV head (the GQA rules); the second's ffn_down
 # rows (704) need the 32-element fallbacks; the third's n_embd (320) is no multiple of 256
 # either, its ffn_down rows (720) not even of 32 (F16), and its output is tied to the
-# token embedding.
+# token embedding. The fourth has llama.cpp's 70B shape (80 layers, GQA), whose attn_v gets
+# Q5_K where a mixture would give Q3_K or Q4_K; its rows of 64 make every K-quant fall back,
+# which keeps the model small and still tells the fallbacks of Q3_K, Q4_K and Q5_K apart.
 MODELS = {
     "e256-ff768-gqa4": dict(n_embd=256, n_layer=8, n_head=8, n_kv_head=2, n_ff=768,
                             n_vocab=300, tied=0, seed=1),
@@ -42,6 +44,8 @@ MODELS = {
                             n_vocab=300, tied=0, seed=2),
     "e320-ff720-tied": dict(n_embd=320, n_layer=8, n_head=4, n_kv_head=2, n_ff=720,
                             n_vocab=300, tied=1, seed=3),
+    "e64-l80-gqa4": dict(n_embd=64, n_layer=80, n_head=8, n_kv_head=2, n_ff=64,
+                         n_vocab=300, tied=0, seed=4),
 }
 
 
