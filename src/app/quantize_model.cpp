@@ -1,89 +1,83 @@
 #include "app/quantize_model.h"
 
 #include <stdexcept>
-#include <vector>
 
+#include "app/quantize_recipe.h"
 #include "core/formats/row_codec.h"
-#include "core/gguf/gguf_file.h"
 #include "core/gguf/gguf_writer.h"
 
 namespace kvforge {
 namespace {
 
-// GGUF general.file_type ids (llama_ftype) for the types a whole model can be converted to.
-uint32_t file_type_id(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-      return 0;
-    case GgmlType::F16:
-      return 1;
-    case GgmlType::Q4_0:
-      return 2;
-    case GgmlType::Q8_0:
-      return 7;
-    case GgmlType::Q2_K:
-      return 10;
-    case GgmlType::Q3_K:
-      return 11;  // Q3_K_S's id; ours has no mixed layers
-    case GgmlType::Q4_K:
-      return 15;  // Q4_K_M's id; ours has no mixed layers
-    case GgmlType::Q6_K:
-      return 18;
-    case GgmlType::BF16:
-      return 32;
-    default:
-      throw std::invalid_argument("no file type for " + std::string(type_name(t)));
+// Every planned type must be encodable and every planned source decodable before
+// anything is converted, so that an unsupported type fails at once, naming the tensor.
+void check_plan(const gguf::GgufFile& src, const std::vector<PlannedTensor>& plan) {
+  if (plan.size() != src.tensors().size())
+    throw std::invalid_argument("quantization plan has " + std::to_string(plan.size()) +
+                                " entries for " + std::to_string(src.tensors().size()) +
+                                " tensors in " + src.name());
+  for (const PlannedTensor& p : plan) {
+    if (!p.quantized) continue;
+    if (!is_quantizable_type(p.to))
+      throw std::runtime_error(
+          "tensor '" + p.name + "' is planned as " + std::string(type_name(p.to)) +
+          ", which kvforge cannot encode yet (it can: " + quantizable_type_list() + ")");
+    if (!is_supported_weight_type(p.from))
+      throw std::runtime_error(src.name() + ": tensor '" + p.name + "' has type " +
+                               std::string(type_name(p.from)) + ", which kvforge cannot decode");
   }
 }
 
-// The type a matrix with rows of `cols` elements gets when `wanted` cannot hold it.
-GgmlType type_for_row(GgmlType wanted, uint64_t cols) {
-  for (GgmlType t : {wanted, GgmlType::Q8_0, GgmlType::F16})
-    if (cols % type_traits(t).block_elems == 0) return t;
-  return GgmlType::F16;
+std::vector<uint8_t> convert(const gguf::TensorInfo& t, std::span<const uint8_t> data,
+                             GgmlType to) {
+  const uint64_t cols = t.dims[0], rows = t.n_elements / cols;
+  const size_t in_rb = row_bytes(t.type, cols), out_rb = row_bytes(to, cols);
+  std::vector<uint8_t> encoded(rows * out_rb);
+  std::vector<float> row(cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    dequantize_row(t.type, data.data() + r * in_rb, row.data(), int64_t(cols));
+    quantize_row(to, row.data(), encoded.data() + r * out_rb, int64_t(cols));
+  }
+  return encoded;
 }
 
 }  // namespace
 
-QuantizeReport quantize_model(const std::filesystem::path& in, const std::filesystem::path& out,
-                              GgmlType type, const QuantizeProgress& progress) {
-  if (!is_quantizable_type(type))
-    throw std::invalid_argument("cannot quantize to " + std::string(type_name(type)));
-  const gguf::GgufFile src = gguf::GgufFile::open(in);
+int count_requantized(const std::vector<PlannedTensor>& plan) {
+  int n = 0;
+  for (const PlannedTensor& p : plan) n += p.quantized && is_quantized_type(p.from);
+  return n;
+}
+
+QuantizeReport write_quantized(const gguf::GgufFile& src, const std::vector<PlannedTensor>& plan,
+                               LlamaFtype ftype, const std::filesystem::path& out,
+                               const QuantizeProgress& progress) {
+  check_plan(src, plan);
   gguf::GgufWriter writer(3, src.alignment());
   for (const gguf::KeyValue& kv : src.metadata()) writer.set(kv.key, kv.value);
-  writer.set("general.file_type", gguf::Value::u32(file_type_id(type)));
+  writer.set("general.file_type", gguf::Value::u32(uint32_t(ftype)));
   writer.set("general.quantization_version", gguf::Value::u32(2));
 
   QuantizeReport report;
-  const int total = int(src.tensors().size());
-  int done = 0;
-  std::vector<float> row;
-  for (const gguf::TensorInfo& t : src.tensors()) {
+  report.requantized = count_requantized(plan);
+  const int total = int(plan.size());
+  for (int i = 0; i < total; ++i) {
+    const gguf::TensorInfo& t = src.tensors()[size_t(i)];
+    const PlannedTensor& p = plan[size_t(i)];
     const auto data = src.tensor_data(t);
     report.bytes_in += data.size();
-    if (t.dims.size() != 2) {
+    if (!p.quantized) {
       writer.add_tensor(t.name, t.type, t.dims, data);
       report.bytes_out += data.size();
       ++report.kept;
     } else {
-      if (!is_supported_weight_type(t.type))
-        throw std::runtime_error(in.string() + ": tensor '" + t.name + "' has type " +
-                                 std::string(type_name(t.type)) + ", which cannot be converted");
-      const uint64_t cols = t.dims[0], rows = t.dims[1];
-      const GgmlType target = type_for_row(type, cols);
-      (target == type ? report.converted : report.fallback)++;
-      const size_t in_rb = row_bytes(t.type, cols), out_rb = row_bytes(target, cols);
-      std::vector<uint8_t> encoded(rows * out_rb);
-      row.resize(cols);
-      for (uint64_t r = 0; r < rows; ++r) {
-        dequantize_row(t.type, data.data() + r * in_rb, row.data(), int64_t(cols));
-        quantize_row(target, row.data(), encoded.data() + r * out_rb, int64_t(cols));
-      }
+      const std::vector<uint8_t> encoded = convert(t, data, p.to);
+      writer.add_tensor(t.name, p.to, t.dims, encoded);
       report.bytes_out += encoded.size();
-      writer.add_tensor(t.name, target, t.dims, encoded);
+      ++report.matrices[p.to];
+      report.fallback += p.fell_back;
     }
-    if (progress) progress(++done, total, t.name);
+    if (progress) progress(i + 1, total, t.name);
   }
   writer.write(out);
   return report;

@@ -1,29 +1,43 @@
-// Converting a GGUF model's weight matrices to another storage format
-// (`kvforge quantize`). Metadata is copied; 1-D tensors (norms, biases) stay
-// as they are; every 2-D matrix is dequantized to f32 and re-encoded.
+// Converting a GGUF model's weight matrices to the storage types a plan gives
+// them (`kvforge quantize`; the plan comes from quantize_plan.h). Metadata is
+// copied, general.file_type set to the recipe's llama_ftype id; each planned
+// matrix is dequantized to f32 row by row and re-encoded, other tensors are
+// copied as they are.
 #pragma once
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <string>
+#include <vector>
 
+#include "app/quantize_plan.h"
 #include "core/dtype.h"
+#include "core/gguf/gguf_file.h"
 
 namespace kvforge {
 
 struct QuantizeReport {
-  int converted = 0;  // matrices written in the requested type
-  int fallback = 0;   // matrices whose row length is not a multiple of the type's block
-                      // (written as q8_0, or f16 when even that does not divide)
-  int kept = 0;       // 1-D tensors copied unchanged
+  std::map<GgmlType, int> matrices;  // matrices written, by type
+  int fallback = 0;                  // matrices whose rows do not fit the wanted type's blocks
+  int requantized = 0;               // matrices whose source was already quantized
+  int kept = 0;                      // tensors copied unchanged (1-D: norms, biases)
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
 };
 
 using QuantizeProgress = std::function<void(int done, int total, const std::string& tensor)>;
 
-// Throws std::runtime_error / gguf::GgufError naming the file or tensor.
-QuantizeReport quantize_model(const std::filesystem::path& in, const std::filesystem::path& out,
-                              GgmlType type, const QuantizeProgress& progress = {});
+// Matrices of `plan` (one entry per tensor of `src`, in order) whose source is quantized:
+// they are dequantized first, which compounds two roundings (llama-quantize's
+// --allow-requantize).
+int count_requantized(const std::vector<PlannedTensor>& plan);
+
+// Throws std::runtime_error naming the tensor when a planned type cannot be encoded
+// (listing the types that can) or a source type cannot be decoded; the output is then
+// not written.
+QuantizeReport write_quantized(const gguf::GgufFile& src, const std::vector<PlannedTensor>& plan,
+                               LlamaFtype ftype, const std::filesystem::path& out,
+                               const QuantizeProgress& progress = {});
 
 }  // namespace kvforge

@@ -35,6 +35,11 @@ cmp -s seed1.out seed2.out || fail "same seed gave different text"
 "$kv" info tiny-q8.gguf >info-q8.out
 expect_in "q8_0" info-q8.out
 "$kv" run -m tiny-q8.gguf -p "Hello" -n 4 --temp 0 >/dev/null 2>&1 || fail "q8_0 model does not run"
+# Re-quantizing an already quantized file warns; --dry-run prints the plan.
+"$kv" quantize tiny-q8.gguf tiny-q4.gguf --type q4_0 --pure 2>requant.err
+expect_in "already quantized" requant.err
+"$kv" quantize tiny.gguf unused.gguf --type Q4_0 --dry-run >quant-plan.out
+expect_in "output.weight" quant-plan.out
 
 # bench-serve: the sweep table, and with --rounds the per-round ratios and their median.
 "$kv" bench-serve -m tiny.gguf --concurrency 1,2 --prompt-len 8 --gen-len 4 --rounds 2 \
