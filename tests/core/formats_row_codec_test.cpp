@@ -4,8 +4,10 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_nl.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_0.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 #include "core/formats/row_codec.h"
@@ -14,8 +16,9 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                                GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_K,
+                                GgmlType::Q6_K, GgmlType::Q5_0, GgmlType::IQ4_NL};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -68,6 +71,14 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::Q6_K:
         quantize_row_q6_k(x.data(), reinterpret_cast<BlockQ6_K*>(direct.data()), n);
         dequantize_row_q6_k(reinterpret_cast<BlockQ6_K*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q5_0:
+        quantize_row_q5_0(x.data(), reinterpret_cast<BlockQ5_0*>(direct.data()), n);
+        dequantize_row_q5_0(reinterpret_cast<BlockQ5_0*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::IQ4_NL:
+        quantize_row_iq4_nl(x.data(), reinterpret_cast<BlockIQ4_NL*>(direct.data()), n);
+        dequantize_row_iq4_nl(reinterpret_cast<BlockIQ4_NL*>(direct.data()), y_direct.data(), n);
         break;
       default:
         FAIL();

@@ -6,8 +6,10 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_nl.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_0.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 
@@ -23,6 +25,8 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::Q4_0:
     case GgmlType::Q4_K:
     case GgmlType::Q6_K:
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL:
       return true;
     default:
       return false;
@@ -65,6 +69,10 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case GgmlType::Q6_K:
       return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
+    case GgmlType::Q5_0:
+      return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
+    case GgmlType::IQ4_NL:
+      return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
     default:
       break;  // unreachable: check_row rejected it
   }
@@ -88,6 +96,10 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
     case GgmlType::Q6_K:
       return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
+    case GgmlType::Q5_0:
+      return quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
+    case GgmlType::IQ4_NL:
+      return quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n);
     default:
       break;
   }

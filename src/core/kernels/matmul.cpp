@@ -51,6 +51,8 @@ const TypeKernels kKernels[] = {
     {GgmlType::Q4_0, KVFORGE_KERNEL_LEVELS(q4_0, Q8)},
     {GgmlType::Q4_K, KVFORGE_KERNEL_LEVELS(q4_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},
+    {GgmlType::Q5_0, KVFORGE_KERNEL_LEVELS(q5_0, Q8Blocks)},
+    {GgmlType::IQ4_NL, KVFORGE_KERNEL_LEVELS(iq4_nl, Q8Blocks)},
 };
 
 #undef KVFORGE_KERNEL_LEVELS
