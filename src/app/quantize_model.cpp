@@ -21,10 +21,14 @@ uint32_t file_type_id(GgmlType t) {
       return 2;
     case GgmlType::Q8_0:
       return 7;
+    case GgmlType::Q5_0:
+      return 8;
     case GgmlType::Q4_K:
       return 15;  // Q4_K_M's id; ours has no mixed layers
     case GgmlType::Q6_K:
       return 18;
+    case GgmlType::IQ4_NL:
+      return 25;
     case GgmlType::BF16:
       return 32;
     default:

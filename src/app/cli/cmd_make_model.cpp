@@ -64,7 +64,7 @@ void add_make_model_command(CLI::App& app) {
                   "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
       ->capture_default_str();
   sub->add_option("--vocab", f->vocab, "take the tokenizer from this GGUF (default: byte vocab)");
-  sub->add_option("--type", f->type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k")
+  sub->add_option("--type", f->type, "matrix type: f32 f16 bf16 q8_0 q4_0 q4_k q6_k q5_0 iq4_nl")
       ->capture_default_str();
   sub->add_option("--seed", f->seed, "weights seed")->capture_default_str();
   sub->add_option("--n-embd", f->n_embd, "override the preset");

@@ -16,7 +16,7 @@ void add_quantize_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("quantize", "convert weight matrices to another format");
   sub->add_option("input", *in, "source GGUF")->required();
   sub->add_option("output", *out, "destination GGUF")->required();
-  sub->add_option("--type", *type, "q8_0, q4_0, q4_k, q6_k, f16, bf16 or f32")
+  sub->add_option("--type", *type, "q8_0, q4_0, q4_k, q6_k, q5_0, iq4_nl, f16, bf16 or f32")
       ->capture_default_str();
   sub->callback([in, out, type] {
     const auto t = parse_type_name(*type);
