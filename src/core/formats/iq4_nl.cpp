@@ -18,16 +18,28 @@ uint16_t stored_scale(float d) {
   return (h & 0x7fffu) >= 0x7c00u ? uint16_t((h & 0x8000u) | 0x7bffu) : h;
 }
 
+// Midpoints between neighbouring codebook levels (ascending), then +inf.
+struct Midpoints {
+  float at[kLevels];
+};
+
+constexpr Midpoints make_midpoints() {
+  Midpoints m{};
+  for (int i = 0; i + 1 < kLevels; ++i)
+    m.at[i] = 0.5f * float(kIq4Codebook[i] + kIq4Codebook[i + 1]);
+  m.at[kLevels - 1] = __builtin_inff();
+  return m;
+}
+
+constexpr Midpoints kMidpoints = make_midpoints();
+
 // Index of the codebook level nearest v (the lower one on a tie): the
-// number of midpoints between neighbouring levels that lie below v, found by
-// binary search (the codebook is ascending).
+// number of midpoints below v, by a binary search without branches (each
+// step's outcome is data, which a branch would mispredict half the time).
 int nearest_level(float v) {
-  int below = 0;
-  for (int step = 8; step > 0; step /= 2) {
-    const int i = below + step - 1;  // midpoint between levels i and i + 1
-    if (i < kLevels - 1 && v > 0.5f * float(kIq4Codebook[i] + kIq4Codebook[i + 1])) below += step;
-  }
-  return below;
+  int i = 0;
+  for (int step = 8; step > 0; step /= 2) i += step * int(v > kMidpoints.at[i + step - 1]);
+  return i;
 }
 
 // Indices of the levels nearest x/d for the stored scale d (the level
@@ -79,9 +91,9 @@ void quantize_block(const float* x, BlockIQ4_NL& out) {
   if (amax == 0.0f) {
     best.err = assign_levels(x, 0.0f, best.index);
   } else {
-    // max on the extreme levels -127 and 113, and a little inside them
-    // (levels near the ends are 20-25 apart: steps of 4 cover the gap).
-    for (int step = 0; step < 6; ++step) {
+    // max on the extreme levels -127 and 113, and up to 12 inside them
+    // (about half the gap to the next level, which the refit then adjusts).
+    for (int step = 0; step < 4; ++step) {
       try_scale(x, max / float(kIq4Codebook[0] + 4 * step), best);
       try_scale(x, max / float(kIq4Codebook[kLevels - 1] - 4 * step), best);
     }
