@@ -4,11 +4,13 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_nl.h"
 #include "core/formats/iq4_xs.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_0.h"
 #include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
@@ -18,9 +20,10 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
-                                GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
-                                GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+const GgmlType kCodecTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+                                GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
+                                GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
+                                GgmlType::IQ4_XS};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -89,6 +92,14 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::IQ4_XS:
         quantize_row_iq4_xs(x.data(), reinterpret_cast<BlockIQ4_XS*>(direct.data()), n);
         dequantize_row_iq4_xs(reinterpret_cast<BlockIQ4_XS*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q5_0:
+        quantize_row_q5_0(x.data(), reinterpret_cast<BlockQ5_0*>(direct.data()), n);
+        dequantize_row_q5_0(reinterpret_cast<BlockQ5_0*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::IQ4_NL:
+        quantize_row_iq4_nl(x.data(), reinterpret_cast<BlockIQ4_NL*>(direct.data()), n);
+        dequantize_row_iq4_nl(reinterpret_cast<BlockIQ4_NL*>(direct.data()), y_direct.data(), n);
         break;
       default:
         FAIL();

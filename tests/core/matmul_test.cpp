@@ -6,7 +6,7 @@
 //     kernels/matmul_task.h) with double sums, within f32 rounding only —
 //     a much sharper check that catches any misplaced scale or index.
 // Plus: results independent of thread count and batch composition (bitwise),
-// and K-quant results bitwise identical across SIMD levels.
+// and K-quant, Q5_0 and IQ4_NL results bitwise identical across SIMD levels.
 #include "core/kernels/matmul.h"
 
 #include <gtest/gtest.h>
@@ -22,6 +22,7 @@
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul_task.h"
 #include "core/kernels/weight_repack.h"
+#include "formats_test_util.h"
 #include "simd_levels.h"
 
 namespace kvforge {
@@ -78,6 +79,8 @@ int activation_block(GgmlType t) {
   switch (t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL:
       return 32;
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
@@ -179,14 +182,18 @@ std::vector<Shape> shapes_for(GgmlType t) {
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
       return {{7, 32}, {67, 96}, {33, 320}};  // 1, 3 (odd) and 10 blocks
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL:  // also 24 and 33 blocks: 16-block groups and 8 or 1 more
+      return {{7, 32}, {67, 96}, {33, 320}, {9, 768}, {13, 1056}};
     default:
       return {{7, 256}, {37, 768}};
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
-                           GgmlType::Q5_K, GgmlType::Q6_K, GgmlType::IQ4_XS};
+const GgmlType kTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+                           GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
+                           GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
+                           GgmlType::IQ4_XS};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -320,8 +327,8 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
   ThreadPool pool(3);
   MatmulScratch scratch;
   const int64_t n_tokens = 37, rows = 6;
-  for (GgmlType type :
-       {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
+                        GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
     const int64_t cols = activation_block(type) ? 8192 : 4112;
     const Weights w = make_weights(type, rows, cols, 21);
     const std::vector<float> x = make_activations(n_tokens, cols, 22);
@@ -422,6 +429,74 @@ TEST(Matmul, Q5_KAndIQ4_XSExtremeBlocksIdenticalAcrossSimdLevels) {
       matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
       ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
           << type_name(type) << " " << simd_level_name(level);
+    }
+  }
+}
+
+// Q5_0 and IQ4_NL: exact per-block integer sums folded in the 16-lane
+// pattern of kernels/block32_fold.h, recomputed here from its description:
+// the weights' integer levels (dequantized value / block scale, exact: at
+// most 7 bits times an f16), the activations quantized as the Q8-blocks form
+// documents, then p_b = (dw * da) * isum into lane b % 16 and the fixed tree.
+// Every level must give these bits, for decode (1-2 tokens, 4 row streams)
+// and batch tiles, over whole and partial 16-block groups.
+float documented_block32_fold(const Weights& w, int64_t r, const std::vector<int8_t>& aq,
+                              const std::vector<float>& da, int64_t t) {
+  const int64_t cols = w.view.cols, n_blocks = cols / 32;
+  const size_t rb = row_bytes(w.view.type, size_t(cols));
+  const size_t block_bytes = rb / size_t(n_blocks);
+  float s[16] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint16_t h;
+    std::memcpy(&h, w.bytes.data() + size_t(r) * rb + size_t(b) * block_bytes, 2);
+    const float dw = fp16_to_fp32(h);
+    int32_t isum = 0;
+    for (int i = 0; i < 32; ++i) {
+      const int64_t c = 32 * b + i;
+      const int level = dw == 0.0f ? 0 : int(w.dequantized[size_t(r * cols + c)] / dw);
+      isum += level * aq[size_t(t * cols + c)];
+    }
+    const float scale = dw * da[size_t(t * n_blocks + b)];
+    const float term = scale * float(isum);
+    s[b % 16] = s[b % 16] + term;
+  }
+  float u[8];
+  for (int j = 0; j < 8; ++j) u[j] = s[j] + s[j + 8];
+  for (int j = 0; j < 4; ++j) u[j] = u[j] + u[j + 4];
+  for (int j = 0; j < 2; ++j) u[j] = u[j] + u[j + 2];
+  return u[0] + u[1];
+}
+
+TEST(Matmul, Q8BlocksResultsAreTheDocumentedFoldAtEverySimdLevel) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (GgmlType type : {GgmlType::Q5_0, GgmlType::IQ4_NL}) {
+    for (const Shape& shape :
+         {Shape{29, 96}, Shape{29, 320}, Shape{29, 768}, Shape{29, 1056}, Shape{6, 2048}}) {
+      const Weights w = make_weights(type, shape.rows, shape.cols, 3);
+      for (int64_t n_tokens : {1, 2, 6}) {
+        const std::vector<float> x = make_activations(n_tokens, shape.cols, 4);
+        const int64_t n_blocks = shape.cols / 32;
+        std::vector<int8_t> aq(size_t(n_tokens * shape.cols));
+        std::vector<float> da(size_t(n_tokens * n_blocks)), sums(da.size());
+        quantize_activations_q8_blocks_scalar(x.data(), shape.cols, 0, n_tokens, aq.data(),
+                                              da.data(), sums.data());
+        std::vector<float> expected(size_t(shape.rows * n_tokens));
+        for (int64_t t = 0; t < n_tokens; ++t)
+          for (int64_t r = 0; r < shape.rows; ++r)
+            expected[size_t(t * shape.rows + r)] = documented_block32_fold(w, r, aq, da, t);
+        for (SimdLevel level : available_simd_levels()) {
+          set_simd_level(level);
+          std::vector<float> y(expected.size());
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          for (size_t o = 0; o < y.size(); ++o)
+            ASSERT_EQ(testing::float_bits(y[o]), testing::float_bits(expected[o]))
+                << type_name(type) << " " << simd_level_name(level) << " cols " << shape.cols
+                << " tokens " << n_tokens << " output " << o << ": got " << y[o] << ", expected "
+                << expected[o];
+        }
+      }
     }
   }
 }

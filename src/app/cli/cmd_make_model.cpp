@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "core/formats/row_codec.h"
 #include "core/gguf/gguf_file.h"
 #include "model/random_model.h"
 
@@ -27,7 +28,9 @@ void make_model(const MakeModelFlags& f) {
   std::optional<RandomModelSpec> spec = RandomModelSpec::preset(f.preset);
   if (!spec) throw std::invalid_argument("unknown preset '" + f.preset + "' (tiny, small)");
   const auto type = parse_type_name(f.type);
-  if (!type) throw std::invalid_argument("unknown weight type '" + f.type + "'");
+  if (!type || !is_quantizable_type(*type))
+    throw std::invalid_argument("unknown weight type '" + f.type +
+                                "' (kvforge can write: " + supported_weight_type_names() + ")");
   spec->weight_type = *type;
   spec->seed = f.seed;
   spec->tied_output = f.tied;
@@ -64,7 +67,7 @@ void add_make_model_command(CLI::App& app) {
                   "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
       ->capture_default_str();
   sub->add_option("--vocab", f->vocab, "take the tokenizer from this GGUF (default: byte vocab)");
-  sub->add_option("--type", f->type, "matrix type: f32 f16 bf16 q8_0 q4_0 q2_k q3_k q4_k q6_k")
+  sub->add_option("--type", f->type, "matrix type: " + supported_weight_type_names())
       ->capture_default_str();
   sub->add_option("--seed", f->seed, "weights seed")->capture_default_str();
   sub->add_option("--n-embd", f->n_embd, "override the preset");

@@ -6,11 +6,13 @@
 
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_nl.h"
 #include "core/formats/iq4_xs.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_0.h"
 #include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
@@ -31,6 +33,8 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
     case GgmlType::IQ4_XS:
+    case GgmlType::Q5_0:
+    case GgmlType::IQ4_NL:
       return true;
     default:
       return false;
@@ -90,6 +94,10 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n);
     case GgmlType::IQ4_XS:
       return dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n);
+    case GgmlType::Q5_0:
+      return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
+    case GgmlType::IQ4_NL:
+      return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
     default:
       break;  // unreachable: check_row rejected it
   }
@@ -121,6 +129,10 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n);
     case GgmlType::IQ4_XS:
       return quantize_row_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n);
+    case GgmlType::Q5_0:
+      return quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
+    case GgmlType::IQ4_NL:
+      return quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n);
     default:
       break;
   }

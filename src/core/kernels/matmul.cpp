@@ -55,6 +55,8 @@ const TypeKernels kKernels[] = {
     {GgmlType::Q5_K, KVFORGE_KERNEL_LEVELS(q5_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},
     {GgmlType::IQ4_XS, KVFORGE_KERNEL_LEVELS(iq4_xs, Q8K)},
+    {GgmlType::Q5_0, KVFORGE_KERNEL_LEVELS(q5_0, Q8Blocks)},
+    {GgmlType::IQ4_NL, KVFORGE_KERNEL_LEVELS(iq4_nl, Q8Blocks)},
 };
 
 #undef KVFORGE_KERNEL_LEVELS

@@ -136,6 +136,8 @@ void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t
   void matmul_rows_q5_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q6_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_iq4_xs_##level(const MatmulTask& task, int64_t r0, int64_t r1);             \
+  void matmul_rows_q5_0_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_iq4_nl_##level(const MatmulTask& task, int64_t r0, int64_t r1);             \
   void quantize_activations_q8_##level(const float* x, int64_t cols, int64_t t0, int64_t t1,   \
                                        int8_t* quants, float* scales, int32_t* sums);          \
   void quantize_activations_q8_blocks_##level(const float* x, int64_t cols, int64_t t0,        \
