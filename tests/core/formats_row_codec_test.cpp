@@ -5,7 +5,9 @@
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_1.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 #include "core/formats/row_codec.h"
@@ -14,8 +16,9 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                                GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kCodecTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                                GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                                GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q6_K};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -23,7 +26,7 @@ TEST(RowCodec, SupportedTypes) {
     EXPECT_TRUE(is_quantizable_type(t)) << type_name(t);
   }
   for (GgmlType t :
-       {GgmlType::Q4_1, GgmlType::Q5_K, GgmlType::Q8_K, GgmlType::I8, GgmlType::IQ4_XS}) {
+       {GgmlType::Q8_1, GgmlType::Q5_K, GgmlType::Q8_K, GgmlType::I8, GgmlType::IQ4_XS}) {
     EXPECT_FALSE(is_supported_weight_type(t)) << type_name(t);
     EXPECT_FALSE(is_quantizable_type(t)) << type_name(t);
   }
@@ -60,6 +63,14 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::Q4_0:
         quantize_row_q4_0(x.data(), reinterpret_cast<BlockQ4_0*>(direct.data()), n);
         dequantize_row_q4_0(reinterpret_cast<BlockQ4_0*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q4_1:
+        quantize_row_q4_1(x.data(), reinterpret_cast<BlockQ4_1*>(direct.data()), n);
+        dequantize_row_q4_1(reinterpret_cast<BlockQ4_1*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q5_1:
+        quantize_row_q5_1(x.data(), reinterpret_cast<BlockQ5_1*>(direct.data()), n);
+        dequantize_row_q5_1(reinterpret_cast<BlockQ5_1*>(direct.data()), y_direct.data(), n);
         break;
       case GgmlType::Q4_K:
         quantize_row_q4_k(x.data(), reinterpret_cast<BlockQ4_K*>(direct.data()), n);

@@ -7,7 +7,9 @@
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_1.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 
@@ -21,6 +23,8 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::BF16:
     case GgmlType::Q8_0:
     case GgmlType::Q4_0:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
     case GgmlType::Q4_K:
     case GgmlType::Q6_K:
       return true;
@@ -61,6 +65,10 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q8_0(static_cast<const BlockQ8_0*>(src), dst, n);
     case GgmlType::Q4_0:
       return dequantize_row_q4_0(static_cast<const BlockQ4_0*>(src), dst, n);
+    case GgmlType::Q4_1:
+      return dequantize_row_q4_1(static_cast<const BlockQ4_1*>(src), dst, n);
+    case GgmlType::Q5_1:
+      return dequantize_row_q5_1(static_cast<const BlockQ5_1*>(src), dst, n);
     case GgmlType::Q4_K:
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case GgmlType::Q6_K:
@@ -84,6 +92,10 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q8_0(src, static_cast<BlockQ8_0*>(dst), n);
     case GgmlType::Q4_0:
       return quantize_row_q4_0(src, static_cast<BlockQ4_0*>(dst), n);
+    case GgmlType::Q4_1:
+      return quantize_row_q4_1(src, static_cast<BlockQ4_1*>(dst), n);
+    case GgmlType::Q5_1:
+      return quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), n);
     case GgmlType::Q4_K:
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
     case GgmlType::Q6_K:
