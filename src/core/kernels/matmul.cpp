@@ -49,6 +49,8 @@ const TypeKernels kKernels[] = {
     {GgmlType::BF16, KVFORGE_KERNEL_LEVELS(bf16, F32)},
     {GgmlType::Q8_0, KVFORGE_KERNEL_LEVELS(q8_0, Q8)},
     {GgmlType::Q4_0, KVFORGE_KERNEL_LEVELS(q4_0, Q8)},
+    {GgmlType::Q4_1, KVFORGE_KERNEL_LEVELS(q4_1, Q8Blocks)},
+    {GgmlType::Q5_1, KVFORGE_KERNEL_LEVELS(q5_1, Q8Blocks)},
     {GgmlType::Q4_K, KVFORGE_KERNEL_LEVELS(q4_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},
 };
