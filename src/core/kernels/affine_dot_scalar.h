@@ -2,9 +2,10 @@
 // (matmul_task.h), the reference the SIMD levels match bit for bit: exact
 // integer block dot products folded as affine_fold.h defines.
 //
-// Blocks provides kBlockBytes and
-//   static void levels(const uint8_t* block, uint8_t (&q)[32], float& d, float& m)
-// giving a block's 32 levels in element order and its step and offset.
+// Blocks provides kBlockBytes,
+//   static int32_t dot(const uint8_t* block, const int8_t* a)
+// giving the exact sum of the block's 32 levels times the quants a[0..31], and
+//   static void step_and_offset(const uint8_t* block, float& d, float& m).
 #pragma once
 
 #include <cstdint>
@@ -25,13 +26,11 @@ struct AffineScalarDot {
     const int64_t n_blocks = task.cols / 32;
     float lane[NT][kAffineFoldLanes] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {
-      uint8_t q[32];
+      const uint8_t* block = w + b * Blocks::kBlockBytes;
       float dw, mw;
-      Blocks::levels(w + b * Blocks::kBlockBytes, q, dw, mw);
+      Blocks::step_and_offset(block, dw, mw);
       for (int k = 0; k < NT; ++k) {
-        const int8_t* a = task.act_quants + (t0 + k) * task.cols + 32 * b;
-        int32_t isum = 0;
-        for (int i = 0; i < 32; ++i) isum += q[i] * a[i];
+        const int32_t isum = Blocks::dot(block, task.act_quants + (t0 + k) * task.cols + 32 * b);
         const int64_t s = (t0 + k) * n_blocks + b;
         lane[k][b % kAffineFoldLanes] +=
             affine_block_term(dw, mw, task.act_scales[s], task.act_block_sums[s], isum);
