@@ -59,8 +59,9 @@ struct Shape {
   int64_t rows, cols;
 };
 const Shape kShapes[] = {{"up", 2048, 768}, {"down", 768, 2048}};
-const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q8_0,
-                           GgmlType::Q4_0, GgmlType::Q4_K, GgmlType::Q6_K};
+const GgmlType kTypes[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16,
+                           GgmlType::Q8_0, GgmlType::Q4_0, GgmlType::Q4_1,
+                           GgmlType::Q5_1, GgmlType::Q4_K, GgmlType::Q6_K};
 
 // `copies` consecutive copies of one quantized matrix.
 struct Matrix {
