@@ -19,8 +19,12 @@ uint32_t file_type_id(GgmlType t) {
       return 1;
     case GgmlType::Q4_0:
       return 2;
+    case GgmlType::Q4_1:
+      return 3;
     case GgmlType::Q8_0:
       return 7;
+    case GgmlType::Q5_1:
+      return 9;
     case GgmlType::Q4_K:
       return 15;  // Q4_K_M's id; ours has no mixed layers
     case GgmlType::Q6_K:
