@@ -16,41 +16,46 @@ struct Params {
   float m = 0;
 };
 
-// As the formats decode (q4_1.h): the product is exact, the sum rounds once.
-float decoded(int q, float d, float m) { return float(q) * d + m; }
+// Levels are kept as floats while fitting (exact: at most 31), so that the
+// loops below vectorize.
 
-double squared_error(const float* x, const uint8_t* q, float d, float m) {
+// As the formats decode (q4_1.h): the product is exact, the sum rounds once.
+double squared_error(const float* x, const float* q, float d, float m) {
   double err = 0;
   for (int i = 0; i < kElems; ++i) {
-    const double diff = double(x[i]) - double(decoded(q[i], d, m));
+    const double diff = double(x[i]) - double(q[i] * d + m);
     err += diff * diff;
   }
   return err;
 }
 
 // The nearest level of each value under (d, m); every value on level 0 when d == 0.
-void assign_nearest(const float* x, float d, float m, int max_level, uint8_t* q) {
+void assign_nearest(const float* x, float d, float m, int max_level, float* q) {
   const float id = d == 0.0f ? 0.0f : 1.0f / d;
-  const bool divide = !std::isfinite(id);  // d an f32 subnormal: 1/d overflows
-  for (int i = 0; i < kElems; ++i) {
-    const float t = divide ? (x[i] - m) / d : (x[i] - m) * id;
-    // Written so that NaN (inf * 0, only for values near the f32 limit) lands on 0.
-    int level = 0;
-    if (t >= 0.5f) level = t >= float(max_level) ? max_level : int(t + 0.5f);
-    q[i] = uint8_t(level);
+  const float top = float(max_level);
+  auto level = [top](float t) {
+    t = t > 0.0f ? t : 0.0f;  // also NaN (inf * 0, only for values near the f32 limit)
+    t = t < top ? t : top;
+    return float(int(t + 0.5f));
+  };
+  if (std::isfinite(id)) {
+    for (int i = 0; i < kElems; ++i) q[i] = level((x[i] - m) * id);
+  } else {  // d an f32 subnormal: 1/d overflows
+    for (int i = 0; i < kElems; ++i) q[i] = level((x[i] - m) / d);
   }
 }
 
 // Least-squares (d, m) for fixed levels q; m alone (the mean) when all levels are equal.
-Params refit(const float* x, const uint8_t* q) {
-  double sq = 0, sqq = 0, sx = 0, sqx = 0;
+Params refit(const float* x, const float* q) {
+  float sq = 0, sqq = 0;  // exact: integers below 2^24
+  double sx = 0, sqx = 0;
   for (int i = 0; i < kElems; ++i) {
     sq += q[i];
-    sqq += double(q[i]) * q[i];
+    sqq += q[i] * q[i];
     sx += x[i];
     sqx += double(q[i]) * x[i];
   }
-  const double det = kElems * sqq - sq * sq;
+  const double det = double(kElems) * sqq - double(sq) * sq;
   if (det <= 0) return {0.0f, float(sx / kElems)};
   const double d = (kElems * sqx - sq * sx) / det;
   return {float(d), float((sx - d * sq) / kElems)};
@@ -78,20 +83,21 @@ int half_neighbours(float v, uint16_t out[3]) {
 
 struct Best {
   double err = INFINITY;
-  AffineBlock block;
+  uint16_t d = 0, m = 0;
+  float q[kElems] = {};
 };
 
 // Tries (d, m) as stored halves with nearest levels; keeps it if it beats `best`.
 void try_halves(const float* x, uint16_t hd, uint16_t hm, int max_level, Best& best) {
-  AffineBlock b;
-  b.d = hd;
-  b.m = hm;
   const float d = fp16_to_fp32(hd), m = fp16_to_fp32(hm);
-  assign_nearest(x, d, m, max_level, b.q);
-  const double err = squared_error(x, b.q, d, m);
+  float q[kElems];
+  assign_nearest(x, d, m, max_level, q);
+  const double err = squared_error(x, q, d, m);
   if (err < best.err) {
     best.err = err;
-    best.block = b;
+    best.d = hd;
+    best.m = hm;
+    std::copy(q, q + kElems, best.q);
   }
 }
 
@@ -102,11 +108,11 @@ void search_halves(const float* x, Params p, int max_level, Best& best) {
   const int nd = half_neighbours(p.d, ds), nm = half_neighbours(p.m, ms);
   for (int i = 0; i < nd; ++i)
     for (int j = 0; j < nm; ++j) try_halves(x, ds[i], ms[j], max_level, best);
-  const float d = fp16_to_fp32(best.block.d);
+  const float d = fp16_to_fp32(best.d);
   double residual = 0;
-  for (int i = 0; i < kElems; ++i) residual += double(x[i]) - double(float(best.block.q[i]) * d);
+  for (int i = 0; i < kElems; ++i) residual += double(x[i]) - double(best.q[i] * d);
   const int nr = half_neighbours(float(residual / kElems), ms);
-  for (int j = 0; j < nr; ++j) try_halves(x, best.block.d, ms[j], max_level, best);
+  for (int j = 0; j < nr; ++j) try_halves(x, best.d, ms[j], max_level, best);
 }
 
 }  // namespace
@@ -120,7 +126,7 @@ AffineBlock fit_affine_block(const float* x, int max_level) {
   const Params published{(hi - lo) / float(max_level), lo};
   Params fitted = published;
   if (hi > lo) {
-    uint8_t q[kElems];
+    float q[kElems];
     assign_nearest(x, published.d, published.m, max_level, q);
     double fitted_err = squared_error(x, q, published.d, published.m);
     constexpr int kSteps = 10;  // step sizes range/(max_level +- 1), in tenths
@@ -141,7 +147,11 @@ AffineBlock fit_affine_block(const float* x, int max_level) {
   Best best;
   search_halves(x, published, max_level, best);
   search_halves(x, fitted, max_level, best);
-  return best.block;
+  AffineBlock out;
+  out.d = best.d;
+  out.m = best.m;
+  for (int i = 0; i < kElems; ++i) out.q[i] = uint8_t(best.q[i]);
+  return out;
 }
 
 }  // namespace kvforge
