@@ -59,10 +59,10 @@ struct Shape {
   int64_t rows, cols;
 };
 const Shape kShapes[] = {{"up", 2048, 768}, {"down", 768, 2048}};
-const GgmlType kTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
-                           GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
-                           GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
-                           GgmlType::IQ4_XS};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
+                           GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
+                           GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
+                           GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 // `copies` consecutive copies of one quantized matrix.
 struct Matrix {

@@ -9,8 +9,10 @@
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q5_0.h"
+#include "core/formats/q5_1.h"
 #include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
@@ -20,10 +22,10 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
-                                GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
-                                GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
-                                GgmlType::IQ4_XS};
+const GgmlType kCodecTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
+                                GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
+                                GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
+                                GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -31,7 +33,7 @@ TEST(RowCodec, SupportedTypes) {
     EXPECT_TRUE(is_quantizable_type(t)) << type_name(t);
   }
   for (GgmlType t :
-       {GgmlType::Q4_1, GgmlType::IQ2_XXS, GgmlType::Q8_K, GgmlType::I8, GgmlType::IQ1_S}) {
+       {GgmlType::Q8_1, GgmlType::IQ2_XXS, GgmlType::Q8_K, GgmlType::I8, GgmlType::IQ1_S}) {
     EXPECT_FALSE(is_supported_weight_type(t)) << type_name(t);
     EXPECT_FALSE(is_quantizable_type(t)) << type_name(t);
   }
@@ -76,6 +78,14 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::Q3_K:
         quantize_row_q3_k(x.data(), reinterpret_cast<BlockQ3_K*>(direct.data()), n);
         dequantize_row_q3_k(reinterpret_cast<BlockQ3_K*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q4_1:
+        quantize_row_q4_1(x.data(), reinterpret_cast<BlockQ4_1*>(direct.data()), n);
+        dequantize_row_q4_1(reinterpret_cast<BlockQ4_1*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::Q5_1:
+        quantize_row_q5_1(x.data(), reinterpret_cast<BlockQ5_1*>(direct.data()), n);
+        dequantize_row_q5_1(reinterpret_cast<BlockQ5_1*>(direct.data()), y_direct.data(), n);
         break;
       case GgmlType::Q4_K:
         quantize_row_q4_k(x.data(), reinterpret_cast<BlockQ4_K*>(direct.data()), n);

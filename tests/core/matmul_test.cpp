@@ -81,6 +81,8 @@ int activation_block(GgmlType t) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
       return 32;
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
@@ -92,6 +94,20 @@ int activation_block(GgmlType t) {
     default:
       return 0;
   }
+}
+
+// Weight types whose blocks carry a min (x = d * q + m): Q4_1 and Q5_1,
+// both with m as the f16 at byte 2 of each 32-block.
+bool has_block_min(GgmlType t) { return t == GgmlType::Q4_1 || t == GgmlType::Q5_1; }
+
+float block_min(const Weights& w, int64_t r, int64_t b) {
+  const TypeTraits traits = type_traits(w.view.type);
+  uint16_t h;
+  std::memcpy(&h,
+              w.bytes.data() + size_t(r) * row_bytes(w.view.type, size_t(w.view.cols)) +
+                  size_t(b) * traits.block_bytes + 2,
+              2);
+  return fp16_to_fp32(h);
 }
 
 struct Expected {
@@ -114,6 +130,11 @@ Expected expected_results(const Weights& w, const std::vector<float>& x, int64_t
   // 1/(127/amax) (Q8_K, whose sign convention leaves q * d unchanged),
   // q = nearest-even(x * (127/amax)); blocks with amax < 1e-30 are 0.
   std::vector<float> xq(x.size()), half_step(x.size(), 0.0f);
+  // Weights with a min (Q8 blocks form): their kernels take m * da * sum(q)
+  // as m * s with s = f16(amax/127 * sum(q)) (llama.cpp's block_q8_1 s); per
+  // token and block, s - da * sum(q) (exact in double).
+  const bool with_min = has_block_min(w.view.type);
+  std::vector<double> sum_deviation(with_min ? size_t(n_tokens * cols / 32) : 0, 0.0);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* xt = x.data() + t * cols;
     if (block == 0) {
@@ -129,10 +150,17 @@ Expected expected_results(const Weights& w, const std::vector<float>& x, int64_t
                           : (block == 32 ? fp16_to_fp32(fp32_to_fp16(amax / 127.0f)) : 1.0f / id);
       // |x - q * d| <= (amax/127)/2 + 127 * |d - amax/127| (the f16 rounding of the scale).
       const float step_error = amax / 127.0f / 2.0f + 127.0f * std::fabs(d - amax / 127.0f);
+      int32_t sum_q = 0;
       for (int i = 0; i < block; ++i) {
         const float q = std::nearbyint(xt[b0 + i] * id);
         xq[size_t(t * cols + b0 + i)] = q * d;  // exact: |q| <= 127 has 7 bits
         half_step[size_t(t * cols + b0 + i)] = step_error;
+        sum_q += int32_t(q);
+      }
+      if (with_min) {
+        const float unrounded = amax < 1e-30f ? 0.0f : amax / 127.0f;
+        const float s = fp16_to_fp32(fp32_to_fp16(unrounded * float(sum_q)));
+        sum_deviation[size_t(t * (cols / 32) + b0 / 32)] = double(s) - double(d) * sum_q;
       }
     }
   }
@@ -146,7 +174,17 @@ Expected expected_results(const Weights& w, const std::vector<float>& x, int64_t
         emu += wv * xq[i];
         // |x - xq| <= d/2 (+ f32 rounding of x * id, absorbed by the slack below).
         quant += std::fabs(wv) * half_step[i];
-        magnitude += std::fabs(wv) * (std::fabs(x[i]) + half_step[i]);
+        // With a min the kernels round d*q and m terms of their own, each
+        // possibly larger than the weight d*q + m they sum to.
+        const double m = with_min ? block_min(w, r, c / 32) : 0.0;
+        magnitude += (std::fabs(wv - m) + std::fabs(m)) * (std::fabs(x[i]) + half_step[i]);
+      }
+      for (int64_t b = 0; with_min && b < cols / 32; ++b) {
+        // The min term's deviation, exactly: the emulation follows it, the
+        // reference (f32 activations) differs from the kernel by it too.
+        const double deviation = block_min(w, r, b) * sum_deviation[size_t(t * (cols / 32) + b)];
+        emu += deviation;
+        quant += std::fabs(deviation);
       }
       const size_t o = size_t(t * rows + r);
       e.emulated[o] = emu;
@@ -185,15 +223,20 @@ std::vector<Shape> shapes_for(GgmlType t) {
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:  // also 24 and 33 blocks: 16-block groups and 8 or 1 more
       return {{7, 32}, {67, 96}, {33, 320}, {9, 768}, {13, 1056}};
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
+      // The AVX-512 kernel's groups of 16 blocks and short last groups: 1,
+      // 33 = 2 x 16 + 1, 3, 10, 23 = 16 + 7 and 17 = 16 + 1 blocks.
+      return {{7, 32}, {67, 1056}, {5, 96}, {9, 320}, {11, 736}, {33, 544}};
     default:
       return {{7, 256}, {37, 768}};
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,   GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
-                           GgmlType::Q4_0,  GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q2_K,
-                           GgmlType::Q3_K,  GgmlType::Q4_K, GgmlType::Q5_K,   GgmlType::Q6_K,
-                           GgmlType::IQ4_XS};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
+                           GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
+                           GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
+                           GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -327,8 +370,9 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
   ThreadPool pool(3);
   MatmulScratch scratch;
   const int64_t n_tokens = 37, rows = 6;
-  for (GgmlType type : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0,
-                        GgmlType::Q4_0, GgmlType::Q5_0, GgmlType::IQ4_NL}) {
+  for (GgmlType type :
+       {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
+        GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1}) {
     const int64_t cols = activation_block(type) ? 8192 : 4112;
     const Weights w = make_weights(type, rows, cols, 21);
     const std::vector<float> x = make_activations(n_tokens, cols, 22);
@@ -501,6 +545,35 @@ TEST(Matmul, Q8BlocksResultsAreTheDocumentedFoldAtEverySimdLevel) {
   }
 }
 
+// Q4_1 and Q5_1 likewise: exact block sums folded in one fixed order
+// (kernels/affine_fold.h). Decode (one and two tokens: the 4-stream tiles)
+// and batches (row x token tiles, partial ones); rows of whole groups of 16
+// blocks (512 cols), ending in a short group of 8 (768) and of 1 (1056).
+TEST(Matmul, AffineResultsIdenticalAcrossSimdLevels) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  for (GgmlType type : {GgmlType::Q4_1, GgmlType::Q5_1}) {
+    for (int64_t cols : {1056, 768, 512}) {
+      const Weights w = make_weights(type, 29, cols, 3);
+      for (int64_t n_tokens : {1, 2, 7}) {
+        const std::vector<float> x = make_activations(n_tokens, cols, 4);
+        std::vector<float> scalar(size_t(29 * n_tokens));
+        set_simd_level(SimdLevel::Scalar);
+        matmul(w.view, x.data(), n_tokens, scalar.data(), pool, scratch);
+        for (SimdLevel level : available_simd_levels()) {
+          set_simd_level(level);
+          std::vector<float> y(scalar.size());
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+              << type_name(type) << " " << simd_level_name(level) << " cols " << cols << " tokens "
+              << n_tokens;
+        }
+      }
+    }
+  }
+}
+
 TEST(Matmul, F32WithinOneInHundredThousandOfTheMagnitude) {
   LevelGuard guard;
   ThreadPool pool(2);
@@ -568,7 +641,7 @@ TEST(Matmul, RejectsUnsupportedTypesAndRaggedRows) {
                std::invalid_argument);
 }
 
-// matmul_batch: weights of mixed types (all three activation forms) sharing
+// matmul_batch: weights of mixed types (all four native activation forms) sharing
 // one input give, each, bitwise what matmul() gives for it alone, at every
 // level and thread count; row counts are odd so thread ranges straddle weights.
 TEST(MatmulBatch, EachOutputBitwiseEqualsItsOwnMatmul) {
@@ -576,25 +649,25 @@ TEST(MatmulBatch, EachOutputBitwiseEqualsItsOwnMatmul) {
   ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
   MatmulScratch batch_scratch, alone_scratch;
   const int64_t cols = 512;
-  const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q4_0,
-                            GgmlType::Q6_K};
-  const int64_t rows[] = {13, 7, 5, 33, 1};
+  const GgmlType types[] = {GgmlType::Q8_0, GgmlType::Q4_K, GgmlType::F16, GgmlType::Q4_1,
+                            GgmlType::Q4_0, GgmlType::Q6_K, GgmlType::Q5_1};
+  const int64_t rows[] = {13, 7, 5, 11, 33, 1, 3};
   std::vector<Weights> weights;
-  for (size_t i = 0; i < 5; ++i)
+  for (size_t i = 0; i < std::size(types); ++i)
     weights.push_back(make_weights(types[i], rows[i], cols, uint32_t(40 + i)));
   for (int64_t n_tokens : {1, 3, 9}) {
     const std::vector<float> x = make_activations(n_tokens, cols, 50);
     for (SimdLevel level : available_simd_levels()) {
       set_simd_level(level);
       for (ThreadPool& pool : pools) {
-        std::vector<std::vector<float>> ys(5);
+        std::vector<std::vector<float>> ys(std::size(types));
         std::vector<MatmulOutput> outs;
-        for (size_t i = 0; i < 5; ++i) {
+        for (size_t i = 0; i < std::size(types); ++i) {
           ys[i].assign(size_t(rows[i] * n_tokens), NAN);
           outs.push_back({weights[i].view, ys[i].data()});
         }
         matmul_batch(outs, x.data(), n_tokens, pool, batch_scratch);
-        for (size_t i = 0; i < 5; ++i) {
+        for (size_t i = 0; i < std::size(types); ++i) {
           std::vector<float> alone(ys[i].size());
           matmul(weights[i].view, x.data(), n_tokens, alone.data(), pools[0], alone_scratch);
           ASSERT_EQ(0, std::memcmp(alone.data(), ys[i].data(), alone.size() * 4))

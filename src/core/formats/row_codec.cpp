@@ -11,8 +11,10 @@
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q5_0.h"
+#include "core/formats/q5_1.h"
 #include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
@@ -29,6 +31,8 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::Q4_0:
     case GgmlType::Q2_K:
     case GgmlType::Q3_K:
+    case GgmlType::Q4_1:
+    case GgmlType::Q5_1:
     case GgmlType::Q4_K:
     case GgmlType::Q5_K:
     case GgmlType::Q6_K:
@@ -86,6 +90,10 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q2_k(static_cast<const BlockQ2_K*>(src), dst, n);
     case GgmlType::Q3_K:
       return dequantize_row_q3_k(static_cast<const BlockQ3_K*>(src), dst, n);
+    case GgmlType::Q4_1:
+      return dequantize_row_q4_1(static_cast<const BlockQ4_1*>(src), dst, n);
+    case GgmlType::Q5_1:
+      return dequantize_row_q5_1(static_cast<const BlockQ5_1*>(src), dst, n);
     case GgmlType::Q4_K:
       return dequantize_row_q4_k(static_cast<const BlockQ4_K*>(src), dst, n);
     case GgmlType::Q5_K:
@@ -121,6 +129,10 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q2_k(src, static_cast<BlockQ2_K*>(dst), n);
     case GgmlType::Q3_K:
       return quantize_row_q3_k(src, static_cast<BlockQ3_K*>(dst), n);
+    case GgmlType::Q4_1:
+      return quantize_row_q4_1(src, static_cast<BlockQ4_1*>(dst), n);
+    case GgmlType::Q5_1:
+      return quantize_row_q5_1(src, static_cast<BlockQ5_1*>(dst), n);
     case GgmlType::Q4_K:
       return quantize_row_q4_k(src, static_cast<BlockQ4_K*>(dst), n);
     case GgmlType::Q5_K:

@@ -51,6 +51,8 @@ const TypeKernels kKernels[] = {
     {GgmlType::Q4_0, KVFORGE_KERNEL_LEVELS(q4_0, Q8)},
     {GgmlType::Q2_K, KVFORGE_KERNEL_LEVELS(q2_k, Q8K)},
     {GgmlType::Q3_K, KVFORGE_KERNEL_LEVELS(q3_k, Q8K)},
+    {GgmlType::Q4_1, KVFORGE_KERNEL_LEVELS(q4_1, Q8Blocks)},
+    {GgmlType::Q5_1, KVFORGE_KERNEL_LEVELS(q5_1, Q8Blocks)},
     {GgmlType::Q4_K, KVFORGE_KERNEL_LEVELS(q4_k, Q8K)},
     {GgmlType::Q5_K, KVFORGE_KERNEL_LEVELS(q5_k, Q8K)},
     {GgmlType::Q6_K, KVFORGE_KERNEL_LEVELS(q6_k, Q8K)},

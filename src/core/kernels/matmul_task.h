@@ -132,6 +132,8 @@ void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t
   void matmul_rows_q4_0_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q2_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q3_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_q4_1_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
+  void matmul_rows_q5_1_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q4_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q5_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_q6_k_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
