@@ -75,6 +75,28 @@ TEST(SourceLayering, NoLayerIncludesALayerAboveIt) {
   for (const Violation& v : found) ADD_FAILURE() << v.where << ": " << v.what;
 }
 
+// The public headers expose public types only: they include one another,
+// the standard library and KvFormat (a value type the options carry), never
+// the engine's, model's or app's internals.
+TEST(SourceLayering, PublicHeadersIncludeOnlyPublicTypes) {
+  static const std::regex kInclude(R"re(^\s*#\s*include\s*"([^"]+)")re");
+  const std::filesystem::path dir = testing::source_dir() / "include/kvforge";
+  size_t headers = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(e.path());
+    std::string line;
+    for (int n = 1; std::getline(in, line); ++n) {
+      std::smatch m;
+      if (!std::regex_search(line, m, kInclude)) continue;
+      const std::string inc = m[1].str();
+      EXPECT_TRUE(inc.rfind("kvforge/", 0) == 0 || inc == "core/formats/kv_format.h")
+          << e.path().filename().string() << ":" << n << " includes " << inc;
+    }
+    ++headers;
+  }
+  EXPECT_GE(headers, 3u);
+}
+
 // The checker itself catches what it must, and leaves sideways and downward includes alone.
 TEST(SourceLayering, TheCheckerSeesUpwardIncludesOnly) {
   std::istringstream text(

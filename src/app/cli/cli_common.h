@@ -8,7 +8,7 @@
 
 #include "app/tokenizer/tokenizer.h"
 #include "core/formats/kv_format.h"
-#include "engine/sampling/sampling_params.h"
+#include "kvforge/sampling_params.h"
 #include "model/model.h"
 
 namespace kvforge::cli {
