@@ -21,36 +21,18 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/formats/kv_format.h"
-#include "core/threadpool.h"
-#include "engine/kv/block_manager.h"
-#include "engine/sampling/sampler.h"
-#include "engine/sampling/sampling_params.h"
-#include "model/model.h"
+#include "kvforge/engine_stats.h"
+#include "kvforge/request.h"
+#include "kvforge/sampling_params.h"
 
 namespace kvforge {
 
-using RequestId = int64_t;
-
-enum class FinishReason {
-  Stop,    // an end-of-generation token (not emitted), or a stop string (app layer)
-  Length,  // max_tokens reached, or the sequence filled its context
-  Abort,   // abort() / stop_branch()
-};
-// "stop", "length", "abort" (OpenAI's finish_reason spelling).
-const char* finish_reason_name(FinishReason reason);
-
-// A request the engine can never serve: empty prompt, a token id outside the
-// vocabulary, invalid sampling parameters, or prompt + max_tokens beyond the
-// context or the KV pool. The message names the limit and the numbers.
-class RequestRejected : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
+class Model;
+class ThreadPool;
 
 struct EngineOptions {
   // KV pool: kv_blocks blocks of block_size positions (power of two, 1..256).
@@ -71,50 +53,6 @@ struct EngineOptions {
   // For tests and debugging: called with the raw logits ([n_vocab]) each
   // branch samples from, before sampling.
   std::function<void(RequestId, int branch, std::span<const float> logits)> on_logits;
-};
-
-struct LogprobOptions {
-  bool enabled = false;  // report the sampled token's log-probability
-  int top = 0;           // and the `top` most likely tokens (needs enabled)
-};
-
-struct GeneratedToken {
-  int32_t id = 0;
-  float logprob = 0;  // raw model log-probability; 0 unless LogprobOptions::enabled
-  std::vector<TokenLogprob> top_logprobs;
-};
-
-// What one step did to one branch of one request.
-struct StepEvent {
-  RequestId request = 0;
-  int branch = 0;                       // 0..n-1
-  std::optional<GeneratedToken> token;  // absent when the step only ended the branch (EOS)
-  std::optional<FinishReason> finish;   // set on the branch's last event
-};
-
-struct EngineStats {
-  int32_t running = 0;  // sequences (branches) holding KV blocks
-  int32_t waiting = 0;  // sequences queued for (re)admission
-  int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_used = 0;      // refcount > 0
-  int32_t kv_blocks_free = 0;      // includes evictable prefix-cache blocks
-  int64_t kv_slots_allocated = 0;  // kv_blocks_used * block_size
-  int64_t kv_slots_used = 0;       // positions holding K/V of running sequences (shared once)
-  PrefixCacheStats prefix;
-  int64_t preemptions = 0;
-  int64_t steps = 0;
-  int64_t tokens_computed = 0;   // tokens fed through forward passes (prefill + decode + recompute)
-  int64_t tokens_generated = 0;  // tokens sampled
-  // Wall time summed over all step() calls, in seconds: the whole calls, the
-  // forward passes inside them, and three phases of those passes: the
-  // layers' weight matmuls, the output (logits) matmul and attention. What
-  // forward leaves of a step is scheduling, K/V block bookkeeping and
-  // sampling; what the phases leave of forward is the per-token vector work.
-  double step_seconds = 0;
-  double forward_seconds = 0;
-  double weight_matmul_seconds = 0;
-  double output_matmul_seconds = 0;
-  double attention_seconds = 0;
 };
 
 class Engine {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "app/text_engine.h"
-#include "engine/sampling/sampling_params.h"
+#include "kvforge/sampling_params.h"
 
 namespace kvforge {
 

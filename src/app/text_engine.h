@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "app/sampling/stop_strings.h"
+#include "app/stop_strings.h"
 #include "app/tokenizer/streaming_detokenizer.h"
 #include "app/tokenizer/tokenizer.h"
 #include "engine/generation_backend.h"

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/sampling/sampler.h"
 #include "kvforge/engine.h"
 
 namespace kvforge {

@@ -1,4 +1,4 @@
-#include "engine/sampling/sampling_params.h"
+#include "kvforge/sampling_params.h"
 
 #include <gtest/gtest.h>
 

@@ -10,6 +10,21 @@ namespace kvforge::cli {
 
 std::filesystem::path default_model_path() { return KVFORGE_DEFAULT_MODEL; }
 
+void ModelFlags::add_model_flag(CLI::App& app, const std::string& help) {
+  app.add_option("-m,--model", model, help);
+}
+
+void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
+  app.add_option("-t,--threads", threads, help)->capture_default_str();
+}
+
+LoadedModel load_model(const std::string& model_flag) {
+  std::filesystem::path path = resolve_model_path(model_flag);
+  std::unique_ptr<Model> model = Model::load(path);
+  Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  return {std::move(path), std::move(model), std::move(tokenizer)};
+}
+
 std::filesystem::path resolve_model_path(const std::string& path) {
   const std::filesystem::path p = path.empty() ? default_model_path() : std::filesystem::path(path);
   if (!std::filesystem::exists(p))

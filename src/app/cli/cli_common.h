@@ -3,10 +3,13 @@
 
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <memory>
 #include <string>
 
+#include "app/tokenizer/tokenizer.h"
 #include "core/formats/kv_format.h"
-#include "engine/sampling/sampling_params.h"
+#include "kvforge/sampling_params.h"
+#include "model/model.h"
 
 namespace kvforge::cli {
 
@@ -17,6 +20,27 @@ std::filesystem::path resolve_model_path(const std::string& path);
 // Threads when -t is not given: the machine's hardware threads.
 int default_threads();
 std::string read_text_file(const std::filesystem::path& path);
+
+// -m/--model and -t/--threads, declared once for every command that runs a
+// model: a command's flag struct derives from this one.
+struct ModelFlags {
+  std::string model;  // empty: the default model
+  int threads = default_threads();
+
+  void add_model_flag(CLI::App& app,
+                      const std::string& help = "GGUF model (default: the model in models/)");
+  void add_threads_flag(CLI::App& app, const std::string& help = "threads");
+};
+
+// What a command that runs a model starts from: the resolved file, the model
+// and its tokenizer.
+struct LoadedModel {
+  std::filesystem::path path;
+  std::unique_ptr<Model> model;
+  Tokenizer tokenizer;
+};
+// Resolves `model_flag` (resolve_model_path) and loads the model and its tokenizer.
+LoadedModel load_model(const std::string& model_flag);
 std::string human_bytes(double bytes);
 
 // Sampling flags shared by run (and later chat/serve): declared once, driving

@@ -18,12 +18,10 @@
 namespace kvforge::cli {
 namespace {
 
-struct BatchFlags {
-  std::string model;
+struct BatchFlags : ModelFlags {
   std::string prompt_file;
   int n_predict = 64;
   int samples = 1;
-  int threads = default_threads();
   bool no_bos = false;
   EngineFlags engine;
   SamplingFlags sampling;
@@ -126,14 +124,14 @@ void add_batch_command(CLI::App& app) {
   auto flags = std::make_shared<BatchFlags>();
   CLI::App* sub = app.add_subcommand(
       "batch", "generate for every line of a file at once (continuous batching), with totals");
-  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
+  flags->add_model_flag(*sub);
   sub->add_option("-f,--file", flags->prompt_file, "prompts, one per line")->required();
   sub->add_option("-n,--n-predict", flags->n_predict,
                   "tokens to generate per output; -1 = until done")
       ->capture_default_str();
   sub->add_option("--samples", flags->samples, "outputs per prompt (parallel sampling, n)")
       ->capture_default_str();
-  sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
+  flags->add_threads_flag(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   flags->engine.add_to(*sub);
   flags->sampling.add_to(*sub);

@@ -33,11 +33,10 @@
 namespace kvforge::cli {
 namespace {
 
-struct BenchFlags {
-  std::string model;
+struct BenchFlags : ModelFlags {
+  BenchFlags() { threads = 2; }
   int n_prompt = 512;
   int n_gen = 128;
-  int threads = 2;
   int repetitions = 5;
   int batch = 512;
   bool json = false;
@@ -394,12 +393,12 @@ void add_bench_command(CLI::App& app) {
   f->kv.type = "f16";
   CLI::App* sub = app.add_subcommand(
       "bench", "prefill (pp) and decode (tg) speed against the measured memory bandwidth");
-  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  f->add_model_flag(*sub);
   sub->add_option("-p,--n-prompt", f->n_prompt, "prefill test length in tokens (0: skip)")
       ->capture_default_str();
   sub->add_option("-n,--n-gen", f->n_gen, "decode test length in tokens (0: skip)")
       ->capture_default_str();
-  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  f->add_threads_flag(*sub);
   sub->add_option("-r,--repetitions", f->repetitions, "timed runs per test, after one warm-up")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", f->batch, "tokens per prefill forward pass")

@@ -37,8 +37,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-struct BenchServeFlags {
-  std::string model;
+struct BenchServeFlags : ModelFlags {
   std::vector<int> concurrency = {1, 4, 16, 64};
   int prompt_len = 128;
   int gen_len = 128;
@@ -48,7 +47,6 @@ struct BenchServeFlags {
   int prefix_gen_len = 16;
   int rounds = 1;
   bool skip_prefix = false;
-  int threads = default_threads();
   uint32_t seed = 1;
   EngineFlags engine;
 };
@@ -265,9 +263,7 @@ void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer
 }
 
 void bench_serve(const BenchServeFlags& f) {
-  const auto path = resolve_model_path(f.model);
-  const auto model = Model::load(path);
-  const Tokenizer tok = Tokenizer::from_gguf(model->file());
+  const auto [path, model, tok] = load_model(f.model);
   ThreadPool pool(f.threads);
   EngineOptions options = f.engine.to_options();
   {
@@ -290,7 +286,7 @@ void add_bench_serve_command(CLI::App& app) {
   flags->engine.kv.type = "f16";
   CLI::App* sub = app.add_subcommand(
       "bench-serve", "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT");
-  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
+  flags->add_model_flag(*sub);
   sub->add_option("--concurrency", flags->concurrency, "concurrent requests per level")
       ->delimiter(',')
       ->capture_default_str();
@@ -313,7 +309,7 @@ void add_bench_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   sub->add_flag("--skip-prefix", flags->skip_prefix, "skip the shared-prefix workload");
-  sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
+  flags->add_threads_flag(*sub);
   sub->add_option("--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
   flags->engine.add_to(*sub);
   sub->callback([flags] { bench_serve(*flags); });

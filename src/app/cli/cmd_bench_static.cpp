@@ -24,9 +24,7 @@
 namespace kvforge::cli {
 namespace {
 
-struct BenchStaticFlags {
-  std::string model;
-  int threads = default_threads();
+struct BenchStaticFlags : ModelFlags {
   int context = 200;
   int generate = 1000;
   int prompt = 16;
@@ -175,8 +173,8 @@ void add_bench_static_command(CLI::App& app) {
   auto flags = std::make_shared<BenchStaticFlags>();
   CLI::App* sub = app.add_subcommand(
       "bench-static", "static pipeline: compile time, step time per variant, static vs dynamic");
-  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
-  sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
+  flags->add_model_flag(*sub);
+  flags->add_threads_flag(*sub);
   sub->add_option("--context", flags->context, "context length of the per-variant step timing")
       ->capture_default_str();
   sub->add_option("--generate", flags->generate, "tokens of the long generation")

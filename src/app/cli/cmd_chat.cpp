@@ -22,12 +22,10 @@
 namespace kvforge::cli {
 namespace {
 
-struct ChatFlags {
-  std::string model;
+struct ChatFlags : ModelFlags {
   std::string system;
   std::string chat_template_file;
   int n_predict = 128;
-  int threads = default_threads();
   int ctx = 0;
   KvTypeFlags kv;
   SamplingFlags sampling;
@@ -135,9 +133,7 @@ class Conversation {
 
 void chat(const ChatFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
-  const auto path = resolve_model_path(f.model);
-  const auto model = Model::load(path);
-  const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  const auto [path, model, tokenizer] = load_model(f.model);
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
   const GenerationBackend& backend = engine.engine->backend();
@@ -185,12 +181,12 @@ void add_chat_command(CLI::App& app) {
   auto f = std::make_shared<ChatFlags>();
   CLI::App* sub = app.add_subcommand(
       "chat", "interactive chat in the terminal, reusing the KV cache of earlier turns");
-  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  f->add_model_flag(*sub);
   sub->add_option("--system", f->system, "system message");
   sub->add_option("--chat-template", f->chat_template_file,
                   "Jinja chat template file (default: the model's)");
   sub->add_option("-n,--n-predict", f->n_predict, "largest reply in tokens")->capture_default_str();
-  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  f->add_threads_flag(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);
   f->sampling.add_to(*sub);

@@ -12,8 +12,7 @@
 namespace kvforge::cli {
 namespace {
 
-struct ChatTemplateFlags {
-  std::string model;
+struct ChatTemplateFlags : ModelFlags {
   std::string template_file;
   std::string messages = R"([{"role": "system", "content": "You are a helpful assistant."},
                              {"role": "user", "content": "Hello!"}])";
@@ -64,7 +63,7 @@ void add_chat_template_command(CLI::App& app) {
   auto f = std::make_shared<ChatTemplateFlags>();
   CLI::App* sub =
       app.add_subcommand("chat-template", "render messages through a chat template (debugging)");
-  sub->add_option("-m,--model", f->model, "GGUF model whose tokenizer.chat_template to use");
+  f->add_model_flag(*sub, "GGUF model whose tokenizer.chat_template to use");
   sub->add_option("--template", f->template_file, "Jinja template file instead of the model's");
   sub->add_option("--messages", f->messages, "messages as a JSON array");
   sub->add_option("--messages-file", f->messages_file, "read the messages JSON from a file");

@@ -15,10 +15,8 @@
 namespace kvforge::cli {
 namespace {
 
-struct CompileFlags {
-  std::string model;
+struct CompileFlags : ModelFlags {
   std::string output;
-  int threads = default_threads();
   KvTypeFlags kv;
   StaticFlags shape;
 };
@@ -53,11 +51,10 @@ void add_compile_command(CLI::App& app) {
   auto flags = std::make_shared<CompileFlags>();
   CLI::App* sub =
       app.add_subcommand("compile", "compile static-pipeline plans for a model into a plan file");
-  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
+  flags->add_model_flag(*sub);
   sub->add_option("-o,--output", flags->output, "plan file to write (e.g. model.kvfplan)")
       ->required();
-  sub->add_option("-t,--threads", flags->threads, "threads the plans are partitioned for")
-      ->capture_default_str();
+  flags->add_threads_flag(*sub, "threads the plans are partitioned for");
   flags->kv.add_to(*sub);
   flags->shape.add_to(*sub, /*with_mode_flags=*/false);
   sub->callback([flags] { compile(*flags); });

@@ -26,13 +26,12 @@
 namespace kvforge::cli {
 namespace {
 
-struct KvBenchFlags {
-  std::string model;
+struct KvBenchFlags : ModelFlags {
+  KvBenchFlags() { threads = 2; }
   std::vector<int> contexts = {2048, 4096};
   std::vector<std::string> types = {"f16", "int8", "q4"};
   int n_decode = 16;
   int reps = 5;
-  int threads = 2;
 };
 
 struct Bench {
@@ -115,7 +114,7 @@ void add_kv_bench_command(CLI::App& app) {
   auto f = std::make_shared<KvBenchFlags>();
   CLI::App* sub =
       app.add_subcommand("kv-bench", "decode speed at long context per KV format (ratios to f16)");
-  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  f->add_model_flag(*sub);
   sub->add_option("-c,--contexts", f->contexts, "tokens already in cache")
       ->delimiter(',')
       ->capture_default_str();
@@ -125,7 +124,7 @@ void add_kv_bench_command(CLI::App& app) {
   sub->add_option("-n,--n-decode", f->n_decode, "timed decode steps per measurement")
       ->capture_default_str();
   sub->add_option("-r,--reps", f->reps, "repetitions")->capture_default_str();
-  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  f->add_threads_flag(*sub);
   sub->callback([f] { kv_bench(*f); });
 }
 

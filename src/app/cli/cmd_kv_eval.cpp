@@ -11,12 +11,10 @@
 namespace kvforge::cli {
 namespace {
 
-struct KvEvalFlags {
-  std::string model;
+struct KvEvalFlags : ModelFlags {
   std::string file;
   KvTypeFlags kv;
   int ctx = 0;
-  int threads = default_threads();
   int batch = 512;
   int max_tokens = 0;
   bool per_head = true;
@@ -33,8 +31,7 @@ void print_grid(const char* what, const std::vector<std::vector<double>>& g) {
 
 void kv_eval(KvEvalFlags f) {
   const KvFormat format = f.kv.format();
-  const auto model = Model::load(resolve_model_path(f.model));
-  const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  const auto [path, model, tokenizer] = load_model(f.model);
   std::vector<int32_t> tokens =
       tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
   if (f.max_tokens > 0 && tokens.size() > size_t(f.max_tokens)) tokens.resize(size_t(f.max_tokens));
@@ -72,7 +69,7 @@ void add_kv_eval_command(CLI::App& app) {
   auto f = std::make_shared<KvEvalFlags>();
   CLI::App* sub = app.add_subcommand(
       "kv-eval", "accuracy of a KV storage format against an f32 KV cache on a text");
-  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  f->add_model_flag(*sub);
   sub->add_option("-f,--file", f->file, "text file")->required();
   f->kv.type = "int8";
   f->kv.add_to(*sub);
@@ -80,7 +77,7 @@ void add_kv_eval_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-n,--max-tokens", f->max_tokens, "use at most this many tokens; 0 = all")
       ->capture_default_str();
-  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  f->add_threads_flag(*sub);
   sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
   sub->add_flag("!--no-per-head", f->per_head, "skip the per-layer / per-head K and V table");
   sub->callback([f] { kv_eval(*f); });

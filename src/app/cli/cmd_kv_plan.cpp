@@ -11,8 +11,7 @@
 namespace kvforge::cli {
 namespace {
 
-struct KvPlanFlags {
-  std::string model;
+struct KvPlanFlags : ModelFlags {
   std::string preset;
   std::string weight_type = "f16";
   KvTypeFlags kv;
@@ -113,7 +112,7 @@ void add_kv_plan_command(CLI::App& app) {
   auto f = std::make_shared<KvPlanFlags>();
   CLI::App* sub = app.add_subcommand(
       "kv-plan", "weight + KV memory at a context and batch; what fits a memory budget");
-  sub->add_option("-m,--model", f->model, "GGUF model (its metadata and tensor sizes)");
+  f->add_model_flag(*sub, "GGUF model (its metadata and tensor sizes)");
   std::string names;
   for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
   sub->add_option("--preset", f->preset, "a named shape: " + names);

@@ -12,17 +12,14 @@
 namespace kvforge::cli {
 namespace {
 
-struct PerplexityFlags {
-  std::string model;
+struct PerplexityFlags : ModelFlags {
   std::string file;
   int ctx = 0;
-  int threads = default_threads();
   int batch = 512;
 };
 
 void perplexity(const PerplexityFlags& f) {
-  const auto model = Model::load(resolve_model_path(f.model));
-  const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  const auto [path, model, tokenizer] = load_model(f.model);
   const std::vector<int32_t> tokens =
       tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
   const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);
@@ -47,11 +44,11 @@ void perplexity(const PerplexityFlags& f) {
 void add_perplexity_command(CLI::App& app) {
   auto f = std::make_shared<PerplexityFlags>();
   CLI::App* sub = app.add_subcommand("perplexity", "perplexity of a model on a text file");
-  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  f->add_model_flag(*sub);
   sub->add_option("-f,--file", f->file, "text file")->required();
   sub->add_option("-c,--ctx-size", f->ctx, "window length in tokens; 0 = min(train ctx, 512)")
       ->capture_default_str();
-  sub->add_option("-t,--threads", f->threads, "threads")->capture_default_str();
+  f->add_threads_flag(*sub);
   sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
   sub->callback([f] { perplexity(*f); });
 }

@@ -16,12 +16,10 @@
 namespace kvforge::cli {
 namespace {
 
-struct RunFlags {
-  std::string model;
+struct RunFlags : ModelFlags {
   std::string prompt = "In the beginning";
   std::string prompt_file;
   int n_predict = 128;
-  int threads = default_threads();
   int ctx = 0;
   int batch = 512;
   KvTypeFlags kv;
@@ -89,9 +87,7 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
 
 void run(const RunFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
-  const auto path = resolve_model_path(f.model);
-  const auto model = Model::load(path);
-  const Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  const auto [path, model, tokenizer] = load_model(f.model);
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
@@ -115,12 +111,12 @@ void run(const RunFlags& f) {
 void add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, with timing");
-  sub->add_option("-m,--model", flags->model, "GGUF model (default: the model in models/)");
+  flags->add_model_flag(*sub);
   sub->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
   sub->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
   sub->add_option("-n,--n-predict", flags->n_predict, "tokens to generate; -1 = until done")
       ->capture_default_str();
-  sub->add_option("-t,--threads", flags->threads, "threads")->capture_default_str();
+  flags->add_threads_flag(*sub);
   sub->add_option("-c,--ctx-size", flags->ctx, "context size; 0 = model's, at most 4096")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", flags->batch, "prompt tokens per forward pass")

@@ -26,10 +26,8 @@
 namespace kvforge::cli {
 namespace {
 
-struct ServeFlags {
-  std::string model;
+struct ServeFlags : ModelFlags {
   server::HttpServerOptions http;
-  int threads = default_threads();
   EngineFlags engine;  // the paged engine's pool, scheduler and KV format
   int max_queue = 256;
   int max_n = 8;
@@ -91,9 +89,7 @@ void serve(const ServeFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  const auto path = resolve_model_path(f.model);
-  const auto model = Model::load(path);
-  Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  auto [path, model, tokenizer] = load_model(f.model);
   ChatTemplate chat_template = load_chat_template(f, model->file());
   // The static engine brings a pool of its plans' thread count.
   const CommandEngine chosen =
@@ -146,11 +142,11 @@ void add_serve_command(CLI::App& app) {
   auto f = std::make_shared<ServeFlags>();
   CLI::App* sub = app.add_subcommand(
       "serve", "OpenAI-compatible HTTP server (completions, chat, SSE, metrics)");
-  sub->add_option("-m,--model", f->model, "GGUF model (default: the model in models/)");
+  f->add_model_flag(*sub);
   sub->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
   sub->add_option("--port", f->http.port, "port; 0 = any free port")->capture_default_str();
   sub->add_option("--api-key", f->http.api_key, "require 'Authorization: Bearer KEY' on /v1/*");
-  sub->add_option("-t,--threads", f->threads, "compute threads")->capture_default_str();
+  f->add_threads_flag(*sub, "compute threads");
   f->engine.add_to(*sub);
   sub->add_option("--max-queue", f->max_queue,
                   "requests waiting beyond --max-seqs (static: --static-slots) before 429")

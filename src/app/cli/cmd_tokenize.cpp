@@ -10,8 +10,7 @@
 namespace kvforge::cli {
 namespace {
 
-struct TokenizeFlags {
-  std::string model;
+struct TokenizeFlags : ModelFlags {
   std::string text;
   bool ids_only = false;
   bool no_bos = false;

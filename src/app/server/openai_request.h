@@ -20,7 +20,7 @@
 #include <string_view>
 #include <vector>
 
-#include "engine/sampling/sampling_params.h"
+#include "kvforge/sampling_params.h"
 
 namespace kvforge::server {
 

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/kv/prefix_cache.h"
+#include "kvforge/engine_stats.h"
 
 namespace kvforge {
 
@@ -37,13 +38,6 @@ using SeqId = int32_t;  // the KvStore's sequence id
 struct BlockCopy {
   BlockId src;
   BlockId dst;
-};
-
-struct PrefixCacheStats {
-  int64_t hits = 0;           // full blocks served from the cache
-  int64_t misses = 0;         // full prompt blocks cached_prefix could serve, not served
-  int64_t evictions = 0;      // cached blocks reused for other content
-  int64_t tokens_reused = 0;  // prompt tokens whose K/V was not recomputed
 };
 
 class BlockManager {

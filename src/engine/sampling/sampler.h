@@ -36,14 +36,10 @@
 #include <span>
 #include <vector>
 
-#include "engine/sampling/sampling_params.h"
+#include "kvforge/request.h"
+#include "kvforge/sampling_params.h"
 
 namespace kvforge {
-
-struct TokenLogprob {
-  int token;
-  float logprob;
-};
 
 struct SampleResult {
   int token;

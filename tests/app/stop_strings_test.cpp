@@ -1,9 +1,9 @@
+#include "app/stop_strings.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
-
-#include "app/sampling/stop_strings.h"
 
 namespace kvforge {
 namespace {

@@ -1,4 +1,4 @@
-#include "app/sampling/stop_strings.h"
+#include "app/stop_strings.h"
 
 #include <algorithm>
 #include <stdexcept>

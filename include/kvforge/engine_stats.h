@@ -1,0 +1,41 @@
+// What the Engine (kvforge/engine.h) reports about its work: sequences, KV
+// blocks, the prefix cache, and where its time goes.
+#pragma once
+
+#include <cstdint>
+
+namespace kvforge {
+
+struct PrefixCacheStats {
+  int64_t hits = 0;           // full blocks served from the cache
+  int64_t misses = 0;         // full prompt blocks cached_prefix could serve, not served
+  int64_t evictions = 0;      // cached blocks reused for other content
+  int64_t tokens_reused = 0;  // prompt tokens whose K/V was not recomputed
+};
+
+struct EngineStats {
+  int32_t running = 0;  // sequences (branches) holding KV blocks
+  int32_t waiting = 0;  // sequences queued for (re)admission
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_used = 0;      // refcount > 0
+  int32_t kv_blocks_free = 0;      // includes evictable prefix-cache blocks
+  int64_t kv_slots_allocated = 0;  // kv_blocks_used * block_size
+  int64_t kv_slots_used = 0;       // positions holding K/V of running sequences (shared once)
+  PrefixCacheStats prefix;
+  int64_t preemptions = 0;
+  int64_t steps = 0;
+  int64_t tokens_computed = 0;   // tokens fed through forward passes (prefill + decode + recompute)
+  int64_t tokens_generated = 0;  // tokens sampled
+  // Wall time summed over all step() calls, in seconds: the whole calls, the
+  // forward passes inside them, and three phases of those passes: the
+  // layers' weight matmuls, the output (logits) matmul and attention. What
+  // forward leaves of a step is scheduling, K/V block bookkeeping and
+  // sampling; what the phases leave of forward is the per-token vector work.
+  double step_seconds = 0;
+  double forward_seconds = 0;
+  double weight_matmul_seconds = 0;
+  double output_matmul_seconds = 0;
+  double attention_seconds = 0;
+};
+
+}  // namespace kvforge
