@@ -338,4 +338,31 @@ std::vector<Token> lex_template(std::string_view source) {
   return out;
 }
 
+std::string describe_token(const Token& t) {
+  switch (t.kind) {
+    case TokenKind::kText:
+      return "text";
+    case TokenKind::kVarBegin:
+      return "'{{'";
+    case TokenKind::kVarEnd:
+      return "'}}'";
+    case TokenKind::kBlockBegin:
+      return "'{%'";
+    case TokenKind::kBlockEnd:
+      return "'%}'";
+    case TokenKind::kName:
+      return "'" + t.text + "'";
+    case TokenKind::kString:
+      return "string literal";
+    case TokenKind::kInt:
+    case TokenKind::kFloat:
+      return "number " + t.text;
+    case TokenKind::kOperator:
+      return "'" + t.text + "'";
+    case TokenKind::kEnd:
+      return "end of template";
+  }
+  return "?";
+}
+
 }  // namespace kvforge::jinja

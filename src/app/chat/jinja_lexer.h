@@ -38,4 +38,7 @@ struct Token {
 // character that cannot start a token.
 std::vector<Token> lex_template(std::string_view source);
 
+// A token as an error message names it: "'{%'", "'endfor'", "number 3", ...
+std::string describe_token(const Token& t);
+
 }  // namespace kvforge::jinja

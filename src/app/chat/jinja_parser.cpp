@@ -23,33 +23,6 @@ NodePtr make_node(Node::Kind kind, int line) {
   return n;
 }
 
-std::string describe(const Token& t) {
-  switch (t.kind) {
-    case TokenKind::kText:
-      return "text";
-    case TokenKind::kVarBegin:
-      return "'{{'";
-    case TokenKind::kVarEnd:
-      return "'}}'";
-    case TokenKind::kBlockBegin:
-      return "'{%'";
-    case TokenKind::kBlockEnd:
-      return "'%}'";
-    case TokenKind::kName:
-      return "'" + t.text + "'";
-    case TokenKind::kString:
-      return "string literal";
-    case TokenKind::kInt:
-    case TokenKind::kFloat:
-      return "number " + t.text;
-    case TokenKind::kOperator:
-      return "'" + t.text + "'";
-    case TokenKind::kEnd:
-      return "end of template";
-  }
-  return "?";
-}
-
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
@@ -104,16 +77,16 @@ class Parser {
   void expect_op(std::string_view op, std::string_view context) {
     if (!skip_op(op))
       fail("expected '" + std::string(op) + "' " + std::string(context) + ", got " +
-           describe(peek()));
+           describe_token(peek()));
   }
   std::string expect_name(std::string_view context) {
     if (peek().kind != TokenKind::kName)
-      fail("expected a name " + std::string(context) + ", got " + describe(peek()));
+      fail("expected a name " + std::string(context) + ", got " + describe_token(peek()));
     return next().text;
   }
   void expect_block_end(std::string_view tag) {
     if (peek().kind != TokenKind::kBlockEnd)
-      fail("expected '%}' to close '" + std::string(tag) + "', got " + describe(peek()));
+      fail("expected '%}' to close '" + std::string(tag) + "', got " + describe_token(peek()));
     next();
   }
 
@@ -139,7 +112,7 @@ class Parser {
         next();
         auto n = make_node(Node::Kind::kOutput, tok.line);
         n->expr = parse_expression();
-        if (peek().kind != TokenKind::kVarEnd) fail("expected '}}', got " + describe(peek()));
+        if (peek().kind != TokenKind::kVarEnd) fail("expected '}}', got " + describe_token(peek()));
         next();
         body.push_back(std::move(n));
       } else if (tok.kind == TokenKind::kBlockBegin) {
@@ -155,14 +128,15 @@ class Parser {
         next();
         body.push_back(parse_statement());
       } else {
-        fail("unexpected " + describe(tok));
+        fail("unexpected " + describe_token(tok));
       }
     }
   }
 
   NodePtr parse_statement() {
     const Token& tok = peek();
-    if (tok.kind != TokenKind::kName) fail("expected a tag name after '{%', got " + describe(tok));
+    if (tok.kind != TokenKind::kName)
+      fail("expected a tag name after '{%', got " + describe_token(tok));
     const std::string tag = next().text;
     if (tag == "if") return parse_if(tok.line);
     if (tag == "for") return parse_for(tok.line);
@@ -216,7 +190,7 @@ class Parser {
     do {
       n->targets.push_back(expect_name("as a for-loop variable"));
     } while (skip_op(","));
-    if (!skip_name("in")) fail("expected 'in' in for loop, got " + describe(peek()));
+    if (!skip_name("in")) fail("expected 'in' in for loop, got " + describe_token(peek()));
     n->expr = parse_or();
     if (skip_name("if")) n->conditions.push_back(parse_or());
     if (at_name("recursive")) fail("recursive for loops are not supported");
@@ -246,7 +220,7 @@ class Parser {
       return n;
     }
     if (!attribute.empty() || peek().kind != TokenKind::kBlockEnd)
-      fail("expected '=' in set, got " + describe(peek()));
+      fail("expected '=' in set, got " + describe_token(peek()));
     next();
     auto n = make_node(Node::Kind::kSetBlock, line);
     n->targets.push_back(std::move(target));
@@ -430,7 +404,7 @@ class Parser {
       default:
         break;
     }
-    fail("expected an expression, got " + describe(tok));
+    fail("expected an expression, got " + describe_token(tok));
   }
 
   ExprPtr parse_paren() {
