@@ -26,6 +26,7 @@ done
 models="${TMPDIR:-/tmp}/kvforge-format-models"
 mkdir -p "$out" "$models"
 threads=2
+reps="${KVFORGE_BENCH_REPS:-5}"  # timed repetitions per test, both engines
 results="$out/formats.jsonl"
 : >"$results"
 
@@ -47,9 +48,9 @@ measure() {
   local name="$1" file="$2" format="$3" pp="$4" tg="$5" text="$6" ppl="null"
   step "$name $format: kvforge bench"
   local ours theirs
-  ours="$("$kvforge" bench -m "$file" -p "$pp" -n "$tg" -t $threads -r 3 --json)"
+  ours="$("$kvforge" bench -m "$file" -p "$pp" -n "$tg" -t $threads -r "$reps" --json)"
   step "$name $format: llama-bench"
-  theirs="$("$llama_bench" -m "$file" -p "$pp" -n "$tg" -t $threads -r 3 -o json 2>/dev/null)"
+  theirs="$("$llama_bench" -m "$file" -p "$pp" -n "$tg" -t $threads -r "$reps" -o json 2>/dev/null)"
   if [ -n "$text" ]; then
     step "$name $format: perplexity"
     ppl="$("$kvforge" perplexity -m "$file" -f "$text" -t $threads 2>/dev/null |
