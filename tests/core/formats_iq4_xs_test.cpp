@@ -128,14 +128,6 @@ TEST(IQ4_XS, EveryNibbleMovesOnlyItsElement) {
   }
 }
 
-std::vector<float> round_trip(const std::vector<float>& x) {
-  std::vector<BlockIQ4_XS> q(x.size() / 256);
-  std::vector<float> y(x.size());
-  quantize_row_iq4_xs(x.data(), q.data(), int64_t(x.size()));
-  dequantize_row_iq4_xs(q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
 // Measured 0.0742-0.0744 over seeds; llama.cpp's reference IQ4_XS
 // quantizer (no importance matrix) gives 0.0767 on the same data, so the
 // search must at least match it. No scalar 4.25-bit code can go below the
@@ -143,7 +135,7 @@ std::vector<float> round_trip(const std::vector<float>& x) {
 TEST(IQ4_XS, GaussianRelativeRmse) {
   for (uint32_t seed : {1u, 2u}) {
     const std::vector<float> x = testing::gaussian(256 * 512, seed);
-    const double rmse = testing::relative_rmse(x, round_trip(x));
+    const double rmse = testing::relative_rmse(x, testing::round_trip(GgmlType::IQ4_XS, x));
     EXPECT_LT(rmse, 0.077) << "seed " << seed;
     EXPECT_GT(rmse, 0.0526) << "seed " << seed;
   }
@@ -152,7 +144,7 @@ TEST(IQ4_XS, GaussianRelativeRmse) {
 TEST(IQ4_XS, AwkwardInputs) {
   for (const auto& data : testing::awkward_inputs(4096)) {
     const std::vector<float>& x = data.values;
-    const std::vector<float> y = round_trip(x);
+    const std::vector<float> y = testing::round_trip(GgmlType::IQ4_XS, x);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << data.name;
     const double rmse = testing::relative_rmse(x, y);
     const std::string name = data.name;
@@ -178,7 +170,7 @@ TEST(IQ4_XS, ScalesOfVeryDifferentSubBlocks) {
   // of d, where both 6-bit neighbours and the reassignment matter.
   std::vector<float> x = testing::gaussian(256, 11);
   for (int i = 0; i < 256; ++i) x[size_t(i)] *= std::ldexp(1.0f, -(i / 32));
-  const std::vector<float> y = round_trip(x);
+  const std::vector<float> y = testing::round_trip(GgmlType::IQ4_XS, x);
   for (int j = 0; j < 8; ++j) {
     const std::vector<float> xs(x.begin() + 32 * j, x.begin() + 32 * j + 32);
     const std::vector<float> ys(y.begin() + 32 * j, y.begin() + 32 * j + 32);

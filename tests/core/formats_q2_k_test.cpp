@@ -108,14 +108,6 @@ TEST(Q2_K, EveryBitMovesOnlyItsElements) {
   }
 }
 
-std::vector<float> round_trip(const std::vector<float>& x) {
-  std::vector<BlockQ2_K> q(x.size() / 256);
-  std::vector<float> y(x.size());
-  quantize_row_q2_k(x.data(), q.data(), int64_t(x.size()));
-  dequantize_row_q2_k(q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
 // Measured 0.2666-0.2671 over seeds. A plain min-max grid (step (max-min)/3
 // over 16 Gaussians, unquantized scales) gives 0.327, and llama.cpp's
 // reference quantizer (quantize_row_q2_K_ref) 0.296 on the same data: the
@@ -124,7 +116,7 @@ std::vector<float> round_trip(const std::vector<float>& x) {
 TEST(Q2_K, GaussianRelativeRmse) {
   for (uint32_t seed : {1u, 2u}) {
     const std::vector<float> x = testing::gaussian(256 * 512, seed);
-    const double rmse = testing::relative_rmse(x, round_trip(x));
+    const double rmse = testing::relative_rmse(x, testing::round_trip(GgmlType::Q2_K, x));
     EXPECT_LT(rmse, 0.275) << "seed " << seed;
     EXPECT_GT(rmse, 0.162) << "seed " << seed;
   }
@@ -133,7 +125,7 @@ TEST(Q2_K, GaussianRelativeRmse) {
 TEST(Q2_K, AwkwardInputs) {
   for (const auto& data : testing::awkward_inputs(4096)) {
     const std::vector<float>& x = data.values;
-    const std::vector<float> y = round_trip(x);
+    const std::vector<float> y = testing::round_trip(GgmlType::Q2_K, x);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << data.name;
     const double rmse = testing::relative_rmse(x, y);
     const std::string name = data.name;
@@ -159,7 +151,7 @@ TEST(Q2_K, AwkwardInputs) {
 TEST(Q2_K, ScalesOfVeryDifferentSubBlocks) {
   std::vector<float> x = testing::gaussian(256, 11);
   for (int i = 0; i < 256; ++i) x[size_t(i)] *= std::ldexp(1.0f, -(i / 32));
-  const std::vector<float> y = round_trip(x);
+  const std::vector<float> y = testing::round_trip(GgmlType::Q2_K, x);
   for (int j = 0; j < 8; ++j) {
     const std::vector<float> xs(x.begin() + 32 * j, x.begin() + 32 * j + 32);
     const std::vector<float> ys(y.begin() + 32 * j, y.begin() + 32 * j + 32);

@@ -127,14 +127,6 @@ TEST(Q3_K, EveryBitMovesOnlyItsElement) {
   }
 }
 
-std::vector<float> round_trip(const std::vector<float>& x) {
-  std::vector<BlockQ3_K> q(x.size() / 256);
-  std::vector<float> y(x.size());
-  quantize_row_q3_k(x.data(), q.data(), int64_t(x.size()));
-  dequantize_row_q3_k(q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
 // Measured 0.1448-0.1449 over seeds. Putting each sub-block's largest
 // magnitude on level -4 (step max/-4 over 16 Gaussians, unquantized scales)
 // gives 0.155, and llama.cpp's reference quantizer (quantize_row_q3_K_ref)
@@ -143,7 +135,7 @@ std::vector<float> round_trip(const std::vector<float>& x) {
 TEST(Q3_K, GaussianRelativeRmse) {
   for (uint32_t seed : {1u, 2u}) {
     const std::vector<float> x = testing::gaussian(256 * 512, seed);
-    const double rmse = testing::relative_rmse(x, round_trip(x));
+    const double rmse = testing::relative_rmse(x, testing::round_trip(GgmlType::Q3_K, x));
     EXPECT_LT(rmse, 0.149) << "seed " << seed;
     EXPECT_GT(rmse, 0.092) << "seed " << seed;
   }
@@ -152,7 +144,7 @@ TEST(Q3_K, GaussianRelativeRmse) {
 TEST(Q3_K, AwkwardInputs) {
   for (const auto& data : testing::awkward_inputs(4096)) {
     const std::vector<float>& x = data.values;
-    const std::vector<float> y = round_trip(x);
+    const std::vector<float> y = testing::round_trip(GgmlType::Q3_K, x);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << data.name;
     const double rmse = testing::relative_rmse(x, y);
     const std::string name = data.name;
@@ -176,7 +168,7 @@ TEST(Q3_K, AwkwardInputs) {
 TEST(Q3_K, ScalesOfVeryDifferentSubBlocks) {
   std::vector<float> x = testing::gaussian(256, 11);
   for (int i = 0; i < 256; ++i) x[size_t(i)] *= std::ldexp(1.0f, -(i / 32));
-  const std::vector<float> y = round_trip(x);
+  const std::vector<float> y = testing::round_trip(GgmlType::Q3_K, x);
   for (int j = 0; j < 8; ++j) {
     const std::vector<float> xs(x.begin() + 32 * j, x.begin() + 32 * j + 32);
     const std::vector<float> ys(y.begin() + 32 * j, y.begin() + 32 * j + 32);

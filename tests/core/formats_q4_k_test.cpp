@@ -74,14 +74,6 @@ TEST(Q4_K, DequantizesHandBuiltBlockBitExactly) {
   }
 }
 
-std::vector<float> round_trip(const std::vector<float>& x) {
-  std::vector<BlockQ4_K> q(x.size() / 256);
-  std::vector<float> y(x.size());
-  quantize_row_q4_k(x.data(), q.data(), int64_t(x.size()));
-  dequantize_row_q4_k(q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
 // Measured 0.0708-0.0711 over seeds. A plain min-max quantizer (step
 // (max-min)/15 over 32 Gaussians, range ~4.1 sigma) would give
 // step/sqrt(12) ~ 0.079; the least-squares search must beat that. No scalar
@@ -89,7 +81,7 @@ std::vector<float> round_trip(const std::vector<float>& x) {
 TEST(Q4_K, GaussianRelativeRmse) {
   for (uint32_t seed : {1u, 2u}) {
     const std::vector<float> x = testing::gaussian(256 * 512, seed);
-    const double rmse = testing::relative_rmse(x, round_trip(x));
+    const double rmse = testing::relative_rmse(x, testing::round_trip(GgmlType::Q4_K, x));
     EXPECT_LT(rmse, 0.074) << "seed " << seed;
     EXPECT_GT(rmse, 0.044) << "seed " << seed;
   }
@@ -98,7 +90,7 @@ TEST(Q4_K, GaussianRelativeRmse) {
 TEST(Q4_K, AwkwardInputs) {
   for (const auto& data : testing::awkward_inputs(4096)) {
     const std::vector<float>& x = data.values;
-    const std::vector<float> y = round_trip(x);
+    const std::vector<float> y = testing::round_trip(GgmlType::Q4_K, x);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << data.name;
     const double rmse = testing::relative_rmse(x, y);
     const std::string name = data.name;
@@ -122,7 +114,7 @@ TEST(Q4_K, ScalesOfVeryDifferentSubBlocks) {
   // the neighbour search must handle without blowing up the small blocks' error.
   std::vector<float> x = testing::gaussian(256, 11);
   for (int i = 0; i < 256; ++i) x[size_t(i)] *= std::ldexp(1.0f, -(i / 32));
-  const std::vector<float> y = round_trip(x);
+  const std::vector<float> y = testing::round_trip(GgmlType::Q4_K, x);
   for (int j = 0; j < 8; ++j) {
     const std::vector<float> xs(x.begin() + 32 * j, x.begin() + 32 * j + 32);
     const std::vector<float> ys(y.begin() + 32 * j, y.begin() + 32 * j + 32);

@@ -124,14 +124,6 @@ TEST(Q5_K, EveryBitMovesOnlyItsElement) {
   }
 }
 
-std::vector<float> round_trip(const std::vector<float>& x) {
-  std::vector<BlockQ5_K> q(x.size() / 256);
-  std::vector<float> y(x.size());
-  quantize_row_q5_k(x.data(), q.data(), int64_t(x.size()));
-  dequantize_row_q5_k(q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
 // Measured 0.0350-0.0351 over seeds; llama.cpp's reference Q5_K quantizer
 // gives 0.0361 on the same data, and a plain min-max quantizer (step
 // (max-min)/31 over 32 Gaussians, range ~4.1 sigma) step/sqrt(12) ~ 0.038.
@@ -140,7 +132,7 @@ std::vector<float> round_trip(const std::vector<float>& x) {
 TEST(Q5_K, GaussianRelativeRmse) {
   for (uint32_t seed : {1u, 2u}) {
     const std::vector<float> x = testing::gaussian(256 * 512, seed);
-    const double rmse = testing::relative_rmse(x, round_trip(x));
+    const double rmse = testing::relative_rmse(x, testing::round_trip(GgmlType::Q5_K, x));
     EXPECT_LT(rmse, 0.036) << "seed " << seed;
     EXPECT_GT(rmse, 0.0221) << "seed " << seed;
   }
@@ -149,7 +141,7 @@ TEST(Q5_K, GaussianRelativeRmse) {
 TEST(Q5_K, AwkwardInputs) {
   for (const auto& data : testing::awkward_inputs(4096)) {
     const std::vector<float>& x = data.values;
-    const std::vector<float> y = round_trip(x);
+    const std::vector<float> y = testing::round_trip(GgmlType::Q5_K, x);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << data.name;
     const double rmse = testing::relative_rmse(x, y);
     const std::string name = data.name;
@@ -173,7 +165,7 @@ TEST(Q5_K, ScalesOfVeryDifferentSubBlocks) {
   // the neighbour search must handle without blowing up the small blocks' error.
   std::vector<float> x = testing::gaussian(256, 11);
   for (int i = 0; i < 256; ++i) x[size_t(i)] *= std::ldexp(1.0f, -(i / 32));
-  const std::vector<float> y = round_trip(x);
+  const std::vector<float> y = testing::round_trip(GgmlType::Q5_K, x);
   for (int j = 0; j < 8; ++j) {
     const std::vector<float> xs(x.begin() + 32 * j, x.begin() + 32 * j + 32);
     const std::vector<float> ys(y.begin() + 32 * j, y.begin() + 32 * j + 32);

@@ -86,21 +86,13 @@ TEST(Q6_K, EveryBitMovesOnlyItsElement) {
   }
 }
 
-std::vector<float> round_trip(const std::vector<float>& x) {
-  std::vector<BlockQ6_K> q(x.size() / 256);
-  std::vector<float> y(x.size());
-  quantize_row_q6_k(x.data(), q.data(), int64_t(x.size()));
-  dequantize_row_q6_k(q.data(), y.data(), int64_t(x.size()));
-  return y;
-}
-
 // Measured 0.0172-0.0173 over seeds. With step amax/32 over 16 Gaussians
 // (amax ~ 2 sigma) uniform rounding gives ~0.018; the least-squares search
 // must beat it. The rate-distortion bound for 6.5625 bits is 2^-6.5625 = 0.0106.
 TEST(Q6_K, GaussianRelativeRmse) {
   for (uint32_t seed : {1u, 2u}) {
     const std::vector<float> x = testing::gaussian(256 * 512, seed);
-    const double rmse = testing::relative_rmse(x, round_trip(x));
+    const double rmse = testing::relative_rmse(x, testing::round_trip(GgmlType::Q6_K, x));
     EXPECT_LT(rmse, 0.0178) << "seed " << seed;
     EXPECT_GT(rmse, 0.0106) << "seed " << seed;
   }
@@ -109,7 +101,7 @@ TEST(Q6_K, GaussianRelativeRmse) {
 TEST(Q6_K, AwkwardInputs) {
   for (const auto& data : testing::awkward_inputs(4096)) {
     const std::vector<float>& x = data.values;
-    const std::vector<float> y = round_trip(x);
+    const std::vector<float> y = testing::round_trip(GgmlType::Q6_K, x);
     for (float v : y) ASSERT_TRUE(std::isfinite(v)) << data.name;
     const double rmse = testing::relative_rmse(x, y);
     const std::string name = data.name;

@@ -7,6 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "core/dtype.h"
+#include "core/formats/row_codec.h"
+
 namespace kvforge::testing {
 
 inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) {
@@ -15,6 +18,16 @@ inline std::vector<float> gaussian(size_t n, uint32_t seed, float sigma = 1.0f) 
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+// x (one row, a multiple of the type's block) quantized to `type` and back,
+// through row_codec's dispatch to the format's own functions.
+inline std::vector<float> round_trip(GgmlType type, const std::vector<float>& x) {
+  std::vector<uint8_t> q(row_bytes(type, x.size()));
+  std::vector<float> y(x.size());
+  quantize_row(type, x.data(), q.data(), int64_t(x.size()));
+  dequantize_row(type, q.data(), y.data(), int64_t(x.size()));
+  return y;
 }
 
 inline uint32_t float_bits(float f) {
