@@ -63,9 +63,9 @@ float fit_sub_block(const float* x, const float* w) {
   uint8_t idx[kSubElems];
   float best_scale = 0, best_score = -1;
   // Steps putting the largest value on level -127 (a scale of the opposite
-  // sign) or on 113, from 20 % inside them (finer levels for the rest) to 4 %
-  // beyond (clamped to the extreme); each assignment is refitted and
-  // reassigned while that improves it.
+  // sign) or on 113, from a fifth inside them (finer levels for the rest) to
+  // a twenty-fifth beyond (clamped to the extreme); each assignment is
+  // refitted and reassigned while that improves it.
   for (const float extreme : {float(kIq4Codebook[0]), float(kIq4Codebook[15])}) {
     for (int step = -10; step <= 2; ++step) {
       float scale = max / (extreme * (1.0f + 0.02f * float(step)));
