@@ -80,8 +80,8 @@ void add_kv_cosines(const ModelConfig& c, const ContiguousKvCache& ref,
       std::max(kv_head_bytes(cand.format().k, hd), kv_head_bytes(cand.format().v, hd)));
   for (int l = 0; l < c.n_layer; ++l) {
     std::vector<KvSpan> rs, cs;
-    ref.spans(l, 0, n, rs);
-    cand.spans(l, 0, n, cs);
+    ref.spans(l, 0, 0, n, rs);
+    cand.spans(l, 0, 0, n, cs);
     for (int side = 0; side < 2; ++side) {
       const KvDtype t = side == 0 ? cand.format().k : cand.format().v;
       const uint8_t* rbase = side == 0 ? rs[0].k : rs[0].v;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -28,11 +29,12 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   gate_.resize(n * c.n_ff);
   up_.resize(n * c.n_ff);
   proj_.resize(n * c.n_embd);
-  cos_sin_.resize(n * c.rope_dim);
+  cos_sin_.resize(2 * n * c.rope_dim);  // sliding-window layers may have their own table
   step_seqs_.reserve(n);
   seq_n_keys_.reserve(n);
+  seq_first_key_.reserve(n);
   token_seq_slot_.resize(n);
-  token_n_keys_.resize(n);
+  token_keys_.resize(n);
   query_runs_.reserve(n + 1);
   run_work_.reserve(n + 1);
   seq_spans_.resize(n);
@@ -94,16 +96,19 @@ class ForwardPass {
     validate();
     s_.reserve(int(n_), pool_.size());
     group_sequences();
+    group_query_runs();
     embed();
     const std::vector<LayerWeights>& layers = m_.weights().layers;
     norm_all(layers[0].attn_norm);  // xn = attn_norm(x)
     for (int l = 0; l < c_.n_layer; ++l) {
       const LayerWeights& w = layers[size_t(l)];
-      attention_block(l);                   // proj = attention(xn)
-      add_residual_then_norm(&w.ffn_norm);  // x += proj; xn = ffn_norm(x)
-      ffn_block(l);                         // proj = ffn(xn)
-      // x += proj; xn = the next layer's attn_norm(x) (output() norms its own rows)
-      add_residual_then_norm(l + 1 < c_.n_layer ? &layers[size_t(l + 1)].attn_norm : nullptr);
+      attention_block(l);  // proj = attention(xn)
+      // x += post_norm(proj) (gemma; else x += proj); xn = ffn_norm(x)
+      add_residual_then_norm(w.attn_post_norm, &w.ffn_norm);
+      ffn_block(l);  // proj = ffn(xn)
+      // x += post_norm(proj); xn = the next layer's attn_norm(x) (output() norms its own rows)
+      add_residual_then_norm(w.ffn_post_norm,
+                             l + 1 < c_.n_layer ? &layers[size_t(l + 1)].attn_norm : nullptr);
     }
     output(logits);
   }
@@ -160,14 +165,25 @@ class ForwardPass {
     }
   }
 
+  // x = the tokens' embeddings (times embd_scale); the RoPE angles of each
+  // token's position in every table.
   void embed() {
     const WeightView& e = m_.weights().token_embd;
     const size_t rb = row_bytes(e.type, size_t(e.cols));
+    const std::vector<RopeTable>& tables = m_.rope_tables();
     for (int64_t t = 0; t < n_; ++t) {
       const auto* row = static_cast<const uint8_t*>(e.data) + size_t(in_.tokens[size_t(t)]) * rb;
-      dequantize_row(e.type, row, s_.x_.data() + t * c_.n_embd, c_.n_embd);
-      m_.rope().angles(in_.positions[size_t(t)], s_.cos_sin_.data() + t * c_.rope_dim);
+      float* x = s_.x_.data() + t * c_.n_embd;
+      dequantize_row(e.type, row, x, c_.n_embd);
+      if (c_.embd_scale != 1.0f)
+        for (int i = 0; i < c_.n_embd; ++i) x[i] *= c_.embd_scale;
+      for (size_t r = 0; r < tables.size(); ++r)
+        tables[r].angles(in_.positions[size_t(t)], cos_sin(int(r), t));
     }
+  }
+
+  float* cos_sin(int table, int64_t t) {
+    return s_.cos_sin_.data() + (table * n_ + t) * c_.rope_dim;
   }
 
   // The per-token vector work between matmuls runs over the pool too: with
@@ -189,12 +205,14 @@ class ForwardPass {
     for_tokens([&](int64_t t) { norm_token(t, weight); });
   }
 
-  // x += proj, then xn = norm(x) with `norm` (nullptr: no norm), in one pass
-  // per token: each token's residual row is still in cache for its norm.
-  void add_residual_then_norm(const std::vector<float>* norm) {
+  // x += post_norm(proj) (just proj when post_norm is empty), then xn =
+  // norm(x) with `norm` (nullptr: no norm), in one pass per token: each
+  // token's residual row is still in cache for its norm.
+  void add_residual_then_norm(const std::vector<float>& post_norm, const std::vector<float>* norm) {
     for_tokens([&](int64_t t) {
       float* x = s_.x_.data() + t * c_.n_embd;
-      const float* proj = s_.proj_.data() + t * c_.n_embd;
+      float* proj = s_.proj_.data() + t * c_.n_embd;
+      if (!post_norm.empty()) rms_norm(proj, post_norm.data(), c_.n_embd, c_.rms_eps, proj);
       for (int i = 0; i < c_.n_embd; ++i) x[i] += proj[i];
       if (norm) norm_token(t, *norm);
     });
@@ -227,12 +245,19 @@ class ForwardPass {
     add_bias(s_.q_.data(), w.bias_q, n_);
     add_bias(s_.k_.data(), w.bias_k, n_);
     add_bias(s_.v_.data(), w.bias_v, n_);
-    // RoPE over the pool; the K/V writes stay on this thread, where their
-    // checks' exceptions reach the caller.
+    // Q/K norms and RoPE over the pool; the K/V writes stay on this thread,
+    // where their checks' exceptions reach the caller.
+    const RopeTable& rope = m_.rope(l);
     for_tokens([&](int64_t t) {
-      const float* cs = s_.cos_sin_.data() + t * c_.rope_dim;
-      m_.rope().apply(s_.q_.data() + t * c_.q_dim(), c_.n_head, c_.head_dim, cs);
-      m_.rope().apply(s_.k_.data() + t * c_.kv_dim(), c_.n_kv_head, c_.head_dim, cs);
+      float* q = s_.q_.data() + t * c_.q_dim();
+      float* k = s_.k_.data() + t * c_.kv_dim();
+      if (c_.qk_norm) {
+        norm_heads(q, c_.n_head, w.attn_q_norm);
+        norm_heads(k, c_.n_kv_head, w.attn_k_norm);
+      }
+      const float* cs = cos_sin(m_.rope_index(l), t);
+      rope.apply(q, c_.n_head, c_.head_dim, cs);
+      rope.apply(k, c_.n_kv_head, c_.head_dim, cs);
     });
     for (int64_t t = 0; t < n_; ++t)
       kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
@@ -241,20 +266,31 @@ class ForwardPass {
     matmul_into(w.attn_output, s_.attn_.data(), s_.proj_.data());
   }
 
+  // Each of the n_heads heads of one token (back to back) RMS-normed with `weight` ([head_dim]).
+  void norm_heads(float* heads, int n_heads, const std::vector<float>& weight) {
+    for (int h = 0; h < n_heads; ++h) {
+      float* x = heads + size_t(h) * size_t(c_.head_dim);
+      rms_norm(x, weight.data(), c_.head_dim, c_.rms_eps, x);
+    }
+  }
+
   // Work items are (run of query tokens, kv head), split over threads. A run
   // is up to kMaxRun consecutive tokens of one sequence at ascending
   // positions (a prefill chunk): attend_queries walks the K/V tiles they share
   // once for all of them, with each token's result the same bits as alone.
   // The query heads of one GQA group go together, so each KV record is read
-  // once per group. Decode steps have runs of one token.
+  // once per group. Decode steps have runs of one token. A sliding-window
+  // layer reads each sequence from the first position any of its tokens
+  // still sees.
   void attend(int l) {
     const Timer timer(s_.times_.attention);
+    key_ranges(c_.window(l));
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
-      kv_.spans(l, s_.step_seqs_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
+      kv_.spans(l, s_.step_seqs_[i], s_.seq_first_key_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
     }
-    const std::vector<int32_t>& runs = group_query_runs();
-    const float scale = 1.0f / std::sqrt(float(c_.head_dim));
+    const std::vector<int32_t>& runs = s_.query_runs_;
+    const Scoring scoring{c_.attn_scale, c_.attn_softcap};
     const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const KvFormat format = kv_.format();
     const int group = c_.gqa_group();
@@ -267,49 +303,71 @@ class ForwardPass {
         const size_t r = size_t(item / c_.n_kv_head);
         const int g = int(item % c_.n_kv_head);
         const int64_t t = runs[r];
-        const auto& spans = s_.seq_spans_[size_t(s_.token_seq_slot_[size_t(t)])];
+        const size_t slot = size_t(s_.token_seq_slot_[size_t(t)]);
+        const auto& spans = s_.seq_spans_[slot];
+        const KvView kv{spans.data(), spans.size(), s_.seq_first_key_[slot]};
         const int64_t first = t * c_.q_dim() + int64_t(g) * group * c_.head_dim;
-        attend_queries(s_.q_.data() + first, q_dim, group, s_.token_n_keys_.data() + t,
-                       runs[r + 1] - int32_t(t), spans.data(), spans.size(), g, c_.head_dim, format,
-                       scale, s_.attn_.data() + first, q_dim, scratch);
+        attend_queries(s_.q_.data() + first, q_dim, group, s_.token_keys_.data() + t,
+                       runs[r + 1] - int32_t(t), kv, g, c_.head_dim, format, scoring,
+                       s_.attn_.data() + first, q_dim, scratch);
       }
     });
   }
 
-  // Splits the step's tokens into query runs (see attend()): returns their
-  // first tokens, then n_tokens as an end marker; s_.run_work_ gets the
-  // prefix sums of the keys each run's queries walk (for any one kv head).
-  const std::vector<int32_t>& group_query_runs() {
+  // Splits the step's tokens into query runs (see attend()): s_.query_runs_
+  // gets their first tokens, then n_tokens as an end marker.
+  void group_query_runs() {
     const int max_run = std::max(1, std::min(kMaxRun, kAttentionMaxStackedHeads / c_.gqa_group()));
     std::vector<int32_t>& runs = s_.query_runs_;  // reserved: n_ + 1 entries
     runs.clear();
     for (int64_t t = 0; t < n_; ++t) {
-      s_.token_n_keys_[size_t(t)] = in_.positions[size_t(t)] + 1;
       const bool extends = !runs.empty() && t - runs.back() < max_run &&
                            s_.token_seq_slot_[size_t(t)] == s_.token_seq_slot_[size_t(t - 1)] &&
                            in_.positions[size_t(t)] > in_.positions[size_t(t - 1)];
       if (!extends) runs.push_back(int32_t(t));
     }
-    const size_t n_runs = runs.size();
     runs.push_back(int32_t(n_));
-    std::vector<int64_t>& work = s_.run_work_;  // reserved: n_ + 1 entries
-    work.assign(1, 0);
-    for (size_t r = 0; r < n_runs; ++r) {
-      int64_t keys = 0;
-      for (int32_t t = runs[r]; t < runs[r + 1]; ++t) keys += s_.token_n_keys_[size_t(t)];
-      work.push_back(work.back() + keys);
-    }
-    return runs;
+    keys_window_ = -1;
   }
 
-  // proj = FFN(xn): SwiGLU of the gate and up projections, then down.
+  // The positions each token attends under `window` (0 = all earlier ones),
+  // the first position each sequence must provide, and s_.run_work_: the
+  // prefix sums over runs of the keys their queries walk (for one kv head).
+  // Layers share them until the window changes.
+  void key_ranges(int32_t window) {
+    if (window == keys_window_) return;
+    keys_window_ = window;
+    s_.seq_first_key_.assign(s_.step_seqs_.size(), INT32_MAX);
+    for (int64_t t = 0; t < n_; ++t) {
+      const int32_t pos = in_.positions[size_t(t)];
+      const KeyRange keys{window > 0 ? std::max(0, pos - window + 1) : 0, pos + 1};
+      s_.token_keys_[size_t(t)] = keys;
+      int32_t& first = s_.seq_first_key_[size_t(s_.token_seq_slot_[size_t(t)])];
+      first = std::min(first, keys.begin);
+    }
+    const std::vector<int32_t>& runs = s_.query_runs_;
+    std::vector<int64_t>& work = s_.run_work_;  // reserved: n_ + 1 entries
+    work.assign(1, 0);
+    for (size_t r = 0; r + 1 < runs.size(); ++r) {
+      int64_t keys = 0;
+      for (int32_t t = runs[r]; t < runs[r + 1]; ++t)
+        keys += s_.token_keys_[size_t(t)].end - s_.token_keys_[size_t(t)].begin;
+      work.push_back(work.back() + keys);
+    }
+  }
+
+  // proj = FFN(xn): the gated activation (SwiGLU, or GELU for gemma) of the
+  // gate and up projections, then down.
   void ffn_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
     const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
     matmul_batch_into(gate_up, s_.xn_.data());
     for_tokens([&](int64_t t) {
       float* gate = s_.gate_.data() + t * c_.n_ff;
-      swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
+      if (c_.ffn_act == FfnActivation::GeluTanh)
+        geglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
+      else
+        swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
     });
     matmul_into(w.ffn_down, s_.gate_.data(), s_.proj_.data());
   }
@@ -324,6 +382,10 @@ class ForwardPass {
                m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps,
                s_.xn_.data() + i * c_.n_embd);
     matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
+    if (c_.final_softcap > 0.0f) {  // logits → c·tanh(logits / c)
+      const float cap = c_.final_softcap, inv = 1.0f / cap;
+      for (int64_t i = 0; i < rows * c_.n_vocab; ++i) logits[i] = cap * std::tanh(logits[i] * inv);
+    }
   }
 
   const Model& m_;
@@ -333,6 +395,7 @@ class ForwardPass {
   ForwardScratch& s_;
   ThreadPool& pool_;
   const int64_t n_;
+  int32_t keys_window_ = -1;  // the window s_.token_keys_ hold ranges for (-1: none yet)
 };
 
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,

@@ -62,13 +62,14 @@ class ForwardScratch {
   std::vector<float> gate_;     // [n_tokens][n_ff]
   std::vector<float> up_;       // [n_tokens][n_ff]
   std::vector<float> proj_;     // [n_tokens][n_embd] output of attn_output / ffn_down
-  std::vector<float> cos_sin_;  // [n_tokens][rope_dim]
+  std::vector<float> cos_sin_;  // [rope tables][n_tokens][rope_dim]
   std::vector<float> head_scratch_;             // [n_threads][attention_queries_scratch_floats]
   std::vector<int32_t> step_seqs_;              // distinct sequences of the step
   std::vector<int32_t> seq_n_keys_;             // [distinct seq] KV positions attention reads
+  std::vector<int32_t> seq_first_key_;          // [distinct seq] first of them in this layer
   std::vector<std::vector<KvSpan>> seq_spans_;  // [distinct seq] spans of the current layer
   std::vector<int32_t> token_seq_slot_;         // [n_tokens] index into step_seqs_
-  std::vector<int32_t> token_n_keys_;           // [n_tokens] positions each token attends
+  std::vector<KeyRange> token_keys_;            // [n_tokens] positions each token attends
   std::vector<int32_t> query_runs_;             // [runs] first token of each attention run
   std::vector<int64_t> run_work_;               // [runs + 1] prefix sums of keys walked per run
   MatmulScratch matmul_;

@@ -17,8 +17,11 @@ class KvStore {
   virtual KvFormat format() const = 0;
   // Stores K and V ([kv_dim] f32 each) of sequence `seq` at position `pos` of `layer`.
   virtual void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) = 0;
-  // Appends to `out` the spans covering positions [0, n) of `seq` in `layer`, in order.
-  virtual void spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const = 0;
+  // Appends to `out` the spans covering positions [first, n) of `seq` in
+  // `layer`, in order (the first span starts at position `first`). A store
+  // may have dropped positions before `first` of a sliding-window layer.
+  virtual void spans(int layer, int32_t seq, int32_t first, int32_t n,
+                     std::vector<KvSpan>& out) const = 0;
 };
 
 }  // namespace kvforge

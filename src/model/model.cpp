@@ -1,6 +1,37 @@
 #include "model/model.h"
 
 namespace kvforge {
+namespace {
+
+// The frequency divisors RoPE uses: Llama 3's rope_freqs when present, else
+// LongRoPE's long factors when the context kvforge serves (the trained
+// context) exceeds the original one, else its short factors. llama.cpp
+// chooses by its context size, which is the trained context unless -c says
+// otherwise.
+std::span<const float> rope_factors(const ModelConfig& c, const ModelWeights& w) {
+  if (!w.rope_freqs.empty()) return w.rope_freqs;
+  if (c.n_ctx_train > c.rope.n_ctx_orig && !w.rope_factors_long.empty()) return w.rope_factors_long;
+  return w.rope_factors_short;
+}
+
+bool same_rope(const RopeConfig& a, const RopeConfig& b) {
+  return a.freq_base == b.freq_base && a.freq_scale == b.freq_scale &&
+         a.ext_factor == b.ext_factor && a.attn_factor == b.attn_factor;
+}
+
+}  // namespace
+
+Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
+    : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)) {
+  const ModelConfig& c = config_;
+  const bool neox = c.rope_style == RopeStyle::Neox;
+  const std::span<const float> factors = rope_factors(c, weights_);
+  ropes_.emplace_back(c.rope_dim, c.rope, neox, factors);
+  const bool own_swa_rope = c.sliding_window > 0 && !same_rope(c.rope, c.rope_swa);
+  if (own_swa_rope) ropes_.emplace_back(c.rope_dim, c.rope_swa, neox, factors);
+  layer_rope_.resize(size_t(c.n_layer));
+  for (int l = 0; l < c.n_layer; ++l) layer_rope_[size_t(l)] = own_swa_rope && c.window(l) ? 1 : 0;
+}
 
 std::unique_ptr<Model> Model::load(const std::filesystem::path& path) {
   return from_file(gguf::GgufFile::open(path));

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <vector>
 
 #include "core/gguf/gguf_file.h"
 #include "core/ops/rope.h"
@@ -22,20 +23,21 @@ class Model {
   const gguf::GgufFile& file() const { return file_; }
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
-  const RopeTable& rope() const { return rope_; }
+  // The distinct RoPE tables (one, or two when sliding-window layers have
+  // their own) and which one each layer uses.
+  const std::vector<RopeTable>& rope_tables() const { return ropes_; }
+  int rope_index(int layer) const { return layer_rope_[size_t(layer)]; }
+  const RopeTable& rope(int layer = 0) const { return ropes_[size_t(rope_index(layer))]; }
   // Parameters counted over all tensors of the file.
   uint64_t n_params() const;
 
  private:
-  Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
-      : file_(std::move(file)),
-        config_(std::move(config)),
-        weights_(std::move(weights)),
-        rope_(config_.rope_dim, config_.rope_freq_base, config_.rope_style == RopeStyle::Neox) {}
+  Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights);
   gguf::GgufFile file_;
   ModelConfig config_;
   ModelWeights weights_;
-  RopeTable rope_;
+  std::vector<RopeTable> ropes_;
+  std::vector<int> layer_rope_;  // [n_layer] index into ropes_
 };
 
 }  // namespace kvforge

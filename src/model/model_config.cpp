@@ -1,29 +1,49 @@
 #include "model/model_config.h"
 
+#include <cmath>
 #include <stdexcept>
 #include <string>
+
+#include "model/model_config_parts.h"
 
 namespace kvforge {
 namespace {
 
-[[noreturn]] void fail(const gguf::GgufFile& f, const std::string& what) {
-  throw std::runtime_error(f.name() + ": " + what);
-}
+using config_detail::fail;
+using config_detail::optional;
+using config_detail::positive_int;
+using config_detail::required;
 
-int positive_int(const gguf::GgufFile& f, const std::string& key, uint64_t v, uint64_t max) {
-  if (v == 0 || v > max)
-    fail(f, key + " = " + std::to_string(v) + " is out of range (expected 1.." +
-                std::to_string(max) + ")");
-  return static_cast<int>(v);
-}
+// What an architecture changes in the llama block (llama.cpp's per-arch
+// loaders and graphs under src/models/ are the reference).
+struct ArchTraits {
+  const char* name;
+  Architecture arch;
+  RopeStyle rope_style;
+  bool qkv_bias;
+  bool qk_norm;
+  bool post_norms;  // with embeddings scaled by sqrt(n_embd) and a GELU FFN: the gemma block
+  // Sliding windows: the layer pattern (every n-th layer is global; 0 = no
+  // windows unless attention.sliding_window says so, then on every layer)
+  // and the window when the file has no attention.sliding_window.
+  int swa_pattern;
+  int32_t default_window;
+};
 
-int required(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
-  if (!f.has(key)) fail(f, "missing required key '" + key + "'");
-  return positive_int(f, key, f.get_u64(key), max);
-}
+constexpr ArchTraits kArchs[] = {
+    {"llama", Architecture::Llama, RopeStyle::AdjacentPairs, false, false, false, 0, 0},
+    {"qwen2", Architecture::Qwen2, RopeStyle::Neox, true, false, false, 0, 0},
+    {"qwen3", Architecture::Qwen3, RopeStyle::Neox, false, true, false, 0, 0},
+    {"gemma2", Architecture::Gemma2, RopeStyle::Neox, false, false, true, 2, 4096},
+    {"gemma3", Architecture::Gemma3, RopeStyle::Neox, false, true, true, 6, 0},
+    {"phi3", Architecture::Phi3, RopeStyle::Neox, false, false, false, 0, 0},
+};
 
-int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max) {
-  return f.has(key) ? positive_int(f, key, f.get_u64(key), max) : fallback;
+const ArchTraits& arch_traits(const gguf::GgufFile& f, const std::string& name) {
+  for (const ArchTraits& t : kArchs)
+    if (name == t.name) return t;
+  fail(f, "unsupported general.architecture '" + name +
+              "' (supported: " + supported_architecture_names() + ")");
 }
 
 // Vocabulary size: the metadata key when present, else the token list, else the embedding.
@@ -40,24 +60,8 @@ int vocab_size(const gguf::GgufFile& f, const std::string& arch) {
               ", tokenizer.ggml.tokens or token_embd.weight)");
 }
 
-}  // namespace
-
-ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
-  ModelConfig c;
-  if (!f.has("general.architecture")) fail(f, "missing required key 'general.architecture'");
-  c.arch_name = f.get_string("general.architecture");
-  if (c.arch_name == "llama") {
-    c.arch = Architecture::Llama;
-    c.rope_style = RopeStyle::AdjacentPairs;
-  } else if (c.arch_name == "qwen2") {
-    c.arch = Architecture::Qwen2;
-    c.rope_style = RopeStyle::Neox;
-    c.qkv_bias = true;
-  } else {
-    fail(f, "unsupported general.architecture '" + c.arch_name + "' (supported: llama, qwen2)");
-  }
+void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
   const std::string a = c.arch_name + ".";
-  c.name = f.get_string_or("general.name", "");
   constexpr uint64_t kMaxDim = 1u << 20;
   c.n_embd = required(f, a + "embedding_length", kMaxDim);
   c.n_layer = required(f, a + "block_count", 4096);
@@ -82,14 +86,97 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   if (c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
     fail(f, a + "rope.dimension_count = " + std::to_string(c.rope_dim) +
                 " must be even and at most the head dimension " + std::to_string(c.head_dim));
-  c.rope_freq_base = f.get_f32_or(a + "rope.freq_base", 10000.0f);
+  if (c.arch == Architecture::Llama && c.rope_dim != c.head_dim)
+    fail(f, a + "rope.dimension_count = " + std::to_string(c.rope_dim) +
+                " differs from the head dimension " + std::to_string(c.head_dim) +
+                " (llama rotates whole heads)");
   c.rms_eps = f.get_f32_or(a + "attention.layer_norm_rms_epsilon", 1e-5f);
-  if (!(c.rope_freq_base > 1.0f))
-    fail(f, a + "rope.freq_base = " + std::to_string(c.rope_freq_base) + " must be > 1");
   if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
     fail(f, a + "attention.layer_norm_rms_epsilon = " + std::to_string(c.rms_eps) +
                 " must be in (0, 1)");
-  c.tied_output = f.find_tensor("output.weight") == nullptr;
+}
+
+// Which layers have the sliding window: attention.sliding_window_pattern as
+// an integer n (every n-th layer, the last of each n, is global) or as a
+// per-layer array of booleans, else the architecture's pattern.
+void read_sliding_window(const gguf::GgufFile& f, const ArchTraits& t, ModelConfig& c) {
+  const std::string a = c.arch_name + ".";
+  const std::string window_key = a + "attention.sliding_window";
+  c.sliding_window =
+      f.has(window_key)
+          ? int32_t(f.get_u64(window_key) > (1u << 30) ? 1u << 30 : f.get_u64(window_key))
+          : t.default_window;
+  c.swa_layers.assign(size_t(c.n_layer), 0);
+  if (c.sliding_window <= 0) {
+    c.sliding_window = 0;
+    return;
+  }
+  const std::string pattern_key = a + "attention.sliding_window_pattern";
+  const gguf::Value* pattern = f.find(pattern_key);
+  if (pattern && pattern->is_array()) {
+    const auto& items = std::get<gguf::Array>(pattern->data).items;
+    if (items.size() != size_t(c.n_layer))
+      fail(f, pattern_key + " has " + std::to_string(items.size()) + " entries, expected " +
+                  std::to_string(c.n_layer) + " (one per layer)");
+    for (size_t l = 0; l < items.size(); ++l) {
+      if (items[l].type != gguf::ValueType::BOOL)
+        fail(f, pattern_key + " must be an array of booleans");
+      c.swa_layers[l] = std::get<bool>(items[l].data) ? 1 : 0;
+    }
+    return;
+  }
+  const int n =
+      pattern ? int(f.get_u64(pattern_key) > 4096 ? 4096 : f.get_u64(pattern_key)) : t.swa_pattern;
+  for (int l = 0; l < c.n_layer; ++l) c.swa_layers[size_t(l)] = n == 0 || l % n < n - 1;
+}
+
+// Gemma's query scale, as llama.cpp chooses it: 1/sqrt(n_embd / n_head) for
+// the 27B shapes (46 layers for gemma2, 62 for gemma3), 1/sqrt(head_dim) otherwise.
+float gemma_query_scale(const ModelConfig& c) {
+  const bool is_27b = (c.arch == Architecture::Gemma2 && c.n_layer == 46) ||
+                      (c.arch == Architecture::Gemma3 && c.n_layer == 62);
+  return 1.0f / std::sqrt(float(is_27b ? c.n_embd / c.n_head : c.head_dim));
+}
+
+void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string a = c.arch_name + ".";
+  c.embd_scale = std::sqrt(float(c.n_embd));
+  c.ffn_act = FfnActivation::GeluTanh;
+  c.attn_scale = gemma_query_scale(c);
+  if (c.arch == Architecture::Gemma2) {
+    c.attn_softcap = f.get_f32_or(a + "attn_logit_softcapping", 50.0f);
+    c.final_softcap = f.get_f32_or(a + "final_logit_softcapping", 30.0f);
+  } else {
+    c.final_softcap = f.get_f32_or(a + "final_logit_softcapping", 0.0f);
+  }
+  if (!(c.attn_softcap >= 0.0f) || !(c.final_softcap >= 0.0f))
+    fail(f, "soft-capping values must be positive (or 0 for none)");
+}
+
+}  // namespace
+
+const char* supported_architecture_names() { return "llama, qwen2, qwen3, gemma2, gemma3, phi3"; }
+
+ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
+  ModelConfig c;
+  if (!f.has("general.architecture")) fail(f, "missing required key 'general.architecture'");
+  c.arch_name = f.get_string("general.architecture");
+  const ArchTraits& t = arch_traits(f, c.arch_name);
+  c.arch = t.arch;
+  c.rope_style = t.rope_style;
+  c.qkv_bias = t.qkv_bias;
+  c.qk_norm = t.qk_norm;
+  c.post_norms = t.post_norms;
+  c.name = f.get_string_or("general.name", "");
+  config_detail::check_arch_keys(f, c.arch_name);
+  read_shapes(f, c);
+  c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
+  if (t.post_norms) read_gemma(f, c);
+  read_sliding_window(f, t, c);
+  config_detail::read_rope(f, c);
+  // gemma2 always multiplies by the embeddings (an output.weight is then
+  // refused as a tensor nothing reads, as llama.cpp refuses it).
+  c.tied_output = c.arch == Architecture::Gemma2 || f.find_tensor("output.weight") == nullptr;
   return c;
 }
 

@@ -1,22 +1,34 @@
 // Hyperparameters of a LLaMA-family model, read from GGUF metadata
-// (`<arch>.*` keys, arch = general.architecture).
+// (`<arch>.*` keys, arch = general.architecture) the way llama.cpp reads
+// them. Every `<arch>.*` key is either understood here or refused
+// (model_keys.cpp): a key that changes the math is never skipped silently.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/gguf/gguf_file.h"
+#include "core/ops/rope.h"
 
 namespace kvforge {
 
-enum class Architecture { Llama, Qwen2 };
+enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
 
 // How RoPE pairs up the dimensions of a head.
 //  AdjacentPairs: (x[2i], x[2i+1]) — GGUF llama files (converters permute Q/K
 //                 weights so that this equals the original rotate-half layout).
-//  Neox:          (x[i], x[i + rope_dim/2]) — qwen2 and other "NEOX" models.
+//  Neox:          (x[i], x[i + rope_dim/2]) — qwen, gemma, phi3.
 enum class RopeStyle { AdjacentPairs, Neox };
+
+// rope.scaling.type. LongRope's per-frequency factors are tensors
+// (rope_factors_long/short); so are Llama 3's (rope_freqs, with type None or
+// Linear in the file).
+enum class RopeScaling { None, Linear, Yarn, LongRope };
+
+// The gate's activation in the gated FFN: down(act(gate(x)) * up(x)).
+enum class FfnActivation { Silu, GeluTanh };
 
 struct ModelConfig {
   Architecture arch = Architecture::Llama;
@@ -30,16 +42,34 @@ struct ModelConfig {
   int n_kv_head = 0;
   int head_dim = 0;  // n_embd / n_head unless <arch>.attention.key_length says otherwise
   int rope_dim = 0;  // dimensions rotated per head (<= head_dim)
-  float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   int n_ctx_train = 0;
   RopeStyle rope_style = RopeStyle::AdjacentPairs;
+  RopeScaling rope_scaling = RopeScaling::None;
+  RopeConfig rope;           // full-attention layers (all layers without sliding windows)
+  RopeConfig rope_swa;       // sliding-window layers (gemma: their own base, no scaling)
   bool qkv_bias = false;     // qwen2: Q/K/V projections have biases
   bool tied_output = false;  // output projection reuses token_embd (no output.weight)
+  bool qk_norm = false;      // qwen3, gemma3: per-head RMS norm of Q and K before RoPE
+  bool post_norms = false;   // gemma2/3: RMS norm of the attention and FFN outputs
+  float embd_scale = 1.0f;   // token embeddings are multiplied by it (gemma: sqrt(n_embd))
+  float attn_scale = 0.0f;  // query scale (1/sqrt(head_dim) unless the architecture says otherwise)
+  float attn_softcap = 0.0f;   // scores → c·tanh(scores/c); 0 = none (gemma2: 50)
+  float final_softcap = 0.0f;  // logits → c·tanh(logits/c); 0 = none (gemma2: 30)
+  FfnActivation ffn_act = FfnActivation::Silu;
+  // Sliding-window attention: a query at position p of a layer with window W
+  // attends positions (p - W, p]. 0 = every layer attends all earlier positions.
+  int32_t sliding_window = 0;
+  std::vector<uint8_t> swa_layers;  // [n_layer] 1 = the layer has the sliding window
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
   int gqa_group() const { return n_head / n_kv_head; }  // query heads per KV head
+  // The window of `layer`'s attention; 0 = full attention.
+  int32_t window(int layer) const {
+    return sliding_window > 0 && swa_layers[size_t(layer)] ? sliding_window : 0;
+  }
+  const RopeConfig& layer_rope(int layer) const { return window(layer) ? rope_swa : rope; }
   // 2 (K and V) * layers * kv_dim * bytes per element.
   size_t kv_bytes_per_token(size_t bytes_per_elem) const {
     return size_t(2) * size_t(n_layer) * size_t(kv_dim()) * bytes_per_elem;
@@ -49,5 +79,8 @@ struct ModelConfig {
   // the file and key ("model.gguf: llama.attention.head_count_kv = 3 does not divide ...").
   static ModelConfig from_gguf(const gguf::GgufFile& file);
 };
+
+// The architectures from_gguf accepts, comma-separated, for messages.
+const char* supported_architecture_names();
 
 }  // namespace kvforge

@@ -4,6 +4,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 
 #include "core/formats/row_codec.h"
 #include "core/kernels/weight_repack.h"
@@ -17,11 +18,15 @@ std::string shape_str(const std::vector<uint64_t>& dims) {
   return s + "]";
 }
 
+// Loads tensors by name and remembers which ones it handed out, so that
+// check_all_used() can refuse the tensors nothing reads.
 class TensorLoader {
  public:
   explicit TensorLoader(const gguf::GgufFile& f) : f_(f) {}
 
-  const gguf::TensorInfo& find(const std::string& name, std::vector<uint64_t> expected) const {
+  bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
+
+  const gguf::TensorInfo& find(const std::string& name, std::vector<uint64_t> expected) {
     const gguf::TensorInfo* t = f_.find_tensor(name);
     if (!t) fail(name, "is missing");
     if (t->dims != expected)
@@ -30,57 +35,136 @@ class TensorLoader {
       fail(name, "has type " + std::string(type_name(t->type)) +
                      ", which kvforge cannot compute with (supported: " +
                      supported_weight_type_names() + ")");
+    used_.insert(name);
     return *t;
   }
 
   // A matrix with ne0 = cols (contiguous), ne1 = rows.
-  WeightView matrix(const std::string& name, int64_t rows, int64_t cols) const {
+  WeightView matrix(const std::string& name, int64_t rows, int64_t cols) {
     const gguf::TensorInfo& t = find(name, {uint64_t(cols), uint64_t(rows)});
     return WeightView{t.type, f_.tensor_data(t).data(), rows, cols};
   }
 
-  // A vector copied to f32 (norm weights and biases are small).
-  std::vector<float> vector(const std::string& name, int64_t n) const {
+  // A vector copied to f32 (norm weights, biases and RoPE factors are small).
+  std::vector<float> vector(const std::string& name, int64_t n) {
     const gguf::TensorInfo& t = find(name, {uint64_t(n)});
     std::vector<float> out(static_cast<size_t>(n));
     dequantize_row(t.type, f_.tensor_data(t).data(), out.data(), n);
     return out;
   }
+  std::vector<float> vector_if_present(const std::string& name, int64_t n) {
+    return has(name) ? vector(name, n) : std::vector<float>{};
+  }
+
+  // Every tensor of the file was read, or is known not to change the output.
+  void check_all_used() const {
+    for (const gguf::TensorInfo& t : f_.tensors())
+      if (!used_.contains(t.name) && !known_inert(t.name))
+        fail(t.name, "is not used by kvforge's " + f_.get_string("general.architecture") +
+                         " model: it would change the output, so the file is refused");
+  }
 
  private:
+  // Tensors that hold nothing the computation needs: attn_rot_embd is the
+  // RoPE inverse-frequency buffer some old converters saved, which is
+  // recomputed from rope.freq_base.
+  static bool known_inert(const std::string& name) {
+    return name.starts_with("blk.") && name.ends_with(".attn_rot_embd");
+  }
   [[noreturn]] void fail(const std::string& name, const std::string& what) const {
     throw std::runtime_error(f_.name() + ": tensor '" + name + "' " + what);
   }
   const gguf::GgufFile& f_;
+  std::unordered_set<std::string> used_;
 };
+
+// `rows` rows of m from row `first` on: a view into the same bytes.
+WeightView row_range(const WeightView& m, int64_t first, int64_t rows) {
+  const size_t rb = row_bytes(m.type, size_t(m.cols));
+  return WeightView{m.type, static_cast<const uint8_t*>(m.data) + size_t(first) * rb, rows, m.cols};
+}
+
+void split(const std::vector<float>& v, std::vector<float>& a, size_t n_a, std::vector<float>& b,
+           size_t n_b, std::vector<float>& c) {
+  a.assign(v.begin(), v.begin() + long(n_a));
+  b.assign(v.begin() + long(n_a), v.begin() + long(n_a + n_b));
+  c.assign(v.begin() + long(n_a + n_b), v.end());
+}
+
+void load_attention(TensorLoader& load, const std::string& p, const ModelConfig& c,
+                    LayerWeights& l) {
+  if (load.has(p + "attn_qkv.weight")) {
+    const WeightView qkv = load.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.n_embd);
+    l.attn_q = row_range(qkv, 0, c.q_dim());
+    l.attn_k = row_range(qkv, c.q_dim(), c.kv_dim());
+    l.attn_v = row_range(qkv, c.q_dim() + c.kv_dim(), c.kv_dim());
+    if (load.has(p + "attn_qkv.bias"))
+      split(load.vector(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim()), l.bias_q,
+            size_t(c.q_dim()), l.bias_k, size_t(c.kv_dim()), l.bias_v);
+  } else {
+    l.attn_q = load.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
+    l.attn_k = load.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
+    l.attn_v = load.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
+  }
+  // Separate Q/K/V biases: required by qwen2, optional elsewhere (as llama.cpp loads them).
+  if (c.qkv_bias || load.has(p + "attn_q.bias")) {
+    l.bias_q = load.vector(p + "attn_q.bias", c.q_dim());
+    l.bias_k = load.vector(p + "attn_k.bias", c.kv_dim());
+    l.bias_v = load.vector(p + "attn_v.bias", c.kv_dim());
+  }
+  if (c.qk_norm) {
+    l.attn_q_norm = load.vector(p + "attn_q_norm.weight", c.head_dim);
+    l.attn_k_norm = load.vector(p + "attn_k_norm.weight", c.head_dim);
+  }
+  l.attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+  if (c.post_norms) l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
+}
+
+void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+  l.ffn_norm = load.vector(p + "ffn_norm.weight", c.n_embd);
+  if (c.arch == Architecture::Phi3) {  // ffn_up holds gate rows, then up rows
+    const WeightView gate_up = load.matrix(p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd);
+    l.ffn_gate = row_range(gate_up, 0, c.n_ff);
+    l.ffn_up = row_range(gate_up, c.n_ff, c.n_ff);
+  } else {
+    l.ffn_gate = load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
+    l.ffn_up = load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
+  }
+  l.ffn_down = load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+  if (c.post_norms) l.ffn_post_norm = load.vector(p + "post_ffw_norm.weight", c.n_embd);
+}
+
+// Llama 3's rope_freqs (llama), LongRoPE's factor pairs (phi3, or llama with
+// rope.scaling.type = longrope), as llama.cpp's loaders accept them.
+void load_rope_factors(TensorLoader& load, const ModelConfig& c, ModelWeights& w) {
+  const int64_t n = c.rope_dim / 2;
+  const bool longrope = c.arch == Architecture::Phi3 || c.rope_scaling == RopeScaling::LongRope;
+  if (longrope) {
+    w.rope_factors_long = load.vector_if_present("rope_factors_long.weight", n);
+    w.rope_factors_short = load.vector_if_present("rope_factors_short.weight", n);
+  } else if (c.arch == Architecture::Llama) {
+    w.rope_freqs = load.vector_if_present("rope_freqs.weight", n);
+  }
+}
 
 }  // namespace
 
 ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c) {
-  const TensorLoader load(file);
+  TensorLoader load(file);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = load.vector("output_norm.weight", c.n_embd);
   w.output = c.tied_output ? w.token_embd : load.matrix("output.weight", c.n_vocab, c.n_embd);
+  load_rope_factors(load, c, w);
   w.layers.resize(size_t(c.n_layer));
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = load.vector(p + "attn_norm.weight", c.n_embd);
-    l.attn_q = load.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
-    l.attn_k = load.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
-    l.attn_v = load.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
-    if (c.qkv_bias) {
-      l.bias_q = load.vector(p + "attn_q.bias", c.q_dim());
-      l.bias_k = load.vector(p + "attn_k.bias", c.kv_dim());
-      l.bias_v = load.vector(p + "attn_v.bias", c.kv_dim());
-    }
-    l.attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
-    l.ffn_norm = load.vector(p + "ffn_norm.weight", c.n_embd);
-    l.ffn_gate = load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
-    l.ffn_up = load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
-    l.ffn_down = load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+    load_attention(load, p, c, l);
+    load_ffn(load, p, c, l);
   }
+  load.check_all_used();
   return w;
 }
 

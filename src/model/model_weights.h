@@ -16,19 +16,26 @@
 
 namespace kvforge {
 
+// A fused attn_qkv matrix ([q_dim + 2 kv_dim rows][n_embd]) is seen as its
+// three row ranges, and phi3's fused gate|up ffn_up ([2 n_ff rows]) as its
+// two halves: views into the same bytes, no copy.
 struct LayerWeights {
-  std::vector<float> attn_norm;  // [n_embd]
-  WeightView attn_q;             // [q_dim rows][n_embd]
-  WeightView attn_k;             // [kv_dim rows][n_embd]
-  WeightView attn_v;             // [kv_dim rows][n_embd]
-  std::vector<float> bias_q;     // [q_dim] or empty
-  std::vector<float> bias_k;     // [kv_dim] or empty
-  std::vector<float> bias_v;     // [kv_dim] or empty
-  WeightView attn_output;        // [n_embd rows][q_dim]
-  std::vector<float> ffn_norm;   // [n_embd]
-  WeightView ffn_gate;           // [n_ff rows][n_embd]
-  WeightView ffn_up;             // [n_ff rows][n_embd]
-  WeightView ffn_down;           // [n_embd rows][n_ff]
+  std::vector<float> attn_norm;       // [n_embd]
+  WeightView attn_q;                  // [q_dim rows][n_embd]
+  WeightView attn_k;                  // [kv_dim rows][n_embd]
+  WeightView attn_v;                  // [kv_dim rows][n_embd]
+  std::vector<float> bias_q;          // [q_dim] or empty
+  std::vector<float> bias_k;          // [kv_dim] or empty
+  std::vector<float> bias_v;          // [kv_dim] or empty
+  std::vector<float> attn_q_norm;     // [head_dim] or empty (qk_norm)
+  std::vector<float> attn_k_norm;     // [head_dim] or empty (qk_norm)
+  WeightView attn_output;             // [n_embd rows][q_dim]
+  std::vector<float> attn_post_norm;  // [n_embd] or empty (post_norms)
+  std::vector<float> ffn_norm;        // [n_embd]
+  WeightView ffn_gate;                // [n_ff rows][n_embd]
+  WeightView ffn_up;                  // [n_ff rows][n_embd]
+  WeightView ffn_down;                // [n_embd rows][n_ff]
+  std::vector<float> ffn_post_norm;   // [n_embd] or empty (post_norms)
 };
 
 struct ModelWeights {
@@ -36,11 +43,18 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
   std::vector<float> output_norm;  // [n_embd]
   WeightView output;               // [n_vocab rows][n_embd]; token_embd when tied
+  // RoPE frequency divisors, [rope_dim/2] each or empty: Llama 3's
+  // rope_freqs, Phi-3's LongRoPE factors for long and short contexts.
+  std::vector<float> rope_freqs;
+  std::vector<float> rope_factors_long;
+  std::vector<float> rope_factors_short;
   // Storage of the regrouped matrices, one block (moving ModelWeights keeps it in place).
   HugePageBuffer regrouped;
 
   // Checks every tensor's presence, shape and type against `config`; throws
   // std::runtime_error naming the file, tensor, expected and actual shape/type.
+  // A tensor of the file that nothing reads is an error too (naming it),
+  // unless it is on the short list of tensors known not to change the output.
   static ModelWeights from_gguf(const gguf::GgufFile& file, const ModelConfig& config);
 
   // Where matmul() at the current SIMD level reads a layout faster than the

@@ -59,12 +59,12 @@ class TensorMaker {
     add_f32(name, v);
   }
 
- private:
   void add_f32(const std::string& name, const std::vector<float>& v) {
     w_.add_tensor(name, GgmlType::F32, {uint64_t(v.size())},
                   std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
   }
 
+ private:
   gguf::GgufWriter& w_;
   const RandomModelSpec& spec_;
   UniformSource rng_;
@@ -125,16 +125,31 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
   return std::nullopt;
 }
 
-gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
-  if (spec.arch != "llama" && spec.arch != "qwen2")
-    throw std::invalid_argument("make_random_model: unknown architecture '" + spec.arch + "'");
-  if (spec.n_embd % spec.n_head != 0 || spec.n_head % spec.n_kv_head != 0)
-    throw std::invalid_argument(
-        "make_random_model: n_embd must be a multiple of n_head, and "
-        "n_head a multiple of n_kv_head");
-  gguf::GgufWriter w;
-  const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
-  const int head_dim = spec.n_embd / spec.n_head;
+const char* random_model_architectures() { return "llama, qwen2, qwen3, gemma2, gemma3, phi3"; }
+
+namespace {
+
+// Llama 3.1's frequency divisors: 1 for wavelengths under orig/high, the
+// factor over orig/low, a smooth blend between (Meta's published rule).
+std::vector<float> llama3_rope_freqs(int rope_dim, float base, int orig_ctx) {
+  const double factor = 8, low = 1, high = 4, pi = 3.14159265358979323846;
+  std::vector<float> out;
+  for (int i = 0; i < rope_dim / 2; ++i) {
+    const double wavelen = 2 * pi / std::pow(double(base), -2.0 * i / rope_dim);
+    if (wavelen < orig_ctx / high) {
+      out.push_back(1.0f);
+    } else if (wavelen > orig_ctx / low) {
+      out.push_back(float(factor));
+    } else {
+      const double smooth = (orig_ctx / wavelen - low) / (high - low);
+      out.push_back(float(1 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int n_vocab,
+                           int head_dim) {
   const std::string a = spec.arch + ".";
   w.set("general.architecture", gguf::Value::string(spec.arch));
   w.set("general.name", gguf::Value::string(spec.name));
@@ -144,33 +159,106 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   w.set(a + "feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff)));
   w.set(a + "attention.head_count", gguf::Value::u32(uint32_t(spec.n_head)));
   w.set(a + "attention.head_count_kv", gguf::Value::u32(uint32_t(spec.n_kv_head)));
+  if (spec.head_dim > 0) {
+    w.set(a + "attention.key_length", gguf::Value::u32(uint32_t(head_dim)));
+    w.set(a + "attention.value_length", gguf::Value::u32(uint32_t(head_dim)));
+  }
   w.set(a + "rope.dimension_count", gguf::Value::u32(uint32_t(head_dim)));
   w.set(a + "rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
   w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
   w.set(a + "vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
+  if (spec.sliding_window > 0)
+    w.set(a + "attention.sliding_window", gguf::Value::u32(uint32_t(spec.sliding_window)));
+  if (spec.swa_pattern > 0)
+    w.set(a + "attention.sliding_window_pattern", gguf::Value::u32(uint32_t(spec.swa_pattern)));
+  if (spec.rope_freq_base_swa > 0)
+    w.set(a + "rope.freq_base_swa", gguf::Value::f32(spec.rope_freq_base_swa));
+  if (spec.attn_softcap > 0)
+    w.set(a + "attn_logit_softcapping", gguf::Value::f32(spec.attn_softcap));
+  if (spec.final_softcap > 0)
+    w.set(a + "final_logit_softcapping", gguf::Value::f32(spec.final_softcap));
+  if (!spec.rope_scaling.empty())
+    w.set(a + "rope.scaling.type", gguf::Value::string(spec.rope_scaling));
+  if (spec.rope_factor > 0) w.set(a + "rope.scaling.factor", gguf::Value::f32(spec.rope_factor));
+  if (spec.rope_orig_ctx > 0)
+    w.set(a + "rope.scaling.original_context_length",
+          gguf::Value::u32(uint32_t(spec.rope_orig_ctx)));
+}
+
+void write_rope_factors(TensorMaker& make, const RandomModelSpec& spec, int head_dim) {
+  if (spec.llama3_rope_freqs)
+    make.add_f32("rope_freqs.weight",
+                 llama3_rope_freqs(head_dim, spec.rope_freq_base,
+                                   spec.rope_orig_ctx > 0 ? spec.rope_orig_ctx : 8192));
+  if (spec.longrope_factors) {
+    std::vector<float> long_f, short_f;
+    for (int i = 0; i < head_dim / 2; ++i) {
+      long_f.push_back(1.0f + 0.75f * float(i));
+      short_f.push_back(1.0f + 0.05f * float(i));
+    }
+    make.add_f32("rope_factors_long.weight", long_f);
+    make.add_f32("rope_factors_short.weight", short_f);
+  }
+}
+
+}  // namespace
+
+gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
+  const std::string& arch = spec.arch;
+  const bool known = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma2" ||
+                     arch == "gemma3" || arch == "phi3";
+  if (!known)
+    throw std::invalid_argument("make_random_model: unknown architecture '" + arch + "' (" +
+                                random_model_architectures() + ")");
+  if ((spec.head_dim == 0 && spec.n_embd % spec.n_head != 0) || spec.n_head % spec.n_kv_head != 0)
+    throw std::invalid_argument(
+        "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
+        "n_head a multiple of n_kv_head");
+  gguf::GgufWriter w;
+  const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
+  const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
+  write_hyperparameters(w, spec, n_vocab, head_dim);
 
   TensorMaker make(w, spec);
-  const int64_t q_dim = spec.n_embd, kv_dim = int64_t(head_dim) * spec.n_kv_head;
+  const bool gemma = arch == "gemma2" || arch == "gemma3";
+  const bool qk_norm = arch == "qwen3" || arch == "gemma3";
+  const int64_t q_dim = int64_t(head_dim) * spec.n_head,
+                kv_dim = int64_t(head_dim) * spec.n_kv_head;
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
+  write_rope_factors(make, spec, head_dim);
   for (int l = 0; l < spec.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     make.norm(p + "attn_norm.weight", spec.n_embd);
-    make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
-    make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
-    make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
-    if (spec.arch == "qwen2") {
+    if (spec.fused_qkv || arch == "phi3") {
+      make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, spec.n_embd);
+    } else {
+      make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
+      make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
+      make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
+    }
+    if (arch == "qwen2") {
       make.bias(p + "attn_q.bias", q_dim);
       make.bias(p + "attn_k.bias", kv_dim);
       make.bias(p + "attn_v.bias", kv_dim);
     }
+    if (qk_norm) {
+      make.norm(p + "attn_q_norm.weight", head_dim);
+      make.norm(p + "attn_k_norm.weight", head_dim);
+    }
     make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
+    if (gemma) make.norm(p + "post_attention_norm.weight", spec.n_embd);
     make.norm(p + "ffn_norm.weight", spec.n_embd);
-    make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
-    make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
+    if (arch == "phi3") {
+      make.matrix(p + "ffn_up.weight", 2 * int64_t(spec.n_ff), spec.n_embd);  // gate rows, up rows
+    } else {
+      make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
+      make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
+    }
     make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+    if (gemma) make.norm(p + "post_ffw_norm.weight", spec.n_embd);
   }
   make.norm("output_norm.weight", spec.n_embd);
-  if (!spec.tied_output) make.matrix("output.weight", n_vocab, spec.n_embd);
+  if (!spec.tied_output && arch != "gemma2") make.matrix("output.weight", n_vocab, spec.n_embd);
   return w;
 }
 

@@ -19,16 +19,37 @@ inline constexpr int kByteVocabTokens = 3 + 256;
 
 struct RandomModelSpec {
   std::string name = "random";
-  std::string arch = "llama";  // or "qwen2": NEOX RoPE and Q/K/V biases
+  // llama, qwen2 (Q/K/V biases), qwen3 (Q/K norms), gemma2 (post norms,
+  // tied output), gemma3 (both), phi3 (fused attn_qkv and gate|up): the
+  // tensors each architecture's loader expects.
+  std::string arch = "llama";
   int n_embd = 64;
   int n_layer = 2;
   int n_head = 4;
   int n_kv_head = 2;
   int n_ff = 128;
   int n_ctx = 512;
+  int head_dim = 0;  // 0: n_embd / n_head; else written as attention.key_length/value_length
   float rope_freq_base = 10000.0f;
   float rms_eps = 1e-5f;
   bool tied_output = false;
+  bool fused_qkv = false;  // one attn_qkv matrix instead of attn_q/k/v (any architecture)
+  // attention.sliding_window (0: none written) and sliding_window_pattern (0: not written).
+  int sliding_window = 0;
+  int swa_pattern = 0;
+  float rope_freq_base_swa = 0.0f;  // gemma's rope.freq_base_swa (0: not written)
+  float attn_softcap = 0.0f;        // gemma2's attn_logit_softcapping (0: not written)
+  float final_softcap = 0.0f;       // gemma's final_logit_softcapping (0: not written)
+  // rope.scaling.type ("": not written) with rope.scaling.factor and
+  // rope.scaling.original_context_length (0: not written).
+  std::string rope_scaling;
+  float rope_factor = 0.0f;
+  int rope_orig_ctx = 0;
+  // Llama 3.1's rope_freqs.weight (factor 8, low/high frequency factors 1
+  // and 4, over rope_orig_ctx or 8192 positions).
+  bool llama3_rope_freqs = false;
+  // Phi-3's rope_factors_long/short.weight (LongRoPE).
+  bool longrope_factors = false;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;
@@ -40,6 +61,9 @@ struct RandomModelSpec {
   // nullopt for unknown names.
   static std::optional<RandomModelSpec> preset(const std::string& name);
 };
+
+// The architectures make_random_model writes.
+const char* random_model_architectures();
 
 // Builds the model. Vocabulary: the tokenizer.* keys of `vocab` when given
 // (n_vocab = its token count), else a 259-token byte-fallback SentencePiece

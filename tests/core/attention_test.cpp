@@ -48,10 +48,10 @@ struct Cache {
       kv_decode_head(fmt.v, v_rec.data() + r * v_bytes, v.data() + r * dim, dim);
     }
   }
-  // Spans of the given lengths covering [0, sum), in order.
-  std::vector<KvSpan> split(const std::vector<int>& lengths) const {
+  // Spans of the given lengths covering [first, first + sum), in order.
+  std::vector<KvSpan> split(const std::vector<int>& lengths, int first = 0) const {
     std::vector<KvSpan> out;
-    int pos = 0;
+    int pos = first;
     for (int len : lengths) {
       KvSpan s;
       s.k = k_rec.data() + size_t(pos) * n_kv_head * k_bytes;
@@ -259,9 +259,11 @@ TEST(Attention, QueryRunsEqualEachQueryAloneBitForBit) {
             std::vector<float> got(q.size());
             std::vector<float> scratch(attention_queries_scratch_floats(dim));
             const size_t stride = size_t(n_q) * dim;
-            attend_queries(q.data(), stride, n_q, keys.data(), nq, spans.data(), spans.size(), 1,
-                           dim, f, 1.0f / std::sqrt(float(dim)), got.data(), stride,
-                           scratch.data());
+            std::vector<KeyRange> ranges;
+            for (int32_t k : keys) ranges.push_back({0, k});
+            attend_queries(
+                q.data(), stride, n_q, ranges.data(), nq, KvView{spans.data(), spans.size(), 0}, 1,
+                dim, f, Scoring{1.0f / std::sqrt(float(dim))}, got.data(), stride, scratch.data());
             for (int i = 0; i < nq; ++i) {
               const std::vector<float> qi(q.begin() + ptrdiff_t(i * stride),
                                           q.begin() + ptrdiff_t((i + 1) * stride));
@@ -275,6 +277,94 @@ TEST(Attention, QueryRunsEqualEachQueryAloneBitForBit) {
         }
       }
     }
+  }
+}
+
+// Sliding windows: queries over ranges [begin, end) read from a view that
+// starts at some position ≤ every begin (the records before it dropped, as a
+// windowed cache drops them) give the bits of attend_heads over the whole
+// cache with a mask keeping [begin, end): tiles stay cut at multiples of
+// kAttentionTile from position 0. Runs of one query and of several, ranges
+// inside one tile and across tiles, at every level and format.
+TEST(Attention, WindowedRangesEqualMaskedFullCacheBitForBit) {
+  EachLevel each;
+  const int dim = 32, n = 260;
+  // (first position the view holds, query ranges)
+  const std::vector<std::pair<int, std::vector<KeyRange>>> cases = {
+      {0, {{0, 10}}},
+      {70, {{70, 140}}},
+      {100, {{130, 200}}},
+      {60, {{61, 129}, {62, 130}, {63, 131}, {64, 132}}},
+      {3, {{3, 67}, {4, 68}, {70, 134}}},
+      {128, {{128, 256}, {129, 257}, {130, 258}, {131, 259}, {132, 260}}}};
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    for (KvFormat f : formats()) {
+      Cache c(n, 2, dim, 11, f);
+      for (int n_q : {1, 4}) {
+        for (const auto& [first, ranges] : cases) {
+          const int nq = int(ranges.size());
+          const auto q = random_q(nq * n_q * dim, uint32_t(first + nq));
+          const auto spans = c.split({5, n - first - 5}, first);
+          std::vector<float> got(q.size());
+          std::vector<float> scratch(attention_queries_scratch_floats(dim));
+          const size_t stride = size_t(n_q) * dim;
+          attend_queries(q.data(), stride, n_q, ranges.data(), nq,
+                         KvView{spans.data(), spans.size(), first}, 1, dim, f,
+                         Scoring{1.0f / std::sqrt(float(dim))}, got.data(), stride, scratch.data());
+          for (int i = 0; i < nq; ++i) {
+            std::vector<uint8_t> mask(size_t(n), 0);
+            std::fill(mask.begin() + ranges[size_t(i)].begin, mask.begin() + ranges[size_t(i)].end,
+                      1);
+            const std::vector<float> qi(q.begin() + ptrdiff_t(i * stride),
+                                        q.begin() + ptrdiff_t((i + 1) * stride));
+            const std::vector<float> gi(got.begin() + ptrdiff_t(i * stride),
+                                        got.begin() + ptrdiff_t((i + 1) * stride));
+            ASSERT_TRUE(
+                same_bits(gi, run(c, c.split({n}), qi, 1, ranges[size_t(i)].end, mask.data())))
+                << "query " << i << " of " << nq << ", view from " << first << ", n_q " << n_q
+                << ", " << name(f) << " " << simd_level_name(level);
+          }
+        }
+      }
+    }
+  }
+}
+
+// Soft-capped scores (gemma2): s → cap·tanh(s/cap) before the softmax, against
+// a double-precision reference, at every level.
+TEST(Attention, SoftCapMatchesReference) {
+  EachLevel each;
+  const int dim = 64, n = 150;
+  const float cap = 2.0f;  // small, so the cap bends most scores
+  Cache c(n, 1, dim, 5);
+  const auto q = random_q(dim, 9);
+  const float scale = 1.0f / std::sqrt(float(dim));
+  std::vector<double> s(static_cast<size_t>(n));
+  double max = -INFINITY;
+  for (int p = 0; p < n; ++p) {
+    double dot = 0;
+    for (int d = 0; d < dim; ++d) dot += double(q[size_t(d)]) * c.k[size_t(p * dim + d)];
+    s[size_t(p)] = cap * std::tanh(dot * scale / cap);
+    max = std::max(max, s[size_t(p)]);
+  }
+  std::vector<double> want(size_t(dim), 0.0);
+  double sum = 0;
+  for (int p = 0; p < n; ++p) {
+    const double w = std::exp(s[size_t(p)] - max);
+    sum += w;
+    for (int d = 0; d < dim; ++d) want[size_t(d)] += w * c.v[size_t(p * dim + d)];
+  }
+  for (SimdLevel level : each.levels) {
+    set_simd_level(level);
+    const auto spans = c.split({n});
+    const KeyRange keys{0, n};
+    std::vector<float> got(static_cast<size_t>(dim)),
+        scratch(attention_queries_scratch_floats(dim));
+    attend_queries(q.data(), size_t(dim), 1, &keys, 1, KvView{spans.data(), spans.size(), 0}, 0,
+                   dim, c.format, Scoring{scale, cap}, got.data(), size_t(dim), scratch.data());
+    for (int d = 0; d < dim; ++d)
+      EXPECT_NEAR(got[size_t(d)], want[size_t(d)] / sum, 2e-5) << simd_level_name(level);
   }
 }
 

@@ -104,7 +104,7 @@ TEST_P(PagedLayoutTest, SpansAddressEveryWrittenRecordOneSpanPerBlock) {
     for (int layer = 0; layer < c.n_layer; ++layer) {
       const int32_t n = m.seq_tokens(seq) - 1;  // a partial last span
       std::vector<KvSpan> spans;
-      cache.spans(layer, seq, n, spans);
+      cache.spans(layer, seq, 0, n, spans);
       ASSERT_EQ(int32_t(spans.size()), m.blocks_for(n));
       int32_t pos = 0;
       for (size_t s = 0; s < spans.size(); ++s) {
@@ -148,8 +148,8 @@ TEST(PagedKvCacheTest, RefusesPositionsSequencesAndBlocksOutsideTheTables) {
   EXPECT_THROW(cache.write(0, 0, -1, kv.data(), kv.data()), std::out_of_range);
   EXPECT_THROW(cache.write(2, 0, 0, kv.data(), kv.data()), std::out_of_range);  // layer
   EXPECT_THROW(cache.write(0, 3, 0, kv.data(), kv.data()), std::out_of_range);  // no such seq
-  EXPECT_THROW(cache.spans(0, 0, 7, spans), std::out_of_range);
-  EXPECT_THROW(cache.spans(0, 3, 1, spans), std::out_of_range);
+  EXPECT_THROW(cache.spans(0, 0, 0, 7, spans), std::out_of_range);
+  EXPECT_THROW(cache.spans(0, 3, 0, 1, spans), std::out_of_range);
   EXPECT_TRUE(spans.empty());
   EXPECT_THROW(cache.copy_block(0, 4), std::out_of_range);
   EXPECT_THROW(cache.copy_block(-1, 0), std::out_of_range);

@@ -1,5 +1,6 @@
 #include "reference_forward.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -108,16 +109,16 @@ std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>
   return out;
 }
 
-// RoPE on one head; pairs are adjacent (llama GGUF) or half a rotation apart (neox).
-void rope(float* head, int rope_dim, int32_t pos, float base, bool neox) {
-  for (int i = 0; i < rope_dim / 2; ++i) {
-    const double angle = pos * std::pow(double(base), -2.0 * i / rope_dim);
-    const int a = neox ? i : 2 * i;
-    const int b = neox ? i + rope_dim / 2 : 2 * i + 1;
-    const double x0 = head[a], x1 = head[b];
-    head[a] = float(x0 * std::cos(angle) - x1 * std::sin(angle));
-    head[b] = float(x0 * std::sin(angle) + x1 * std::cos(angle));
-  }
+// GELU (tanh form) as the engine defines it after llama.cpp: the input
+// rounded to f16, GELU in double, the result rounded to f16; identity from
+// 10 up, 0 from -10 down.
+double gelu_through_f16(double g) {
+  if (g <= -10) return 0;
+  if (g >= 10) return g;
+  const double x = double(_Float16(float(g)));
+  const double y =
+      0.5 * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
+  return double(_Float16(float(y)));
 }
 
 }  // namespace
@@ -128,22 +129,74 @@ ReferenceForward::ReferenceForward(const Model& model, int max_seq_len)
   token_embd_ = to_f32(w.token_embd);
   output_norm_ = w.output_norm;
   output_ = to_f32(w.output);
+  // The factors the engine documents choosing: rope_freqs, else LongRoPE's
+  // long ones when the trained context exceeds the original one, else short.
+  rope_factors_ = !w.rope_freqs.empty() ? w.rope_freqs
+                  : c_.n_ctx_train > c_.rope.n_ctx_orig && !w.rope_factors_long.empty()
+                      ? w.rope_factors_long
+                      : w.rope_factors_short;
   for (const LayerWeights& lw : w.layers) {
     layers_.push_back(Layer{lw.attn_norm, to_f32(lw.attn_q), to_f32(lw.attn_k), to_f32(lw.attn_v),
                             lw.bias_q, lw.bias_k, lw.bias_v, to_f32(lw.attn_output), lw.ffn_norm,
-                            to_f32(lw.ffn_gate), to_f32(lw.ffn_down), to_f32(lw.ffn_up)});
+                            to_f32(lw.ffn_gate), to_f32(lw.ffn_down), to_f32(lw.ffn_up),
+                            lw.attn_q_norm, lw.attn_k_norm, lw.attn_post_norm, lw.ffn_post_norm});
   }
   const size_t cache = size_t(c_.n_layer) * size_t(max_seq_len) * size_t(c_.kv_dim());
   key_cache_.assign(cache, 0.0f);
   value_cache_.assign(cache, 0.0f);
 }
 
+// θ_i = pos · base^(-2i/d) / ff_i, scaled by freq_scale; YaRN mixes the
+// scaled and unscaled angle along a ramp over the dimensions between the
+// wavelengths of beta_fast and beta_slow turns over n_ctx_orig, and scales
+// the magnitude by 1 + 0.1 ln(1/freq_scale); attn_factor scales it too.
+void ReferenceForward::rope(float* head, int layer, int32_t pos) const {
+  const RopeConfig& r = c_.layer_rope(layer);
+  const int d = c_.rope_dim;
+  const bool neox = c_.rope_style == RopeStyle::Neox;
+  const double pi = 3.14159265358979323846;
+  const auto corr_dim = [&](double turns) {
+    return d * std::log(r.n_ctx_orig / (turns * 2 * pi)) / (2 * std::log(double(r.freq_base)));
+  };
+  const double lo = std::max(0.0, std::floor(corr_dim(r.beta_fast)));
+  const double hi = std::min(double(d - 1), std::ceil(corr_dim(r.beta_slow)));
+  double magnitude = r.attn_factor;
+  if (r.ext_factor != 0) magnitude *= 1 + 0.1 * std::log(1.0 / r.freq_scale);
+  for (int i = 0; i < d / 2; ++i) {
+    const double ff = rope_factors_.empty() ? 1.0 : rope_factors_[size_t(i)];
+    const double extrap = pos * std::pow(double(r.freq_base), -2.0 * i / d) / ff;
+    double angle = r.freq_scale * extrap;
+    if (r.ext_factor != 0) {
+      const double ramp = 1 - std::clamp((i - lo) / std::max(0.001, hi - lo), 0.0, 1.0);
+      const double mix = ramp * r.ext_factor;
+      angle = angle * (1 - mix) + extrap * mix;
+    }
+    const int a = neox ? i : 2 * i;
+    const int b = neox ? i + d / 2 : 2 * i + 1;
+    const double x0 = head[a], x1 = head[b];
+    head[a] = float((x0 * std::cos(angle) - x1 * std::sin(angle)) * magnitude);
+    head[b] = float((x0 * std::sin(angle) + x1 * std::cos(angle)) * magnitude);
+  }
+}
+
 std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
   const int dim = c_.n_embd, kv_dim = c_.kv_dim(), hs = c_.head_dim;
-  const bool neox = c_.rope_style == RopeStyle::Neox;
   std::vector<float> x(token_embd_.begin() + ptrdiff_t(token) * dim,
                        token_embd_.begin() + ptrdiff_t(token + 1) * dim);
+  for (float& e : x) e = float(double(e) * c_.embd_scale);
   std::vector<float> q, k, v, att_out(size_t(c_.q_dim())), o, hb, hb2, ffn_out;
+  const auto add_residual = [&](std::vector<float>& out, const std::vector<float>& post_norm) {
+    if (!post_norm.empty()) out = rmsnorm(out, post_norm, c_.rms_eps);
+    for (int i = 0; i < dim; ++i) x[size_t(i)] += out[size_t(i)];
+  };
+  const auto norm_heads = [&](std::vector<float>& heads, int n, const std::vector<float>& weight) {
+    if (weight.empty()) return;
+    for (int h = 0; h < n; ++h) {
+      std::vector<float> head(heads.begin() + h * hs, heads.begin() + (h + 1) * hs);
+      head = rmsnorm(head, weight, c_.rms_eps);
+      std::copy(head.begin(), head.end(), heads.begin() + h * hs);
+    }
+  };
   for (int l = 0; l < c_.n_layer; ++l) {
     const Layer& w = layers_[size_t(l)];
     const std::vector<float> xb = rmsnorm(x, w.attn_norm, c_.rms_eps);
@@ -152,54 +205,63 @@ std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
     matvec(v, xb, w.wv, dim, kv_dim);
     for (size_t i = 0; i < w.bq.size(); ++i) q[i] += w.bq[i];
     for (size_t i = 0; i < w.bk.size(); ++i) k[i] += w.bk[i], v[i] += w.bv[i];
-    for (int h = 0; h < c_.n_head; ++h)
-      rope(&q[size_t(h * hs)], c_.rope_dim, pos, c_.rope_freq_base, neox);
-    for (int h = 0; h < c_.n_kv_head; ++h)
-      rope(&k[size_t(h * hs)], c_.rope_dim, pos, c_.rope_freq_base, neox);
+    norm_heads(q, c_.n_head, w.q_norm);
+    norm_heads(k, c_.n_kv_head, w.k_norm);
+    for (int h = 0; h < c_.n_head; ++h) rope(&q[size_t(h * hs)], l, pos);
+    for (int h = 0; h < c_.n_kv_head; ++h) rope(&k[size_t(h * hs)], l, pos);
     const size_t loff = size_t(l) * size_t(max_seq_len_) * size_t(kv_dim);
     std::memcpy(&key_cache_[loff + size_t(pos) * kv_dim], k.data(), size_t(kv_dim) * 4);
     std::memcpy(&value_cache_[loff + size_t(pos) * kv_dim], v.data(), size_t(kv_dim) * 4);
 
-    // Multi-head attention; query head h reads kv head h / (n_head / n_kv_head).
+    // Multi-head attention over the window (all earlier positions without
+    // one); query head h reads kv head h / (n_head / n_kv_head).
+    const int first = c_.window(l) > 0 ? std::max(0, pos - c_.window(l) + 1) : 0;
     for (int h = 0; h < c_.n_head; ++h) {
       const float* qh = &q[size_t(h * hs)];
       const int kvh = h / c_.gqa_group();
-      std::vector<double> att(size_t(pos + 1));
+      std::vector<double> att(size_t(pos + 1), -INFINITY);
       double max_score = -INFINITY;
-      for (int t = 0; t <= pos; ++t) {
+      for (int t = first; t <= pos; ++t) {
         const float* kt = &key_cache_[loff + size_t(t) * kv_dim + size_t(kvh * hs)];
         double score = 0;
         for (int i = 0; i < hs; ++i) score += double(qh[i]) * kt[i];
-        att[size_t(t)] = score / std::sqrt(double(hs));
+        score *= c_.attn_scale;
+        if (c_.attn_softcap > 0) score = c_.attn_softcap * std::tanh(score / c_.attn_softcap);
+        att[size_t(t)] = score;
         max_score = std::max(max_score, att[size_t(t)]);
       }
       double sum = 0;
-      for (double& a : att) sum += (a = std::exp(a - max_score));
+      for (int t = first; t <= pos; ++t)
+        sum += (att[size_t(t)] = std::exp(att[size_t(t)] - max_score));
       for (int i = 0; i < hs; ++i) {
         double acc = 0;
-        for (int t = 0; t <= pos; ++t)
+        for (int t = first; t <= pos; ++t)
           acc +=
               att[size_t(t)] / sum * value_cache_[loff + size_t(t) * kv_dim + size_t(kvh * hs + i)];
         att_out[size_t(h * hs + i)] = float(acc);
       }
     }
     matvec(o, att_out, w.wo, c_.q_dim(), dim);
-    for (int i = 0; i < dim; ++i) x[size_t(i)] += o[size_t(i)];
+    add_residual(o, w.attn_post_norm);
 
-    // SwiGLU feed-forward: w2(silu(w1 x) * w3 x).
+    // Gated feed-forward: w2(act(w1 x) * w3 x), act = SiLU or GELU (tanh form).
     const std::vector<float> xb2 = rmsnorm(x, w.ffn_norm, c_.rms_eps);
     matvec(hb, xb2, w.w1, dim, c_.n_ff);
     matvec(hb2, xb2, w.w3, dim, c_.n_ff);
     for (int i = 0; i < c_.n_ff; ++i) {
       const double g = hb[size_t(i)];
-      hb[size_t(i)] = float(g / (1.0 + std::exp(-g)) * hb2[size_t(i)]);
+      const double act =
+          c_.ffn_act == FfnActivation::GeluTanh ? gelu_through_f16(g) : g / (1.0 + std::exp(-g));
+      hb[size_t(i)] = float(act * hb2[size_t(i)]);
     }
     matvec(ffn_out, hb, w.w2, c_.n_ff, dim);
-    for (int i = 0; i < dim; ++i) x[size_t(i)] += ffn_out[size_t(i)];
+    add_residual(ffn_out, w.ffn_post_norm);
   }
   const std::vector<float> xf = rmsnorm(x, output_norm_, c_.rms_eps);
   std::vector<float> logits;
   matvec(logits, xf, output_, dim, c_.n_vocab);
+  if (c_.final_softcap > 0)
+    for (float& z : logits) z = float(c_.final_softcap * std::tanh(z / c_.final_softcap));
   return logits;
 }
 

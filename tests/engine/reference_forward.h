@@ -1,7 +1,9 @@
 // The oracle: a plain scalar single-sequence forward pass in the manner of
 // llama2.c's run.c, written for clarity rather than speed. Weights are
 // dequantized to f32 once; one token per call; K/V kept in f32; dot products
-// accumulated in double. Shares no code with the engine's forward pass
+// accumulated in double. Covers every architecture feature the engine has
+// (RoPE scalings, Q/K norms, post norms, GELU, soft-capping, sliding
+// windows), each written out from its definition. Shares no code with the engine's forward pass
 // except dequantize_row (itself checked against the formats' definitions).
 #pragma once
 
@@ -21,15 +23,19 @@ class ReferenceForward {
  private:
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, w1, w2, w3;
+    std::vector<float> q_norm, k_norm, attn_post_norm, ffn_post_norm;  // empty when unused
   };
+  // RoPE on one head of `layer` at `pos`, in double from the config's formula.
+  void rope(float* head, int layer, int32_t pos) const;
   const ModelConfig& c_;
   int max_seq_len_;
   std::vector<float> token_embd_;  // (n_vocab, n_embd)
   std::vector<Layer> layers_;
-  std::vector<float> output_norm_;  // (n_embd)
-  std::vector<float> output_;       // (n_vocab, n_embd)
-  std::vector<float> key_cache_;    // (layer, seq_len, kv_dim)
-  std::vector<float> value_cache_;  // (layer, seq_len, kv_dim)
+  std::vector<float> output_norm_;   // (n_embd)
+  std::vector<float> output_;        // (n_vocab, n_embd)
+  std::vector<float> rope_factors_;  // (rope_dim / 2) or empty
+  std::vector<float> key_cache_;     // (layer, seq_len, kv_dim)
+  std::vector<float> value_cache_;   // (layer, seq_len, kv_dim)
 };
 
 }  // namespace kvforge::testing

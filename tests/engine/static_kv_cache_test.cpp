@@ -56,13 +56,13 @@ TEST(StaticKvCacheTest, ReadingAPositionNobodyWroteIsAnError) {
   StaticKvCache cache(model->config(), 16, 1, {});
   run_step(*model, cache, 0, testing::test_prompt(4), 0);
   std::vector<KvSpan> out;
-  cache.spans(0, 0, 4, out);
+  cache.spans(0, 0, 0, 4, out);
   ASSERT_EQ(out.size(), 1u);
   EXPECT_EQ(out[0].n, 4);
-  EXPECT_THROW(cache.spans(0, 0, 5, out), std::logic_error);
+  EXPECT_THROW(cache.spans(0, 0, 0, 5, out), std::logic_error);
   cache.truncate(0, 2);
-  EXPECT_THROW(cache.spans(0, 0, 3, out), std::logic_error);
-  EXPECT_THROW(cache.spans(0, 1, 1, out), std::out_of_range) << "no slot 1";
+  EXPECT_THROW(cache.spans(0, 0, 0, 3, out), std::logic_error);
+  EXPECT_THROW(cache.spans(0, 1, 0, 1, out), std::out_of_range) << "no slot 1";
   // A plan's span covers the whole KV length, filled or not.
   EXPECT_EQ(cache.span(0, 0, 16).n, 16);
 }

@@ -53,7 +53,7 @@ void print_hyperparameters(const ModelConfig& c) {
               c.n_head, c.n_kv_head, c.head_dim, c.n_kv_head < c.n_head ? ", GQA" : "");
   std::printf("  rope             %s pairs, %d dims, base %g\n",
               c.rope_style == RopeStyle::Neox ? "neox" : "adjacent", c.rope_dim,
-              double(c.rope_freq_base));
+              double(c.rope.freq_base));
   std::printf("  rms eps          %g\n  train context    %d\n  output           %s\n",
               double(c.rms_eps), c.n_ctx_train, c.tied_output ? "tied to token_embd" : "own");
   std::printf("  KV per token     %s (f32), %s (f16)\n",

@@ -1,4 +1,4 @@
-// kvforge make-model: write a random-weight LLaMA GGUF of any shape.
+// kvforge make-model: write a random-weight GGUF of any shape and architecture.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -22,6 +22,7 @@ struct MakeModelFlags {
   uint64_t seed = 42;
   int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, n_ctx = 0, n_vocab = 0;
   bool tied = false;
+  RandomModelSpec arch;  // the architecture options, copied onto the preset
 };
 
 void make_model(const MakeModelFlags& f) {
@@ -34,6 +35,21 @@ void make_model(const MakeModelFlags& f) {
   spec->weight_type = *type;
   spec->seed = f.seed;
   spec->tied_output = f.tied;
+  const RandomModelSpec& a = f.arch;
+  spec->arch = a.arch;
+  spec->head_dim = a.head_dim;
+  spec->fused_qkv = a.fused_qkv;
+  spec->sliding_window = a.sliding_window;
+  spec->swa_pattern = a.swa_pattern;
+  spec->rope_freq_base = a.rope_freq_base;
+  spec->rope_freq_base_swa = a.rope_freq_base_swa;
+  spec->attn_softcap = a.attn_softcap;
+  spec->final_softcap = a.final_softcap;
+  spec->rope_scaling = a.rope_scaling;
+  spec->rope_factor = a.rope_factor;
+  spec->rope_orig_ctx = a.rope_orig_ctx;
+  spec->llama3_rope_freqs = a.llama3_rope_freqs;
+  spec->longrope_factors = a.longrope_factors;
   for (auto [flag, field] : {std::pair{f.n_embd, &spec->n_embd},
                              {f.n_layer, &spec->n_layer},
                              {f.n_head, &spec->n_head},
@@ -45,10 +61,10 @@ void make_model(const MakeModelFlags& f) {
   std::optional<gguf::GgufFile> vocab;
   if (!f.vocab.empty()) vocab = gguf::GgufFile::open(f.vocab);
   std::fprintf(stderr,
-               "make-model: %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s, "
+               "make-model: %s %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s, "
                "vocab %s\n",
-               f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head, spec->n_kv_head,
-               spec->n_ff, f.type.c_str(),
+               spec->arch.c_str(), f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head,
+               spec->n_kv_head, spec->n_ff, f.type.c_str(),
                vocab ? f.vocab.c_str()
                      : (std::to_string(std::max(spec->n_vocab, kByteVocabTokens)) +
                         " tokens (bytes + unused)")
@@ -61,7 +77,8 @@ void make_model(const MakeModelFlags& f) {
 
 void add_make_model_command(CLI::App& app) {
   auto f = std::make_shared<MakeModelFlags>();
-  CLI::App* sub = app.add_subcommand("make-model", "write a random-weight LLaMA GGUF model");
+  CLI::App* sub = app.add_subcommand(
+      "make-model", "write a random-weight GGUF model of any supported architecture");
   sub->add_option("-o,--output", f->out, "output GGUF file")->required();
   sub->add_option("--preset", f->preset,
                   "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
@@ -79,6 +96,26 @@ void add_make_model_command(CLI::App& app) {
   sub->add_option("--n-vocab", f->n_vocab,
                   "override the preset: byte vocabulary padded with unused tokens to this size");
   sub->add_flag("--tied", f->tied, "tie the output projection to the token embedding");
+  RandomModelSpec& a = f->arch;
+  sub->add_option("--arch", a.arch, std::string("architecture: ") + random_model_architectures())
+      ->capture_default_str();
+  sub->add_option("--head-dim", a.head_dim, "head size (default n_embd / n_head)");
+  sub->add_flag("--fused-qkv", a.fused_qkv, "one attn_qkv matrix instead of attn_q/k/v");
+  sub->add_option("--sliding-window", a.sliding_window, "attention.sliding_window");
+  sub->add_option("--swa-pattern", a.swa_pattern,
+                  "attention.sliding_window_pattern (every n-th layer global)");
+  sub->add_option("--rope-base", a.rope_freq_base, "rope.freq_base")->capture_default_str();
+  sub->add_option("--rope-base-swa", a.rope_freq_base_swa, "rope.freq_base_swa (gemma)");
+  sub->add_option("--attn-softcap", a.attn_softcap, "attn_logit_softcapping (gemma2)");
+  sub->add_option("--final-softcap", a.final_softcap, "final_logit_softcapping (gemma)");
+  sub->add_option("--rope-scaling", a.rope_scaling,
+                  "rope.scaling.type: none, linear, yarn, longrope");
+  sub->add_option("--rope-factor", a.rope_factor, "rope.scaling.factor");
+  sub->add_option("--rope-orig-ctx", a.rope_orig_ctx, "rope.scaling.original_context_length");
+  sub->add_flag("--llama3-rope-freqs", a.llama3_rope_freqs,
+                "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
+  sub->add_flag("--longrope-factors", a.longrope_factors,
+                "write Phi-3's rope_factors_long/short.weight");
   sub->callback([f] { make_model(*f); });
 }
 

@@ -1,8 +1,10 @@
 #include "core/ops/activation.h"
 
 #include <cmath>
+#include <vector>
 
 #include "core/cpu_features.h"
+#include "core/formats/f16.h"
 
 namespace kvforge {
 
@@ -10,6 +12,40 @@ void swiglu_scalar(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+float gelu_tanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + 0.044715f * x * x)));
+}
+
+namespace {
+
+// gelu of every f16 value, rounded to f16: [65536] indexed by the input's bits.
+const std::vector<uint16_t>& gelu_f16_table() {
+  static const std::vector<uint16_t> table = [] {
+    std::vector<uint16_t> t(65536);
+    for (uint32_t h = 0; h < 65536; ++h) t[h] = fp32_to_fp16(gelu_tanh(fp16_to_fp32(uint16_t(h))));
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace
+
+void geglu(const float* gate, const float* up, int64_t n, float* out) {
+  const std::vector<uint16_t>& table = gelu_f16_table();
+  for (int64_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    float g;
+    if (x <= -10.0f)
+      g = 0.0f;
+    else if (x >= 10.0f)
+      g = x;
+    else
+      g = fp16_to_fp32(table[fp32_to_fp16(x)]);
+    out[i] = g * up[i];
   }
 }
 

@@ -21,4 +21,16 @@ void swiglu_scalar(const float* gate, const float* up, int64_t n, float* out);
 void swiglu_avx2(const float* gate, const float* up, int64_t n, float* out);
 void swiglu_avx512(const float* gate, const float* up, int64_t n, float* out);
 
+// The tanh form of GELU: x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))), in f32.
+float gelu_tanh(float x);
+
+// GELU gating (gemma): h = gelu(gate) * up, with gelu as llama.cpp's CPU code
+// computes it, so that gemma files give llama.cpp's tokens: gate ≤ −10 gives
+// 0, gate ≥ 10 gives gate, and between, the gate is rounded to f16 and looked
+// up in a table of gelu_tanh of every f16 value rounded to f16 (a relative
+// error up to ~2^-10 against gelu_tanh in f32; the models run in bf16, whose
+// rounding is coarser still). A table lookup per element, one thread. out may
+// alias gate.
+void geglu(const float* gate, const float* up, int64_t n, float* out);
+
 }  // namespace kvforge

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "core/cpu_features.h"
 #include "core/ops/attention_tile.h"
@@ -36,15 +37,30 @@ TileFn tile_function() {
 // records need the room (docs/bench/design-measurements.md).
 class SpanCursor {
  public:
-  SpanCursor(const KvSpan* spans, size_t n_spans, int kv_head, KvFormat format, int head_dim)
-      : spans_(spans),
-        n_spans_(n_spans),
+  SpanCursor(const KvView& kv, int kv_head, KvFormat format, int head_dim)
+      : spans_(kv.spans),
+        n_spans_(kv.n_spans),
         kv_head_(size_t(kv_head)),
         k_bytes_(kv_head_bytes(format.k, head_dim)),
-        v_bytes_(kv_head_bytes(format.v, head_dim)) {}
+        v_bytes_(kv_head_bytes(format.v, head_dim)),
+        pos_(kv.first) {}
 
   // False past the last span (the caller promised enough positions; stay in bounds anyway).
   bool next(const uint8_t** k, const uint8_t** v) { return take(1, k, v) == 1; }
+
+  // Moves on to position `pos` (never back).
+  void skip_to(int32_t pos) {
+    while (pos_ < pos) {
+      while (span_ < n_spans_ && in_span_ >= spans_[span_].n) {
+        ++span_;
+        in_span_ = 0;
+      }
+      if (span_ == n_spans_) return;
+      const int32_t m = std::min(pos - pos_, spans_[span_].n - in_span_);
+      in_span_ += m;
+      pos_ += m;
+    }
+  }
 
   // The next `want` positions' records into k[0..), v[0..); returns how many
   // there were (fewer only past the last span).
@@ -66,6 +82,7 @@ class SpanCursor {
       in_span_ += m;
       got += m;
     }
+    pos_ += got;
     return got;
   }
 
@@ -74,6 +91,7 @@ class SpanCursor {
   size_t n_spans_;
   size_t kv_head_;
   size_t k_bytes_, v_bytes_;  // one record
+  int32_t pos_;               // sequence position of the next record
   size_t span_ = 0;
   int32_t in_span_ = 0;  // position inside spans_[span_]
 
@@ -111,13 +129,14 @@ struct HeadState {
     std::fill(running_sum, running_sum + n_heads, 0.0f);
   }
   // The job for heads [j0, j0 + n) with queries q ([n][head_dim]).
-  TileJob job(const float* q, int j0, int n, int head_dim, KvFormat format, float scale) const {
+  TileJob job(const float* q, int j0, int n, int head_dim, KvFormat format, Scoring scoring) const {
     TileJob job;
     job.q = q;
     job.n_q = n;
     job.head_dim = head_dim;
     job.format = format;
-    job.scale = scale;
+    job.scale = scoring.scale;
+    job.softcap = scoring.softcap;
     job.acc = acc + size_t(j0) * size_t(head_dim);
     job.running_max = running_max + j0;
     job.running_sum = running_sum + j0;
@@ -137,13 +156,16 @@ struct HeadState {
   }
 };
 
-// Up to kAttentionHeadsPerPass heads over all tiles: one read of the records.
-void attend_pass(const float* q, int n_q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
-                 int kv_head, int head_dim, KvFormat format, float scale, float* out,
-                 float* scratch, const uint8_t* mask, TileFn tile) {
+// The first tile (a multiple of kAttentionTile) holding position `pos`.
+int32_t tile_start(int32_t pos) { return pos / kAttentionTile * kAttentionTile; }
+
+// Up to kAttentionHeadsPerPass heads over all tiles of `keys`: one read of the records.
+void attend_pass(const float* q, int n_q, const KvView& kv, KeyRange keys, int kv_head,
+                 int head_dim, KvFormat format, Scoring scoring, float* out, float* scratch,
+                 const uint8_t* mask, TileFn tile) {
   constexpr int kTile = kAttentionTile;
   const HeadState state(scratch, n_q, head_dim, kAttentionHeadsPerPass, /*gather=*/false);
-  TileJob job = state.job(q, 0, n_q, head_dim, format, scale);
+  TileJob job = state.job(q, 0, n_q, head_dim, format, scoring);
   // Tiles are cut at absolute positions (multiples of kTile from 0), not at
   // span edges, so the sums are the same bits however the cache is split
   // into blocks; masked positions are dropped before the tile code sees them.
@@ -151,16 +173,18 @@ void attend_pass(const float* q, int n_q, const KvSpan* spans, size_t n_spans, i
   const uint8_t* v_rows[kTile];
   job.k_rows = k_rows;
   job.v_rows = v_rows;
-  SpanCursor cursor(spans, n_spans, kv_head, format, head_dim);
-  for (int32_t t0 = 0; t0 < n_keys; t0 += kTile) {
-    const int32_t tn = std::min<int32_t>(kTile, n_keys - t0);
+  SpanCursor cursor(kv, kv_head, format, head_dim);
+  for (int32_t t0 = tile_start(keys.begin); t0 < keys.end; t0 += kTile) {
+    const int32_t w0 = std::max(t0, keys.begin);
+    const int32_t tn = std::min<int32_t>(t0 + kTile, keys.end) - w0;
+    cursor.skip_to(w0);
     int n_valid = 0;
     if (!mask) {
       n_valid = cursor.take(tn, k_rows, v_rows);
     } else {
       for (int32_t t = 0; t < tn; ++t) {
         if (!cursor.next(&k_rows[n_valid], &v_rows[n_valid])) break;
-        if (mask[t0 + t]) ++n_valid;
+        if (mask[w0 + t]) ++n_valid;
       }
     }
     if (n_valid == 0) continue;
@@ -176,26 +200,31 @@ void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, 
                   int kv_head, int head_dim, KvFormat format, float scale, float* out,
                   float* scratch, const uint8_t* mask) {
   const TileFn tile = tile_function();
+  const KvView kv{spans, n_spans, 0};
   for (int j0 = 0; j0 < n_q; j0 += kAttentionHeadsPerPass) {
     const int n = std::min(kAttentionHeadsPerPass, n_q - j0);
     const size_t offset = size_t(j0) * size_t(head_dim);
-    attend_pass(q + offset, n, spans, n_spans, n_keys, kv_head, head_dim, format, scale,
+    attend_pass(q + offset, n, kv, {0, n_keys}, kv_head, head_dim, format, {scale, 0.0f},
                 out + offset, scratch, mask, tile);
   }
 }
 
-void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_keys, int n_queries,
-                    const KvSpan* spans, size_t n_spans, int kv_head, int head_dim, KvFormat format,
-                    float scale, float* out, size_t out_stride, float* scratch) {
+void attend_queries(const float* q, size_t q_stride, int n_q, const KeyRange* keys, int n_queries,
+                    const KvView& kv, int kv_head, int head_dim, KvFormat format, Scoring scoring,
+                    float* out, size_t out_stride, float* scratch) {
   constexpr int kTile = kAttentionTile;
   const size_t hd = size_t(head_dim);
+  const TileFn tile = tile_function();
   if (n_q * n_queries > kAttentionMaxStackedHeads) {  // more heads than the scratch holds
     for (int i = 0; i < n_queries; ++i)
-      attend_heads(q + size_t(i) * q_stride, n_q, spans, n_spans, n_keys[i], kv_head, head_dim,
-                   format, scale, out + size_t(i) * out_stride, scratch);
+      for (int j0 = 0; j0 < n_q; j0 += kAttentionHeadsPerPass) {
+        const int n = std::min(kAttentionHeadsPerPass, n_q - j0);
+        const size_t offset = size_t(j0) * hd;
+        attend_pass(q + size_t(i) * q_stride + offset, n, kv, keys[i], kv_head, head_dim, format,
+                    scoring, out + size_t(i) * out_stride + offset, scratch, nullptr, tile);
+      }
     return;
   }
-  const TileFn tile = tile_function();
   const HeadState state(scratch, n_q * n_queries, head_dim, kAttentionMaxStackedHeads,
                         /*gather=*/true);
   // Query i's heads are rows [i * n_q, (i + 1) * n_q) of the stacked state.
@@ -204,27 +233,31 @@ void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_k
               state.queries + size_t(i) * size_t(n_q) * hd);
   const uint8_t* k_rows[kTile];
   const uint8_t* v_rows[kTile];
-  SpanCursor cursor(spans, n_spans, kv_head, format, head_dim);
-  const int32_t most = n_keys[n_queries - 1];
-  int first = 0;  // queries before it have all their keys
-  for (int32_t t0 = 0; t0 < most; t0 += kTile) {
-    const int32_t tn = std::min<int32_t>(kTile, most - t0);
-    const int32_t n = cursor.take(tn, k_rows, v_rows);
-    while (n_keys[first] <= t0) ++first;
-    // Alone, query i's tile here holds min(kTile, n_keys[i] - t0) positions.
-    // The queries whose tile is the whole walked tile (a suffix, keys being
-    // ascending) go through it together; the others each alone.
-    int shared = n_queries;
-    while (shared > first && n_keys[shared - 1] - t0 >= n) --shared;
-    for (int i = first; i <= shared; ++i) {
-      const int count = i < shared ? 1 : n_queries - shared;
-      if (count == 0) break;
-      TileJob job = state.job(state.queries + size_t(i) * size_t(n_q) * hd, i * n_q, count * n_q,
-                              head_dim, format, scale);
-      job.k_rows = k_rows;
-      job.v_rows = v_rows;
-      job.n = i < shared ? int(n_keys[i] - t0) : int(n);
-      tile(job);
+  SpanCursor cursor(kv, kv_head, format, head_dim);
+  const int32_t lo = keys[0].begin, hi = keys[n_queries - 1].end;
+  for (int32_t t0 = tile_start(lo); t0 < hi; t0 += kTile) {
+    const int32_t w0 = std::max(t0, lo);
+    cursor.skip_to(w0);
+    const int32_t n = cursor.take(std::min<int32_t>(t0 + kTile, hi) - w0, k_rows, v_rows);
+    // Alone, query i's tile here holds its positions in [t0, t0 + kTile):
+    // rows [a, b) of the walked ones. Consecutive queries with the same rows
+    // go through them together; ranges being ascending, those are runs.
+    const auto rows_of = [&](int i) {
+      return std::pair{std::max(keys[i].begin, w0) - w0, std::min(keys[i].end, w0 + n) - w0};
+    };
+    for (int i = 0; i < n_queries;) {
+      const auto [a, b] = rows_of(i);
+      int count = 1;
+      while (i + count < n_queries && rows_of(i + count) == std::pair{a, b}) ++count;
+      if (b > a) {
+        TileJob job = state.job(state.queries + size_t(i) * size_t(n_q) * hd, i * n_q, count * n_q,
+                                head_dim, format, scoring);
+        job.k_rows = k_rows + a;
+        job.v_rows = v_rows + a;
+        job.n = int(b - a);
+        tile(job);
+      }
+      i += count;
     }
   }
   for (int i = 0; i < n_queries; ++i)

@@ -73,17 +73,42 @@ void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, 
                   int kv_head, int head_dim, KvFormat format, float scale, float* out,
                   float* scratch, const uint8_t* mask = nullptr);
 
-// Prefill: n_queries query tokens of one sequence, query i being the n_q heads
-// at q + i * q_stride (all sharing kv head `kv_head`) over its first
-// n_keys[i] positions, written to out + i * out_stride. n_keys must be
-// ascending and ≥ 1 (more than kAttentionMaxStackedHeads heads in all are
-// handled one query at a time). Each
-// query's result is the same bits as attend_heads for it alone: its tiles
-// and their arithmetic are the same; only the walk over the records of the
-// tiles the queries share (and their decoding) happens once for all of them.
-void attend_queries(const float* q, size_t q_stride, int n_q, const int32_t* n_keys, int n_queries,
-                    const KvSpan* spans, size_t n_spans, int kv_head, int head_dim, KvFormat format,
-                    float scale, float* out, size_t out_stride, float* scratch);
+// Positions [begin, end) of its sequence that one query attends: [0, pos + 1)
+// under full attention, (pos − W, pos] under a sliding window W.
+struct KeyRange {
+  int32_t begin = 0;
+  int32_t end = 0;
+};
+
+// The records attend_queries reads: spans in position order, the first
+// record being position `first` of the sequence.
+struct KvView {
+  const KvSpan* spans = nullptr;
+  size_t n_spans = 0;
+  int32_t first = 0;
+};
+
+// How a query's dot product with a key becomes its score:
+//   s = scale · q·k, then s → softcap · tanh(s / softcap) when softcap > 0 (gemma2).
+struct Scoring {
+  float scale = 1.0f;
+  float softcap = 0.0f;
+};
+
+// Prefill and windows: n_queries query tokens of one sequence, query i being
+// the n_q heads at q + i * q_stride (all sharing kv head `kv_head`) over its
+// positions keys[i], written to out + i * out_stride. Begins and ends must be
+// ascending, each range non-empty and inside what `kv` holds (more than
+// kAttentionMaxStackedHeads heads in all are handled one query at a time).
+// Each query's result is the same bits as attend_heads for it alone (with a
+// range starting at 0): tiles are cut at multiples of kAttentionTile from
+// position 0 whatever the range, the view's first position or the split
+// into spans, and each tile holds exactly the query's positions; only the
+// walk over the records of the tiles the queries share (and their decoding)
+// happens once for all of them.
+void attend_queries(const float* q, size_t q_stride, int n_q, const KeyRange* keys, int n_queries,
+                    const KvView& kv, int kv_head, int head_dim, KvFormat format, Scoring scoring,
+                    float* out, size_t out_stride, float* scratch);
 
 // attend_heads for a single query head.
 inline void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,

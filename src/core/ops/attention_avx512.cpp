@@ -415,6 +415,7 @@ void attend_tile_avx512(const TileJob& job) {
       score_group(rows, job.q, job.n_q, hd, job.scale, job.scores + g);
     });
   }
+  soft_cap_scores(job);
   for (int j = 0; j < job.n_q; ++j)
     softmax_update(job.scores + j * kAttentionTile, job.n, job.running_max + j, job.running_sum + j,
                    job.acc + size_t(j) * size_t(hd), hd);

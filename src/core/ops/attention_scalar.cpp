@@ -31,6 +31,7 @@ void attend_tile_scalar(const TileJob& job) {
     for (int j = 0; j < job.n_q; ++j)
       job.scores[j * kAttentionTile + t] = dot(job.q + size_t(j) * hd, k, hd) * job.scale;
   }
+  soft_cap_scores(job);
   for (int j = 0; j < job.n_q; ++j) {
     float* s = job.scores + j * kAttentionTile;
     const float tile_max = *std::max_element(s, s + job.n);

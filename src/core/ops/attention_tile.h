@@ -7,9 +7,11 @@
 // with s[j][t] = scale · q[j]·K[t].
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "core/formats/kv_format.h"
+#include "core/ops/attention.h"
 
 namespace kvforge::attention_detail {
 
@@ -19,6 +21,7 @@ struct TileJob {
   int head_dim = 0;
   KvFormat format;
   float scale = 0;
+  float softcap = 0;  // > 0: scores are soft-capped (soft_cap_scores) before the softmax
   const uint8_t* const* k_rows = nullptr;  // [n] K records of the tile's valid positions
   const uint8_t* const* v_rows = nullptr;  // [n] V records
   int n = 0;                               // 1..kAttentionTile
@@ -28,6 +31,17 @@ struct TileJob {
   float* scores = nullptr;                 // [n_q][kAttentionTile] scratch
   float* row = nullptr;                    // [head_dim] scratch: one decoded record (scalar)
 };
+
+// s → softcap · tanh(s / softcap) over the tile's scores, one plain loop
+// shared by every path (a no-op without a cap).
+inline void soft_cap_scores(const TileJob& job) {
+  if (job.softcap <= 0.0f) return;
+  const float inv = 1.0f / job.softcap;
+  for (int j = 0; j < job.n_q; ++j) {
+    float* s = job.scores + j * kAttentionTile;
+    for (int t = 0; t < job.n; ++t) s[t] = job.softcap * std::tanh(s[t] * inv);
+  }
+}
 
 // All three leave the same state up to float rounding; each is deterministic
 // given the job (no dependence on how positions reached the tile).

@@ -45,8 +45,16 @@ void ContiguousKvCache::write(int layer, int32_t seq, int32_t pos, const float* 
   }
 }
 
-void ContiguousKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const {
-  out.push_back(span(layer, seq, n));
+void ContiguousKvCache::spans(int layer, int32_t seq, int32_t first, int32_t n,
+                              std::vector<KvSpan>& out) const {
+  if (first < 0 || first > n)
+    throw std::out_of_range("KV cache: positions [" + std::to_string(first) + ", " +
+                            std::to_string(n) + ") requested");
+  KvSpan s = span(layer, seq, n);
+  s.k += size_t(first) * s.k_pos_stride;
+  s.v += size_t(first) * s.v_pos_stride;
+  s.n = n - first;
+  out.push_back(s);
 }
 
 KvSpan ContiguousKvCache::span(int layer, int32_t seq, int32_t n) const {

@@ -32,7 +32,8 @@ class ContiguousKvCache final : public KvStore {
   size_t bytes() const { return k_.size() + v_.size(); }
 
   void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) override;
-  void spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const override;
+  void spans(int layer, int32_t seq, int32_t first, int32_t n,
+             std::vector<KvSpan>& out) const override;
   // Positions [0, n) of `seq` in `layer` as the one span they are.
   KvSpan span(int layer, int32_t seq, int32_t n) const;
   // Overwrites the K and V records of `pos` with `byte` (0xFF makes f32/f16

@@ -91,29 +91,32 @@ void PagedKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, co
   }
 }
 
-void PagedKvCache::spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const {
+void PagedKvCache::spans(int layer, int32_t seq, int32_t first, int32_t n,
+                         std::vector<KvSpan>& out) const {
   check_layer(layer, "spans");
   if (!blocks_.has_seq(seq))
     throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) +
                             " has no blocks (not allocated)");
   const int32_t reserved = blocks_.seq_tokens(seq);
-  if (n < 0 || n > reserved)
-    throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) + ": " +
-                            std::to_string(n) + " positions requested, " +
-                            std::to_string(reserved) + " reserved");
+  if (n < 0 || n > reserved || first < 0 || first > n)
+    throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) +
+                            ": positions [" + std::to_string(first) + ", " + std::to_string(n) +
+                            ") requested, " + std::to_string(reserved) + " reserved");
   const std::span<const BlockId> table = blocks_.block_table(seq);
-  for (int32_t first = 0; first < n; first += block_size_) {
-    const BlockId block = table[size_t(first / block_size_)];
+  for (int32_t pos = first; pos < n;) {
+    const BlockId block = table[size_t(pos / block_size_)];
     check_block(block, "spans");
+    const int32_t offset = pos % block_size_;
     KvSpan span;
-    span.k = k_.data() + k_offset(layer, block);
-    span.v = v_.data() + v_offset(layer, block);
+    span.k = k_.data() + k_offset(layer, block) + size_t(offset) * k_head_bytes_;
+    span.v = v_.data() + v_offset(layer, block) + size_t(offset) * v_head_bytes_;
     span.k_pos_stride = k_head_bytes_;
     span.k_head_stride = size_t(block_size_) * k_head_bytes_;
     span.v_pos_stride = v_head_bytes_;
     span.v_head_stride = size_t(block_size_) * v_head_bytes_;
-    span.n = std::min(block_size_, n - first);
+    span.n = std::min(block_size_ - offset, n - pos);
     out.push_back(span);
+    pos += span.n;
   }
 }
 

@@ -44,8 +44,9 @@ class PagedKvCache final : public KvStore {
   size_t bytes() const;
 
   void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) override;
-  // One span per block, in table order.
-  void spans(int layer, int32_t seq, int32_t n, std::vector<KvSpan>& out) const override;
+  // One span per block, in table order (the first one from `first` on).
+  void spans(int layer, int32_t seq, int32_t first, int32_t n,
+             std::vector<KvSpan>& out) const override;
 
   // Copies every layer's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);

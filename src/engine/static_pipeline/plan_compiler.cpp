@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -105,6 +106,27 @@ std::vector<int32_t> split_attention(int32_t rows, int n_head, int32_t n_threads
   return split;
 }
 
+// The plan's op set computes the llama block (with qwen2's biases); what the
+// other architectures add is refused by name rather than left out.
+void check_plan_supports(const ModelConfig& c) {
+  std::string missing;
+  const auto need = [&](bool used, const char* what) {
+    if (used) missing += std::string(missing.empty() ? "" : ", ") + what;
+  };
+  need(c.qk_norm, "Q/K norms");
+  need(c.post_norms, "post-attention/FFN norms");
+  need(c.embd_scale != 1.0f, "scaled embeddings");
+  need(c.ffn_act != FfnActivation::Silu, "GELU FFN");
+  need(c.attn_softcap > 0.0f || c.final_softcap > 0.0f, "soft-capping");
+  need(c.sliding_window > 0, "sliding-window attention");
+  need(c.attn_scale != 1.0f / std::sqrt(float(c.head_dim)), "a non-default query scale");
+  need(c.rope.freq_scale != 1.0f || c.rope.ext_factor != 0.0f || c.rope.attn_factor != 1.0f,
+       "scaled RoPE");
+  if (!missing.empty())
+    throw std::invalid_argument("static pipeline: the " + c.arch_name + " model uses " + missing +
+                                ", which static plans do not compute yet (run without --static)");
+}
+
 }  // namespace
 
 uint64_t plans_compiled() { return g_plans_compiled.load(); }
@@ -117,6 +139,7 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
                                 std::to_string(kv_len) + ", logit rows " +
                                 std::to_string(n_logit_rows) + ", threads " +
                                 std::to_string(n_threads) + " out of range");
+  check_plan_supports(c);
   Plan plan;
   plan.kind = kind;
   plan.rows = rows;

@@ -35,13 +35,13 @@ void StaticKvCache::write(int layer, int32_t slot, int32_t pos, const float* k, 
   mask(slot)[pos] = 1;
 }
 
-void StaticKvCache::spans(int layer, int32_t slot, int32_t n, std::vector<KvSpan>& out) const {
-  const KvSpan s = span(layer, slot, n);
-  if (n > 0 && !mask(slot)[n - 1])
+void StaticKvCache::spans(int layer, int32_t slot, int32_t first, int32_t n,
+                          std::vector<KvSpan>& out) const {
+  if (n > 0 && n <= capacity() && slot >= 0 && slot < slots() && !mask(slot)[n - 1])
     throw std::logic_error("static KV cache: position " + std::to_string(n - 1) + " of slot " +
                            std::to_string(slot) + " read before it was written (" +
                            std::to_string(length(slot)) + " filled)");
-  out.push_back(s);
+  kv_.spans(layer, slot, first, n, out);
 }
 
 int32_t StaticKvCache::length(int32_t slot) const {

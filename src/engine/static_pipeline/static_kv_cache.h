@@ -40,7 +40,8 @@ class StaticKvCache final : public KvStore {
   void write(int layer, int32_t slot, int32_t pos, const float* k, const float* v) override;
   // Appends span(layer, slot, n); throws std::logic_error when position n - 1
   // is not filled (the valid part being a prefix, then some of [0, n) is not).
-  void spans(int layer, int32_t slot, int32_t n, std::vector<KvSpan>& out) const override;
+  void spans(int layer, int32_t slot, int32_t first, int32_t n,
+             std::vector<KvSpan>& out) const override;
   // Positions [0, n) of `slot` in `layer` as one span, filled or not: a plan
   // spans its variant's whole KV length and masks what is not filled.
   KvSpan span(int layer, int32_t slot, int32_t n) const { return kv_.span(layer, slot, n); }

@@ -1,0 +1,28 @@
+// Internal to ModelConfig::from_gguf: the helpers its parts share
+// (model_config.cpp: shapes and architectures; model_rope_config.cpp: RoPE;
+// model_keys.cpp: the audit of `<arch>.*` keys).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/gguf/gguf_file.h"
+#include "model/model_config.h"
+
+namespace kvforge::config_detail {
+
+[[noreturn]] void fail(const gguf::GgufFile& f, const std::string& what);
+// v as an int in [1, max], else an error naming the key.
+int positive_int(const gguf::GgufFile& f, const std::string& key, uint64_t v, uint64_t max);
+int required(const gguf::GgufFile& f, const std::string& key, uint64_t max);
+int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max);
+
+// Refuses any `<arch>.*` key kvforge does not read and that is not known to
+// leave the computation unchanged, naming it.
+void check_arch_keys(const gguf::GgufFile& f, const std::string& arch);
+
+// c.rope, c.rope_swa and c.rope_scaling from the rope.* keys (needs the
+// shapes, c.n_ctx_train and the sliding-window layers read first).
+void read_rope(const gguf::GgufFile& f, ModelConfig& c);
+
+}  // namespace kvforge::config_detail

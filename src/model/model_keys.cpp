@@ -1,0 +1,97 @@
+// The audit of `<arch>.*` metadata keys: kvforge reads a key, or knows it
+// leaves the computation unchanged, or refuses the file naming it. A key
+// llama.cpp would apply and kvforge skipped would compute different tokens
+// without a word.
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "model/model_config_parts.h"
+
+namespace kvforge::config_detail {
+namespace {
+
+// Read by ModelConfig::from_gguf for every architecture.
+constexpr std::string_view kReadKeys[] = {
+    "context_length",
+    "embedding_length",
+    "block_count",
+    "feed_forward_length",
+    "vocab_size",
+    "attention.head_count",
+    "attention.head_count_kv",
+    "attention.key_length",
+    "attention.value_length",
+    "attention.layer_norm_rms_epsilon",
+    "attention.sliding_window",
+    "attention.sliding_window_pattern",
+    "rope.dimension_count",
+    "rope.freq_base",
+    "rope.scaling.type",
+    "rope.scaling.factor",
+    "rope.scale_linear",
+    "rope.scaling.original_context_length",
+    "rope.scaling.attn_factor",
+};
+
+// Read for gemma only (model_config.cpp's read_gemma, model_rope_config.cpp).
+constexpr std::string_view kGemma2Keys[] = {"attn_logit_softcapping", "final_logit_softcapping",
+                                            "rope.freq_base_swa"};
+constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.freq_base_swa"};
+
+// Known not to change what is computed: whether the RoPE scaling was
+// fine-tuned is a note about training.
+constexpr std::string_view kInertKeys[] = {"rope.scaling.finetuned"};
+
+// Mixture-of-experts counts: zero means a dense model, as kvforge computes.
+constexpr std::string_view kZeroOnlyKeys[] = {"expert_count", "expert_used_count"};
+
+template <size_t N>
+bool listed(const std::string_view (&list)[N], std::string_view key) {
+  return std::find(std::begin(list), std::end(list), key) != std::end(list);
+}
+
+bool arch_reads(const std::string& arch, std::string_view key) {
+  if (listed(kReadKeys, key) || listed(kInertKeys, key)) return true;
+  if (arch == "gemma2") return listed(kGemma2Keys, key);
+  if (arch == "gemma3") return listed(kGemma3Keys, key);
+  return false;
+}
+
+}  // namespace
+
+[[noreturn]] void fail(const gguf::GgufFile& f, const std::string& what) {
+  throw std::runtime_error(f.name() + ": " + what);
+}
+
+int positive_int(const gguf::GgufFile& f, const std::string& key, uint64_t v, uint64_t max) {
+  if (v == 0 || v > max)
+    fail(f, key + " = " + std::to_string(v) + " is out of range (expected 1.." +
+                std::to_string(max) + ")");
+  return static_cast<int>(v);
+}
+
+int required(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
+  if (!f.has(key)) fail(f, "missing required key '" + key + "'");
+  return positive_int(f, key, f.get_u64(key), max);
+}
+
+int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max) {
+  return f.has(key) ? positive_int(f, key, f.get_u64(key), max) : fallback;
+}
+
+void check_arch_keys(const gguf::GgufFile& f, const std::string& arch) {
+  const std::string prefix = arch + ".";
+  for (const gguf::KeyValue& kv : f.metadata()) {
+    if (!kv.key.starts_with(prefix)) continue;
+    const std::string_view key = std::string_view(kv.key).substr(prefix.size());
+    if (arch_reads(arch, key)) continue;
+    if (listed(kZeroOnlyKeys, key) && kv.value.is_integer() && f.get_u64(kv.key) == 0) continue;
+    fail(f, "metadata key '" + kv.key +
+                "' changes how the model computes and kvforge does not implement it for " + arch +
+                " (refusing rather than computing different tokens)");
+  }
+}
+
+}  // namespace kvforge::config_detail

@@ -1,0 +1,67 @@
+// The RoPE keys, read as llama.cpp reads them (llama_model::load_hparams and
+// llama_context's constructor): the defaults, the scaling types, and YaRN's
+// magnitude correction derived from the factor.
+#include <cmath>
+#include <string>
+
+#include "model/model_config_parts.h"
+
+namespace kvforge::config_detail {
+namespace {
+
+RopeScaling scaling_type(const gguf::GgufFile& f, const std::string& key) {
+  // llama.cpp reads a missing type as "linear" (with factor 1 when no factor is given).
+  const std::string name = f.get_string_or(key, "linear");
+  if (name == "none") return RopeScaling::None;
+  if (name == "linear") return RopeScaling::Linear;
+  if (name == "yarn") return RopeScaling::Yarn;
+  if (name == "longrope") return RopeScaling::LongRope;
+  fail(f, key + " = '" + name + "' is not a RoPE scaling kvforge implements (none, linear, yarn, " +
+              "longrope)");
+}
+
+// YaRN's attention magnitude for a context scaled by `factor` (1 + 0.1 ln factor above 1).
+float yarn_mscale(float factor) { return factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f; }
+
+}  // namespace
+
+void read_rope(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string a = c.arch_name + ".";
+  RopeConfig& r = c.rope;
+  r.freq_base = f.get_f32_or(a + "rope.freq_base", 10000.0f);
+  if (!(r.freq_base > 1.0f))
+    fail(f, a + "rope.freq_base = " + std::to_string(r.freq_base) + " must be > 1");
+  c.rope_scaling = scaling_type(f, a + "rope.scaling.type");
+  const std::string factor_key =
+      f.has(a + "rope.scaling.factor") ? a + "rope.scaling.factor" : a + "rope.scale_linear";
+  const float factor = f.get_f32_or(factor_key, 0.0f);
+  if (!(factor >= 0.0f) || !std::isfinite(factor))
+    fail(f, factor_key + " = " + std::to_string(factor) + " must be a positive factor");
+  r.freq_scale = factor == 0.0f || c.rope_scaling == RopeScaling::None ? 1.0f : 1.0f / factor;
+  r.n_ctx_orig = optional(f, a + "rope.scaling.original_context_length", c.n_ctx_train, 1u << 24);
+  const float attn_factor = f.get_f32_or(a + "rope.scaling.attn_factor", 1.0f);
+  if (!(attn_factor > 0.0f) || !std::isfinite(attn_factor))
+    fail(f, a + "rope.scaling.attn_factor = " + std::to_string(attn_factor) + " must be > 0");
+  r.ext_factor = c.rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f;
+  r.attn_factor = 1.0f;
+  if (r.ext_factor != 0.0f) {
+    // llama.cpp's context takes yarn_mscale(factor) and divides out the
+    // 1 + 0.1 ln(factor) that its rope kernel multiplies back in.
+    const float s = 1.0f / r.freq_scale;
+    r.attn_factor = yarn_mscale(s) * (1.0f / (1.0f + 0.1f * std::log(s)));
+  }
+  r.attn_factor *= attn_factor;
+
+  // Sliding-window layers: gemma's have their own base and no scaling.
+  c.rope_swa = r;
+  if (c.arch == Architecture::Gemma2) {
+    c.rope_swa.freq_base = f.get_f32_or(a + "rope.freq_base_swa", r.freq_base);
+  } else if (c.arch == Architecture::Gemma3) {
+    c.rope_swa.freq_base = f.get_f32_or(a + "rope.freq_base_swa", 10000.0f);
+    c.rope_swa.freq_scale = 1.0f;
+  }
+  if (!(c.rope_swa.freq_base > 1.0f))
+    fail(f, a + "rope.freq_base_swa = " + std::to_string(c.rope_swa.freq_base) + " must be > 1");
+}
+
+}  // namespace kvforge::config_detail
