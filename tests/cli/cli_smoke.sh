@@ -17,6 +17,22 @@ expect_in "n_embd           64" info.out
 expect_in "heads            4 (KV heads 2" info.out
 expect_in "blk.0.attn_q.weight" info.out
 
+# Every architecture: make-model writes it, info names its features, run generates.
+"$kv" make-model -o g2.gguf --arch gemma2 --n-layer 2 --sliding-window 8 2>/dev/null
+"$kv" info g2.gguf >info-g2.out
+expect_in "sliding window 8 on 1 of 2 layers" info-g2.out
+expect_in "GELU (tanh) FFN" info-g2.out
+"$kv" run -m g2.gguf -p "Hello there" -n 16 --temp 0 -q >/dev/null 2>run-g2.err ||
+  { cat run-g2.err >&2; fail "gemma2 model does not run"; }
+for arch in qwen3 gemma3 phi3; do
+  "$kv" make-model -o "$arch.gguf" --arch "$arch" 2>/dev/null
+  "$kv" run -m "$arch.gguf" -p "Hi" -n 4 --temp 0 -q >/dev/null 2>"run-$arch.err" ||
+    { cat "run-$arch.err" >&2; fail "$arch model does not run"; }
+done
+"$kv" make-model -o l3.gguf --llama3-rope-freqs 2>/dev/null
+"$kv" info l3.gguf >info-l3.out
+expect_in "Llama 3 RoPE frequency factors" info-l3.out
+
 # Byte vocabulary: BOS = 1, byte b = b + 3, and SentencePiece's "▁" prefix (E2 96 81).
 "$kv" tokenize tiny.gguf "Hello" --ids >tok.out
 [ "$(cat tok.out)" = "1 229 153 132 75 104 111 111 114" ] || fail "tokenize gave $(cat tok.out)"

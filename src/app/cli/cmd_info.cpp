@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -43,7 +45,68 @@ std::string dims_str(const std::vector<uint64_t>& dims) {
   return s;
 }
 
-void print_hyperparameters(const ModelConfig& c) {
+std::string rope_description(const ModelConfig& c) {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%s pairs, %d dims, base %g",
+                c.rope_style == RopeStyle::Neox ? "neox" : "adjacent", c.rope_dim,
+                double(c.rope.freq_base));
+  std::string s = buf;
+  switch (c.rope_scaling) {
+    case RopeScaling::Linear:
+      if (c.rope.freq_scale != 1.0f) {
+        std::snprintf(buf, sizeof buf, ", linear x%g", double(1.0f / c.rope.freq_scale));
+        s += buf;
+      }
+      break;
+    case RopeScaling::Yarn:
+      std::snprintf(buf, sizeof buf, ", yarn x%g over %d positions",
+                    double(1.0f / c.rope.freq_scale), c.rope.n_ctx_orig);
+      s += buf;
+      break;
+    case RopeScaling::LongRope:
+      s += ", longrope";
+      break;
+    case RopeScaling::None:
+      break;
+  }
+  return s;
+}
+
+// The features of the architecture this file uses, as kvforge computes them.
+std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f) {
+  std::vector<std::string> out;
+  const auto add = [&](bool used, std::string what) {
+    if (used) out.push_back(std::move(what));
+  };
+  add(f.find_tensor("rope_freqs.weight") != nullptr, "Llama 3 RoPE frequency factors");
+  add(f.find_tensor("rope_factors_long.weight") != nullptr,
+      std::string("LongRoPE factors (") + (c.n_ctx_train > c.rope.n_ctx_orig ? "long" : "short") +
+          " ones in use)");
+  add(c.qkv_bias, "Q/K/V biases");
+  add(f.find_tensor("blk.0.attn_qkv.weight") != nullptr, "fused Q/K/V matrix");
+  add(c.arch == Architecture::Phi3, "fused gate|up matrix");
+  add(c.qk_norm, "Q/K RMS norms");
+  add(c.post_norms, "post-attention and post-FFN norms");
+  add(c.embd_scale != 1.0f, "embeddings scaled by sqrt(n_embd)");
+  add(c.ffn_act == FfnActivation::GeluTanh, "GELU (tanh) FFN");
+  char cap[64];
+  std::snprintf(cap, sizeof cap, "attention soft-cap %g", double(c.attn_softcap));
+  add(c.attn_softcap > 0, cap);
+  std::snprintf(cap, sizeof cap, "final logit soft-cap %g", double(c.final_softcap));
+  add(c.final_softcap > 0, cap);
+  if (c.sliding_window > 0) {
+    int n = 0;
+    for (uint8_t w : c.swa_layers) n += w;
+    out.push_back("sliding window " + std::to_string(c.sliding_window) + " on " +
+                  std::to_string(n) + " of " + std::to_string(c.n_layer) + " layers" +
+                  (c.rope_swa.freq_base != c.rope.freq_base
+                       ? " (RoPE base " + std::to_string(int64_t(c.rope_swa.freq_base)) + ")"
+                       : ""));
+  }
+  return out;
+}
+
+void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
   std::printf("\nmodel\n");
   std::printf("  architecture     %s%s\n", c.arch_name.c_str(),
               c.name.empty() ? "" : (" (" + c.name + ")").c_str());
@@ -51,11 +114,12 @@ void print_hyperparameters(const ModelConfig& c) {
               c.n_embd, c.n_layer);
   std::printf("  n_ff             %d\n  heads            %d (KV heads %d, head_dim %d%s)\n", c.n_ff,
               c.n_head, c.n_kv_head, c.head_dim, c.n_kv_head < c.n_head ? ", GQA" : "");
-  std::printf("  rope             %s pairs, %d dims, base %g\n",
-              c.rope_style == RopeStyle::Neox ? "neox" : "adjacent", c.rope_dim,
-              double(c.rope.freq_base));
+  std::printf("  rope             %s\n", rope_description(c).c_str());
   std::printf("  rms eps          %g\n  train context    %d\n  output           %s\n",
               double(c.rms_eps), c.n_ctx_train, c.tied_output ? "tied to token_embd" : "own");
+  const std::vector<std::string> used = features(c, f);
+  for (size_t i = 0; i < used.size(); ++i)
+    std::printf("  %-16s %s\n", i == 0 ? "features" : "", used[i].c_str());
   std::printf("  KV per token     %s (f32), %s (f16)\n",
               human_bytes(c.kv_bytes_per_token(4)).c_str(),
               human_bytes(c.kv_bytes_per_token(2)).c_str());
@@ -76,7 +140,7 @@ void info(const std::string& path, bool all_tensors) {
     std::printf("  %-40s %s\n", kv.key.c_str(), value_summary(kv.value).c_str());
   if (!f.tensors().empty()) {
     try {
-      print_hyperparameters(ModelConfig::from_gguf(f));
+      print_hyperparameters(ModelConfig::from_gguf(f), f);
     } catch (const std::exception& e) {
       std::printf("\nmodel: not a runnable model (%s)\n", e.what());
     }

@@ -1,0 +1,139 @@
+// What kvforge does not implement is refused at load, naming it and the
+// file, never skipped: an unknown architecture, an `<arch>.*` key that
+// changes the math, an unknown RoPE scaling type, a tensor nothing reads.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <stdexcept>
+#include <string>
+
+#include "core/gguf/gguf_file.h"
+#include "core/gguf/gguf_writer.h"
+#include "model/model.h"
+#include "model/random_model.h"
+
+namespace kvforge {
+namespace {
+
+// The random model of `spec`, its metadata passed through `edit_keys` and
+// with `extra_tensor` (a small f32 vector) added when given.
+gguf::GgufFile edited_model(const RandomModelSpec& spec,
+                            const std::function<void(gguf::GgufWriter&)>& edit_keys,
+                            const std::string& extra_tensor = "") {
+  const gguf::GgufFile src = gguf::GgufFile::from_bytes(make_random_model(spec).to_bytes());
+  gguf::GgufWriter out(3, src.alignment());
+  for (const gguf::KeyValue& kv : src.metadata()) out.set(kv.key, kv.value);
+  edit_keys(out);
+  for (const gguf::TensorInfo& t : src.tensors()) {
+    const auto data = src.tensor_data(t);
+    out.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(data.begin(), data.end()));
+  }
+  if (!extra_tensor.empty())
+    out.add_tensor(extra_tensor, GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
+  return gguf::GgufFile::from_bytes(out.to_bytes(), "edited.gguf");
+}
+
+// The load error's text (fails the test when the load succeeds).
+std::string load_error(gguf::GgufFile file) {
+  try {
+    Model::from_file(std::move(file));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "the file was accepted";
+  return "";
+}
+
+void expect_mentions(const std::string& what, std::initializer_list<const char*> parts) {
+  for (const char* p : parts)
+    EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' in: " << what;
+}
+
+TEST(ModelRefusals, UnknownArchitectureNamesTheSupportedOnes) {
+  const std::string what = load_error(edited_model(RandomModelSpec{}, [](gguf::GgufWriter& w) {
+    w.set("general.architecture", gguf::Value::string("mamba"));
+  }));
+  expect_mentions(what, {"edited.gguf", "'mamba'", "llama, qwen2, qwen3, gemma2, gemma3, phi3"});
+}
+
+TEST(ModelRefusals, UnknownRopeScalingType) {
+  const std::string what = load_error(edited_model(RandomModelSpec{}, [](gguf::GgufWriter& w) {
+    w.set("llama.rope.scaling.type", gguf::Value::string("dynamic-ntk"));
+  }));
+  expect_mentions(what, {"edited.gguf", "llama.rope.scaling.type", "'dynamic-ntk'", "yarn"});
+}
+
+TEST(ModelRefusals, ArchitectureKeysKvforgeDoesNotImplement) {
+  // Keys llama.cpp applies for some architectures (or that change the math
+  // in the original model) that kvforge does not read.
+  for (const char* key :
+       {"llama.attention.scale", "llama.rope.scaling.yarn_log_multiplier", "llama.logit_scale",
+        "llama.expert_count", "llama.rope.freq_base_swa", "llama.attn_logit_softcapping"}) {
+    SCOPED_TRACE(key);
+    const std::string what = load_error(edited_model(
+        RandomModelSpec{}, [&](gguf::GgufWriter& w) { w.set(key, gguf::Value::f32(2.0f)); }));
+    expect_mentions(what, {"edited.gguf", key, "does not implement"});
+  }
+}
+
+TEST(ModelRefusals, InertAndZeroKeysAreAccepted) {
+  const auto model = Model::from_file(edited_model(RandomModelSpec{}, [](gguf::GgufWriter& w) {
+    w.set("llama.rope.scaling.finetuned", gguf::Value::boolean(true));
+    w.set("llama.expert_count", gguf::Value::u32(0));
+  }));
+  EXPECT_EQ(model->config().arch, Architecture::Llama);
+}
+
+TEST(ModelRefusals, TensorsNothingReadsAreRefused) {
+  // An unknown tensor, a bias kvforge does not apply, a gemma2 output.weight
+  // (gemma2 always multiplies by the embeddings), and rope_freqs on qwen3
+  // (llama.cpp reads it for llama only).
+  struct Case {
+    const char* arch;
+    const char* tensor;
+  };
+  for (const Case& c : {Case{"llama", "blk.0.attn_gate.weight"},
+                        Case{"llama", "blk.1.attn_output.bias"}, Case{"llama", "ffn_down.bias"},
+                        Case{"gemma2", "output.weight"}, Case{"qwen3", "rope_freqs.weight"}}) {
+    SCOPED_TRACE(c.tensor);
+    RandomModelSpec spec;
+    spec.arch = c.arch;
+    const std::string what = load_error(edited_model(
+        spec, [](gguf::GgufWriter&) {}, c.tensor));
+    expect_mentions(what, {"edited.gguf", c.tensor, "not used by kvforge"});
+  }
+}
+
+TEST(ModelRefusals, KnownInertTensorIsAccepted) {
+  const auto model = Model::from_file(edited_model(
+      RandomModelSpec{}, [](gguf::GgufWriter&) {}, "blk.0.attn_rot_embd"));
+  EXPECT_EQ(model->config().n_layer, 2);
+}
+
+TEST(ModelRefusals, WrongShapedRopeFactors) {
+  RandomModelSpec spec;
+  spec.llama3_rope_freqs = true;
+  const gguf::GgufFile good = gguf::GgufFile::from_bytes(make_random_model(spec).to_bytes());
+  const gguf::TensorInfo* t = good.find_tensor("rope_freqs.weight");
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->dims[0], 8u);  // head_dim 16 / 2
+  // A rope_freqs of 4 entries (the helper's extra tensor) for 8 pairs.
+  spec.llama3_rope_freqs = false;
+  const std::string what = load_error(edited_model(
+      spec, [](gguf::GgufWriter&) {}, "rope_freqs.weight"));
+  expect_mentions(what, {"rope_freqs.weight", "has shape [4], expected [8]"});
+}
+
+TEST(ModelRefusals, SlidingWindowPatternMustCoverEveryLayer) {
+  RandomModelSpec spec;
+  spec.arch = "gemma3";
+  spec.sliding_window = 8;
+  const std::string what = load_error(edited_model(spec, [](gguf::GgufWriter& w) {
+    w.set("gemma3.attention.sliding_window_pattern",
+          gguf::Value::array(gguf::ValueType::BOOL, {gguf::Value::boolean(true)}));
+  }));
+  expect_mentions(what, {"gemma3.attention.sliding_window_pattern", "1 entries, expected 2"});
+}
+
+}  // namespace
+}  // namespace kvforge
