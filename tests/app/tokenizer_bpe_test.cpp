@@ -138,5 +138,24 @@ TEST(TokenizerBpe, UnknownPreTokenizerIsAnError) {
   }
 }
 
+// The end-of-turn markers of the chat families issue 24 runs (gemma,
+// llama 3, phi-3, qwen) end generation when the file names no EOT token:
+// each is found by its spelling.
+TEST(TokenizerBpe, FamilyEndOfTurnMarkersEndGeneration) {
+  for (const char* marker : {"<end_of_turn>", "<|eot_id|>", "<|end|>", "<|im_end|>"}) {
+    SCOPED_TRACE(marker);
+    Vocabulary v = tiny_bpe_vocab({marker, "<eos>"}, {"a b"}, "gpt-2");
+    const int32_t id = ids_of(v, {marker})[0];
+    const int32_t eos = ids_of(v, {"<eos>"})[0];
+    v.types[id] = TokenType::Control;
+    v.types[eos] = TokenType::Control;
+    v.eos_id = eos;
+    const Tokenizer t = Tokenizer::from_vocabulary(v);
+    EXPECT_TRUE(t.is_eog(id));
+    EXPECT_TRUE(t.is_eog(eos));
+    EXPECT_EQ(t.encode(std::string("a") + marker, false, true), (std::vector<int32_t>{'a', id}));
+  }
+}
+
 }  // namespace
 }  // namespace kvforge

@@ -43,6 +43,7 @@ MODELS = {
     "llama-yarn": ["--arch", "llama", "--rope-scaling", "yarn", "--rope-factor", "4",
                    "--rope-orig-ctx", "16"],
     "llama-fused-qkv": ["--arch", "llama", "--fused-qkv"],
+    "qwen2": ["--arch", "qwen2"],
     "qwen3": ["--arch", "qwen3", "--head-dim", "32", "--rope-base", "1000000"],
     "qwen3-yarn": ["--arch", "qwen3", "--rope-scaling", "yarn", "--rope-factor", "4",
                    "--rope-orig-ctx", "16"],
