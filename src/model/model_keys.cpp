@@ -33,6 +33,11 @@ constexpr std::string_view kReadKeys[] = {
     "rope.scale_linear",
     "rope.scaling.original_context_length",
     "rope.scaling.attn_factor",
+    // Accepted only when they state what kvforge computes anyway (model_rope_config.cpp).
+    "rope.scaling.yarn_ext_factor",
+    "rope.scaling.yarn_attn_factor",
+    "rope.scaling.yarn_beta_fast",
+    "rope.scaling.yarn_beta_slow",
 };
 
 // Read for gemma only (model_config.cpp's read_gemma, model_rope_config.cpp).
@@ -41,8 +46,10 @@ constexpr std::string_view kGemma2Keys[] = {"attn_logit_softcapping", "final_log
 constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.freq_base_swa"};
 
 // Known not to change what is computed: whether the RoPE scaling was
-// fine-tuned is a note about training.
-constexpr std::string_view kInertKeys[] = {"rope.scaling.finetuned"};
+// fine-tuned is a note about training; converters copy a LayerNorm epsilon
+// from some configs, and these architectures have RMS norms only.
+constexpr std::string_view kInertKeys[] = {"rope.scaling.finetuned",
+                                           "attention.layer_norm_epsilon"};
 
 // Mixture-of-experts counts: zero means a dense model, as kvforge computes.
 constexpr std::string_view kZeroOnlyKeys[] = {"expert_count", "expert_used_count"};

@@ -1,6 +1,7 @@
 // The RoPE keys, read as llama.cpp reads them (llama_model::load_hparams and
 // llama_context's constructor): the defaults, the scaling types, and YaRN's
 // magnitude correction derived from the factor.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -22,6 +23,18 @@ RopeScaling scaling_type(const gguf::GgufFile& f, const std::string& key) {
 
 // YaRN's attention magnitude for a context scaled by `factor` (1 + 0.1 ln factor above 1).
 float yarn_mscale(float factor) { return factor <= 1.0f ? 1.0f : 0.1f * std::log(factor) + 1.0f; }
+
+// Converters copy YaRN's parameters from the Hugging Face config; llama.cpp
+// reads them for other architectures only and computes these with its own
+// values. A file stating those values is fine; another value would be
+// computed differently from what the file says, so it is refused.
+void check_yarn_key(const gguf::GgufFile& f, const std::string& key, float computed) {
+  if (!f.has(key)) return;
+  const float stated = f.get_f32(key);
+  if (std::abs(stated - computed) > 1e-5f * std::max(1.0f, std::abs(computed)))
+    fail(f, key + " = " + std::to_string(stated) + ", but kvforge (as llama.cpp for this " +
+                "architecture) computes YaRN with " + std::to_string(computed));
+}
 
 }  // namespace
 
@@ -51,6 +64,13 @@ void read_rope(const gguf::GgufFile& f, ModelConfig& c) {
     r.attn_factor = yarn_mscale(s) * (1.0f / (1.0f + 0.1f * std::log(s)));
   }
   r.attn_factor *= attn_factor;
+  const bool yarn = c.rope_scaling == RopeScaling::Yarn;
+  check_yarn_key(f, a + "rope.scaling.yarn_ext_factor", r.ext_factor);
+  check_yarn_key(f, a + "rope.scaling.yarn_beta_fast", yarn ? r.beta_fast : 32.0f);
+  check_yarn_key(f, a + "rope.scaling.yarn_beta_slow", yarn ? r.beta_slow : 1.0f);
+  // The magnitude the rope kernel ends up with: attn_factor · (1 + 0.1 ln factor).
+  check_yarn_key(f, a + "rope.scaling.yarn_attn_factor",
+                 yarn ? yarn_mscale(1.0f / r.freq_scale) : 1.0f);
 
   // Sliding-window layers: gemma's have their own base and no scaling.
   c.rope_swa = r;

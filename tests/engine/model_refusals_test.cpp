@@ -3,6 +3,7 @@
 // changes the math, an unknown RoPE scaling type, a tensor nothing reads.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <stdexcept>
 #include <string>
@@ -76,10 +77,29 @@ TEST(ModelRefusals, ArchitectureKeysKvforgeDoesNotImplement) {
   }
 }
 
+TEST(ModelRefusals, YarnKeysAreAcceptedOnlyWhenTheyStateWhatIsComputed) {
+  RandomModelSpec spec;
+  spec.rope_scaling = "yarn";
+  spec.rope_factor = 4;
+  spec.rope_orig_ctx = 16;
+  const auto model = Model::from_file(edited_model(spec, [](gguf::GgufWriter& w) {
+    w.set("llama.rope.scaling.yarn_beta_fast", gguf::Value::f32(32.0f));
+    w.set("llama.rope.scaling.yarn_beta_slow", gguf::Value::f32(1.0f));
+    w.set("llama.rope.scaling.yarn_ext_factor", gguf::Value::f32(1.0f));
+    w.set("llama.rope.scaling.yarn_attn_factor", gguf::Value::f32(1.0f + 0.1f * std::log(4.0f)));
+  }));
+  EXPECT_EQ(model->config().rope_scaling, RopeScaling::Yarn);
+  const std::string what = load_error(edited_model(spec, [](gguf::GgufWriter& w) {
+    w.set("llama.rope.scaling.yarn_beta_fast", gguf::Value::f32(16.0f));
+  }));
+  expect_mentions(what, {"llama.rope.scaling.yarn_beta_fast = 16", "computes YaRN with 32"});
+}
+
 TEST(ModelRefusals, InertAndZeroKeysAreAccepted) {
   const auto model = Model::from_file(edited_model(RandomModelSpec{}, [](gguf::GgufWriter& w) {
     w.set("llama.rope.scaling.finetuned", gguf::Value::boolean(true));
     w.set("llama.expert_count", gguf::Value::u32(0));
+    w.set("llama.attention.layer_norm_epsilon", gguf::Value::f32(1e-5f));
   }));
   EXPECT_EQ(model->config().arch, Architecture::Llama);
 }
