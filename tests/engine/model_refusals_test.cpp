@@ -12,6 +12,7 @@
 #include "core/gguf/gguf_writer.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "testdata.h"
 
 namespace kvforge {
 namespace {
@@ -153,6 +154,32 @@ TEST(ModelRefusals, SlidingWindowPatternMustCoverEveryLayer) {
           gguf::Value::array(gguf::ValueType::BOOL, {gguf::Value::boolean(true)}));
   }));
   expect_mentions(what, {"gemma3.attention.sliding_window_pattern", "1 entries, expected 2"});
+}
+
+// The real models' hyperparameters kept in the vocabulary-only files (as
+// their converters wrote them: Llama 3 8B, Llama 2 7B, Phi-3 mini, Qwen2 7B)
+// pass the key audit, so it refuses nothing a real file of these families
+// carries; gpt2 is refused as an architecture kvforge does not compute.
+TEST(ModelRefusals, RealFilesKeysPassTheAudit) {
+  KVFORGE_REQUIRE_TESTDATA();
+  for (const char* name : {"llama-bpe", "llama-spm", "phi-3", "qwen2"}) {
+    SCOPED_TRACE(name);
+    const gguf::GgufFile f =
+        gguf::GgufFile::open(testing::testdata(std::string("vocab/ggml-vocab-") + name + ".gguf"));
+    const ModelConfig c = ModelConfig::from_gguf(f);
+    EXPECT_EQ(c.n_layer, 32);
+    EXPECT_EQ(c.sliding_window, 0);
+  }
+  const gguf::GgufFile gpt2 =
+      gguf::GgufFile::open(testing::testdata("vocab/ggml-vocab-gpt-2.gguf"));
+  try {
+    ModelConfig::from_gguf(gpt2);
+    ADD_FAILURE() << "gpt2 accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("unsupported general.architecture 'gpt2'"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace
