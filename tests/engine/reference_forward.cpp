@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/formats/f16.h"
 #include "core/formats/row_codec.h"
 
 namespace kvforge::testing {
@@ -115,10 +116,10 @@ std::vector<float> rmsnorm(const std::vector<float>& x, const std::vector<float>
 double gelu_through_f16(double g) {
   if (g <= -10) return 0;
   if (g >= 10) return g;
-  const double x = double(_Float16(float(g)));
+  const double x = fp16_to_fp32(fp32_to_fp16(float(g)));
   const double y =
       0.5 * x * (1 + std::tanh(std::sqrt(2 / 3.14159265358979323846) * (x + 0.044715 * x * x * x)));
-  return double(_Float16(float(y)));
+  return fp16_to_fp32(fp32_to_fp16(float(y)));
 }
 
 }  // namespace
