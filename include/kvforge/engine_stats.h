@@ -17,8 +17,12 @@ struct EngineStats {
   int32_t running = 0;  // sequences (branches) holding KV blocks
   int32_t waiting = 0;  // sequences queued for (re)admission
   int32_t kv_blocks_total = 0;
-  int32_t kv_blocks_used = 0;      // refcount > 0
-  int32_t kv_blocks_free = 0;      // includes evictable prefix-cache blocks
+  int32_t kv_blocks_used = 0;  // refcount > 0
+  int32_t kv_blocks_free = 0;  // includes evictable prefix-cache blocks
+  // Most blocks in use at once so far: measured right after each step's
+  // scheduling, when the step's blocks are reserved and before sliding
+  // windows release what the step's queries were the last to read.
+  int32_t kv_blocks_used_peak = 0;
   int64_t kv_slots_allocated = 0;  // kv_blocks_used * block_size
   int64_t kv_slots_used = 0;       // positions holding K/V of running sequences (shared once)
   PrefixCacheStats prefix;

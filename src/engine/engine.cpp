@@ -7,6 +7,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "engine/kv/kv_layer_groups.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/model_runner.h"
 #include "engine/request_table.h"
@@ -48,8 +49,13 @@ void check_options(const EngineOptions& o) {
     throw std::invalid_argument("engine: context must be >= 0, got " + std::to_string(o.n_ctx));
 }
 
+std::vector<int32_t> group_windows(const Model& model) {
+  return KvLayerGroups::of(model.config()).windows();
+}
+
 // Blocks in the pool: --kv-blocks, else what --kv-memory holds, capped at
-// max_seqs full contexts (more could never be used at once).
+// max_seqs full contexts (more could never be used at once; a windowed layer
+// group holds at most its window plus a chunk of each).
 int32_t pool_blocks(const Model& model, const EngineOptions& o) {
   check_options(o);
   if (o.kv_blocks > 0) return o.kv_blocks;
@@ -60,9 +66,21 @@ int32_t pool_blocks(const Model& model, const EngineOptions& o) {
                                 " MiB holds no block (one block of " +
                                 std::to_string(o.block_size) + " tokens takes " +
                                 std::to_string(per_block) + " bytes)");
-  const int64_t per_seq = (int64_t(context_of(model, o)) + o.block_size - 1) / o.block_size;
+  const int64_t per_seq = BlockManager::max_blocks_for_seq(
+      group_windows(model), o.block_size, context_of(model, o), std::max(1, o.max_batched_tokens));
   const int64_t needed = per_seq * std::max(1, o.max_seqs);
   return int32_t(std::min<double>({by_memory, double(needed), double(INT32_MAX / 2)}));
+}
+
+// Longest sequence the pool can hold alone, capped at the context: it can
+// always be fed one token at a time. Without windows: n_blocks * block_size.
+int32_t longest_sequence(const BlockManager& blocks, int32_t n_ctx) {
+  int64_t lo = 0, hi = int64_t(n_ctx) + 1;  // lo fits, hi does not (or is past the context)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (blocks.max_blocks_for_seq(mid, 1) <= blocks.n_blocks() ? lo : hi) = mid;
+  }
+  return int32_t(lo);
 }
 
 }  // namespace
@@ -71,13 +89,13 @@ struct Engine::Impl {
   Impl(const Model& m, ThreadPool& pool, EngineOptions o)
       : model(m),
         options(std::move(o)),
-        blocks(pool_blocks(m, options), options.block_size, options.enable_prefix_cache),
+        blocks(pool_blocks(m, options), options.block_size, options.enable_prefix_cache,
+               group_windows(m)),
         cache(m.config(), blocks, options.kv_format),
         scheduler(blocks, {options.max_seqs, options.max_batched_tokens}),
         runner(m, blocks, cache, pool, options.max_batched_tokens),
         n_ctx(context_of(m, options)),
-        max_len(
-            int32_t(std::min<int64_t>(n_ctx, int64_t(blocks.n_blocks()) * blocks.block_size()))),
+        max_len(longest_sequence(blocks, n_ctx)),
         requests(m.config().n_vocab, options.eos_token_ids) {}
 
   const Model& model;
@@ -91,6 +109,7 @@ struct Engine::Impl {
   RequestTable requests;
   SeqId next_seq = 0;
   int64_t steps = 0, tokens_computed = 0;
+  int32_t blocks_used_peak = 0;
   double step_seconds = 0;  // whole step() calls that ran a forward pass
 
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
@@ -106,13 +125,16 @@ void Engine::Impl::check_request(std::span<const int32_t> prompt, const Sampling
                                  int n, LogprobOptions lp) const {
   requests.check(prompt, params, n, lp, options.max_seqs,
                  "[1, max_seqs = " + std::to_string(options.max_seqs) + "]");
-  const int64_t pool_tokens = int64_t(blocks.n_blocks()) * blocks.block_size();
-  const std::string limit = n_ctx <= pool_tokens
-                                ? "the context of " + std::to_string(n_ctx) + " tokens"
-                                : "the KV pool of " + std::to_string(blocks.n_blocks()) +
-                                      " blocks x " + std::to_string(blocks.block_size()) + " = " +
-                                      std::to_string(pool_tokens) + " tokens (context " +
-                                      std::to_string(n_ctx) + ")";
+  const std::string pool = "the KV pool of " + std::to_string(blocks.n_blocks()) + " blocks";
+  const std::string context = "context " + std::to_string(n_ctx) + ")";
+  std::string limit = "the context of " + std::to_string(n_ctx) + " tokens";
+  if (n_ctx > max_len && blocks.group_windows() == std::vector<int32_t>{0})
+    limit = pool + " x " + std::to_string(blocks.block_size()) + " = " + std::to_string(max_len) +
+            " tokens (" + context;
+  else if (n_ctx > max_len)
+    limit = pool + " of " + std::to_string(blocks.block_size()) + " tokens, " +
+            std::to_string(max_len) + " tokens per sequence over " +
+            std::to_string(blocks.n_groups()) + " layer groups (" + context;
   RequestTable::check_length(int64_t(prompt.size()), params, max_len, limit);
 }
 
@@ -186,6 +208,7 @@ std::vector<StepEvent> Engine::step() {
                            std::to_string(m.scheduler.n_running()) + " running and " +
                            std::to_string(m.scheduler.n_waiting()) + " waiting sequences, " +
                            std::to_string(m.blocks.n_free_blocks()) + " free blocks");
+  m.blocks_used_peak = std::max(m.blocks_used_peak, m.blocks.n_blocks() - m.blocks.n_free_blocks());
   const std::span<const float> logits = m.runner.run(plan.chunks);
   ++m.steps;
   m.tokens_computed += plan.n_tokens;
@@ -229,16 +252,20 @@ EngineStats Engine::stats() const {
   s.kv_blocks_total = m.blocks.n_blocks();
   s.kv_blocks_free = m.blocks.n_free_blocks();
   s.kv_blocks_used = s.kv_blocks_total - s.kv_blocks_free;
+  s.kv_blocks_used_peak = m.blocks_used_peak;
   s.kv_slots_allocated = int64_t(s.kv_blocks_used) * m.blocks.block_size();
   // A shared block counts once, filled as far as its fullest owner.
   std::unordered_map<BlockId, int32_t> filled;
   const int32_t bs = m.blocks.block_size();
   for (const auto& seq : m.scheduler.running()) {
     const int32_t n = m.blocks.seq_tokens(seq->id);
-    const std::span<const BlockId> table = m.blocks.block_table(seq->id);
-    for (size_t i = 0; i < table.size(); ++i) {
-      int32_t& f = filled[table[i]];
-      f = std::max(f, std::min(bs, n - int32_t(i) * bs));
+    for (int32_t g = 0; g < m.blocks.n_groups(); ++g) {
+      const std::span<const BlockId> table = m.blocks.block_table(seq->id, g);
+      for (size_t i = 0; i < table.size(); ++i) {
+        if (table[i] == BlockManager::kNoBlock) continue;  // released by a window
+        int32_t& f = filled[table[i]];
+        f = std::max(f, std::min(bs, n - int32_t(i) * bs));
+      }
     }
   }
   for (const auto& [block, n] : filled) s.kv_slots_used += n;

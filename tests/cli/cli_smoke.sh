@@ -128,6 +128,10 @@ if "$kv" batch -m tiny.gguf -f prompts.txt -n 64 --kv-blocks 2 --block-size 4 2>
   fail "request larger than the KV pool accepted"
 fi
 expect_in "the KV pool of 2 blocks" err9.txt
+# kv-plan is window-aware: Gemma-2-2B's 13 windowed layers keep 4096 + 16 of 8192 positions.
+"$kv" kv-plan --preset gemma-2-2b -c 8192 >kvplan.out
+expect_in "624.81 MiB window-aware vs 832.00 MiB" kvplan.out
+expect_in "(75.1%, 655163392 vs 872415232 bytes)" kvplan.out
 # chat: three turns through stdin, paged and static, each reusing the earlier turns' K/V.
 bash "$here/chat_turns.sh" "$kv" "$here/../../models/kvforge-kjv-4m.gguf" "$work/chat"
 echo "cli smoke: ok"

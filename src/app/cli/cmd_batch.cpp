@@ -97,7 +97,8 @@ void batch(const BatchFlags& f) {
         results[index.at(ev.request)][size_t(ev.branch)] = std::move(*ev.result);
         ++done;
       }
-    peak_blocks = std::max(peak_blocks, engine.engine().stats().kv_blocks_used);
+    // In-step peak: a step's blocks are counted before sliding windows release any.
+    peak_blocks = std::max(peak_blocks, engine.engine().stats().kv_blocks_used_peak);
     progress.update("%zu/%zu done", done, prompts.size() * size_t(f.samples));
   }
   const double seconds =

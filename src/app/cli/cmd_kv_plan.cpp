@@ -1,5 +1,6 @@
 // kvforge kv-plan: weight and KV memory of a model at a context length and
 // batch size, whether it fits a budget, and how far a budget stretches.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
@@ -17,6 +18,7 @@ struct KvPlanFlags : ModelFlags {
   KvTypeFlags kv;
   int64_t ctx = 2048;
   int64_t batch = 1;
+  int64_t block_size = 16;
   double budget_gib = 0;
 };
 
@@ -26,7 +28,7 @@ void print_format_table(const ModelShape& s, uint64_t weights, const KvPlanFlags
   ModelShape mha = s;
   mha.n_kv_head = s.n_head;
   const uint64_t f16_total =
-      plan_kv_memory(s, {KvDtype::F16, KvDtype::F16}, 0, f.ctx, f.batch).kv_total;
+      plan_kv_memory(s, {KvDtype::F16, KvDtype::F16}, 0, f.ctx, f.batch, f.block_size).kv_total;
   std::printf("\nper KV format (%lld tokens x %lld sequences):\n", static_cast<long long>(f.ctx),
               static_cast<long long>(f.batch));
   std::printf("  %-6s %12s %12s %12s %8s %16s", "format", "bytes/token", "KV/sequence", "KV total",
@@ -37,16 +39,17 @@ void print_format_table(const ModelShape& s, uint64_t weights, const KvPlanFlags
   for (KvDtype t : kAllKvDtypes) {
     const KvFormat fmt{t, t};
     if (!kv_supports_head_dim(t, int(s.head_dim))) continue;
-    const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch);
-    const uint64_t mha_total = plan_kv_memory(mha, fmt, 0, f.ctx, f.batch).kv_total;
+    const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch, f.block_size);
+    const uint64_t mha_total = plan_kv_memory(mha, fmt, 0, f.ctx, f.batch, f.block_size).kv_total;
     std::printf("  %-6s %12llu %12s %12s %7.3fx %16s", kv_dtype_name(t),
                 static_cast<unsigned long long>(p.kv_per_token), gib(p.kv_per_sequence).c_str(),
                 gib(p.kv_total).c_str(), double(p.kv_total) / double(f16_total),
                 gib(mha_total).c_str());
     if (budget > 0)
-      std::printf(" %10lld %10lld",
-                  static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget)),
-                  static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget)));
+      std::printf(
+          " %10lld %10lld",
+          static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget, f.block_size)),
+          static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget, f.block_size)));
     std::printf("\n");
   }
 }
@@ -55,6 +58,9 @@ void kv_plan(const KvPlanFlags& f) {
   if (f.model.empty() == f.preset.empty())
     throw std::invalid_argument("kv-plan: give exactly one of -m MODEL or --preset NAME");
   if (f.ctx <= 0 || f.batch <= 0) throw std::invalid_argument("kv-plan: -c and -b must be ≥ 1");
+  if (f.block_size <= 0)
+    throw std::invalid_argument("kv-plan: --block-size must be ≥ 1, got " +
+                                std::to_string(f.block_size));
   ModelShape s;
   uint64_t weights = 0;
   std::string weights_what;
@@ -80,7 +86,7 @@ void kv_plan(const KvPlanFlags& f) {
     weights_what = "every tensor of " + f.model;
   }
   const KvFormat fmt = f.kv.format();
-  const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch);
+  const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch, f.block_size);
   std::printf("kv-plan: %s: %lld layers, %lld heads, %lld KV heads of %lld (GQA group %lld)\n",
               s.name.c_str(), static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
               static_cast<long long>(s.n_kv_head), static_cast<long long>(s.head_dim),
@@ -90,6 +96,22 @@ void kv_plan(const KvPlanFlags& f) {
               f.kv.describe().c_str(), static_cast<unsigned long long>(p.kv_per_token),
               gib(p.kv_per_sequence).c_str(), static_cast<long long>(f.ctx),
               gib(p.kv_total).c_str(), static_cast<long long>(f.batch));
+  if (s.n_swa_layers > 0) {
+    std::printf(
+        "sliding window %lld of %lld layers attend the last %lld positions: paged in "
+        "blocks of %lld, they keep min(%lld, (ceil(W/B) + 1) * B) = %lld\n",
+        static_cast<long long>(s.n_swa_layers), static_cast<long long>(s.n_layer),
+        static_cast<long long>(s.sliding_window), static_cast<long long>(f.block_size),
+        static_cast<long long>(f.ctx),
+        static_cast<long long>(std::min(f.ctx, kv_window_positions(s, f.block_size))));
+    std::printf(
+        "  KV/sequence  %s window-aware vs %s with every position of every layer "
+        "(%.1f%%, %llu vs %llu bytes)\n",
+        gib(p.kv_per_sequence).c_str(), gib(p.kv_per_sequence_full).c_str(),
+        100.0 * double(p.kv_per_sequence) / double(p.kv_per_sequence_full),
+        static_cast<unsigned long long>(p.kv_per_sequence),
+        static_cast<unsigned long long>(p.kv_per_sequence_full));
+  }
   std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
               gib(p.total).c_str());
   if (f.budget_gib > 0) {
@@ -98,10 +120,12 @@ void kv_plan(const KvPlanFlags& f) {
                 p.total <= budget ? "fits" : "does NOT fit",
                 gib(p.total <= budget ? budget - p.total : p.total - budget).c_str(),
                 p.total <= budget ? "to spare" : "short");
-    std::printf("max context for %lld sequences: %lld tokens\n", static_cast<long long>(f.batch),
-                static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget)));
-    std::printf("max sequences of %lld tokens:   %lld\n", static_cast<long long>(f.ctx),
-                static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget)));
+    std::printf(
+        "max context for %lld sequences: %lld tokens\n", static_cast<long long>(f.batch),
+        static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget, f.block_size)));
+    std::printf(
+        "max sequences of %lld tokens:   %lld\n", static_cast<long long>(f.ctx),
+        static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget, f.block_size)));
   }
   print_format_table(s, weights, f);
 }
@@ -122,6 +146,9 @@ void add_kv_plan_command(CLI::App& app) {
   f->kv.add_to(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "tokens per sequence")->capture_default_str();
   sub->add_option("-b,--batch", f->batch, "concurrent sequences")->capture_default_str();
+  sub->add_option("--block-size", f->block_size,
+                  "paged KV block (tokens): a windowed layer keeps window + block positions")
+      ->capture_default_str();
   sub->add_option("--budget-gib", f->budget_gib, "memory budget in GiB (weights + KV)");
   sub->callback([f] { kv_plan(*f); });
 }

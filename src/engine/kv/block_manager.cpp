@@ -12,14 +12,28 @@ std::string seq_name(SeqId seq) { return "sequence " + std::to_string(seq); }
 
 }  // namespace
 
-BlockManager::BlockManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache)
-    : n_blocks_(n_blocks), block_size_(block_size), prefix_enabled_(enable_prefix_cache) {
+BlockManager::BlockManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache,
+                           std::vector<int32_t> group_windows)
+    : n_blocks_(n_blocks),
+      block_size_(block_size),
+      prefix_enabled_(enable_prefix_cache),
+      group_windows_(std::move(group_windows)) {
   if (block_size < 1 || block_size > 256 || (block_size & (block_size - 1)) != 0)
     throw std::invalid_argument("BlockManager: block_size " + std::to_string(block_size) +
                                 " is not a power of two in [1, 256]");
   if (n_blocks < 1)
     throw std::invalid_argument("BlockManager: n_blocks " + std::to_string(n_blocks) +
                                 " must be at least 1");
+  if (group_windows_.empty())
+    throw std::invalid_argument("BlockManager: at least one layer group is needed");
+  for (size_t g = 0; g < group_windows_.size(); ++g) {
+    if (group_windows_[g] < 0)
+      throw std::invalid_argument("BlockManager: group " + std::to_string(g) + " has window " +
+                                  std::to_string(group_windows_[g]));
+    if (g > 0 && group_windows_[g] == 0 && group_windows_[0] > 0)
+      throw std::invalid_argument("BlockManager: full-attention group " + std::to_string(g) +
+                                  " after windowed group 0 (full groups come first)");
+  }
   refcount_.assign(size_t(n_blocks), 0);
   free_list_.reserve(size_t(n_blocks));
   for (BlockId b = n_blocks - 1; b >= 0; --b) free_list_.push_back(b);  // block 0 first
@@ -38,6 +52,44 @@ int32_t BlockManager::blocks_for(int32_t n_tokens) const {
     throw std::invalid_argument("BlockManager::blocks_for: negative token count " +
                                 std::to_string(n_tokens));
   return int32_t((int64_t(n_tokens) + block_size_ - 1) / block_size_);
+}
+
+int32_t BlockManager::n_groups() const { return int32_t(group_windows_.size()); }
+
+int32_t BlockManager::group_window(int32_t group) const {
+  if (group < 0 || group >= n_groups())
+    throw std::out_of_range("BlockManager::group_window: group " + std::to_string(group) +
+                            " outside [0, " + std::to_string(n_groups()) + ")");
+  return group_windows_[size_t(group)];
+}
+
+int32_t BlockManager::first_needed_block(int32_t group, int64_t pos) const {
+  const int32_t w = group_windows_[size_t(group)];
+  if (w == 0) return 0;
+  return int32_t(std::max<int64_t>(0, pos - w + 1) / block_size_);
+}
+
+int64_t BlockManager::max_blocks_for_seq(int64_t n_tokens, int32_t chunk) const {
+  return max_blocks_for_seq(group_windows_, block_size_, n_tokens, chunk);
+}
+
+int64_t BlockManager::max_blocks_for_seq(const std::vector<int32_t>& group_windows,
+                                         int32_t block_size, int64_t n_tokens, int32_t chunk) {
+  if (n_tokens < 0 || chunk < 1 || block_size < 1)
+    throw std::invalid_argument("BlockManager::max_blocks_for_seq: " + std::to_string(n_tokens) +
+                                " tokens in chunks of " + std::to_string(chunk) + ", blocks of " +
+                                std::to_string(block_size));
+  const int64_t block_size_ = block_size;
+  const int64_t all = (n_tokens + block_size_ - 1) / block_size_;
+  int64_t total = 0;
+  for (const int32_t w : group_windows) {
+    // Worst case: the step that computes positions [p, p + chunk) holds the
+    // blocks from the one holding p - W + 1 to the one holding p + chunk - 1,
+    // block-misaligned at both ends.
+    const int64_t windowed = (int64_t(w) - 1 + chunk + block_size_ - 1) / block_size_ + 1;
+    total += w == 0 ? all : std::min(all, windowed);
+  }
+  return total;
 }
 
 // --- state access and argument checks ---------------------------------------
@@ -72,8 +124,20 @@ bool BlockManager::has_seq(SeqId seq) const { return seqs_.count(seq) != 0; }
 
 int32_t BlockManager::seq_tokens(SeqId seq) const { return seq_state(seq, "seq_tokens").n_tokens; }
 
-std::span<const BlockId> BlockManager::block_table(SeqId seq) const {
-  return seq_state(seq, "block_table").table;
+std::span<const BlockId> BlockManager::block_table(SeqId seq, int32_t group) const {
+  const Seq& s = seq_state(seq, "block_table");
+  if (group < 0 || group >= n_groups())
+    throw std::out_of_range("BlockManager::block_table: group " + std::to_string(group) +
+                            " outside [0, " + std::to_string(n_groups()) + ")");
+  return s.groups[size_t(group)].table;
+}
+
+int32_t BlockManager::seq_blocks(SeqId seq) const {
+  int32_t n = 0;
+  for (const GroupTable& g : seq_state(seq, "seq_blocks").groups)
+    n += int32_t(
+        std::count_if(g.table.begin(), g.table.end(), [](BlockId b) { return b != kNoBlock; }));
+  return n;
 }
 
 int32_t BlockManager::refcount(BlockId block) const {
@@ -132,69 +196,127 @@ void BlockManager::release(BlockId block) {
 
 // --- admission ------------------------------------------------------------------
 
-std::vector<PrefixEntryRef> BlockManager::reusable_chain(std::span<const int32_t> tokens,
-                                                         int32_t n_tokens) const {
-  if (!prefix_ || tokens.empty()) return {};
+bool BlockManager::other_groups_cached(std::span<const int32_t> tokens,
+                                       const std::vector<PrefixEntryRef>& primary, int32_t depth,
+                                       std::vector<std::vector<PrefixEntryRef>>& chains) const {
+  const size_t bs = size_t(block_size_);
+  for (int32_t g = 1; g < n_groups(); ++g) {
+    std::vector<PrefixEntryRef>& chain = chains[size_t(g)];
+    chain.assign(size_t(depth), PrefixEntryRef{});
+    for (int32_t i = first_needed_block(g, int64_t(depth) * block_size_); i < depth; ++i) {
+      const PrefixEntryRef* e = prefix_->find(&primary[size_t(i)], tokens.subspan(i * bs, bs), g);
+      if (!e) return false;
+      chain[size_t(i)] = *e;
+    }
+  }
+  return true;
+}
+
+BlockManager::Reuse BlockManager::reusable(std::span<const int32_t> tokens,
+                                           int32_t n_tokens) const {
+  Reuse r;
+  r.chains.resize(size_t(n_groups()));
+  if (!prefix_ || tokens.empty()) return r;
   // At least one token is computed (its logits are needed), and only whole
   // blocks inside the first n_tokens are reused.
   const int32_t max_blocks =
       std::min<int32_t>(int32_t((tokens.size() - 1) / size_t(block_size_)), n_tokens / block_size_);
-  return prefix_->match(tokens, max_blocks);
+  std::vector<PrefixEntryRef> primary = prefix_->match(tokens, max_blocks);
+  // A windowed group may have lost blocks a shorter reuse would need and
+  // kept the ones a longer one needs: try every depth, longest first.
+  for (int32_t d = int32_t(primary.size()); d > 0; --d) {
+    if (!other_groups_cached(tokens, primary, d, r.chains)) continue;
+    primary.resize(size_t(d));
+    r.chains[0] = std::move(primary);
+    r.depth = d;
+    return r;
+  }
+  for (auto& c : r.chains) c.clear();
+  return r;
 }
 
-int32_t BlockManager::blocks_taken_by_allocate(const std::vector<PrefixEntryRef>& chain,
-                                               int32_t n_tokens) const {
-  int32_t taken = blocks_for(n_tokens) - int32_t(chain.size());
-  for (const PrefixEntryRef& e : chain) taken += refcount_[size_t(e.block)] == 0 ? 1 : 0;
+int32_t BlockManager::blocks_taken_by_allocate(const Reuse& reuse, int32_t n_tokens) const {
+  const int32_t end = blocks_for(n_tokens);
+  int32_t taken = 0;
+  for (int32_t g = 0; g < n_groups(); ++g)
+    for (int32_t i = first_needed_block(g, int64_t(reuse.depth) * block_size_); i < end; ++i)
+      taken += i >= reuse.depth || refcount_[size_t(reuse.chains[size_t(g)][size_t(i)].block)] == 0
+                   ? 1
+                   : 0;
   return taken;
 }
 
 int32_t BlockManager::cached_prefix(std::span<const int32_t> tokens) const {
-  return int32_t(reusable_chain(tokens, int32_t(tokens.size())).size()) * block_size_;
+  return reusable(tokens, int32_t(tokens.size())).depth * block_size_;
 }
 
 bool BlockManager::can_allocate(std::span<const int32_t> tokens, int32_t n_tokens) const {
   check_tokens(tokens, n_tokens, "can_allocate");
-  return blocks_taken_by_allocate(reusable_chain(tokens, n_tokens), n_tokens) <= n_free_blocks();
+  return blocks_taken_by_allocate(reusable(tokens, n_tokens), n_tokens) <= n_free_blocks();
 }
 
 int32_t BlockManager::allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens) {
   check_new_seq(seq, "allocate");
   check_tokens(tokens, n_tokens, "allocate");
-  std::vector<PrefixEntryRef> chain = reusable_chain(tokens, n_tokens);
-  const int32_t taken = blocks_taken_by_allocate(chain, n_tokens);
+  Reuse reuse = reusable(tokens, n_tokens);
+  const int32_t taken = blocks_taken_by_allocate(reuse, n_tokens);
   if (taken > n_free_blocks())
     throw std::logic_error("BlockManager::allocate: " + seq_name(seq) + " with " +
                            std::to_string(n_tokens) + " tokens needs " + std::to_string(taken) +
                            " free blocks, " + std::to_string(n_free_blocks()) + " free");
+  const int32_t reused = reuse.depth * block_size_;
   Seq s;
   s.n_tokens = n_tokens;
-  s.table.reserve(size_t(blocks_for(n_tokens)));
-  // Cached blocks first: taking fresh ones may evict, and must not evict these.
-  for (const PrefixEntryRef& e : chain) {
-    acquire(e.block);
-    s.table.push_back(e.block);
+  s.groups.resize(size_t(n_groups()));
+  // Cached blocks first, in every group: taking fresh ones may evict, and
+  // must not evict these.
+  for (int32_t g = 0; g < n_groups(); ++g) {
+    GroupTable& t = s.groups[size_t(g)];
+    t.held_from = first_needed_block(g, reused);
+    t.table.assign(size_t(blocks_for(n_tokens)), kNoBlock);
+    for (int32_t i = t.held_from; i < reuse.depth; ++i) {
+      const BlockId b = reuse.chains[size_t(g)][size_t(i)].block;
+      acquire(b);
+      t.table[size_t(i)] = b;
+    }
   }
-  while (int32_t(s.table.size()) < blocks_for(n_tokens)) s.table.push_back(take_free_block());
+  for (GroupTable& t : s.groups)
+    for (size_t i = size_t(std::max(t.held_from, reuse.depth)); i < t.table.size(); ++i)
+      t.table[i] = take_free_block();
   if (prefix_) {
     const int32_t eligible =
         tokens.empty() ? 0 : int32_t((tokens.size() - 1) / size_t(block_size_));
-    stats_.hits += int64_t(chain.size());
-    stats_.misses += int64_t(eligible) - int64_t(chain.size());
-    stats_.tokens_reused += int64_t(chain.size()) * block_size_;
+    stats_.hits += int64_t(reuse.depth);
+    stats_.misses += int64_t(eligible) - int64_t(reuse.depth);
+    stats_.tokens_reused += int64_t(reused);
   }
-  const int32_t reused = int32_t(chain.size()) * block_size_;
-  s.chain = std::move(chain);
+  for (int32_t g = 0; g < n_groups(); ++g)
+    s.groups[size_t(g)].chain = std::move(reuse.chains[size_t(g)]);
   seqs_.emplace(seq, std::move(s));
   return reused;
 }
 
 // --- growth ---------------------------------------------------------------------
 
-int32_t BlockManager::blocks_needed_to_append(const Seq& s, int32_t n) const {
+namespace {
+
+// Must the last block of this table be copied before a new position is written?
+bool needs_copy(const std::vector<BlockId>& table, int32_t n_tokens, int32_t block_size,
+                const std::vector<int32_t>& refcount) {
+  return n_tokens % block_size != 0 && !table.empty() && table.back() >= 0 &&
+         refcount[size_t(table.back())] > 1;
+}
+
+}  // namespace
+
+int64_t BlockManager::blocks_needed_to_append(const Seq& s, int32_t n) const {
   if (n == 0) return 0;
-  const bool copy_last = s.n_tokens % block_size_ != 0 && refcount_[size_t(s.table.back())] > 1;
-  return blocks_for(s.n_tokens + n) - int32_t(s.table.size()) + (copy_last ? 1 : 0);
+  int64_t needed = 0;
+  const int64_t end = (int64_t(s.n_tokens) + n + block_size_ - 1) / block_size_;
+  for (const GroupTable& t : s.groups)
+    needed += end - int64_t(t.table.size()) +
+              (needs_copy(t.table, s.n_tokens, block_size_, refcount_) ? 1 : 0);
+  return needed;
 }
 
 bool BlockManager::can_append(SeqId seq, int32_t n) const {
@@ -202,7 +324,7 @@ bool BlockManager::can_append(SeqId seq, int32_t n) const {
     throw std::invalid_argument("BlockManager::can_append: " + seq_name(seq) +
                                 " asked for a negative count " + std::to_string(n));
   const Seq& s = seq_state(seq, "can_append");
-  if (int64_t(s.n_tokens) + n > int64_t(n_blocks_) * block_size_) return false;
+  if (int64_t(s.n_tokens) + n > int64_t(INT32_MAX) - block_size_) return false;
   return blocks_needed_to_append(s, n) <= n_free_blocks();
 }
 
@@ -217,16 +339,19 @@ void BlockManager::append(SeqId seq, int32_t n) {
   }
   if (n == 0) return;
   Seq& s = seq_state(seq, "append");
-  if (s.n_tokens % block_size_ != 0 && refcount_[size_t(s.table.back())] > 1) {
-    // Copy-on-write: the other owners keep the original partial block.
-    const BlockId shared = s.table.back();
-    const BlockId copy = take_free_block();
-    release(shared);
-    s.table.back() = copy;
-    pending_copies_.push_back({shared, copy});
+  for (GroupTable& t : s.groups) {
+    if (needs_copy(t.table, s.n_tokens, block_size_, refcount_)) {
+      // Copy-on-write: the other owners keep the original partial block.
+      const BlockId shared = t.table.back();
+      const BlockId copy = take_free_block();
+      release(shared);
+      t.table.back() = copy;
+      pending_copies_.push_back({shared, copy});
+    }
   }
   s.n_tokens += n;
-  while (int32_t(s.table.size()) < blocks_for(s.n_tokens)) s.table.push_back(take_free_block());
+  for (GroupTable& t : s.groups)
+    while (int32_t(t.table.size()) < blocks_for(s.n_tokens)) t.table.push_back(take_free_block());
 }
 
 std::vector<BlockCopy> BlockManager::take_pending_copies() {
@@ -242,23 +367,51 @@ void BlockManager::mark_computed(SeqId seq, std::span<const int32_t> tokens, int
                                 std::to_string(s.n_tokens) + " positions and " +
                                 std::to_string(tokens.size()) + " token ids given; n_computed " +
                                 std::to_string(n_computed) + " must be within both");
-  if (!prefix_) return;
+  // Registered before released: a released block of a cached prefix stays
+  // reusable (evictable) until the pool needs it.
+  if (prefix_) register_computed(s, tokens, n_computed);
+  release_outside_windows(s, n_computed);
+}
+
+void BlockManager::register_computed(Seq& s, std::span<const int32_t> tokens, int32_t n_computed) {
   const size_t full = size_t(n_computed / block_size_);
   const size_t bs = size_t(block_size_);
-  while (s.chain.size() < full) {
-    const size_t i = s.chain.size();
-    const PrefixEntryRef* parent = i == 0 ? nullptr : &s.chain.back();
-    // The parent entry may have been evicted (it named another seq's block
-    // that was released since): then the chain cannot grow any more.
-    if (parent && !prefix_->is_live(*parent)) return;
-    const std::span<const int32_t> block_tokens = tokens.subspan(i * bs, bs);
-    if (const PrefixEntryRef* existing = prefix_->find(parent, block_tokens)) {
-      s.chain.push_back(*existing);  // same tokens already cached, maybe in another block
-      continue;
+  const std::vector<PrefixEntryRef>& primary = s.groups[0].chain;
+  for (int32_t g = 0; g < n_groups(); ++g) {
+    GroupTable& t = s.groups[size_t(g)];
+    while (t.chain.size() < full) {
+      const size_t i = t.chain.size();
+      // Group 0 chains on its own last entry, the others on group 0's entry
+      // of the same depth. That entry may have been evicted (it named another
+      // seq's block that was released since): then the chain cannot grow.
+      const PrefixEntryRef* parent = g == 0 ? (i == 0 ? nullptr : &t.chain.back())
+                                            : (i < primary.size() ? &primary[i] : nullptr);
+      if (g != 0 && !parent) break;
+      if (parent && !prefix_->is_live(*parent)) break;
+      const std::span<const int32_t> block_tokens = tokens.subspan(i * bs, bs);
+      if (const PrefixEntryRef* existing = prefix_->find(parent, block_tokens, g)) {
+        t.chain.push_back(*existing);  // same tokens already cached, maybe in another block
+        continue;
+      }
+      const BlockId own = t.table[i];
+      if (own == kNoBlock) break;          // released by the window before it could register
+      if (prefix_->has_entry(own)) break;  // cached for other tokens: the caller's tokens disagree
+      t.chain.push_back(prefix_->insert(own, parent, block_tokens, g));
     }
-    const BlockId own = s.table[i];
-    if (prefix_->has_entry(own)) return;  // cached for other tokens: the caller's tokens disagree
-    s.chain.push_back(prefix_->insert(own, parent, block_tokens));
+  }
+}
+
+void BlockManager::release_outside_windows(Seq& s, int32_t n_computed) {
+  for (int32_t g = 0; g < n_groups(); ++g) {
+    if (group_windows_[size_t(g)] == 0) continue;
+    GroupTable& t = s.groups[size_t(g)];
+    const int32_t end = first_needed_block(g, n_computed);
+    // Oldest first: they join the LRU (when cached) in the order they left the window.
+    for (; t.held_from < end; ++t.held_from) {
+      BlockId& b = t.table[size_t(t.held_from)];
+      if (b != kNoBlock) release(b);
+      b = kNoBlock;
+    }
   }
 }
 
@@ -267,7 +420,9 @@ void BlockManager::mark_computed(SeqId seq, std::span<const int32_t> tokens, int
 void BlockManager::fork(SeqId parent, SeqId child) {
   check_new_seq(child, "fork");
   Seq copy = seq_state(parent, "fork");
-  for (const BlockId b : copy.table) acquire(b);
+  for (const GroupTable& t : copy.groups)
+    for (const BlockId b : t.table)
+      if (b != kNoBlock) acquire(b);
   seqs_.emplace(child, std::move(copy));
 }
 
@@ -275,7 +430,9 @@ void BlockManager::free(SeqId seq) {
   Seq& s = seq_state(seq, "free");
   // Last block first: released cached blocks queue up in the LRU so a
   // prefix's tail is evicted before its head (a tail is useless without it).
-  for (auto it = s.table.rbegin(); it != s.table.rend(); ++it) release(*it);
+  for (const GroupTable& t : s.groups)
+    for (auto it = t.table.rbegin(); it != t.table.rend(); ++it)
+      if (*it != kNoBlock) release(*it);
   seqs_.erase(seq);
 }
 

@@ -19,6 +19,30 @@
 // is left, oldest release first (LRU); being handed out evicts it. free()
 // releases a sequence's last block first, so a prefix's tail is evicted
 // before its head. Lookup and verification: prefix_cache.h.
+//
+// Layer groups (kv_layer_groups.h; one full-attention group unless the model
+// has sliding windows): a sequence has one block table per group, all
+// indexed by position / block_size, and every block of the pool serves any
+// group. A windowed group (window W) needs only what the next query can
+// see: the query at position p reads (p - W, p]. So mark_computed(n) releases
+// the seq's blocks of a windowed group that lie wholly below n - W + 1 (no
+// future token, at position ≥ n, reads them) and their table entries become
+// kNoBlock; allocate() with a cached prefix of r tokens takes only the
+// blocks from r - W + 1 on. A windowed group therefore holds at most
+// ceil((W - 1) / B) + 1 blocks of a sequence between steps, plus the blocks
+// of the chunk being computed during one. Every count below (can_allocate,
+// can_append, n_free_blocks) is over the one pool, summed over groups.
+//
+// Prefix cache with groups: group 0 (full attention when the model has such
+// layers) chains as above; the other groups' entries are anchored on group
+// 0's (prefix_cache.h). A cached prefix of d blocks is reused only when
+// group 0 matches d blocks and every other group still caches the blocks the
+// next query needs: all d for a full group, those covering positions
+// [d*B - W + 1, d*B) for a windowed one. The longest such d is taken. When
+// group 0 itself is windowed (every layer windowed) its chain must still be
+// cached from depth 0, which is stricter than the window needs (older blocks
+// are evicted first, so a long prefix is rarely reusable there) but never
+// serves K/V of another prefix.
 #pragma once
 
 #include <cstdint>
@@ -42,8 +66,13 @@ struct BlockCopy {
 
 class BlockManager {
  public:
-  // block_size: power of two in [1, 256]; n_blocks ≥ 1.
-  BlockManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache);
+  static constexpr BlockId kNoBlock = -1;  // a table entry released by a window
+
+  // block_size: power of two in [1, 256]; n_blocks ≥ 1. group_windows: the
+  // window of each layer group (0 = full attention), full groups first when
+  // there are any; the default is one full-attention group.
+  BlockManager(int32_t n_blocks, int32_t block_size, bool enable_prefix_cache,
+               std::vector<int32_t> group_windows = {0});
 
   int32_t block_size() const;
   int32_t n_blocks() const;
@@ -51,6 +80,15 @@ class BlockManager {
   int32_t n_free_blocks() const;
   // Blocks needed to hold n_tokens positions.
   int32_t blocks_for(int32_t n_tokens) const;
+  int32_t n_groups() const;
+  int32_t group_window(int32_t group) const;
+  const std::vector<int32_t>& group_windows() const { return group_windows_; }
+  // Most blocks one sequence of n_tokens holds at once, all groups, when it
+  // is fed at most `chunk` tokens per step (no sharing): blocks_for(n_tokens)
+  // per full group, at most ceil((W - 1 + chunk) / B) + 1 per windowed one.
+  int64_t max_blocks_for_seq(int64_t n_tokens, int32_t chunk) const;
+  static int64_t max_blocks_for_seq(const std::vector<int32_t>& group_windows, int32_t block_size,
+                                    int64_t n_tokens, int32_t chunk);
 
   // --- admission -----------------------------------------------------------
   // Prompt tokens whose K/V the prefix cache already holds for `tokens`: a
@@ -71,8 +109,8 @@ class BlockManager {
   // copy a shared partial last block needs before it can be written.
   bool can_append(SeqId seq, int32_t n) const;
   // Reserves n more positions; the seq's token ids for them come with
-  // mark_computed. If the last block is shared (refcount > 1) and partial,
-  // it is replaced by a private copy, recorded for take_pending_copies().
+  // mark_computed. If the last block of a group is shared (refcount > 1) and
+  // partial, it is replaced by a private copy, recorded for take_pending_copies().
   void append(SeqId seq, int32_t n);
   // Block copies the store must perform before the next forward pass; the
   // caller takes and clears them. A copy into a block released meanwhile
@@ -82,7 +120,8 @@ class BlockManager {
   // Records that positions [0, n_computed) of `seq` now hold the K/V of
   // tokens[0, n_computed): full blocks among them become prefix-cache entries.
   // n_computed ≤ seq_tokens(seq); call it after each step with the count so
-  // far (blocks already registered are skipped). A no-op without the cache.
+  // far (blocks already registered are skipped). Then releases the blocks of
+  // windowed groups that no query at a position ≥ n_computed reads.
   void mark_computed(SeqId seq, std::span<const int32_t> tokens, int32_t n_computed);
 
   // --- sharing and release -------------------------------------------------
@@ -94,36 +133,59 @@ class BlockManager {
 
   bool has_seq(SeqId seq) const;
   int32_t seq_tokens(SeqId seq) const;  // positions reserved
-  // [blocks_for(seq_tokens)] blocks in position order; valid until the next
-  // call that changes this seq (append may replace the last block).
-  std::span<const BlockId> block_table(SeqId seq) const;
+  // [blocks_for(seq_tokens)] blocks of `group` in position order, kNoBlock
+  // where a window released (or never needed) one; valid until the next call
+  // that changes this seq (append may replace the last block).
+  std::span<const BlockId> block_table(SeqId seq, int32_t group = 0) const;
+  // Blocks the seq holds now, all groups (a shared block counts for each owner).
+  int32_t seq_blocks(SeqId seq) const;
   int32_t refcount(BlockId block) const;
 
   const PrefixCacheStats& prefix_stats() const;
 
  private:
-  struct Seq {
-    std::vector<BlockId> table;  // [blocks_for(n_tokens)] block of each block_size positions
-    int32_t n_tokens = 0;        // positions reserved
+  struct GroupTable {
+    // [blocks_for(n_tokens)] block of each block_size positions; kNoBlock
+    // below `held_from` in a windowed group.
+    std::vector<BlockId> table;
+    int32_t held_from = 0;  // first table index that may hold a block
     // Prefix-cache entries of this seq's leading full computed blocks, one
     // per block, in order. An entry may name another block holding the same
-    // tokens (when that one was registered first); it is the parent the
-    // seq's next full block registers under.
+    // tokens (when that one was registered first); in group 0 it is the
+    // parent the seq's next full block registers under, in other groups only
+    // its count matters (entries outside a reused window are placeholders).
     std::vector<PrefixEntryRef> chain;
+  };
+  struct Seq {
+    int32_t n_tokens = 0;            // positions reserved
+    std::vector<GroupTable> groups;  // [n_groups]
+  };
+  // What allocate() would reuse: `depth` cached blocks, and per group the
+  // chain entries of those depths (placeholders where a window skips them).
+  struct Reuse {
+    int32_t depth = 0;
+    std::vector<std::vector<PrefixEntryRef>> chains;  // [n_groups][depth]
   };
 
   Seq& seq_state(SeqId seq, const char* what);
   const Seq& seq_state(SeqId seq, const char* what) const;
   void check_new_seq(SeqId seq, const char* what) const;
   void check_tokens(std::span<const int32_t> tokens, int32_t n_tokens, const char* what) const;
-  // Cached chain allocate() would reuse for the first n_tokens of `tokens`.
-  std::vector<PrefixEntryRef> reusable_chain(std::span<const int32_t> tokens,
-                                             int32_t n_tokens) const;
+  // First table index of `group` a query at position `pos` reads.
+  int32_t first_needed_block(int32_t group, int64_t pos) const;
+  // Cached blocks allocate() would reuse for the first n_tokens of `tokens`.
+  Reuse reusable(std::span<const int32_t> tokens, int32_t n_tokens) const;
+  // Can the other groups serve a reuse of `depth` blocks anchored on `primary`?
+  // Fills `chains` (groups ≥ 1) when they can.
+  bool other_groups_cached(std::span<const int32_t> tokens,
+                           const std::vector<PrefixEntryRef>& primary, int32_t depth,
+                           std::vector<std::vector<PrefixEntryRef>>& chains) const;
   // Blocks allocate() would take from the free pool: fresh ones plus cached
   // ones that sit in it (refcount 0).
-  int32_t blocks_taken_by_allocate(const std::vector<PrefixEntryRef>& chain,
-                                   int32_t n_tokens) const;
-  int32_t blocks_needed_to_append(const Seq& s, int32_t n) const;
+  int32_t blocks_taken_by_allocate(const Reuse& reuse, int32_t n_tokens) const;
+  int64_t blocks_needed_to_append(const Seq& s, int32_t n) const;
+  void register_computed(Seq& s, std::span<const int32_t> tokens, int32_t n_computed);
+  void release_outside_windows(Seq& s, int32_t n_computed);
   // A free block for new content: a never-cached one if any, else the least
   // recently released cached one (evicting its entry). Refcount becomes 1.
   BlockId take_free_block();
@@ -133,8 +195,9 @@ class BlockManager {
   int32_t n_blocks_;
   int32_t block_size_;
   bool prefix_enabled_;
-  std::vector<int32_t> refcount_;   // [n_blocks]
-  std::vector<BlockId> free_list_;  // never-cached free blocks; the back is handed out first
+  std::vector<int32_t> group_windows_;  // [n_groups] 0 = full attention
+  std::vector<int32_t> refcount_;       // [n_blocks]
+  std::vector<BlockId> free_list_;      // never-cached free blocks; the back is handed out first
   std::unordered_map<SeqId, Seq> seqs_;
   std::vector<BlockCopy> pending_copies_;
   std::optional<PrefixCache> prefix_;  // entries and evictable blocks; empty when disabled

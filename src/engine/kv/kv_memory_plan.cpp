@@ -1,5 +1,6 @@
 #include "engine/kv/kv_memory_plan.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "core/gguf/gguf_file.h"
@@ -32,10 +33,30 @@ ModelShape from_random_preset(const std::string& name) {
   return s;
 }
 
+// Shapes whose head size is not n_embd / n_head, with sliding windows.
+ModelShape windowed(ModelShape s, int64_t head_dim, int64_t window, int64_t n_swa_layers,
+                    bool tied) {
+  s.head_dim = head_dim;
+  s.sliding_window = window;
+  s.n_swa_layers = n_swa_layers;
+  s.tied_output = tied;
+  return s;
+}
+
 void check(const ModelShape& s) {
   if (s.n_layer <= 0 || s.n_kv_head <= 0 || s.head_dim <= 0)
     throw std::invalid_argument("model shape " + s.name +
                                 ": layers, KV heads and head_dim must be positive");
+  if (s.n_swa_layers < 0 || s.n_swa_layers > s.n_layer || s.sliding_window < 0 ||
+      (s.n_swa_layers > 0) != (s.sliding_window > 0))
+    throw std::invalid_argument("model shape " + s.name + ": " + std::to_string(s.n_swa_layers) +
+                                " windowed layers of " + std::to_string(s.n_layer) +
+                                " with window " + std::to_string(s.sliding_window));
+}
+
+uint64_t kv_bytes_per_layer_token(const ModelShape& s, KvFormat f) {
+  const int hd = int(s.head_dim);
+  return uint64_t(s.n_kv_head) * uint64_t(kv_head_bytes(f.k, hd) + kv_head_bytes(f.v, hd));
 }
 
 }  // namespace
@@ -57,13 +78,27 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
   if (name == "llama-3-8b") return shape(name, 128256, 4096, 32, 32, 8, 14336, 8192);
   if (name == "llama-3-70b") return shape(name, 128256, 8192, 80, 64, 8, 28672, 8192);
   if (name == "tinyllama-1.1b") return shape(name, 32000, 2048, 22, 32, 4, 5632, 2048);
+  // Hugging Face config.json of each model. Llama 3.1 and Qwen3 attend
+  // every position; Gemma 2 alternates windowed and global layers (even
+  // layers windowed), Gemma 3 has 5 windowed layers to each global one;
+  // Phi-3-mini-4k sets a window of 2047 on every layer.
+  if (name == "llama-3.1-8b") return shape(name, 128256, 4096, 32, 32, 8, 14336, 131072);
+  if (name == "qwen3-8b")
+    return windowed(shape(name, 151936, 4096, 36, 32, 8, 12288, 40960), 128, 0, 0, false);
+  if (name == "gemma-2-2b")
+    return windowed(shape(name, 256000, 2304, 26, 8, 4, 9216, 8192), 256, 4096, 13, true);
+  if (name == "gemma-3-4b")
+    return windowed(shape(name, 262208, 2560, 34, 8, 4, 10240, 131072), 256, 1024, 29, true);
+  if (name == "phi-3-mini")
+    return windowed(shape(name, 32064, 3072, 32, 32, 32, 8192, 4096), 96, 2047, 32, false);
   if (name == "small" || name == "tiny") return from_random_preset(name);
   return std::nullopt;
 }
 
 std::vector<std::string> ModelShape::preset_names() {
-  return {"llama-7b",    "llama-2-7b",     "llama-2-13b", "llama-2-70b", "llama-3-8b",
-          "llama-3-70b", "tinyllama-1.1b", "small",       "tiny"};
+  return {"llama-7b",    "llama-2-7b",     "llama-2-13b",  "llama-2-70b", "llama-3-8b",
+          "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b", "qwen3-8b",    "gemma-2-2b",
+          "gemma-3-4b",  "phi-3-mini",     "small",        "tiny"};
 }
 
 ModelShape ModelShape::from_config(const ModelConfig& c) {
@@ -71,6 +106,8 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
                        c.n_head, c.n_kv_head, c.n_ff, c.n_ctx_train);
   s.head_dim = c.head_dim;
   s.tied_output = c.tied_output;
+  for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.window(l) > 0 ? 1 : 0;
+  s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
   return s;
 }
 
@@ -98,40 +135,70 @@ GgufWeights gguf_weights(const gguf::GgufFile& file) {
 
 uint64_t kv_bytes_per_token(const ModelShape& s, KvFormat f) {
   check(s);
-  const int hd = int(s.head_dim);
-  return uint64_t(s.n_layer) * uint64_t(s.n_kv_head) *
-         uint64_t(kv_head_bytes(f.k, hd) + kv_head_bytes(f.v, hd));
+  return uint64_t(s.n_layer) * kv_bytes_per_layer_token(s, f);
+}
+
+int64_t kv_window_positions(const ModelShape& s, int64_t block_tokens) {
+  if (block_tokens <= 0) throw std::invalid_argument("block size must be ≥ 1 token");
+  // BlockManager::max_blocks_for_seq with one token per step.
+  return ((s.sliding_window + block_tokens - 1) / block_tokens + 1) * block_tokens;
+}
+
+uint64_t kv_bytes_per_sequence(const ModelShape& s, KvFormat f, int64_t n_ctx,
+                               int64_t block_tokens) {
+  check(s);
+  if (n_ctx < 0) throw std::invalid_argument("context must be ≥ 0");
+  const int64_t windowed = std::min(n_ctx, kv_window_positions(s, block_tokens));
+  const int64_t positions = (s.n_layer - s.n_swa_layers) * n_ctx + s.n_swa_layers * windowed;
+  return uint64_t(positions) * kv_bytes_per_layer_token(s, f);
 }
 
 KvMemoryPlan plan_kv_memory(const ModelShape& s, KvFormat f, uint64_t weights, int64_t n_ctx,
-                            int64_t batch) {
+                            int64_t batch, int64_t block_tokens) {
   if (n_ctx < 0 || batch < 0) throw std::invalid_argument("context and batch must be ≥ 0");
   KvMemoryPlan p;
   p.weight_bytes = weights;
   p.kv_per_token = kv_bytes_per_token(s, f);
-  p.kv_per_sequence = p.kv_per_token * uint64_t(n_ctx);
+  p.kv_per_sequence = kv_bytes_per_sequence(s, f, n_ctx, block_tokens);
+  p.kv_per_sequence_full = p.kv_per_token * uint64_t(n_ctx);
   p.kv_total = p.kv_per_sequence * uint64_t(batch);
   p.total = weights + p.kv_total;
   return p;
 }
 
 int64_t max_context_for(const ModelShape& s, KvFormat f, uint64_t weights, int64_t batch,
-                        uint64_t budget) {
+                        uint64_t budget, int64_t block_tokens) {
   if (batch <= 0) throw std::invalid_argument("batch must be ≥ 1");
   if (budget <= weights) return 0;
-  return int64_t((budget - weights) / (kv_bytes_per_token(s, f) * uint64_t(batch)));
+  const uint64_t kv_budget = budget - weights;
+  if (s.n_swa_layers == 0) return int64_t(kv_budget / (kv_bytes_per_token(s, f) * uint64_t(batch)));
+  // Per-sequence KV is monotone in the context: the longest that fits.
+  int64_t lo = 0, hi = kMaxPlannedContext + 1;  // lo fits, hi does not
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    const uint64_t per_seq = kv_bytes_per_sequence(s, f, mid, block_tokens);
+    (per_seq <= kv_budget / uint64_t(batch) ? lo : hi) = mid;
+  }
+  return lo;
 }
 
 int64_t max_sequences_for(const ModelShape& s, KvFormat f, uint64_t weights, int64_t n_ctx,
-                          uint64_t budget) {
+                          uint64_t budget, int64_t block_tokens) {
   if (n_ctx <= 0) throw std::invalid_argument("context must be ≥ 1 token");
   if (budget <= weights) return 0;
-  return int64_t((budget - weights) / (kv_bytes_per_token(s, f) * uint64_t(n_ctx)));
+  return int64_t((budget - weights) / kv_bytes_per_sequence(s, f, n_ctx, block_tokens));
+}
+
+int64_t kv_block_slots(const ModelShape& s) {
+  check(s);
+  const int64_t full = s.n_layer - s.n_swa_layers;
+  return full == 0 || s.n_swa_layers == 0 ? s.n_layer : std::min(full, s.n_swa_layers);
 }
 
 int64_t kv_pool_blocks(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t block_tokens) {
   if (block_tokens <= 0) throw std::invalid_argument("block size must be ≥ 1 token");
-  return int64_t(kv_budget / (kv_bytes_per_token(s, f) * uint64_t(block_tokens)));
+  return int64_t(kv_budget / (uint64_t(kv_block_slots(s)) * kv_bytes_per_layer_token(s, f) *
+                              uint64_t(block_tokens)));
 }
 
 }  // namespace kvforge

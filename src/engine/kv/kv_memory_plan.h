@@ -8,6 +8,15 @@
 // store them: core/formats/kv_format.h). Not counted: activations, scratch,
 // logits, the tokenizer, the process itself — a few hundred MiB at most for
 // the shapes here, so leave that much headroom in a budget.
+//
+// Sliding windows: the paged engine releases a windowed layer's blocks once
+// no future query reads them (block_manager.h), so during decode a windowed
+// layer holds at most ceil(W / B) + 1 blocks of a sequence (blocks of B =
+// block_tokens positions). A sequence of n tokens is counted at n positions
+// in full-attention layers and min(n, (ceil(W / B) + 1) * B) in windowed
+// ones: min(n, W + B) when B divides W. Not counted: the chunk of a
+// prefill in flight (up to max_batched_tokens more positions in windowed
+// layers for one step) and the partial last block of full layers.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +43,10 @@ struct ModelShape {
   int64_t n_ff = 0;
   int64_t n_ctx_train = 0;
   bool tied_output = false;  // the output projection reuses token_embd
+  // Sliding-window attention: n_swa_layers of the n_layer layers attend only
+  // the last `sliding_window` positions (0 / 0: every layer attends all).
+  int64_t sliding_window = 0;
+  int64_t n_swa_layers = 0;
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
   // and the two norm vectors, and the final norm.
@@ -44,7 +57,9 @@ struct ModelShape {
 
   // Named shapes of published models and of the benchmark preset:
   // llama-7b, llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b,
-  // tinyllama-1.1b, small, tiny. nullopt for unknown names.
+  // tinyllama-1.1b, llama-3.1-8b, qwen3-8b, gemma-2-2b, gemma-3-4b,
+  // phi-3-mini, small, tiny. nullopt for unknown names. (Gemma's four norm
+  // vectors per layer count as two: 0.01% of its parameters.)
   static std::optional<ModelShape> preset(const std::string& name);
   static std::vector<std::string> preset_names();
   static ModelShape from_config(const ModelConfig& config);
@@ -63,26 +78,39 @@ GgufWeights gguf_weights(const gguf::GgufFile& file);
 
 // K and V of one token, all layers and KV heads, scales included.
 uint64_t kv_bytes_per_token(const ModelShape& shape, KvFormat format);
+// K and V of one sequence of n_ctx tokens as the paged engine keeps it
+// (windowed layers at min(n_ctx, kv_window_positions) positions, see above).
+int64_t kv_window_positions(const ModelShape& shape, int64_t block_tokens);
+uint64_t kv_bytes_per_sequence(const ModelShape& shape, KvFormat format, int64_t n_ctx,
+                               int64_t block_tokens = 16);
 
 struct KvMemoryPlan {
   uint64_t weight_bytes = 0;
   uint64_t kv_per_token = 0;
-  uint64_t kv_per_sequence = 0;  // kv_per_token · n_ctx
-  uint64_t kv_total = 0;         // kv_per_sequence · batch
-  uint64_t total = 0;            // weights + kv_total
+  uint64_t kv_per_sequence = 0;  // kv_bytes_per_sequence (= kv_per_token · n_ctx without windows)
+  uint64_t kv_per_sequence_full = 0;  // kv_per_token · n_ctx: every layer keeping every position
+  uint64_t kv_total = 0;              // kv_per_sequence · batch
+  uint64_t total = 0;                 // weights + kv_total
 };
 KvMemoryPlan plan_kv_memory(const ModelShape& shape, KvFormat format, uint64_t weight_bytes,
-                            int64_t n_ctx, int64_t batch);
+                            int64_t n_ctx, int64_t batch, int64_t block_tokens = 16);
 
 // Longest context (tokens per sequence) for `batch` sequences within
-// `budget_bytes` of weights + KV; 0 when not even one token fits.
+// `budget_bytes` of weights + KV; 0 when not even one token fits. With
+// windowed layers the answer is capped at kMaxPlannedContext (when every
+// layer is windowed a sequence's KV stops growing).
 int64_t max_context_for(const ModelShape& shape, KvFormat format, uint64_t weight_bytes,
-                        int64_t batch, uint64_t budget_bytes);
+                        int64_t batch, uint64_t budget_bytes, int64_t block_tokens = 16);
+inline constexpr int64_t kMaxPlannedContext = int64_t(1) << 31;
 // Most sequences of n_ctx tokens within `budget_bytes` of weights + KV.
 int64_t max_sequences_for(const ModelShape& shape, KvFormat format, uint64_t weight_bytes,
-                          int64_t n_ctx, uint64_t budget_bytes);
+                          int64_t n_ctx, uint64_t budget_bytes, int64_t block_tokens = 16);
+// Layers per paged-engine block (kv_layer_groups.h): n_layer without
+// windows or when every layer is windowed, else the smaller of the full and
+// windowed layer counts.
+int64_t kv_block_slots(const ModelShape& shape);
 // KV pool sizing for the batching engine: whole blocks of `block_tokens` tokens
-// that fit in `kv_budget_bytes` (the budget for KV alone).
+// (kv_block_slots layers each) that fit in `kv_budget_bytes` (the budget for KV alone).
 int64_t kv_pool_blocks(const ModelShape& shape, KvFormat format, uint64_t kv_budget_bytes,
                        int64_t block_tokens);
 

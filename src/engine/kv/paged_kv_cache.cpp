@@ -6,10 +6,21 @@
 #include <string>
 
 namespace kvforge {
+namespace {
+
+std::string windows_text(const std::vector<int32_t>& windows) {
+  std::string s = "[";
+  for (size_t i = 0; i < windows.size(); ++i) s += (i ? ", " : "") + std::to_string(windows[i]);
+  return s + "]";
+}
+
+}  // namespace
 
 PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks, KvFormat format)
     : blocks_(blocks),
+      groups_(config.n_layer > 0 ? KvLayerGroups::of(config) : KvLayerGroups{}),
       n_layer_(config.n_layer),
+      n_slots_(groups_.slots),
       n_kv_head_(config.n_kv_head),
       head_dim_(config.head_dim),
       n_blocks_(blocks.n_blocks()),
@@ -24,7 +35,11 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks
                                 std::to_string(n_layer_) + ", n_kv_head " +
                                 std::to_string(n_kv_head_) + ", head_dim " +
                                 std::to_string(head_dim_) + "; all must be positive");
-  const size_t layer_blocks = size_t(n_layer_) * size_t(n_blocks_);
+  if (groups_.windows() != blocks.group_windows())
+    throw std::invalid_argument("PagedKvCache: the block manager's layer groups have windows " +
+                                windows_text(blocks.group_windows()) + ", the model's " +
+                                windows_text(groups_.windows()) + " (KvLayerGroups::of)");
+  const size_t layer_blocks = size_t(n_slots_) * size_t(n_blocks_);
   k_ = HugePageBuffer(layer_blocks * k_block_bytes_);
   v_ = HugePageBuffer(layer_blocks * v_block_bytes_);
 }
@@ -32,19 +47,32 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks
 size_t PagedKvCache::block_bytes(const ModelConfig& config, int32_t block_size, KvFormat format) {
   const size_t per_position =
       kv_head_bytes(format.k, config.head_dim) + kv_head_bytes(format.v, config.head_dim);
-  return size_t(config.n_layer) * size_t(config.n_kv_head) * size_t(block_size) * per_position;
+  return size_t(KvLayerGroups::of(config).slots) * size_t(config.n_kv_head) * size_t(block_size) *
+         per_position;
 }
 
 KvFormat PagedKvCache::format() const { return format_; }
 
 size_t PagedKvCache::bytes() const { return k_.size() + v_.size(); }
 
-size_t PagedKvCache::k_offset(int layer, BlockId block) const {
-  return (size_t(layer) * size_t(n_blocks_) + size_t(block)) * k_block_bytes_;
+size_t PagedKvCache::k_offset(int slot, BlockId block) const {
+  return (size_t(slot) * size_t(n_blocks_) + size_t(block)) * k_block_bytes_;
 }
 
-size_t PagedKvCache::v_offset(int layer, BlockId block) const {
-  return (size_t(layer) * size_t(n_blocks_) + size_t(block)) * v_block_bytes_;
+size_t PagedKvCache::v_offset(int slot, BlockId block) const {
+  return (size_t(slot) * size_t(n_blocks_) + size_t(block)) * v_block_bytes_;
+}
+
+BlockId PagedKvCache::block_of(int layer, int32_t seq, int32_t pos, const char* what) const {
+  const int group = groups_.group_of_layer[size_t(layer)];
+  const BlockId block = blocks_.block_table(seq, group)[size_t(pos / block_size_)];
+  if (block == BlockManager::kNoBlock)
+    throw std::out_of_range(
+        std::string("PagedKvCache::") + what + ": sequence " + std::to_string(seq) + ", position " +
+        std::to_string(pos) + " of layer " + std::to_string(layer) +
+        " was released by its sliding window of " + std::to_string(blocks_.group_window(group)));
+  check_block(block, what);
+  return block;
 }
 
 void PagedKvCache::check_layer(int layer, const char* what) const {
@@ -71,16 +99,16 @@ void PagedKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, co
     throw std::out_of_range("PagedKvCache::write: sequence " + std::to_string(seq) + ", position " +
                             std::to_string(pos) + " outside its " + std::to_string(reserved) +
                             " reserved positions");
-  const BlockId block = blocks_.block_table(seq)[size_t(pos / block_size_)];
-  check_block(block, "write");
+  const BlockId block = block_of(layer, seq, pos, "write");
+  const int slot = groups_.slot_of_layer[size_t(layer)];
   if (const int32_t rc = blocks_.refcount(block); rc != 1)
     throw std::logic_error("PagedKvCache::write: sequence " + std::to_string(seq) + ", position " +
                            std::to_string(pos) + " lies in block " + std::to_string(block) +
                            " with refcount " + std::to_string(rc) +
                            ", expected 1 (a shared block must be copied before it is written)");
   const size_t in_block = size_t(pos % block_size_);
-  uint8_t* k_rec = k_.data() + k_offset(layer, block) + in_block * k_head_bytes_;
-  uint8_t* v_rec = v_.data() + v_offset(layer, block) + in_block * v_head_bytes_;
+  uint8_t* k_rec = k_.data() + k_offset(slot, block) + in_block * k_head_bytes_;
+  uint8_t* v_rec = v_.data() + v_offset(slot, block) + in_block * v_head_bytes_;
   const size_t k_head_stride = size_t(block_size_) * k_head_bytes_;
   const size_t v_head_stride = size_t(block_size_) * v_head_bytes_;
   for (int h = 0; h < n_kv_head_; ++h) {
@@ -102,14 +130,13 @@ void PagedKvCache::spans(int layer, int32_t seq, int32_t first, int32_t n,
     throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) +
                             ": positions [" + std::to_string(first) + ", " + std::to_string(n) +
                             ") requested, " + std::to_string(reserved) + " reserved");
-  const std::span<const BlockId> table = blocks_.block_table(seq);
+  const int slot = groups_.slot_of_layer[size_t(layer)];
   for (int32_t pos = first; pos < n;) {
-    const BlockId block = table[size_t(pos / block_size_)];
-    check_block(block, "spans");
+    const BlockId block = block_of(layer, seq, pos, "spans");
     const int32_t offset = pos % block_size_;
     KvSpan span;
-    span.k = k_.data() + k_offset(layer, block) + size_t(offset) * k_head_bytes_;
-    span.v = v_.data() + v_offset(layer, block) + size_t(offset) * v_head_bytes_;
+    span.k = k_.data() + k_offset(slot, block) + size_t(offset) * k_head_bytes_;
+    span.v = v_.data() + v_offset(slot, block) + size_t(offset) * v_head_bytes_;
     span.k_pos_stride = k_head_bytes_;
     span.k_head_stride = size_t(block_size_) * k_head_bytes_;
     span.v_pos_stride = v_head_bytes_;
@@ -124,7 +151,7 @@ void PagedKvCache::copy_block(BlockId src, BlockId dst) {
   check_block(src, "copy_block (source)");
   check_block(dst, "copy_block (destination)");
   if (src == dst) return;
-  for (int l = 0; l < n_layer_; ++l) {
+  for (int l = 0; l < n_slots_; ++l) {
     std::memcpy(k_.data() + k_offset(l, dst), k_.data() + k_offset(l, src), k_block_bytes_);
     std::memcpy(v_.data() + v_offset(l, dst), v_.data() + v_offset(l, src), v_block_bytes_);
   }

@@ -8,7 +8,11 @@
 // zero-filled at construction, 0.10-0.13 s and 305 MB now).
 //
 // Layout, K and V alike (each in its own format, core/formats/kv_format.h):
-//   [n_layer][n_blocks][n_kv_head][block_size] head records, record bytes fastest.
+//   [slots][n_blocks][n_kv_head][block_size] head records, record bytes fastest.
+// A block belongs to one layer group at a time (kv_layer_groups.h) and holds
+// that group's layers in its slots: layer l lives in slot slot_of_layer[l]
+// of the blocks in its group's block tables. Without sliding windows there
+// is one group, slots = n_layer and slot = layer.
 // Position varies fastest inside a block, so one kv head's keys (and values)
 // of a block are one contiguous run of block_size records: the attention
 // kernel, which walks one kv head's positions in order, streams memory
@@ -25,6 +29,7 @@
 
 #include "core/huge_page_buffer.h"
 #include "engine/kv/block_manager.h"
+#include "engine/kv/kv_layer_groups.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
 
@@ -34,10 +39,11 @@ class PagedKvCache final : public KvStore {
  public:
   // Storage for n_blocks blocks of block_size positions in every layer. The
   // manager's block tables map (seq, pos) to (block, offset); it must outlive
-  // the cache and agree on n_blocks and block_size.
+  // the cache and agree on n_blocks, block_size and the layer groups' windows
+  // (KvLayerGroups::of(config).windows()).
   PagedKvCache(const ModelConfig& config, const BlockManager& blocks, KvFormat format);
 
-  // K+V bytes of one block in all layers, for sizing a pool from a budget.
+  // K+V bytes of one block in all slots, for sizing a pool from a budget.
   static size_t block_bytes(const ModelConfig& config, int32_t block_size, KvFormat format);
 
   KvFormat format() const override;
@@ -48,7 +54,7 @@ class PagedKvCache final : public KvStore {
   void spans(int layer, int32_t seq, int32_t first, int32_t n,
              std::vector<KvSpan>& out) const override;
 
-  // Copies every layer's K/V of `src` into `dst` (copy-on-write).
+  // Copies every slot's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);
 
   // write() and spans() check (seq, pos) against the manager: the sequence
@@ -58,14 +64,18 @@ class PagedKvCache final : public KvStore {
   // shares would corrupt it (a missed copy-on-write).
 
  private:
-  // Byte offset of (layer, block, kv head 0, position 0) in k_ / v_.
-  size_t k_offset(int layer, BlockId block) const;
-  size_t v_offset(int layer, BlockId block) const;
+  // Byte offset of (slot, block, kv head 0, position 0) in k_ / v_.
+  size_t k_offset(int slot, BlockId block) const;
+  size_t v_offset(int slot, BlockId block) const;
   void check_layer(int layer, const char* what) const;
   void check_block(BlockId block, const char* what) const;
+  // The block of `layer` holding `pos` of `seq`; throws if a window released it.
+  BlockId block_of(int layer, int32_t seq, int32_t pos, const char* what) const;
 
   const BlockManager& blocks_;
+  KvLayerGroups groups_;
   int n_layer_;
+  int n_slots_;
   int n_kv_head_;
   int head_dim_;
   int32_t n_blocks_;
@@ -73,8 +83,8 @@ class PagedKvCache final : public KvStore {
   KvFormat format_;
   size_t k_head_bytes_, v_head_bytes_;    // one head record
   size_t k_block_bytes_, v_block_bytes_;  // one block of one layer: n_kv_head * block_size records
-  HugePageBuffer k_;                      // [n_layer][n_blocks][n_kv_head][block_size] K records
-  HugePageBuffer v_;                      // [n_layer][n_blocks][n_kv_head][block_size] V records
+  HugePageBuffer k_;                      // [slots][n_blocks][n_kv_head][block_size] K records
+  HugePageBuffer v_;                      // [slots][n_blocks][n_kv_head][block_size] V records
 };
 
 }  // namespace kvforge

@@ -43,18 +43,27 @@ bool PrefixCache::is_live(const PrefixEntryRef& ref) const {
          entries_[size_t(ref.block)].ref.serial == ref.serial;
 }
 
+uint64_t PrefixCache::hash_of(const PrefixEntryRef* parent, std::span<const int32_t> tokens,
+                              int32_t group) const {
+  // Group 0 hashes as it did before groups existed; other groups salt the
+  // parent hash so their entries do not pile onto group 0's hash buckets.
+  const uint64_t parent_hash = parent ? parent->hash : kRootHash;
+  return hash_(group == 0 ? parent_hash : mix(parent_hash ^ uint64_t(group)), tokens);
+}
+
 const PrefixEntryRef* PrefixCache::find(const PrefixEntryRef* parent,
-                                        std::span<const int32_t> tokens) const {
+                                        std::span<const int32_t> tokens, int32_t group) const {
   if (tokens.size() != size_t(block_size_)) return nullptr;
   if (parent && !is_live(*parent)) return nullptr;
-  const uint64_t h = hash_(parent ? parent->hash : kRootHash, tokens);
+  const uint64_t h = hash_of(parent, tokens, group);
   const auto [first, last] = by_hash_.equal_range(h);
   for (auto it = first; it != last; ++it) {
     const Entry& e = entries_[size_t(it->second)];
     const bool same_parent =
         parent ? (e.parent.block == parent->block && e.parent.serial == parent->serial)
                : e.parent.block < 0;
-    if (same_parent && std::equal(tokens.begin(), tokens.end(), e.tokens.begin(), e.tokens.end()))
+    if (same_parent && e.group == group &&
+        std::equal(tokens.begin(), tokens.end(), e.tokens.begin(), e.tokens.end()))
       return &e.ref;
   }
   return nullptr;
@@ -75,7 +84,7 @@ std::vector<PrefixEntryRef> PrefixCache::match(std::span<const int32_t> tokens,
 }
 
 PrefixEntryRef PrefixCache::insert(BlockId block, const PrefixEntryRef* parent,
-                                   std::span<const int32_t> tokens) {
+                                   std::span<const int32_t> tokens, int32_t group) {
   check_block(block, "insert");
   if (has_entry(block))
     throw std::logic_error("PrefixCache::insert: block " + std::to_string(block) +
@@ -84,12 +93,16 @@ PrefixEntryRef PrefixCache::insert(BlockId block, const PrefixEntryRef* parent,
     throw std::invalid_argument("PrefixCache::insert: block " + std::to_string(block) + " given " +
                                 std::to_string(tokens.size()) + " token ids, expected " +
                                 std::to_string(block_size_));
+  if (group != 0 && !parent)
+    throw std::logic_error("PrefixCache::insert: block " + std::to_string(block) + " of group " +
+                           std::to_string(group) + " has no anchor in group 0");
   if (parent && !is_live(*parent))
     throw std::logic_error("PrefixCache::insert: parent block " + std::to_string(parent->block) +
                            " of block " + std::to_string(block) + " is no longer cached");
   Entry& e = entries_[size_t(block)];
-  e.ref = {block, next_serial_++, hash_(parent ? parent->hash : kRootHash, tokens)};
+  e.ref = {block, next_serial_++, hash_of(parent, tokens, group)};
   e.parent = parent ? *parent : PrefixEntryRef{};
+  e.group = group;
   e.tokens.assign(tokens.begin(), tokens.end());
   by_hash_.emplace(e.ref.hash, block);
   return e.ref;

@@ -17,6 +17,14 @@
 //
 // Evictable entries (blocks no sequence holds) sit in an LRU list, oldest
 // release first; BlockManager evicts from its front.
+//
+// Layer groups (kv_layer_groups.h): every entry belongs to one group of the
+// pool's layers. Group 0 chains as above. An entry of another group at depth
+// i is registered under group 0's entry at depth i (its "anchor") instead of
+// its own parent: the anchor proves the whole prefix [0, (i+1)*B), so a
+// windowed group's block can be matched while that group's older blocks are
+// long gone, which is all a window needs. find() only returns an entry of
+// the group asked for.
 #pragma once
 
 #include <cstdint>
@@ -46,15 +54,17 @@ class PrefixCache {
   // block_size tokens per entry; entries name blocks in [0, n_blocks).
   PrefixCache(int32_t n_blocks, int32_t block_size, HashFn hash = &chain_hash);
 
-  // The entry holding `tokens` (block_size ids) under `parent` (nullptr at
-  // depth 0), if any. A stale parent (evicted since) matches nothing.
-  const PrefixEntryRef* find(const PrefixEntryRef* parent, std::span<const int32_t> tokens) const;
-  // Longest chain of entries holding tokens[0, max_blocks * block_size), from depth 0.
+  // The entry of `group` holding `tokens` (block_size ids) under `parent`
+  // (nullptr at depth 0 of group 0; the anchor in other groups), if any. A
+  // stale parent (evicted since) matches nothing.
+  const PrefixEntryRef* find(const PrefixEntryRef* parent, std::span<const int32_t> tokens,
+                             int32_t group = 0) const;
+  // Longest chain of group 0's entries holding tokens[0, max_blocks * block_size), from depth 0.
   std::vector<PrefixEntryRef> match(std::span<const int32_t> tokens, int32_t max_blocks) const;
-  // Registers `block` (which must have no entry) as holding `tokens` after
-  // `parent`; the parent must be live.
+  // Registers `block` (which must have no entry) as holding `tokens` of
+  // `group` after `parent`; the parent must be live (and given, outside group 0).
   PrefixEntryRef insert(BlockId block, const PrefixEntryRef* parent,
-                        std::span<const int32_t> tokens);
+                        std::span<const int32_t> tokens, int32_t group = 0);
   // Forgets the block's entry (it is about to hold other content).
   void erase(BlockId block);
 
@@ -74,7 +84,8 @@ class PrefixCache {
  private:
   struct Entry {
     PrefixEntryRef ref;           // serial 0: no entry
-    PrefixEntryRef parent;        // block -1 at depth 0
+    PrefixEntryRef parent;        // block -1 at depth 0 of group 0; the anchor in other groups
+    int32_t group = 0;            // layer group whose K/V the block holds
     std::vector<int32_t> tokens;  // [block_size] token ids
   };
   struct LruLink {
@@ -82,6 +93,8 @@ class PrefixCache {
     bool linked = false;
   };
   void check_block(BlockId block, const char* what) const;
+  uint64_t hash_of(const PrefixEntryRef* parent, std::span<const int32_t> tokens,
+                   int32_t group) const;
 
   int32_t block_size_;
   HashFn hash_;

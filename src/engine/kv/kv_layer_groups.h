@@ -1,0 +1,51 @@
+// How the paged KV cache groups a model's layers by attention type, the way
+// vLLM's hybrid allocator does: full-attention layers need every position,
+// sliding-window layers only the last W, so each kind gets its own block
+// tables and a windowed group's blocks go back to the pool as its window
+// moves past them.
+//
+// One pool, one block size in bytes. A block id belongs to one group at a
+// time and holds block_size positions of that group's layers. Every group
+// has the same number of layers (`slots`, padded when a type's layer count
+// is not a multiple of it), so blocks of all groups are interchangeable
+// and one budget serves them all: no split to tune, and a model whose
+// sequences are short (windows never bite) uses the pool exactly as a
+// full-attention model would. slots = the smallest layer count among the
+// attention types; each type's layers are cut, in layer order, into groups
+// of `slots` layers (the last one possibly short, its spare slot unused):
+//   no window (llama, qwen3):   1 full group of n_layer          (as before groups)
+//   every layer windowed:       1 windowed group of n_layer      (Mistral-style)
+//   gemma2-2b, 13 full/13 SWA:  1 full + 1 windowed, 13 slots    (no padding)
+//   gemma3-4b,  5 full/29 SWA:  1 full + 6 windowed, 5 slots     (1 spare slot of 35)
+// Full groups come first; group 0 is the prefix cache's primary group
+// (block_manager.h).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace kvforge {
+
+struct KvLayerGroup {
+  int32_t window = 0;       // 0 = full attention; else the layers' sliding window W
+  std::vector<int> layers;  // [≤ slots] model layers, ascending; layer i uses slot i
+};
+
+struct KvLayerGroups {
+  std::vector<KvLayerGroup> groups;  // full groups first
+  int slots = 0;                     // layers per block (the largest group)
+  std::vector<int> group_of_layer;   // [n_layer]
+  std::vector<int> slot_of_layer;    // [n_layer]
+
+  // The windows of the groups, in group order (what BlockManager needs).
+  std::vector<int32_t> windows() const;
+  bool any_window() const;
+
+  static KvLayerGroups of(const ModelConfig& config);
+  // From per-layer windows directly ([n_layer], 0 = full attention).
+  static KvLayerGroups of_windows(const std::vector<int32_t>& layer_windows);
+};
+
+}  // namespace kvforge
