@@ -21,9 +21,8 @@ TEST(StaticAllocation, CounterSeesAllocations) {
   EXPECT_EQ(v[99] + int(heap_allocations() - before), 3);
 }
 
-TEST(StaticAllocation, DecodeStepsAllocateNothingAndNeverReplan) {
-  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
-  const auto model = testing::make_test_model(testing::tiny_spec("qwen2", 8));
+void expect_steps_allocate_nothing(const RandomModelSpec& spec) {
+  const auto model = testing::make_test_model(spec);
   const StaticConfig config = testing::small_static_config(2, {KvDtype::F16, KvDtype::F32});
   ThreadPool pool(2);
   StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
@@ -48,6 +47,22 @@ TEST(StaticAllocation, DecodeStepsAllocateNothingAndNeverReplan) {
   EXPECT_EQ(heap_allocations() - allocs, 0u);
   EXPECT_EQ(plans_compiled() - compiled, 0u);
   EXPECT_EQ(variants_seen, 4);  // 16 → 32 → 48 → 64 without compiling
+}
+
+TEST(StaticAllocation, DecodeStepsAllocateNothingAndNeverReplan) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  expect_steps_allocate_nothing(testing::tiny_spec("qwen2", 8));
+}
+
+// Sliding-window layers on rings, soft-capping, Q/K and post norms, two RoPE tables.
+TEST(StaticAllocation, WindowedGemmaStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  RandomModelSpec spec = testing::tiny_spec("gemma3", 8);
+  spec.sliding_window = 5;
+  spec.swa_pattern = 2;
+  spec.rope_freq_base_swa = 1e4f;
+  spec.final_softcap = 30.0f;
+  expect_steps_allocate_nothing(spec);
 }
 
 TEST(StaticAllocation, CompilingCountsPlans) {

@@ -215,6 +215,60 @@ TEST_F(StaticBatchEngineTest, WithoutReuseNoSlotKeepsAnything) {
   EXPECT_EQ(rec.at(again, 0).tokens, run_alone(*model_, prompt, 4).tokens);
 }
 
+// gemma2 with a window of 5 on a ring: queueing, shared decode steps and
+// slot reuse give the oracle's tokens; a slot whose ring no longer holds the
+// window before the shared prefix's end is prefilled again instead.
+TEST(StaticBatchEngineWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheRingHolds) {
+  RandomModelSpec spec;
+  spec.name = "engine-gemma2";
+  spec.arch = "gemma2";
+  spec.n_ctx = 256;
+  spec.sliding_window = 5;
+  spec.swa_pattern = 2;
+  spec.attn_softcap = 50.0f;
+  spec.final_softcap = 30.0f;
+  const auto model = make_test_model(spec);
+  ThreadPool pool(2);
+  StaticBatchEngine engine(
+      *model, pool, compile_plans(*model, small_static_config(2), 2),
+      {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
+  const std::vector<std::pair<int, int>> shapes = {{1, 12}, {7, 20}, {40, 24}, {20, 6}};
+  std::vector<RequestId> ids;
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    prompts.push_back(make_prompt(shapes[i].first, uint32_t(i + 1)));
+    ids.push_back(engine.add_request(prompts.back(), greedy(shapes[i].second), 1, {}));
+  }
+  EngineRecorder rec;
+  const auto drain = [&] {
+    for (int guard = 0; engine.has_unfinished() && guard < 10000; ++guard)
+      rec.record(engine.step());
+    EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+  };
+  drain();
+  for (size_t i = 0; i < shapes.size(); ++i)
+    EXPECT_EQ(rec.at(ids[i], 0).tokens, run_alone(*model, prompts[i], shapes[i].second).tokens)
+        << "request " << i;
+  // The 20-token request's slot holds 25 positions, its ring [20, 25): the
+  // next turn continues at 25 and reuses all of them.
+  std::vector<int32_t> next = prompts[3];
+  next.insert(next.end(), rec.at(ids[3], 0).tokens.begin(), rec.at(ids[3], 0).tokens.end() - 1);
+  for (int32_t t : make_prompt(3, 9)) next.push_back(t);
+  const RequestId b = engine.add_request(next, greedy(1), 1, {});
+  drain();
+  EXPECT_EQ(engine.stats().prefix.tokens_reused, 25);
+  EXPECT_EQ(rec.at(b, 0).tokens, run_alone(*model, next, 1).tokens);
+  // Sharing only the first 15 tokens of that slot's 28: its ring lost
+  // positions 10..14, so the prompt is computed again, not read from
+  // overwritten cells (truncating the slot to 15 would be refused).
+  std::vector<int32_t> branch(next.begin(), next.begin() + 15);
+  for (int32_t t : make_prompt(4, 10)) branch.push_back(t);
+  const RequestId c = engine.add_request(branch, greedy(6), 1, {});
+  drain();
+  EXPECT_EQ(engine.stats().prefix.tokens_reused, 25);
+  EXPECT_EQ(rec.at(c, 0).tokens, run_alone(*model, branch, 6).tokens);
+}
+
 TEST_F(StaticBatchEngineTest, PromptTokensKeptFollowTheOverflowPolicy) {
   EXPECT_EQ(make(1)->prompt_tokens_kept(41), 41);
   auto truncating = make(1, {.eos_token_ids = {}, .overflow = OverflowPolicy::TruncateLeft});

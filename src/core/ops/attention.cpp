@@ -198,13 +198,13 @@ void attend_pass(const float* q, int n_q, const KvView& kv, KeyRange keys, int k
 
 void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                   int kv_head, int head_dim, KvFormat format, float scale, float* out,
-                  float* scratch, const uint8_t* mask) {
+                  float* scratch, const uint8_t* mask, float softcap) {
   const TileFn tile = tile_function();
   const KvView kv{spans, n_spans, 0};
   for (int j0 = 0; j0 < n_q; j0 += kAttentionHeadsPerPass) {
     const int n = std::min(kAttentionHeadsPerPass, n_q - j0);
     const size_t offset = size_t(j0) * size_t(head_dim);
-    attend_pass(q + offset, n, kv, {0, n_keys}, kv_head, head_dim, format, {scale, 0.0f},
+    attend_pass(q + offset, n, kv, {0, n_keys}, kv_head, head_dim, format, {scale, softcap},
                 out + offset, scratch, mask, tile);
   }
 }

@@ -69,9 +69,10 @@ inline size_t attention_queries_scratch_floats(int head_dim) {
 // position 0, so a mask that keeps exactly [0, n) gives the same bits as
 // n_keys = n without a mask, and splitting the cache into spans of any size
 // gives the same bits as one span. At least one position must be valid.
+// `softcap` > 0 soft-caps the scores as Scoring does (gemma2).
 void attend_heads(const float* q, int n_q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                   int kv_head, int head_dim, KvFormat format, float scale, float* out,
-                  float* scratch, const uint8_t* mask = nullptr);
+                  float* scratch, const uint8_t* mask = nullptr, float softcap = 0.0f);
 
 // Positions [begin, end) of its sequence that one query attends: [0, pos + 1)
 // under full attention, (pos − W, pos] under a sliding window W.
@@ -113,8 +114,9 @@ void attend_queries(const float* q, size_t q_stride, int n_q, const KeyRange* ke
 // attend_heads for a single query head.
 inline void attend_one_head(const float* q, const KvSpan* spans, size_t n_spans, int32_t n_keys,
                             int kv_head, int head_dim, KvFormat format, float scale, float* out,
-                            float* scratch, const uint8_t* mask = nullptr) {
-  attend_heads(q, 1, spans, n_spans, n_keys, kv_head, head_dim, format, scale, out, scratch, mask);
+                            float* scratch, const uint8_t* mask = nullptr, float softcap = 0.0f) {
+  attend_heads(q, 1, spans, n_spans, n_keys, kv_head, head_dim, format, scale, out, scratch, mask,
+               softcap);
 }
 
 }  // namespace kvforge

@@ -29,18 +29,38 @@ enum class PlanKind : uint8_t { Prefill = 0, Generate = 1 };
 enum class OpCode : uint8_t {
   UpdateMask = 0,     // state: mask[slot][pos] = 1 for every valid row
   BuildAttnMask = 1,  // dst[rows][kv_len] bytes = mask[slot][j] && j <= pos (0 for padding rows)
-  Embed = 2,          // dst[rows][n_embd] = token_embd[token]; src0 (cos_sin) = rope angles(pos)
-  RmsNorm = 3,        // dst[rows][n] = rms_norm(src0[rows][n]) * weight
-  MatMul = 4,         // dst[rows][w.rows] = src0[rows][w.cols] · Wᵀ
-  AddBias = 5,        // dst[rows][d] += bias
-  Rope = 6,         // rotate src0 (q, n_head heads) and dst (k, n_kv_head heads) by src1 (cos_sin)
+  // dst[rows][n_embd] = token_embd[token] * embd_scale; src0 (cos_sin) = rope angles(pos) of
+  // RoPE table 0, src1 (when the model has a second table) those of table 1
+  Embed = 2,
+  RmsNorm = 3,  // dst[rows][n] = rms_norm(src0[rows][n]) * weight (src0 may be dst)
+  MatMul = 4,   // dst[rows][w.rows] = src0[rows][w.cols] · Wᵀ
+  AddBias = 5,  // dst[rows][d] += bias
+  // rotate src0 (q, n_head heads) and dst (k, n_kv_head heads) by src1 (the cos_sin of the
+  // layer's RoPE table: the model's rope_index(layer))
+  Rope = 6,
   KvWrite = 7,      // cache[layer][slot][pos] ← src0 (k), src1 (v) for every valid row
   Attention = 8,    // dst (attn) ← src0 (q) over cache[layer][slot][0, kv_len) masked by src1
   AddInto = 9,      // dst += src0 (residual)
   SwiGlu = 10,      // dst = silu(dst) * src0
   GatherRows = 11,  // dst[n_logit_rows][n_embd] = src0[logit_rows[i]]
+  // What the other architectures add to the llama block:
+  HeadNorm =
+      12,      // dst[rows][heads][head_dim]: each head rms-normed by weight [head_dim] (Q/K norms)
+  GeGlu = 13,  // dst = gelu_tanh(dst) * src0
+  SoftCap = 14,  // dst[rows][n_vocab] = c·tanh(dst / c), c = the model's final_softcap
+  // A sliding-window layer, whose cache is a ring of `window` positions that
+  // a prefill chunk's writes would overwrite before its earlier rows have
+  // read them: its rows' K/V are staged, attended, and only then written
+  // (KvWrite after WindowAttention).
+  RowRuns = 15,  // dst[rows] i32 = the first row of each valid row's run (rows of one slot at
+                 // consecutive positions), -1 for padding rows
+  KvStage = 16,  // dst ← src0 (k), src1 (v) of every row encoded as the cache's head records:
+                 // K [rows][n_kv_head] records, then V [rows][n_kv_head] records
+  // dst (attn) ← src0 (q) over positions (pos - window, pos]: the cache's before the row's
+  // run, then the run's staged records (src1); the runs are the plan's row_runs_buffer
+  WindowAttention = 17,
 };
-inline constexpr int kOpCodeCount = 12;
+inline constexpr int kOpCodeCount = 18;
 
 // Which tensor of the model an op uses (with the op's layer for per-layer tensors).
 enum class WeightRef : uint8_t {
@@ -59,8 +79,12 @@ enum class WeightRef : uint8_t {
   FfnDown,
   OutputNorm,
   Output,
+  AttnQNorm,     // [head_dim] (qwen3, gemma3)
+  AttnKNorm,     // [head_dim]
+  AttnPostNorm,  // [n_embd] (gemma)
+  FfnPostNorm,   // [n_embd]
 };
-inline constexpr int kWeightRefCount = 15;
+inline constexpr int kWeightRefCount = 19;
 
 inline constexpr uint16_t kNoBuffer = 0xFFFF;
 
@@ -94,6 +118,9 @@ struct Plan {
   std::vector<int32_t> attention_split;
   uint16_t logits_buffer = kNoBuffer;             // [n_logit_rows][n_vocab] f32, the plan's output
   uint16_t attention_scratch_buffer = kNoBuffer;  // [n_threads][attention_scratch_floats] f32
+                                                  // (attention_queries_scratch_floats with
+                                                  // sliding-window layers)
+  uint16_t row_runs_buffer = kNoBuffer;           // [rows] i32 (RowRuns); kNoBuffer without windows
 
   std::string label() const;  // "prefill[256 x 1152]", "generate[1 x 512]"
   bool operator==(const Plan&) const = default;
@@ -105,6 +132,10 @@ struct PlanSet {
   StaticConfig config;
   int32_t n_threads = 1;
   uint64_t model_fingerprint = 0;
+  // [n_layer] the sliding window each layer was compiled for (0 = full
+  // attention): what decides a layer's ops and its KV storage (a ring of
+  // min(window, capacity) positions). Checked against the model on load.
+  std::vector<int32_t> layer_windows;
   Plan prefill;
   std::vector<Plan> generate;  // one per config.generate_variants, same order
 

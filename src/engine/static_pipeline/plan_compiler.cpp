@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
@@ -34,7 +33,9 @@ class PlanBuilder {
     const int32_t index = int32_t(plan_.ops.size());
     plan_.ops.push_back({code, weight, int16_t(layer), rows, src0, src1, dst});
     for (uint16_t b : {src0, src1, dst}) touch(b, index);
-    if (code == OpCode::Attention) touch(plan_.attention_scratch_buffer, index);
+    if (code == OpCode::Attention || code == OpCode::WindowAttention)
+      touch(plan_.attention_scratch_buffer, index);
+    if (code == OpCode::WindowAttention) touch(plan_.row_runs_buffer, index);
   }
 
   // Outputs stay alive past the last op, so nothing is placed over them.
@@ -60,10 +61,37 @@ class PlanBuilder {
 
 constexpr uint64_t kF32 = sizeof(float);
 
-void emit_layer(PlanBuilder& b, const ModelConfig& c, int l, int32_t rows, uint16_t x,
-                uint16_t cos_sin, uint16_t attn_mask) {
+// The buffers every layer shares.
+struct LayerInputs {
+  uint16_t x = kNoBuffer;                        // [rows][n_embd] the residual stream
+  uint16_t cos_sin[2] = {kNoBuffer, kNoBuffer};  // per RoPE table [rows][rope_dim]
+  uint16_t attn_mask = kNoBuffer;                // [rows][kv_len]
+};
+
+// Attention of layer l on q, k, v ([rows][q_dim], [rows][kv_dim] ×2) into a new buffer.
+uint16_t emit_attention(PlanBuilder& b, const ModelConfig& c, int l, int32_t rows,
+                        const LayerInputs& in, uint16_t q, uint16_t k, uint16_t v) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const uint64_t r = uint64_t(rows);
+  const uint16_t attn = b.buffer(p + "attn", r * c.q_dim() * kF32);
+  if (c.window(l) == 0) {
+    b.op(OpCode::KvWrite, rows, WeightRef::None, l, k, v);
+    b.op(OpCode::Attention, rows, WeightRef::None, l, q, in.attn_mask, attn);
+    return attn;
+  }
+  const uint16_t staged =
+      b.buffer(p + "kv_staged", r * uint64_t(c.n_kv_head) * 2 * max_kv_record_bytes(c.head_dim));
+  b.op(OpCode::KvStage, rows, WeightRef::None, l, k, v, staged);
+  b.op(OpCode::WindowAttention, rows, WeightRef::None, l, q, staged, attn);
+  b.op(OpCode::KvWrite, rows, WeightRef::None, l, k, v);
+  return attn;
+}
+
+void emit_layer(PlanBuilder& b, const Model& m, int l, int32_t rows, const LayerInputs& in) {
+  const ModelConfig& c = m.config();
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const uint64_t r = uint64_t(rows);
+  const uint16_t x = in.x;
   const uint16_t attn_in = b.buffer(p + "attn_in", r * c.n_embd * kF32);
   b.op(OpCode::RmsNorm, rows, WeightRef::AttnNorm, l, x, kNoBuffer, attn_in);
   const uint16_t q = b.buffer(p + "q", r * c.q_dim() * kF32);
@@ -77,12 +105,16 @@ void emit_layer(PlanBuilder& b, const ModelConfig& c, int l, int32_t rows, uint1
     b.op(OpCode::AddBias, rows, WeightRef::BiasK, l, kNoBuffer, kNoBuffer, k);
     b.op(OpCode::AddBias, rows, WeightRef::BiasV, l, kNoBuffer, kNoBuffer, v);
   }
-  b.op(OpCode::Rope, rows, WeightRef::None, l, q, cos_sin, k);
-  b.op(OpCode::KvWrite, rows, WeightRef::None, l, k, v);
-  const uint16_t attn = b.buffer(p + "attn", r * c.q_dim() * kF32);
-  b.op(OpCode::Attention, rows, WeightRef::None, l, q, attn_mask, attn);
+  if (c.qk_norm) {
+    b.op(OpCode::HeadNorm, rows, WeightRef::AttnQNorm, l, q, kNoBuffer, q);
+    b.op(OpCode::HeadNorm, rows, WeightRef::AttnKNorm, l, k, kNoBuffer, k);
+  }
+  b.op(OpCode::Rope, rows, WeightRef::None, l, q, in.cos_sin[m.rope_index(l)], k);
+  const uint16_t attn = emit_attention(b, c, l, rows, in, q, k, v);
   const uint16_t attn_out = b.buffer(p + "attn_out", r * c.n_embd * kF32);
   b.op(OpCode::MatMul, rows, WeightRef::AttnOutput, l, attn, kNoBuffer, attn_out);
+  if (c.post_norms)
+    b.op(OpCode::RmsNorm, rows, WeightRef::AttnPostNorm, l, attn_out, kNoBuffer, attn_out);
   b.op(OpCode::AddInto, rows, WeightRef::None, l, attn_out, kNoBuffer, x);
 
   const uint16_t ffn_in = b.buffer(p + "ffn_in", r * c.n_embd * kF32);
@@ -91,9 +123,12 @@ void emit_layer(PlanBuilder& b, const ModelConfig& c, int l, int32_t rows, uint1
   const uint16_t up = b.buffer(p + "up", r * c.n_ff * kF32);
   b.op(OpCode::MatMul, rows, WeightRef::FfnGate, l, ffn_in, kNoBuffer, gate);
   b.op(OpCode::MatMul, rows, WeightRef::FfnUp, l, ffn_in, kNoBuffer, up);
-  b.op(OpCode::SwiGlu, rows, WeightRef::None, l, up, kNoBuffer, gate);
+  b.op(c.ffn_act == FfnActivation::GeluTanh ? OpCode::GeGlu : OpCode::SwiGlu, rows, WeightRef::None,
+       l, up, kNoBuffer, gate);
   const uint16_t ffn_out = b.buffer(p + "ffn_out", r * c.n_embd * kF32);
   b.op(OpCode::MatMul, rows, WeightRef::FfnDown, l, gate, kNoBuffer, ffn_out);
+  if (c.post_norms)
+    b.op(OpCode::RmsNorm, rows, WeightRef::FfnPostNorm, l, ffn_out, kNoBuffer, ffn_out);
   b.op(OpCode::AddInto, rows, WeightRef::None, l, ffn_out, kNoBuffer, x);
 }
 
@@ -104,27 +139,6 @@ std::vector<int32_t> split_attention(int32_t rows, int n_head, int32_t n_threads
   std::vector<int32_t> split(size_t(n_threads) + 1);
   for (int32_t i = 0; i <= n_threads; ++i) split[size_t(i)] = int32_t(items * i / n_threads);
   return split;
-}
-
-// The plan's op set computes the llama block (with qwen2's biases); what the
-// other architectures add is refused by name rather than left out.
-void check_plan_supports(const ModelConfig& c) {
-  std::string missing;
-  const auto need = [&](bool used, const char* what) {
-    if (used) missing += std::string(missing.empty() ? "" : ", ") + what;
-  };
-  need(c.qk_norm, "Q/K norms");
-  need(c.post_norms, "post-attention/FFN norms");
-  need(c.embd_scale != 1.0f, "scaled embeddings");
-  need(c.ffn_act != FfnActivation::Silu, "GELU FFN");
-  need(c.attn_softcap > 0.0f || c.final_softcap > 0.0f, "soft-capping");
-  need(c.sliding_window > 0, "sliding-window attention");
-  need(c.attn_scale != 1.0f / std::sqrt(float(c.head_dim)), "a non-default query scale");
-  need(c.rope.freq_scale != 1.0f || c.rope.ext_factor != 0.0f || c.rope.attn_factor != 1.0f,
-       "scaled RoPE");
-  if (!missing.empty())
-    throw std::invalid_argument("static pipeline: the " + c.arch_name + " model uses " + missing +
-                                ", which static plans do not compute yet (run without --static)");
 }
 
 }  // namespace
@@ -139,7 +153,6 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
                                 std::to_string(kv_len) + ", logit rows " +
                                 std::to_string(n_logit_rows) + ", threads " +
                                 std::to_string(n_threads) + " out of range");
-  check_plan_supports(c);
   Plan plan;
   plan.kind = kind;
   plan.rows = rows;
@@ -148,25 +161,39 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   plan.attention_split = split_attention(rows, c.n_head, n_threads);
   PlanBuilder b(plan);
   const uint64_t r = uint64_t(rows);
-  const uint16_t x = b.buffer("x", r * c.n_embd * kF32);
-  const uint16_t cos_sin = b.buffer("rope.cos_sin", r * c.rope_dim * kF32);
-  const uint16_t attn_mask = b.buffer("attn_mask", r * uint64_t(kv_len));
+  const bool windows = c.sliding_window > 0;
+  LayerInputs in;
+  in.x = b.buffer("x", r * c.n_embd * kF32);
+  in.cos_sin[0] = b.buffer("rope.cos_sin", r * c.rope_dim * kF32);
+  if (model.rope_tables().size() > 1)
+    in.cos_sin[1] = b.buffer("rope.cos_sin.swa", r * c.rope_dim * kF32);
+  in.attn_mask = b.buffer("attn_mask", r * uint64_t(kv_len));
+  // attend_queries (WindowAttention) needs the larger scratch.
   plan.attention_scratch_buffer =
-      b.buffer("attn.scratch", uint64_t(n_threads) * attention_scratch_floats(c.head_dim) * kF32);
+      b.buffer("attn.scratch", uint64_t(n_threads) *
+                                   (windows ? attention_queries_scratch_floats(c.head_dim)
+                                            : attention_scratch_floats(c.head_dim)) *
+                                   kF32);
+  if (windows) plan.row_runs_buffer = b.buffer("attn.row_runs", r * sizeof(int32_t));
 
   b.op(OpCode::UpdateMask, rows);
-  b.op(OpCode::BuildAttnMask, rows, WeightRef::None, -1, kNoBuffer, kNoBuffer, attn_mask);
-  b.op(OpCode::Embed, rows, WeightRef::None, -1, cos_sin, kNoBuffer, x);
-  for (int l = 0; l < c.n_layer; ++l) emit_layer(b, c, l, rows, x, cos_sin, attn_mask);
+  b.op(OpCode::BuildAttnMask, rows, WeightRef::None, -1, kNoBuffer, kNoBuffer, in.attn_mask);
+  if (windows)
+    b.op(OpCode::RowRuns, rows, WeightRef::None, -1, kNoBuffer, kNoBuffer, plan.row_runs_buffer);
+  b.op(OpCode::Embed, rows, WeightRef::None, -1, in.cos_sin[0], in.cos_sin[1], in.x);
+  for (int l = 0; l < c.n_layer; ++l) emit_layer(b, model, l, rows, in);
 
   const uint64_t n_out = uint64_t(n_logit_rows);
   const uint16_t out_x = b.buffer("output.x", n_out * c.n_embd * kF32);
-  b.op(OpCode::GatherRows, n_logit_rows, WeightRef::None, -1, x, kNoBuffer, out_x);
+  b.op(OpCode::GatherRows, n_logit_rows, WeightRef::None, -1, in.x, kNoBuffer, out_x);
   const uint16_t out_norm = b.buffer("output.norm", n_out * c.n_embd * kF32);
   b.op(OpCode::RmsNorm, n_logit_rows, WeightRef::OutputNorm, -1, out_x, kNoBuffer, out_norm);
   plan.logits_buffer = b.buffer("logits", n_out * c.n_vocab * kF32);
   b.op(OpCode::MatMul, n_logit_rows, WeightRef::Output, -1, out_norm, kNoBuffer,
        plan.logits_buffer);
+  if (c.final_softcap > 0.0f)
+    b.op(OpCode::SoftCap, n_logit_rows, WeightRef::None, -1, kNoBuffer, kNoBuffer,
+         plan.logits_buffer);
   b.keep_to_end(plan.logits_buffer);
   b.place();
 
@@ -186,6 +213,7 @@ PlanSet compile_plans(const Model& model, const StaticConfig& config, int32_t n_
   set.config = config;
   set.n_threads = n_threads;
   set.model_fingerprint = model_fingerprint(model);
+  set.layer_windows = layer_windows(model.config());
   set.prefill =
       compile_plan(model, PlanKind::Prefill, config.prefill_chunk, config.capacity(), 1, n_threads);
   for (int32_t kv_len : config.generate_variants)

@@ -15,6 +15,12 @@
 namespace kvforge {
 namespace {
 
+// Whether valid row t continues the run of row t - 1: same slot, next position.
+bool continues_run(const PlanInputs& in, int32_t t) {
+  return t > 0 && in.valid[t - 1] && in.slots[t - 1] == in.slots[t] &&
+         in.positions[t - 1] + 1 == in.positions[t];
+}
+
 // One run of a plan; methods are the op kinds.
 class PlanRun {
  public:
@@ -54,13 +60,27 @@ class PlanRun {
     }
   }
 
+  // Each row's run: the first row of the rows of its slot at consecutive
+  // positions up to it (check_inputs made sure a slot has one run).
+  void row_runs(const PlanOp& op) {
+    int32_t* runs = reinterpret_cast<int32_t*>(bytes(op.dst));
+    for (int32_t t = 0; t < p_.rows; ++t)
+      runs[t] = !in_.valid[t] ? -1 : continues_run(in_, t) ? runs[t - 1] : t;
+  }
+
   void embed(const PlanOp& op) {
     const WeightView& e = m_.weights().token_embd;
     const size_t rb = row_bytes(e.type, size_t(e.cols));
+    const std::vector<RopeTable>& tables = m_.rope_tables();
     for (int32_t t = 0; t < p_.rows; ++t) {
       const auto* row = static_cast<const uint8_t*>(e.data) + size_t(in_.tokens[t]) * rb;
-      dequantize_row(e.type, row, f32(op.dst) + size_t(t) * c_.n_embd, c_.n_embd);
-      m_.rope().angles(in_.positions[t], f32(op.src0) + size_t(t) * c_.rope_dim);
+      float* x = f32(op.dst) + size_t(t) * c_.n_embd;
+      dequantize_row(e.type, row, x, c_.n_embd);
+      if (c_.embd_scale != 1.0f)
+        for (int i = 0; i < c_.n_embd; ++i) x[i] *= c_.embd_scale;
+      tables[0].angles(in_.positions[t], f32(op.src0) + size_t(t) * c_.rope_dim);
+      if (op.src1 != kNoBuffer)
+        tables[1].angles(in_.positions[t], f32(op.src1) + size_t(t) * c_.rope_dim);
     }
   }
 
@@ -68,6 +88,17 @@ class PlanRun {
     for (int32_t t = 0; t < op.rows; ++t)
       rms_norm(f32(op.src0) + size_t(t) * c_.n_embd, w.data(), c_.n_embd, c_.rms_eps,
                f32(op.dst) + size_t(t) * c_.n_embd);
+  }
+
+  // Q/K norms: every head of every row, in place.
+  void head_norm_rows(const PlanOp& op, const std::vector<float>& w) {
+    const int heads = op.weight == WeightRef::AttnQNorm ? c_.n_head : c_.n_kv_head;
+    const size_t hd = size_t(c_.head_dim);
+    for (int32_t t = 0; t < op.rows; ++t)
+      for (int h = 0; h < heads; ++h) {
+        const size_t at = (size_t(t) * size_t(heads) + size_t(h)) * hd;
+        rms_norm(f32(op.src0) + at, w.data(), c_.head_dim, c_.rms_eps, f32(op.dst) + at);
+      }
   }
 
   void add_bias(const PlanOp& op, const std::vector<float>& bias) {
@@ -78,10 +109,11 @@ class PlanRun {
   }
 
   void rope(const PlanOp& op) {
+    const RopeTable& table = m_.rope(op.layer);
     for (int32_t t = 0; t < op.rows; ++t) {
       const float* cs = f32(op.src1) + size_t(t) * c_.rope_dim;
-      m_.rope().apply(f32(op.src0) + size_t(t) * c_.q_dim(), c_.n_head, c_.head_dim, cs);
-      m_.rope().apply(f32(op.dst) + size_t(t) * c_.kv_dim(), c_.n_kv_head, c_.head_dim, cs);
+      table.apply(f32(op.src0) + size_t(t) * c_.q_dim(), c_.n_head, c_.head_dim, cs);
+      table.apply(f32(op.dst) + size_t(t) * c_.kv_dim(), c_.n_kv_head, c_.head_dim, cs);
     }
   }
 
@@ -93,10 +125,80 @@ class PlanRun {
                      f32(op.src1) + size_t(t) * c_.kv_dim());
   }
 
+  // Every row's K and V as the cache's head records ([rows][n_kv_head] K
+  // records, then V's), the bytes a KvWrite would store.
+  void kv_stage(const PlanOp& op) {
+    const KvFormat format = cache_.format();
+    const size_t kb = kv_head_bytes(format.k, c_.head_dim),
+                 vb = kv_head_bytes(format.v, c_.head_dim);
+    uint8_t* k_records = bytes(op.dst);
+    uint8_t* v_records = k_records + size_t(op.rows) * size_t(c_.n_kv_head) * kb;
+    for (int32_t t = 0; t < op.rows; ++t)
+      for (int h = 0; h < c_.n_kv_head; ++h) {
+        const size_t at = size_t(t) * size_t(c_.kv_dim()) + size_t(h) * size_t(c_.head_dim);
+        const size_t record = size_t(t) * size_t(c_.n_kv_head) + size_t(h);
+        kv_encode_head(format.k, f32(op.src0) + at, k_records + record * kb, c_.head_dim);
+        kv_encode_head(format.v, f32(op.src1) + at, v_records + record * vb, c_.head_dim);
+      }
+  }
+
+  // Sliding-window attention: row t at position p attends (p - window, p],
+  // which are the positions before its run in the cache's ring (not yet
+  // overwritten: the run's K/V are written after this op) and then its
+  // run's staged records up to itself. One query head per item, as the
+  // plan split them; attend_queries over exactly those positions gives the
+  // dynamic forward pass's bits.
+  void window_attention(const PlanOp& op) {
+    const int32_t window = c_.window(op.layer);
+    const KvFormat format = cache_.format();
+    const size_t kb = kv_head_bytes(format.k, c_.head_dim),
+                 vb = kv_head_bytes(format.v, c_.head_dim);
+    const uint8_t* k_records = bytes(op.src1);
+    const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
+    const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
+    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
+    const Scoring scoring{c_.attn_scale, c_.attn_softcap};
+    const size_t q_dim = size_t(c_.q_dim());
+    pool_.run([&](int ti, int) {
+      float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
+      for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
+           ++item) {
+        const int32_t t = item / c_.n_head;
+        const int h = item % c_.n_head;
+        float* out = f32(op.dst) + size_t(t) * q_dim + size_t(h) * c_.head_dim;
+        if (!in_.valid[t]) {
+          std::fill(out, out + c_.head_dim, 0.0f);
+          continue;
+        }
+        const int32_t pos = in_.positions[t];
+        const int32_t run = runs[t];
+        const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
+        const KeyRange keys{std::max(0, pos - window + 1), pos + 1};
+        KvSpan spans[3];
+        const int n_cached =
+            keys.begin < run_first
+                ? cache_.ring_spans(op.layer, in_.slots[t], keys.begin, run_first, spans)
+                : 0;
+        KvSpan& staged = spans[n_cached];
+        staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
+        staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
+        staged.k_pos_stride = size_t(c_.n_kv_head) * kb;
+        staged.k_head_stride = kb;
+        staged.v_pos_stride = size_t(c_.n_kv_head) * vb;
+        staged.v_head_stride = vb;
+        staged.n = pos - run_first + 1;
+        const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
+        attend_queries(f32(op.src0) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys,
+                       1, kv, h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim,
+                       scratch);
+      }
+    });
+  }
+
   // Over the plan's whole KV length, with the mask; items split over threads
   // as the plan fixed them.
   void attention(const PlanOp& op) {
-    const float scale = 1.0f / std::sqrt(float(c_.head_dim));
+    const float scale = c_.attn_scale;
     const size_t per_thread = attention_scratch_floats(c_.head_dim);
     const KvFormat format = cache_.format();
     pool_.run([&](int ti, int) {
@@ -113,7 +215,7 @@ class PlanRun {
         const KvSpan span = cache_.span(op.layer, in_.slots[t], p_.kv_len);
         attend_one_head(f32(op.src0) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
                         p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
-                        bytes(op.src1) + size_t(t) * size_t(p_.kv_len));
+                        bytes(op.src1) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
       }
     });
   }
@@ -127,6 +229,18 @@ class PlanRun {
 
   void swiglu_rows(const PlanOp& op) {
     swiglu(f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff, f32(op.dst));
+  }
+
+  void geglu_rows(const PlanOp& op) {
+    geglu(f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff, f32(op.dst));
+  }
+
+  // logits → c·tanh(logits / c), as the dynamic forward pass computes it.
+  void soft_cap(const PlanOp& op) {
+    const float cap = c_.final_softcap, inv = 1.0f / cap;
+    float* x = f32(op.dst);
+    const size_t n = size_t(op.rows) * size_t(c_.n_vocab);
+    for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
   }
 
   void gather_rows(const PlanOp& op) {
@@ -162,7 +276,7 @@ PlanExecutor::PlanExecutor(const Model& model, const Plan& plan, int32_t n_threa
   for (const PlanOp& op : plan.ops) {
     ResolvedOp r{op};
     if (op.code == OpCode::MatMul) r.matrix = &weight_matrix(model, op.weight, op.layer);
-    if (op.code == OpCode::RmsNorm || op.code == OpCode::AddBias)
+    if (op.code == OpCode::RmsNorm || op.code == OpCode::AddBias || op.code == OpCode::HeadNorm)
       r.vec = &weight_vector(model, op.weight, op.layer);
     ops_.push_back(r);
   }
@@ -200,6 +314,34 @@ void PlanExecutor::check_inputs(const PlanInputs& in, const StaticKvCache& cache
   for (int32_t r : in.logit_rows)
     if (r < 0 || size_t(r) >= rows)
       bad_input(p, "logit row " + std::to_string(r) + " out of range");
+  if (p.row_runs_buffer != kNoBuffer) check_runs(in, cache);
+}
+
+// A sliding-window layer reads a row's earlier positions from the ring
+// before its run and from the staged run itself: each slot's rows must be
+// one run at consecutive positions, and the window before it must still be
+// in the ring (it is, unless the slot was truncated further back than the
+// ring reaches).
+void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) const {
+  const Plan& p = plan_;
+  const int32_t window = model_.config().sliding_window;
+  for (int32_t t = 0; t < p.rows; ++t) {
+    if (!in.valid[t] || continues_run(in, t)) continue;
+    const int32_t slot = in.slots[t];
+    for (int32_t u = 0; u < t; ++u)
+      if (in.valid[u] && in.slots[u] == slot)
+        bad_input(p, "rows " + std::to_string(u) + " and " + std::to_string(t) + " of slot " +
+                         std::to_string(slot) +
+                         " are not one run of consecutive positions, which a plan with "
+                         "sliding-window layers needs");
+    const int32_t first = in.positions[t];
+    const int32_t from = std::max(0, first - window + 1);
+    if (!cache.holds(slot, from, first))
+      bad_input(p, "slot " + std::to_string(slot) + ": positions [" + std::to_string(from) + ", " +
+                       std::to_string(first) + ") of the sliding window of position " +
+                       std::to_string(first) + " are not all filled and in the cache's ring of " +
+                       std::to_string(cache.ring_positions()) + " positions");
+  }
 }
 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
@@ -244,6 +386,24 @@ std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& ca
         break;
       case OpCode::GatherRows:
         run.gather_rows(op);
+        break;
+      case OpCode::HeadNorm:
+        run.head_norm_rows(op, *r.vec);
+        break;
+      case OpCode::GeGlu:
+        run.geglu_rows(op);
+        break;
+      case OpCode::SoftCap:
+        run.soft_cap(op);
+        break;
+      case OpCode::RowRuns:
+        run.row_runs(op);
+        break;
+      case OpCode::KvStage:
+        run.kv_stage(op);
+        break;
+      case OpCode::WindowAttention:
+        run.window_attention(op);
         break;
     }
   }

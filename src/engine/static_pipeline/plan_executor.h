@@ -1,6 +1,7 @@
 // Runs a plan: interprets its op list with the same kernels as the dynamic
-// forward pass (matmul, rms_norm, RoPE, swiglu, attend_one_head with the
-// mask), so static and dynamic results are the same bits.
+// forward pass (matmul, rms_norm, RoPE, swiglu/geglu, attend_one_head with
+// the mask, attend_queries over a sliding window), so static and dynamic
+// results are the same bits.
 //
 // Nothing is allocated per run: weights are resolved once at construction,
 // activations live in the caller's arena at the plan's offsets, and the
@@ -21,7 +22,9 @@ namespace kvforge {
 
 // The explicit per-step inputs of a plan. Padding rows (valid = 0) still flow
 // through the fixed-shape matmuls but are never written to the cache and
-// never attend: give them any in-vocabulary token (0) and position 0.
+// never attend: give them any in-vocabulary token (0) and position 0. With
+// sliding-window layers, each slot's valid rows must be consecutive rows at
+// consecutive positions (a prefill chunk; one row per slot in decode).
 struct PlanInputs {
   std::span<const int32_t> tokens;      // [rows]
   std::span<const int32_t> positions;   // [rows] < kv_len for valid rows
@@ -54,6 +57,7 @@ class PlanExecutor {
   };
   void check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
                     const MatmulScratch& scratch, const ThreadPool& pool) const;
+  void check_runs(const PlanInputs& in, const StaticKvCache& cache) const;
 
   const Model& model_;
   const Plan& plan_;

@@ -12,6 +12,7 @@ namespace {
 constexpr char kMagic[8] = {'K', 'V', 'F', 'P', 'L', 'A', 'N', '\0'};
 constexpr uint32_t kMaxVariants = 4096;
 constexpr uint32_t kMaxBufferName = 256;
+constexpr uint32_t kMaxLayers = 1u << 15;  // PlanOp::layer is an i16
 
 class ByteWriter {
  public:
@@ -85,6 +86,7 @@ void write_plan(ByteWriter& w, const Plan& p) {
   w.put(p.matmul_scratch_bytes);
   w.put(p.logits_buffer);
   w.put(p.attention_scratch_buffer);
+  w.put(p.row_runs_buffer);
   w.put(uint32_t(p.buffers.size()));
   for (const PlanBuffer& b : p.buffers) {
     w.put(uint16_t(b.name.size()));
@@ -118,6 +120,7 @@ Plan read_plan(ByteReader& r) {
   p.matmul_scratch_bytes = r.get<uint64_t>("matmul scratch size");
   p.logits_buffer = r.get<uint16_t>("logits buffer");
   p.attention_scratch_buffer = r.get<uint16_t>("attention scratch buffer");
+  p.row_runs_buffer = r.get<uint16_t>("row runs buffer");
   const uint32_t n_buffers = r.count("buffer count", kNoBuffer, 2 + 16);
   p.buffers.resize(n_buffers);
   for (PlanBuffer& b : p.buffers) {
@@ -180,6 +183,8 @@ std::vector<uint8_t> serialize_plans(const PlanSet& set) {
   w.put(uint8_t(c.kv_format.k));
   w.put(uint8_t(c.kv_format.v));
   w.put(set.n_threads);
+  w.put(uint32_t(set.layer_windows.size()));
+  for (int32_t window : set.layer_windows) w.put(window);
   w.put(uint32_t(1 + set.generate.size()));
   write_plan(w, set.prefill);
   for (const Plan& p : set.generate) write_plan(w, p);
@@ -213,7 +218,10 @@ PlanSet parse_plans(std::span<const uint8_t> bytes, const std::string& name) {
   c.kv_format.k = read_kv_dtype(r, "K dtype");
   c.kv_format.v = read_kv_dtype(r, "V dtype");
   set.n_threads = r.get<int32_t>("thread count");
-  const uint32_t n_plans = r.count("plan count", kMaxVariants + 1, 40);
+  const uint32_t n_layers = r.count("layer count", kMaxLayers, 4);
+  set.layer_windows.resize(n_layers);
+  for (int32_t& window : set.layer_windows) window = r.get<int32_t>("layer window");
+  const uint32_t n_plans = r.count("plan count", kMaxVariants + 1, 42);
   if (n_plans != n_variants + 1)
     r.fail(std::to_string(n_plans) + " plans for " + std::to_string(n_variants) + " variants");
   set.prefill = read_plan(r);

@@ -2,14 +2,16 @@
 // starts without compiling, the way an NPU runtime loads a compiled blob.
 //
 // Layout (little-endian; every count bounded by the bytes that remain):
-//   magic "KVFPLAN\0", u32 version (1)
+//   magic "KVFPLAN\0", u32 version (2; 1 lacked the sliding-window layers)
 //   u64 model fingerprint, u64 configuration fingerprint
 //   configuration: i32 max_prompt_len, i32 min_response_len, i32 prefill_chunk,
 //                  u32 n_variants, i32 variants[n], i32 slots, u8 K dtype, u8 V dtype
 //   i32 n_threads
+//   u32 n_layer, i32 layer_windows[n_layer] (0 = full attention)
 //   u32 n_plans (1 prefill + one per variant), then per plan:
 //     u8 kind, i32 rows, i32 kv_len, i32 n_logit_rows, u64 arena_bytes,
 //     u64 matmul_scratch_bytes, u16 logits buffer, u16 attention scratch buffer,
+//     u16 row runs buffer (0xFFFF without sliding-window layers),
 //     u32 n_buffers, per buffer: u16 name length, name, u64 offset, u64 bytes
 //     u32 n_ops, per op: u8 code, u8 weight, i16 layer, i32 rows, u16 src0, src1, dst
 //     u32 n_split, i32 split[n]
@@ -17,8 +19,9 @@
 //
 // Loading checks, in order: magic, version, structure (truncation, counts,
 // trailing bytes), checksum, the configuration's own fingerprint and
-// validity, then against the model: its fingerprint and every plan's
-// buffers, offsets, ops and shapes (plan_validation.h). Each failure is a
+// validity, then against the model: its fingerprint, the layers' sliding
+// windows and every plan's buffers, offsets, ops and shapes
+// (plan_validation.h). Each failure is a
 // PlanError naming the file and the problem.
 #pragma once
 
@@ -34,7 +37,7 @@
 
 namespace kvforge {
 
-inline constexpr uint32_t kPlanFileVersion = 1;
+inline constexpr uint32_t kPlanFileVersion = 2;
 
 std::vector<uint8_t> serialize_plans(const PlanSet& set);
 // Structure only (no model at hand): throws PlanError prefixed with `name`.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 #include "engine/static_pipeline/plan.h"
 #include "model/model.h"
@@ -24,9 +25,23 @@ class PlanError : public std::runtime_error {
 // op or buffer and expected vs found.
 void validate_plan(const Plan& plan, const Model& model, int32_t n_threads);
 
+// Also checks the model's per-layer features against the ops: Q/K norms,
+// post norms, the gated activation, soft-capping of the logits, each layer's
+// RoPE table and kind of attention (full: KvWrite then Attention; sliding
+// window: KvStage, WindowAttention, then KvWrite).
+
 // validate_plan on every plan, plus their shapes against the configuration:
 // prefill rows = prefill_chunk and KV length = capacity, one generate plan
-// per variant with rows = slots and KV length = the variant.
+// per variant with rows = slots and KV length = the variant; and the
+// recorded layer_windows against the model's.
 void validate_plan_set(const PlanSet& set, const Model& model);
+
+// [n_layer] the model's sliding window of each layer (0 = full attention):
+// what PlanSet::layer_windows records.
+std::vector<int32_t> layer_windows(const ModelConfig& config);
+
+// The largest KV head record of any format for head_dim: KvStage's records
+// are sized for it, so that a plan does not depend on the KV format.
+uint64_t max_kv_record_bytes(int head_dim);
 
 }  // namespace kvforge

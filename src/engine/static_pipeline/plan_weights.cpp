@@ -33,7 +33,12 @@ bool is_matrix_ref(WeightRef w) {
 }
 
 bool is_norm_ref(WeightRef w) {
-  return w == WeightRef::AttnNorm || w == WeightRef::FfnNorm || w == WeightRef::OutputNorm;
+  return w == WeightRef::AttnNorm || w == WeightRef::FfnNorm || w == WeightRef::OutputNorm ||
+         w == WeightRef::AttnPostNorm || w == WeightRef::FfnPostNorm;
+}
+
+bool is_head_norm_ref(WeightRef w) {
+  return w == WeightRef::AttnQNorm || w == WeightRef::AttnKNorm;
 }
 
 bool is_bias_ref(WeightRef w) {
@@ -46,9 +51,10 @@ bool is_per_layer_ref(WeightRef w) {
 
 const char* weight_ref_name(WeightRef w) {
   static const char* const kNames[kWeightRefCount] = {
-      "none",     "attn_norm", "attn_q",   "attn_k",      "attn_v",
-      "bias_q",   "bias_k",    "bias_v",   "attn_output", "ffn_norm",
-      "ffn_gate", "ffn_up",    "ffn_down", "output_norm", "output"};
+      "none",        "attn_norm",   "attn_q",         "attn_k",       "attn_v",
+      "bias_q",      "bias_k",      "bias_v",         "attn_output",  "ffn_norm",
+      "ffn_gate",    "ffn_up",      "ffn_down",       "output_norm",  "output",
+      "attn_q_norm", "attn_k_norm", "attn_post_norm", "ffn_post_norm"};
   const int i = int(w);
   return i >= 0 && i < kWeightRefCount ? kNames[i] : "invalid";
 }
@@ -78,7 +84,7 @@ const WeightView& weight_matrix(const Model& model, WeightRef w, int layer) {
 
 const std::vector<float>& weight_vector(const Model& model, WeightRef w, int layer) {
   if (w == WeightRef::OutputNorm) return model.weights().output_norm;
-  if (!is_norm_ref(w) && !is_bias_ref(w))
+  if (!is_norm_ref(w) && !is_head_norm_ref(w) && !is_bias_ref(w))
     throw std::invalid_argument(std::string("plan: ") + weight_ref_name(w) + " is not a vector");
   const LayerWeights& lw = layer_of(model, w, layer);
   switch (w) {
@@ -90,6 +96,14 @@ const std::vector<float>& weight_vector(const Model& model, WeightRef w, int lay
       return lw.bias_q;
     case WeightRef::BiasK:
       return lw.bias_k;
+    case WeightRef::AttnQNorm:
+      return lw.attn_q_norm;
+    case WeightRef::AttnKNorm:
+      return lw.attn_k_norm;
+    case WeightRef::AttnPostNorm:
+      return lw.attn_post_norm;
+    case WeightRef::FfnPostNorm:
+      return lw.ffn_post_norm;
     default:
       return lw.bias_v;
   }

@@ -8,9 +8,10 @@
 
 namespace kvforge {
 
-bool is_matrix_ref(WeightRef w);  // AttnQ/K/V/Output, FfnGate/Up/Down, Output
-bool is_norm_ref(WeightRef w);    // AttnNorm, FfnNorm, OutputNorm
-bool is_bias_ref(WeightRef w);    // BiasQ/K/V
+bool is_matrix_ref(WeightRef w);     // AttnQ/K/V/Output, FfnGate/Up/Down, Output
+bool is_norm_ref(WeightRef w);       // [n_embd]: AttnNorm, FfnNorm, OutputNorm, Attn/FfnPostNorm
+bool is_head_norm_ref(WeightRef w);  // [head_dim]: AttnQNorm, AttnKNorm
+bool is_bias_ref(WeightRef w);       // BiasQ/K/V
 bool is_per_layer_ref(WeightRef w);
 const char* weight_ref_name(WeightRef w);
 

@@ -93,7 +93,7 @@ int32_t StaticBatchEngine::claim_slot(RequestId id, int branch, std::span<const 
   int32_t best = -1, best_kept = -1;
   for (int32_t s = 0; s < runner_.slots(); ++s) {
     if (slots_[size_t(s)].request >= 0) continue;
-    const int32_t kept = reusable(slots_[size_t(s)], prompt);
+    const int32_t kept = reusable(s, prompt);
     if (kept > best_kept) {
       best = s;
       best_kept = kept;
@@ -111,7 +111,8 @@ int32_t StaticBatchEngine::claim_slot(RequestId id, int branch, std::span<const 
   return best;
 }
 
-int32_t StaticBatchEngine::reusable(const Slot& slot, std::span<const int32_t> prompt) const {
+int32_t StaticBatchEngine::reusable(int32_t index, std::span<const int32_t> prompt) const {
+  const Slot& slot = slots_[size_t(index)];
   // At least the last prompt token is computed: its logits give the first sample.
   const size_t limit = std::min(slot.tokens.size(), prompt.size() - 1);
   size_t common = 0;
@@ -119,13 +120,15 @@ int32_t StaticBatchEngine::reusable(const Slot& slot, std::span<const int32_t> p
   // The rest goes through the generate plan one token at a time: beyond a
   // prefill chunk of it, recomputing the whole prompt chunk by chunk is cheaper.
   if (prompt.size() - common > size_t(runner_.config().prefill_chunk)) return 0;
+  // A sliding-window ring keeps only the last positions the slot wrote.
+  if (!runner_.window_intact(index, int32_t(common))) return 0;
   return int32_t(common);
 }
 
 std::span<const float> StaticBatchEngine::fill_slot(int32_t index,
                                                     std::span<const int32_t> prompt) {
   Slot& slot = slots_[size_t(index)];
-  const int32_t kept = reusable(slot, prompt);
+  const int32_t kept = reusable(index, prompt);
   if (runner_.length(index) != kept) runner_.truncate(index, kept);
   slot.tokens.resize(size_t(kept));
   tokens_reused_ += kept;

@@ -98,7 +98,7 @@ class StaticBatchEngine final : public GenerationBackend {
   // Claims the free slot holding the most of `prompt` for the request's `branch`.
   int32_t claim_slot(RequestId id, int branch, std::span<const int32_t> prompt);
   // Leading positions of what the slot holds that a branch of `prompt` keeps.
-  int32_t reusable(const Slot& slot, std::span<const int32_t> prompt) const;
+  int32_t reusable(int32_t index, std::span<const int32_t> prompt) const;
   // Brings the slot's K/V to `prompt`; returns the last prompt token's logits.
   std::span<const float> fill_slot(int32_t slot, std::span<const int32_t> prompt);
 

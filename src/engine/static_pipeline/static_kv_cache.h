@@ -1,23 +1,31 @@
-// The static KV cache: a ContiguousKvCache of `slots` sequences at full
-// capacity, allocated (and made resident) once and never resized, plus an
-// attention mask per slot telling which positions hold data. A slot is a
-// KvStore sequence.
+// The static KV cache: `slots` sequences of `capacity` positions, allocated
+// (and made resident) once and never resized, plus an attention mask per
+// slot telling which positions hold data. A slot is a KvStore sequence.
 //
-// Layout: ContiguousKvCache's, [n_layer][slots][n_kv_head][capacity] head
-// records (K and V each in its own format; that header has the figures).
-// Mask: [slots][capacity] bytes, 1 = position filled. The valid part of a
-// slot is always a prefix [0, length); positions past it keep whatever an
-// earlier sequence left there, which the mask makes unreadable.
+// Layers come in two groups, each a ContiguousKvCache (that header has the
+// record layout and figures):
+//   full layers:    [n_full][slots][n_kv_head][capacity] head records;
+//   window layers:  [n_ring][slots][n_kv_head][ring] head records, a ring of
+//                   ring = min(window, capacity) positions: position p lives at
+//                   p % ring, so a sliding-window layer costs its window, not
+//                   the capacity. Per ring cell a tag keeps the position it
+//                   holds ([n_ring][slots][ring] i32, -1 = none): a position
+//                   that a later one overwrote is never read as itself.
+// Mask: [slots][capacity] bytes, 1 = position filled, shared by all layers.
+// The valid part of a slot is always a prefix [0, length); positions past it
+// keep whatever an earlier sequence left there, which the mask makes
+// unreadable.
 //
 // Two ways fill it, under one mask: a forward pass over the KvStore interface
 // (write() marks the position filled; spans() refuses to hand out a position
-// nobody wrote), and a plan, for which the cache and the mask are explicit
-// state: it reads them as inputs and writes them as outputs (UpdateMask marks
-// its rows before the attention mask is built, KvWrite stores K/V), nothing
-// is hidden.
+// nobody wrote, or one the ring no longer holds), and a plan, for which the
+// cache and the mask are explicit state: it reads them as inputs and writes
+// them as outputs (UpdateMask marks its rows before the attention mask is
+// built, KvWrite stores K/V), nothing is hidden.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "engine/kv/contiguous_kv_cache.h"
@@ -30,41 +38,73 @@ class StaticKvCache final : public KvStore {
  public:
   StaticKvCache(const ModelConfig& config, int32_t capacity, int32_t slots, KvFormat format);
 
-  int32_t capacity() const { return kv_.capacity(); }
-  int32_t slots() const { return kv_.n_seqs(); }
-  KvFormat format() const override { return kv_.format(); }
-  size_t bytes() const { return kv_.bytes() + mask_.size(); }
+  int32_t capacity() const { return capacity_; }
+  int32_t slots() const { return slots_; }
+  KvFormat format() const override { return format_; }
+  // K/V records of both groups, the masks and the ring tags.
+  size_t bytes() const;
+
+  // The sliding window of `layer` (0: full attention, stored at full capacity).
+  int32_t window(int layer) const { return windows_[size_t(layer)]; }
+  // Positions per slot a window layer's ring holds: min(window, capacity); 0 without windows.
+  int32_t ring_positions() const { return ring_; }
 
   // Encodes K and V ([kv_dim] f32 each) of `slot` at `pos` of `layer` and
   // marks the position filled.
   void write(int layer, int32_t slot, int32_t pos, const float* k, const float* v) override;
-  // Appends span(layer, slot, n); throws std::logic_error when position n - 1
-  // is not filled (the valid part being a prefix, then some of [0, n) is not).
+  // Appends the spans of positions [first, n) in order: one for a full
+  // layer, up to two for a ring that wraps. Throws std::logic_error when
+  // position n - 1 is not filled (the valid part being a prefix, then some
+  // of [0, n) is not), or when the ring no longer holds one of [first, n).
   void spans(int layer, int32_t slot, int32_t first, int32_t n,
              std::vector<KvSpan>& out) const override;
-  // Positions [0, n) of `slot` in `layer` as one span, filled or not: a plan
-  // spans its variant's whole KV length and masks what is not filled.
-  KvSpan span(int layer, int32_t slot, int32_t n) const { return kv_.span(layer, slot, n); }
+  // spans() for a plan, unchecked and without allocating: positions [first, n)
+  // of a window layer (n - first ≤ ring_positions()) into out[0..2); returns
+  // how many spans (0 when first == n).
+  int ring_spans(int layer, int32_t slot, int32_t first, int32_t n, KvSpan out[2]) const;
+  // Positions [0, n) of `slot` in a full layer as one span, filled or not: a
+  // plan spans its variant's whole KV length and masks what is not filled.
+  KvSpan span(int layer, int32_t slot, int32_t n) const;
 
   // [capacity] bytes, 1 = filled.
-  uint8_t* mask(int32_t slot) { return mask_.data() + size_t(slot) * size_t(capacity()); }
+  uint8_t* mask(int32_t slot) { return mask_.data() + size_t(slot) * size_t(capacity_); }
   const uint8_t* mask(int32_t slot) const {
-    return mask_.data() + size_t(slot) * size_t(capacity());
+    return mask_.data() + size_t(slot) * size_t(capacity_);
   }
   // Filled positions of the slot (the length of its valid prefix).
   int32_t length(int32_t slot) const;
   // Marks positions [length, capacity) of the slot unfilled (length 0 frees it).
   void truncate(int32_t slot, int32_t length);
+  // Whether positions [first, n) of the slot are filled and, in every window
+  // layer, still in the ring: what a query that reads them needs.
+  bool holds(int32_t slot, int32_t first, int32_t n) const;
 
-  // Overwrites every unfilled position's records of every slot and layer with
-  // `byte` (0xFF makes f32/f16 records NaN): what a test does to prove the
-  // mask, not luck, keeps stale data out of attention.
+  // Overwrites every unfilled position's records of every slot and layer
+  // (for a ring: every cell not holding a filled position) with `byte`
+  // (0xFF makes f32/f16 records NaN): what a test does to prove the mask,
+  // not luck, keeps stale data out of attention.
   void poison_unfilled(uint8_t byte);
 
  private:
+  void check(int layer, int32_t slot, int32_t pos, int32_t max_pos, const char* what) const;
+  int32_t* tags(int ring_layer, int32_t slot) {
+    return tags_.data() + (size_t(ring_layer) * size_t(slots_) + size_t(slot)) * size_t(ring_);
+  }
+  const int32_t* tags(int ring_layer, int32_t slot) const {
+    return tags_.data() + (size_t(ring_layer) * size_t(slots_) + size_t(slot)) * size_t(ring_);
+  }
+
   int n_layer_;
-  ContiguousKvCache kv_;       // [n_layer][slots][n_kv_head][capacity] K and V records
-  std::vector<uint8_t> mask_;  // [slots][capacity] 1 = filled
+  int32_t capacity_;
+  int32_t slots_;
+  KvFormat format_;
+  int32_t ring_ = 0;                          // positions per slot of every window layer
+  std::vector<int32_t> windows_;              // [n_layer] 0 = full attention
+  std::vector<int> group_index_;              // [n_layer] the layer's index in full_ or ring_kv_
+  std::optional<ContiguousKvCache> full_;     // [n_full][slots][n_kv_head][capacity] records
+  std::optional<ContiguousKvCache> ring_kv_;  // [n_ring][slots][n_kv_head][ring] records
+  std::vector<int32_t> tags_;                 // [n_ring][slots][ring] position held, -1 = none
+  std::vector<uint8_t> mask_;                 // [slots][capacity] 1 = filled
 };
 
 }  // namespace kvforge

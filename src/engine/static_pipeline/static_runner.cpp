@@ -172,12 +172,22 @@ std::span<const float> StaticRunner::decode_one(int32_t slot, int32_t token) {
   return decode(step).subspan(size_t(slot) * n_vocab, n_vocab);
 }
 
+bool StaticRunner::window_intact(int32_t slot, int32_t length) const {
+  const int32_t window = model_.config().sliding_window;
+  return length == 0 || window == 0 || cache_.holds(slot, std::max(0, length - window + 1), length);
+}
+
 void StaticRunner::truncate(int32_t slot, int32_t length) {
   check_slot(slot);
   if (length < 0 || length > lengths_[size_t(slot)])
     throw std::out_of_range("static runner: truncate slot " + std::to_string(slot) + " to " +
                             std::to_string(length) + ", it holds " +
                             std::to_string(lengths_[size_t(slot)]));
+  if (!window_intact(slot, length))
+    throw std::logic_error("static runner: slot " + std::to_string(slot) + " truncated to " +
+                           std::to_string(length) +
+                           " positions would need positions its sliding-window ring of " +
+                           std::to_string(cache_.ring_positions()) + " has overwritten");
   cache_.truncate(slot, length);
   lengths_[size_t(slot)] = length;
 }

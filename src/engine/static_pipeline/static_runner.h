@@ -72,8 +72,14 @@ class StaticRunner {
   // throws std::out_of_range when that variant is too short.
   std::span<const float> decode_with_variant(std::span<const int32_t> tokens, size_t variant_index);
 
-  // Forgets positions [length, ...) of the slot (0 frees it).
+  // Forgets positions [length, ...) of the slot (0 frees it). Throws
+  // std::logic_error when the next position's sliding window reaches
+  // positions the ring no longer holds (see window_intact).
   void truncate(int32_t slot, int32_t length);
+  // Whether the slot, cut to `length` (≤ its length), still holds what the
+  // sliding window of position `length` reads: always without windows; with
+  // them, a ring of `window` positions only holds the last ones written.
+  bool window_intact(int32_t slot, int32_t length) const;
   void release(int32_t slot) { truncate(slot, 0); }
 
   // Index into config().generate_variants of the smallest variant holding `kv_needed`.
