@@ -196,12 +196,7 @@ void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, int64_t n) {
 }
 
 void quantize_row_iq4_xs(const float* src, BlockIQ4_XS* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockIQ4_XS::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockIQ4_XS::kElems;
-    require_finite_block("quantize_row_iq4_xs", x, BlockIQ4_XS::kElems, b * BlockIQ4_XS::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_iq4_xs", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -237,12 +237,7 @@ void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q2_k(const float* src, BlockQ2_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ2_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ2_K::kElems;
-    require_finite_block("quantize_row_q2_k", x, BlockQ2_K::kElems, b * BlockQ2_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q2_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -198,12 +198,7 @@ void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q3_k(const float* src, BlockQ3_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ3_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ3_K::kElems;
-    require_finite_block("quantize_row_q3_k", x, BlockQ3_K::kElems, b * BlockQ3_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q3_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

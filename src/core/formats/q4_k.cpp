@@ -54,12 +54,7 @@ void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q4_k(const float* src, BlockQ4_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ4_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ4_K::kElems;
-    require_finite_block("quantize_row_q4_k", x, BlockQ4_K::kElems, b * BlockQ4_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q4_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -66,12 +66,7 @@ void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q5_k(const float* src, BlockQ5_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ5_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ5_K::kElems;
-    require_finite_block("quantize_row_q5_k", x, BlockQ5_K::kElems, b * BlockQ5_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q5_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge
