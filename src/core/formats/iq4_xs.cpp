@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/formats/f16.h"
+#include "core/formats/importance_weights.h"
 #include "core/formats/iq4_codebook.h"
 #include "core/formats/quantize_checks.h"
 
@@ -132,11 +133,7 @@ void quantize_block(const float* x, BlockIQ4_XS& out) {
   float max_scale = 0, max_abs_scale = 0;
   for (int j = 0; j < kSubBlocks; ++j) {
     const float* xs = x + j * kSubElems;
-    float sum_x2 = 0;
-    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
-    // |x| + rms: errors on large weights cost more, but small ones still count.
-    const float rms = std::sqrt(sum_x2 / kSubElems);
-    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
+    importance_weights(xs, kSubElems, weights + j * kSubElems);
     scales[j] = fit_sub_block(xs, weights + j * kSubElems);
     if (std::fabs(scales[j]) > max_abs_scale) {
       max_abs_scale = std::fabs(scales[j]);

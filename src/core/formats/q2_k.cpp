@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/formats/f16.h"
+#include "core/formats/importance_weights.h"
 #include "core/formats/quantize_checks.h"
 
 // The definition rounds d*sc*q and dmin*m separately before subtracting; a
@@ -177,11 +178,7 @@ void quantize_block(const float* x, BlockQ2_K& out) {
   float max_scale = 0, max_min = 0;
   for (int j = 0; j < kSubBlocks; ++j) {
     const float* xs = x + j * kSubElems;
-    float sum_x2 = 0;
-    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
-    // |x| + rms: errors on large weights cost more, but small ones still count.
-    const float rms = std::sqrt(sum_x2 / kSubElems);
-    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
+    importance_weights(xs, kSubElems, weights + j * kSubElems);
     fits[j] = fit_sub_block(xs, weights + j * kSubElems);
     max_scale = std::max(max_scale, fits[j].scale);
     max_min = std::max(max_min, fits[j].min);
