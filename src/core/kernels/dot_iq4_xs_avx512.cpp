@@ -111,19 +111,15 @@ struct IQ4_XSAvx512Dot {
   // integers in the same fold either way, so the choice cannot change a result.
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockIQ4_XS*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockIQ4_XS>(task, row);
     const int64_t n_blocks = task.cols / BlockIQ4_XS::kElems;
     if constexpr (NT == 1) {
       out[0] = decode_row(w, task.act_k + t0 * n_blocks, n_blocks);
       return;
     }
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     const __m512i magnitude_table =
         _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kMagnitudes)));
     const __m512i low4 = _mm512_set1_epi8(0x0f);

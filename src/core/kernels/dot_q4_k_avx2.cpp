@@ -18,15 +18,11 @@ struct Q4_KAvx2Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ4_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ4_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ4_K::kElems;
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     for (int64_t b = 0; b < n_blocks; ++b) {
       const BlockQ4_K& blk = w[b];

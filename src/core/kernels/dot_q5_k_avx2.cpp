@@ -55,15 +55,11 @@ struct Q5_KAvx2Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ5_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ5_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {
       const BlockQ5_K& blk = w[b];
       const Q4_KScalesAvx2 scales = q4_k_scales_avx2(blk.scales);

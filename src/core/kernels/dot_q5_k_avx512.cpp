@@ -20,15 +20,11 @@ struct Q5_KAvx512Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ5_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ5_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i sixteen = _mm512_set1_epi8(16);
     // Bytes 0-31 select qh bit 0 (sub-block 0), bytes 32-63 bit 1 (sub-block 1);
