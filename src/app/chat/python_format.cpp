@@ -160,20 +160,29 @@ void append_json_float(std::string& out, double d) {
     out += python_float_repr(d);
 }
 
-void append_json_array(std::string& out, const Array& a, std::optional<int> indent, bool sort_keys,
-                       int level) {
-  if (a.empty()) {
-    out += "[]";
+// open, item(0) .. item(count - 1), close, laid out as json.dumps does:
+// ", " between items, or with an indent "," and each item on its own line.
+template <typename Item>
+void append_json_items(std::string& out, size_t count, char open, char close,
+                       std::optional<int> indent, int level, const Item& item) {
+  out += open;
+  if (count == 0) {
+    out += close;
     return;
   }
-  out += '[';
-  for (size_t i = 0; i < a.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     if (i) out += indent ? "," : ", ";
     if (indent) append_newline_indent(out, indent, level + 1);
-    append_json(out, a[i], indent, sort_keys, level + 1);
+    item(i);
   }
   if (indent) append_newline_indent(out, indent, level);
-  out += ']';
+  out += close;
+}
+
+void append_json_array(std::string& out, const Array& a, std::optional<int> indent, bool sort_keys,
+                       int level) {
+  append_json_items(out, a.size(), '[', ']', indent, level,
+                    [&](size_t i) { append_json(out, a[i], indent, sort_keys, level + 1); });
 }
 
 void append_json_object(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
@@ -182,20 +191,11 @@ void append_json_object(std::string& out, const Value& v, std::optional<int> ind
   for (const auto& e : v.as_object()) entries.push_back(&e);
   if (sort_keys)
     std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
-  if (entries.empty()) {
-    out += "{}";
-    return;
-  }
-  out += '{';
-  for (size_t i = 0; i < entries.size(); ++i) {
-    if (i) out += indent ? "," : ", ";
-    if (indent) append_newline_indent(out, indent, level + 1);
+  append_json_items(out, entries.size(), '{', '}', indent, level, [&](size_t i) {
     append_json_string(out, entries[i]->first);
     out += ": ";
     append_json(out, entries[i]->second, indent, sort_keys, level + 1);
-  }
-  if (indent) append_newline_indent(out, indent, level);
-  out += '}';
+  });
 }
 
 void append_json(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
