@@ -38,6 +38,47 @@ std::tm local_now() {
   return tm;
 }
 
+// raise_exception(message): aborts the render with the template's message.
+jinja::Value global_raise_exception(const jinja::CallArgs& a) {
+  throw jinja::TemplateRaised(a.positional.empty() ? "template raised an exception"
+                                                   : jinja::python_str(a.positional[0]));
+}
+
+// namespace(k=v, ...): a mutable object for state across loop iterations.
+jinja::Value global_namespace(const jinja::CallArgs& a) {
+  jinja::Object o;
+  for (const auto& [k, v] : a.keyword) {
+    if (v.holds_namespace()) throw std::invalid_argument("a namespace cannot hold a namespace");
+    o.emplace_back(k, v);
+  }
+  return jinja::Value::make_namespace(std::move(o));
+}
+
+// range(stop), range(start, stop[, step]) as Python's, as a list.
+jinja::Value global_range(const jinja::CallArgs& a) {
+  int64_t start = 0, stop = 0, step = 1;
+  auto num = [](const jinja::Value& v) {
+    if (!v.is_int()) throw std::invalid_argument("range() arguments must be integers");
+    return v.as_int();
+  };
+  if (a.positional.size() == 1)
+    stop = num(a.positional[0]);
+  else if (a.positional.size() >= 2) {
+    start = num(a.positional[0]);
+    stop = num(a.positional[1]);
+    if (a.positional.size() >= 3) step = num(a.positional[2]);
+  } else {
+    throw std::invalid_argument("range() needs 1 to 3 arguments");
+  }
+  if (step == 0) throw std::invalid_argument("range() step must not be zero");
+  jinja::Array out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    if (out.size() >= jinja::kMaxBuiltValueSize) throw std::invalid_argument("range() too long");
+    out.emplace_back(i);
+  }
+  return jinja::Value(std::move(out));
+}
+
 jinja::Object make_globals(const ChatTemplateInputs& in) {
   using jinja::CallArgs;
   using jinja::Value;
@@ -48,45 +89,9 @@ jinja::Object make_globals(const ChatTemplateInputs& in) {
   g.emplace_back("add_generation_prompt", Value(in.add_generation_prompt));
   g.emplace_back("bos_token", Value(in.bos_token));
   g.emplace_back("eos_token", Value(in.eos_token));
-  g.emplace_back(
-      "raise_exception", Value::function("raise_exception", [](const CallArgs& a) -> Value {
-        throw jinja::TemplateRaised(a.positional.empty() ? "template raised an exception"
-                                                         : jinja::python_str(a.positional[0]));
-      }));
-  g.emplace_back("namespace", Value::function("namespace", [](const CallArgs& a) {
-                   jinja::Object o;
-                   for (const auto& [k, v] : a.keyword) {
-                     if (v.holds_namespace())
-                       throw std::invalid_argument("a namespace cannot hold a namespace");
-                     o.emplace_back(k, v);
-                   }
-                   return Value::make_namespace(std::move(o));
-                 }));
-  g.emplace_back("range", Value::function("range", [](const CallArgs& a) {
-                   int64_t start = 0, stop = 0, step = 1;
-                   auto num = [](const Value& v) {
-                     if (!v.is_int())
-                       throw std::invalid_argument("range() arguments must be integers");
-                     return v.as_int();
-                   };
-                   if (a.positional.size() == 1)
-                     stop = num(a.positional[0]);
-                   else if (a.positional.size() >= 2) {
-                     start = num(a.positional[0]);
-                     stop = num(a.positional[1]);
-                     if (a.positional.size() >= 3) step = num(a.positional[2]);
-                   } else {
-                     throw std::invalid_argument("range() needs 1 to 3 arguments");
-                   }
-                   if (step == 0) throw std::invalid_argument("range() step must not be zero");
-                   jinja::Array out;
-                   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-                     if (out.size() >= jinja::kMaxBuiltValueSize)
-                       throw std::invalid_argument("range() too long");
-                     out.emplace_back(i);
-                   }
-                   return Value(std::move(out));
-                 }));
+  g.emplace_back("raise_exception", Value::function("raise_exception", global_raise_exception));
+  g.emplace_back("namespace", Value::function("namespace", global_namespace));
+  g.emplace_back("range", Value::function("range", global_range));
   auto clock = in.now ? in.now : std::function<std::tm()>(local_now);
   g.emplace_back("strftime_now", Value::function("strftime_now", [clock](const CallArgs& a) {
                    if (a.positional.empty() || !a.positional[0].is_string())

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "app/chat/jinja_builtins_support.h"
 #include "app/chat/jinja_error.h"
@@ -102,22 +103,24 @@ Value repeat(const Value& seq, int64_t times, int line) {
   return Value(std::move(out));
 }
 
-}  // namespace
+bool is_numeric(const Value& v) { return v.is_number() || v.kind() == Value::Kind::kBool; }
+int64_t int_of(const Value& v) {
+  return v.kind() == Value::Kind::kBool ? int64_t{v.as_bool()} : v.as_int();
+}
+double double_of(const Value& v) {
+  return v.kind() == Value::Kind::kBool ? (v.as_bool() ? 1.0 : 0.0) : v.as_number();
+}
 
-Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
-  auto is_num = [](const Value& v) { return v.is_number() || v.kind() == Value::Kind::kBool; };
-  auto as_i = [](const Value& v) {
-    return v.kind() == Value::Kind::kBool ? int64_t{v.as_bool()} : v.as_int();
-  };
-  auto as_d = [](const Value& v) {
-    return v.kind() == Value::Kind::kBool ? (v.as_bool() ? 1.0 : 0.0) : v.as_number();
-  };
-  auto fail = [&]() -> Value {
-    if (a.is_undefined() || b.is_undefined())
-      type_error(line, "'" + (a.is_undefined() ? a : b).undefined_name() + "' is undefined");
-    type_error(line, "unsupported operand types for " + op + ": " + a.type_name() + " and " +
-                         b.type_name());
-  };
+[[noreturn]] void operand_error(const std::string& op, const Value& a, const Value& b, int line) {
+  if (a.is_undefined() || b.is_undefined())
+    type_error(line, "'" + (a.is_undefined() ? a : b).undefined_name() + "' is undefined");
+  type_error(
+      line, "unsupported operand types for " + op + ": " + a.type_name() + " and " + b.type_name());
+}
+
+// '+' of two strings or two lists, '*' of a string or list and an integer.
+std::optional<Value> sequence_arithmetic(const std::string& op, const Value& a, const Value& b,
+                                         int line) {
   if (op == "+") {
     if (a.is_string() && b.is_string()) {
       check_size(a.as_string().size() + b.as_string().size(), line, "'+'");
@@ -132,41 +135,46 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
   }
   if (op == "*") {
     if ((a.is_string() || a.is_array()) && (b.is_int() || b.kind() == Value::Kind::kBool))
-      return repeat(a, as_i(b), line);
+      return repeat(a, int_of(b), line);
     if ((b.is_string() || b.is_array()) && (a.is_int() || a.kind() == Value::Kind::kBool))
-      return repeat(b, as_i(a), line);
+      return repeat(b, int_of(a), line);
   }
-  if (!is_num(a) || !is_num(b)) return fail();
-  const bool both_int = !(a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat);
-  if (both_int && op != "/") {
-    const int64_t x = as_i(a), y = as_i(b);
-    int64_t r = 0;
-    if (op == "+" && !__builtin_add_overflow(x, y, &r)) return Value(r);
-    if (op == "-" && !__builtin_sub_overflow(x, y, &r)) return Value(r);
-    if (op == "*" && !__builtin_mul_overflow(x, y, &r)) return Value(r);
-    if (op == "//" || op == "%") {
-      if (y == 0) type_error(line, "integer division or modulo by zero");
-      if (x == std::numeric_limits<int64_t>::min() && y == -1)
-        type_error(line, "integer overflow in " + op);
-      int64_t q = x / y, m = x % y;
-      if (m != 0 && ((m < 0) != (y < 0))) {  // Python floors; C++ truncates
-        --q;
-        m += y;
-      }
-      return Value(op == "//" ? q : m);
+  return std::nullopt;
+}
+
+// Integer operators with Python's floor division and modulo; overflow is an
+// error. Nothing for an operator integers leave to floats.
+std::optional<Value> integer_arithmetic(const std::string& op, int64_t x, int64_t y, int line) {
+  int64_t r = 0;
+  if (op == "+" && !__builtin_add_overflow(x, y, &r)) return Value(r);
+  if (op == "-" && !__builtin_sub_overflow(x, y, &r)) return Value(r);
+  if (op == "*" && !__builtin_mul_overflow(x, y, &r)) return Value(r);
+  if (op == "//" || op == "%") {
+    if (y == 0) type_error(line, "integer division or modulo by zero");
+    if (x == std::numeric_limits<int64_t>::min() && y == -1)
+      type_error(line, "integer overflow in " + op);
+    int64_t q = x / y, m = x % y;
+    if (m != 0 && ((m < 0) != (y < 0))) {  // Python floors; C++ truncates
+      --q;
+      m += y;
     }
-    if (op == "**") {
-      if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
-      int64_t result = 1;
-      for (int64_t i = 0; i < y; ++i) {
-        if (__builtin_mul_overflow(result, x, &result)) type_error(line, "integer overflow in **");
-        if (result == 0 || result == 1) break;
-      }
-      return Value(result);
-    }
-    if (op == "+" || op == "-" || op == "*") type_error(line, "integer overflow in " + op);
+    return Value(op == "//" ? q : m);
   }
-  const double x = as_d(a), y = as_d(b);
+  if (op == "**") {
+    if (y < 0) return Value(std::pow(static_cast<double>(x), static_cast<double>(y)));
+    int64_t result = 1;
+    for (int64_t i = 0; i < y; ++i) {
+      if (__builtin_mul_overflow(result, x, &result)) type_error(line, "integer overflow in **");
+      if (result == 0 || result == 1) break;
+    }
+    return Value(result);
+  }
+  if (op == "+" || op == "-" || op == "*") type_error(line, "integer overflow in " + op);
+  return std::nullopt;
+}
+
+// Float operators with Python's floor division and modulo. Nothing for an unknown operator.
+std::optional<Value> float_arithmetic(const std::string& op, double x, double y, int line) {
   if (op == "+") return Value(x + y);
   if (op == "-") return Value(x - y);
   if (op == "*") return Value(x * y);
@@ -179,7 +187,21 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b, int line
     if (m != 0 && ((m < 0) != (y < 0))) m += y;
     return Value(m);
   }
-  return fail();
+  return std::nullopt;
+}
+
+}  // namespace
+
+Value arithmetic(const std::string& op, const Value& a, const Value& b, int line) {
+  if (std::optional<Value> r = sequence_arithmetic(op, a, b, line)) return std::move(*r);
+  if (!is_numeric(a) || !is_numeric(b)) operand_error(op, a, b, line);
+  const bool both_int = !(a.kind() == Value::Kind::kFloat || b.kind() == Value::Kind::kFloat);
+  if (both_int && op != "/")
+    if (std::optional<Value> r = integer_arithmetic(op, int_of(a), int_of(b), line))
+      return std::move(*r);
+  if (std::optional<Value> r = float_arithmetic(op, double_of(a), double_of(b), line))
+    return std::move(*r);
+  operand_error(op, a, b, line);
 }
 
 bool contains(const Value& container, const Value& item, int line) {

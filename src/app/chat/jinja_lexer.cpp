@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "app/chat/jinja_error.h"
 #include "app/tokenizer/utf8.h"
@@ -34,6 +35,36 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
   return -1;
+}
+
+// The character a one-letter Python escape stands for (\n, \t, \\, \' ...), if it is one.
+std::optional<char> simple_escape(char e) {
+  switch (e) {
+    case 'n':
+      return '\n';
+    case 't':
+      return '\t';
+    case 'r':
+      return '\r';
+    case 'b':
+      return '\b';
+    case 'f':
+      return '\f';
+    case 'v':
+      return '\v';
+    case 'a':
+      return '\a';
+    case '0':
+      return '\0';
+    case '\\':
+      return '\\';
+    case '\'':
+      return '\'';
+    case '"':
+      return '"';
+    default:
+      return std::nullopt;
+  }
 }
 
 class TagLexer {
@@ -132,67 +163,35 @@ class TagLexer {
       if (p + 1 >= src_.size()) throw TemplateError(start_line, "unterminated string literal");
       const char e = src_[p + 1];
       p += 2;
-      switch (e) {
-        case 'n':
-          value += '\n';
-          break;
-        case 't':
-          value += '\t';
-          break;
-        case 'r':
-          value += '\r';
-          break;
-        case 'b':
-          value += '\b';
-          break;
-        case 'f':
-          value += '\f';
-          break;
-        case 'v':
-          value += '\v';
-          break;
-        case 'a':
-          value += '\a';
-          break;
-        case '0':
-          value += '\0';
-          break;
-        case '\\':
-          value += '\\';
-          break;
-        case '\'':
-          value += '\'';
-          break;
-        case '"':
-          value += '"';
-          break;
-        case '\n':
-          ++line_;
-          break;  // line continuation
-        case 'x':
-        case 'u':
-        case 'U': {
-          const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-          uint32_t cp = 0;
-          for (size_t i = 0; i < digits; ++i) {
-            const int h = p + i < src_.size() ? hex_value(src_[p + i]) : -1;
-            if (h < 0)
-              throw TemplateError(line_, std::string("truncated \\") + e + " escape in string");
-            cp = cp * 16 + static_cast<uint32_t>(h);
-          }
-          p += digits;
-          if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-            throw TemplateError(line_, "escape names an invalid code point");
-          append_utf8(value, static_cast<char32_t>(cp));
-          break;
-        }
-        default:
-          value += '\\';
-          value += e;
+      if (const std::optional<char> plain = simple_escape(e)) {
+        value += *plain;
+      } else if (e == '\n') {
+        ++line_;  // line continuation
+      } else if (e == 'x' || e == 'u' || e == 'U') {
+        p = lex_code_point_escape(e, p, value);
+      } else {
+        value += '\\';
+        value += e;
       }
     }
     out_.push_back({TokenKind::kString, std::move(value), start_line});
     pos_ = p + 1;
+  }
+
+  // The hex digits of \xHH, \uXXXX or \UXXXXXXXX from `p`, appended as UTF-8;
+  // returns the position after them.
+  size_t lex_code_point_escape(char e, size_t p, std::string& value) const {
+    const size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
+    uint32_t cp = 0;
+    for (size_t i = 0; i < digits; ++i) {
+      const int h = p + i < src_.size() ? hex_value(src_[p + i]) : -1;
+      if (h < 0) throw TemplateError(line_, std::string("truncated \\") + e + " escape in string");
+      cp = cp * 16 + static_cast<uint32_t>(h);
+    }
+    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+      throw TemplateError(line_, "escape names an invalid code point");
+    append_utf8(value, static_cast<char32_t>(cp));
+    return p + digits;
   }
 
   void lex_operator(int& brace_depth) {
@@ -261,81 +260,113 @@ size_t lex_raw_body(std::string_view src, size_t pos, int& line, std::vector<Tok
   throw TemplateError(line, "unterminated '{% raw %}' (no '{% endraw %}')");
 }
 
+// Splits a template into text and the tokens of its tags, applying the
+// whitespace control of '-', '+', trim_blocks and lstrip_blocks.
+class TemplateLexer {
+ public:
+  explicit TemplateLexer(std::string_view source) : src_(source) {}
+
+  std::vector<Token> lex() {
+    while (pos_ <= src_.size()) {
+      const size_t open = find_tag_open(src_, pos_);
+      lex_text(open);
+      if (open == std::string_view::npos) break;
+      const char kind = src_[open + 1];
+      const char modifier = open + 2 < src_.size() ? src_[open + 2] : '\0';
+      const size_t body = open + 2 + ((modifier == '-' || modifier == '+') ? 1 : 0);
+      if (kind == '#')
+        skip_comment(open, body);
+      else
+        lex_tag(kind == '%', body);
+    }
+    out_.push_back({TokenKind::kEnd, "", line_});
+    return std::move(out_);
+  }
+
+ private:
+  // The text from pos_ up to the tag at `open` (or to the end if npos).
+  void lex_text(size_t open) {
+    const size_t text_end = open == std::string_view::npos ? src_.size() : open;
+    std::string text(src_.substr(pos_, text_end - pos_));
+    const int text_line = line_;
+    line_ += count_newlines(text);
+    if (strip_leading_) {
+      const auto first =
+          std::find_if(text.begin(), text.end(), [](char c) { return !is_space(c); });
+      text.erase(text.begin(), first);
+    } else if (trim_newline_ && !text.empty() && text.front() == '\n') {
+      text.erase(0, 1);
+      line_starting_ = true;
+    }
+    if (open != std::string_view::npos) {
+      const char kind = src_[open + 1];
+      const char modifier = open + 2 < src_.size() ? src_[open + 2] : '\0';
+      if (modifier == '-')
+        strip_trailing_whitespace(text);
+      else if ((kind == '%' || kind == '#') && modifier != '+')
+        lstrip_line(text, line_starting_);
+    }
+    if (!text.empty()) out_.push_back({TokenKind::kText, std::move(text), text_line});
+  }
+
+  // A '{#' comment whose content starts at `body`.
+  void skip_comment(size_t open, size_t body) {
+    const size_t close = src_.find("#}", body);
+    if (close == std::string_view::npos) throw TemplateError(line_, "unterminated comment '{#'");
+    line_ += count_newlines(src_.substr(open, close - open));
+    strip_leading_ = close > body && src_[close - 1] == '-';
+    trim_newline_ = !strip_leading_;
+    line_starting_ = false;
+    pos_ = close + 2;
+  }
+
+  // A '{%' block or '{{' expression whose content starts at `body`.
+  void lex_tag(bool is_block, size_t body) {
+    out_.push_back({is_block ? TokenKind::kBlockBegin : TokenKind::kVarBegin, "", line_});
+    const size_t first_token = out_.size();
+    TagLexer tag(src_, body, line_, out_);
+    strip_leading_ = tag.lex_until(is_block ? '%' : '}');
+    pos_ = tag.pos();
+    line_ = tag.line();
+    out_.push_back({is_block ? TokenKind::kBlockEnd : TokenKind::kVarEnd, "", line_});
+    trim_newline_ = is_block && !strip_leading_;
+    line_starting_ = false;
+    if (is_block && out_.size() == first_token + 2 && out_[first_token].kind == TokenKind::kName &&
+        out_[first_token].text == "raw") {
+      out_.resize(first_token - 1);
+      lex_raw_block();
+    }
+  }
+
+  // After `{% raw %}` (its tokens dropped): the body as one text, up to `{% endraw %}`.
+  void lex_raw_block() {
+    if (strip_leading_) {
+      while (pos_ < src_.size() && is_space(src_[pos_])) {
+        if (src_[pos_] == '\n') ++line_;
+        ++pos_;
+      }
+    } else if (pos_ < src_.size() && src_[pos_] == '\n') {
+      ++pos_;
+      ++line_;
+    }
+    pos_ = lex_raw_body(src_, pos_, line_, out_, strip_leading_);
+    trim_newline_ = !strip_leading_;
+  }
+
+  std::string_view src_;
+  std::vector<Token> out_;
+  size_t pos_ = 0;
+  int line_ = 1;
+  bool strip_leading_ = false;  // the previous tag ended with '-'
+  bool trim_newline_ = false;   // the previous tag was a block or comment (trim_blocks)
+  bool line_starting_ = true;   // the text about to be read starts a line
+};
+
 }  // namespace
 
 std::vector<Token> lex_template(std::string_view source) {
   if (!source.empty() && source.back() == '\n') source.remove_suffix(1);
-  std::vector<Token> out;
-  size_t pos = 0;
-  int line = 1;
-  bool strip_leading = false;  // the previous tag ended with '-'
-  bool trim_newline = false;   // the previous tag was a block or comment (trim_blocks)
-  bool line_starting = true;   // the text about to be read starts a line
-  while (pos <= source.size()) {
-    const size_t open = find_tag_open(source, pos);
-    const size_t text_end = open == std::string_view::npos ? source.size() : open;
-    std::string text(source.substr(pos, text_end - pos));
-    const int text_line = line;
-    line += count_newlines(text);
-    if (strip_leading) {
-      const auto first =
-          std::find_if(text.begin(), text.end(), [](char c) { return !is_space(c); });
-      text.erase(text.begin(), first);
-    } else if (trim_newline && !text.empty() && text.front() == '\n') {
-      text.erase(0, 1);
-      line_starting = true;
-    }
-    if (open == std::string_view::npos) {
-      if (!text.empty()) out.push_back({TokenKind::kText, std::move(text), text_line});
-      break;
-    }
-    const char kind = source[open + 1];
-    const char modifier = open + 2 < source.size() ? source[open + 2] : '\0';
-    if (modifier == '-')
-      strip_trailing_whitespace(text);
-    else if ((kind == '%' || kind == '#') && modifier != '+')
-      lstrip_line(text, line_starting);
-    if (!text.empty()) out.push_back({TokenKind::kText, std::move(text), text_line});
-    size_t body = open + 2 + ((modifier == '-' || modifier == '+') ? 1 : 0);
-
-    if (kind == '#') {
-      const size_t close = source.find("#}", body);
-      if (close == std::string_view::npos) throw TemplateError(line, "unterminated comment '{#'");
-      line += count_newlines(source.substr(open, close - open));
-      strip_leading = close > body && source[close - 1] == '-';
-      trim_newline = !strip_leading;
-      line_starting = false;
-      pos = close + 2;
-      continue;
-    }
-    const bool is_block = kind == '%';
-    out.push_back({is_block ? TokenKind::kBlockBegin : TokenKind::kVarBegin, "", line});
-    const size_t first_token = out.size();
-    TagLexer tag(source, body, line, out);
-    strip_leading = tag.lex_until(is_block ? '%' : '}');
-    pos = tag.pos();
-    line = tag.line();
-    out.push_back({is_block ? TokenKind::kBlockEnd : TokenKind::kVarEnd, "", line});
-    trim_newline = is_block && !strip_leading;
-    line_starting = false;
-    if (is_block && out.size() == first_token + 2 && out[first_token].kind == TokenKind::kName &&
-        out[first_token].text == "raw") {
-      out.resize(first_token - 1);
-      if (strip_leading) {
-        while (pos < source.size() && is_space(source[pos])) {
-          if (source[pos] == '\n') ++line;
-          ++pos;
-        }
-      } else if (pos < source.size() && source[pos] == '\n') {
-        ++pos;
-        ++line;
-      }
-      pos = lex_raw_body(source, pos, line, out, strip_leading);
-      trim_newline = !strip_leading;
-    }
-  }
-  out.push_back({TokenKind::kEnd, "", line});
-  return out;
+  return TemplateLexer(source).lex();
 }
 
 std::string describe_token(const Token& t) {

@@ -148,8 +148,58 @@ void append_newline_indent(std::string& out, std::optional<int> indent, int leve
 }
 
 void append_json(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
+                 int level);
+
+// Python's json.dumps of a float: NaN and the infinities as JavaScript spells them.
+void append_json_float(std::string& out, double d) {
+  if (std::isnan(d))
+    out += "NaN";
+  else if (std::isinf(d))
+    out += d > 0 ? "Infinity" : "-Infinity";
+  else
+    out += python_float_repr(d);
+}
+
+// open, item(0) .. item(count - 1), close, laid out as json.dumps does:
+// ", " between items, or with an indent "," and each item on its own line.
+template <typename Item>
+void append_json_items(std::string& out, size_t count, char open, char close,
+                       std::optional<int> indent, int level, const Item& item) {
+  out += open;
+  if (count == 0) {
+    out += close;
+    return;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (i) out += indent ? "," : ", ";
+    if (indent) append_newline_indent(out, indent, level + 1);
+    item(i);
+  }
+  if (indent) append_newline_indent(out, indent, level);
+  out += close;
+}
+
+void append_json_array(std::string& out, const Array& a, std::optional<int> indent, bool sort_keys,
+                       int level) {
+  append_json_items(out, a.size(), '[', ']', indent, level,
+                    [&](size_t i) { append_json(out, a[i], indent, sort_keys, level + 1); });
+}
+
+void append_json_object(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
+                        int level) {
+  std::vector<const std::pair<std::string, Value>*> entries;
+  for (const auto& e : v.as_object()) entries.push_back(&e);
+  if (sort_keys)
+    std::sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+  append_json_items(out, entries.size(), '{', '}', indent, level, [&](size_t i) {
+    append_json_string(out, entries[i]->first);
+    out += ": ";
+    append_json(out, entries[i]->second, indent, sort_keys, level + 1);
+  });
+}
+
+void append_json(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
                  int level) {
-  const char* item_sep = indent ? "," : ", ";
   switch (v.kind()) {
     case Value::Kind::kNone:
       out += "null";
@@ -160,57 +210,18 @@ void append_json(std::string& out, const Value& v, std::optional<int> indent, bo
     case Value::Kind::kInt:
       out += std::to_string(v.as_int());
       return;
-    case Value::Kind::kFloat: {
-      const double d = v.as_number();
-      if (std::isnan(d))
-        out += "NaN";
-      else if (std::isinf(d))
-        out += d > 0 ? "Infinity" : "-Infinity";
-      else
-        out += python_float_repr(d);
+    case Value::Kind::kFloat:
+      append_json_float(out, v.as_number());
       return;
-    }
     case Value::Kind::kString:
       append_json_string(out, v.as_string());
       return;
-    case Value::Kind::kArray: {
-      const Array& a = v.as_array();
-      if (a.empty()) {
-        out += "[]";
-        return;
-      }
-      out += '[';
-      for (size_t i = 0; i < a.size(); ++i) {
-        if (i) out += item_sep;
-        if (indent) append_newline_indent(out, indent, level + 1);
-        append_json(out, a[i], indent, sort_keys, level + 1);
-      }
-      if (indent) append_newline_indent(out, indent, level);
-      out += ']';
+    case Value::Kind::kArray:
+      append_json_array(out, v.as_array(), indent, sort_keys, level);
       return;
-    }
-    case Value::Kind::kObject: {
-      std::vector<const std::pair<std::string, Value>*> entries;
-      for (const auto& e : v.as_object()) entries.push_back(&e);
-      if (sort_keys)
-        std::sort(entries.begin(), entries.end(),
-                  [](auto* a, auto* b) { return a->first < b->first; });
-      if (entries.empty()) {
-        out += "{}";
-        return;
-      }
-      out += '{';
-      for (size_t i = 0; i < entries.size(); ++i) {
-        if (i) out += item_sep;
-        if (indent) append_newline_indent(out, indent, level + 1);
-        append_json_string(out, entries[i]->first);
-        out += ": ";
-        append_json(out, entries[i]->second, indent, sort_keys, level + 1);
-      }
-      if (indent) append_newline_indent(out, indent, level);
-      out += '}';
+    case Value::Kind::kObject:
+      append_json_object(out, v, indent, sort_keys, level);
       return;
-    }
     case Value::Kind::kUndefined:
       throw std::invalid_argument("cannot convert an undefined value to JSON");
     case Value::Kind::kFunction:

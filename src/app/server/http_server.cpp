@@ -39,6 +39,20 @@ std::string endpoint_label(const std::string& path) {
   return "other";
 }
 
+// The message of an error httplib answers by itself.
+std::string http_error_message(const httplib::Request& req, int status, size_t max_body_bytes) {
+  switch (status) {
+    case 404:
+      return "no route for " + req.method + " " + req.path;
+    case 413:
+      return "request body exceeds " + std::to_string(max_body_bytes) + " bytes";
+    case 400:
+      return "malformed HTTP request";
+    default:
+      return "HTTP error " + std::to_string(status);
+  }
+}
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -117,21 +131,29 @@ struct HttpServer::Impl {
   }
 
   void install_routes() {
-    auto guarded = [this](auto handler) {
-      return [this, handler](const httplib::Request& req, httplib::Response& res) {
-        try {
-          if (!authorized(req))
-            throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
-                           "invalid_request_error", std::nullopt, "invalid_api_key");
-          handler(req, res);
-        } catch (const ApiError& e) {
-          send_error(res, e);
-        } catch (const std::exception& e) {
-          send_error(res,
-                     ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
-        }
-      };
+    install_api_routes();
+    install_wrong_method_routes();
+    install_error_handlers();
+  }
+
+  // Wraps an API handler: checks the key, and answers its errors in the OpenAI shape.
+  template <typename Handler>
+  httplib::Server::Handler guarded(Handler handler) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      try {
+        if (!authorized(req))
+          throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
+                         "invalid_request_error", std::nullopt, "invalid_api_key");
+        handler(req, res);
+      } catch (const ApiError& e) {
+        send_error(res, e);
+      } catch (const std::exception& e) {
+        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+      }
     };
+  }
+
+  void install_api_routes() {
     http.Post(kCompletions, guarded([this](const httplib::Request& req, httplib::Response& res) {
                 handle_completion(ApiKind::kCompletion, req, res);
               }));
@@ -151,8 +173,10 @@ struct HttpServer::Impl {
     http.Get(kMetrics, [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
     });
+  }
 
-    // Known paths with the wrong method: 405 with the allowed one.
+  // Known paths with the wrong method: 405 with the allowed one.
+  void install_wrong_method_routes() {
     auto wrong_method = [](const char* allowed) {
       return [allowed](const httplib::Request& req, httplib::Response& res) {
         res.set_header("Allow", allowed);
@@ -172,26 +196,15 @@ struct HttpServer::Impl {
       http.Delete(path, wrong_method("GET"));
       http.Patch(path, wrong_method("GET"));
     }
+  }
 
-    // Everything httplib answers by itself (no route, body too large, bad
-    // request line...) gets the OpenAI error shape too.
+  // Everything httplib answers by itself (no route, body too large, bad
+  // request line...) gets the OpenAI error shape too; every answer is counted.
+  void install_error_handlers() {
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                        httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      std::string message;
-      switch (res.status) {
-        case 404:
-          message = "no route for " + req.method + " " + req.path;
-          break;
-        case 413:
-          message = "request body exceeds " + std::to_string(options.max_body_bytes) + " bytes";
-          break;
-        case 400:
-          message = "malformed HTTP request";
-          break;
-        default:
-          message = "HTTP error " + std::to_string(res.status);
-      }
+      const std::string message = http_error_message(req, res.status, options.max_body_bytes);
       const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
       res.set_content(dump_json(ApiError(res.status, message, type).to_json()), "application/json");
       return httplib::Server::HandlerResponse::Handled;

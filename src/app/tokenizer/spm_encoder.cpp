@@ -36,6 +36,48 @@ struct LowerPriority {
   }
 };
 
+// One symbol per UTF-8 character of a non-empty text, linked in order.
+std::vector<Symbol> character_symbols(std::string_view text) {
+  std::vector<Symbol> symbols;
+  symbols.reserve(text.size());
+  for (size_t pos = 0; pos < text.size();) {
+    size_t len = valid_utf8_sequence_at(text, pos);
+    if (len == 0) len = 1;  // callers validate; never loop forever on bad input anyway
+    const auto index = static_cast<int32_t>(symbols.size());
+    symbols.push_back(
+        {index - 1, index + 1, static_cast<uint32_t>(pos), static_cast<uint32_t>(len)});
+    pos += len;
+  }
+  symbols.back().next = -1;
+  return symbols;
+}
+
+// Symbols that became an unused piece: span_key(start, len) -> length of their left half.
+using UnusedSplits = std::unordered_map<uint64_t, uint32_t>;
+uint64_t span_key(uint32_t start, uint32_t len) { return (uint64_t{start} << 32) | len; }
+
+// Calls piece(start, len) for each final symbol, left to right, an unused
+// piece split back into its halves (depth-first).
+template <typename Piece>
+void for_each_piece(const std::vector<Symbol>& symbols, const UnusedSplits& unused_splits,
+                    const Piece& piece) {
+  std::vector<std::pair<uint32_t, uint32_t>> stack;
+  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
+    stack.push_back({symbols[i].start, symbols[i].len});
+    while (!stack.empty()) {
+      const auto [start, len] = stack.back();
+      stack.pop_back();
+      const auto split = unused_splits.find(span_key(start, len));
+      if (split != unused_splits.end()) {
+        stack.push_back({start + split->second, len - split->second});
+        stack.push_back({start, split->second});
+        continue;
+      }
+      piece(start, len);
+    }
+  }
+}
+
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'A' && c <= 'F') return c - 'A' + 10;
@@ -99,22 +141,8 @@ void SpmEncoder::append_piece_or_bytes(std::string_view text, std::vector<int32_
 
 void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const {
   if (text.empty()) return;
-  std::vector<Symbol> symbols;
-  symbols.reserve(text.size());
-  for (size_t pos = 0; pos < text.size();) {
-    size_t len = valid_utf8_sequence_at(text, pos);
-    if (len == 0) len = 1;  // callers validate; never loop forever on bad input anyway
-    const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back(
-        {index - 1, index + 1, static_cast<uint32_t>(pos), static_cast<uint32_t>(len)});
-    pos += len;
-  }
-  symbols.back().next = -1;
-
-  // Symbols that became an unused piece: (start, len) -> length of their left half.
-  std::unordered_map<uint64_t, uint32_t> unused_splits;
-  const auto key = [](uint32_t start, uint32_t len) { return (uint64_t{start} << 32) | len; };
-
+  std::vector<Symbol> symbols = character_symbols(text);
+  UnusedSplits unused_splits;
   std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
   const auto consider = [&](int32_t left, int32_t right) {
     if (left < 0 || right < 0) return;
@@ -135,7 +163,7 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
       continue;  // one side changed since this pair was queued
     }
     if (vocab_.type_of(top.piece) == TokenType::Unused) {
-      unused_splits[key(left.start, top.len)] = left.len;
+      unused_splits[span_key(left.start, top.len)] = left.len;
     }
     left.len += right.len;
     right.len = 0;
@@ -144,23 +172,9 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
     consider(left.prev, top.left);
     consider(top.left, left.next);
   }
-
-  // Emit, splitting unused pieces back into their halves (depth-first, left to right).
-  std::vector<std::pair<uint32_t, uint32_t>> stack;
-  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
-    stack.push_back({symbols[i].start, symbols[i].len});
-    while (!stack.empty()) {
-      const auto [start, len] = stack.back();
-      stack.pop_back();
-      const auto split = unused_splits.find(key(start, len));
-      if (split != unused_splits.end()) {
-        stack.push_back({start + split->second, len - split->second});
-        stack.push_back({start, split->second});
-        continue;
-      }
-      append_piece_or_bytes(text.substr(start, len), out);
-    }
-  }
+  for_each_piece(symbols, unused_splits, [&](uint32_t start, uint32_t len) {
+    append_piece_or_bytes(text.substr(start, len), out);
+  });
 }
 
 }  // namespace kvforge

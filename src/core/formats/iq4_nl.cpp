@@ -117,12 +117,7 @@ void dequantize_row_iq4_nl(const BlockIQ4_NL* src, float* dst, int64_t n) {
 }
 
 void quantize_row_iq4_nl(const float* src, BlockIQ4_NL* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockIQ4_NL::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockIQ4_NL::kElems;
-    require_finite_block("quantize_row_iq4_nl", x, BlockIQ4_NL::kElems, b * BlockIQ4_NL::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_iq4_nl", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

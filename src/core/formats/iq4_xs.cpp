@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/formats/f16.h"
+#include "core/formats/importance_weights.h"
 #include "core/formats/iq4_codebook.h"
 #include "core/formats/quantize_checks.h"
 
@@ -132,11 +133,7 @@ void quantize_block(const float* x, BlockIQ4_XS& out) {
   float max_scale = 0, max_abs_scale = 0;
   for (int j = 0; j < kSubBlocks; ++j) {
     const float* xs = x + j * kSubElems;
-    float sum_x2 = 0;
-    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
-    // |x| + rms: errors on large weights cost more, but small ones still count.
-    const float rms = std::sqrt(sum_x2 / kSubElems);
-    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
+    importance_weights(xs, kSubElems, weights + j * kSubElems);
     scales[j] = fit_sub_block(xs, weights + j * kSubElems);
     if (std::fabs(scales[j]) > max_abs_scale) {
       max_abs_scale = std::fabs(scales[j]);
@@ -196,12 +193,7 @@ void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, int64_t n) {
 }
 
 void quantize_row_iq4_xs(const float* src, BlockIQ4_XS* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockIQ4_XS::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockIQ4_XS::kElems;
-    require_finite_block("quantize_row_iq4_xs", x, BlockIQ4_XS::kElems, b * BlockIQ4_XS::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_iq4_xs", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

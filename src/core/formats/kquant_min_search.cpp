@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 
 #include "core/formats/f16.h"
+#include "core/formats/importance_weights.h"
 #include "core/formats/quantize_checks.h"
 
 // The choices must not depend on whether a compiler fuses the error sums'
@@ -20,25 +23,23 @@ namespace {
 
 constexpr int kSubElems = 32;
 constexpr int kSubBlocks = 256 / kSubElems;
-constexpr int kMaxParam = 63;  // 6-bit scales and mins
+constexpr int kMaxParam = 63;     // 6-bit scales and mins
+constexpr int kMaxSubElems = 32;  // the longest sub-block of any caller
+// Inverse steps from (max_level - 1) / range in tenths.
+constexpr MinStepRange kStepRange{1.0f, 20};
 
-// x ~= scale * q - min with q in [0, max_level]; min >= 0 (the formats subtract it).
-struct SubBlockFit {
-  float scale = 0;
-  float min = 0;
-};
-
-float weighted_error(const float* x, const float* w, const uint8_t* q, float scale, float min) {
+float weighted_error(const float* x, const float* w, int n, const uint8_t* q, float scale,
+                     float min) {
   float err = 0;
-  for (int i = 0; i < kSubElems; ++i) {
+  for (int i = 0; i < n; ++i) {
     const float diff = scale * float(q[i]) - min - x[i];
     err += w[i] * diff * diff;
   }
   return err;
 }
 
-void assign_levels(const float* x, float lo, float iscale, int max_level, uint8_t* q) {
-  for (int i = 0; i < kSubElems; ++i) {
+void assign_levels(const float* x, int n, float lo, float iscale, int max_level, uint8_t* q) {
+  for (int i = 0; i < n; ++i) {
     q[i] = uint8_t(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, max_level));
   }
 }
@@ -47,9 +48,10 @@ void assign_levels(const float* x, float lo, float iscale, int max_level, uint8_
 // refitted by weighted least squares for (scale, offset) and the lowest
 // error kept. The offset is kept <= 0 (min >= 0) because the formats store a
 // subtracted min.
-SubBlockFit fit_sub_block(const float* x, const float* w, int max_level) {
+MinSubBlockFit fit_sub_block(const float* x, const float* w, int n, int max_level,
+                             MinStepRange range) {
   float lo = x[0], hi = x[0], sum_w = 0, sum_wx = 0;
-  for (int i = 0; i < kSubElems; ++i) {
+  for (int i = 0; i < n; ++i) {
     lo = std::min(lo, x[i]);
     hi = std::max(hi, x[i]);
     sum_w += w[i];
@@ -57,16 +59,15 @@ SubBlockFit fit_sub_block(const float* x, const float* w, int max_level) {
   }
   lo = std::min(lo, 0.0f);
   if (hi == lo) return {0.0f, -lo};  // constant block: the min alone encodes it
-  uint8_t q[kSubElems];
-  assign_levels(x, lo, max_level / (hi - lo), max_level, q);
-  SubBlockFit best{(hi - lo) / max_level, -lo};
-  float best_err = weighted_error(x, w, q, best.scale, best.min);
-  constexpr int kSteps = 20;
-  for (int step = 0; step <= kSteps; ++step) {
-    const float iscale = (max_level - 1.0f + 0.1f * float(step)) / (hi - lo);
-    assign_levels(x, lo, iscale, max_level, q);
+  uint8_t q[kMaxSubElems];
+  assign_levels(x, n, lo, max_level / (hi - lo), max_level, q);
+  MinSubBlockFit best{(hi - lo) / max_level, -lo};
+  float best_err = weighted_error(x, w, n, q, best.scale, best.min);
+  for (int step = 0; step <= range.steps; ++step) {
+    const float iscale = (max_level - range.below + 0.1f * float(step)) / (hi - lo);
+    assign_levels(x, n, lo, iscale, max_level, q);
     float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < kSubElems; ++i) {
+    for (int i = 0; i < n; ++i) {
       sum_l += w[i] * q[i];
       sum_l2 += w[i] * q[i] * q[i];
       sum_xl += w[i] * q[i] * x[i];
@@ -79,7 +80,7 @@ SubBlockFit fit_sub_block(const float* x, const float* w, int max_level) {
       offset = 0;
       scale = sum_xl / sum_l2;
     }
-    const float err = weighted_error(x, w, q, scale, -offset);
+    const float err = weighted_error(x, w, n, q, scale, -offset);
     if (err < best_err) {
       best_err = err;
       best = {scale, -offset};
@@ -100,37 +101,39 @@ void pack_scale_min(uint8_t* scales, int j, int sc, int m) {
   }
 }
 
-// Weighted error of sub-block x encoded with 6-bit (sc, m) under the stored
-// super-scales, levels recomputed for those values; levels written to q.
-float encode_sub_block(const float* x, const float* w, float d, float dmin, int sc, int m,
-                       int max_level, uint8_t* q) {
-  const float step = d * float(sc);
-  const float min = dmin * float(m);
-  for (int i = 0; i < kSubElems; ++i) {
-    q[i] = step == 0.0f ? 0 : uint8_t(std::clamp(nearest_int((x[i] + min) / step), 0, max_level));
+}  // namespace
+
+MinSubBlockFit fit_min_sub_blocks(const float* x, int n_sub, int sub_elems, int max_level,
+                                  MinStepRange range, float* w, MinSubBlockFit* fits) {
+  if (sub_elems > kMaxSubElems)
+    throw std::invalid_argument("fit_min_sub_blocks: sub-blocks of " + std::to_string(sub_elems) +
+                                " values, at most " + std::to_string(kMaxSubElems));
+  MinSubBlockFit largest;
+  for (int j = 0; j < n_sub; ++j) {
+    const float* xs = x + j * sub_elems;
+    importance_weights(xs, sub_elems, w + j * sub_elems);
+    fits[j] = fit_sub_block(xs, w + j * sub_elems, sub_elems, max_level, range);
+    largest.scale = std::max(largest.scale, fits[j].scale);
+    largest.min = std::max(largest.min, fits[j].min);
   }
-  return weighted_error(x, w, q, step, min);
+  return largest;
 }
 
-}  // namespace
+float encode_min_sub_block(const float* x, const float* w, int n, float step, float min,
+                           int max_level, uint8_t* q) {
+  for (int i = 0; i < n; ++i) {
+    q[i] = step == 0.0f ? 0 : uint8_t(std::clamp(nearest_int((x[i] + min) / step), 0, max_level));
+  }
+  return weighted_error(x, w, n, q, step, min);
+}
 
 void search_kquant_min_block(const float* x, int max_level, KQuantMinBlock& out) {
   float weights[256];
-  SubBlockFit fits[kSubBlocks];
-  float max_scale = 0, max_min = 0;
-  for (int j = 0; j < kSubBlocks; ++j) {
-    const float* xs = x + j * kSubElems;
-    float sum_x2 = 0;
-    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
-    // |x| + rms: errors on large weights cost more, but small ones still count.
-    const float rms = std::sqrt(sum_x2 / kSubElems);
-    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
-    fits[j] = fit_sub_block(xs, weights + j * kSubElems, max_level);
-    max_scale = std::max(max_scale, fits[j].scale);
-    max_min = std::max(max_min, fits[j].min);
-  }
-  out.d = fp32_to_fp16(max_scale / kMaxParam);
-  out.dmin = fp32_to_fp16(max_min / kMaxParam);
+  MinSubBlockFit fits[kSubBlocks];
+  const MinSubBlockFit largest =
+      fit_min_sub_blocks(x, kSubBlocks, kSubElems, max_level, kStepRange, weights, fits);
+  out.d = fp32_to_fp16(largest.scale / kMaxParam);
+  out.dmin = fp32_to_fp16(largest.min / kMaxParam);
   const float d = fp16_to_fp32(out.d);
   const float dmin = fp16_to_fp32(out.dmin);
   std::memset(out.scales, 0, sizeof(out.scales));
@@ -148,7 +151,8 @@ void search_kquant_min_block(const float* x, int max_level, KQuantMinBlock& out)
     uint8_t trial[kSubElems];
     for (int sc = sc0; sc <= std::min(sc0 + 1, kMaxParam); ++sc) {
       for (int m = m0; m <= std::min(m0 + 1, kMaxParam); ++m) {
-        const float err = encode_sub_block(xs, ws, d, dmin, sc, m, max_level, trial);
+        const float err = encode_min_sub_block(xs, ws, kSubElems, d * float(sc), dmin * float(m),
+                                               max_level, trial);
         if (err < best_err) {
           best_err = err;
           best_sc = sc;

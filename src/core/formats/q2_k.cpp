@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/formats/f16.h"
+#include "core/formats/kquant_min_search.h"
 #include "core/formats/quantize_checks.h"
 
 // The definition rounds d*sc*q and dmin*m separately before subtracting; a
@@ -24,81 +25,10 @@ constexpr int kMaxLevel = 3;   // 2-bit quants
 constexpr int kMaxParam = 15;  // 4-bit scales and mins
 constexpr float kMaxHalf = 65504.0f;
 
-// x ~= scale * q - min with q in [0, 3]; min >= 0 (the format subtracts it).
-struct SubBlockFit {
-  float scale = 0;
-  float min = 0;
-};
-
-float weighted_error(const float* x, const float* w, const uint8_t* q, float scale, float min) {
-  float err = 0;
-  for (int i = 0; i < kSubElems; ++i) {
-    const float diff = scale * float(q[i]) - min - x[i];
-    err += w[i] * diff * diff;
-  }
-  return err;
-}
-
-void assign_levels(const float* x, float lo, float iscale, uint8_t* q) {
-  for (int i = 0; i < kSubElems; ++i) {
-    q[i] = uint8_t(std::clamp(nearest_int(iscale * (x[i] - lo)), 0, kMaxLevel));
-  }
-}
-
-// Searches step sizes around (hi - lo)/3; each level assignment is refitted
-// by weighted least squares for (scale, offset) and the lowest error kept.
 // With only four levels the best step is often well away from (hi - lo)/3
-// (letting the extremes clip), hence the wide range of candidates. The
-// offset is kept <= 0 (min >= 0) because the format stores a subtracted min.
-SubBlockFit fit_sub_block(const float* x, const float* w) {
-  float lo = x[0], hi = x[0], sum_w = 0, sum_wx = 0;
-  for (int i = 0; i < kSubElems; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-    sum_w += w[i];
-    sum_wx += w[i] * x[i];
-  }
-  lo = std::min(lo, 0.0f);
-  if (hi == lo) return {0.0f, -lo};  // constant block: the min alone encodes it
-  uint8_t q[kSubElems];
-  assign_levels(x, lo, kMaxLevel / (hi - lo), q);
-  SubBlockFit best{(hi - lo) / kMaxLevel, -lo};
-  float best_err = weighted_error(x, w, q, best.scale, best.min);
-  constexpr int kSteps = 24;
-  for (int step = 0; step <= kSteps; ++step) {
-    const float iscale = (kMaxLevel - 0.6f + 0.1f * float(step)) / (hi - lo);
-    assign_levels(x, lo, iscale, q);
-    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
-    for (int i = 0; i < kSubElems; ++i) {
-      sum_l += w[i] * q[i];
-      sum_l2 += w[i] * q[i] * q[i];
-      sum_xl += w[i] * q[i] * x[i];
-    }
-    const float det = sum_w * sum_l2 - sum_l * sum_l;
-    if (det <= 0) continue;
-    float scale = (sum_w * sum_xl - sum_wx * sum_l) / det;
-    float offset = (sum_l2 * sum_wx - sum_l * sum_xl) / det;
-    if (offset > 0) {  // a positive offset is not representable: refit with offset 0
-      offset = 0;
-      scale = sum_xl / sum_l2;
-    }
-    const float err = weighted_error(x, w, q, scale, -offset);
-    if (err < best_err) {
-      best_err = err;
-      best = {scale, -offset};
-    }
-  }
-  return best;
-}
-
-// Weighted error of sub-block x at step `step` and min `min`, quants
-// recomputed for them and written to q.
-float encode_sub_block(const float* x, const float* w, float step, float min, uint8_t* q) {
-  for (int i = 0; i < kSubElems; ++i) {
-    q[i] = step == 0.0f ? 0 : uint8_t(std::clamp(nearest_int((x[i] + min) / step), 0, kMaxLevel));
-  }
-  return weighted_error(x, w, q, step, min);
-}
+// (letting the extremes clip), hence a wider range of candidate steps than
+// Q4_K's: inverse steps from (3 - 0.6) / range in 24 tenths.
+constexpr MinStepRange kStepRange{0.6f, 24};
 
 // One encoding of a super-block under given super-scales.
 struct Encoding {
@@ -110,7 +40,7 @@ struct Encoding {
 
 // The 4-bit (sc, m) of each sub-block: the best of the grid points around
 // the sub-block's own fit under the super-scales d and dmin.
-void choose_grid_points(const float* x, const float* w, const SubBlockFit* fits, Encoding& e) {
+void choose_grid_points(const float* x, const float* w, const MinSubBlockFit* fits, Encoding& e) {
   e.err = 0;
   for (int j = 0; j < kSubBlocks; ++j) {
     const float* xs = x + j * kSubElems;
@@ -123,7 +53,8 @@ void choose_grid_points(const float* x, const float* w, const SubBlockFit* fits,
     uint8_t trial[kSubElems];
     for (int sc = sc0; sc <= std::min(sc0 + 3, kMaxParam); ++sc) {
       for (int m = m0; m <= std::min(m0 + 3, kMaxParam); ++m) {
-        const float err = encode_sub_block(xs, ws, e.d * float(sc), e.dmin * float(m), trial);
+        const float err = encode_min_sub_block(xs, ws, kSubElems, e.d * float(sc),
+                                               e.dmin * float(m), kMaxLevel, trial);
         if (err < best_err) {
           best_err = err;
           e.sc[j] = uint8_t(sc);
@@ -173,22 +104,12 @@ bool refit_super_scales(const float* x, const float* w, const Encoding& e, float
 
 void quantize_block(const float* x, BlockQ2_K& out) {
   float weights[BlockQ2_K::kElems];
-  SubBlockFit fits[kSubBlocks];
-  float max_scale = 0, max_min = 0;
-  for (int j = 0; j < kSubBlocks; ++j) {
-    const float* xs = x + j * kSubElems;
-    float sum_x2 = 0;
-    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
-    // |x| + rms: errors on large weights cost more, but small ones still count.
-    const float rms = std::sqrt(sum_x2 / kSubElems);
-    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
-    fits[j] = fit_sub_block(xs, weights + j * kSubElems);
-    max_scale = std::max(max_scale, fits[j].scale);
-    max_min = std::max(max_min, fits[j].min);
-  }
+  MinSubBlockFit fits[kSubBlocks];
+  const MinSubBlockFit largest =
+      fit_min_sub_blocks(x, kSubBlocks, kSubElems, kMaxLevel, kStepRange, weights, fits);
   Encoding best;
-  best.d = fp16_to_fp32(fp32_to_fp16(std::min(max_scale / kMaxParam, kMaxHalf)));
-  best.dmin = fp16_to_fp32(fp32_to_fp16(std::min(max_min / kMaxParam, kMaxHalf)));
+  best.d = fp16_to_fp32(fp32_to_fp16(std::min(largest.scale / kMaxParam, kMaxHalf)));
+  best.dmin = fp16_to_fp32(fp32_to_fp16(std::min(largest.min / kMaxParam, kMaxHalf)));
   choose_grid_points(x, weights, fits, best);
   // Refitting the super-scales moves every sub-block's grid; stop when that
   // no longer lowers the block's error.
@@ -237,12 +158,7 @@ void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q2_k(const float* src, BlockQ2_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ2_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ2_K::kElems;
-    require_finite_block("quantize_row_q2_k", x, BlockQ2_K::kElems, b * BlockQ2_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q2_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/formats/f16.h"
+#include "core/formats/importance_weights.h"
 #include "core/formats/quantize_checks.h"
 
 // The definition rounds d * (sc - 32) before multiplying by the quant; a
@@ -147,11 +148,7 @@ void quantize_block(const float* x, BlockQ3_K& out) {
   float max_step = 0, max_abs_step = 0;
   for (int j = 0; j < kSubBlocks; ++j) {
     const float* xs = x + j * kSubElems;
-    float sum_x2 = 0;
-    for (int i = 0; i < kSubElems; ++i) sum_x2 += xs[i] * xs[i];
-    // |x| + rms: errors on large weights cost more, but small ones still count.
-    const float rms = std::sqrt(sum_x2 / kSubElems);
-    for (int i = 0; i < kSubElems; ++i) weights[j * kSubElems + i] = rms + std::fabs(xs[i]);
+    importance_weights(xs, kSubElems, weights + j * kSubElems);
     steps[j] = fit_sub_block(xs, weights + j * kSubElems);
     if (std::fabs(steps[j]) > max_abs_step) {
       max_abs_step = std::fabs(steps[j]);
@@ -198,12 +195,7 @@ void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q3_k(const float* src, BlockQ3_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ3_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ3_K::kElems;
-    require_finite_block("quantize_row_q3_k", x, BlockQ3_K::kElems, b * BlockQ3_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q3_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

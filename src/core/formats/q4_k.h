@@ -60,6 +60,16 @@ inline void q4_k_scale_min(const uint8_t* scales, int j, uint8_t& sc, uint8_t& m
   }
 }
 
+// Sub-block j's step d * sc and min dmin * m, each rounded to f32 as the
+// format decodes x = step * q - min (shared with Q5_K).
+inline void q4_k_step_min(const uint8_t* scales, int j, float d, float dmin, float& step,
+                          float& min) {
+  uint8_t sc = 0, m = 0;
+  q4_k_scale_min(scales, j, sc, m);
+  step = d * float(sc);
+  min = dmin * float(m);
+}
+
 // n: elements, a multiple of 256.
 void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, int64_t n);
 void quantize_row_q4_k(const float* src, BlockQ4_K* dst, int64_t n);

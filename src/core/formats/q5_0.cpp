@@ -103,12 +103,7 @@ void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q5_0(const float* src, BlockQ5_0* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ5_0::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ5_0::kElems;
-    require_finite_block("quantize_row_q5_0", x, BlockQ5_0::kElems, b * BlockQ5_0::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q5_0", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -48,11 +48,9 @@ void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n) {
     float* out = dst + b * BlockQ5_K::kElems;
     for (int g = 0; g < BlockQ5_K::kElems / 64; ++g) {
       const uint8_t* q = block.qs + 32 * g;
-      uint8_t sc = 0, m = 0;
-      q4_k_scale_min(block.scales, 2 * g, sc, m);
-      const float step_lo = d * float(sc), min_lo = dmin * float(m);
-      q4_k_scale_min(block.scales, 2 * g + 1, sc, m);
-      const float step_hi = d * float(sc), min_hi = dmin * float(m);
+      float step_lo = 0, min_lo = 0, step_hi = 0, min_hi = 0;
+      q4_k_step_min(block.scales, 2 * g, d, dmin, step_lo, min_lo);
+      q4_k_step_min(block.scales, 2 * g + 1, d, dmin, step_hi, min_hi);
       for (int l = 0; l < 32; ++l) {
         const int level = (q[l] & 15) | ((block.qh[l] >> (2 * g)) & 1) << 4;
         out[64 * g + l] = step_lo * float(level) - min_lo;
@@ -66,12 +64,7 @@ void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q5_k(const float* src, BlockQ5_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ5_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ5_K::kElems;
-    require_finite_block("quantize_row_q5_k", x, BlockQ5_K::kElems, b * BlockQ5_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q5_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -135,12 +135,7 @@ void dequantize_row_q6_k(const BlockQ6_K* src, float* dst, int64_t n) {
 }
 
 void quantize_row_q6_k(const float* src, BlockQ6_K* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ6_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float* x = src + b * BlockQ6_K::kElems;
-    require_finite_block("quantize_row_q6_k", x, BlockQ6_K::kElems, b * BlockQ6_K::kElems);
-    quantize_block(x, dst[b]);
-  }
+  quantize_row_blocks("quantize_row_q6_k", src, dst, n, quantize_block);
 }
 
 }  // namespace kvforge

@@ -16,8 +16,7 @@ struct IQ4_XSDot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockIQ4_XS*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockIQ4_XS>(task, row);
     const int64_t n_blocks = task.cols / BlockIQ4_XS::kElems;
     float acc[NT] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {

@@ -112,11 +112,10 @@ struct IQ4_XSAvx2Dot {
   // change a result.
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockIQ4_XS*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockIQ4_XS>(task, row);
     const int64_t n_blocks = task.cols / BlockIQ4_XS::kElems;
     const BlockQ8_K* a[NT];
-    for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks;
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
     if constexpr (NT <= 2) {
       few_tokens<NT>(w, a, n_blocks, out);
     } else {

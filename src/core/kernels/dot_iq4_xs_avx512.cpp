@@ -37,13 +37,12 @@ __m512i block_factors(const BlockIQ4_XS& blk) {
 struct IQ4_XSAvx512Dot {
   const MatmulTask& task;
 
-  // One token: per half h (elements 128h .. 128h+127), lo = the low nibbles
-  // of qs[64h .. 64h+63] are elements 0-15 of sub-blocks 4h .. 4h+3 (one per
+  // Block blk's exact dot product with token block a, spread over 16 lanes.
+  // Per half h (elements 128h .. 128h+127), lo = the low nibbles of
+  // qs[64h .. 64h+63] are elements 0-15 of sub-blocks 4h .. 4h+3 (one per
   // 128-bit lane) and hi their elements 16-31; the activations are regrouped
-  // the same way. Kept out of line: inlined into the tile dispatch, it runs
-  // short of general registers for the scale unpacking's masks.
-  [[gnu::noinline]] float decode_row(const BlockIQ4_XS* w, const BlockQ8_K* a,
-                                     int64_t n_blocks) const {
+  // the same way.
+  [[gnu::always_inline]] static __m512i block_dot(const BlockIQ4_XS& blk, const BlockQ8_K& a) {
     const __m512i magnitude_table =
         _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kMagnitudes)));
     const __m512i low4 = _mm512_set1_epi8(0x0f);
@@ -55,34 +54,34 @@ struct IQ4_XSAvx512Dot {
     const __m512i lane_of_quarter =
         _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 0,
                          0, 0, 0, 0, 0, 0, 0);
-    // Block b's exact dot product, spread over 16 lanes.
-    auto block_dot = [&](int64_t b) {
-      const BlockIQ4_XS& blk = w[b];
-      const __m512i factors = block_factors(blk);
-      __m512i isum = _mm512_setzero_si512();
-      for (int h = 0; h < 2; ++h) {
-        const __m512i raw = _mm512_loadu_si512(blk.qs + 64 * h);
-        const __m512i lo = _mm512_and_si512(raw, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
-        const __m512i factor_lanes = _mm512_permutexvar_epi16(
-            _mm512_add_epi16(lane_of_quarter, _mm512_set1_epi16(short(4 * h))), factors);
-        const __m512i a0 = _mm512_loadu_si512(a[b].qs + 128 * h);
-        const __m512i a1 = _mm512_loadu_si512(a[b].qs + 128 * h + 64);
-        __m512i a_lo = _mm512_permutex2var_epi64(a0, first_halves, a1);
-        __m512i a_hi = _mm512_permutex2var_epi64(a0, second_halves, a1);
-        a_lo = _mm512_mask_sub_epi8(a_lo, _mm512_testn_epi8_mask(lo, sign_bit),
-                                    _mm512_setzero_si512(), a_lo);
-        a_hi = _mm512_mask_sub_epi8(a_hi, _mm512_testn_epi8_mask(hi, sign_bit),
-                                    _mm512_setzero_si512(), a_hi);
-        isum = _mm512_dpwssd_epi32(
-            isum, _mm512_maddubs_epi16(_mm512_shuffle_epi8(magnitude_table, lo), a_lo),
-            factor_lanes);
-        isum = _mm512_dpwssd_epi32(
-            isum, _mm512_maddubs_epi16(_mm512_shuffle_epi8(magnitude_table, hi), a_hi),
-            factor_lanes);
-      }
-      return isum;
-    };
+    const __m512i factors = block_factors(blk);
+    __m512i isum = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      const __m512i raw = _mm512_loadu_si512(blk.qs + 64 * h);
+      const __m512i lo = _mm512_and_si512(raw, low4);
+      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+      const __m512i factor_lanes = _mm512_permutexvar_epi16(
+          _mm512_add_epi16(lane_of_quarter, _mm512_set1_epi16(short(4 * h))), factors);
+      const __m512i a0 = _mm512_loadu_si512(a.qs + 128 * h);
+      const __m512i a1 = _mm512_loadu_si512(a.qs + 128 * h + 64);
+      __m512i a_lo = _mm512_permutex2var_epi64(a0, first_halves, a1);
+      __m512i a_hi = _mm512_permutex2var_epi64(a0, second_halves, a1);
+      a_lo = _mm512_mask_sub_epi8(a_lo, _mm512_testn_epi8_mask(lo, sign_bit),
+                                  _mm512_setzero_si512(), a_lo);
+      a_hi = _mm512_mask_sub_epi8(a_hi, _mm512_testn_epi8_mask(hi, sign_bit),
+                                  _mm512_setzero_si512(), a_hi);
+      isum = _mm512_dpwssd_epi32(
+          isum, _mm512_maddubs_epi16(_mm512_shuffle_epi8(magnitude_table, lo), a_lo), factor_lanes);
+      isum = _mm512_dpwssd_epi32(
+          isum, _mm512_maddubs_epi16(_mm512_shuffle_epi8(magnitude_table, hi), a_hi), factor_lanes);
+    }
+    return isum;
+  }
+
+  // One token's row. Kept out of line: inlined into the tile dispatch, it
+  // runs short of general registers for the scale unpacking's masks.
+  [[gnu::noinline]] float decode_row(const BlockIQ4_XS* w, const BlockQ8_K* a,
+                                     int64_t n_blocks) const {
     auto block_d = [&](int64_t b) {
       return avx512_load_half(reinterpret_cast<const uint8_t*>(&w[b].d));
     };
@@ -91,7 +90,7 @@ struct IQ4_XSAvx512Dot {
     float acc = 0.0f;
     int64_t b = 0;
     for (; b + 2 <= n_blocks; b += 2) {
-      const __m512i first = block_dot(b), second = block_dot(b + 1);
+      const __m512i first = block_dot(w[b], a[b]), second = block_dot(w[b + 1], a[b + 1]);
       int32_t sum_first = 0, sum_second = 0;
       avx512_hsum2_epi32(
           first,
@@ -101,7 +100,8 @@ struct IQ4_XSAvx512Dot {
       acc = kquant_accumulate_scaled(acc, block_d(b + 1), a[b + 1].d, sum_second);
     }
     if (b < n_blocks) {
-      acc = kquant_accumulate_scaled(acc, block_d(b), a[b].d, avx512_hsum_epi32(block_dot(b)));
+      acc = kquant_accumulate_scaled(acc, block_d(b), a[b].d,
+                                     avx512_hsum_epi32(block_dot(w[b], a[b])));
     }
     return acc;
   }
@@ -111,19 +111,15 @@ struct IQ4_XSAvx512Dot {
   // integers in the same fold either way, so the choice cannot change a result.
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockIQ4_XS*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockIQ4_XS>(task, row);
     const int64_t n_blocks = task.cols / BlockIQ4_XS::kElems;
     if constexpr (NT == 1) {
       out[0] = decode_row(w, task.act_k + t0 * n_blocks, n_blocks);
       return;
     }
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     const __m512i magnitude_table =
         _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kMagnitudes)));
     const __m512i low4 = _mm512_set1_epi8(0x0f);

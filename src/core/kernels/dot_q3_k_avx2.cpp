@@ -94,8 +94,7 @@ struct Q3_KAvx2Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ3_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ3_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ3_K::kElems;
     if constexpr (NT == 1) {
       out[0] = kquant_decode_row<false>(*this, w, task.act_k + t0 * n_blocks, n_blocks);

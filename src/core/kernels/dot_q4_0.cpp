@@ -13,8 +13,7 @@ struct Q4_0Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ4_0*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ4_0>(task, row);
     const int64_t n_blocks = task.cols / BlockQ4_0::kElems;
     constexpr int kHalf = BlockQ4_0::kElems / 2;
     float acc[NT] = {};

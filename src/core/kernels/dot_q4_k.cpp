@@ -15,8 +15,7 @@ struct Q4_KDot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ4_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ4_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ4_K::kElems;
     float acc[NT] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {

@@ -1,16 +1,15 @@
 // Q5_K weights x Q8_K activations, AVX2. Q4_K's kernel with the 5th bit:
 // per 32-value sub-block the high bits are shifted from their qh bit plane
-// to bit 4 of each byte and or-ed onto the nibbles, then vpmaddubsw
-// (unsigned 5-bit quants x signed activations, pair sums <= 2*31*127) and
-// vpmaddwd with the sub-block scale; the mins use the activation block sums.
-// The super-block's integers are exact, so results match the scalar kernel
-// bit for bit (see kquant_accumulate.h).
+// to bit 4 of each byte and or-ed onto the nibbles; the quants are then
+// multiplied and scaled as q4_k_scales_avx2.h describes. The super-block's
+// integers are exact, so results match the scalar kernel bit for bit (see
+// kquant_accumulate.h).
 #include <immintrin.h>
 
 #include "core/formats/q5_k.h"
 #include "core/kernels/avx2_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
-#include "core/kernels/q4_k_scales.h"
+#include "core/kernels/q4_k_scales_avx2.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -42,60 +41,39 @@ struct Q5_KAvx2Dot {
   const MatmulTask& task;
 
   template <int NT, int g>
-  void group(const BlockQ5_K& blk, __m256i qh, __m256i sc_pairs, const BlockQ8_K* const* a,
-             int64_t b, __m256i* isum) const {
+  void group(const BlockQ5_K& blk, __m256i qh, const Q4_KScalesAvx2& scales,
+             const BlockQ8_K* const* a, int64_t b, __m256i* isum) const {
     __m256i lo, hi;
     group_quants<g>(blk, qh, lo, hi);
-    const __m256i sc_lo = _mm256_permutevar8x32_epi32(sc_pairs, _mm256_set1_epi32(2 * g));
-    const __m256i sc_hi = _mm256_permutevar8x32_epi32(sc_pairs, _mm256_set1_epi32(2 * g + 1));
+    const __m256i sc_lo = q4_k_scale_avx2(scales, 2 * g);
+    const __m256i sc_hi = q4_k_scale_avx2(scales, 2 * g + 1);
     for (int k = 0; k < NT; ++k) {
-      const int8_t* aq = a[k][b].qs + 64 * g;
-      const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq));
-      const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 32));
-      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), sc_lo);
-      const __m256i p_hi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), sc_hi);
-      isum[k] = _mm256_add_epi32(isum[k], _mm256_add_epi32(p_lo, p_hi));
+      isum[k] =
+          _mm256_add_epi32(isum[k], q4_k_group_dot_avx2(lo, hi, sc_lo, sc_hi, a[k][b].qs + 64 * g));
     }
   }
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ5_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ5_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {
       const BlockQ5_K& blk = w[b];
-      uint32_t packed[4];
-      q4_k_unpack_scale_bytes(blk.scales, packed);
-      const __m128i sc_m =
-          _mm_setr_epi32(int(packed[0]), int(packed[1]), int(packed[2]), int(packed[3]));
-      // Each 32-bit lane j holds sc[j] in both 16-bit halves, ready to broadcast.
-      const __m256i sc32 = _mm256_cvtepu8_epi32(sc_m);
-      const __m256i sc_pairs = _mm256_or_si256(sc32, _mm256_slli_epi32(sc32, 16));
-      // bsums[2j] and bsums[2j+1] both belong to sub-block j: lanes m0 m0 m1 m1 ... m7 m7.
-      const __m128i m_bytes = _mm_unpackhi_epi64(sc_m, sc_m);
-      const __m256i mins = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(m_bytes, m_bytes));
+      const Q4_KScalesAvx2 scales = q4_k_scales_avx2(blk.scales);
       const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
       __m256i isum[NT];
       for (int k = 0; k < NT; ++k) isum[k] = _mm256_setzero_si256();
-      group<NT, 0>(blk, qh, sc_pairs, a, b, isum);
-      group<NT, 1>(blk, qh, sc_pairs, a, b, isum);
-      group<NT, 2>(blk, qh, sc_pairs, a, b, isum);
-      group<NT, 3>(blk, qh, sc_pairs, a, b, isum);
+      group<NT, 0>(blk, qh, scales, a, b, isum);
+      group<NT, 1>(blk, qh, scales, a, b, isum);
+      group<NT, 2>(blk, qh, scales, a, b, isum);
+      group<NT, 3>(blk, qh, scales, a, b, isum);
       const float d = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
       const float dmin = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
-      for (int k = 0; k < NT; ++k) {
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[k][b].bsums));
-        int32_t total = 0, msum = 0;
-        avx2_hsum2_epi32(isum[k], _mm256_madd_epi16(bsums, mins), total, msum);
-        acc[k] = kquant_accumulate(acc[k], d, dmin, a[k][b].d, total, msum);
-      }
+      for (int k = 0; k < NT; ++k)
+        acc[k] = q4_k_fold_avx2(acc[k], isum[k], scales, a[k][b], d, dmin);
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }

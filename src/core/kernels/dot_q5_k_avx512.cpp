@@ -2,15 +2,14 @@
 // the 5th bit: per 64 values (one group of 32 bytes of nibbles = sub-blocks
 // 2g and 2g+1) the nibbles are split into one vector, a byte test against
 // the group's two qh bit planes gives a mask of the elements whose high bit
-// is set, and a masked add puts 16 on them; then vpmaddubsw (unsigned 5-bit
-// quants x signed activations, pair sums <= 2*31*127) and vpdpwssd with the
-// two sub-block scales; the mins use the activation block sums. The
-// super-block's integers are exact, so results match the scalar kernel bit
-// for bit (see kquant_accumulate.h).
+// is set, and a masked add puts 16 on them; the quants are then multiplied
+// and scaled as q4_k_scales_avx512.h describes. The super-block's integers
+// are exact, so results match the scalar kernel bit for bit (see
+// kquant_accumulate.h).
 #include "core/formats/q5_k.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
-#include "core/kernels/q4_k_scales.h"
+#include "core/kernels/q4_k_scales_avx512.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -21,36 +20,23 @@ struct Q5_KAvx512Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ5_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ5_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i sixteen = _mm512_set1_epi8(16);
-    const __m256i min_lanes =
-        _mm256_setr_epi16(8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 13, 13, 14, 14, 15, 15);
-    const __m512i pair_lanes = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(1), 1);
     // Bytes 0-31 select qh bit 0 (sub-block 0), bytes 32-63 bit 1 (sub-block 1);
     // group g shifts both left by 2g.
     const __m512i plane_bits = _mm512_inserti64x4(_mm512_set1_epi8(1), _mm256_set1_epi8(2), 1);
     for (int64_t b = 0; b < n_blocks; ++b) {
       const BlockQ5_K& blk = w[b];
-      uint32_t packed[4];
-      q4_k_unpack_scale_bytes(blk.scales, packed);
-      // int16 lanes: sc[0..7], m[0..7].
-      const __m256i sc_m = _mm256_cvtepu8_epi16(
-          _mm_setr_epi32(int(packed[0]), int(packed[1]), int(packed[2]), int(packed[3])));
-      // bsums[2j] and bsums[2j+1] both belong to sub-block j: lanes m0 m0 m1 m1 ... m7 m7.
-      const __m256i mins = _mm256_permutexvar_epi16(min_lanes, sc_m);
+      const Q4_KScalesAvx512 scales = q4_k_scales_avx512(blk.scales);
       // qh in both halves: byte l of each half holds the high bits of element l of every sub-block.
       const __m512i qh =
           _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh)));
-      __m512i quants[4], scales[4];
+      __m512i quants[4];
       for (int g = 0; g < 4; ++g) {
         const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
         const __m512i both =
@@ -58,24 +44,13 @@ struct Q5_KAvx512Dot {
         const __m512i nibbles = _mm512_and_si512(both, low4);  // [sub-block 2g | 2g+1]
         const __mmask64 high = _mm512_test_epi8_mask(qh, _mm512_slli_epi16(plane_bits, 2 * g));
         quants[g] = _mm512_mask_add_epi8(nibbles, high, nibbles, sixteen);
-        // int16 lanes 0-15: sc[2g], lanes 16-31: sc[2g+1].
-        scales[g] =
-            _mm512_permutexvar_epi16(_mm512_add_epi16(pair_lanes, _mm512_set1_epi16(short(2 * g))),
-                                     _mm512_castsi256_si512(sc_m));
       }
       const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
       const float dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
       for (int k = 0; k < NT; ++k) {
-        const BlockQ8_K& ak = a[k][b];
-        __m512i isum = _mm512_setzero_si512();
-        for (int g = 0; g < 4; ++g) {
-          const __m512i p = _mm512_maddubs_epi16(quants[g], _mm512_loadu_si512(ak.qs + 64 * g));
-          isum = _mm512_dpwssd_epi32(isum, p, scales[g]);
-        }
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ak.bsums));
         int32_t total = 0, msum = 0;
-        avx512_hsum2_epi32(isum, _mm256_madd_epi16(bsums, mins), total, msum);
-        acc[k] = kquant_accumulate(acc[k], d, dmin, ak.d, total, msum);
+        q4_k_token_sums_avx512(quants, scales, a[k][b], total, msum);
+        acc[k] = kquant_accumulate(acc[k], d, dmin, a[k][b].d, total, msum);
       }
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];

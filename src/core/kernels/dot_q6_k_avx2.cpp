@@ -24,15 +24,11 @@ struct Q6_KAvx2Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ6_K*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ6_K>(task, row);
     const int64_t n_blocks = task.cols / BlockQ6_K::kElems;
     const BlockQ8_K* a[NT];
-    float acc[NT];
-    for (int k = 0; k < NT; ++k) {
-      a[k] = task.act_k + (t0 + k) * n_blocks;
-      acc[k] = 0.0f;
-    }
+    q8_k_token_rows<NT>(task, t0, n_blocks, a);
+    float acc[NT] = {};
     const __m256i low4 = _mm256_set1_epi8(0x0f);
     const __m256i bits45 = _mm256_set1_epi8(0x30);
     for (int64_t b = 0; b < n_blocks; ++b) {

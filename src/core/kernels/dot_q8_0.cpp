@@ -12,8 +12,7 @@ struct Q8_0Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w =
-        reinterpret_cast<const BlockQ8_0*>(task.weights + row * int64_t(task.row_bytes));
+    const auto* w = weight_row<BlockQ8_0>(task, row);
     const int64_t n_blocks = task.cols / BlockQ8_0::kElems;
     float acc[NT] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {

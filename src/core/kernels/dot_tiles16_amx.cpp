@@ -94,6 +94,53 @@ void epilogue_upto(const MatmulTask& task, const int32_t* sums, int j, const uin
   epilogue<Q, NM>(task, sums, j, scales, b0, blocks_in_round, t, row, acc);
 }
 
+// Block b of the kMaxGroups groups at `next` into L2 (T1): its quants, and on
+// even blocks the cache line of scales that block starts.
+template <class Q>
+[[gnu::always_inline]] inline void prefetch_block(const uint8_t* next, int64_t group_bytes,
+                                                  int64_t blocks, int64_t b) {
+  constexpr int64_t kQuantBytes = Q::kQuantBytes;
+  for (int j = 0; j < kMaxGroups; ++j)
+    for (int line = 0; line < kQuantBytes / 64; ++line)
+      _mm_prefetch(
+          reinterpret_cast<const char*>(next + j * group_bytes + b * kQuantBytes + 64 * line),
+          _MM_HINT_T1);
+  if (b % 2 == 0)
+    for (int j = 0; j < kMaxGroups; ++j)
+      _mm_prefetch(reinterpret_cast<const char*>(next + j * group_bytes + blocks * kQuantBytes +
+                                                 b * kScaleBytes),
+                   _MM_HINT_T1);
+}
+
+// Phase 1 of one block: tile A (tokens x 32 bytes from a, rows `stride`
+// apart) times each group's B tile bt[j] into C tile 4 + j.
+template <int G>
+[[gnu::always_inline]] inline void multiply_block(const int8_t* a, int64_t stride,
+                                                  const uint8_t* const* bt) {
+  _tile_loadd(0, a, stride);
+  _tile_loadd(1, bt[0], 64);
+  if constexpr (G > 1) _tile_loadd(2, bt[1], 64);
+  if constexpr (G > 2) _tile_loadd(3, bt[2], 64);
+  _tile_zero(4);
+  _tile_dpbsud(4, 0, 1);
+  if constexpr (G > 1) {
+    _tile_zero(5);
+    _tile_dpbsud(5, 0, 2);
+  }
+  if constexpr (G > 2) {
+    _tile_zero(6);
+    _tile_dpbsud(6, 0, 3);
+  }
+}
+
+// The C tiles of multiply_block into c [G][16 * 16].
+template <int G>
+[[gnu::always_inline]] inline void store_block_sums(int32_t* c) {
+  _tile_stored(4, c, 64);
+  if constexpr (G > 1) _tile_stored(5, c + kTileInts, 64);
+  if constexpr (G > 2) _tile_stored(6, c + 2 * kTileInts, 64);
+}
+
 // Groups g..g+G-1 for tokens [t0, t0 + nt). next: the groups the caller
 // computes after these (nullptr: none), whose block b this prefetches while
 // computing block b here: tile loads do not train the hardware prefetchers,
@@ -121,20 +168,7 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
     const int in_round = int(blocks - b0 < kRoundBlocks ? blocks - b0 : kRoundBlocks);
     for (int bb = 0; bb < in_round; ++bb) {
       const int64_t b = b0 + bb;
-      int32_t* c = sums + bb * kMaxGroups * kTileInts;
-      if (next) {
-        for (int j = 0; j < kMaxGroups; ++j)
-          for (int line = 0; line < kQuantBytes / 64; ++line)
-            _mm_prefetch(
-                reinterpret_cast<const char*>(next + j * group_bytes + b * kQuantBytes + 64 * line),
-                _MM_HINT_T1);
-        if (b % 2 == 0)
-          for (int j = 0; j < kMaxGroups; ++j)
-            _mm_prefetch(reinterpret_cast<const char*>(next + j * group_bytes +
-                                                       blocks * kQuantBytes + b * kScaleBytes),
-                         _MM_HINT_T1);
-      }
-      _tile_loadd(0, a + 32 * b, task.cols);
+      if (next) prefetch_block<Q>(next, group_bytes, blocks, b);
       const uint8_t* bt[G];
       for (int j = 0; j < G; ++j) {
         if constexpr (!Q::kStoredAsTile)
@@ -142,26 +176,12 @@ void groups_tile(const MatmulTask& task, int64_t g, int64_t t0, int nt, const ui
         else
           bt[j] = w[j] + b * kQuantBytes;
       }
-      _tile_loadd(1, bt[0], 64);
-      if constexpr (G > 1) _tile_loadd(2, bt[1], 64);
-      if constexpr (G > 2) _tile_loadd(3, bt[2], 64);
-      _tile_zero(4);
-      _tile_dpbsud(4, 0, 1);
-      if constexpr (G > 1) {
-        _tile_zero(5);
-        _tile_dpbsud(5, 0, 2);
-      }
-      if constexpr (G > 2) {
-        _tile_zero(6);
-        _tile_dpbsud(6, 0, 3);
-      }
+      multiply_block<G>(a + 32 * b, task.cols, bt);
       if constexpr (!Q::kStoredAsTile)
         if (b + 1 < blocks)
           for (int j = 0; j < G; ++j)
             unpack_b_tile<Q>(w[j] + (b + 1) * kQuantBytes, b_buf[(b + 1) & 1][j]);
-      _tile_stored(4, c, 64);
-      if constexpr (G > 1) _tile_stored(5, c + kTileInts, 64);
-      if constexpr (G > 2) _tile_stored(6, c + 2 * kTileInts, 64);
+      store_block_sums<G>(sums + bb * kMaxGroups * kTileInts);
     }
     for (int j = 0; j < G; ++j) {
       const uint8_t* scales = w[j] + blocks * kQuantBytes;

@@ -269,6 +269,123 @@ MatmulTask make_task(const MatmulOutput& o, ActivationForm form, const float* x,
   return task;
 }
 
+// The kernels of a batch's weights at the running SIMD level, and which
+// activation forms they need.
+struct BatchKernels {
+  const KernelSet* sets[kMaxBatchWeights] = {};
+  // The set of the first weight wanting each activation form: its quantizers
+  // make that form (every set of a form at one level has the same ones).
+  const KernelSet* wants[kActivationForms] = {};
+  int64_t total_rows = 0;
+
+  const KernelSet* wanting(ActivationForm form) const { return wants[int(form)]; }
+};
+
+// Checks the batch (count, equal column counts) and picks its kernels.
+BatchKernels select_batch_kernels(std::span<const MatmulOutput> outputs, int64_t n_tokens) {
+  if (outputs.size() > kMaxBatchWeights)
+    throw std::invalid_argument("matmul_batch: " + std::to_string(outputs.size()) +
+                                " weights, at most " + std::to_string(kMaxBatchWeights));
+  const SimdLevel level = simd_level();
+  BatchKernels k;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const WeightView& w = outputs[i].w;
+    k.sets[i] = &checked_kernels(w, n_tokens).by_level[int(level)];
+    if (w.cols != outputs[0].w.cols)
+      throw std::invalid_argument("matmul_batch: weight " + std::to_string(i) + " has " +
+                                  std::to_string(w.cols) + " cols, weight 0 has " +
+                                  std::to_string(outputs[0].w.cols));
+    if (!k.wants[int(k.sets[i]->form)]) k.wants[int(k.sets[i]->form)] = k.sets[i];
+    k.total_rows += w.rows;
+  }
+  return k;
+}
+
+// Lays the scratch out as Q8 activations (quants, scales, sums), Q8_K blocks,
+// Q8 rows and Q8 blocks, each only as large as the batch wants it.
+ConvertedActivations place_activations(const BatchKernels& k, int64_t cols, int64_t n_tokens,
+                                       MatmulScratch& scratch) {
+  const auto bytes_if_wanted = [&](ActivationForm form) {
+    return k.wanting(form) ? activation_bytes(form, cols, n_tokens) : size_t(0);
+  };
+  const size_t q8_bytes = align64(bytes_if_wanted(ActivationForm::Q8));
+  const size_t q8k_bytes = align64(bytes_if_wanted(ActivationForm::Q8K));
+  const size_t rows_bytes = bytes_if_wanted(ActivationForm::Q8Rows);
+  const size_t blocks_bytes = bytes_if_wanted(ActivationForm::Q8Blocks);
+  scratch.reserve(q8_bytes + q8k_bytes + align64(rows_bytes) + blocks_bytes);
+  uint8_t* act = scratch.activations.data();
+  ConvertedActivations converted;
+  converted.quants = reinterpret_cast<int8_t*>(act);
+  converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_tokens));
+  converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
+                                              q8_lane_bytes(cols, n_tokens));
+  converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
+  uint8_t* rows_act = act + q8_bytes + q8k_bytes;
+  const size_t quant_bytes = align64(size_t(n_tokens * cols));
+  const size_t rows_lanes = align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
+  converted.row_quants = reinterpret_cast<int8_t*>(rows_act);
+  converted.row_scales = reinterpret_cast<float*>(rows_act + quant_bytes);
+  converted.row_offsets = reinterpret_cast<int32_t*>(rows_act + quant_bytes + rows_lanes);
+  uint8_t* blocks_act = rows_act + align64(rows_bytes);
+  converted.block_quants = reinterpret_cast<int8_t*>(blocks_act);
+  converted.block_scales = reinterpret_cast<float*>(blocks_act + quant_bytes);
+  converted.block_sums = reinterpret_cast<float*>(blocks_act + quant_bytes + rows_lanes);
+  return converted;
+}
+
+// Quantizes x [n_tokens][cols] into every form the batch wants, split by tokens.
+void convert_activations(const BatchKernels& k, const float* x, int64_t cols, int64_t n_tokens,
+                         const ConvertedActivations& c, ThreadPool& pool) {
+  if (const KernelSet* s = k.wanting(ActivationForm::Q8)) {
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      s->quantize_q8(x, cols, int64_t(t0), int64_t(t1), c.quants, c.scales, c.sums);
+    });
+  }
+  if (const KernelSet* s = k.wanting(ActivationForm::Q8K)) {
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      s->quantize_q8_k(x, cols, int64_t(t0), int64_t(t1), c.blocks);
+    });
+  }
+  if (const KernelSet* s = k.wanting(ActivationForm::Q8Blocks)) {
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      s->quantize_q8_blocks(x, cols, int64_t(t0), int64_t(t1), c.block_quants, c.block_scales,
+                            c.block_sums);
+    });
+  }
+  if (k.wanting(ActivationForm::Q8Rows)) {  // Tiles16: AVX-512 only (checked_layout)
+    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+      quantize_activations_q8_rows_avx512(x, cols, int64_t(t0), int64_t(t1), c.row_quants,
+                                          c.row_scales, c.row_offsets);
+    });
+  }
+}
+
+// Runs run_rows over [0, total_rows) on the pool, split as `split` says.
+template <typename RunRows>
+void run_split(MatmulSplit split, int64_t total_rows, ThreadPool& pool, const RunRows& run_rows) {
+  if (split == MatmulSplit::Stealing) {
+    pool.parallel_for_stealing(
+        size_t(total_rows), kStealOwnRows, kStealRows,
+        [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); }, kStealGrainRows);
+    return;
+  }
+  if (split == MatmulSplit::ClaimedUnits) {
+    // AMX batches: units of whole 16-row groups (every weight's rows being
+    // a multiple of 16) claimed from a shared counter, so a thread that runs
+    // slower (a busy sibling core) takes fewer of them.
+    std::atomic<int64_t> next{0};
+    const int64_t unit = rows_per_claim(total_rows, pool.size());
+    const int64_t units = (total_rows + unit - 1) / unit;
+    pool.run([&](int, int) {
+      for (int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;)
+        run_rows(u * unit, std::min(total_rows, (u + 1) * unit));
+    });
+    return;
+  }
+  pool.parallel_for(size_t(total_rows),
+                    [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); });
+}
+
 }  // namespace
 
 bool tiles16_batch_on_amx(int64_t n_tokens) {
@@ -297,93 +414,19 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
 
 void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch) {
-  if (outputs.size() > kMaxBatchWeights)
-    throw std::invalid_argument("matmul_batch: " + std::to_string(outputs.size()) +
-                                " weights, at most " + std::to_string(kMaxBatchWeights));
-  const SimdLevel level = simd_level();
-  const KernelSet* sets[kMaxBatchWeights];
-  // The set of the first weight wanting each activation form: its quantizers
-  // make that form (every set of a form at one level has the same ones).
-  const KernelSet* wants[kActivationForms] = {};
-  int64_t total_rows = 0;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    const WeightView& w = outputs[i].w;
-    sets[i] = &checked_kernels(w, n_tokens).by_level[int(level)];
-    if (w.cols != outputs[0].w.cols)
-      throw std::invalid_argument("matmul_batch: weight " + std::to_string(i) + " has " +
-                                  std::to_string(w.cols) + " cols, weight 0 has " +
-                                  std::to_string(outputs[0].w.cols));
-    if (!wants[int(sets[i]->form)]) wants[int(sets[i]->form)] = sets[i];
-    total_rows += w.rows;
-  }
-  if (outputs.empty() || total_rows == 0 || n_tokens == 0) return;
+  const BatchKernels k = select_batch_kernels(outputs, n_tokens);
+  if (outputs.empty() || k.total_rows == 0 || n_tokens == 0) return;
   const int64_t cols = outputs[0].w.cols;
   if (cols == 0) {
     for (const MatmulOutput& o : outputs) std::fill(o.y, o.y + o.w.rows * n_tokens, 0.0f);
     return;
   }
-
-  // Scratch: Q8 activations (quants, scales, sums) then Q8_K blocks, each only if wanted.
-  const size_t q8_bytes = wants[int(ActivationForm::Q8)]
-                              ? align64(activation_bytes(ActivationForm::Q8, cols, n_tokens))
-                              : 0;
-  const size_t q8k_bytes = wants[int(ActivationForm::Q8K)]
-                               ? align64(activation_bytes(ActivationForm::Q8K, cols, n_tokens))
-                               : 0;
-  const size_t rows_bytes = wants[int(ActivationForm::Q8Rows)]
-                                ? activation_bytes(ActivationForm::Q8Rows, cols, n_tokens)
-                                : 0;
-  const size_t blocks_bytes = wants[int(ActivationForm::Q8Blocks)]
-                                  ? activation_bytes(ActivationForm::Q8Blocks, cols, n_tokens)
-                                  : 0;
-  scratch.reserve(q8_bytes + q8k_bytes + align64(rows_bytes) + blocks_bytes);
-  uint8_t* act = scratch.activations.data();
-  ConvertedActivations converted;
-  converted.quants = reinterpret_cast<int8_t*>(act);
-  converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_tokens));
-  converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
-                                              q8_lane_bytes(cols, n_tokens));
-  converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
-  uint8_t* rows_act = act + q8_bytes + q8k_bytes;
-  const size_t rows_lanes = align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
-  converted.row_quants = reinterpret_cast<int8_t*>(rows_act);
-  converted.row_scales = reinterpret_cast<float*>(rows_act + align64(size_t(n_tokens * cols)));
-  converted.row_offsets =
-      reinterpret_cast<int32_t*>(rows_act + align64(size_t(n_tokens * cols)) + rows_lanes);
-  uint8_t* blocks_act = rows_act + align64(rows_bytes);
-  converted.block_quants = reinterpret_cast<int8_t*>(blocks_act);
-  converted.block_scales = reinterpret_cast<float*>(blocks_act + align64(size_t(n_tokens * cols)));
-  converted.block_sums =
-      reinterpret_cast<float*>(blocks_act + align64(size_t(n_tokens * cols)) + rows_lanes);
-  if (wants[int(ActivationForm::Q8)]) {
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      wants[int(ActivationForm::Q8)]->quantize_q8(
-          x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales, converted.sums);
-    });
-  }
-  if (wants[int(ActivationForm::Q8K)]) {
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      wants[int(ActivationForm::Q8K)]->quantize_q8_k(x, cols, int64_t(t0), int64_t(t1),
-                                                     converted.blocks);
-    });
-  }
-  if (wants[int(ActivationForm::Q8Blocks)]) {
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      wants[int(ActivationForm::Q8Blocks)]->quantize_q8_blocks(
-          x, cols, int64_t(t0), int64_t(t1), converted.block_quants, converted.block_scales,
-          converted.block_sums);
-    });
-  }
-  if (wants[int(ActivationForm::Q8Rows)]) {  // Tiles16: AVX-512 only (checked_layout)
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
-      quantize_activations_q8_rows_avx512(x, cols, int64_t(t0), int64_t(t1), converted.row_quants,
-                                          converted.row_scales, converted.row_offsets);
-    });
-  }
+  const ConvertedActivations converted = place_activations(k, cols, n_tokens, scratch);
+  convert_activations(k, x, cols, n_tokens, converted, pool);
 
   MatmulTask tasks[kMaxBatchWeights];
   for (size_t i = 0; i < outputs.size(); ++i)
-    tasks[i] = make_task(outputs[i], sets[i]->form, x, n_tokens, converted);
+    tasks[i] = make_task(outputs[i], k.sets[i]->form, x, n_tokens, converted);
   // Rows of all weights in one index space [0, total_rows): weight i owns
   // [first_i, first_i + rows_i); a thread's range may span several weights.
   const auto run_rows = [&](int64_t r0, int64_t r1) {
@@ -391,32 +434,12 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
     for (size_t i = 0; i < outputs.size(); ++i) {
       const int64_t rows = outputs[i].w.rows;
       const int64_t b = std::max(r0, first), e = std::min(r1, first + rows);
-      if (b < e) sets[i]->rows(tasks[i], b - first, e - first);
+      if (b < e) k.sets[i]->rows(tasks[i], b - first, e - first);
       first += rows;
     }
   };
-  const MatmulSplit split = batch_split(sets, outputs.size(), n_tokens, pool.size());
-  if (split == MatmulSplit::Stealing) {
-    pool.parallel_for_stealing(
-        size_t(total_rows), kStealOwnRows, kStealRows,
-        [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); }, kStealGrainRows);
-    return;
-  }
-  if (split == MatmulSplit::ClaimedUnits) {
-    // AMX batches: units of whole 16-row groups (every weight's rows being
-    // a multiple of 16) claimed from a shared counter, so a thread that runs
-    // slower (a busy sibling core) takes fewer of them.
-    std::atomic<int64_t> next{0};
-    const int64_t unit = rows_per_claim(total_rows, pool.size());
-    const int64_t units = (total_rows + unit - 1) / unit;
-    pool.run([&](int, int) {
-      for (int64_t u; (u = next.fetch_add(1, std::memory_order_relaxed)) < units;)
-        run_rows(u * unit, std::min(total_rows, (u + 1) * unit));
-    });
-    return;
-  }
-  pool.parallel_for(size_t(total_rows),
-                    [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); });
+  run_split(batch_split(k.sets, outputs.size(), n_tokens, pool.size()), k.total_rows, pool,
+            run_rows);
 }
 
 }  // namespace kvforge

@@ -18,6 +18,20 @@
 
 namespace kvforge {
 
+// Row `row` of the task's weights, as its blocks.
+template <class Block>
+static inline const Block* weight_row(const MatmulTask& task, int64_t row) {
+  return reinterpret_cast<const Block*>(task.weights + row * int64_t(task.row_bytes));
+}
+
+// The Q8_K activations of tokens t0 .. t0 + NT - 1, each n_blocks long:
+// a[k] is token t0 + k's.
+template <int NT>
+static inline void q8_k_token_rows(const MatmulTask& task, int64_t t0, int64_t n_blocks,
+                                   const BlockQ8_K* a[NT]) {
+  for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks;
+}
+
 // Weight bytes per row block: half of a 32 KiB L1, leaving room for activations.
 inline constexpr int64_t kRowBlockBytes = 16 * 1024;
 

@@ -1,0 +1,22 @@
+#include "core/formats/importance_weights.h"
+
+#include <cmath>
+
+// The searches' choices must not depend on whether a compiler fuses the sum
+// of squares' multiply-adds (GCC would when targeting FMA).
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+namespace kvforge {
+
+void importance_weights(const float* x, int n, float* w) {
+  float sum_x2 = 0;
+  for (int i = 0; i < n; ++i) sum_x2 += x[i] * x[i];
+  const float rms = std::sqrt(sum_x2 / n);
+  for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
+}
+
+}  // namespace kvforge
