@@ -18,7 +18,6 @@ struct Run {
   ContiguousKvCache cache;
   ForwardScratch scratch;
   std::vector<float> logits;  // [window][n_vocab]
-  double nll = 0;
   Run(const Model& m, int window, KvFormat f, int max_batch, int threads)
       : cache(m.config(), window, f),
         scratch(m.config()),
@@ -106,16 +105,58 @@ void add_kv_cosines(const ModelConfig& c, const ContiguousKvCache& ref,
   }
 }
 
+// Sums over the predicted positions: how the candidate's logits compare with
+// the reference's, and both negative log-likelihoods of the next token.
+struct LogitsComparison {
+  int64_t top1_same = 0;
+  double cos_sum = 0, kl_sum = 0, nll_ref = 0, nll_cand = 0;
+  std::vector<double> lp_ref, lp_cand;  // scratch: [n_vocab] log-softmax of each
+
+  void add(const float* a, const float* b, size_t n_vocab, size_t next, KvEvalResult& r) {
+    const double cs = cosine(a, b, n_vocab);
+    cos_sum += cs;
+    r.logits_cosine_min = std::min(r.logits_cosine_min, cs);
+    top1_same += std::max_element(a, a + n_vocab) - a == std::max_element(b, b + n_vocab) - b;
+    log_softmax(a, n_vocab, lp_ref);
+    log_softmax(b, n_vocab, lp_cand);
+    double kl = 0;
+    for (size_t v = 0; v < n_vocab; ++v) kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp_cand[v]);
+    kl_sum += kl;
+    r.kl_max = std::max(r.kl_max, kl);
+    nll_ref -= lp_ref[next];
+    nll_cand -= lp_cand[next];
+    ++r.n_predicted;
+  }
+
+  // Means over the predicted positions, and the grids' over the KV positions.
+  void finish(int64_t kv_positions, KvEvalResult& r) const {
+    const double np = double(r.n_predicted);
+    r.logits_cosine_mean = cos_sum / np;
+    r.top1_agreement = double(top1_same) / np;
+    r.kl_mean = kl_sum / np;
+    r.ppl_reference = std::exp(nll_ref / np);
+    r.ppl_candidate = std::exp(nll_cand / np);
+    for (Grid* g : {&r.k_cosine, &r.v_cosine, &r.k_cosine_quant_only, &r.v_cosine_quant_only})
+      for (auto& layer : *g)
+        for (double& x : layer) x /= double(kv_positions);
+  }
+};
+
+int checked_window(const ModelConfig& c, const KvEvalOptions& o, size_t n_tokens) {
+  const int window = o.window > 0 ? o.window : std::min(c.n_ctx_train, 512);
+  if (window < 2 || window > c.n_ctx_train)
+    throw std::invalid_argument("kv-eval window " + std::to_string(window) + " must be in [2, " +
+                                std::to_string(c.n_ctx_train) + "] (the training context)");
+  if (n_tokens < 2) throw std::invalid_argument("kv-eval needs at least 2 tokens");
+  return window;
+}
+
 }  // namespace
 
 KvEvalResult evaluate_kv_format(const Model& model, ThreadPool& pool,
                                 std::span<const int32_t> tokens, const KvEvalOptions& o) {
   const ModelConfig& c = model.config();
-  const int window = o.window > 0 ? o.window : std::min(c.n_ctx_train, 512);
-  if (window < 2 || window > c.n_ctx_train)
-    throw std::invalid_argument("kv-eval window " + std::to_string(window) + " must be in [2, " +
-                                std::to_string(c.n_ctx_train) + "] (the training context)");
-  if (tokens.size() < 2) throw std::invalid_argument("kv-eval needs at least 2 tokens");
+  const int window = checked_window(c, o, tokens.size());
   const auto t0 = std::chrono::steady_clock::now();
   const int batch = std::max(1, o.max_batch);
   Run ref(model, window, {}, batch, pool.size());
@@ -126,44 +167,20 @@ KvEvalResult evaluate_kv_format(const Model& model, ThreadPool& pool,
   r.n_tokens = int64_t(tokens.size());
   r.k_cosine = r.v_cosine = r.k_cosine_quant_only = r.v_cosine_quant_only = zero_grid(c);
   const size_t n_vocab = size_t(c.n_vocab);
-  std::vector<double> lp_ref, lp_cand;
-  int64_t kv_positions = 0, top1_same = 0;
-  double cos_sum = 0, kl_sum = 0;
+  LogitsComparison sums;
+  int64_t kv_positions = 0;
   for (size_t start = 0; start + 1 < tokens.size(); start += size_t(window)) {
     const auto chunk = tokens.subspan(start, std::min(size_t(window), tokens.size() - start));
     ref.forward_window(model, pool, chunk, batch);
     cand.forward_window(model, pool, chunk, batch);
     add_kv_cosines(c, ref.cache, cand.cache, int32_t(chunk.size()), r);
     kv_positions += int64_t(chunk.size());
-    for (size_t i = 0; i + 1 < chunk.size(); ++i) {
-      const float* a = ref.logits.data() + i * n_vocab;
-      const float* b = cand.logits.data() + i * n_vocab;
-      const double cs = cosine(a, b, n_vocab);
-      cos_sum += cs;
-      r.logits_cosine_min = std::min(r.logits_cosine_min, cs);
-      top1_same += std::max_element(a, a + n_vocab) - a == std::max_element(b, b + n_vocab) - b;
-      log_softmax(a, n_vocab, lp_ref);
-      log_softmax(b, n_vocab, lp_cand);
-      double kl = 0;
-      for (size_t v = 0; v < n_vocab; ++v) kl += std::exp(lp_ref[v]) * (lp_ref[v] - lp_cand[v]);
-      kl_sum += kl;
-      r.kl_max = std::max(r.kl_max, kl);
-      const size_t next = size_t(chunk[i + 1]);
-      ref.nll -= lp_ref[next];
-      cand.nll -= lp_cand[next];
-      ++r.n_predicted;
-    }
+    for (size_t i = 0; i + 1 < chunk.size(); ++i)
+      sums.add(ref.logits.data() + i * n_vocab, cand.logits.data() + i * n_vocab, n_vocab,
+               size_t(chunk[i + 1]), r);
     ++r.n_windows;
   }
-  const double np = double(r.n_predicted);
-  r.logits_cosine_mean = cos_sum / np;
-  r.top1_agreement = double(top1_same) / np;
-  r.kl_mean = kl_sum / np;
-  r.ppl_reference = std::exp(ref.nll / np);
-  r.ppl_candidate = std::exp(cand.nll / np);
-  for (Grid* g : {&r.k_cosine, &r.v_cosine, &r.k_cosine_quant_only, &r.v_cosine_quant_only})
-    for (auto& layer : *g)
-      for (double& x : layer) x /= double(kv_positions);
+  sums.finish(kv_positions, r);
   r.kv_bytes_per_token_reference = c.kv_bytes_per_token(4);
   r.kv_bytes_per_token_candidate =
       size_t(c.n_layer) * size_t(c.n_kv_head) *

@@ -54,6 +54,70 @@ void print_format_table(const ModelShape& s, uint64_t weights, const KvPlanFlags
   }
 }
 
+// The model's shape and weight bytes, from the preset or the file.
+struct PlannedModel {
+  ModelShape shape;
+  uint64_t weight_bytes = 0;
+  std::string weights_what;  // what the weight bytes count
+};
+
+PlannedModel planned_model(const KvPlanFlags& f) {
+  PlannedModel m;
+  if (f.preset.empty()) {
+    const GgufWeights w = read_gguf_weights(f.model);
+    m.shape = w.shape;
+    m.weight_bytes = w.bytes;
+    m.weights_what = "every tensor of " + f.model;
+    return m;
+  }
+  const auto p = ModelShape::preset(f.preset);
+  if (!p) {
+    std::string names;
+    for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
+    throw std::invalid_argument("kv-plan: unknown preset '" + f.preset + "' (known: " + names +
+                                ")");
+  }
+  m.shape = *p;
+  const auto type = parse_type_name(f.weight_type);
+  if (!type) throw std::invalid_argument("kv-plan: unknown --weight-type '" + f.weight_type + "'");
+  m.weight_bytes = weight_bytes(m.shape, *type);
+  m.weights_what =
+      f.weight_type + " matrices, f32 norms, " + std::to_string(m.shape.n_params()) + " parameters";
+  return m;
+}
+
+void print_window_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlanFlags& f) {
+  std::printf(
+      "sliding window %lld of %lld layers attend the last %lld positions: paged in "
+      "blocks of %lld, they keep min(%lld, (ceil(W/B) + 1) * B) = %lld\n",
+      static_cast<long long>(s.n_swa_layers), static_cast<long long>(s.n_layer),
+      static_cast<long long>(s.sliding_window), static_cast<long long>(f.block_size),
+      static_cast<long long>(f.ctx),
+      static_cast<long long>(std::min(f.ctx, kv_window_positions(s, f.block_size))));
+  std::printf(
+      "  KV/sequence  %s window-aware vs %s with every position of every layer "
+      "(%.1f%%, %llu vs %llu bytes)\n",
+      gib(p.kv_per_sequence).c_str(), gib(p.kv_per_sequence_full).c_str(),
+      100.0 * double(p.kv_per_sequence) / double(p.kv_per_sequence_full),
+      static_cast<unsigned long long>(p.kv_per_sequence),
+      static_cast<unsigned long long>(p.kv_per_sequence_full));
+}
+
+void print_budget_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlanFlags& f,
+                        KvFormat fmt, uint64_t weights) {
+  const uint64_t budget = uint64_t(f.budget_gib * kGiB);
+  std::printf("budget %.2f GiB: %s (%s %s)\n", f.budget_gib,
+              p.total <= budget ? "fits" : "does NOT fit",
+              gib(p.total <= budget ? budget - p.total : p.total - budget).c_str(),
+              p.total <= budget ? "to spare" : "short");
+  std::printf(
+      "max context for %lld sequences: %lld tokens\n", static_cast<long long>(f.batch),
+      static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget, f.block_size)));
+  std::printf(
+      "max sequences of %lld tokens:   %lld\n", static_cast<long long>(f.ctx),
+      static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget, f.block_size)));
+}
+
 void kv_plan(const KvPlanFlags& f) {
   if (f.model.empty() == f.preset.empty())
     throw std::invalid_argument("kv-plan: give exactly one of -m MODEL or --preset NAME");
@@ -61,73 +125,24 @@ void kv_plan(const KvPlanFlags& f) {
   if (f.block_size <= 0)
     throw std::invalid_argument("kv-plan: --block-size must be ≥ 1, got " +
                                 std::to_string(f.block_size));
-  ModelShape s;
-  uint64_t weights = 0;
-  std::string weights_what;
-  if (!f.preset.empty()) {
-    const auto p = ModelShape::preset(f.preset);
-    if (!p) {
-      std::string names;
-      for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
-      throw std::invalid_argument("kv-plan: unknown preset '" + f.preset + "' (known: " + names +
-                                  ")");
-    }
-    s = *p;
-    const auto type = parse_type_name(f.weight_type);
-    if (!type)
-      throw std::invalid_argument("kv-plan: unknown --weight-type '" + f.weight_type + "'");
-    weights = weight_bytes(s, *type);
-    weights_what =
-        f.weight_type + " matrices, f32 norms, " + std::to_string(s.n_params()) + " parameters";
-  } else {
-    const GgufWeights w = read_gguf_weights(f.model);
-    s = w.shape;
-    weights = w.bytes;
-    weights_what = "every tensor of " + f.model;
-  }
+  const PlannedModel m = planned_model(f);
+  const ModelShape& s = m.shape;
   const KvFormat fmt = f.kv.format();
-  const KvMemoryPlan p = plan_kv_memory(s, fmt, weights, f.ctx, f.batch, f.block_size);
+  const KvMemoryPlan p = plan_kv_memory(s, fmt, m.weight_bytes, f.ctx, f.batch, f.block_size);
   std::printf("kv-plan: %s: %lld layers, %lld heads, %lld KV heads of %lld (GQA group %lld)\n",
               s.name.c_str(), static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
               static_cast<long long>(s.n_kv_head), static_cast<long long>(s.head_dim),
               static_cast<long long>(s.n_head / s.n_kv_head));
-  std::printf("weights        %s  (%s)\n", gib(p.weight_bytes).c_str(), weights_what.c_str());
+  std::printf("weights        %s  (%s)\n", gib(p.weight_bytes).c_str(), m.weights_what.c_str());
   std::printf("KV %-10s  %llu bytes/token, %s/sequence of %lld tokens, %s for %lld sequences\n",
               f.kv.describe().c_str(), static_cast<unsigned long long>(p.kv_per_token),
               gib(p.kv_per_sequence).c_str(), static_cast<long long>(f.ctx),
               gib(p.kv_total).c_str(), static_cast<long long>(f.batch));
-  if (s.n_swa_layers > 0) {
-    std::printf(
-        "sliding window %lld of %lld layers attend the last %lld positions: paged in "
-        "blocks of %lld, they keep min(%lld, (ceil(W/B) + 1) * B) = %lld\n",
-        static_cast<long long>(s.n_swa_layers), static_cast<long long>(s.n_layer),
-        static_cast<long long>(s.sliding_window), static_cast<long long>(f.block_size),
-        static_cast<long long>(f.ctx),
-        static_cast<long long>(std::min(f.ctx, kv_window_positions(s, f.block_size))));
-    std::printf(
-        "  KV/sequence  %s window-aware vs %s with every position of every layer "
-        "(%.1f%%, %llu vs %llu bytes)\n",
-        gib(p.kv_per_sequence).c_str(), gib(p.kv_per_sequence_full).c_str(),
-        100.0 * double(p.kv_per_sequence) / double(p.kv_per_sequence_full),
-        static_cast<unsigned long long>(p.kv_per_sequence),
-        static_cast<unsigned long long>(p.kv_per_sequence_full));
-  }
+  if (s.n_swa_layers > 0) print_window_lines(s, p, f);
   std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
               gib(p.total).c_str());
-  if (f.budget_gib > 0) {
-    const uint64_t budget = uint64_t(f.budget_gib * kGiB);
-    std::printf("budget %.2f GiB: %s (%s %s)\n", f.budget_gib,
-                p.total <= budget ? "fits" : "does NOT fit",
-                gib(p.total <= budget ? budget - p.total : p.total - budget).c_str(),
-                p.total <= budget ? "to spare" : "short");
-    std::printf(
-        "max context for %lld sequences: %lld tokens\n", static_cast<long long>(f.batch),
-        static_cast<long long>(max_context_for(s, fmt, weights, f.batch, budget, f.block_size)));
-    std::printf(
-        "max sequences of %lld tokens:   %lld\n", static_cast<long long>(f.ctx),
-        static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget, f.block_size)));
-  }
-  print_format_table(s, weights, f);
+  if (f.budget_gib > 0) print_budget_lines(s, p, f, fmt, m.weight_bytes);
+  print_format_table(s, m.weight_bytes, f);
 }
 
 }  // namespace

@@ -18,77 +18,103 @@ constexpr uint32_t kMagic = 0x46554747u;  // "GGUF" as a little-endian u32
   throw std::invalid_argument("GgufWriter: " + msg);
 }
 
+[[noreturn]] void wrong_cpp_type(const std::string& where, const Value& v) {
+  invalid(where + ": " + std::string(value_type_name(v.type)) + " value holds the wrong C++ type");
+}
+
+// An integer value in `v`'s variant within [min, max] (T: its storage type).
+template <class T>
+void check_integer_range(const std::string& where, const Value& v, T min, T max) {
+  const auto* x = std::get_if<T>(&v.data);
+  if (x == nullptr) wrong_cpp_type(where, v);
+  if (*x < min || *x > max)
+    invalid(where + ": " + std::to_string(*x) + " does not fit in " +
+            std::string(value_type_name(v.type)));
+}
+
+template <class T>
+void check_unsigned(const std::string& where, const Value& v) {
+  check_integer_range<uint64_t>(where, v, 0, std::numeric_limits<T>::max());
+}
+
+template <class T>
+void check_signed(const std::string& where, const Value& v) {
+  check_integer_range<int64_t>(where, v, std::numeric_limits<T>::min(),
+                               std::numeric_limits<T>::max());
+}
+
+// False when `v` is not of an integer type; else checks it fits its width.
+bool check_integer(const std::string& where, const Value& v) {
+  switch (v.type) {
+    case ValueType::UINT8:
+      check_unsigned<uint8_t>(where, v);
+      return true;
+    case ValueType::UINT16:
+      check_unsigned<uint16_t>(where, v);
+      return true;
+    case ValueType::UINT32:
+      check_unsigned<uint32_t>(where, v);
+      return true;
+    case ValueType::UINT64:
+      check_unsigned<uint64_t>(where, v);
+      return true;
+    case ValueType::INT8:
+      check_signed<int8_t>(where, v);
+      return true;
+    case ValueType::INT16:
+      check_signed<int16_t>(where, v);
+      return true;
+    case ValueType::INT32:
+      check_signed<int32_t>(where, v);
+      return true;
+    case ValueType::INT64:
+      check_signed<int64_t>(where, v);
+      return true;
+    default:
+      return false;
+  }
+}
+
+void validate_value(const std::string& where, const Value& v, int depth);
+
+// An array: a known element type, not nested too deeply, homogeneous items.
+void validate_array(const std::string& where, const Value& v, int depth) {
+  const auto* a = std::get_if<Array>(&v.data);
+  if (a == nullptr) wrong_cpp_type(where, v);
+  if (!is_valid_value_type(static_cast<uint32_t>(a->element_type)))
+    invalid(where + ": unknown array element type " + std::to_string(uint32_t(a->element_type)));
+  if (a->element_type == ValueType::ARRAY && depth + 2 > kMaxArrayDepth)
+    invalid(where + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth) + " levels");
+  for (size_t i = 0; i < a->items.size(); ++i) {
+    const std::string item = where + "[" + std::to_string(i) + "]";
+    if (a->items[i].type != a->element_type)
+      invalid(item + ": " + std::string(value_type_name(a->items[i].type)) +
+              " item in an array of " + std::string(value_type_name(a->element_type)));
+    validate_value(item, a->items[i], depth + 1);
+  }
+}
+
 // Checks that `v` can be encoded: its variant matches its type, integers fit
 // their on-disk width, arrays are homogeneous and not nested too deeply.
 // `depth` counts the arrays enclosing `v` (the reader's rule: at most
 // kMaxArrayDepth levels of arrays).
 void validate_value(const std::string& where, const Value& v, int depth) {
-  auto mismatch = [&] {
-    invalid(where + ": " + std::string(value_type_name(v.type)) +
-            " value holds the wrong C++ type");
-  };
-  auto check_unsigned = [&](uint64_t max) {
-    const auto* u = std::get_if<uint64_t>(&v.data);
-    if (u == nullptr) mismatch();
-    if (*u > max)
-      invalid(where + ": " + std::to_string(*u) + " does not fit in " +
-              std::string(value_type_name(v.type)));
-  };
-  auto check_signed = [&](int64_t min, int64_t max) {
-    const auto* s = std::get_if<int64_t>(&v.data);
-    if (s == nullptr) mismatch();
-    if (*s < min || *s > max)
-      invalid(where + ": " + std::to_string(*s) + " does not fit in " +
-              std::string(value_type_name(v.type)));
-  };
+  if (check_integer(where, v)) return;
   switch (v.type) {
-    case ValueType::UINT8:
-      return check_unsigned(std::numeric_limits<uint8_t>::max());
-    case ValueType::UINT16:
-      return check_unsigned(std::numeric_limits<uint16_t>::max());
-    case ValueType::UINT32:
-      return check_unsigned(std::numeric_limits<uint32_t>::max());
-    case ValueType::UINT64:
-      return check_unsigned(std::numeric_limits<uint64_t>::max());
-    case ValueType::INT8:
-      return check_signed(std::numeric_limits<int8_t>::min(), std::numeric_limits<int8_t>::max());
-    case ValueType::INT16:
-      return check_signed(std::numeric_limits<int16_t>::min(), std::numeric_limits<int16_t>::max());
-    case ValueType::INT32:
-      return check_signed(std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max());
-    case ValueType::INT64:
-      return check_signed(std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
     case ValueType::FLOAT32:
     case ValueType::FLOAT64:
-      if (!std::holds_alternative<double>(v.data)) mismatch();
+      if (!std::holds_alternative<double>(v.data)) wrong_cpp_type(where, v);
       return;
     case ValueType::BOOL:
-      if (!std::holds_alternative<bool>(v.data)) mismatch();
+      if (!std::holds_alternative<bool>(v.data)) wrong_cpp_type(where, v);
       return;
     case ValueType::STRING:
-      if (!std::holds_alternative<std::string>(v.data)) mismatch();
+      if (!std::holds_alternative<std::string>(v.data)) wrong_cpp_type(where, v);
       return;
-    case ValueType::ARRAY: {
-      const auto* a = std::get_if<Array>(&v.data);
-      if (a == nullptr) mismatch();
-      if (!is_valid_value_type(static_cast<uint32_t>(a->element_type))) {
-        invalid(where + ": unknown array element type " +
-                std::to_string(uint32_t(a->element_type)));
-      }
-      if (a->element_type == ValueType::ARRAY && depth + 2 > kMaxArrayDepth) {
-        invalid(where + ": arrays nested deeper than " + std::to_string(kMaxArrayDepth) +
-                " levels");
-      }
-      for (size_t i = 0; i < a->items.size(); ++i) {
-        const std::string item = where + "[" + std::to_string(i) + "]";
-        if (a->items[i].type != a->element_type) {
-          invalid(item + ": " + std::string(value_type_name(a->items[i].type)) +
-                  " item in an array of " + std::string(value_type_name(a->element_type)));
-        }
-        validate_value(item, a->items[i], depth + 1);
-      }
-      return;
-    }
+    case ValueType::ARRAY:
+      return validate_array(where, v, depth);
+    default:
+      break;
   }
   invalid(where + ": unknown value type " + std::to_string(uint32_t(v.type)));
 }

@@ -74,6 +74,15 @@ class PlanChecker {
 
   void check_op(size_t index, const PlanOp& op) {
     const std::string where = "op " + std::to_string(index);
+    check_op_shape(where, op);
+    if (is_attention_side(op.code))
+      check_attention_op(where, op);
+    else
+      check_block_op(where, op);
+  }
+
+  // The op's code, weight, layer and row count.
+  void check_op_shape(const std::string& where, const PlanOp& op) {
     if (int(op.code) >= kOpCodeCount)
       fail(where + ": unknown op code " + std::to_string(int(op.code)));
     if (int(op.weight) >= kWeightRefCount)
@@ -93,6 +102,16 @@ class PlanChecker {
         (op.code == OpCode::GatherRows && op.rows != p_.n_logit_rows))
       fail(where + ": " + std::to_string(op.rows) + " rows in a plan of " +
            std::to_string(p_.rows));
+  }
+
+  // Ops that read or write the KV cache, its mask or the RoPE angles.
+  static bool is_attention_side(OpCode code) {
+    return code == OpCode::UpdateMask || code == OpCode::BuildAttnMask || code == OpCode::Rope ||
+           code == OpCode::KvWrite || code == OpCode::Attention || code == OpCode::RowRuns ||
+           code == OpCode::KvStage || code == OpCode::WindowAttention;
+  }
+
+  void check_attention_op(const std::string& where, const PlanOp& op) {
     const uint64_t r = uint64_t(op.rows), f = 4;
     switch (op.code) {
       case OpCode::UpdateMask:
@@ -100,48 +119,6 @@ class PlanChecker {
       case OpCode::BuildAttnMask:
         need(op.dst, r * uint64_t(p_.kv_len), where + " mask");
         break;
-      case OpCode::Embed:
-        need(op.dst, r * c_.n_embd * f, where + " embeddings");
-        need(op.src0, r * c_.rope_dim * f, where + " rope angles");
-        if (m_.rope_tables().size() > 1)
-          need(op.src1, r * c_.rope_dim * f, where + " rope angles of the second table");
-        else if (op.src1 != kNoBuffer)
-          fail(where + ": angles of a second RoPE table the model does not have");
-        cos_sin_[0] = op.src0;
-        cos_sin_[1] = op.src1;
-        break;
-      case OpCode::RmsNorm:
-        expect_weight(where, op, is_norm_ref(op.weight), "a norm");
-        expect_vector(where, op, size_t(c_.n_embd));
-        need(op.src0, r * c_.n_embd * f, where + " input");
-        need(op.dst, r * c_.n_embd * f, where + " output");
-        if (op.weight == WeightRef::AttnPostNorm || op.weight == WeightRef::FfnPostNorm)
-          ++layers_[size_t(op.layer)].post_norms;
-        break;
-      case OpCode::HeadNorm: {
-        expect_weight(where, op, is_head_norm_ref(op.weight), "a Q/K norm");
-        expect_vector(where, op, size_t(c_.head_dim));
-        const int heads = op.weight == WeightRef::AttnQNorm ? c_.n_head : c_.n_kv_head;
-        need(op.src0, r * uint64_t(heads) * c_.head_dim * f, where + " input");
-        need(op.dst, r * uint64_t(heads) * c_.head_dim * f, where + " output");
-        ++layers_[size_t(op.layer)].head_norms;
-        break;
-      }
-      case OpCode::MatMul: {
-        expect_weight(where, op, is_matrix_ref(op.weight), "a matrix");
-        const WeightView& w = weight_matrix(m_, op.weight, op.layer);
-        need(op.src0, r * uint64_t(w.cols) * f, where + " input");
-        need(op.dst, r * uint64_t(w.rows) * f, where + " output");
-        matmul_scratch_ = std::max<uint64_t>(matmul_scratch_, matmul_scratch_bytes(w, op.rows));
-        break;
-      }
-      case OpCode::AddBias: {
-        expect_weight(where, op, is_bias_ref(op.weight), "a bias");
-        const std::vector<float>& bias = weight_vector(m_, op.weight, op.layer);
-        if (bias.empty()) fail(where + ": the model has no " + weight_ref_name(op.weight));
-        need(op.dst, r * bias.size() * f, where + " output");
-        break;
-      }
       case OpCode::Rope:
         need(op.src0, r * c_.q_dim() * f, where + " q");
         need(op.dst, r * c_.kv_dim() * f, where + " k");
@@ -180,6 +157,68 @@ class PlanChecker {
         need(op.dst, r * c_.q_dim() * f, where + " output");
         ++layers_[size_t(op.layer)].attentions;
         break;
+      default:
+        break;
+    }
+  }
+
+  // Embeddings and the RoPE angles of each table.
+  void check_embed(const std::string& where, const PlanOp& op) {
+    const uint64_t r = uint64_t(op.rows), f = 4;
+    need(op.dst, r * c_.n_embd * f, where + " embeddings");
+    need(op.src0, r * c_.rope_dim * f, where + " rope angles");
+    if (m_.rope_tables().size() > 1)
+      need(op.src1, r * c_.rope_dim * f, where + " rope angles of the second table");
+    else if (op.src1 != kNoBuffer)
+      fail(where + ": angles of a second RoPE table the model does not have");
+    cos_sin_[0] = op.src0;
+    cos_sin_[1] = op.src1;
+  }
+
+  // Per-head Q or K norms.
+  void check_head_norm(const std::string& where, const PlanOp& op) {
+    const uint64_t r = uint64_t(op.rows), f = 4;
+    expect_weight(where, op, is_head_norm_ref(op.weight), "a Q/K norm");
+    expect_vector(where, op, size_t(c_.head_dim));
+    const int heads = op.weight == WeightRef::AttnQNorm ? c_.n_head : c_.n_kv_head;
+    need(op.src0, r * uint64_t(heads) * c_.head_dim * f, where + " input");
+    need(op.dst, r * uint64_t(heads) * c_.head_dim * f, where + " output");
+    ++layers_[size_t(op.layer)].head_norms;
+  }
+
+  // The layer block's own ops: embeddings, norms, matmuls, biases, residuals, gates, logits.
+  void check_block_op(const std::string& where, const PlanOp& op) {
+    const uint64_t r = uint64_t(op.rows), f = 4;
+    switch (op.code) {
+      case OpCode::Embed:
+        check_embed(where, op);
+        break;
+      case OpCode::RmsNorm:
+        expect_weight(where, op, is_norm_ref(op.weight), "a norm");
+        expect_vector(where, op, size_t(c_.n_embd));
+        need(op.src0, r * c_.n_embd * f, where + " input");
+        need(op.dst, r * c_.n_embd * f, where + " output");
+        if (op.weight == WeightRef::AttnPostNorm || op.weight == WeightRef::FfnPostNorm)
+          ++layers_[size_t(op.layer)].post_norms;
+        break;
+      case OpCode::HeadNorm:
+        check_head_norm(where, op);
+        break;
+      case OpCode::MatMul: {
+        expect_weight(where, op, is_matrix_ref(op.weight), "a matrix");
+        const WeightView& w = weight_matrix(m_, op.weight, op.layer);
+        need(op.src0, r * uint64_t(w.cols) * f, where + " input");
+        need(op.dst, r * uint64_t(w.rows) * f, where + " output");
+        matmul_scratch_ = std::max<uint64_t>(matmul_scratch_, matmul_scratch_bytes(w, op.rows));
+        break;
+      }
+      case OpCode::AddBias: {
+        expect_weight(where, op, is_bias_ref(op.weight), "a bias");
+        const std::vector<float>& bias = weight_vector(m_, op.weight, op.layer);
+        if (bias.empty()) fail(where + ": the model has no " + weight_ref_name(op.weight));
+        need(op.dst, r * bias.size() * f, where + " output");
+        break;
+      }
       case OpCode::AddInto:
         need(op.src0, r * c_.n_embd * f, where + " input");
         need(op.dst, r * c_.n_embd * f, where + " output");
@@ -200,6 +239,8 @@ class PlanChecker {
       case OpCode::GatherRows:
         need(op.src0, uint64_t(p_.rows) * c_.n_embd * f, where + " input");
         need(op.dst, r * c_.n_embd * f, where + " output");
+        break;
+      default:
         break;
     }
   }
