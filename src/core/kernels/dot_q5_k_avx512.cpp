@@ -45,12 +45,20 @@ struct Q5_KAvx512Dot {
         const __mmask64 high = _mm512_test_epi8_mask(qh, _mm512_slli_epi16(plane_bits, 2 * g));
         quants[g] = _mm512_mask_add_epi8(nibbles, high, nibbles, sixteen);
       }
-      const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-      const float dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
-      for (int k = 0; k < NT; ++k) {
+      if constexpr (NT == 1) {
+        const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+        const float dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
         int32_t total = 0, msum = 0;
-        q4_k_token_sums_avx512(quants, scales, a[k][b], total, msum);
-        acc[k] = kquant_accumulate(acc[k], d, dmin, a[k][b].d, total, msum);
+        q4_k_token_sums_avx512(quants, scales, a[0][b], total, msum);
+        acc[0] = kquant_accumulate(acc[0], d, dmin, a[0][b].d, total, msum);
+      } else {  // four tokens at a time share the reductions and products
+        const uint32_t d_dmin = uint32_t(blk.d) | uint32_t(blk.dmin) << 16;
+        for (int k0 = 0; k0 < NT; k0 += 4) {
+          const BlockQ8_K* ak[4];
+          const int count = NT - k0 < 4 ? NT - k0 : 4;
+          for (int i = 0; i < count; ++i) ak[i] = &a[k0 + i][b];
+          q4_k_fold_four_tokens_avx512(quants, scales, d_dmin, ak, count, acc + k0);
+        }
       }
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];

@@ -15,6 +15,8 @@
 
 #include "core/formats/q8_k.h"
 #include "core/kernels/avx512_helpers.h"
+#include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_groups_avx512.h"
 #include "core/kernels/q4_k_scales.h"
 
 namespace kvforge {
@@ -46,17 +48,53 @@ static inline Q4_KScalesAvx512 q4_k_scales_avx512(const uint8_t* packed_scales) 
   return s;
 }
 
-// The super-block's sums against token block ak: total = sum of sc * q * a,
-// msum = sum of m * bsums.
-static inline void q4_k_token_sums_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
-                                          const BlockQ8_K& ak, int32_t& total, int32_t& msum) {
-  __m512i isum = _mm512_setzero_si512();
+// The super-block's sums against token block ak, still spread over lanes:
+// isum's lanes add up to sum of sc * q * a, msum's to sum of m * bsums.
+static inline void q4_k_token_vectors_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
+                                             const BlockQ8_K& ak, __m512i& isum, __m256i& msum) {
+  isum = _mm512_setzero_si512();
   for (int g = 0; g < 4; ++g) {
     const __m512i p = _mm512_maddubs_epi16(quants[g], _mm512_loadu_si512(ak.qs + 64 * g));
     isum = _mm512_dpwssd_epi32(isum, p, s.scales[g]);
   }
   const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ak.bsums));
-  avx512_hsum2_epi32(isum, _mm256_madd_epi16(bsums, s.mins), total, msum);
+  msum = _mm256_madd_epi16(bsums, s.mins);
+}
+
+// The super-block's sums against token block ak: total = sum of sc * q * a,
+// msum = sum of m * bsums.
+static inline void q4_k_token_sums_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
+                                          const BlockQ8_K& ak, int32_t& total, int32_t& msum) {
+  __m512i isum;
+  __m256i mins;
+  q4_k_token_vectors_avx512(quants, s, ak, isum, mins);
+  avx512_hsum2_epi32(isum, mins, total, msum);
+}
+
+// Folds one super-block (d_dmin = its d | dmin << 16, as stored) into the
+// accumulators of tokens a[0 .. count), count <= 4: the lane sums and the
+// f32 products of the four pairs are formed together
+// (kquant_groups_avx512.h), then folded as kquant_accumulate folds them,
+// so acc gets the same bits as token by token.
+static inline void q4_k_fold_four_tokens_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
+                                                uint32_t d_dmin, const BlockQ8_K* const* a,
+                                                int count, float* acc) {
+  __m512i isum[4];
+  __m256i msum[4];
+  uint32_t scales[4] = {};
+  float da[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    isum[i] = _mm512_setzero_si512();
+    msum[i] = _mm256_setzero_si256();
+    if (i < count) {
+      q4_k_token_vectors_avx512(quants, s, *a[i], isum[i], msum[i]);
+      scales[i] = d_dmin;
+      da[i] = a[i]->d;
+    }
+  }
+  alignas(32) float terms[8];
+  _mm256_store_ps(terms, avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, msum)));
+  for (int i = 0; i < count; ++i) acc[i] = kquant_accumulate_terms(acc[i], terms + 2 * i, 1);
 }
 
 }  // namespace kvforge
