@@ -18,6 +18,7 @@
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/iq4_xs_scales.h"
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_groups_avx512.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -150,18 +151,32 @@ struct IQ4_XSAvx512Dot {
         factor_lanes[p] = _mm512_permutexvar_epi16(
             _mm512_add_epi16(pair_lanes, _mm512_set1_epi16(short(2 * p))), factors);
       }
-      const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-      for (int k = 0; k < NT; ++k) {
-        const BlockQ8_K& ak = a[k][b];
-        __m512i isum = _mm512_setzero_si512();
-        for (int p = 0; p < 4; ++p) {
-          const __m512i aq = _mm512_loadu_si512(ak.qs + 64 * p);
-          const __m512i signed_aq =
-              _mm512_mask_sub_epi8(aq, negative[p], _mm512_setzero_si512(), aq);
-          const __m512i prod = _mm512_maddubs_epi16(magnitudes[p], signed_aq);
-          isum = _mm512_dpwssd_epi32(isum, prod, factor_lanes[p]);
+      // Four tokens at a time share the lane sums and the products
+      // (kquant_groups_avx512.h); folded as kquant_accumulate_scaled folds.
+      for (int k0 = 0; k0 < NT; k0 += 4) {
+        __m512i isum[4];
+        const __m256i none[4] = {};
+        uint32_t scales[4] = {};  // d, no min
+        float da[4] = {};
+        for (int i = 0; i < 4; ++i) {
+          isum[i] = _mm512_setzero_si512();
+          if (k0 + i >= NT) continue;
+          const BlockQ8_K& ak = a[k0 + i][b];
+          for (int p = 0; p < 4; ++p) {
+            const __m512i aq = _mm512_loadu_si512(ak.qs + 64 * p);
+            const __m512i signed_aq =
+                _mm512_mask_sub_epi8(aq, negative[p], _mm512_setzero_si512(), aq);
+            const __m512i prod = _mm512_maddubs_epi16(magnitudes[p], signed_aq);
+            isum[i] = _mm512_dpwssd_epi32(isum[i], prod, factor_lanes[p]);
+          }
+          scales[i] = blk.d;
+          da[i] = ak.d;
         }
-        acc[k] = kquant_accumulate_scaled(acc[k], d, ak.d, avx512_hsum_epi32(isum));
+        alignas(32) float terms[8];
+        _mm256_store_ps(terms,
+                        avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, none)));
+        for (int i = 0; i < 4 && k0 + i < NT; ++i)
+          acc[k0 + i] = kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
       }
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];
