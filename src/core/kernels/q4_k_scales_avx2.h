@@ -16,6 +16,7 @@
 #include "core/formats/q8_k.h"
 #include "core/kernels/avx2_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_groups_avx2.h"
 #include "core/kernels/q4_k_scales.h"
 
 namespace kvforge {
@@ -63,6 +64,29 @@ static inline float q4_k_fold_avx2(float acc, __m256i isum, const Q4_KScalesAvx2
   int32_t total = 0, msum = 0;
   avx2_hsum2_epi32(isum, _mm256_madd_epi16(bsums, s.mins), total, msum);
   return kquant_accumulate(acc, d, dmin, ak.d, total, msum);
+}
+
+// q4_k_fold_avx2 for tokens a[0 .. count), count <= 4, at once: their lane
+// sums and f32 products are formed together (kquant_groups_avx2.h) and
+// folded as kquant_accumulate folds them, so acc gets the same bits.
+// d_dmin: the block's d | dmin << 16, as stored.
+static inline void q4_k_fold_tokens_avx2(const __m256i* isum, int count, const Q4_KScalesAvx2& s,
+                                         const BlockQ8_K* const* a, uint32_t d_dmin, float* acc) {
+  __m256i is[4], ms[4];
+  uint32_t scales[4] = {};
+  float da[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    is[i] = ms[i] = _mm256_setzero_si256();
+    if (i >= count) continue;
+    is[i] = isum[i];
+    ms[i] = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[i]->bsums)),
+                              s.mins);
+    scales[i] = d_dmin;
+    da[i] = a[i]->d;
+  }
+  alignas(32) float terms[8];
+  _mm256_store_ps(terms, avx2_kquant_terms(scales, da, avx2_reduce_four_pairs(is, ms)));
+  for (int i = 0; i < count; ++i) acc[i] = kquant_accumulate_terms(acc[i], terms + 2 * i, 1);
 }
 
 }  // namespace kvforge
