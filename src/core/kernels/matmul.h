@@ -94,6 +94,10 @@ struct WeightView {
 // Reusable buffer for converted activations; grows to the largest call and stays.
 struct MatmulScratch {
   std::vector<uint8_t> activations;
+  // Column-part products (kernels/column_parts.h): one part's columns of x
+  // gathered ([n_tokens][part cols]) and the parts' products ([parts][n_tokens][rows]).
+  std::vector<float> part_x;
+  std::vector<float> part_y;
   void reserve(size_t bytes) {
     if (activations.size() < bytes) activations.resize(bytes);
   }
