@@ -1,5 +1,6 @@
 #include "model/tensor_split.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -13,10 +14,11 @@ bool whole_blocks(int64_t cols, std::span<const GgmlType> types) {
   return true;
 }
 
-// The largest divisor d of `max_parts` with cols / d whole blocks of every type.
-int parts_of(int64_t cols, int max_parts, std::span<const GgmlType> types) {
-  for (int d = max_parts; d > 1; --d)
-    if (max_parts % d == 0 && cols % d == 0 && whole_blocks(cols / d, types)) return d;
+// The largest divisor d of `units` (at most kMaxColumnParts) with cols / d
+// whole blocks of every type.
+int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
+  for (int d = std::min(units, kMaxColumnParts); d > 1; --d)
+    if (units % d == 0 && cols % d == 0 && whole_blocks(cols / d, types)) return d;
   return 1;
 }
 
@@ -38,7 +40,7 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   s.attn_parts = parts_of(c.q_dim(), c.n_kv_head, attn_output_types);
   // No more FFN parts than KV heads: ranks beyond the KV heads would need
   // them replicated, which is not implemented, and each part costs a matmul call.
-  int ffn_max = kMaxFfnParts;
+  int ffn_max = kMaxColumnParts;
   while (ffn_max > 1 && (c.n_ff % ffn_max != 0 || ffn_max > c.n_kv_head)) ffn_max /= 2;
   s.ffn_parts = parts_of(c.n_ff, ffn_max, ffn_down_types);
   if (c.n_kv_head % n_ranks != 0)

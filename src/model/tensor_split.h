@@ -4,7 +4,7 @@
 //
 //   attn_q/k/v    rows of this rank's KV heads (and their query heads)
 //   ffn_gate/up   rows [rank * n_ff / n, (rank + 1) * n_ff / n)
-//   attn_output   column parts [rank * attn_parts / n, ...), one part per KV-head group
+//   attn_output   column parts [rank * attn_parts / n, ...), one per group of KV heads
 //   ffn_down      column parts [rank * ffn_parts / n, ...) of n_ff / ffn_parts columns each
 //   output        vocabulary rows vocab_first[rank] .. + vocab_rows[rank]
 //   token_embd, norms: whole on every rank
@@ -25,10 +25,11 @@
 
 namespace kvforge {
 
-// Largest number of column parts of ffn_down (and never more than the KV
-// heads): more parts let more ranks share it, each costs one more matmul
-// call per layer on one process.
-inline constexpr int kMaxFfnParts = 8;
+// Most column parts of attn_output or ffn_down (ffn_down also has no more
+// than n_kv_head): more parts let more ranks share them; on one process the
+// parts of a matrix run in one matmul_batch_own_tokens call of at most 8
+// weights, and each costs a write and an add of its products.
+inline constexpr int kMaxColumnParts = 8;
 // Output rows per rank are a multiple of this (the 16-row groups of the
 // Tiles16 / Interleaved16 kernel layouts), so that each rank's rows take the
 // layout the whole matrix takes, and give the same bits.

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/formats/row_codec.h"
+#include "core/kernels/weight_repack.h"
 
 namespace kvforge {
 namespace {
@@ -57,7 +58,17 @@ TEST_P(ColumnPartsTest, PartsAddInOrderAndAnyGroupingGivesTheSameBits) {
   ColumnParts all{type, rows, cols, {}};
   for (int64_t p = 0; p < n_parts; ++p) {
     parts.push_back(columns(whole, p * pc, pc));
-    all.parts.push_back(parts.back().view);
+    // In the layout the kernels want here (Tiles16 for Q8_0 at AVX-512), as loading does.
+    Matrix& m = parts.back();
+    const WeightLayout layout =
+        regrouping_preferred() ? regrouped_layout(type, rows, pc) : WeightLayout::Native;
+    if (layout != WeightLayout::Native) {
+      std::vector<uint8_t> regrouped(m.bytes.size());
+      regroup_rows(layout, m.bytes.data(), rows, pc, regrouped.data());
+      m.bytes = std::move(regrouped);
+      m.view = WeightView{type, m.bytes.data(), rows, pc, layout};
+    }
+    all.parts.push_back(m.view);
   }
   ThreadPool pool(2);
   MatmulScratch scratch;

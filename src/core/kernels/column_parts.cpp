@@ -14,20 +14,26 @@ void grow(std::vector<float>& v, size_t n) {
 
 void matmul_parts(const ColumnParts& w, const float* x, int64_t n_tokens, float* out,
                   ThreadPool& pool, MatmulScratch& scratch) {
-  const size_t out_floats = size_t(n_tokens) * size_t(w.rows);
-  int64_t at = 0;  // first column of part p in x
-  for (size_t p = 0; p < w.parts.size(); ++p) {
-    const WeightView& part = w.parts[p];
-    const float* xp = x + at;
-    if (n_tokens > 1 && w.parts.size() > 1) {
-      grow(scratch.part_x, size_t(n_tokens) * size_t(part.cols));
+  const size_t n = w.parts.size();
+  if (n == 0 || n_tokens == 0) return;
+  const int64_t pc = w.parts[0].cols;
+  // x as [parts][n_tokens][pc]: already so for one token or one part.
+  const float* xr = x;
+  if (n_tokens > 1 && n > 1) {
+    grow(scratch.part_x, size_t(n_tokens * w.cols));
+    for (size_t p = 0; p < n; ++p)
       for (int64_t t = 0; t < n_tokens; ++t)
-        std::memcpy(scratch.part_x.data() + t * part.cols, x + t * w.cols + at,
-                    sizeof(float) * size_t(part.cols));
-      xp = scratch.part_x.data();
-    }
-    matmul(part, xp, n_tokens, out + p * out_floats, pool, scratch);
-    at += part.cols;
+        std::memcpy(scratch.part_x.data() + (int64_t(p) * n_tokens + t) * pc,
+                    x + t * w.cols + int64_t(p) * pc, sizeof(float) * size_t(pc));
+    xr = scratch.part_x.data();
+  }
+  const size_t out_floats = size_t(n_tokens) * size_t(w.rows);
+  MatmulOutput outputs[kMatmulBatchMaxWeights];
+  for (size_t p0 = 0; p0 < n; p0 += kMatmulBatchMaxWeights) {
+    const size_t k = std::min(kMatmulBatchMaxWeights, n - p0);
+    for (size_t i = 0; i < k; ++i) outputs[i] = {w.parts[p0 + i], out + (p0 + i) * out_floats};
+    matmul_batch_own_tokens(std::span(outputs, k), xr + int64_t(p0) * n_tokens * pc, n_tokens, pool,
+                            scratch);
   }
 }
 

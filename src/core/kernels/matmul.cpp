@@ -171,7 +171,7 @@ const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
   return *k;
 }
 
-constexpr size_t kMaxBatchWeights = 8;
+constexpr size_t kMaxBatchWeights = kMatmulBatchMaxWeights;
 
 // Rows per claimed unit of an AMX batch: whole group triples of the AMX
 // kernel (48 rows), about 2 units per thread. Units cost: within one, each
@@ -295,8 +295,48 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
   matmul_batch(std::span<const MatmulOutput>(&one, 1), x, n_tokens, pool, scratch);
 }
 
-void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
-                  ThreadPool& pool, MatmulScratch& scratch) {
+namespace {
+
+// Advances a task's activations by `k` tokens of the converted whole:
+// every form is token-major, at the per-token strides of matmul_task.h.
+void skip_tokens(MatmulTask& t, ActivationForm form, int64_t k) {
+  const int64_t blocks = t.cols / kQ8BlockElems;
+  t.x += k * t.cols;
+  switch (form) {
+    case ActivationForm::Q8:
+      if (simd_level() == SimdLevel::Avx512) {  // quads
+        const int64_t quads = q8_quads(t.cols);
+        t.act_quants += k * quads * kQ8QuadBytes;
+        t.act_scales += k * quads * kQ8QuadLanes;
+        t.act_sums += k * quads * kQ8QuadLanes;
+      } else {
+        t.act_quants += k * t.cols;
+        t.act_scales += k * blocks;
+      }
+      break;
+    case ActivationForm::Q8K:
+      t.act_k += k * (t.cols / BlockQ8_K::kElems);
+      break;
+    case ActivationForm::Q8Rows:
+      t.act_quants += k * t.cols;
+      t.act_scales += k * blocks;
+      t.act_offsets += k * blocks;
+      break;
+    case ActivationForm::Q8Blocks:
+      t.act_quants += k * t.cols;
+      t.act_scales += k * blocks;
+      t.act_block_sums += k * blocks;
+      break;
+    case ActivationForm::F32:
+      break;
+  }
+}
+
+// matmul_batch, and with own_tokens matmul_batch_own_tokens: output i then
+// multiplies tokens [i n_tokens, (i + 1) n_tokens) of x, all of which are
+// converted together (per token, so each its own bits).
+void batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens, bool own_tokens,
+           ThreadPool& pool, MatmulScratch& scratch) {
   if (outputs.size() > kMaxBatchWeights)
     throw std::invalid_argument("matmul_batch: " + std::to_string(outputs.size()) +
                                 " weights, at most " + std::to_string(kMaxBatchWeights));
@@ -318,6 +358,7 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   }
   if (outputs.empty() || total_rows == 0 || n_tokens == 0) return;
   const int64_t cols = outputs[0].w.cols;
+  const int64_t n_conv = own_tokens ? n_tokens * int64_t(outputs.size()) : n_tokens;
   if (cols == 0) {
     for (const MatmulOutput& o : outputs) std::fill(o.y, o.y + o.w.rows * n_tokens, 0.0f);
     return;
@@ -325,65 +366,67 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
 
   // Scratch: Q8 activations (quants, scales, sums) then Q8_K blocks, each only if wanted.
   const size_t q8_bytes = wants[int(ActivationForm::Q8)]
-                              ? align64(activation_bytes(ActivationForm::Q8, cols, n_tokens))
+                              ? align64(activation_bytes(ActivationForm::Q8, cols, n_conv))
                               : 0;
   const size_t q8k_bytes = wants[int(ActivationForm::Q8K)]
-                               ? align64(activation_bytes(ActivationForm::Q8K, cols, n_tokens))
+                               ? align64(activation_bytes(ActivationForm::Q8K, cols, n_conv))
                                : 0;
   const size_t rows_bytes = wants[int(ActivationForm::Q8Rows)]
-                                ? activation_bytes(ActivationForm::Q8Rows, cols, n_tokens)
+                                ? activation_bytes(ActivationForm::Q8Rows, cols, n_conv)
                                 : 0;
   const size_t blocks_bytes = wants[int(ActivationForm::Q8Blocks)]
-                                  ? activation_bytes(ActivationForm::Q8Blocks, cols, n_tokens)
+                                  ? activation_bytes(ActivationForm::Q8Blocks, cols, n_conv)
                                   : 0;
   scratch.reserve(q8_bytes + q8k_bytes + align64(rows_bytes) + blocks_bytes);
   uint8_t* act = scratch.activations.data();
   ConvertedActivations converted;
   converted.quants = reinterpret_cast<int8_t*>(act);
-  converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_tokens));
-  converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
-                                              q8_lane_bytes(cols, n_tokens));
+  converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_conv));
+  converted.sums =
+      reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_conv) + q8_lane_bytes(cols, n_conv));
   converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
   uint8_t* rows_act = act + q8_bytes + q8k_bytes;
-  const size_t rows_lanes = align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
+  const size_t rows_lanes = align64(size_t(n_conv * (cols / kQ8BlockElems)) * sizeof(float));
   converted.row_quants = reinterpret_cast<int8_t*>(rows_act);
-  converted.row_scales = reinterpret_cast<float*>(rows_act + align64(size_t(n_tokens * cols)));
+  converted.row_scales = reinterpret_cast<float*>(rows_act + align64(size_t(n_conv * cols)));
   converted.row_offsets =
-      reinterpret_cast<int32_t*>(rows_act + align64(size_t(n_tokens * cols)) + rows_lanes);
+      reinterpret_cast<int32_t*>(rows_act + align64(size_t(n_conv * cols)) + rows_lanes);
   uint8_t* blocks_act = rows_act + align64(rows_bytes);
   converted.block_quants = reinterpret_cast<int8_t*>(blocks_act);
-  converted.block_scales = reinterpret_cast<float*>(blocks_act + align64(size_t(n_tokens * cols)));
+  converted.block_scales = reinterpret_cast<float*>(blocks_act + align64(size_t(n_conv * cols)));
   converted.block_sums =
-      reinterpret_cast<float*>(blocks_act + align64(size_t(n_tokens * cols)) + rows_lanes);
+      reinterpret_cast<float*>(blocks_act + align64(size_t(n_conv * cols)) + rows_lanes);
   if (wants[int(ActivationForm::Q8)]) {
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+    pool.parallel_for(size_t(n_conv), [&](size_t t0, size_t t1) {
       wants[int(ActivationForm::Q8)]->quantize_q8(
           x, cols, int64_t(t0), int64_t(t1), converted.quants, converted.scales, converted.sums);
     });
   }
   if (wants[int(ActivationForm::Q8K)]) {
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+    pool.parallel_for(size_t(n_conv), [&](size_t t0, size_t t1) {
       wants[int(ActivationForm::Q8K)]->quantize_q8_k(x, cols, int64_t(t0), int64_t(t1),
                                                      converted.blocks);
     });
   }
   if (wants[int(ActivationForm::Q8Blocks)]) {
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+    pool.parallel_for(size_t(n_conv), [&](size_t t0, size_t t1) {
       wants[int(ActivationForm::Q8Blocks)]->quantize_q8_blocks(
           x, cols, int64_t(t0), int64_t(t1), converted.block_quants, converted.block_scales,
           converted.block_sums);
     });
   }
   if (wants[int(ActivationForm::Q8Rows)]) {  // Tiles16: AVX-512 only (checked_layout)
-    pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
+    pool.parallel_for(size_t(n_conv), [&](size_t t0, size_t t1) {
       quantize_activations_q8_rows_avx512(x, cols, int64_t(t0), int64_t(t1), converted.row_quants,
                                           converted.row_scales, converted.row_offsets);
     });
   }
 
   MatmulTask tasks[kMaxBatchWeights];
-  for (size_t i = 0; i < outputs.size(); ++i)
+  for (size_t i = 0; i < outputs.size(); ++i) {
     tasks[i] = make_task(outputs[i], sets[i]->form, x, n_tokens, converted);
+    if (own_tokens) skip_tokens(tasks[i], sets[i]->form, int64_t(i) * n_tokens);
+  }
   // Rows of all weights in one index space [0, total_rows): weight i owns
   // [first_i, first_i + rows_i); a thread's range may span several weights.
   const auto run_rows = [&](int64_t r0, int64_t r1) {
@@ -417,6 +460,18 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   }
   pool.parallel_for(size_t(total_rows),
                     [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); });
+}
+
+}  // namespace
+
+void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, MatmulScratch& scratch) {
+  batch(outputs, x, n_tokens, false, pool, scratch);
+}
+
+void matmul_batch_own_tokens(std::span<const MatmulOutput> outputs, const float* x,
+                             int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch) {
+  batch(outputs, x, n_tokens, true, pool, scratch);
 }
 
 }  // namespace kvforge
