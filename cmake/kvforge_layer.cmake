@@ -10,6 +10,8 @@ set(KVFORGE_AMX_FLAGS ${KVFORGE_AVX512_FLAGS} -mamx-tile -mamx-int8)
 function(kvforge_layer name dir)
   file(GLOB_RECURSE srcs CONFIGURE_DEPENDS ${dir}/*.cpp)
   list(FILTER srcs EXCLUDE REGEX ".*/cli/main\\.cpp$")
+  # *_mpi.cpp files include mpi.h: the layer adds them only when MPI was found.
+  list(FILTER srcs EXCLUDE REGEX ".*_mpi\\.cpp$")
   add_library(${name} STATIC ${srcs})
   target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR}/src ${PROJECT_SOURCE_DIR}/include)
   foreach(src ${srcs})

@@ -13,6 +13,7 @@ PACKAGES=(
   libcli11-dev               # command-line parsing
   libcpp-httplib-dev         # HTTP server (kvforge serve)
   clang-format
+  libopenmpi-dev openmpi-bin # tensor parallelism across processes (mpirun -np N kvforge run)
 )
 
 missing=()

@@ -59,7 +59,8 @@ std::vector<int32_t> group_windows(const Model& model) {
 int32_t pool_blocks(const Model& model, const EngineOptions& o) {
   check_options(o);
   if (o.kv_blocks > 0) return o.kv_blocks;
-  const size_t per_block = PagedKvCache::block_bytes(model.config(), o.block_size, o.kv_format);
+  const size_t per_block =
+      PagedKvCache::block_bytes(model.rank_config(), o.block_size, o.kv_format);
   const double by_memory = std::floor(o.kv_memory_mib * 1048576.0 / double(per_block));
   if (by_memory < 1)
     throw std::invalid_argument("engine: KV memory of " + std::to_string(o.kv_memory_mib) +
@@ -91,7 +92,7 @@ struct Engine::Impl {
         options(std::move(o)),
         blocks(pool_blocks(m, options), options.block_size, options.enable_prefix_cache,
                group_windows(m)),
-        cache(m.config(), blocks, options.kv_format),
+        cache(m.rank_config(), blocks, options.kv_format),
         scheduler(blocks, {options.max_seqs, options.max_batched_tokens}),
         runner(m, blocks, cache, pool, options.max_batched_tokens),
         n_ctx(context_of(m, options)),

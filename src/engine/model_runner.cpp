@@ -7,7 +7,7 @@ namespace kvforge {
 
 ModelRunner::ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache& cache,
                          ThreadPool& pool, int32_t max_step_tokens)
-    : model_(model), blocks_(blocks), cache_(cache), pool_(pool), scratch_(model.config()) {
+    : model_(model), blocks_(blocks), cache_(cache), pool_(pool), scratch_(model.rank_config()) {
   scratch_.reserve(max_step_tokens, pool.size());
   tokens_.reserve(size_t(max_step_tokens));
   positions_.reserve(size_t(max_step_tokens));

@@ -11,9 +11,9 @@ SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, SequenceRun
     : model_(model),
       pool_(pool),
       max_batch_(std::max(1, options.max_batch)),
-      cache_(model.config(), options.n_ctx > 0 ? options.n_ctx : model.config().n_ctx_train,
+      cache_(model.rank_config(), options.n_ctx > 0 ? options.n_ctx : model.config().n_ctx_train,
              options.kv_format),
-      scratch_(model.config()) {
+      scratch_(model.rank_config()) {
   max_batch_ = std::min(max_batch_, cache_.capacity());
   scratch_.reserve(max_batch_, pool.size());
   positions_.resize(size_t(max_batch_));

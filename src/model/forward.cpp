@@ -84,7 +84,9 @@ class ForwardPass {
   ForwardPass(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& s,
               ThreadPool& pool)
       : m_(model),
-        c_(model.config()),
+        c_(model.rank_config()),
+        split_(model.split()),
+        comm_(model.communicator()),
         in_(in),
         kv_(kv),
         s_(s),
@@ -94,6 +96,7 @@ class ForwardPass {
   void run(float* logits) {
     const Timer whole(s_.times_.total);
     validate();
+    if (split_.n_ranks > 1) check_lockstep();
     s_.reserve(int(n_), pool_.size());
     group_sequences();
     group_query_runs();
@@ -130,6 +133,32 @@ class ForwardPass {
     for (int32_t r : in_.logit_rows)
       if (r < 0 || r >= n_)
         throw std::out_of_range("logit row " + std::to_string(r) + " out of range");
+  }
+
+  // Every rank must run the same step: compares a digest of its inputs
+  // across ranks (one 8-byte all-gather); all ranks see the same digests,
+  // so all of them throw together.
+  void check_lockstep() {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the inputs' values
+    const auto mix = [&h](std::span<const int32_t> v) {
+      h = (h ^ uint64_t(v.size())) * 1099511628211ull;
+      for (int32_t x : v) h = (h ^ uint32_t(x)) * 1099511628211ull;
+    };
+    mix(in_.tokens);
+    mix(in_.positions);
+    mix(in_.seq_ids);
+    mix(in_.logit_rows);
+    s_.digests_.assign(size_t(split_.n_ranks), 0);
+    s_.digests_[size_t(split_.rank)] = h;
+    {
+      const Timer t(s_.times_.communication);
+      comm_.all_gather(s_.digests_.data());
+    }
+    for (int r = 1; r < split_.n_ranks; ++r)
+      if (s_.digests_[size_t(r)] != s_.digests_[0])
+        throw std::runtime_error("tensor parallel: rank " + std::to_string(r) +
+                                 " was given a different step (tokens, positions, sequences) "
+                                 "than rank 0: the ranks diverged");
   }
 
   // Adds the wall time from its construction to its destruction to `into`.
@@ -218,11 +247,6 @@ class ForwardPass {
     });
   }
 
-  void matmul_into(const WeightView& w, const float* x, float* y) {
-    const Timer t(s_.times_.weight_matmuls);
-    matmul(w, x, n_, y, pool_, s_.matmul_);
-  }
-
   void matmul_batch_into(std::span<const MatmulOutput> outputs, const float* x) {
     const Timer t(s_.times_.weight_matmuls);
     matmul_batch(outputs, x, n_, pool_, s_.matmul_);
@@ -263,7 +287,32 @@ class ForwardPass {
       kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
                 s_.v_.data() + t * c_.kv_dim());
     attend(l);
-    matmul_into(w.attn_output, s_.attn_.data(), s_.proj_.data());
+    row_parallel(w.attn_output, split_.attn_parts, s_.attn_.data());  // proj = attn_output(attn)
+  }
+
+  // proj = W x for a row-parallel W ([n_embd rows][this rank's columns], as
+  // its fixed column parts of `total_parts`): each part's product, the
+  // parts of all ranks gathered, then added in part order on every rank.
+  void row_parallel(const ColumnParts& w, int total_parts, const float* x) {
+    if (split_.n_ranks == 1) {
+      const Timer t(s_.times_.weight_matmuls);
+      matmul_column_parts(w, x, n_, s_.proj_.data(), pool_, s_.matmul_);
+      return;
+    }
+    const size_t count = size_t(n_) * size_t(c_.n_embd);
+    const size_t local = w.parts.size();
+    if (s_.gathered_.size() < size_t(total_parts) * count)
+      s_.gathered_.resize(size_t(total_parts) * count);
+    {
+      const Timer t(s_.times_.weight_matmuls);
+      matmul_parts(w, x, n_, s_.gathered_.data() + size_t(split_.rank) * local * count, pool_,
+                   s_.matmul_);
+    }
+    {
+      const Timer t(s_.times_.communication);
+      comm_.all_gather(s_.gathered_.data(), local * count);
+    }
+    sum_parts(s_.gathered_.data(), total_parts, count, s_.proj_.data());
   }
 
   // Each of the n_heads heads of one token (back to back) RMS-normed with `weight` ([head_dim]).
@@ -369,10 +418,11 @@ class ForwardPass {
       else
         swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
     });
-    matmul_into(w.ffn_down, s_.gate_.data(), s_.proj_.data());
+    row_parallel(w.ffn_down, split_.ffn_parts, s_.gate_.data());  // proj = ffn_down(gate)
   }
 
-  // Only the rows that need logits go through the final norm and the output matrix.
+  // Only the rows that need logits go through the final norm and the output
+  // matrix (on several ranks: each its vocabulary rows, then gathered).
   void output(float* logits) {
     const int64_t rows = int64_t(in_.logit_rows.size());
     if (rows == 0) return;
@@ -381,15 +431,42 @@ class ForwardPass {
       rms_norm(s_.x_.data() + int64_t(in_.logit_rows[size_t(i)]) * c_.n_embd,
                m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps,
                s_.xn_.data() + i * c_.n_embd);
-    matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
-    if (c_.final_softcap > 0.0f) {  // logits → c·tanh(logits / c)
-      const float cap = c_.final_softcap, inv = 1.0f / cap;
-      for (int64_t i = 0; i < rows * c_.n_vocab; ++i) logits[i] = cap * std::tanh(logits[i] * inv);
+    if (split_.n_ranks == 1) {
+      matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
+      soft_cap(logits, rows * c_.n_vocab);
+      return;
+    }
+    // gathered_: [rank][rows][rank's vocab rows]; rank r's block starts at rows * vocab_first[r].
+    const size_t r = size_t(split_.rank);
+    s_.gathered_.resize(std::max(s_.gathered_.size(), size_t(rows) * size_t(c_.n_vocab)));
+    float* mine = s_.gathered_.data() + size_t(rows) * size_t(split_.vocab_first[r]);
+    matmul(m_.weights().output, s_.xn_.data(), rows, mine, pool_, s_.matmul_);
+    soft_cap(mine, rows * split_.vocab_rows[r]);
+    s_.gather_counts_.clear();
+    for (int64_t v : split_.vocab_rows) s_.gather_counts_.push_back(rows * v);
+    {
+      const Timer t(s_.times_.communication);
+      comm_.all_gather_v(s_.gathered_.data(), s_.gather_counts_);
+    }
+    for (size_t k = 0; k < split_.vocab_rows.size(); ++k) {
+      const int64_t first = split_.vocab_first[k], n = split_.vocab_rows[k];
+      const float* block = s_.gathered_.data() + size_t(rows) * size_t(first);
+      for (int64_t i = 0; i < rows; ++i)
+        std::copy_n(block + i * n, n, logits + i * c_.n_vocab + first);
     }
   }
 
+  // logits → c·tanh(logits / c) where the model caps them.
+  void soft_cap(float* logits, int64_t n) const {
+    if (c_.final_softcap <= 0.0f) return;
+    const float cap = c_.final_softcap, inv = 1.0f / cap;
+    for (int64_t i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] * inv);
+  }
+
   const Model& m_;
-  const ModelConfig& c_;
+  const ModelConfig& c_;  // this rank's share (model.rank_config())
+  const TensorSplit& split_;
+  Communicator& comm_;
   const StepInputs& in_;
   KvStore& kv_;
   ForwardScratch& s_;

@@ -13,6 +13,7 @@
 #include <span>
 #include <vector>
 
+#include "core/kernels/column_parts.h"
 #include "core/kernels/matmul.h"
 #include "core/threadpool.h"
 #include "model/kv_store.h"
@@ -35,11 +36,14 @@ struct ForwardTimes {
   double weight_matmuls = 0;  // every layer's Q/K/V, output, gate/up and down projections
   double output_matmul = 0;   // the logits' matmul (with the final norm of its rows)
   double attention = 0;       // attention over the KV store (its spans included)
+  double communication = 0;   // tensor-parallel exchanges between ranks (0 on one process)
   double total = 0;           // whole forward() calls
 };
 
 // Activation buffers for up to `max_tokens` tokens per step. Sized once by
-// reserve(); forward() never allocates when the step fits.
+// reserve(); forward() never allocates when the step fits (on more than one
+// rank, the exchange buffers grow on the first steps of each size). The
+// config is the model's rank_config().
 class ForwardScratch {
  public:
   explicit ForwardScratch(const ModelConfig& config) : config_(config) {}
@@ -72,6 +76,11 @@ class ForwardScratch {
   std::vector<KeyRange> token_keys_;            // [n_tokens] positions each token attends
   std::vector<int32_t> query_runs_;             // [runs] first token of each attention run
   std::vector<int64_t> run_work_;               // [runs + 1] prefix sums of keys walked per run
+  // Tensor parallel only: every rank's column-part products ([parts][n_tokens][n_embd]) or
+  // logits ([ranks][logit rows][rank's vocab rows]), this rank's block filled in, then gathered.
+  std::vector<float> gathered_;
+  std::vector<int64_t> gather_counts_;  // [ranks] floats of each rank's block
+  std::vector<uint64_t> digests_;       // [ranks] step digests (lockstep check)
   MatmulScratch matmul_;
   ForwardTimes times_;
 };
@@ -79,6 +88,15 @@ class ForwardScratch {
 // Runs the model over the step; writes K/V of every input token into `kv` and
 // [logit_rows.size()][n_vocab] logits into `logits`. Throws std::out_of_range
 // for a token id outside the vocabulary (before touching the KV store).
+//
+// Tensor parallel (model.tp() > 1): every rank calls it with the same step
+// (checked: a digest of the inputs is compared across ranks, and a
+// difference throws on every rank), `kv` holding this rank's KV heads. Each
+// rank computes its heads and FFN rows; after attention and after the FFN
+// the ranks gather their column-part products and every rank adds all parts
+// in part order; the output rows of each rank's vocabulary share are
+// gathered so that every rank gets all the logits. The logits are bitwise
+// those of one process (core/kernels/column_parts.h).
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
              ThreadPool& pool, float* logits);
 

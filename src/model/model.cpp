@@ -21,8 +21,12 @@ bool same_rope(const RopeConfig& a, const RopeConfig& b) {
 
 }  // namespace
 
-Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
-    : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)) {
+Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights, Communicator* comm)
+    : file_(std::move(file)),
+      config_(std::move(config)),
+      rank_config_(weights.split.rank_config(config_)),
+      comm_(comm ? comm : &alone_),
+      weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   const bool neox = c.rope_style == RopeStyle::Neox;
   const std::span<const float> factors = rope_factors(c, weights_);
@@ -33,18 +37,20 @@ Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
   for (int l = 0; l < c.n_layer; ++l) layer_rope_[size_t(l)] = own_swa_rope && c.window(l) ? 1 : 0;
 }
 
-std::unique_ptr<Model> Model::load(const std::filesystem::path& path) {
-  return from_file(gguf::GgufFile::open(path));
+std::unique_ptr<Model> Model::load(const std::filesystem::path& path, Communicator* comm) {
+  return from_file(gguf::GgufFile::open(path), comm);
 }
 
-std::unique_ptr<Model> Model::from_file(gguf::GgufFile file) {
+std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, Communicator* comm) {
   ModelConfig config = ModelConfig::from_gguf(file);
   // The weight views point into the mapping, which moving GgufFile keeps in place.
-  ModelWeights weights = ModelWeights::from_gguf(file, config);
+  ModelWeights weights = comm ? ModelWeights::from_gguf(file, config, comm->rank(), comm->size())
+                              : ModelWeights::from_gguf(file, config);
   // The file's pages of the matrices copied are dropped from resident memory
   // (small F16: ~200 MB that would otherwise be counted twice).
   weights.regroup_for_kernels([&](std::span<const uint8_t> src) { file.release_pages(src); });
-  return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(weights)));
+  return std::unique_ptr<Model>(
+      new Model(std::move(file), std::move(config), std::move(weights), comm));
 }
 
 uint64_t Model::n_params() const {

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/comm/communicator.h"
 #include "core/gguf/gguf_file.h"
 #include "core/ops/rope.h"
 #include "model/model_config.h"
@@ -17,11 +18,24 @@ namespace kvforge {
 class Model {
  public:
   // Throws gguf::GgufError or std::runtime_error naming the file and the problem.
-  static std::unique_ptr<Model> load(const std::filesystem::path& path);
-  static std::unique_ptr<Model> from_file(gguf::GgufFile file);
+  // With a communicator of n ranks, loads this rank's share of a tensor-
+  // parallel run (model/tensor_split.h); forward() then exchanges partial
+  // results through it, so it must outlive the model. Without: all of it.
+  static std::unique_ptr<Model> load(const std::filesystem::path& path,
+                                     Communicator* comm = nullptr);
+  static std::unique_ptr<Model> from_file(gguf::GgufFile file, Communicator* comm = nullptr);
 
   const gguf::GgufFile& file() const { return file_; }
+  // The whole model's hyperparameters, as in the file.
   const ModelConfig& config() const { return config_; }
+  // What this rank computes with: config() with this rank's n_head,
+  // n_kv_head and n_ff (the same as config() on one process). KV caches are
+  // built from it, so they hold this rank's KV heads only.
+  const ModelConfig& rank_config() const { return rank_config_; }
+  const TensorSplit& split() const { return weights_.split; }
+  // Ranks of the tensor-parallel run (1: one process) and the channel between them.
+  int tp() const { return weights_.split.n_ranks; }
+  Communicator& communicator() const { return *comm_; }
   const ModelWeights& weights() const { return weights_; }
   // The distinct RoPE tables (one, or two when sliding-window layers have
   // their own) and which one each layer uses.
@@ -32,9 +46,12 @@ class Model {
   uint64_t n_params() const;
 
  private:
-  Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights);
+  Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights, Communicator* comm);
   gguf::GgufFile file_;
   ModelConfig config_;
+  ModelConfig rank_config_;
+  mutable SingleProcessCommunicator alone_;  // comm_ when none was given
+  Communicator* comm_;
   ModelWeights weights_;
   std::vector<RopeTable> ropes_;
   std::vector<int> layer_rope_;  // [n_layer] index into ropes_

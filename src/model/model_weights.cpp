@@ -1,6 +1,7 @@
 #include "model/model_weights.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -91,8 +92,8 @@ void split(const std::vector<float>& v, std::vector<float>& a, size_t n_a, std::
   c.assign(v.begin() + long(n_a + n_b), v.end());
 }
 
-void load_attention(TensorLoader& load, const std::string& p, const ModelConfig& c,
-                    LayerWeights& l) {
+void load_attention(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
+                    WeightView& attn_output) {
   if (load.has(p + "attn_qkv.weight")) {
     const WeightView qkv = load.matrix(p + "attn_qkv.weight", c.q_dim() + 2 * c.kv_dim(), c.n_embd);
     l.attn_q = row_range(qkv, 0, c.q_dim());
@@ -116,11 +117,12 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
     l.attn_q_norm = load.vector(p + "attn_q_norm.weight", c.head_dim);
     l.attn_k_norm = load.vector(p + "attn_k_norm.weight", c.head_dim);
   }
-  l.attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+  attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
   if (c.post_norms) l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
 }
 
-void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l) {
+void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
+              WeightView& ffn_down) {
   l.ffn_norm = load.vector(p + "ffn_norm.weight", c.n_embd);
   if (c.arch == Architecture::Phi3) {  // ffn_up holds gate rows, then up rows
     const WeightView gate_up = load.matrix(p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd);
@@ -130,7 +132,7 @@ void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, La
     l.ffn_gate = load.matrix(p + "ffn_gate.weight", c.n_ff, c.n_embd);
     l.ffn_up = load.matrix(p + "ffn_up.weight", c.n_ff, c.n_embd);
   }
-  l.ffn_down = load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
+  ffn_down = load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
   if (c.post_norms) l.ffn_post_norm = load.vector(p + "post_ffw_norm.weight", c.n_embd);
 }
 
@@ -147,43 +149,133 @@ void load_rope_factors(TensorLoader& load, const ModelConfig& c, ModelWeights& w
   }
 }
 
+std::vector<float> sub(const std::vector<float>& v, int64_t first, int64_t n) {
+  if (v.empty()) return v;
+  return std::vector<float>(v.begin() + first, v.begin() + first + n);
+}
+
+// Keeps the rows of this rank's heads and FFN rows (all of them on one process).
+void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s) {
+  const int64_t hd = c.head_dim;
+  const int64_t q0 = s.first_head() * hd, nq = s.n_head * hd;
+  const int64_t kv0 = s.first_kv_head() * hd, nkv = s.n_kv_head * hd;
+  l.attn_q = row_range(l.attn_q, q0, nq);
+  l.attn_k = row_range(l.attn_k, kv0, nkv);
+  l.attn_v = row_range(l.attn_v, kv0, nkv);
+  l.bias_q = sub(l.bias_q, q0, nq);
+  l.bias_k = sub(l.bias_k, kv0, nkv);
+  l.bias_v = sub(l.bias_v, kv0, nkv);
+  l.ffn_gate = row_range(l.ffn_gate, s.first_ff(), s.n_ff);
+  l.ffn_up = row_range(l.ffn_up, s.first_ff(), s.n_ff);
+}
+
+size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
+
+// Bytes the parts [first, first + n) of `n_parts` of `whole` take as copies.
+size_t parts_bytes(const WeightView& whole, int n_parts, int n) {
+  return size_t(n) *
+         align64(row_bytes(whole.type, size_t(whole.cols / n_parts)) * size_t(whole.rows));
+}
+
+// Copies column parts [first, first + n) of `n_parts` of `whole` to `at`
+// (each part [rows][cols / n_parts] in the file's row format) and returns them.
+ColumnParts copy_parts(const WeightView& whole, int n_parts, int first, int n, uint8_t*& at) {
+  const int64_t pc = whole.cols / n_parts;
+  const size_t src_rb = row_bytes(whole.type, size_t(whole.cols));
+  const size_t part_rb = row_bytes(whole.type, size_t(pc));
+  ColumnParts out{whole.type, whole.rows, pc * n, {}};
+  for (int p = first; p < first + n; ++p) {
+    const auto* src =
+        static_cast<const uint8_t*>(whole.data) + row_bytes(whole.type, size_t(p * pc));
+    for (int64_t r = 0; r < whole.rows; ++r)
+      std::memcpy(at + size_t(r) * part_rb, src + size_t(r) * src_rb, part_rb);
+    out.parts.push_back(WeightView{whole.type, at, whole.rows, pc});
+    at += align64(part_rb * size_t(whole.rows));
+  }
+  return out;
+}
+
+// Copies this rank's column parts of every layer's attn_output and ffn_down
+// into w.column_copies and releases the file's pages of the whole matrices.
+void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_output,
+                       const std::vector<WeightView>& ffn_down, const gguf::GgufFile& file) {
+  const TensorSplit& s = w.split;
+  const int attn_n = s.attn_parts / s.n_ranks, ffn_n = s.ffn_parts / s.n_ranks;
+  size_t total = 0;
+  for (size_t i = 0; i < w.layers.size(); ++i)
+    total += parts_bytes(attn_output[i], s.attn_parts, attn_n) +
+             parts_bytes(ffn_down[i], s.ffn_parts, ffn_n);
+  w.column_copies = HugePageBuffer(total);
+  uint8_t* at = w.column_copies.data();
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    w.layers[i].attn_output = copy_parts(attn_output[i], s.attn_parts, s.rank * attn_n, attn_n, at);
+    w.layers[i].ffn_down = copy_parts(ffn_down[i], s.ffn_parts, s.rank * ffn_n, ffn_n, at);
+    for (const WeightView* m : {&attn_output[i], &ffn_down[i]})
+      file.release_pages(std::span(static_cast<const uint8_t*>(m->data),
+                                   row_bytes(m->type, size_t(m->cols)) * size_t(m->rows)));
+  }
+}
+
 }  // namespace
 
-ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c) {
+ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c, int rank,
+                                     int n_ranks) {
   TensorLoader load(file);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = load.vector("output_norm.weight", c.n_embd);
-  w.output = c.tied_output ? w.token_embd : load.matrix("output.weight", c.n_vocab, c.n_embd);
+  const WeightView output =
+      c.tied_output ? w.token_embd : load.matrix("output.weight", c.n_vocab, c.n_embd);
   load_rope_factors(load, c, w);
   w.layers.resize(size_t(c.n_layer));
+  std::vector<WeightView> attn_output(w.layers.size()), ffn_down(w.layers.size());
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = load.vector(p + "attn_norm.weight", c.n_embd);
-    load_attention(load, p, c, l);
-    load_ffn(load, p, c, l);
+    load_attention(load, p, c, l, attn_output[size_t(i)]);
+    load_ffn(load, p, c, l, ffn_down[size_t(i)]);
   }
   load.check_all_used();
+
+  std::vector<GgmlType> attn_types, ffn_types;
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    attn_types.push_back(attn_output[i].type);
+    ffn_types.push_back(ffn_down[i].type);
+  }
+  w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
+  for (LayerWeights& l : w.layers) keep_rank_rows(l, c, w.split);
+  w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);
+  copy_rank_columns(w, attn_output, ffn_down, file);
   return w;
 }
 
 size_t ModelWeights::regroup_for_kernels(
     const std::function<void(std::span<const uint8_t>)>& copied) {
   if (!regrouping_preferred()) return 0;
-  std::vector<WeightView*> matrices;
-  for (LayerWeights& l : layers)
-    for (WeightView* v :
-         {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down})
-      matrices.push_back(v);
-  matrices.push_back(&output);
-  std::erase_if(matrices, [](const WeightView* v) {
-    return v->layout != WeightLayout::Native ||
-           regrouped_layout(v->type, v->rows, v->cols) == WeightLayout::Native;
+  // Each matrix with the rows of the whole matrix it is this rank's share of.
+  const int64_t n = split.n_ranks;
+  std::vector<std::pair<WeightView*, int64_t>> matrices;
+  for (LayerWeights& l : layers) {
+    for (WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.ffn_gate, &l.ffn_up})
+      matrices.emplace_back(v, v->rows * n);
+    for (ColumnParts* parts : {&l.attn_output, &l.ffn_down})
+      for (WeightView& v : parts->parts) matrices.emplace_back(&v, v.rows);
+  }
+  matrices.emplace_back(&output, token_embd.rows);
+  std::erase_if(matrices, [](const auto& m) {
+    return m.first->layout != WeightLayout::Native ||
+           regrouped_layout(m.first->type, m.second, m.first->cols) == WeightLayout::Native;
   });
   const auto bytes_of = [](const WeightView* v) {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
   };
+  const auto inside = [](const void* p, const uint8_t* begin, size_t bytes) {
+    const auto* b = static_cast<const uint8_t*>(p);
+    return begin && b >= begin && b < begin + bytes;
+  };
+  const auto* embd = static_cast<const uint8_t*>(token_embd.data);
+  const size_t embd_bytes = bytes_of(&token_embd);
   // One block for all of them, in 2 MiB transparent huge pages where the
   // kernel offers them (core/huge_page_buffer.h): 512x fewer page faults
   // while copying. Load plus one token, small Q4_0 (`/usr/bin/time kvforge
@@ -191,20 +283,35 @@ size_t ModelWeights::regroup_for_kernels(
   // and 195 MB resident against 0.28-0.29 s and 140 MB. Decode speed did not
   // measurably change with huge pages for the weights.
   size_t total = 0;
-  for (const WeightView* v : matrices) total += (bytes_of(v) + 63) & ~size_t(63);
+  for (const auto& m : matrices) total += (bytes_of(m.first) + 63) & ~size_t(63);
   if (total == 0) return 0;
   regrouped = HugePageBuffer(total);
   uint8_t* block = regrouped.data();
   size_t at = 0;
-  for (WeightView* v : matrices) {
-    const WeightLayout layout = regrouped_layout(v->type, v->rows, v->cols);
+  for (const auto& [v, whole_rows] : matrices) {
+    const WeightLayout layout = regrouped_layout(v->type, whole_rows, v->cols);
+    if (!layout_fits(layout, v->rows, v->cols))
+      throw std::invalid_argument(
+          "tensor parallelism over " + std::to_string(n) + " ranks: a share of " +
+          std::to_string(v->rows) + " of " + std::to_string(whole_rows) + " rows cannot take the " +
+          layout_name(layout) + " layout of the whole matrix (" + layout_requirement(layout) +
+          "), so its results would differ from one process's; use fewer ranks");
     regroup_rows(layout, v->data, v->rows, v->cols, block + at);
-    if (copied && v->data != token_embd.data)
+    // A tied output's source is the embeddings (still read); column parts
+    // are copies of ours, not the file's.
+    if (copied && !inside(v->data, embd, embd_bytes) &&
+        !inside(v->data, column_copies.data(), column_copies.size()))
       copied(std::span(static_cast<const uint8_t*>(v->data), bytes_of(v)));
     v->data = block + at;
     v->layout = layout;
     at += (bytes_of(v) + 63) & ~size_t(63);
   }
+  bool copies_read = false;
+  for (const LayerWeights& l : layers)
+    for (const ColumnParts* parts : {&l.attn_output, &l.ffn_down})
+      for (const WeightView& v : parts->parts)
+        copies_read |= inside(v.data, column_copies.data(), column_copies.size());
+  if (!copies_read) column_copies = HugePageBuffer();
   return at;
 }
 

@@ -87,6 +87,24 @@ TEST(SourceLayering, NoLayerIncludesALayerAboveIt) {
   for (const Violation& v : found) ADD_FAILURE() << v.where << ": " << v.what;
 }
 
+// MPI stays inside core/comm/: only the files named *_mpi.cpp (built only
+// when CMake finds MPI) include mpi.h; everything else sees Communicator.
+TEST(SourceLayering, OnlyMpiFilesIncludeMpiHeader) {
+  const std::filesystem::path root = testing::source_dir();
+  for (const char* top : {"src", "include", "tests"}) {
+    for (const auto& e : std::filesystem::recursive_directory_iterator(root / top)) {
+      const auto ext = e.path().extension();
+      if (!e.is_regular_file() || (ext != ".h" && ext != ".cpp")) continue;
+      if (e.path().filename().string().ends_with("_mpi.cpp")) continue;
+      std::ifstream in(e.path());
+      for (std::string line; std::getline(in, line);)
+        if (line.starts_with("#include <mpi.h>") || line.starts_with("#include \"mpi.h\""))
+          ADD_FAILURE() << std::filesystem::relative(e.path(), root)
+                        << " includes mpi.h; only core/comm/*_mpi.cpp may";
+    }
+  }
+}
+
 // The public headers expose public types only: they include one another,
 // the standard library and KvFormat (a value type the options carry), never
 // the engine's, model's or app's internals.

@@ -57,7 +57,7 @@ TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
   const auto model = testing::make_test_model(spec);
   // Q4_0 and Q8_0 on the AVX-512 level: the layer matrices are regrouped at
   // load (weight_repack.h), so this also checks that path against the oracle.
-  const WeightView& down = model->weights().layers[0].ffn_down;
+  const WeightView& down = model->weights().layers[0].ffn_down.parts[0];
   EXPECT_EQ(down.layout, regrouping_preferred() ? regrouped_layout(c.type, down.rows, down.cols)
                                                 : WeightLayout::Native);
   EXPECT_EQ(model->weights().token_embd.layout, WeightLayout::Native);

@@ -67,6 +67,21 @@ std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
+std::vector<float> to_f32(const WeightView& w);
+
+// The whole matrix [rows][cols] its column parts make up.
+std::vector<float> to_f32(const ColumnParts& w) {
+  std::vector<float> out(size_t(w.rows * w.cols));
+  int64_t first = 0;
+  for (const WeightView& part : w.parts) {
+    const std::vector<float> p = to_f32(part);
+    for (int64_t r = 0; r < w.rows; ++r)
+      std::copy_n(p.data() + r * part.cols, part.cols, out.data() + r * w.cols + first);
+    first += part.cols;
+  }
+  return out;
+}
+
 std::vector<float> to_f32(const WeightView& w) {
   std::vector<float> out(size_t(w.rows * w.cols));
   const size_t rb = row_bytes(w.type, size_t(w.cols));

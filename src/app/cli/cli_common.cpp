@@ -18,9 +18,37 @@ void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
   app.add_option("-t,--threads", threads, help)->capture_default_str();
 }
 
-LoadedModel load_model(const std::string& model_flag) {
+namespace {
+SingleProcessCommunicator g_alone;
+Communicator* g_world = &g_alone;
+}  // namespace
+
+Communicator& world() { return *g_world; }
+void set_world(Communicator* w) { g_world = w ? w : &g_alone; }
+
+Communicator* tensor_parallel_world(int tp) {
+  const int n = world().size();
+  if (tp < 0) throw std::invalid_argument("--tp " + std::to_string(tp) + ": must be >= 0");
+  if (tp == 0) tp = n;
+  if (tp > 1 && n == 1) {
+    if (!mpi_available())
+      throw std::invalid_argument(
+          "--tp " + std::to_string(tp) +
+          ": this kvforge was built without MPI, so it runs in one process only (install Open "
+          "MPI with scripts/setup.sh and rebuild for tensor parallelism)");
+    throw std::invalid_argument("--tp " + std::to_string(tp) + " needs " + std::to_string(tp) +
+                                " processes: launch it as mpirun -np " + std::to_string(tp) +
+                                " kvforge run ...");
+  }
+  if (tp != n)
+    throw std::invalid_argument("--tp " + std::to_string(tp) + ", but mpirun started " +
+                                std::to_string(n) + " processes: they must be the same");
+  return n > 1 ? &world() : nullptr;
+}
+
+LoadedModel load_model(const std::string& model_flag, Communicator* comm) {
   std::filesystem::path path = resolve_model_path(model_flag);
-  std::unique_ptr<Model> model = Model::load(path);
+  std::unique_ptr<Model> model = Model::load(path, comm);
   Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   return {std::move(path), std::move(model), std::move(tokenizer)};
 }

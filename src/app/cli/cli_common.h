@@ -7,6 +7,7 @@
 #include <string>
 
 #include "app/tokenizer/tokenizer.h"
+#include "core/comm/communicator.h"
 #include "core/formats/kv_format.h"
 #include "kvforge/sampling_params.h"
 #include "model/model.h"
@@ -32,6 +33,19 @@ struct ModelFlags {
   void add_threads_flag(CLI::App& app, const std::string& help = "threads");
 };
 
+// The processes of this run (main() sets it: MPI's world under mpirun, else
+// one process). Only rank 0 writes to stdout and stderr; main() silences
+// the others.
+Communicator& world();
+void set_world(Communicator* world);
+
+// The communicator a model of `tp` tensor-parallel ranks loads with
+// (0 = as many as the world has): nullptr for one process, else world().
+// Throws std::invalid_argument when tp cannot be had: more than one rank
+// without MPI built in, without mpirun, or not the number of processes
+// mpirun started.
+Communicator* tensor_parallel_world(int tp);
+
 // What a command that runs a model starts from: the resolved file, the model
 // and its tokenizer.
 struct LoadedModel {
@@ -39,8 +53,9 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   Tokenizer tokenizer;
 };
-// Resolves `model_flag` (resolve_model_path) and loads the model and its tokenizer.
-LoadedModel load_model(const std::string& model_flag);
+// Resolves `model_flag` (resolve_model_path) and loads the model and its
+// tokenizer; with `comm`, this rank's share of it (Model::load).
+LoadedModel load_model(const std::string& model_flag, Communicator* comm = nullptr);
 std::string human_bytes(double bytes);
 
 // Sampling flags shared by run (and later chat/serve): declared once, driving

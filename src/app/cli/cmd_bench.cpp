@@ -62,8 +62,11 @@ struct CostModel {
     };
     double layer_params = 0;
     for (const LayerWeights& l : w.layers) {
-      for (const WeightView* v :
-           {&l.attn_q, &l.attn_k, &l.attn_v, &l.attn_output, &l.ffn_gate, &l.ffn_up, &l.ffn_down}) {
+      std::vector<const WeightView*> views = {&l.attn_q, &l.attn_k, &l.attn_v, &l.ffn_gate,
+                                              &l.ffn_up};
+      for (const ColumnParts* parts : {&l.attn_output, &l.ffn_down})
+        for (const WeightView& v : parts->parts) views.push_back(&v);
+      for (const WeightView* v : views) {
         weight_bytes_per_token += bytes(*v);
         layer_params += double(v->rows) * double(v->cols);
       }

@@ -4,6 +4,7 @@
 // static pipeline (then also the generate variants its steps used).
 #include <cstdio>
 #include <memory>
+#include <random>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
@@ -22,6 +23,7 @@ struct RunFlags : ModelFlags {
   int n_predict = 128;
   int ctx = 0;
   int batch = 512;
+  int tp = 0;  // tensor-parallel ranks; 0 = the processes mpirun started
   KvTypeFlags kv;
   bool no_bos = false;
   bool quiet = false;
@@ -79,15 +81,33 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
   const int ctx = f.ctx > 0 ? f.ctx : std::min(model.config().n_ctx_train, 4096);
   CommandEngine e = make_paged_engine(model, tokenizer, f.threads, paged_options(f, ctx));
   if (!f.quiet)
-    std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s\n",
+    std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s%s\n",
                  path.filename().c_str(), model.config().arch_name.c_str(), model.config().n_layer,
-                 model.config().n_embd, e.pool->size(), ctx, f.kv.describe().c_str());
+                 model.config().n_embd, e.pool->size(), ctx, f.kv.describe().c_str(),
+                 model.tp() > 1
+                     ? (", tensor parallel over " + std::to_string(model.tp()) + " ranks (" +
+                        std::to_string(model.rank_config().n_kv_head) + " KV heads each)")
+                           .c_str()
+                     : "");
   return e;
 }
 
+// Under tensor parallelism every rank samples the same logits in lockstep,
+// so all must use one seed: rank 0's.
+void share_seed(SamplingParams& params, Communicator& comm) {
+  uint64_t seed = params.seed ? *params.seed : std::random_device{}();
+  comm.broadcast(&seed, sizeof seed, 0);
+  params.seed = seed;
+}
+
 void run(const RunFlags& f) {
-  const SamplingParams params = f.sampling.to_params(f.n_predict);
-  const auto [path, model, tokenizer] = load_model(f.model);
+  SamplingParams params = f.sampling.to_params(f.n_predict);
+  Communicator* comm = tensor_parallel_world(f.tp);
+  if (comm && f.static_flags.active())
+    throw std::invalid_argument("--static/--plan: the static pipeline runs on one process; " +
+                                std::string("tensor parallelism (--tp) needs the paged engine"));
+  if (comm) share_seed(params, *comm);
+  const auto [path, model, tokenizer] = load_model(f.model, comm);
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
@@ -120,6 +140,10 @@ void add_run_command(CLI::App& app) {
   sub->add_option("-c,--ctx-size", flags->ctx, "context size; 0 = model's, at most 4096")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", flags->batch, "prompt tokens per forward pass")
+      ->capture_default_str();
+  sub->add_option("--tp", flags->tp,
+                  "tensor-parallel ranks (mpirun -np N kvforge run ...); 0 = the processes "
+                  "mpirun started")
       ->capture_default_str();
   flags->kv.add_to(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");

@@ -1,11 +1,52 @@
 // kvforge: one executable, one subcommand per job.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <memory>
 
+#include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 
+namespace {
+
+// Ranks other than 0 print nothing: their stdout and stderr go to
+// /dev/null. Returns a stream on the original stderr, for their errors.
+FILE* silence_output() {
+  const int err = ::dup(STDERR_FILENO);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  if (!std::freopen("/dev/null", "w", stdout) || !std::freopen("/dev/null", "w", stderr))
+    return stderr;
+  FILE* out = err >= 0 ? ::fdopen(err, "w") : nullptr;
+  return out ? out : stderr;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  // Under mpirun every rank runs this executable; MPI starts here and ends
+  // when `world` is destroyed.
+  std::unique_ptr<kvforge::Communicator> world = kvforge::make_world_communicator(&argc, &argv);
+  kvforge::cli::set_world(world.get());
+  FILE* errors = world->rank() == 0 ? stderr : silence_output();
+  // An error on one rank ends every rank: the others would wait for it forever.
+  const auto fail = [&](const char* what) {
+    std::fflush(stdout);
+    if (world->size() > 1)
+      std::fprintf(errors, "kvforge: error: rank %d of %d: %s\n", world->rank(), world->size(),
+                   what);
+    else
+      std::fprintf(errors, "kvforge: error: %s\n", what);
+    std::fflush(errors);
+    if (world->size() > 1) world->abort(1);
+    return 1;
+  };
+  if (world->size() > 1 && (argc < 2 || std::strcmp(argv[1], "run") != 0))
+    return fail("under mpirun only `kvforge run` runs tensor-parallel so far");
+
   CLI::App app{"kvforge: LLaMA-family inference engine (GGUF models)", "kvforge"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
@@ -31,9 +72,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "kvforge: error: %s\n", e.what());
-    return 1;
+    return fail(e.what());
   }
   return 0;
 }

@@ -171,7 +171,7 @@ const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
   return *k;
 }
 
-constexpr size_t kMaxBatchWeights = 8;
+constexpr size_t kMaxBatchWeights = kMatmulBatchMaxWeights;
 
 // Rows per claimed unit of an AMX batch: whole group triples of the AMX
 // kernel (48 rows), about 2 units per thread. Units cost: within one, each
@@ -412,21 +412,64 @@ void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, Thr
   matmul_batch(std::span<const MatmulOutput>(&one, 1), x, n_tokens, pool, scratch);
 }
 
-void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
-                  ThreadPool& pool, MatmulScratch& scratch) {
+namespace {
+
+// Advances a task's activations by `k` tokens of the converted whole:
+// every form is token-major, at the per-token strides of matmul_task.h.
+void skip_tokens(MatmulTask& t, ActivationForm form, int64_t k) {
+  const int64_t blocks = t.cols / kQ8BlockElems;
+  t.x += k * t.cols;
+  switch (form) {
+    case ActivationForm::Q8:
+      if (simd_level() == SimdLevel::Avx512) {  // quads
+        const int64_t quads = q8_quads(t.cols);
+        t.act_quants += k * quads * kQ8QuadBytes;
+        t.act_scales += k * quads * kQ8QuadLanes;
+        t.act_sums += k * quads * kQ8QuadLanes;
+      } else {
+        t.act_quants += k * t.cols;
+        t.act_scales += k * blocks;
+      }
+      break;
+    case ActivationForm::Q8K:
+      t.act_k += k * (t.cols / BlockQ8_K::kElems);
+      break;
+    case ActivationForm::Q8Rows:
+      t.act_quants += k * t.cols;
+      t.act_scales += k * blocks;
+      t.act_offsets += k * blocks;
+      break;
+    case ActivationForm::Q8Blocks:
+      t.act_quants += k * t.cols;
+      t.act_scales += k * blocks;
+      t.act_block_sums += k * blocks;
+      break;
+    case ActivationForm::F32:
+      break;
+  }
+}
+
+// matmul_batch, and with own_tokens matmul_batch_own_tokens: output i then
+// multiplies tokens [i n_tokens, (i + 1) n_tokens) of x, all of which are
+// converted together (per token, so each its own bits).
+void batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens, bool own_tokens,
+           ThreadPool& pool, MatmulScratch& scratch) {
   const BatchKernels k = select_batch_kernels(outputs, n_tokens);
   if (outputs.empty() || k.total_rows == 0 || n_tokens == 0) return;
   const int64_t cols = outputs[0].w.cols;
+  const int64_t n_conv = own_tokens ? n_tokens * int64_t(outputs.size()) : n_tokens;
   if (cols == 0) {
     for (const MatmulOutput& o : outputs) std::fill(o.y, o.y + o.w.rows * n_tokens, 0.0f);
     return;
   }
-  const ConvertedActivations converted = place_activations(k, cols, n_tokens, scratch);
-  convert_activations(k, x, cols, n_tokens, converted, pool);
+  const ConvertedActivations converted = place_activations(k, cols, n_conv, scratch);
+  convert_activations(k, x, cols, n_conv, converted, pool);
 
   MatmulTask tasks[kMaxBatchWeights];
-  for (size_t i = 0; i < outputs.size(); ++i)
+  for (size_t i = 0; i < outputs.size(); ++i) {
     tasks[i] = make_task(outputs[i], k.sets[i]->form, x, n_tokens, converted);
+    if (own_tokens) skip_tokens(tasks[i], k.sets[i]->form, int64_t(i) * n_tokens);
+  }
   // Rows of all weights in one index space [0, total_rows): weight i owns
   // [first_i, first_i + rows_i); a thread's range may span several weights.
   const auto run_rows = [&](int64_t r0, int64_t r1) {
@@ -440,6 +483,18 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
   };
   run_split(batch_split(k.sets, outputs.size(), n_tokens, pool.size()), k.total_rows, pool,
             run_rows);
+}
+
+}  // namespace
+
+void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                  ThreadPool& pool, MatmulScratch& scratch) {
+  batch(outputs, x, n_tokens, false, pool, scratch);
+}
+
+void matmul_batch_own_tokens(std::span<const MatmulOutput> outputs, const float* x,
+                             int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch) {
+  batch(outputs, x, n_tokens, true, pool, scratch);
 }
 
 }  // namespace kvforge

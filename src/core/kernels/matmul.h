@@ -94,6 +94,10 @@ struct WeightView {
 // Reusable buffer for converted activations; grows to the largest call and stays.
 struct MatmulScratch {
   std::vector<uint8_t> activations;
+  // Column-part products (kernels/column_parts.h): one part's columns of x
+  // gathered ([n_tokens][part cols]) and the parts' products ([parts][n_tokens][rows]).
+  std::vector<float> part_x;
+  std::vector<float> part_y;
   void reserve(size_t bytes) {
     if (activations.size() < bytes) activations.resize(bytes);
   }
@@ -118,6 +122,17 @@ struct MatmulOutput {
 // for that weight alone. All weights must have the same cols; their types may differ.
 void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   ThreadPool& pool, MatmulScratch& scratch);
+
+// Like matmul_batch, but each weight on activations of its own: output i
+// multiplies tokens [i * n_tokens, (i + 1) * n_tokens) of x
+// ([outputs.size() * n_tokens][cols]). One conversion and one parallel
+// region for all (the column parts of a matrix, core/kernels/column_parts.h);
+// each output is bitwise what matmul() gives for its weight and tokens alone.
+void matmul_batch_own_tokens(std::span<const MatmulOutput> outputs, const float* x,
+                             int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch);
+
+// Most weights one matmul_batch / matmul_batch_own_tokens call takes.
+inline constexpr size_t kMatmulBatchMaxWeights = 8;
 
 // How matmul_batch with n_threads splits these weights' rows over the
 // threads. A thread slowed by a busy core (these machines are shared) would

@@ -148,6 +148,10 @@ uint64_t plans_compiled() { return g_plans_compiled.load(); }
 Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_len,
                   int32_t n_logit_rows, int32_t n_threads) {
   const ModelConfig& c = model.config();
+  if (model.tp() > 1)
+    throw std::invalid_argument("the static pipeline runs on one process; tensor parallelism (" +
+                                std::to_string(model.tp()) +
+                                " ranks) is for the paged engine only so far");
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

@@ -249,8 +249,11 @@ class PlanRun {
                   f32(op.src0) + size_t(in_.logit_rows[i]) * c_.n_embd, sizeof(float) * c_.n_embd);
   }
 
-  void matmul_rows(const PlanOp& op, const WeightView& w) {
-    matmul(w, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
+  void matmul_rows(const PlanOp& op, const PlanMatrix& w) {
+    if (w.whole)
+      matmul(*w.whole, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
+    else
+      matmul_column_parts(*w.parts, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
   }
 
  private:
@@ -274,8 +277,8 @@ PlanExecutor::PlanExecutor(const Model& model, const Plan& plan, int32_t n_threa
     : model_(model), plan_(plan), n_threads_(n_threads) {
   ops_.reserve(plan.ops.size());
   for (const PlanOp& op : plan.ops) {
-    ResolvedOp r{op};
-    if (op.code == OpCode::MatMul) r.matrix = &weight_matrix(model, op.weight, op.layer);
+    ResolvedOp r{op, {}, nullptr};
+    if (op.code == OpCode::MatMul) r.matrix = weight_matrix(model, op.weight, op.layer);
     if (op.code == OpCode::RmsNorm || op.code == OpCode::AddBias || op.code == OpCode::HeadNorm)
       r.vec = &weight_vector(model, op.weight, op.layer);
     ops_.push_back(r);
@@ -364,7 +367,7 @@ std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& ca
         run.rms_norm_rows(op, *r.vec);
         break;
       case OpCode::MatMul:
-        run.matmul_rows(op, *r.matrix);
+        run.matmul_rows(op, r.matrix);
         break;
       case OpCode::AddBias:
         run.add_bias(op, *r.vec);

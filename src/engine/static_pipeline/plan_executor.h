@@ -15,6 +15,7 @@
 #include "core/kernels/matmul.h"
 #include "core/threadpool.h"
 #include "engine/static_pipeline/plan.h"
+#include "engine/static_pipeline/plan_weights.h"
 #include "engine/static_pipeline/static_kv_cache.h"
 #include "model/model.h"
 
@@ -52,7 +53,7 @@ class PlanExecutor {
  private:
   struct ResolvedOp {
     PlanOp op;
-    const WeightView* matrix = nullptr;       // MatMul
+    PlanMatrix matrix;                        // MatMul
     const std::vector<float>* vec = nullptr;  // RmsNorm, AddBias
   };
   void check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,

@@ -206,9 +206,9 @@ class PlanChecker {
         break;
       case OpCode::MatMul: {
         expect_weight(where, op, is_matrix_ref(op.weight), "a matrix");
-        const WeightView& w = weight_matrix(m_, op.weight, op.layer);
-        need(op.src0, r * uint64_t(w.cols) * f, where + " input");
-        need(op.dst, r * uint64_t(w.rows) * f, where + " output");
+        const PlanMatrix w = weight_matrix(m_, op.weight, op.layer);
+        need(op.src0, r * uint64_t(w.cols()) * f, where + " input");
+        need(op.dst, r * uint64_t(w.rows()) * f, where + " output");
         matmul_scratch_ = std::max<uint64_t>(matmul_scratch_, matmul_scratch_bytes(w, op.rows));
         break;
       }

@@ -59,26 +59,31 @@ const char* weight_ref_name(WeightRef w) {
   return i >= 0 && i < kWeightRefCount ? kNames[i] : "invalid";
 }
 
-const WeightView& weight_matrix(const Model& model, WeightRef w, int layer) {
-  if (w == WeightRef::Output) return model.weights().output;
+size_t matmul_scratch_bytes(const PlanMatrix& m, int64_t n_tokens) {
+  return m.whole ? matmul_scratch_bytes(*m.whole, n_tokens)
+                 : matmul_scratch_bytes(*m.parts, n_tokens);
+}
+
+PlanMatrix weight_matrix(const Model& model, WeightRef w, int layer) {
+  if (w == WeightRef::Output) return {&model.weights().output, nullptr};
   if (!is_matrix_ref(w))
     throw std::invalid_argument(std::string("plan: ") + weight_ref_name(w) + " is not a matrix");
   const LayerWeights& lw = layer_of(model, w, layer);
   switch (w) {
     case WeightRef::AttnQ:
-      return lw.attn_q;
+      return {&lw.attn_q, nullptr};
     case WeightRef::AttnK:
-      return lw.attn_k;
+      return {&lw.attn_k, nullptr};
     case WeightRef::AttnV:
-      return lw.attn_v;
+      return {&lw.attn_v, nullptr};
     case WeightRef::AttnOutput:
-      return lw.attn_output;
+      return {nullptr, &lw.attn_output};
     case WeightRef::FfnGate:
-      return lw.ffn_gate;
+      return {&lw.ffn_gate, nullptr};
     case WeightRef::FfnUp:
-      return lw.ffn_up;
+      return {&lw.ffn_up, nullptr};
     default:
-      return lw.ffn_down;
+      return {nullptr, &lw.ffn_down};
   }
 }
 

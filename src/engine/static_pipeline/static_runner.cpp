@@ -37,6 +37,7 @@ StaticRunner::StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans)
       arena_storage_.get() + (64 - reinterpret_cast<uintptr_t>(arena_storage_.get()) % 64) % 64;
   matmul_scratch_.reserve(size_t(plans_.largest_matmul_scratch_bytes()));
   const size_t rows = size_t(std::max(plans_.config.prefill_chunk, plans_.config.slots));
+  reserve_column_parts(model, rows);
   row_tokens_.assign(rows, 0);
   row_positions_.assign(rows, 0);
   row_slots_.assign(rows, 0);
@@ -46,6 +47,17 @@ StaticRunner::StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans)
   prefill_logits_.assign(size_t(model.config().n_vocab), 0.0f);
   steps_per_variant_.assign(plans_.generate.size(), 0);
   decode_one_tokens_.assign(size_t(plans_.config.slots), kIdleSlot);
+}
+
+// The column-part products of attn_output and ffn_down (matmul_column_parts)
+// need buffers of their own: sized here so that no step allocates.
+void StaticRunner::reserve_column_parts(const Model& model, size_t rows) {
+  const TensorSplit& s = model.split();
+  const ModelConfig& c = model.config();
+  const size_t parts = size_t(std::max(s.attn_parts, s.ffn_parts));
+  const size_t part_cols = size_t(std::max(c.q_dim() / s.attn_parts, c.n_ff / s.ffn_parts));
+  matmul_scratch_.part_y.resize(rows * size_t(c.n_embd) * parts);
+  matmul_scratch_.part_x.resize(rows * part_cols);
 }
 
 void StaticRunner::check_slot(int32_t slot) const {

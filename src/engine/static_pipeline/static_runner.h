@@ -92,6 +92,7 @@ class StaticRunner {
  private:
   std::span<const float> run_generate(std::span<const int32_t> tokens, size_t variant_index);
   void check_slot(int32_t slot) const;
+  void reserve_column_parts(const Model& model, size_t rows);
 
   const Model& model_;
   ThreadPool& pool_;

@@ -1,0 +1,79 @@
+#include "model/tensor_split.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+namespace {
+
+// Whether `cols` columns hold whole blocks of every type.
+bool whole_blocks(int64_t cols, std::span<const GgmlType> types) {
+  for (GgmlType t : types)
+    if (cols % int64_t(type_traits(t).block_elems) != 0) return false;
+  return true;
+}
+
+// The largest divisor d of `units` (at most kMaxColumnParts) with cols / d
+// whole blocks of every type.
+int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
+  for (int d = std::min(units, kMaxColumnParts); d > 1; --d)
+    if (units % d == 0 && cols % d == 0 && whole_blocks(cols / d, types)) return d;
+  return 1;
+}
+
+[[noreturn]] void refuse(int n_ranks, const std::string& why) {
+  throw std::invalid_argument("tensor parallelism over " + std::to_string(n_ranks) +
+                              " ranks: " + why);
+}
+
+}  // namespace
+
+TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
+                            std::span<const GgmlType> ffn_down_types, int rank, int n_ranks) {
+  if (n_ranks < 1 || rank < 0 || rank >= n_ranks)
+    throw std::invalid_argument("tensor split: rank " + std::to_string(rank) + " of " +
+                                std::to_string(n_ranks));
+  TensorSplit s;
+  s.rank = rank;
+  s.n_ranks = n_ranks;
+  s.attn_parts = parts_of(c.q_dim(), c.n_kv_head, attn_output_types);
+  // No more FFN parts than KV heads: ranks beyond the KV heads would need
+  // them replicated, which is not implemented, and each part costs a matmul call.
+  int ffn_max = kMaxColumnParts;
+  while (ffn_max > 1 && (c.n_ff % ffn_max != 0 || ffn_max > c.n_kv_head)) ffn_max /= 2;
+  s.ffn_parts = parts_of(c.n_ff, ffn_max, ffn_down_types);
+  if (c.n_kv_head % n_ranks != 0)
+    refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
+                        " KV heads do not divide evenly; each rank holds whole KV heads "
+                        "(replicating KV heads when ranks exceed them is not implemented yet)");
+  if (s.attn_parts % n_ranks != 0)
+    refuse(n_ranks, "attn_output splits into " + std::to_string(s.attn_parts) +
+                        " column parts of whole quantization blocks, which the ranks must share");
+  if (s.ffn_parts % n_ranks != 0)
+    refuse(n_ranks, "ffn_down splits into " + std::to_string(s.ffn_parts) +
+                        " column parts of whole quantization blocks, which the ranks must share");
+  s.n_head = c.n_head / n_ranks;
+  s.n_kv_head = c.n_kv_head / n_ranks;
+  s.n_ff = c.n_ff / n_ranks;
+  // Vocabulary rows in multiples of kVocabRowQuantum, the last rank taking what is left.
+  const int64_t v = c.n_vocab;
+  const int64_t per = (v / n_ranks + kVocabRowQuantum - 1) / kVocabRowQuantum * kVocabRowQuantum;
+  for (int r = 0; r < n_ranks; ++r) {
+    const int64_t first = std::min(v, per * r);
+    const int64_t end = r + 1 == n_ranks ? v : std::min(v, per * (r + 1));
+    s.vocab_first.push_back(first);
+    s.vocab_rows.push_back(end - first);
+  }
+  return s;
+}
+
+ModelConfig TensorSplit::rank_config(const ModelConfig& c) const {
+  ModelConfig r = c;
+  r.n_head = n_head;
+  r.n_kv_head = n_kv_head;
+  r.n_ff = n_ff;
+  return r;
+}
+
+}  // namespace kvforge

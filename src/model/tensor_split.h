@@ -1,0 +1,64 @@
+// How a model is cut over the ranks of a tensor-parallel run (Megatron
+// style), and the fixed column parts that make its results independent of
+// the number of ranks.
+//
+//   attn_q/k/v    rows of this rank's KV heads (and their query heads)
+//   ffn_gate/up   rows [rank * n_ff / n, (rank + 1) * n_ff / n)
+//   attn_output   column parts [rank * attn_parts / n, ...), one per group of KV heads
+//   ffn_down      column parts [rank * ffn_parts / n, ...) of n_ff / ffn_parts columns each
+//   output        vocabulary rows vocab_first[rank] .. + vocab_rows[rank]
+//   token_embd, norms: whole on every rank
+//
+// attn_parts and ffn_parts depend on the model only (shapes and the weight
+// types' block sizes), never on the rank count: every rank count that
+// divides both computes the same partial sums and adds them in the same
+// order (core/kernels/column_parts.h), so the logits are bitwise the same
+// at 1, 2 or 4 ranks.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/dtype.h"
+#include "model/model_config.h"
+
+namespace kvforge {
+
+// Most column parts of attn_output or ffn_down (ffn_down also has no more
+// than n_kv_head): more parts let more ranks share them; on one process the
+// parts of a matrix run in one matmul_batch_own_tokens call of at most 8
+// weights, and each costs a write and an add of its products.
+inline constexpr int kMaxColumnParts = 8;
+// Output rows per rank are a multiple of this (the 16-row groups of the
+// Tiles16 / Interleaved16 kernel layouts), so that each rank's rows take the
+// layout the whole matrix takes, and give the same bits.
+inline constexpr int64_t kVocabRowQuantum = 16;
+
+struct TensorSplit {
+  int rank = 0;
+  int n_ranks = 1;
+  int attn_parts = 1;                // column parts of attn_output (divides n_kv_head)
+  int ffn_parts = 1;                 // column parts of ffn_down
+  int n_head = 0;                    // this rank's query heads
+  int n_kv_head = 0;                 // this rank's KV heads
+  int n_ff = 0;                      // this rank's FFN rows
+  std::vector<int64_t> vocab_first;  // [n_ranks] first output row of each rank
+  std::vector<int64_t> vocab_rows;   // [n_ranks] output rows of each rank
+
+  int first_kv_head() const { return rank * n_kv_head; }
+  int first_head() const { return rank * n_head; }
+  int first_ff() const { return rank * n_ff; }
+
+  // The split for `rank` of `n_ranks`. attn_output_types / ffn_down_types:
+  // each layer's type (a part must hold whole blocks of it). Throws
+  // std::invalid_argument saying which dimension n_ranks does not divide.
+  static TensorSplit of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
+                        std::span<const GgmlType> ffn_down_types, int rank, int n_ranks);
+
+  // The config this rank computes with: n_head, n_kv_head and n_ff of its
+  // share (so KV caches built from it hold this rank's KV heads only).
+  ModelConfig rank_config(const ModelConfig& c) const;
+};
+
+}  // namespace kvforge

@@ -1,0 +1,99 @@
+// How models are cut over tensor-parallel ranks (model/tensor_split.h): the
+// column parts depend on the model only, every rank's share adds up to the
+// whole, and what cannot be split is refused with the reason.
+#include "model/tensor_split.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "model/random_model.h"
+#include "test_models.h"
+
+namespace kvforge {
+namespace {
+
+ModelConfig small_config() {
+  ModelConfig c;
+  c.n_vocab = 32001;
+  c.n_embd = 768;
+  c.n_head = 12;
+  c.n_kv_head = 4;
+  c.head_dim = 64;
+  c.n_ff = 2048;
+  c.n_layer = 2;
+  return c;
+}
+
+TEST(TensorSplit, PartsDependOnTheModelNotOnTheRanks) {
+  const ModelConfig c = small_config();
+  const std::vector<GgmlType> q8(2, GgmlType::Q8_0);
+  for (int n : {1, 2, 4}) {
+    int64_t vocab = 0;
+    for (int r = 0; r < n; ++r) {
+      const TensorSplit s = TensorSplit::of(c, q8, q8, r, n);
+      EXPECT_EQ(s.attn_parts, 4);  // one per KV head: 192 columns, whole Q8_0 blocks
+      EXPECT_EQ(s.ffn_parts, 4);   // at most the KV heads
+      EXPECT_EQ(s.n_kv_head * n, c.n_kv_head);
+      EXPECT_EQ(s.n_head * n, c.n_head);
+      EXPECT_EQ(s.n_ff * n, c.n_ff);
+      EXPECT_EQ(s.vocab_first[size_t(r)], vocab);
+      if (r + 1 < n) {
+        EXPECT_EQ(s.vocab_rows[size_t(r)] % kVocabRowQuantum, 0);
+      }
+      vocab += s.vocab_rows[size_t(r)];
+      const ModelConfig rc = s.rank_config(c);
+      EXPECT_EQ(rc.kv_dim() * n, c.kv_dim());
+      EXPECT_EQ(rc.n_vocab, c.n_vocab);
+    }
+    EXPECT_EQ(vocab, c.n_vocab);
+  }
+}
+
+TEST(TensorSplit, PartsHoldWholeQuantizationBlocks) {
+  const ModelConfig c = small_config();
+  // 192 columns per KV head do not hold whole Q4_K blocks of 256: parts of
+  // 384 (2) or 768 (1) columns neither; so attn_output stays one part.
+  const std::vector<GgmlType> q4k(2, GgmlType::Q4_K);
+  const TensorSplit s = TensorSplit::of(c, q4k, q4k, 0, 1);
+  EXPECT_EQ(s.attn_parts, 1);
+  EXPECT_EQ(s.ffn_parts, 4);  // 512 columns: two Q4_K blocks
+  try {
+    TensorSplit::of(c, q4k, q4k, 0, 2);
+    FAIL() << "2 ranks on one attn_output part";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("attn_output splits into 1 column parts"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(TensorSplit, RefusesRanksThatDoNotDivideTheKvHeads) {
+  const ModelConfig c = small_config();
+  const std::vector<GgmlType> f32(2, GgmlType::F32);
+  try {
+    TensorSplit::of(c, f32, f32, 0, 3);
+    FAIL() << "3 ranks on 4 KV heads";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("4 KV heads do not divide evenly"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("not implemented yet"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(TensorSplit::of(c, f32, f32, 0, 8), std::invalid_argument);
+}
+
+// One process keeps the fixed parts too: the loaded weights hold them.
+TEST(TensorSplit, OneProcessModelHoldsItsColumnParts) {
+  RandomModelSpec spec;
+  spec.n_kv_head = 2;
+  const auto model = testing::make_test_model(spec);
+  EXPECT_EQ(model->tp(), 1);
+  const LayerWeights& l = model->weights().layers[0];
+  EXPECT_EQ(int(l.attn_output.parts.size()), model->split().attn_parts);
+  EXPECT_EQ(int(l.ffn_down.parts.size()), model->split().ffn_parts);
+  EXPECT_EQ(l.attn_output.cols, model->config().q_dim());
+  EXPECT_EQ(l.ffn_down.cols, model->config().n_ff);
+}
+
+}  // namespace
+}  // namespace kvforge

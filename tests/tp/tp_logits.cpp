@@ -1,0 +1,112 @@
+// tp_logits MODEL OUT: runs a fixed workload through the paged engine on this
+// rank's share of MODEL (all of it in one process, a share of it under
+// `mpirun -np N`) and, on rank 0, writes to OUT one line per distribution a
+// branch sampled from: the request, branch and an FNV-1a digest of the
+// logits' bits, then every branch's greedy tokens and the engine's counts
+// of prefix-cache hits and preemptions (which show the workload took those
+// paths). tp_test.sh compares the files of 1, 2 and 4 ranks byte for byte.
+//
+// The workload: three requests with greedy sampling, one of them with two
+// branches, another added mid-run sharing the first one's prompt prefix
+// (prefix-cache hits); 8-token prefill chunks batched with decodes, blocks
+// of 4 positions and a pool too small for all at once (preemption).
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/comm/communicator.h"
+#include "core/threadpool.h"
+#include "kvforge/engine.h"
+#include "model/model.h"
+
+namespace {
+
+using kvforge::RequestId;
+
+uint64_t digest(std::span<const float> logits) {
+  uint64_t h = 1469598103934665603ull;
+  for (float x : logits) {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof bits);
+    h = (h ^ bits) * 1099511628211ull;
+  }
+  return h;
+}
+
+std::vector<int32_t> prompt(int n, int salt) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(3 + (i * 37 + salt * 101) % 250);
+  return p;
+}
+
+int run(int argc, char** argv, kvforge::Communicator& world) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: tp_logits MODEL OUT\n");
+    return 2;
+  }
+  const auto model = kvforge::Model::load(argv[1], world.size() > 1 ? &world : nullptr);
+  kvforge::ThreadPool pool(1);
+  std::string lines;
+  kvforge::EngineOptions o;
+  o.block_size = 4;
+  o.kv_blocks = 14;
+  o.max_seqs = 4;
+  o.max_batched_tokens = 8;
+  o.n_ctx = 128;
+  o.on_logits = [&](RequestId id, int branch, std::span<const float> logits) {
+    char line[96];
+    std::snprintf(line, sizeof line, "logits %llu/%d %016llx\n", (unsigned long long)id, branch,
+                  (unsigned long long)digest(logits));
+    lines += line;
+  };
+  kvforge::Engine engine(*model, pool, o);
+  kvforge::SamplingParams greedy;
+  greedy.temperature = 0;
+  greedy.max_tokens = 12;
+  greedy.ignore_eos = true;
+  const std::vector<int32_t> first = prompt(30, 1);
+  engine.add_request(first, greedy);
+  engine.add_request(prompt(9, 2), greedy, /*n=*/2);
+  std::map<std::pair<RequestId, int>, std::string> tokens;
+  for (int step = 0; engine.has_unfinished(); ++step) {
+    if (step == 8) {  // the first prompt's blocks are computed by now: a prefix hit
+      std::vector<int32_t> shared(first.begin(), first.begin() + 24);
+      for (int32_t t : prompt(5, 3)) shared.push_back(t);
+      engine.add_request(shared, greedy);
+    }
+    for (const kvforge::StepEvent& e : engine.step())
+      if (e.token) tokens[{e.request, e.branch}].append(" ").append(std::to_string(e.token->id));
+  }
+  char line[96];
+  for (const auto& [key, ids] : tokens) {
+    std::snprintf(line, sizeof line, "tokens %llu/%d", (unsigned long long)key.first, key.second);
+    lines.append(line).append(ids).append("\n");
+  }
+  const kvforge::EngineStats s = engine.stats();
+  std::snprintf(line, sizeof line, "prefix hits %lld, preemptions %lld\n", (long long)s.prefix.hits,
+                (long long)s.preemptions);
+  lines += line;
+  if (world.rank() == 0) {
+    FILE* out = std::fopen(argv[2], "w");
+    if (!out) throw std::runtime_error(std::string(argv[2]) + ": cannot write");
+    std::fputs(lines.c_str(), out);
+    std::fclose(out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const auto world = kvforge::make_world_communicator(&argc, &argv);
+  try {
+    return run(argc, argv, *world);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tp_logits: rank %d: %s\n", world->rank(), e.what());
+    if (world->size() > 1) world->abort(1);
+    return 1;
+  }
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Tensor parallelism over MPI on tiny random models, 1, 2 and 4 ranks over
+# loopback: the logits of every step (a digest of their bits) and the greedy
+# tokens of a batched workload with chunked prefill, prefix-cache hits and
+# preemption (tp_logits.cpp) are the same bytes at every rank count and in a
+# plain single process; `kvforge run` under mpirun prints once and matches a
+# single process; refusals and a killed rank end with a clear error.
+# usage: tp_test.sh path/to/kvforge path/to/tp_logits path/to/mpirun work_dir
+# Exits 77 (skipped) when kvforge was built without MPI.
+set -euo pipefail
+kv="$(realpath "$1")"
+tp_logits="$(realpath "$2")"
+mpirun="$3"
+work="$4"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+expect_in() { grep -qF -- "$1" "$2" || { cat "$2" >&2; fail "expected '$1' in $2"; }; }
+
+if [ ! -x "$mpirun" ]; then
+  echo "SKIP: kvforge was built without MPI (scripts/setup.sh installs Open MPI)"
+  "$kv" make-model -o tiny.gguf --preset tiny 2>/dev/null
+  if "$kv" run -m tiny.gguf -n 1 --tp 2 >/dev/null 2>tp.err; then fail "--tp 2 ran"; fi
+  expect_in "built without MPI" tp.err
+  exit 77
+fi
+
+# CI runs as root; 4 ranks on 2 cores need oversubscription, and idle ranks
+# should yield rather than spin.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=("$mpirun" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
+# Under LeakSanitizer (the ASan build): Open MPI keeps allocations of its own
+# until exit; kvforge's are still checked.
+printf 'leak:libmpi.so\nleak:libopen-pal.so\nleak:libopen-rte.so\nleak:libpmix.so\nleak:libhwloc.so\nleak:libevent\n' >lsan.supp
+export LSAN_OPTIONS="${LSAN_OPTIONS:+$LSAN_OPTIONS:}suppressions=$PWD/lsan.supp"
+
+# name: make-model flags. Heads divide by 4 for the 4-rank runs.
+declare -A models=(
+  [llama-mha]="--n-embd 64 --n-head 4 --n-kv-head 4"
+  [llama-gqa-q8]="--n-embd 128 --n-head 8 --n-kv-head 4 --type q8_0 --n-vocab 512"
+  [qwen2]="--arch qwen2 --n-embd 64 --n-head 8 --n-kv-head 4"
+  [qwen3]="--arch qwen3 --n-embd 64 --n-head 4 --n-kv-head 2"
+  [gemma2]="--arch gemma2 --n-embd 64 --n-head 4 --n-kv-head 2 --sliding-window 8"
+  [phi3]="--arch phi3 --n-embd 64 --n-head 4 --n-kv-head 2"
+)
+for name in $(printf '%s\n' "${!models[@]}" | sort); do
+  # shellcheck disable=SC2086
+  "$kv" make-model -o "$name.gguf" --preset tiny --n-layer 2 ${models[$name]} 2>/dev/null
+  "$tp_logits" "$name.gguf" "$name.single" || fail "$name: single process"
+  expect_in "tokens" "$name.single"
+  heads=$("$kv" info "$name.gguf" | sed -n 's/.*(KV heads \([0-9]*\).*/\1/p')
+  for np in 1 2 4; do
+    [ "$np" -le "$heads" ] || continue
+    timeout 60 "${mpi[@]}" -np "$np" "$tp_logits" "$name.gguf" "$name.tp$np" ||
+      fail "$name: mpirun -np $np"
+    cmp -s "$name.single" "$name.tp$np" ||
+      { diff "$name.single" "$name.tp$np" | head >&2; fail "$name: tp=$np differs from one process"; }
+    echo "$name: tp=$np bitwise equal to one process ($(grep -c logits "$name.single") logit rows)"
+  done
+done
+expect_in "preemptions" llama-mha.single
+grep -q "prefix hits [1-9]" llama-mha.single || fail "the workload had no prefix-cache hit"
+grep -q "preemptions [1-9]" llama-mha.single || fail "the workload had no preemption"
+
+# kvforge run: rank 0 alone prints, the same text as one process.
+args=(run -m llama-mha.gguf -p "Hello there" -n 24 --temp 0 -q -t 1)
+"$kv" "${args[@]}" >run.single 2>/dev/null
+timeout 60 "${mpi[@]}" -np 2 "$kv" "${args[@]}" >run.tp2 2>run.tp2.err ||
+  { cat run.tp2.err >&2; fail "mpirun -np 2 kvforge run"; }
+cmp -s run.single run.tp2 || { cat run.single run.tp2 >&2; fail "kvforge run under mpirun -np 2"; }
+
+# Refusals, with the reason.
+if "$kv" run -m llama-mha.gguf -n 1 --tp 2 >/dev/null 2>tp.err; then fail "--tp 2 without mpirun ran"; fi
+expect_in "launch it as mpirun -np 2" tp.err
+if timeout 60 "${mpi[@]}" -np 3 "$kv" run -m llama-mha.gguf -n 1 -t 1 >/dev/null 2>tp3.err; then
+  fail "3 ranks on 4 KV heads ran"
+fi
+expect_in "KV heads do not divide evenly" tp3.err
+if timeout 60 "${mpi[@]}" -np 2 "$kv" run -m llama-mha.gguf -n 1 -t 1 --static >/dev/null \
+  2>static.err; then
+  fail "the static pipeline ran tensor-parallel"
+fi
+expect_in "static pipeline runs on one process" static.err
+
+# A rank that dies mid-generation: the others end within seconds, with an error.
+timeout 60 "${mpi[@]}" -np 2 "$kv" run -m llama-mha.gguf -p "Hello" -n -1 --ignore-eos -c 100000 \
+  -t 1 >/dev/null 2>kill.err &
+launcher=$!
+trap 'kill $launcher 2>/dev/null || true' EXIT
+victim=""
+for _ in $(seq 100); do
+  # timeout's child is mpirun, whose children are the ranks.
+  for pid in $(pgrep -P "$(pgrep -P "$launcher" | head -1)" 2>/dev/null || true); do
+    grep -qz "^OMPI_COMM_WORLD_RANK=1$" "/proc/$pid/environ" 2>/dev/null && victim=$pid
+  done
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+[ -n "$victim" ] || fail "no rank 1 found to kill"
+sleep 1
+start=$(date +%s)
+kill -9 "$victim"
+if wait "$launcher"; then fail "the run survived a dead rank"; fi
+took=$(($(date +%s) - start))
+[ "$took" -le 10 ] || fail "the other ranks took ${took}s to end after rank 1 died"
+grep -qiE "rank 1|exited on signal|killed" kill.err || { cat kill.err >&2; fail "no error naming the dead rank"; }
+echo "a killed rank ended the run in ${took}s"
+echo "ok"
