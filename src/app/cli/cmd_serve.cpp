@@ -59,6 +59,19 @@ ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file)
   }
 }
 
+// Renders a short conversation at load (ChatTemplate::check_renders): a
+// template that blows its budget even then is refused, naming where it came from.
+void test_render(const ChatTemplate& t, const std::string& origin) {
+  try {
+    t.check_renders();
+  } catch (const TemplateBudgetExceeded& e) {
+    throw std::runtime_error(origin + ": the chat template is refused: " + e.what());
+  } catch (const TemplateError& e) {
+    std::fprintf(stderr, "kvforge serve: warning: %s: test render failed: %s\n", origin.c_str(),
+                 e.what());
+  }
+}
+
 std::vector<std::string> model_ids(const std::filesystem::path& path, const Model& model) {
   std::vector<std::string> ids{path.stem().string()};
   const std::string name = model.file().get_string_or("general.name", "");
@@ -91,6 +104,9 @@ void serve(const ServeFlags& f) {
 
   auto [path, model, tokenizer] = load_model(f.model);
   ChatTemplate chat_template = load_chat_template(f, model->file());
+  test_render(chat_template, f.chat_template_file.empty()
+                                 ? path.string() + " (tokenizer.chat_template)"
+                                 : f.chat_template_file);
   // The static engine brings a pool of its plans' thread count.
   const CommandEngine chosen =
       f.static_mode.active()

@@ -47,6 +47,10 @@ std::vector<int32_t> CompletionService::prompt_for_chat(const ChatRequest& r) co
     throw bad_param(
         "messages",
         std::string("the model's chat template rejected the conversation: ") + e.what());
+  } catch (const TemplateBudgetExceeded& e) {
+    throw bad_param(
+        "messages",
+        std::string("the chat template went over its budget for this conversation: ") + e.what());
   } catch (const TemplateError& e) {
     throw ApiError(500, std::string("the model's chat template failed: ") + e.what(),
                    "server_error");
