@@ -30,3 +30,7 @@ for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
     exit 1
   fi
 done
+# Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
+# connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
+echo "== kvforge serve against hostile input"
+node --test --test-concurrency=1 "$here/hostile.test.mjs"
