@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite: installs dependencies, then builds and runs every test
 # twice — an optimised build, and a build with AddressSanitizer +
-# UndefinedBehaviorSanitizer — fuzzes the GGUF reader briefly with libFuzzer, and runs the
+# UndefinedBehaviorSanitizer — fuzzes the GGUF reader, the chat-template engine, the OpenAI
+# request parser and the tokenizers briefly with libFuzzer, and runs the
 # multi-threaded code under ThreadSanitizer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,11 +21,13 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_R
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
-echo "== libFuzzer smoke run of the GGUF reader (clang, ASan+UBSan, 20000 inputs)"
+echo "== libFuzzer smoke runs (clang, ASan+UBSan, 20000 inputs each): GGUF reader, chat"
+echo "   templates, OpenAI requests, tokenizers"
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_FUZZ=ON -DKVFORGE_SANITIZE=ON -DKVFORGE_BENCH=OFF >/dev/null
-cmake --build build-fuzz -j"$jobs" --target fuzz_gguf_reader
-ctest --test-dir build-fuzz --output-on-failure -R fuzz_gguf_reader_smoke
+cmake --build build-fuzz -j"$jobs" --target fuzz_gguf_reader fuzz_jinja_template \
+  fuzz_openai_request fuzz_tokenizer
+ctest --test-dir build-fuzz --output-on-failure -R "fuzz_.*_smoke"
 echo "== ThreadSanitizer: thread pool, multi-threaded forward passes, kvforge serve (clang)"
 CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_TSAN=ON -DKVFORGE_BENCH=OFF >/dev/null

@@ -175,11 +175,11 @@ TEST(ChatJinja, HostileTemplatesHitLimits) {
   for (int i = 0; i < 500; ++i) deep_blocks += "{% if true %}";
   EXPECT_NE(error_of(deep_blocks).find("nested deeper than"), std::string::npos);
   jinja::RenderLimits small;
-  small.max_steps = 10000;
+  small.max_work = 10000;
   small.max_output_bytes = 1000;
   EXPECT_NE(error_of("{% for i in range(1000) %}{% for j in range(1000) %}{% endfor %}{% endfor %}",
                      small)
-                .find("exceeded 10000 steps"),
+                .find("exceeded its work budget of 10000 units"),
             std::string::npos);
   EXPECT_NE(error_of("{% for i in range(100) %}{{ 'x' * 100 }}{% endfor %}", small)
                 .find("output exceeds 1000 bytes"),

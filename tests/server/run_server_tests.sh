@@ -30,3 +30,9 @@ for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
     exit 1
   fi
 done
+# Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
+# connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
+echo "== kvforge serve against hostile input"
+# A sanitizer build is slower and bigger: the suite scales its time limits and skips RSS limits.
+if grep -aq -m1 -e __asan_init -e __tsan_init "$kvforge"; then export KVFORGE_SANITIZED=1; fi
+node --test --test-concurrency=1 "$here/hostile.test.mjs"

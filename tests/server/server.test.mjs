@@ -85,7 +85,7 @@ function runCli(prompt, n) {
 }
 
 async function metrics() {
-  const res = await fetch(`${base}/metrics`);
+  const res = await fetch(`${base}/metrics`, { headers: { Authorization: `Bearer ${API_KEY}` } });
   assert.equal(res.status, 200);
   const text = await res.text();
   const values = {};

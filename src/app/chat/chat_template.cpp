@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "app/chat/jinja_budget.h"
 #include "app/chat/jinja_builtins.h"
 #include "app/chat/jinja_lexer.h"
 #include "app/chat/jinja_parser.h"
@@ -71,6 +72,11 @@ jinja::Value global_range(const jinja::CallArgs& a) {
     throw std::invalid_argument("range() needs 1 to 3 arguments");
   }
   if (step == 0) throw std::invalid_argument("range() step must not be zero");
+  const int64_t count = step > 0 ? (stop > start ? (stop - start - 1) / step + 1 : 0)
+                                 : (start > stop ? (start - stop - 1) / -step + 1 : 0);
+  if (count > static_cast<int64_t>(jinja::kMaxBuiltValueSize))
+    throw std::invalid_argument("range() too long");
+  jinja::charge_bytes(static_cast<size_t>(count) * sizeof(jinja::Value));
   jinja::Array out;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     if (out.size() >= jinja::kMaxBuiltValueSize) throw std::invalid_argument("range() too long");
@@ -98,13 +104,12 @@ jinja::Object make_globals(const ChatTemplateInputs& in) {
                      throw std::invalid_argument("strftime_now() expects a format string");
                    return Value(strftime_string(clock(), a.positional[0].as_string()));
                  }));
+  // Extra variables add names; replacing a global (the conversation, raise_exception...)
+  // would bypass what the caller validated.
   for (const auto& [k, v] : in.extra.items()) {
-    auto it =
-        std::find_if(g.begin(), g.end(), [&key = k](const auto& e) { return e.first == key; });
-    if (it != g.end())
-      it->second = Value::from_json(v);
-    else
-      g.emplace_back(k, Value::from_json(v));
+    if (std::any_of(g.begin(), g.end(), [&key = k](const auto& e) { return e.first == key; }))
+      throw std::invalid_argument("template variable '" + k + "' is reserved");
+    g.emplace_back(k, Value::from_json(v));
   }
   return g;
 }
@@ -125,8 +130,36 @@ ChatTemplate ChatTemplate::fallback() { return parse(kFallbackSource); }
 const char* ChatTemplate::fallback_source() { return kFallbackSource; }
 
 std::string ChatTemplate::render(const ChatTemplateInputs& inputs,
-                                 const jinja::RenderLimits& limits) const {
-  return jinja::render_template(parsed_->root, make_globals(inputs), limits);
+                                 const jinja::RenderLimits& limits,
+                                 jinja::RenderUsage* usage) const {
+  return jinja::render_template(parsed_->root, make_globals(inputs), limits, usage);
+}
+
+const std::vector<std::string>& ChatTemplate::reserved_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : make_globals(ChatTemplateInputs{})) out.push_back(k);
+    return out;
+  }();
+  return names;
+}
+
+void ChatTemplate::check_renders(const jinja::RenderLimits& limits) const {
+  ChatTemplateInputs in;
+  in.messages = nlohmann::ordered_json::parse(
+      R"([{"role":"system","content":"You are helpful."},{"role":"user","content":"Hi"},)"
+      R"({"role":"assistant","content":"Hello."},{"role":"user","content":"Thanks"}])");
+  in.now = [] { return std::tm{}; };
+  try {
+    render(in, limits);
+  } catch (const TemplateRaised&) {
+    // Some templates reject a system message: try without it.
+    in.messages.erase(in.messages.begin());
+    try {
+      render(in, limits);
+    } catch (const TemplateRaised&) {
+    }
+  }
 }
 
 const std::string& ChatTemplate::source() const { return parsed_->source; }

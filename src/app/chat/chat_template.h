@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "app/chat/jinja_error.h"
 #include "app/chat/jinja_renderer.h"
@@ -26,6 +27,8 @@ class GgufFile;
 
 using TemplateError = jinja::TemplateError;    // the template is broken or unsupported
 using TemplateRaised = jinja::TemplateRaised;  // the template rejects this conversation
+using TemplateBudgetExceeded = jinja::TemplateBudgetExceeded;  // past its work or memory budget
+using RenderAbandoned = jinja::RenderAbandoned;                // RenderLimits::abandoned said stop
 
 struct ChatTemplateInputs {
   // [{"role": "...", "content": "..."}, ...]; extra keys (tool_calls, name...)
@@ -55,8 +58,19 @@ class ChatTemplate {
 
   // Throws TemplateError, or TemplateRaised when the template's own checks
   // reject the conversation, or std::invalid_argument for inputs nested too deep.
-  std::string render(const ChatTemplateInputs& inputs,
-                     const jinja::RenderLimits& limits = {}) const;
+  // inputs.extra may only add names: one of reserved_names() is an
+  // std::invalid_argument. `usage` (optional) receives the work and bytes used.
+  std::string render(const ChatTemplateInputs& inputs, const jinja::RenderLimits& limits = {},
+                     jinja::RenderUsage* usage = nullptr) const;
+  // The template's globals (messages, tools, add_generation_prompt,
+  // bos_token, eos_token, raise_exception, namespace, range, ...).
+  static const std::vector<std::string>& reserved_names();
+
+  // Renders a short conversation (system, user, assistant, user) as a load-time
+  // check: throws TemplateBudgetExceeded when even that goes past `limits`, or
+  // TemplateError when the template fails on it. A rejection of the
+  // conversation by the template itself (raise_exception) is not a failure.
+  void check_renders(const jinja::RenderLimits& limits = {}) const;
 
   const std::string& source() const;
 

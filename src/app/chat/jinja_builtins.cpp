@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <optional>
 
+#include "app/chat/jinja_budget.h"
 #include "app/chat/jinja_builtins_support.h"
 #include "app/chat/jinja_error.h"
 #include "app/chat/python_format.h"
@@ -18,6 +20,7 @@ namespace kvforge::jinja {
 [[noreturn]] void type_error(int line, const std::string& what) { throw TemplateError(line, what); }
 
 std::vector<std::string> code_points(const std::string& s) {
+  charge_bytes(s.size() * sizeof(std::string));
   std::vector<std::string> out;
   for (size_t i = 0; i < s.size();) {
     size_t n = valid_utf8_sequence_at(s, i);
@@ -26,6 +29,47 @@ std::vector<std::string> code_points(const std::string& s) {
     i += n;
   }
   return out;
+}
+
+size_t count_code_points(const std::string& s) {
+  charge_work(static_cast<int64_t>(s.size() / RenderBudget::kBytesPerUnit));
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++n) i += std::max<size_t>(1, valid_utf8_sequence_at(s, i));
+  return n;
+}
+
+std::string code_point_at(const std::string& s, size_t index) {
+  size_t i = 0;
+  for (size_t k = 0; k < index && i < s.size(); ++k)
+    i += std::max<size_t>(1, valid_utf8_sequence_at(s, i));
+  charge_work(static_cast<int64_t>(i / RenderBudget::kBytesPerUnit));
+  if (i >= s.size()) return {};
+  return s.substr(i, std::max<size_t>(1, valid_utf8_sequence_at(s, i)));
+}
+
+TextSearch::TextSearch(const std::string& needle) : needle_(needle), border_(needle.size(), 0) {
+  charge_bytes(needle.size() * sizeof(size_t));
+  for (size_t i = 1, k = 0; i < needle.size(); ++i) {
+    while (k > 0 && needle[i] != needle[k]) k = border_[k - 1];
+    if (needle[i] == needle[k]) ++k;
+    border_[i] = k;
+  }
+}
+
+size_t TextSearch::find(const std::string& haystack, size_t pos) const {
+  if (needle_.empty()) return pos <= haystack.size() ? pos : std::string::npos;
+  size_t k = 0;
+  for (size_t i = pos; i < haystack.size(); ++i) {
+    while (k > 0 && haystack[i] != needle_[k]) k = border_[k - 1];
+    if (haystack[i] == needle_[k]) ++k;
+    if (k == needle_.size()) {
+      charge_work(static_cast<int64_t>((i + 1 - pos) / RenderBudget::kBytesPerUnit));
+      return i + 1 - k;
+    }
+  }
+  charge_work(static_cast<int64_t>((haystack.size() - std::min(pos, haystack.size())) /
+                                   RenderBudget::kBytesPerUnit));
+  return std::string::npos;
 }
 
 void check_size(size_t n, int line, const char* what) {
@@ -69,6 +113,9 @@ int compare_values(const Value& a, const Value& b, int line, const std::string& 
     return num(a) < num(b) ? -1 : num(a) > num(b);
   }
   if (a.is_string() && b.is_string()) {
+    charge_work(static_cast<int64_t>(std::min(a.as_string().size(), b.as_string().size()) /
+                                     RenderBudget::kBytesPerUnit),
+                line);
     const int c = a.as_string().compare(b.as_string());
     return c < 0 ? -1 : c > 0;
   }
@@ -76,6 +123,7 @@ int compare_values(const Value& a, const Value& b, int line, const std::string& 
     const Array& x = a.as_array();
     const Array& y = b.as_array();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
+      charge_work(1, line);
       if (!values_equal(x[i], y[i])) return compare_values(x[i], y[i], line, op);
     }
     return x.size() < y.size() ? -1 : x.size() > y.size();
@@ -85,8 +133,18 @@ int compare_values(const Value& a, const Value& b, int line, const std::string& 
 
 namespace {
 
+// `seq * times` is sized by the bytes it copies (a list of strings copies the
+// strings), and charged before anything is built.
+void charge_repeat(const Value& seq, int64_t times, int line) {
+  const size_t per_copy = copy_bytes(seq);
+  charge_work(seq.is_array() ? static_cast<int64_t>(seq.as_array().size()) : 0, line);
+  const auto n = static_cast<size_t>(times);
+  charge_bytes(per_copy != 0 && n > SIZE_MAX / per_copy ? SIZE_MAX : per_copy * n, line);
+}
+
 Value repeat(const Value& seq, int64_t times, int line) {
   if (times <= 0) return seq.is_string() ? Value(std::string()) : Value(Array{});
+  charge_repeat(seq, times, line);
   if (seq.is_string()) {
     const std::string& s = seq.as_string();
     check_size(s.size() * static_cast<size_t>(std::min<int64_t>(times, kMaxBuiltValueSize + 1)),
@@ -128,6 +186,8 @@ std::optional<Value> sequence_arithmetic(const std::string& op, const Value& a, 
     }
     if (a.is_array() && b.is_array()) {
       check_size(a.as_array().size() + b.as_array().size(), line, "'+'");
+      charge_work(static_cast<int64_t>(a.as_array().size() + b.as_array().size()), line);
+      charge_bytes(copy_bytes(a) + copy_bytes(b), line);
       Array out = a.as_array();
       out.insert(out.end(), b.as_array().begin(), b.as_array().end());
       return Value(std::move(out));
@@ -208,9 +268,10 @@ bool contains(const Value& container, const Value& item, int line) {
   if (container.is_string()) {
     if (!item.is_string())
       type_error(line, "'in <string>' requires a string on the left, got " + item.type_name());
-    return container.as_string().find(item.as_string()) != std::string::npos;
+    return TextSearch(item.as_string()).find(container.as_string()) != std::string::npos;
   }
   if (container.is_array()) {
+    charge_work(static_cast<int64_t>(container.as_array().size()), line);
     for (const Value& v : container.as_array())
       if (values_equal(v, item)) return true;
     return false;
@@ -248,13 +309,18 @@ Array iterate(const Value& v, int line) {
     case Value::Kind::kNone:
       return {};
     case Value::Kind::kArray:
+      charge_work(static_cast<int64_t>(v.as_array().size()), line);
+      charge_bytes(copy_bytes(v), line);
       return v.as_array();
     case Value::Kind::kObject: {
+      charge_work(static_cast<int64_t>(v.as_object().size()), line);
+      charge_bytes(copy_bytes(v), line);
       Array keys;
       for (const auto& [k, e] : v.as_object()) keys.emplace_back(k);
       return keys;
     }
     case Value::Kind::kString: {
+      charge_bytes(v.as_string().size() * sizeof(Value), line);
       Array out;
       for (auto& cp : code_points(v.as_string())) out.emplace_back(std::move(cp));
       return out;
@@ -269,7 +335,7 @@ int64_t length_of(const Value& v, int line) {
     case Value::Kind::kUndefined:
       return 0;
     case Value::Kind::kString:
-      return static_cast<int64_t>(code_points(v.as_string()).size());
+      return static_cast<int64_t>(count_code_points(v.as_string()));
     case Value::Kind::kArray:
       return static_cast<int64_t>(v.as_array().size());
     case Value::Kind::kObject:
@@ -299,12 +365,12 @@ Value get_item(const Value& obj, const Value& key, int line) {
         return Value::undefined("[" + std::to_string(key.as_int()) + "]");
       return a[static_cast<size_t>(i)];
     }
-    const auto cps = code_points(obj.as_string());
+    const std::string& s = obj.as_string();
     int64_t i = key.as_int();
-    if (i < 0) i += static_cast<int64_t>(cps.size());
-    if (i < 0 || i >= static_cast<int64_t>(cps.size()))
-      return Value::undefined("[" + std::to_string(key.as_int()) + "]");
-    return Value(cps[static_cast<size_t>(i)]);
+    if (i < 0) i += static_cast<int64_t>(count_code_points(s));
+    std::string cp = i >= 0 ? code_point_at(s, static_cast<size_t>(i)) : std::string();
+    if (cp.empty()) return Value::undefined("[" + std::to_string(key.as_int()) + "]");
+    return Value(std::move(cp));
   }
   return Value::undefined(python_str(key));
 }
@@ -343,6 +409,9 @@ Value get_slice(const Value& obj, const Value& start_v, const Value& stop_v, con
   };
   const int64_t start = clamp_index(opt(start_v, "start"), step < 0 ? n - 1 : 0);
   const int64_t stop = clamp_index(opt(stop_v, "stop"), step < 0 ? -1 : n);
+  const int64_t count = step > 0 ? (stop > start ? (stop - start + step - 1) / step : 0)
+                                 : (start > stop ? (start - stop - step - 1) / -step : 0);
+  charge_work(count, line);
   std::string text;
   for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
     if (obj.is_array())

@@ -14,7 +14,26 @@ namespace kvforge::jinja {
 
 [[noreturn]] void type_error(int line, const std::string& what);
 // The UTF-8 code points of s, each as its bytes (an invalid byte on its own).
+// Charged to the render's budget: each code point costs a std::string.
 std::vector<std::string> code_points(const std::string& s);
+// How many code_points(s) would return, and the i-th of them (0 <= i < count),
+// without building the list.
+size_t count_code_points(const std::string& s);
+std::string code_point_at(const std::string& s, size_t i);
+
+// Substring search in O(haystack + needle) whatever the input:
+// std::string::find takes O(haystack x needle) on inputs such as
+// 'aaa...a' in 'aaa...ab'. Charges the bytes it scans.
+class TextSearch {
+ public:
+  explicit TextSearch(const std::string& needle);
+  // The first match at or after pos, or npos (an empty needle matches at pos).
+  size_t find(const std::string& haystack, size_t pos = 0) const;
+
+ private:
+  const std::string& needle_;
+  std::vector<size_t> border_;  // (needle size) KMP: longest proper border of needle[0..i]
+};
 // Throws when a built string or list of n bytes/elements exceeds kMaxBuiltValueSize.
 void check_size(size_t n, int line, const char* what);
 // Argument `index` (positional) or `name` (keyword), or `fallback`.

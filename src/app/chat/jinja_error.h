@@ -19,6 +19,19 @@ class TemplateError : public std::runtime_error {
   int line_;
 };
 
+// The render went past its work or memory budget (jinja_budget.h): the
+// template, or what it was given, asks for more than a chat prompt ever needs.
+class TemplateBudgetExceeded : public TemplateError {
+ public:
+  using TemplateError::TemplateError;
+};
+
+// The caller stopped wanting the result (RenderLimits::abandoned said so).
+class RenderAbandoned : public std::runtime_error {
+ public:
+  RenderAbandoned() : std::runtime_error("template render abandoned") {}
+};
+
 // raise_exception("...") called by the template itself: the conversation is
 // not one the model accepts (e.g. roles that do not alternate). The message
 // is the template's own, meant for the API caller.

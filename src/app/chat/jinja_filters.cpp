@@ -1,9 +1,12 @@
 // Jinja filters (`x | name(args)`): the subset chat templates use.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <unordered_set>
 
+#include "app/chat/jinja_budget.h"
 #include "app/chat/jinja_builtins.h"
 #include "app/chat/jinja_builtins_support.h"
 #include "app/chat/jinja_error.h"
@@ -25,6 +28,7 @@ Value filter_items(const Value& seq, const CallArgs& args, bool by_attribute, bo
     test_args.positional.push_back(args.positional[i]);
   Array out;
   for (const Value& item : iterate(seq, line)) {
+    charge_work(1, line);
     const Value subject = by_attribute ? attribute_of(item, attribute, line) : item;
     const bool passed =
         test_name.is_undefined()
@@ -41,6 +45,7 @@ Value join_filter(const Value& seq, const CallArgs& args, int line) {
   std::string out;
   bool first = true;
   for (const Value& item : iterate(seq, line)) {
+    charge_work(1, line);
     if (!first) out += text_of(sep);
     first = false;
     out += text_of(attribute.is_undefined() ? item : attribute_of(item, text_of(attribute), line));
@@ -71,6 +76,7 @@ Value map_filter(const Value& seq, const CallArgs& args, int line) {
 
 Value sort_filter(const Value& seq, const CallArgs& args, int line) {
   Array items = iterate(seq, line);
+  charge_work(static_cast<int64_t>(items.size() * std::bit_width(items.size())), line);
   const bool reverse = arg(args, 0, "reverse", Value(false)).truthy();
   const Value attribute = arg(args, 2, "attribute");
   auto key = [&](const Value& v) {
@@ -135,14 +141,26 @@ Value float_filter(const Value& v, const CallArgs& args) {
   return fallback;
 }
 
+// Reads one end only: `|first` on a long string or list in a loop stays cheap.
 Value first_or_last(const Value& v, bool first, int line) {
+  const char* name = first ? "first" : "last";
   if (v.is_string()) {
-    const auto cps = code_points(v.as_string());
-    if (cps.empty()) return Value::undefined("first");
-    return Value(first ? cps.front() : cps.back());
+    const std::string& s = v.as_string();
+    if (s.empty()) return Value::undefined(name);
+    if (first) return Value(code_point_at(s, 0));
+    // A valid sequence that ends the string starts with a lead byte, so it is
+    // also the last of code_points(s); otherwise the last byte stands alone.
+    for (size_t k = std::min<size_t>(4, s.size()); k >= 2; --k)
+      if (valid_utf8_sequence_at(s, s.size() - k) == k) return Value(s.substr(s.size() - k));
+    return Value(s.substr(s.size() - 1));
+  }
+  if (v.is_array()) {
+    const Array& items = v.as_array();
+    if (items.empty()) return Value::undefined(name);
+    return first ? items.front() : items.back();
   }
   const Array items = iterate(v, line);
-  if (items.empty()) return Value::undefined(first ? "first" : "last");
+  if (items.empty()) return Value::undefined(name);
   return first ? items.front() : items.back();
 }
 
@@ -233,11 +251,43 @@ Value reverse_filter(const Value& v, int line) {
   return Value(std::move(items));
 }
 
+// A key equal for values Python's == calls equal (1, 1.0 and True), for the
+// hashable kinds; nullopt for lists and dicts.
+std::optional<std::string> unique_key(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kNone:
+      return "N";
+    case Value::Kind::kBool:
+      return v.as_bool() ? "n1" : "n0";
+    case Value::Kind::kInt:
+      return "n" + std::to_string(v.as_int());
+    case Value::Kind::kFloat: {
+      const double d = v.as_number();
+      if (std::isfinite(d) && d == std::trunc(d) && std::fabs(d) < 9.2e18)
+        return "n" + std::to_string(static_cast<int64_t>(d));
+      return "f" + python_float_repr(d);
+    }
+    case Value::Kind::kString:
+      return "s" + v.as_string();
+    default:
+      return std::nullopt;
+  }
+}
+
+// Linear for hashable items (a set of keys, as Python's), a scan for the rest.
 Value unique_filter(const Value& v, int line) {
   Array out;
+  std::unordered_set<std::string> seen;
   for (const Value& item : iterate(v, line)) {
-    if (std::none_of(out.begin(), out.end(), [&](const Value& o) { return values_equal(o, item); }))
+    charge_work(1, line);
+    if (const std::optional<std::string> key = unique_key(item)) {
+      charge_bytes(key->size(), line);
+      if (seen.insert(*key).second) out.push_back(item);
+    } else if (std::none_of(out.begin(), out.end(),
+                            [&](const Value& o) { return values_equal(o, item); })) {
+      charge_work(static_cast<int64_t>(out.size()), line);
       out.push_back(item);
+    }
   }
   return Value(std::move(out));
 }
@@ -245,6 +295,7 @@ Value unique_filter(const Value& v, int line) {
 Value dictsort_filter(const Value& v, int line) {
   if (!v.is_object()) type_error(line, "dictsort expects a dict, got " + v.type_name());
   Array pairs = object_method(v, "items", {}, line).as_array();
+  charge_work(static_cast<int64_t>(pairs.size() * std::bit_width(pairs.size())), line);
   std::stable_sort(pairs.begin(), pairs.end(), [&](const Value& a, const Value& b) {
     return compare_values(a.as_array()[0], b.as_array()[0], line, "dictsort") < 0;
   });
@@ -256,6 +307,7 @@ Value min_max_filter(const std::string& name, const Value& v, int line) {
   if (items.empty()) return Value::undefined(name);
   Value best = items[0];
   for (const Value& item : items) {
+    charge_work(1, line);
     const int c = compare_values(item, best, line, name);
     if ((name == "min" && c < 0) || (name == "max" && c > 0)) best = item;
   }
@@ -287,7 +339,10 @@ std::optional<Value> sequence_filter(const std::string& name, const Value& v, co
   if (name == "min" || name == "max") return min_max_filter(name, v, line);
   if (name == "sum") {
     Value total = arg(args, 1, "start", Value(0));
-    for (const Value& item : iterate(v, line)) total = arithmetic("+", total, item, line);
+    for (const Value& item : iterate(v, line)) {
+      charge_work(1, line);
+      total = arithmetic("+", total, item, line);
+    }
     return total;
   }
   return std::nullopt;

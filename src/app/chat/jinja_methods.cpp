@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "app/chat/jinja_budget.h"
 #include "app/chat/jinja_builtins.h"
 #include "app/chat/jinja_builtins_support.h"
 #include "app/chat/jinja_error.h"
@@ -14,6 +15,14 @@ namespace kvforge::jinja {
 
 // str.strip / lstrip / rstrip with an optional set of characters.
 std::string strip(const std::string& s, const Value& chars, bool left, bool right, int line) {
+  if (chars.is_undefined() || chars.is_none()) {  // whitespace (ASCII): no code points needed
+    size_t b = 0, e = s.size();
+    if (left)
+      while (b < e && is_py_space(s[b])) ++b;
+    if (right)
+      while (e > b && is_py_space(s[e - 1])) --e;
+    return s.substr(b, e - b);
+  }
   auto strip_me = [&](const std::string& cp) {
     if (chars.is_undefined() || chars.is_none()) return cp.size() == 1 && is_py_space(cp[0]);
     const std::string& set = need_string(chars, line, "strip()");
@@ -50,8 +59,9 @@ std::string replace_all(const std::string& s, const std::string& from, const std
   }
   size_t pos = 0;
   int64_t done = 0;
+  const TextSearch search(from);
   while (count < 0 || done < count) {
-    const size_t hit = s.find(from, pos);
+    const size_t hit = search.find(s, pos);
     if (hit == std::string::npos) break;
     out.append(s, pos, hit - pos);
     out += to;
@@ -108,6 +118,7 @@ Array split(const std::string& s, const Value& sep_v, int64_t maxsplit, int line
       }
       size_t j = i;
       while (j < s.size() && !is_py_space(s[j])) ++j;
+      charge_bytes(sizeof(Value) + j - i, line);
       out.emplace_back(s.substr(i, j - i));
       i = j;
     }
@@ -116,10 +127,12 @@ Array split(const std::string& s, const Value& sep_v, int64_t maxsplit, int line
   const std::string& sep = need_string(sep_v, line, "split()");
   if (sep.empty()) type_error(line, "split(): empty separator");
   size_t pos = 0;
+  const TextSearch search(sep);
   while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
-    const size_t hit = s.find(sep, pos);
+    const size_t hit = search.find(s, pos);
     if (hit == std::string::npos) break;
     out.emplace_back(s.substr(pos, hit - pos));
+    charge_bytes(sizeof(Value) + hit - pos, line);
     pos = hit + sep.size();
     check_size(out.size(), line, "split()");
   }
@@ -165,22 +178,24 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
                              need_int(count, line, "replace()"), line));
   }
   if (name == "find") {
-    const size_t hit = s.find(need_string(arg(a, 0, "sub"), line, "find()"));
+    const size_t hit = TextSearch(need_string(arg(a, 0, "sub"), line, "find()")).find(s);
     return Value(hit == std::string::npos
                      ? int64_t{-1}
-                     : static_cast<int64_t>(code_points(s.substr(0, hit)).size()));
+                     : static_cast<int64_t>(count_code_points(s.substr(0, hit))));
   }
   if (name == "count") {
     const std::string& sub = need_string(arg(a, 0, "sub"), line, "count()");
-    if (sub.empty()) return Value(static_cast<int64_t>(code_points(s).size() + 1));
+    if (sub.empty()) return Value(static_cast<int64_t>(count_code_points(s) + 1));
     int64_t n = 0;
-    for (size_t p = s.find(sub); p != std::string::npos; p = s.find(sub, p + sub.size())) ++n;
+    const TextSearch search(sub);
+    for (size_t p = search.find(s); p != std::string::npos; p = search.find(s, p + sub.size())) ++n;
     return Value(n);
   }
   if (name == "join") {
     std::string out;
     bool first = true;
     for (const Value& v : iterate(arg(a, 0, "iterable"), line)) {
+      charge_work(1, line);
       if (!first) out += s;
       first = false;
       out += need_string(v, line, "str.join()");
@@ -207,6 +222,7 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
 }  // namespace
 
 Value object_method(const Value& obj, const std::string& name, const CallArgs& a, int line) {
+  charge_work(static_cast<int64_t>(obj.as_object().size()), line);
   if (name == "items") {
     Array out;
     for (const auto& [k, v] : obj.as_object()) out.push_back(Value(Array{Value(k), v}));

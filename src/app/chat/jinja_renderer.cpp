@@ -13,7 +13,8 @@ enum class Flow { kNormal, kBreak, kContinue };
 
 class Renderer {
  public:
-  Renderer(const Object& globals, const RenderLimits& limits) : limits_(limits) {
+  Renderer(const Object& globals, const RenderLimits& limits, RenderBudget& budget)
+      : limits_(limits), budget_(budget) {
     scopes_.emplace_back();
     for (const auto& [k, v] : globals) scopes_.back()[k] = v;
   }
@@ -28,16 +29,13 @@ class Renderer {
 
   // ---- state ------------------------------------------------------------
 
-  void step(int line) {
-    if (++steps_ > limits_.max_steps)
-      throw TemplateError(line, "template exceeded " + std::to_string(limits_.max_steps) +
-                                    " steps (loop iterations, macro calls, outputs)");
-  }
+  void step(int line) { budget_.work(RenderBudget::kStepUnits, line); }
 
   void emit(const std::string& s, int line) {
     if (out_.size() + s.size() > limits_.max_output_bytes)
       throw TemplateError(
           line, "template output exceeds " + std::to_string(limits_.max_output_bytes) + " bytes");
+    budget_.bytes(s.size(), line);
     out_ += s;
   }
 
@@ -259,10 +257,30 @@ class Renderer {
 
   Value eval(const Expr& e) {
     try {
-      return eval_unchecked(e);
+      Value v = eval_unchecked(e);
+      charge_result(e, v);
+      return v;
     } catch (const std::length_error& err) {
       throw TemplateError(e.line, err.what());
     }
+  }
+
+  // Every value an expression yields is charged: a string is a copy of its
+  // bytes; a list or dict is a fresh container when the expression built it,
+  // a shared pointer when it was only looked up.
+  void charge_result(const Expr& e, const Value& v) {
+    if (v.is_string()) {
+      budget_.bytes(v.as_string().size(), e.line);
+      return;
+    }
+    const bool looked_up = e.kind == Expr::Kind::kLiteral || e.kind == Expr::Kind::kName ||
+                           e.kind == Expr::Kind::kGetAttr || e.kind == Expr::Kind::kGetItem;
+    if (looked_up || !(v.is_array() || v.is_object())) {
+      budget_.work(1, e.line);
+      return;
+    }
+    const size_t n = v.is_array() ? v.as_array().size() : v.as_object().size();
+    budget_.bytes(n * sizeof(Value), e.line);
   }
 
   Value eval_unchecked(const Expr& e) {
@@ -372,18 +390,22 @@ class Renderer {
   }
 
   const RenderLimits& limits_;
+  RenderBudget& budget_;
   std::vector<Scope> scopes_;
   size_t barrier_ = 0;  // scopes below it (except the global one) are invisible: a macro call
   int call_depth_ = 0;
-  int64_t steps_ = 0;
   std::string out_;
 };
 
 }  // namespace
 
-std::string render_template(const NodeList& root, const Object& globals,
-                            const RenderLimits& limits) {
-  return Renderer(globals, limits).run(root);
+std::string render_template(const NodeList& root, const Object& globals, const RenderLimits& limits,
+                            RenderUsage* usage) {
+  RenderBudget budget(limits);
+  const BudgetScope scope(budget);
+  std::string out = Renderer(globals, limits, budget).run(root);
+  if (usage) *usage = budget.usage();
+  return out;
 }
 
 }  // namespace kvforge::jinja

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "app/chat/jinja_budget.h"
+
 namespace kvforge::jinja {
 
 void Value::note_children(const Value& child) {
@@ -115,6 +117,7 @@ bool Value::truthy() const {
 
 const Value* Value::find(std::string_view key) const {
   if (!is_object()) return nullptr;
+  charge_work(static_cast<int64_t>(as_object().size()));
   for (const auto& [k, v] : as_object())
     if (k == key) return &v;
   return nullptr;
@@ -161,11 +164,13 @@ bool values_equal(const Value& a, const Value& b) {
     case K::kNone:
       return true;
     case K::kString:
+      charge_work(static_cast<int64_t>(a.as_string().size() / RenderBudget::kBytesPerUnit));
       return a.as_string() == b.as_string();
     case K::kArray: {
       const Array& x = a.as_array();
       const Array& y = b.as_array();
       if (x.size() != y.size()) return false;
+      charge_work(static_cast<int64_t>(x.size()));
       for (size_t i = 0; i < x.size(); ++i)
         if (!values_equal(x[i], y[i])) return false;
       return true;

@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "app/chat/jinja_budget.h"
+
 namespace kvforge::jinja {
 namespace {
 
@@ -77,7 +79,15 @@ void append_json_string(std::string& out, const std::string& s) {
 
 void append_repr(std::string& out, const Value& v);
 
+// Printing visits every element, and containers are shared: a list may hold
+// the same list many times over, so the text grows with the elements visited,
+// not with the values built. Each visit is charged to the render's budget.
+void charge_visit(const Value& v, size_t indent_bytes = 0) {
+  charge_bytes(16 + indent_bytes + (v.is_string() ? v.as_string().size() : 0));
+}
+
 void append_str(std::string& out, const Value& v) {
+  charge_visit(v);
   switch (v.kind()) {
     case Value::Kind::kUndefined:
       return;
@@ -102,6 +112,7 @@ void append_str(std::string& out, const Value& v) {
 }
 
 void append_repr(std::string& out, const Value& v) {
+  charge_visit(v);
   switch (v.kind()) {
     case Value::Kind::kString:
       append_repr_string(out, v.as_string());
@@ -200,6 +211,7 @@ void append_json_object(std::string& out, const Value& v, std::optional<int> ind
 
 void append_json(std::string& out, const Value& v, std::optional<int> indent, bool sort_keys,
                  int level) {
+  charge_visit(v, indent ? static_cast<size_t>(*indent) * static_cast<size_t>(level + 1) : 0);
   switch (v.kind()) {
     case Value::Kind::kNone:
       out += "null";

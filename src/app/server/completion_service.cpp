@@ -1,7 +1,9 @@
 #include "app/server/completion_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "app/server/openai_error.h"
 
@@ -9,6 +11,17 @@ namespace kvforge::server {
 namespace {
 
 using std::chrono::milliseconds;
+
+// A request field of an unexpected shape that validation let through is still
+// the client's doing: a 400, never a 500.
+template <typename Parse>
+auto parse_fields(Parse&& parse) {
+  try {
+    return parse();
+  } catch (const nlohmann::json::exception& e) {
+    throw ApiError(400, std::string("invalid request: ") + e.what());
+  }
+}
 
 struct BranchState {
   std::string text;
@@ -24,6 +37,7 @@ CompletionService::CompletionService(Tokenizer tokenizer, ChatTemplate chat_temp
                                      RequestLimits limits, int max_sequence_tokens,
                                      EngineLoop& loop)
     : tokenizer_(std::move(tokenizer)),
+      max_token_bytes_(tokenizer_.max_token_bytes()),
       chat_template_(std::move(chat_template)),
       limits_(std::move(limits)),
       max_sequence_tokens_(max_sequence_tokens),
@@ -31,7 +45,47 @@ CompletionService::CompletionService(Tokenizer tokenizer, ChatTemplate chat_temp
   if (limits_.model_ids.empty()) limits_.model_ids.push_back("kvforge");
 }
 
-std::vector<int32_t> CompletionService::prompt_for_chat(const ChatRequest& r) const {
+[[noreturn]] void CompletionService::too_long(const std::string& size, const char* param) const {
+  if (limits_.max_prompt_tokens > 0 && !limits_.truncate_long_prompts)
+    throw bad_param(param,
+                    "the prompt is " + size + ", over the static pipeline's max_prompt_len of " +
+                        std::to_string(limits_.max_prompt_tokens),
+                    "context_length_exceeded");
+  throw bad_param(param,
+                  "the prompt is " + size + ", but this model's context holds " +
+                      std::to_string(max_sequence_tokens_) +
+                      " (prompt plus at least one generated token)",
+                  "context_length_exceeded");
+}
+
+std::vector<int32_t> CompletionService::tokenize_prompt(std::string_view text, bool add_bos,
+                                                        const char* param) const {
+  // A prompt cut to its last tokens (--overflow truncate-left) must be tokenized whole.
+  const bool truncates = limits_.max_prompt_tokens > 0 && limits_.truncate_long_prompts;
+  size_t limit = static_cast<size_t>(max_sequence_tokens_) - 1;
+  if (limits_.max_prompt_tokens > 0) limit = std::min(limit, size_t(limits_.max_prompt_tokens));
+  const size_t at_least = (text.size() + max_token_bytes_ - 1) / max_token_bytes_;
+  if (!truncates && at_least > limit)
+    too_long(std::to_string(text.size()) + " bytes, so at least " + std::to_string(at_least) +
+                 " tokens (a token of this model covers at most " +
+                 std::to_string(max_token_bytes_) + " bytes)",
+             param);
+  std::vector<int32_t> tokens;
+  try {
+    // As `kvforge run` does: the model's BOS convention, special tokens parsed.
+    // Stops past the context: the exact count of a longer prompt is not worth its cost.
+    const auto cap = truncates ? SIZE_MAX : static_cast<size_t>(max_sequence_tokens_);
+    tokens = tokenizer_.encode(text, add_bos, /*parse_special=*/true, cap);
+  } catch (const TokenizerError& e) {
+    throw bad_param(param, e.what());
+  }
+  if (!truncates && tokens.size() > static_cast<size_t>(max_sequence_tokens_))
+    too_long("more than " + std::to_string(max_sequence_tokens_) + " tokens", param);
+  return tokens;
+}
+
+std::vector<int32_t> CompletionService::prompt_for_chat(
+    const ChatRequest& r, const std::function<bool()>& cancelled) const {
   ChatTemplateInputs in;
   in.messages = r.messages;
   in.tools = r.tools;
@@ -40,13 +94,21 @@ std::vector<int32_t> CompletionService::prompt_for_chat(const ChatRequest& r) co
   in.bos_token = bos >= 0 ? tokenizer_.token_text(bos) : "";
   in.eos_token = eos >= 0 ? tokenizer_.token_text(eos) : "";
   in.extra = r.template_kwargs;
+  jinja::RenderLimits render_limits;
+  render_limits.abandoned = cancelled;
   std::string text;
   try {
-    text = chat_template_.render(in);
+    text = chat_template_.render(in, render_limits);
+  } catch (const RenderAbandoned&) {
+    throw ApiError(499, "the client closed the connection; the request was aborted");
   } catch (const TemplateRaised& e) {
     throw bad_param(
         "messages",
         std::string("the model's chat template rejected the conversation: ") + e.what());
+  } catch (const TemplateBudgetExceeded& e) {
+    throw bad_param(
+        "messages",
+        std::string("the chat template went over its budget for this conversation: ") + e.what());
   } catch (const TemplateError& e) {
     throw ApiError(500, std::string("the model's chat template failed: ") + e.what(),
                    "server_error");
@@ -55,11 +117,7 @@ std::vector<int32_t> CompletionService::prompt_for_chat(const ChatRequest& r) co
   }
   // Templates usually write the BOS text themselves; don't add a second one.
   const bool has_bos_text = !in.bos_token.empty() && text.rfind(in.bos_token, 0) == 0;
-  try {
-    return tokenizer_.encode(text, tokenizer_.add_bos() && !has_bos_text, /*parse_special=*/true);
-  } catch (const TokenizerError& e) {
-    throw bad_param("messages", e.what());
-  }
+  return tokenize_prompt(text, tokenizer_.add_bos() && !has_bos_text, "messages");
 }
 
 std::vector<int32_t> CompletionService::prompt_for_completion(const CompletionRequest& r) const {
@@ -70,12 +128,7 @@ std::vector<int32_t> CompletionService::prompt_for_completion(const CompletionRe
                                       std::to_string(tokenizer_.n_vocab()) + " tokens)");
     return r.prompt_tokens;
   }
-  try {
-    // As `kvforge run` does: the model's BOS convention, special tokens parsed.
-    return tokenizer_.encode(*r.prompt_text, tokenizer_.add_bos(), /*parse_special=*/true);
-  } catch (const TokenizerError& e) {
-    throw bad_param("prompt", e.what());
-  }
+  return tokenize_prompt(*r.prompt_text, tokenizer_.add_bos(), "prompt");
 }
 
 void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
@@ -120,17 +173,19 @@ void CompletionService::fit_prompt(std::vector<int32_t>& prompt, CommonRequest& 
   check_context(prompt.size(), r, param);
 }
 
-PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body) {
+PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
+                                           const std::function<bool()>& cancelled) {
+  const PrepareGate::Ticket ticket = gate_.enter(body.size(), cancelled);
   const nlohmann::ordered_json json = parse_json_body(body, limits_);
   PreparedRequest p;
   Submission s;
   if (kind == ApiKind::kChat) {
-    ChatRequest r = parse_chat_request(json, limits_);
-    s.prompt = prompt_for_chat(r);
+    ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits_); });
+    s.prompt = prompt_for_chat(r, cancelled);
     fit_prompt(s.prompt, r, "messages");
     p.common = r;
   } else {
-    CompletionRequest r = parse_completion_request(json, limits_);
+    CompletionRequest r = parse_fields([&] { return parse_completion_request(json, limits_); });
     s.prompt = prompt_for_completion(r);
     fit_prompt(s.prompt, r, "prompt");
     p.common = r;

@@ -16,6 +16,7 @@
 #include "app/server/engine_loop.h"
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
+#include "app/server/prepare_gate.h"
 #include "app/tokenizer/tokenizer.h"
 
 namespace kvforge::server {
@@ -36,8 +37,12 @@ class CompletionService {
 
   // Parses, tokenizes and submits; waits until the engine loop accepted the
   // request. Throws ApiError (400 bad input or too long for the context, 429
-  // queue full, 500/503 engine trouble).
-  PreparedRequest prepare(ApiKind kind, std::string_view body);
+  // queue full, 500/503 engine trouble or busy, 499 when `cancelled` said so
+  // while waiting or rendering). At most PrepareGate's capacity of request
+  // bytes is prepared at once, and a prompt whose length in bytes proves it
+  // cannot fit is refused before it is tokenized.
+  PreparedRequest prepare(ApiKind kind, std::string_view body,
+                          const std::function<bool()>& cancelled = {});
 
   // Waits for the whole result; returns the response JSON. `client_gone` is
   // asked every 20 ms while waiting; once it says true the request
@@ -55,14 +60,22 @@ class CompletionService {
   const std::string& model_id() const { return limits_.model_ids.front(); }
 
  private:
-  std::vector<int32_t> prompt_for_chat(const ChatRequest& r) const;
+  std::vector<int32_t> prompt_for_chat(const ChatRequest& r,
+                                       const std::function<bool()>& cancelled) const;
   std::vector<int32_t> prompt_for_completion(const CompletionRequest& r) const;
+  // Tokenizes a prompt text, or refuses it (400 context_length_exceeded) when
+  // its bytes alone prove it too long, or once its tokens pass the context.
+  std::vector<int32_t> tokenize_prompt(std::string_view text, bool add_bos,
+                                       const char* param) const;
+  [[noreturn]] void too_long(const std::string& size, const char* param) const;
   // Applies limits_.max_prompt_tokens (cut or 400), then the context limit.
   void fit_prompt(std::vector<int32_t>& prompt, CommonRequest& r, const char* param) const;
   void check_context(size_t prompt_tokens, CommonRequest& r, const char* param) const;
   std::optional<std::vector<TokenLogprobInfo>> logprobs_of(const TextEvent& ev, bool wanted) const;
 
   Tokenizer tokenizer_;
+  size_t max_token_bytes_;  // a token covers at most this many bytes of prompt text
+  PrepareGate gate_{PrepareGate::kDefaultCapacityBytes};
   ChatTemplate chat_template_;
   RequestLimits limits_;
   int max_sequence_tokens_;

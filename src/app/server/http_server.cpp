@@ -3,9 +3,15 @@
 #include <httplib.h>
 #include <sys/socket.h>
 
+#include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <stdexcept>
+#include <string_view>
 
+#include "app/server/connection_guard.h"
 #include "app/server/connection_watch.h"
 #include "app/server/openai_error.h"
 
@@ -25,13 +31,28 @@ void send_error(httplib::Response& res, const ApiError& e) {
   res.set_content(dump_json(e.to_json()), "application/json");
 }
 
-// Compares without an early exit, so timing does not reveal a key prefix.
-bool same_key(const std::string& a, const std::string& b) {
-  if (a.size() != b.size() || b.empty()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+// Compares in time that depends on the key's length only, so timing reveals
+// neither a prefix of the key nor whether the length matched.
+bool same_key(const std::string& given, const std::string& key) {
+  if (key.empty()) return false;
+  size_t diff = given.size() ^ key.size();
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>((i < given.size() ? given[i] : 0) ^ key[i]);
   return diff == 0;
 }
+
+// The credentials of an "Authorization: Bearer <token>" header; the scheme is
+// case-insensitive (RFC 7235). Empty when the scheme is another.
+std::string bearer_token(const std::string& header) {
+  constexpr std::string_view kScheme = "bearer";
+  if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return {};
+  for (size_t i = 0; i < kScheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  const size_t start = header.find_first_not_of(' ', kScheme.size());
+  return start == std::string::npos ? std::string() : header.substr(start);
+}
+
+constexpr size_t kRejecterThreads = 8;  // answer 503 beyond the connection cap
 
 std::string endpoint_label(const std::string& path) {
   for (const char* known : {kCompletions, kChat, kModels, kHealth, kMetrics})
@@ -61,13 +82,13 @@ struct HttpServer::Impl {
   ServerMetrics& metrics;
   httplib::Server http;
   socket_t listen_fd = INVALID_SOCKET;
+  int port = 0;
+  std::atomic<bool> stopping{false};
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
       : options(std::move(o)), service(s), metrics(m) {
-    const int threads = options.threads;
-    http.new_task_queue = [threads] {
-      return new httplib::ThreadPool(static_cast<size_t>(threads));
-    };
+    const auto threads = static_cast<size_t>(options.threads);
+    http.new_task_queue = [threads] { return new ConnectionThreads(threads, kRejecterThreads); };
     http.set_payload_max_length(options.max_body_bytes);
     // Small writes (an SSE token, a short JSON answer) go out at once, not after
     // Nagle waits for the client's delayed ACK (~40 ms each).
@@ -75,8 +96,11 @@ struct HttpServer::Impl {
     // Short: an idle keep-alive connection holds a handler thread, and stop() waits for it.
     http.set_keep_alive_timeout(5);
     // Keeps the listening socket's descriptor, so bind() can widen its backlog.
+    // Not httplib's default options: they set SO_REUSEPORT, with which a
+    // second server on the same port also "listens" and takes half the requests.
     http.set_socket_options([this](socket_t sock) {
-      httplib::default_socket_options(sock);
+      const int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
       listen_fd = sock;
     });
     install_routes();
@@ -84,25 +108,30 @@ struct HttpServer::Impl {
 
   bool authorized(const httplib::Request& req) const {
     if (options.api_key.empty()) return true;
-    const std::string auth = req.get_header_value("Authorization");
-    const std::string prefix = "Bearer ";
-    if (auth.rfind(prefix, 0) != 0) return false;
-    return same_key(auth.substr(prefix.size()), options.api_key);
+    return same_key(bearer_token(req.get_header_value("Authorization")), options.api_key);
   }
 
   void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
-    PreparedRequest prepared = service.prepare(kind, req.body);
+    // Nothing is written until the result is ready, so a vanished client
+    // would go unnoticed (and keep its KV, or its template render) without
+    // watching the socket. Asked often while rendering: looks every 50 ms.
+    std::optional<ConnectionWatch> watch;
+    int lookups = 0;  // a lookup can miss (see ConnectionWatch::find): retry a while
+    auto next_look = std::chrono::steady_clock::now();
+    bool closed = false;
+    const auto gone = [&] {
+      if (stopping.load()) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (closed || now < next_look) return closed;
+      next_look = now + std::chrono::milliseconds(50);
+      if (!watch && lookups++ < 20)
+        watch =
+            ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+      closed = watch && watch->peer_closed();
+      return closed;
+    };
+    PreparedRequest prepared = service.prepare(kind, req.body, gone);
     if (!prepared.common.stream) {
-      // Nothing is written until the result is ready, so a vanished client
-      // would go unnoticed (and keep its KV) without watching the socket.
-      std::optional<ConnectionWatch> watch;
-      int lookups = 0;  // a lookup can miss (see ConnectionWatch::find): retry a while
-      const auto gone = [&] {
-        if (!watch && lookups++ < 20)
-          watch = ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr,
-                                        req.remote_port);
-        return watch && watch->peer_closed();
-      };
       if (const std::optional<nlohmann::json> body = service.complete(prepared, gone)) {
         res.set_content(dump_json(*body), "application/json");
         return;
@@ -131,6 +160,16 @@ struct HttpServer::Impl {
   }
 
   void install_routes() {
+    // A connection beyond the cap (ConnectionThreads) gets a 503, except for
+    // /health: a monitor still learns that the server is up.
+    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!ConnectionThreads::over_capacity() || req.path == kHealth)
+        return httplib::Server::HandlerResponse::Unhandled;
+      send_error(res, ApiError(503, "too many open connections; retry shortly", "server_error",
+                               std::nullopt, "too_many_connections"));
+      res.set_header("Connection", "close");
+      return httplib::Server::HandlerResponse::Handled;
+    });
     install_api_routes();
     install_wrong_method_routes();
     install_error_handlers();
@@ -170,9 +209,13 @@ struct HttpServer::Impl {
     http.Get(kHealth, [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"status":"ok"})", "application/json");
     });
-    http.Get(kMetrics, [this](const httplib::Request&, httplib::Response& res) {
+    const auto serve_metrics = [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
-    });
+    };
+    if (options.metrics_public)
+      http.Get(kMetrics, serve_metrics);
+    else
+      http.Get(kMetrics, guarded(serve_metrics));
   }
 
   // Known paths with the wrong method: 405 with the allowed one.
@@ -235,13 +278,19 @@ HttpServer::~HttpServer() = default;
 int HttpServer::bind() {
   const auto& o = impl_->options;
   int port = o.port;
+  errno = 0;
   if (port == 0) {
     port = impl_->http.bind_to_any_port(o.host);
     if (port < 0) throw std::runtime_error("cannot bind to " + o.host + " (any port)");
   } else if (!impl_->http.bind_to_port(o.host, o.port)) {
-    throw std::runtime_error("cannot bind to " + o.host + ":" + std::to_string(o.port) +
-                             " (in use, or not a local address?)");
+    const int err = errno;
+    throw std::runtime_error("cannot bind to " + o.host + ":" + std::to_string(o.port) + ": " +
+                             (err == EADDRINUSE
+                                  ? std::string("address already in use (another server?)")
+                              : err != 0 ? std::string(std::strerror(err))
+                                         : std::string("not a local address?")));
   }
+  impl_->port = port;
   // Debian's compiled cpp-httplib listens with a backlog of 5. A burst of more
   // connections than that (many clients starting a stream at once) overflows
   // the accept queue: a client whose handshake ACK was dropped there waits for
@@ -254,6 +303,10 @@ int HttpServer::bind() {
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }
 
-void HttpServer::stop() { impl_->http.stop(); }
+void HttpServer::stop() {
+  impl_->stopping = true;
+  impl_->http.stop();
+  break_connections(impl_->port, impl_->listen_fd);
+}
 
 }  // namespace kvforge::server

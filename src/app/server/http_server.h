@@ -15,10 +15,14 @@ namespace kvforge::server {
 
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;      // 0 = any free port
-  std::string api_key;  // empty = no authentication
+  int port = 8080;              // 0 = any free port
+  std::string api_key;          // empty = no authentication
+  bool metrics_public = false;  // /metrics without the API key
   size_t max_body_bytes = 8u << 20;
-  int threads = 128;  // connections served at once (streams hold one each)
+  // Connections served at once, a thread each (connection_guard.h); more are
+  // answered 503. Idle connections cost little: the cap is far above the
+  // engine's batch so that slow clients cannot crowd out /health.
+  int threads = 2048;
 };
 
 class HttpServer {
@@ -31,7 +35,8 @@ class HttpServer {
   int bind();
   // Serves until stop(); blocks.
   void serve();
-  // Thread-safe; makes serve() return.
+  // Thread-safe; makes serve() return soon: the listener closes, connections
+  // are broken, and requests still being prepared or waited on are abandoned.
   void stop();
 
  private:

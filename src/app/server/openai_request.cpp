@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 
+#include "app/chat/chat_template.h"
 #include "app/server/openai_error.h"
 #include "app/tokenizer/utf8.h"
 
@@ -249,7 +250,8 @@ ordered_json parse_json_body(std::string_view body, const RequestLimits& limits)
   } catch (const TooDeep&) {
     throw ApiError(400, "request body is nested deeper than " +
                             std::to_string(limits.max_json_depth) + " levels");
-  } catch (const ordered_json::parse_error& e) {
+  } catch (const ordered_json::exception& e) {
+    // parse_error, and out_of_range for a number beyond a double (1e400).
     std::string what = e.what();
     if (const size_t p = what.find("] "); p != std::string::npos) what = what.substr(p + 2);
     throw ApiError(400, "request body is not valid JSON: " + what);
@@ -386,6 +388,14 @@ ChatRequest parse_chat_request(const ordered_json& body, const RequestLimits& li
     if (!k->is_object())
       throw bad_param("chat_template_kwargs",
                       "'chat_template_kwargs' must be an object, got " + json_type(*k));
+    // May only add variables: replacing messages or raise_exception would bypass
+    // the validation above and the template's own checks.
+    const std::vector<std::string>& reserved = ChatTemplate::reserved_names();
+    for (const auto& [name, value] : k->items())
+      if (std::find(reserved.begin(), reserved.end(), name) != reserved.end())
+        throw bad_param("chat_template_kwargs",
+                        "'chat_template_kwargs' may not set '" + name +
+                            "': the chat template's own variable of that name is reserved");
     r.template_kwargs = *k;
   }
   parse_common(body, limits, r, "max_completion_tokens", std::nullopt);

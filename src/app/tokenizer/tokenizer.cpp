@@ -1,6 +1,7 @@
 #include "app/tokenizer/tokenizer.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <utility>
 
@@ -76,8 +77,10 @@ struct Tokenizer::State {
     }
   }
 
-  void encode_spm(const std::vector<TextFragment>& fragments, std::vector<int32_t>& out) const;
-  void encode_bpe(const std::vector<TextFragment>& fragments, std::vector<int32_t>& out) const;
+  void encode_spm(const std::vector<TextFragment>& fragments, std::vector<int32_t>& out,
+                  size_t max_tokens) const;
+  void encode_bpe(const std::vector<TextFragment>& fragments, std::vector<int32_t>& out,
+                  size_t max_tokens) const;
 
   Vocabulary vocab;
   TokenIndex index;
@@ -89,12 +92,13 @@ struct Tokenizer::State {
 };
 
 void Tokenizer::State::encode_spm(const std::vector<TextFragment>& fragments,
-                                  std::vector<int32_t>& out) const {
+                                  std::vector<int32_t>& out, size_t max_tokens) const {
   // Like the reference, every stretch of text that starts the input or follows
   // a special token gets the space prefix.
   bool after_special = true;
   std::string spelled;
   for (const TextFragment& fragment : fragments) {
+    if (out.size() > max_tokens) return;
     if (fragment.token >= 0) {
       out.push_back(fragment.token);
       after_special = true;
@@ -109,7 +113,7 @@ void Tokenizer::State::encode_spm(const std::vector<TextFragment>& fragments,
 }
 
 void Tokenizer::State::encode_bpe(const std::vector<TextFragment>& fragments,
-                                  std::vector<int32_t>& out) const {
+                                  std::vector<int32_t>& out, size_t max_tokens) const {
   const ByteUnicodeMap& bytes = ByteUnicodeMap::instance();
   std::vector<std::string_view> words;
   std::string spelled;
@@ -121,6 +125,7 @@ void Tokenizer::State::encode_bpe(const std::vector<TextFragment>& fragments,
     words.clear();
     pre->split(fragment.text, words);
     for (std::string_view word : words) {
+      if (out.size() > max_tokens) return;
       spelled.clear();
       bytes.encode(word, spelled);
       bpe->encode_word(spelled, out);
@@ -141,6 +146,18 @@ Tokenizer Tokenizer::from_vocabulary(Vocabulary vocab) {
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
                                        bool parse_special) const {
+  return encode(text, add_bos, parse_special, SIZE_MAX);
+}
+
+size_t Tokenizer::max_token_bytes() const {
+  size_t most = 1;
+  for (int32_t id = 0; id < n_vocab(); ++id)
+    most = std::max({most, token_text(id).size(), token_to_piece(id, true).size()});
+  return most;
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos, bool parse_special,
+                                       size_t max_tokens) const {
   if (const std::optional<size_t> bad = find_invalid_utf8(text)) {
     throw TokenizerError("cannot tokenize: invalid UTF-8 at byte " + std::to_string(*bad) + " of " +
                          std::to_string(text.size()));
@@ -155,9 +172,9 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_bos,
   std::vector<TextFragment> fragments;
   s.splitter.split(text, parse_special, fragments);
   if (s.spm) {
-    s.encode_spm(fragments, out);
+    s.encode_spm(fragments, out, max_tokens);
   } else {
-    s.encode_bpe(fragments, out);
+    s.encode_bpe(fragments, out, max_tokens);
   }
   return out;
 }

@@ -50,6 +50,17 @@ class Tokenizer {
   // those tokens; otherwise they are tokenized as plain text. User-defined
   // tokens are always recognised.
   std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special) const;
+  // As encode(), but stops early once more than max_tokens tokens are out
+  // (checked after each pre-tokenized word, or each stretch of text between
+  // special tokens for SentencePiece, whose merges span words): a result
+  // longer than max_tokens is then cut short. For servers that refuse prompts
+  // longer than the context without paying for the whole text.
+  std::vector<int32_t> encode(std::string_view text, bool add_bos, bool parse_special,
+                              size_t max_tokens) const;
+  // The most bytes of input text one token stands for (its piece, or its
+  // spelling for special tokens the text may name): a text of n bytes is at
+  // least n / max_token_bytes() tokens.
+  size_t max_token_bytes() const;
 
   // The bytes one token stands for: "▁" -> " " and <0xAB> -> byte (SentencePiece),
   // byte-level characters -> bytes (BPE). May be part of a UTF-8 character.

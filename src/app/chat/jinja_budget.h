@@ -1,0 +1,86 @@
+// The budget of one template render: every render may do a bounded amount of
+// work and allocate a bounded number of bytes, so a hostile template (one in
+// a downloaded GGUF, or --chat-template) or hostile template inputs fail with
+// an error instead of eating the CPU or the memory of the process.
+//
+// Work is counted in units: one per element touched inside a filter, test or
+// operator (a list compared, searched, sorted, printed...), one per 16 bytes
+// built, and kStepUnits per loop iteration, macro call or output statement.
+// Bytes are the bytes of every string and list a render builds, counted
+// cumulatively (never given back), so they bound the render's peak memory.
+//
+// The renderer installs a budget for the thread it runs on (BudgetScope);
+// the builtins charge it through charge_work() / charge_bytes(), which throw
+// TemplateBudgetExceeded past a limit and RenderAbandoned once `abandoned`
+// says the caller no longer wants the result (asked every kCheckUnits).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace kvforge::jinja {
+
+class Value;
+
+struct RenderLimits {
+  size_t max_output_bytes = 8u << 20;
+  // The largest real template measured (tests/app/chat_budget_test.cpp: the
+  // templates of ../shared/testdata/chat-templates with tools and a 64 KiB
+  // conversation) needs under 0.1 % of either limit; a full 8 MiB request
+  // body under a third of the bytes. 200 M units take at most ~2 s.
+  int64_t max_work = 200'000'000;
+  size_t max_alloc_bytes = 256u << 20;
+  int max_call_depth = 32;  // nested macro calls
+  // Asked every kCheckUnits of work; true = stop (the client went away, the
+  // server is shutting down). Empty = never.
+  std::function<bool()> abandoned;
+};
+
+// What a render used, for measurements and tests.
+struct RenderUsage {
+  int64_t work = 0;
+  size_t bytes = 0;
+};
+
+class RenderBudget {
+ public:
+  static constexpr int64_t kStepUnits = 32;
+  static constexpr int64_t kBytesPerUnit = 16;
+  static constexpr int64_t kCheckUnits = 1 << 16;
+
+  explicit RenderBudget(const RenderLimits& limits) : limits_(limits) {}
+
+  void work(int64_t units, int line);
+  void bytes(size_t n, int line);
+  RenderUsage usage() const { return {work_, bytes_}; }
+
+ private:
+  const RenderLimits& limits_;
+  int64_t work_ = 0;
+  size_t bytes_ = 0;
+  int64_t next_check_ = kCheckUnits;
+};
+
+// Makes `budget` the one charge_*() uses on this thread while it lives.
+class BudgetScope {
+ public:
+  explicit BudgetScope(RenderBudget& budget);
+  ~BudgetScope();
+  BudgetScope(const BudgetScope&) = delete;
+  BudgetScope& operator=(const BudgetScope&) = delete;
+
+ private:
+  RenderBudget* previous_;
+};
+
+// Charge the current thread's budget; no-ops outside a render. `line` is the
+// template line for the error message (0 when unknown).
+void charge_work(int64_t units, int line = 0);
+void charge_bytes(size_t n, int line = 0);
+// The bytes copying `v` allocates: a string's bytes; a list's or dict's
+// element slots plus the bytes of the strings held directly in them (nested
+// containers are shared, not copied). Touches each element once.
+size_t copy_bytes(const Value& v);
+
+}  // namespace kvforge::jinja

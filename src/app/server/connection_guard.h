@@ -1,0 +1,58 @@
+// How `kvforge serve` holds its connections, on cpp-httplib 0.11 (Debian's
+// compiled build), which hands each accepted connection to a TaskQueue:
+//
+// - ConnectionThreads: one thread per connection up to a cap
+//   (HttpServerOptions::threads), instead of cpp-httplib's fixed pool, which
+//   queues every new connection behind the busy ones: 130 clients sending a
+//   header line every 2 s left /health unanswered for 30 s with 128 threads.
+//   An idle connection thread costs the few touched pages of its stack.
+// - Beyond the cap, connections go to a small pool of rejecter threads, whose
+//   requests over_capacity() marks: the server answers them 503 (except
+//   /health, which still says whether the server is up) and closes.
+//
+// cpp-httplib 0.11 does not give the queue (or a handler) the socket, so the
+// header and body timeouts are its own, per recv() (set_read_timeout). To stop
+// at once, break_connections() shuts down the process's sockets connected to
+// the server's port (found through /proc/self/fd): blocked reads, writes and
+// keep-alive waits return, and every connection thread ends.
+#pragma once
+
+#include <httplib.h>
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+
+namespace kvforge::server {
+
+// Shuts down (SHUT_RDWR) every TCP socket of this process whose local port is
+// `port`, except `listen_fd`. Returns how many.
+int break_connections(int port, int listen_fd);
+
+class ConnectionThreads : public httplib::TaskQueue {
+ public:
+  ConnectionThreads(size_t max_connections, size_t rejecter_threads);
+  ~ConnectionThreads() override;
+
+  void enqueue(std::function<void()> fn) override;
+  // Waits (up to 3 s) for the connection threads to end; those still running
+  // after that keep only shared state alive.
+  void shutdown() override;
+
+  // Whether the calling thread serves a connection beyond the cap.
+  static bool over_capacity();
+  size_t open_connections() const;
+
+ private:
+  struct Open {
+    std::mutex mutex;
+    std::condition_variable ended;
+    size_t count = 0;  // connection threads alive
+  };
+  const size_t max_connections_;
+  std::unique_ptr<httplib::ThreadPool> rejecters_;
+  std::shared_ptr<Open> open_ = std::make_shared<Open>();
+};
+
+}  // namespace kvforge::server

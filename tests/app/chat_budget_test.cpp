@@ -1,0 +1,166 @@
+// The render budget (app/chat/jinja_budget.h): every template bomb of issue 25
+// fails with TemplateBudgetExceeded within a second or two and without
+// growing the process, and the real templates of ../shared/testdata use a
+// tiny fraction of the default limits (the figures are printed).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "app/chat/chat_template.h"
+#include "testdata.h"
+
+namespace kvforge {
+namespace {
+
+using nlohmann::ordered_json;
+
+ChatTemplateInputs conversation(size_t content_bytes = 0) {
+  ChatTemplateInputs in;
+  in.messages = ordered_json::array(
+      {{{"role", "system"}, {"content", "You are a helpful assistant."}},
+       {{"role", "user"}, {"content", "Hello!"}},
+       {{"role", "assistant"}, {"content", "Hi there."}},
+       {{"role", "user"},
+        {"content", "What is the weather in Paris? " + std::string(content_bytes, 'w')}}});
+  in.bos_token = "<s>";
+  in.eos_token = "</s>";
+  in.now = [] { return std::tm{}; };
+  return in;
+}
+
+ordered_json weather_tool() {
+  return ordered_json::parse(R"([{"type":"function","function":{"name":"get_weather",
+    "description":"Current weather","parameters":{"type":"object","properties":{
+    "city":{"type":"string","description":"City name"}},"required":["city"]}}}])");
+}
+
+long peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024;
+}
+
+struct Outcome {
+  std::string error;  // TemplateBudgetExceeded's message, or "" when the render succeeded
+  double seconds = 0;
+};
+
+Outcome render_bomb(const std::string& source) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Outcome o;
+  try {
+    ChatTemplate::parse(source).render(conversation());
+  } catch (const TemplateBudgetExceeded& e) {
+    o.error = e.what();
+  }
+  o.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return o;
+}
+
+TEST(ChatBudget, TemplateBombsFailFastWithBoundedMemory) {
+  const char* bombs[] = {
+      // ~1 TB: a list of a million references to a 1 MB string, copied.
+      "{% set x = ['a' * 1000000] * 1000000 %}",
+      "{% set x = ['a' * 1000000] * 1000 %}{% set y = x * 1000 %}",
+      // Membership on a large list inside a loop (quadratic).
+      "{% set xs = range(1000000) | list %}{% for i in range(1000000) %}"
+      "{% if -1 in xs %}{% endif %}{% endfor %}",
+      // |first on a large string inside a loop (copies of the string).
+      "{% set s = 'ab' * 500000 %}{% for i in range(1000000) %}{% if s | first == 'b' %}"
+      "{% endif %}{% endfor %}",
+      // |unique on a large list of lists (unhashable: a quadratic scan).
+      "{% set ns = namespace(v=[]) %}{% for i in range(100000) %}{% set ns.v = ns.v + [[i]] %}"
+      "{% endfor %}{{ ns.v | unique | length }}",
+      // A shared list doubled 60 times: 2^60 elements to print, compare or serialize.
+      "{% set ns = namespace(a=['x']) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
+      "{% endfor %}{{ ns.a }}",
+      "{% set ns = namespace(a=['x']) %}{% for i in range(60) %}{% set ns.a = [ns.a, ns.a] %}"
+      "{% endfor %}{{ ns.a == [ns.a] }}{{ ns.a | tojson }}",
+      // Substring search that is O(n*m) with std::string::find.
+      "{% set h = 'a' * 1000000 %}{% set n = 'a' * 500000 ~ 'b' %}{% for i in range(100000) %}"
+      "{{ n in h }}{% endfor %}",
+      // Nested loops, each iteration cheap.
+      "{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}",
+      // Strings copied by lookup in a loop.
+      "{% set s = 'x' * 1000000 %}{% for i in range(1000000) %}{% set t = s %}{% endfor %}",
+      // A macro called in a loop, each building a large string.
+      "{% macro m() %}{{ 'y' * 1000000 }}{% endmacro %}{% for i in range(100000) %}"
+      "{% set r = m() %}{% endfor %}",
+      // Sorting a large list many times.
+      "{% set xs = range(1000000) | list %}{% for i in range(1000) %}{% set y = xs | sort %}"
+      "{% endfor %}",
+  };
+  for (const char* bomb : bombs) {
+    const Outcome o = render_bomb(bomb);
+    EXPECT_NE(o.error.find("budget"), std::string::npos) << bomb;
+    EXPECT_LT(o.seconds, 2.0) << bomb;
+    std::printf("%5.2f s  %s\n", o.seconds, bomb);
+  }
+  EXPECT_LT(peak_rss_mb(), 1024);
+  std::printf("peak RSS after the bombs: %ld MB\n", peak_rss_mb());
+}
+
+TEST(ChatBudget, AbandonedRenderStopsAtTheNextCheck) {
+  jinja::RenderLimits limits;
+  int asked = 0;
+  limits.abandoned = [&] { return ++asked >= 3; };
+  const auto t = ChatTemplate::parse("{% for i in range(1000000) %}{{ i }}{% endfor %}");
+  EXPECT_THROW(t.render(conversation(), limits), RenderAbandoned);
+  EXPECT_EQ(asked, 3);
+}
+
+TEST(ChatBudget, ExtraVariablesMayOnlyAddNames) {
+  const auto t = ChatTemplate::parse("{{ messages | length }}{{ flavour }}");
+  ChatTemplateInputs in = conversation();
+  in.extra = {{"flavour", "x"}};
+  EXPECT_EQ(t.render(in), "4x");
+  for (const std::string& name : ChatTemplate::reserved_names()) {
+    in.extra = {{name, 5}};
+    EXPECT_THROW(t.render(in), std::invalid_argument) << name;
+  }
+}
+
+TEST(ChatBudget, LinearFiltersKeepPythonSemantics) {
+  const auto t = ChatTemplate::parse(
+      "{{ [1, 1.0, true, 'a', 'a', none, none, 2.5, [1], [1]] | unique | list }}"
+      "{{ 'héllo' | first }}{{ 'héllo' | last }}{{ 'hé' | last }}{{ 'aab' in 'aaab' }}"
+      "{{ 'xaaab'.find('aab') }}{{ 'a-b-c'.split('-') }}{{ 'abab'.replace('ab', 'c') }}");
+  EXPECT_EQ(t.render(conversation()), "[1, 'a', None, 2.5, [1]]hoéTrue2['a', 'b', 'c']cc");
+}
+
+// The real templates need a tiny fraction of the limits: with tools and a
+// four-turn conversation, and with a 64 KiB message.
+TEST(ChatBudget, RealTemplatesUseATinyFractionOfTheLimits) {
+  KVFORGE_REQUIRE_TESTDATA();
+  const jinja::RenderLimits limits;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(testing::testdata("chat-templates"))) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const ChatTemplate t = ChatTemplate::parse(ss.str());
+    for (size_t content : {size_t{0}, size_t{64} << 10}) {
+      ChatTemplateInputs inputs = conversation(content);
+      inputs.tools = weather_tool();
+      jinja::RenderUsage usage;
+      try {
+        t.render(inputs, limits, &usage);
+      } catch (const TemplateRaised&) {
+        inputs.messages.erase(inputs.messages.begin());  // no system role
+        t.render(inputs, limits, &usage);
+      }
+      std::printf("%-45s %6zu B message: %9lld units, %10zu bytes\n",
+                  entry.path().filename().c_str(), content, static_cast<long long>(usage.work),
+                  usage.bytes);
+      EXPECT_LT(usage.work, limits.max_work / 1000) << entry.path();
+      EXPECT_LT(usage.bytes, limits.max_alloc_bytes / 100) << entry.path();
+    }
+    EXPECT_NO_THROW(t.check_renders()) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace kvforge

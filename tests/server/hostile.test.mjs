@@ -1,0 +1,338 @@
+// Hostile clients and hostile model files against `kvforge serve` (issue 25):
+// every template bomb, numbers beyond a double, reserved template variables,
+// 32 concurrent 7 MB prompts, 1,000 slow connections, a connection cap, a
+// second server on a used port, /metrics behind the API key, and SIGTERM in
+// the middle of it all. Each bad request is a 4xx within 2 s, the server stays
+// up, and its peak RSS stays under 1 GiB.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import net from 'node:net';
+
+const BIN = process.env.KVFORGE_BIN;
+const MODEL_PATH = process.env.KVFORGE_MODEL;
+const API_KEY = 'hostile-key';
+const AUTH = { Authorization: `Bearer ${API_KEY}`, 'Content-Type': 'application/json' };
+const GiB = 1 << 30;
+// Under AddressSanitizer or ThreadSanitizer (run_server_tests.sh sets this) the server is
+// several times slower and its memory holds the sanitizers' shadow and quarantine: the time
+// limits are scaled, the RSS limits not checked, and fewer slow connections are opened.
+const SANITIZED = process.env.KVFORGE_SANITIZED === '1';
+const SLOW = SANITIZED ? 5 : 1;
+const RSS_LIMIT = SANITIZED ? Infinity : GiB;
+const SLOW_CONNECTIONS = SANITIZED ? 200 : 1000;
+const dir = mkdtempSync(join(tmpdir(), 'kvforge-hostile-'));
+
+// The bombs of issue 25, each set off by the last message's content, so that
+// the template passes its load-time test render.
+const BOMBS = {
+  'bomb-repeat': "{% set x = ['a' * 1000000] * 1000000 %}",
+  'bomb-membership': '{% set xs = range(1000000) | list %}{% for i in range(1000000) %}' +
+      '{% if -1 in xs %}{% endif %}{% endfor %}',
+  'bomb-first': "{% set s = 'ab' * 500000 %}{% for i in range(1000000) %}" +
+      "{% if s | first == 'b' %}{% endif %}{% endfor %}",
+  'bomb-unique': '{% set ns = namespace(v=[]) %}{% for i in range(100000) %}' +
+      '{% set ns.v = ns.v + [[i]] %}{% endfor %}{{ ns.v | unique | length }}',
+  'bomb-dag': "{% set ns = namespace(a=['x']) %}{% for i in range(60) %}" +
+      '{% set ns.a = [ns.a, ns.a] %}{% endfor %}{{ ns.a }}',
+  'bomb-search': "{% set h = 'a' * 1000000 %}{% set n = 'a' * 500000 ~ 'b' %}" +
+      '{% for i in range(100000) %}{{ n in h }}{% endfor %}',
+  'bomb-loops': '{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}',
+};
+let template = '{%- set last = messages[-1].content -%}\n';
+for (const [name, bomb] of Object.entries(BOMBS)) template += `{%- if last == '${name}' %}${bomb}{% endif -%}\n`;
+template += "{%- for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" +
+    '{%- if add_generation_prompt %}assistant:{% endif -%}';
+const TEMPLATE_FILE = join(dir, 'bombs.jinja');
+writeFileSync(TEMPLATE_FILE, template);
+
+function spawnServer(args) {
+  const model = args.includes('-m') ? [] : ['-m', MODEL_PATH];
+  const proc = spawn(BIN, ['serve', ...model, '-t', '2', ...args],
+                     { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stdout.on('data', (d) => { log += d; });
+  proc.stderr.on('data', (d) => { log += d; });
+  const exited = new Promise((resolve) => proc.on('exit', (code, signal) => resolve({ code, signal })));
+  return { proc, log: () => log, exited };
+}
+
+async function startServer(args) {
+  const s = spawnServer(['--port', '0', ...args]);
+  s.port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server did not start:\n' + s.log())), 60000);
+    const look = () => {
+      const m = /listening on http:\/\/[\d.]+:(\d+)/.exec(s.log());
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    };
+    s.proc.stderr.on('data', look);
+    s.exited.then(({ code }) => reject(new Error(`server exited (${code}):\n` + s.log())));
+  });
+  s.base = `http://127.0.0.1:${s.port}`;
+  return s;
+}
+
+// Peak resident memory of a process (VmHWM), in bytes.
+function peakRss(pid) {
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m[1]) * 1024;
+}
+
+async function post(base, path, body, headers = AUTH) {
+  const t0 = performance.now();
+  const res = await fetch(`${base}${path}`, { method: 'POST', headers, body });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch {}
+  return { status: res.status, json, text, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function healthy(base) {
+  const t0 = performance.now();
+  const res = await fetch(`${base}/health`);
+  await res.text();
+  return { ok: res.status === 200, seconds: (performance.now() - t0) / 1000 };
+}
+
+const chat = (content, extra = {}) => JSON.stringify({ messages: [{ role: 'user', content }], max_tokens: 4, ...extra });
+
+let main;
+before(async () => {
+  main = await startServer(['--api-key', API_KEY, '--chat-template', TEMPLATE_FILE]);
+});
+
+after(async () => {
+  if (main && main.proc.exitCode === null) {
+    main.proc.kill('SIGKILL');
+    await main.exited;
+  }
+  rmSync(dir, { recursive: true, force: true });
+});
+
+test('every template bomb is a 400 within 2 s; the server stays up', async () => {
+  for (const name of Object.keys(BOMBS)) {
+    const r = await post(main.base, '/v1/chat/completions', chat(name));
+    assert.equal(r.status, 400, `${name}: ${r.text}`);
+    assert.match(r.json.error.message, /budget/, name);
+    assert.ok(r.seconds < 2 * SLOW, `${name} took ${r.seconds.toFixed(2)} s`);
+    console.log(`# ${name}: 400 in ${r.seconds.toFixed(2)} s`);
+  }
+  const ok = await post(main.base, '/v1/chat/completions', chat('hello'));
+  assert.equal(ok.status, 200, ok.text);
+  assert.ok((await healthy(main.base)).ok);
+  assert.ok(peakRss(main.proc.pid) < RSS_LIMIT);
+});
+
+test('a template that blows its budget at load is refused, naming the file', async () => {
+  const file = join(dir, 'load-bomb.jinja');
+  writeFileSync(file, BOMBS['bomb-repeat'] + '{{ messages[0].content }}');
+  const s = spawnServer(['--port', '0', '--chat-template', file]);
+  const { code } = await s.exited;
+  assert.notEqual(code, 0);
+  assert.ok(s.log().includes(file), s.log());
+  assert.match(s.log(), /budget/);
+});
+
+// A copy of the GGUF at `path` with `key` = `value` (a string) added to its
+// metadata: the KV section grows, tensor infos and data are copied, the data
+// re-aligned (tensor offsets are relative to the data section).
+function ggufWithString(path, key, value) {
+  const buf = readFileSync(path);
+  let pos = 4 + 4;
+  const nTensors = buf.readBigUInt64LE(pos); pos += 8;
+  const nKv = buf.readBigUInt64LE(pos); pos += 8;
+  const kvStart = pos;
+  const SIZES = { 0: 1, 1: 1, 2: 2, 3: 2, 4: 4, 5: 4, 6: 4, 7: 1, 10: 8, 11: 8, 12: 8 };
+  let alignment = 32;
+  const str = () => { const n = Number(buf.readBigUInt64LE(pos)); pos += 8; const s = buf.toString('utf8', pos, pos + n); pos += n; return s; };
+  const skip = (type) => {
+    if (type === 8) { str(); return; }
+    if (type === 9) {
+      const t = buf.readUInt32LE(pos); pos += 4;
+      const n = Number(buf.readBigUInt64LE(pos)); pos += 8;
+      for (let i = 0; i < n; ++i) skip(t);
+      return;
+    }
+    pos += SIZES[type];
+  };
+  for (let i = 0n; i < nKv; ++i) {
+    const k = str();
+    const type = buf.readUInt32LE(pos); pos += 4;
+    if (k === 'general.alignment') alignment = buf.readUInt32LE(pos);
+    skip(type);
+  }
+  const kvEnd = pos;
+  for (let i = 0n; i < nTensors; ++i) {
+    str();
+    const dims = buf.readUInt32LE(pos); pos += 4 + 8 * dims + 4 + 8;
+  }
+  const infosEnd = pos;
+  const dataStart = Math.ceil(infosEnd / alignment) * alignment;
+  const enc = (s) => { const b = Buffer.from(s, 'utf8'); const n = Buffer.alloc(8); n.writeBigUInt64LE(BigInt(b.length)); return Buffer.concat([n, b]); };
+  const type = Buffer.alloc(4); type.writeUInt32LE(8);
+  const header = Buffer.from(buf.subarray(0, kvStart));
+  header.writeBigUInt64LE(nKv + 1n, 16);
+  const head = Buffer.concat([header, buf.subarray(kvStart, kvEnd), enc(key), type, enc(value),
+                              buf.subarray(kvEnd, infosEnd)]);
+  const pad = Buffer.alloc((alignment - (head.length % alignment)) % alignment);
+  return Buffer.concat([head, pad, buf.subarray(dataStart)]);
+}
+
+test('a GGUF whose chat template blows its budget at load is refused, naming the file', async () => {
+  const file = join(dir, 'bomb-template.gguf');
+  writeFileSync(file, ggufWithString(MODEL_PATH, 'tokenizer.chat_template',
+                                     BOMBS['bomb-dag'] + '{{ messages[0].content }}'));
+  const s = spawnServer(['--port', '0', '-m', file]);
+  const { code } = await s.exited;
+  assert.notEqual(code, 0, s.log());
+  assert.ok(s.log().includes(file), s.log());
+  assert.match(s.log(), /tokenizer\.chat_template.*budget/s);
+});
+
+test('numbers beyond a double and malformed bodies are 400s', async () => {
+  const bodies = ['{"prompt":"a","temperature":1e309}', '{"prompt":"a","unknown":1e400}',
+                  '{"prompt":"a","max_tokens":-1e999}', '{"prompt":"a",', '{"prompt":"\\ud800"}',
+                  '[]', '', '{"prompt":"a"}}'];
+  for (const body of bodies) {
+    const r = await post(main.base, '/v1/completions', body);
+    assert.equal(r.status, 400, `${body}: ${r.text}`);
+    assert.equal(typeof r.json?.error?.message, 'string', body);
+  }
+});
+
+test('chat_template_kwargs may only add names', async () => {
+  for (const name of ['messages', 'tools', 'add_generation_prompt', 'bos_token', 'eos_token',
+                      'raise_exception', 'range', 'namespace']) {
+    for (const value of [5, [], [{}]]) {
+      const r = await post(main.base, '/v1/chat/completions',
+                           chat('hi', { chat_template_kwargs: { [name]: value } }));
+      assert.equal(r.status, 400, `${name}: ${r.text}`);
+      assert.ok(r.json.error.message.includes(`'${name}'`), r.json.error.message);
+    }
+  }
+  const ok = await post(main.base, '/v1/chat/completions', chat('hi', { chat_template_kwargs: { flavour: 1 } }));
+  assert.equal(ok.status, 200, ok.text);
+});
+
+test('32 concurrent 7 MB prompts: all 400, peak RSS under 1 GiB', async () => {
+  const big = 'and the earth '.repeat(500000);  // 7 MB
+  const t0 = performance.now();
+  const results = await Promise.all(Array.from({ length: 32 }, (_, i) => post(
+      main.base, i % 2 ? '/v1/completions' : '/v1/chat/completions',
+      i % 2 ? JSON.stringify({ prompt: big }) : chat(big))));
+  const seconds = (performance.now() - t0) / 1000;
+  for (const r of results) {
+    assert.equal(r.status, 400, r.text.slice(0, 300));
+    assert.equal(r.json.error.code, 'context_length_exceeded');
+  }
+  const rss = peakRss(main.proc.pid);
+  console.log(`# 32 x 7 MB prompts: all 400 in ${seconds.toFixed(2)} s; server peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB`);
+  assert.ok(rss < RSS_LIMIT, `peak RSS ${rss}`);
+  assert.ok((await healthy(main.base)).ok);
+});
+
+test('/metrics needs the API key; the Bearer scheme is case-insensitive', async () => {
+  assert.equal((await fetch(`${main.base}/metrics`)).status, 401);
+  assert.equal((await fetch(`${main.base}/metrics`, { headers: { Authorization: 'Bearer nope' } })).status, 401);
+  assert.equal((await fetch(`${main.base}/metrics`, { headers: { Authorization: `Bearer ${API_KEY}x` } })).status, 401);
+  for (const scheme of ['bearer', 'BEARER', 'Bearer']) {
+    const res = await fetch(`${main.base}/metrics`, { headers: { Authorization: `${scheme} ${API_KEY}` } });
+    assert.equal(res.status, 200, scheme);
+    await res.text();
+  }
+  const pub = await startServer(['--api-key', API_KEY, '--metrics-public']);
+  try {
+    assert.equal((await fetch(`${pub.base}/metrics`)).status, 200);
+    assert.equal((await fetch(`${pub.base}/v1/models`)).status, 401);
+  } finally {
+    pub.proc.kill('SIGTERM');
+    await pub.exited;
+  }
+});
+
+test('a second server on a used port exits non-zero: address already in use', async () => {
+  const s = spawnServer(['--port', String(main.port)]);
+  const { code } = await s.exited;
+  assert.notEqual(code, 0);
+  assert.match(s.log(), /address already in use/i);
+  assert.ok((await healthy(main.base)).ok);
+});
+
+// Connections that send a header line every 2 s and never finish.
+function slowConnections(port, count) {
+  const sockets = [];
+  for (let i = 0; i < count; ++i) {
+    const s = net.connect(port, '127.0.0.1');
+    s.on('error', () => {});
+    s.on('connect', () => s.write('POST /v1/completions HTTP/1.1\r\nHost: x\r\n'));
+    sockets.push(s);
+  }
+  const timer = setInterval(() => { for (const s of sockets) if (!s.destroyed) s.write('X-Slow: 1\r\n'); }, 2000);
+  return { sockets, close: () => { clearInterval(timer); for (const s of sockets) s.destroy(); } };
+}
+
+async function connected(sockets) {
+  await Promise.all(sockets.map((s) => new Promise((resolve) => {
+    if (!s.connecting) resolve(); else { s.once('connect', resolve); s.once('error', resolve); }
+  })));
+}
+
+test('1,000 slow connections: /health within 1 s, requests still complete', async () => {
+  const slow = slowConnections(main.port, SLOW_CONNECTIONS);
+  try {
+    await connected(slow.sockets);
+    await new Promise((r) => setTimeout(r, 2500));
+    const h = await healthy(main.base);
+    console.log(`# /health with ${SLOW_CONNECTIONS} slow connections open: ${(h.seconds * 1000).toFixed(0)} ms`);
+    assert.ok(h.ok && h.seconds < 1 * SLOW, `/health took ${h.seconds}`);
+    const r = await post(main.base, '/v1/completions', JSON.stringify({ prompt: 'In the beginning', max_tokens: 8 }));
+    assert.equal(r.status, 200, r.text);
+    console.log(`# a completion with ${SLOW_CONNECTIONS} slow connections open: ${(r.seconds * 1000).toFixed(0)} ms`);
+  } finally {
+    slow.close();
+  }
+});
+
+test('beyond the connection cap: 503, and /health still answers', async () => {
+  const s = await startServer(['--http-threads', '8']);
+  const slow = slowConnections(s.port, 8);
+  try {
+    await connected(slow.sockets);
+    await new Promise((r) => setTimeout(r, 300));
+    const r = await post(s.base, '/v1/completions', JSON.stringify({ prompt: 'In', max_tokens: 2 }));
+    assert.equal(r.status, 503, r.text);
+    assert.match(r.json.error.message, /too many open connections/);
+    assert.ok((await healthy(s.base)).ok);
+  } finally {
+    slow.close();
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+test('SIGTERM with 1,000 slow connections and requests in flight: exit within 5 s', async () => {
+  const slow = slowConnections(main.port, SLOW_CONNECTIONS);
+  await connected(slow.sockets);
+  // In flight: a long streaming generation, and template bombs being rendered.
+  const inflight = [
+    fetch(`${main.base}/v1/completions`, { method: 'POST', headers: AUTH,
+      body: JSON.stringify({ prompt: 'In the beginning', max_tokens: 200, stream: true }) })
+        .then((res) => res.text()).catch(() => {}),
+    ...Object.keys(BOMBS).map((name) => post(main.base, '/v1/chat/completions', chat(name)).catch(() => {})),
+  ];
+  await new Promise((r) => setTimeout(r, 300));
+  const rss = peakRss(main.proc.pid);
+  const t0 = performance.now();
+  main.proc.kill('SIGTERM');
+  const { code, signal } = await main.exited;
+  const seconds = (performance.now() - t0) / 1000;
+  slow.close();
+  await Promise.all(inflight);
+  console.log(`# SIGTERM: exited (${code ?? signal}) in ${seconds.toFixed(2)} s; peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB`);
+  assert.ok(seconds < 5, `exit took ${seconds} s`);
+  assert.ok(rss < RSS_LIMIT);
+  assert.match(main.log(), /kvforge serve: stopped|exiting now/);
+});
