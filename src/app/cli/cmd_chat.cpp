@@ -56,6 +56,7 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
                  e.slots->runner().config().describe().c_str(), e.plans_source.c_str());
     return e;
   }
+  check_context_size(model.config(), f.ctx, "-c/--ctx-size");
   EngineOptions eo;
   eo.kv_format = f.kv.format();
   eo.n_ctx = f.ctx;
@@ -133,7 +134,7 @@ class Conversation {
 
 void chat(const ChatFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
-  const auto [path, model, tokenizer] = load_model(f.model);
+  const auto [path, model, tokenizer] = load_model(f);
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
   const GenerationBackend& backend = engine.engine->backend();
@@ -182,10 +183,10 @@ void add_chat_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "chat", "interactive chat in the terminal, reusing the KV cache of earlier turns");
   f->add_model_flag(*sub);
-  sub->add_option("--system", f->system, "system message");
+  sub->add_option("--system,--system-prompt", f->system, "system message (llama.cpp's -sys)");
   sub->add_option("--chat-template", f->chat_template_file,
                   "Jinja chat template file (default: the model's)");
-  sub->add_option("-n,--n-predict", f->n_predict, "largest reply in tokens")->capture_default_str();
+  add_n_predict_flag(*sub, f->n_predict, "largest reply in tokens");
   f->add_threads_flag(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);

@@ -89,7 +89,8 @@ void serve(const ServeFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto [path, model, tokenizer] = load_model(f.model);
+  auto [path, model, tokenizer] = load_model(f);
+  check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
   ChatTemplate chat_template = load_chat_template(f, model->file());
   // The static engine brings a pool of its plans' thread count.
   const CommandEngine chosen =
