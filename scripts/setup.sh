@@ -12,7 +12,9 @@ PACKAGES=(
   nlohmann-json3-dev         # JSON
   libcli11-dev               # command-line parsing
   libcpp-httplib-dev         # HTTP server (kvforge serve)
+  libedit-dev                # line editing and history in kvforge chat
   clang-format
+  python3                    # tests/cli/chat_pty.py drives kvforge chat in a pty
 )
 
 missing=()
