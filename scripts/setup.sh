@@ -15,6 +15,7 @@ PACKAGES=(
   libedit-dev                # line editing and history in kvforge chat
   clang-format
   python3                    # tests/cli/chat_pty.py drives kvforge chat in a pty
+  chromium                   # headless: tests/server/page.test.mjs loads serve's chat page
 )
 
 missing=()

@@ -3,7 +3,9 @@
 #include <chrono>
 #include <cstddef>
 
+#include "app/server/access_log.h"
 #include "app/server/openai_error.h"
+#include "app/server/request_fields.h"
 
 namespace kvforge::server {
 namespace {
@@ -122,6 +124,7 @@ void CompletionService::fit_prompt(std::vector<int32_t>& prompt, CommonRequest& 
 
 PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body) {
   const nlohmann::ordered_json json = parse_json_body(body, limits_);
+  reject_unknown_fields(json, kind);
   PreparedRequest p;
   Submission s;
   if (kind == ApiKind::kChat) {
@@ -137,6 +140,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body) 
   }
   p.meta = new_response_meta(kind, p.common.model.empty() ? model_id() : p.common.model);
   p.prompt_tokens = static_cast<int>(s.prompt.size());
+  trace_prompt_tokens(p.prompt_tokens);
   s.sampling = p.common.sampling;
   s.options.n = p.common.n;
   s.options.logprobs.enabled = p.common.logprobs;
@@ -181,7 +185,10 @@ std::optional<nlohmann::json> CompletionService::complete(
     for (const TextEvent& ev : u.events) {
       BranchState& b = branches.at(static_cast<size_t>(ev.branch));
       b.text += ev.text;
-      if (ev.token) ++b.tokens;
+      if (ev.token) {
+        ++b.tokens;
+        trace_token();
+      }
       if (auto lp = logprobs_of(ev, p.common.logprobs); lp && !lp->empty())
         b.logprobs.push_back(lp->front());
       if (ev.result) {
@@ -227,6 +234,7 @@ bool CompletionService::stream(PreparedRequest& p,
       if (ev.token) {
         ++b.tokens;
         ++usage.completion_tokens;
+        trace_token();
       }
       const auto lp = logprobs_of(ev, p.common.logprobs);
       const bool first = chat && !b.started;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "app/server/access_log.h"
 #include "app/server/completion_service.h"
 #include "app/server/server_metrics.h"
 
@@ -18,7 +19,9 @@ struct HttpServerOptions {
   int port = 8080;      // 0 = any free port
   std::string api_key;  // empty = no authentication
   size_t max_body_bytes = 8u << 20;
-  int threads = 128;  // connections served at once (streams hold one each)
+  int threads = 128;       // connections served at once (streams hold one each)
+  bool access_log = true;  // one line per request on stderr (access_log.h)
+  LogFormat log_format = LogFormat::kText;
 };
 
 class HttpServer {
