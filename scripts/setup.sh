@@ -12,8 +12,11 @@ PACKAGES=(
   nlohmann-json3-dev         # JSON
   libcli11-dev               # command-line parsing
   libcpp-httplib-dev         # HTTP server (kvforge serve)
+  libedit-dev                # line editing and history in kvforge chat
   clang-format
   libopenmpi-dev openmpi-bin # tensor parallelism across processes (mpirun -np N kvforge run)
+  python3                    # tests/cli/chat_pty.py drives kvforge chat in a pty
+  chromium                   # headless: tests/server/page.test.mjs loads serve's chat page
 )
 
 missing=()

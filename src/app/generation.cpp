@@ -20,7 +20,8 @@ void take_result(BranchResult& branch, GenerationResult& result) {
 }  // namespace
 
 GenerationResult generate(TextEngine& engine, std::span<const int32_t> prompt,
-                          const SamplingParams& params, const TextSink& on_text) {
+                          const SamplingParams& params, const TextSink& on_text,
+                          const StopCheck& should_stop) {
   const GenerationBackend& backend = engine.backend();
   const int kept = backend.prompt_tokens_kept(int(prompt.size()));
   SamplingParams p = params;
@@ -31,10 +32,22 @@ GenerationResult generate(TextEngine& engine, std::span<const int32_t> prompt,
   result.prompt_tokens = kept;
   result.prompt_tokens_dropped = int(prompt.size()) - kept;
   result.seed = engine.seed(id);
+  // An aborted request reports no result: keep what was streamed until then.
+  std::string streamed;
   while (engine.has_unfinished()) {
+    if (should_stop && should_stop()) {
+      engine.abort(id);
+      result.text = std::move(streamed);
+      result.finish_reason = finish_reason_name(FinishReason::Abort);
+      break;
+    }
     for (TextEvent& ev : engine.step()) {
       if (ev.request != id) continue;
-      if (!ev.text.empty() && on_text) on_text(ev.text);
+      if (!ev.text.empty()) {
+        if (should_stop) streamed += ev.text;
+        if (on_text) on_text(ev.text);
+      }
+      if (ev.token) result.tokens.push_back(ev.token->id);
       if (ev.result) take_result(*ev.result, result);
     }
   }

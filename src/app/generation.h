@@ -31,12 +31,17 @@ struct GenerationResult {
 };
 
 using TextSink = std::function<void(std::string_view)>;
+// Asked between engine steps; true aborts the request (chat's Ctrl-C).
+using StopCheck = std::function<bool()>;
 
 // Runs one request to completion on an idle engine, streaming text to
 // on_text. A max_tokens that would overflow the context is cut to fit
 // (finish "length" when the context is full); a prompt that leaves no room,
-// or one the engine cannot take, throws RequestRejected.
+// or one the engine cannot take, throws RequestRejected. When should_stop
+// returns true the request is aborted: finish "abort", with the text and
+// tokens streamed until then.
 GenerationResult generate(TextEngine& engine, std::span<const int32_t> prompt,
-                          const SamplingParams& params, const TextSink& on_text);
+                          const SamplingParams& params, const TextSink& on_text,
+                          const StopCheck& should_stop = {});
 
 }  // namespace kvforge

@@ -82,7 +82,7 @@ head -c 100 tiny.gguf >truncated.gguf
 if "$kv" info truncated.gguf 2>err2.txt >/dev/null; then fail "truncated file accepted"; fi
 expect_in "truncated.gguf" err2.txt
 if "$kv" run -m tiny.gguf -p x --top-p 3 2>err3.txt; then fail "top_p 3 accepted"; fi
-expect_in "top_p" err3.txt
+expect_in "--top-p" err3.txt
 if "$kv" run -m tiny.gguf -p x -c 4 2>err4.txt >/dev/null; then fail "context overflow accepted"; fi
 expect_in "context" err4.txt
 # Static pipeline: compile a plan file, run it, and get the dynamic run's greedy text.

@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <utility>
 
 namespace kvforge::cli {
 
@@ -12,10 +14,91 @@ std::filesystem::path default_model_path() { return KVFORGE_DEFAULT_MODEL; }
 
 void ModelFlags::add_model_flag(CLI::App& app, const std::string& help) {
   app.add_option("-m,--model", model, help);
+  loading.add_to(app);
+  app.parse_complete_callback([this] { loading.print_notes(); });
 }
 
 void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
-  app.add_option("-t,--threads", threads, help)->capture_default_str();
+  const int cores = default_threads();
+  // Runs on the text before conversion: -1 becomes the core count, anything
+  // else below 1 is refused, more than the machine has warns.
+  const CLI::Validator threads_check(
+      [cores](std::string& text) -> std::string {
+        int n = 0;
+        try {
+          n = std::stoi(text);
+        } catch (const std::exception&) {
+          return "-t/--threads takes a number of threads, got '" + text + "'";
+        }
+        if (n == -1) {
+          text = std::to_string(cores);
+          return "";
+        }
+        if (n < 1)
+          return "-t must be >= 1, or -1 for all " + std::to_string(cores) +
+                 " hardware threads; got " + text;
+        if (n > cores)
+          std::fprintf(stderr,
+                       "warning: -t %d is more than the %d hardware threads of this machine; "
+                       "the extra threads share cores and slow every step down\n",
+                       n, cores);
+        return "";
+      },
+      "", "threads");
+  app.add_option("-t,--threads", threads, help + "; -1 = all hardware threads")
+      ->transform(threads_check)
+      ->capture_default_str();
+}
+
+void add_n_predict_flag(CLI::App& app, int& n, const std::string& help) {
+  const CLI::Validator n_check(
+      [](std::string& text) -> std::string {
+        int v = 0;
+        try {
+          v = std::stoi(text);
+        } catch (const std::exception&) {
+          return "-n/--n-predict takes a number of tokens, got '" + text + "'";
+        }
+        if (v == -1 || v >= 1) return "";
+        return "-n must be >= 1, or -1 to generate until the end of the text or "
+               "the context; got " +
+               text;
+      },
+      "", "n_predict");
+  app.add_option("-n,--n-predict", n, help + "; -1 = until done")
+      ->check(n_check)
+      ->capture_default_str();
+}
+
+void check_context_size(const ModelConfig& c, int ctx, const char* flag) {
+  const int trained = c.n_ctx_train;
+  if (ctx <= trained || trained <= 0) return;
+  // Linear and YaRN scaling stretch n_ctx_orig positions by 1/freq_scale: past that the
+  // scaled positions are as foreign to the model as unscaled ones past its training.
+  const bool scaled =
+      (c.rope_scaling == RopeScaling::Linear || c.rope_scaling == RopeScaling::Yarn) &&
+      c.rope.freq_scale < 1.0f;
+  if (scaled) {
+    const double covered = std::max(double(trained), double(c.rope.n_ctx_orig) / c.rope.freq_scale);
+    if (ctx > covered)
+      throw std::invalid_argument(std::string(flag) + " " + std::to_string(ctx) +
+                                  " is beyond the " + std::to_string(int64_t(covered)) +
+                                  " positions the model's RoPE scaling covers (x" +
+                                  std::to_string(int(1.0f / c.rope.freq_scale + 0.5f)) + " over " +
+                                  std::to_string(c.rope.n_ctx_orig) + "; trained on " +
+                                  std::to_string(trained) + " tokens)");
+    return;
+  }
+  std::fprintf(stderr,
+               "warning: %s %d is beyond the model's training context of %d tokens: positions "
+               "past %d were never trained and the output degrades there\n",
+               flag, ctx, trained, trained);
+}
+
+LoadedModel load_model(const ModelFlags& flags, Communicator* comm) {
+  LoadedModel loaded = load_model(flags.model, comm);
+  flags.loading.lock_memory();
+  return loaded;
 }
 
 namespace {
@@ -65,18 +148,45 @@ int default_threads() { return std::max(1u, std::thread::hardware_concurrency())
 
 namespace {
 KvDtype parse_kv_dtype(const char* flag, const std::string& name) {
-  if (auto t = kv_dtype_from_name(name)) return *t;
+  if (auto t = kv_dtype_from_user_name(name)) return *t;
   throw std::invalid_argument(std::string(flag) + ": unknown KV cache type '" + name +
-                              "' (expected one of " + kv_dtype_names() + ")");
+                              "' (expected one of " + kv_dtype_names() +
+                              ", or llama.cpp's q8_0, q4_0)");
+}
+
+// SamplingParams::validate names the OpenAI API field; on the command line
+// the user typed a flag.
+std::string with_flag_names(std::string message) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"sampling: temperature", "--temp"},
+      {"sampling: top_k", "--top-k"},
+      {"sampling: top_p", "--top-p"},
+      {"sampling: min_p", "--min-p"},
+      {"sampling: repetition_penalty", "--repeat-penalty"},
+      {"sampling: presence_penalty", "--presence-penalty"},
+      {"sampling: frequency_penalty", "--frequency-penalty"},
+      {"sampling: penalty_last_n", "--repeat-last-n"},
+      {"sampling: max_tokens", "-n/--n-predict"},
+      {"sampling: stop string", "--stop string"},
+      {"sampling: at most", "--stop: at most"},
+  };
+  for (const auto& [field, flag] : kFlags)
+    if (message.rfind(field, 0) == 0) return flag + message.substr(std::string(field).size());
+  return message;
 }
 }  // namespace
 
 void KvTypeFlags::add_to(CLI::App& app) {
   const std::string names = kv_dtype_names();
-  app.add_option("--kv-type", type, "KV cache storage format for K and V: " + names)
+  app.add_option("--kv-type", type,
+                 "KV cache storage format for K and V: " + names +
+                     "; int8 holds about twice the tokens of f16 in the same memory (kv-eval "
+                     "measures its cost), f32 is the exact reference")
       ->capture_default_str();
-  app.add_option("--kv-type-k", type_k, "K storage format (overrides --kv-type)");
-  app.add_option("--kv-type-v", type_v, "V storage format (overrides --kv-type)");
+  app.add_option("--kv-type-k,--cache-type-k", type_k,
+                 "K storage format (overrides --kv-type); llama.cpp's -ctk");
+  app.add_option("--kv-type-v,--cache-type-v", type_v,
+                 "V storage format (overrides --kv-type); llama.cpp's -ctv");
 }
 
 KvFormat KvTypeFlags::format() const {
@@ -92,6 +202,11 @@ std::string KvTypeFlags::describe() const {
 }
 
 std::string read_text_file(const std::filesystem::path& path) {
+  if (path == "-") {
+    std::ostringstream s;
+    s << std::cin.rdbuf();
+    return s.str();
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(path.string() + ": cannot open");
   std::ostringstream s;
@@ -122,7 +237,7 @@ void SamplingFlags::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--frequency-penalty", frequency_penalty, "OpenAI frequency penalty")
       ->capture_default_str();
-  app.add_option("--seed", seed, "RNG seed; -1 = random (the seed used is printed)")
+  app.add_option("-s,--seed", seed, "RNG seed; -1 = random (the seed used is printed)")
       ->capture_default_str();
   app.add_option("--stop", stop, "stop string (repeatable)");
   app.add_flag("--ignore-eos", ignore_eos, "keep generating after an end-of-generation token");
@@ -142,7 +257,7 @@ SamplingParams SamplingFlags::to_params(int max_tokens) const {
   if (max_tokens >= 0) p.max_tokens = max_tokens;
   p.stop = stop;
   p.ignore_eos = ignore_eos;
-  if (auto err = p.validate()) throw std::invalid_argument(*err);
+  if (auto err = p.validate()) throw std::invalid_argument(with_flag_names(*err));
   return p;
 }
 

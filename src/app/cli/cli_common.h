@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "app/cli/llama_compat.h"
 #include "app/tokenizer/tokenizer.h"
 #include "core/comm/communicator.h"
 #include "core/formats/kv_format.h"
@@ -18,18 +19,23 @@ namespace kvforge::cli {
 std::filesystem::path default_model_path();
 // `path` if given, else the default model; throws with a hint when it is missing.
 std::filesystem::path resolve_model_path(const std::string& path);
-// Threads when -t is not given: the machine's hardware threads.
+// Threads when -t is not given (and for -t -1): the machine's hardware threads.
 int default_threads();
+// The file's bytes; "-" reads standard input, as llama.cpp's -f -.
 std::string read_text_file(const std::filesystem::path& path);
 
 // -m/--model and -t/--threads, declared once for every command that runs a
-// model: a command's flag struct derives from this one.
+// model: a command's flag struct derives from this one. add_model_flag also
+// declares llama.cpp's loading flags (-ngl, -fa, --mlock, --no-mmap).
 struct ModelFlags {
   std::string model;  // empty: the default model
   int threads = default_threads();
+  LlamaLoadFlags loading;
 
   void add_model_flag(CLI::App& app,
                       const std::string& help = "GGUF model (default: the model in models/)");
+  // -t N, N >= 1; -t -1 = every hardware thread (llama.cpp's meaning); more
+  // threads than the machine has warns. Anything else is refused, naming -t.
   void add_threads_flag(CLI::App& app, const std::string& help = "threads");
 };
 
@@ -56,6 +62,16 @@ struct LoadedModel {
 // Resolves `model_flag` (resolve_model_path) and loads the model and its
 // tokenizer; with `comm`, this rank's share of it (Model::load).
 LoadedModel load_model(const std::string& model_flag, Communicator* comm = nullptr);
+// The same for -m, then --mlock.
+LoadedModel load_model(const ModelFlags& flags, Communicator* comm = nullptr);
+
+// -n/--n-predict of run, chat and batch: N >= 1 tokens, or -1 = until done
+// (an end-of-generation token or the full context). 0 and other negatives
+// are refused with the flag's name.
+void add_n_predict_flag(CLI::App& app, int& n, const std::string& help);
+// The warning (beyond the training context) or error (beyond what the
+// model's RoPE scaling covers) for a context of `ctx` tokens set by `flag`.
+void check_context_size(const ModelConfig& config, int ctx, const char* flag);
 std::string human_bytes(double bytes);
 
 // Sampling flags shared by run (and later chat/serve): declared once, driving
@@ -74,14 +90,21 @@ struct SamplingFlags {
   bool ignore_eos = false;
 
   void add_to(CLI::App& app);
-  // Throws std::invalid_argument with the validation message.
+  // Throws std::invalid_argument with the validation message, naming the flag.
   SamplingParams to_params(int max_tokens) const;
 };
 
+// The KV storage format of every command that owns a cache, unless --kv-type
+// says otherwise: f16, as llama.cpp's cache. Half the bytes of f32 per token
+// (twice the tokens in the same --kv-memory) at an error far below the
+// weights' own rounding; int8 halves it again (kv-eval measures the cost).
+inline constexpr const char* kDefaultKvType = "f16";
+
 // KV cache storage flags shared by every command that owns a cache:
-// --kv-type sets both K and V, --kv-type-k / --kv-type-v override one side.
+// --kv-type sets both K and V, --kv-type-k / --kv-type-v override one side
+// (llama.cpp's -ctk / -ctv, with its q8_0 and q4_0 names).
 struct KvTypeFlags {
-  std::string type = "f32";
+  std::string type = kDefaultKvType;
   std::string type_k, type_v;
 
   void add_to(CLI::App& app);

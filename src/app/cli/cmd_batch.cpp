@@ -67,6 +67,8 @@ void batch(const BatchFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto path = resolve_model_path(f.model);
   const auto model = Model::load(path);
+  f.loading.lock_memory();
+  check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
   const std::vector<std::string> prompts = read_prompts(f.prompt_file);
   ThreadPool pool(f.threads);
   TextEngine engine(*model, Tokenizer::from_gguf(model->file()), pool, f.engine.to_options());
@@ -127,9 +129,7 @@ void add_batch_command(CLI::App& app) {
       "batch", "generate for every line of a file at once (continuous batching), with totals");
   flags->add_model_flag(*sub);
   sub->add_option("-f,--file", flags->prompt_file, "prompts, one per line")->required();
-  sub->add_option("-n,--n-predict", flags->n_predict,
-                  "tokens to generate per output; -1 = until done")
-      ->capture_default_str();
+  add_n_predict_flag(*sub, flags->n_predict, "tokens to generate per output");
   sub->add_option("--samples", flags->samples, "outputs per prompt (parallel sampling, n)")
       ->capture_default_str();
   flags->add_threads_flag(*sub);

@@ -361,6 +361,7 @@ void bench(BenchFlags f) {
   validate(f);
   f.model = resolve_model_path(f.model).string();
   const auto model = Model::load(f.model);
+  f.loading.lock_memory();
   const KvFormat kv = f.kv.format();
   const CostModel cost(*model, kv);
   ThreadPool pool(f.threads);
@@ -393,7 +394,6 @@ void bench(BenchFlags f) {
 
 void add_bench_command(CLI::App& app) {
   auto f = std::make_shared<BenchFlags>();
-  f->kv.type = "f16";
   CLI::App* sub = app.add_subcommand(
       "bench", "prefill (pp) and decode (tg) speed against the measured memory bandwidth");
   f->add_model_flag(*sub);

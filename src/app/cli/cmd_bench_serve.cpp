@@ -263,7 +263,7 @@ void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer
 }
 
 void bench_serve(const BenchServeFlags& f) {
-  const auto [path, model, tok] = load_model(f.model);
+  const auto [path, model, tok] = load_model(f);
   ThreadPool pool(f.threads);
   EngineOptions options = f.engine.to_options();
   {
@@ -281,9 +281,6 @@ void bench_serve(const BenchServeFlags& f) {
 
 void add_bench_serve_command(CLI::App& app) {
   auto flags = std::make_shared<BenchServeFlags>();
-  // f16 K/V by default, as kvforge bench (and llama.cpp's KV cache): what a
-  // serving deployment runs, half the bytes per step of f32 at C = 16.
-  flags->engine.kv.type = "f16";
   CLI::App* sub = app.add_subcommand(
       "bench-serve", "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT");
   flags->add_model_flag(*sub);
@@ -310,7 +307,7 @@ void add_bench_serve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--skip-prefix", flags->skip_prefix, "skip the shared-prefix workload");
   flags->add_threads_flag(*sub);
-  sub->add_option("--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
+  sub->add_option("-s,--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
   flags->engine.add_to(*sub);
   sub->callback([flags] { bench_serve(*flags); });
 }

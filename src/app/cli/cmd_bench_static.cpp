@@ -115,6 +115,7 @@ std::pair<GenerationRun, GenerationRun> lockstep_generation(StaticRunner& runner
 void bench(const BenchStaticFlags& f) {
   const auto path = resolve_model_path(f.model);
   const auto model = Model::load(path);
+  f.loading.lock_memory();
   const StaticConfig config = f.shape.to_config(f.kv.format());
   std::printf("model %s: %s, %d layers, n_embd %d; %d threads\nstatic %s\n",
               path.filename().c_str(), model->config().arch_name.c_str(), model->config().n_layer,
@@ -181,7 +182,8 @@ void add_bench_static_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--prompt-len", flags->prompt, "prompt tokens before the long generation")
       ->capture_default_str();
-  sub->add_option("--reps", flags->reps, "timed steps per variant")->capture_default_str();
+  sub->add_option("-r,--repetitions,--reps", flags->reps, "timed steps per variant")
+      ->capture_default_str();
   flags->kv.add_to(*sub);
   flags->shape.add_to(*sub, /*with_mode_flags=*/false);
   sub->callback([flags] { bench(*flags); });

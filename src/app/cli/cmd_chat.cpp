@@ -5,9 +5,11 @@
 // after each reply). With --static/--plan the same requests go to the static
 // pipeline's slots, which keep the conversation's K/V between turns and cut
 // it back to the prefix the new prompt shares (StaticBatchOptions::reuse_slots).
-// Commands: /reset (forget the history), /exit (or end of input).
+// On a terminal lines are edited with libedit (history on Up/Down); Ctrl-C
+// stops the reply being written and keeps the conversation, Ctrl-D quits.
+// Commands: /help, /reset, /save FILE, /load FILE, /exit; "//text" sends "/text".
 #include <cstdio>
-#include <iostream>
+#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -15,6 +17,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
+#include "app/cli/line_editor.h"
 #include "app/cli/static_flags.h"
 #include "app/generation.h"
 #include "model/model.h"
@@ -39,6 +42,7 @@ struct Reply {
   int64_t reused = 0;  // prompt tokens whose K/V came from earlier turns
   size_t generated = 0;
   double ttft_seconds = 0;
+  bool stopped = false;  // Ctrl-C cut it short
 };
 
 void print_piece(std::string_view piece) {
@@ -56,6 +60,7 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
                  e.slots->runner().config().describe().c_str(), e.plans_source.c_str());
     return e;
   }
+  check_context_size(model.config(), f.ctx, "-c/--ctx-size");
   EngineOptions eo;
   eo.kv_format = f.kv.format();
   eo.n_ctx = f.ctx;
@@ -64,20 +69,23 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
 }
 
 std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& prompt,
-                          const SamplingParams& p) {
+                          const SamplingParams& p, InterruptLatch& ctrl_c) {
   const int64_t reused_before = e.engine->backend().stats().prefix.tokens_reused;
   GenerationResult r;
   try {
-    r = generate(*e.engine, prompt, p, print_piece);
+    r = generate(*e.engine, prompt, p, print_piece, [&ctrl_c] { return ctrl_c.take(); });
   } catch (const RequestRejected& err) {
     std::fprintf(stderr, "(rejected: %s)\n", err.what());
     return std::nullopt;
   }
   const std::string notice = e.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\n(%s)", notice.c_str());
-  return Reply{r.text, r.prompt_tokens,
-               e.engine->backend().stats().prefix.tokens_reused - reused_before, r.tokens.size(),
-               r.first_token_seconds};
+  return Reply{r.text,
+               r.prompt_tokens,
+               e.engine->backend().stats().prefix.tokens_reused - reused_before,
+               r.tokens.size(),
+               r.first_token_seconds,
+               r.finish_reason == "abort"};
 }
 
 ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
@@ -111,6 +119,33 @@ class Conversation {
     turns_.push_back({{"role", "assistant"}, {"content", text}});
   }
   void reset() { turns_.clear(); }
+  size_t size() const { return turns_.size(); }
+
+  // The conversation as OpenAI chat messages, the system message first.
+  nlohmann::ordered_json to_json() const {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    if (system_) out.push_back(*system_);
+    for (const auto& t : turns_) out.push_back(t);
+    return out;
+  }
+  // Replaces the conversation (and the system message, if the file has one).
+  void load(const nlohmann::ordered_json& messages, const std::string& source) {
+    if (!messages.is_array())
+      throw std::runtime_error(source + ": expected a JSON array of chat messages");
+    std::vector<nlohmann::ordered_json> turns;
+    std::optional<nlohmann::ordered_json> system = system_;
+    for (const auto& m : messages) {
+      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
+          !m.contains("content") || !m["content"].is_string())
+        throw std::runtime_error(source + ": every message needs a string role and content");
+      if (m["role"] == "system")
+        system = m;
+      else
+        turns.push_back(m);
+    }
+    turns_ = std::move(turns);
+    system_ = std::move(system);
+  }
 
  private:
   std::vector<int32_t> render() const {
@@ -131,9 +166,53 @@ class Conversation {
   std::vector<nlohmann::ordered_json> turns_;
 };
 
+constexpr const char* kChatHelp =
+    "  /help        this list\n"
+    "  /reset       forget the conversation (the system message stays)\n"
+    "  /save FILE   write the conversation as JSON chat messages\n"
+    "  /load FILE   continue a conversation saved with /save\n"
+    "  /exit        quit (or Ctrl-D)\n"
+    "  //text       send \"/text\" to the model\n"
+    "Ctrl-C stops a reply and keeps the conversation; Up/Down recall earlier lines.\n";
+
+// A line starting with '/': runs the command; false for /exit.
+bool run_chat_command(const std::string& line, Conversation& conversation) {
+  const size_t space = line.find(' ');
+  const std::string name = line.substr(0, space);
+  const std::string arg = space == std::string::npos ? "" : line.substr(space + 1);
+  if (name == "/exit" || name == "/quit") return false;
+  if (name == "/help") {
+    std::fputs(kChatHelp, stderr);
+  } else if (name == "/reset") {
+    conversation.reset();
+    std::fprintf(stderr, "(conversation cleared)\n");
+  } else if ((name == "/save" || name == "/load") && arg.empty()) {
+    std::fprintf(stderr, "(%s needs a file name: %s FILE)\n", name.c_str(), name.c_str());
+  } else if (name == "/save") {
+    std::ofstream out(arg);
+    out << conversation.to_json().dump(2) << "\n";
+    if (!out) {
+      std::fprintf(stderr, "(cannot write %s)\n", arg.c_str());
+    } else {
+      std::fprintf(stderr, "(saved %zu messages to %s)\n", conversation.size(), arg.c_str());
+    }
+  } else if (name == "/load") {
+    try {
+      conversation.load(nlohmann::ordered_json::parse(read_text_file(arg)), arg);
+      std::fprintf(stderr, "(loaded %zu messages from %s)\n", conversation.size(), arg.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "(not loaded: %s)\n", e.what());
+    }
+  } else {
+    std::fprintf(stderr, "(unknown command %s; /help lists them, //text sends /text)\n",
+                 name.c_str());
+  }
+  return true;
+}
+
 void chat(const ChatFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
-  const auto [path, model, tokenizer] = load_model(f.model);
+  const auto [path, model, tokenizer] = load_model(f);
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
   const GenerationBackend& backend = engine.engine->backend();
@@ -148,24 +227,35 @@ void chat(const ChatFlags& f) {
     room = f.n_predict > 0 ? std::min(f.n_predict, context / 2) : context / 2;
     reply_limit = room;
   }
-  std::fprintf(stderr, "chatting with %s (context %d tokens); /reset forgets, /exit quits\n",
+  std::fprintf(stderr,
+               "chatting with %s (context %d tokens); /help lists commands, Ctrl-C stops a "
+               "reply, Ctrl-D quits\n",
                path.filename().c_str(), context);
-  std::string line;
+  LineEditor editor;
+  InterruptLatch ctrl_c;
   while (true) {
-    std::fputs("\n> ", stdout);
+    std::fputc('\n', stdout);
     std::fflush(stdout);
-    if (!std::getline(std::cin, line) || line == "/exit") break;
-    if (line == "/reset") {
-      conversation.reset();
+    std::optional<std::string> line = editor.read_line("> ", ctrl_c);
+    if (!line) break;
+    if (ctrl_c.take() || line->empty()) continue;  // Ctrl-C at the prompt drops the line
+    editor.remember(*line);
+    if (line->rfind("//", 0) == 0) {
+      line->erase(0, 1);
+    } else if ((*line)[0] == '/') {
+      if (!run_chat_command(*line, conversation)) break;
       continue;
     }
-    if (line.empty()) continue;
     SamplingParams p = params;
-    const std::vector<int32_t> prompt = conversation.prompt_with(line, context, room);
+    const std::vector<int32_t> prompt = conversation.prompt_with(*line, context, room);
     p.max_tokens = std::min(reply_limit, context - backend.prompt_tokens_kept(int(prompt.size())));
-    const std::optional<Reply> reply = turn(engine, prompt, p);
+    const std::optional<Reply> reply = turn(engine, prompt, p, ctrl_c);
     if (!reply) continue;
     conversation.add_reply(reply->text);
+    if (reply->stopped) {
+      std::fprintf(stderr, "\n(stopped; the reply so far stays in the conversation)");
+      continue;
+    }
     std::fprintf(
         stderr,
         "\n(%d prompt tokens, %lld reused from earlier turns, %zu generated, first token %.1f ms)",
@@ -182,10 +272,10 @@ void add_chat_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "chat", "interactive chat in the terminal, reusing the KV cache of earlier turns");
   f->add_model_flag(*sub);
-  sub->add_option("--system", f->system, "system message");
+  sub->add_option("--system,--system-prompt", f->system, "system message (llama.cpp's -sys)");
   sub->add_option("--chat-template", f->chat_template_file,
                   "Jinja chat template file (default: the model's)");
-  sub->add_option("-n,--n-predict", f->n_predict, "largest reply in tokens")->capture_default_str();
+  add_n_predict_flag(*sub, f->n_predict, "largest reply in tokens");
   f->add_threads_flag(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);

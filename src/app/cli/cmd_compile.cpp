@@ -31,6 +31,7 @@ void print_plan(const Plan& p) {
 void compile(const CompileFlags& f) {
   const auto path = resolve_model_path(f.model);
   const auto model = Model::load(path);
+  f.loading.lock_memory();
   const StaticConfig config = f.shape.to_config(f.kv.format());
   const auto t0 = std::chrono::steady_clock::now();
   const PlanSet plans = compile_plans(*model, config, f.threads);

@@ -62,6 +62,7 @@ double median(std::vector<double> v) {
 
 void kv_bench(const KvBenchFlags& f) {
   const auto model = Model::load(resolve_model_path(f.model));
+  f.loading.lock_memory();
   const ModelConfig& c = model->config();
   const int max_ctx = *std::max_element(f.contexts.begin(), f.contexts.end());
   ThreadPool pool(f.threads);
@@ -115,7 +116,7 @@ void add_kv_bench_command(CLI::App& app) {
   CLI::App* sub =
       app.add_subcommand("kv-bench", "decode speed at long context per KV format (ratios to f16)");
   f->add_model_flag(*sub);
-  sub->add_option("-c,--contexts", f->contexts, "tokens already in cache")
+  sub->add_option("--contexts", f->contexts, "tokens already in cache")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--kv-types", f->types, "KV formats to compare (include f16 for ratios)")
@@ -123,7 +124,7 @@ void add_kv_bench_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-n,--n-decode", f->n_decode, "timed decode steps per measurement")
       ->capture_default_str();
-  sub->add_option("-r,--reps", f->reps, "repetitions")->capture_default_str();
+  sub->add_option("-r,--repetitions,--reps", f->reps, "repetitions")->capture_default_str();
   f->add_threads_flag(*sub);
   sub->callback([f] { kv_bench(*f); });
 }

@@ -17,7 +17,7 @@ struct KvEvalFlags : ModelFlags {
   int ctx = 0;
   int batch = 512;
   int max_tokens = 0;
-  bool per_head = true;
+  bool no_per_head = false;
 };
 
 void print_grid(const char* what, const std::vector<std::vector<double>>& g) {
@@ -31,7 +31,7 @@ void print_grid(const char* what, const std::vector<std::vector<double>>& g) {
 
 void kv_eval(KvEvalFlags f) {
   const KvFormat format = f.kv.format();
-  const auto [path, model, tokenizer] = load_model(f.model);
+  const auto [path, model, tokenizer] = load_model(f);
   std::vector<int32_t> tokens =
       tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
   if (f.max_tokens > 0 && tokens.size() > size_t(f.max_tokens)) tokens.resize(size_t(f.max_tokens));
@@ -48,7 +48,7 @@ void kv_eval(KvEvalFlags f) {
       static_cast<unsigned long long>(r.kv_bytes_per_token_candidate), f.kv.describe().c_str(),
       double(r.kv_bytes_per_token_candidate) / double(r.kv_bytes_per_token_reference),
       2.0 * double(r.kv_bytes_per_token_candidate) / double(r.kv_bytes_per_token_reference));
-  if (f.per_head) {
+  if (!f.no_per_head) {
     print_grid("K (candidate run vs f32 run)", r.k_cosine);
     print_grid("V (candidate run vs f32 run)", r.v_cosine);
     print_grid("K (quantization alone)", r.k_cosine_quant_only);
@@ -71,7 +71,6 @@ void add_kv_eval_command(CLI::App& app) {
       "kv-eval", "accuracy of a KV storage format against an f32 KV cache on a text");
   f->add_model_flag(*sub);
   sub->add_option("-f,--file", f->file, "text file")->required();
-  f->kv.type = "int8";
   f->kv.add_to(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "window length in tokens; 0 = min(train ctx, 512)")
       ->capture_default_str();
@@ -79,7 +78,7 @@ void add_kv_eval_command(CLI::App& app) {
       ->capture_default_str();
   f->add_threads_flag(*sub);
   sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
-  sub->add_flag("!--no-per-head", f->per_head, "skip the per-layer / per-head K and V table");
+  sub->add_flag("--no-per-head", f->no_per_head, "skip the per-layer / per-head K and V table");
   sub->callback([f] { kv_eval(*f); });
 }
 

@@ -157,10 +157,10 @@ void add_kv_plan_command(CLI::App& app) {
   sub->add_option("--preset", f->preset, "a named shape: " + names);
   sub->add_option("--weight-type", f->weight_type, "matrix type for a preset (f32, f16, q8_0, ...)")
       ->capture_default_str();
-  f->kv.type = "f16";
   f->kv.add_to(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "tokens per sequence")->capture_default_str();
-  sub->add_option("-b,--batch", f->batch, "concurrent sequences")->capture_default_str();
+  sub->add_option("--parallel,--batch", f->batch, "concurrent sequences (llama.cpp's -np)")
+      ->capture_default_str();
   sub->add_option("--block-size", f->block_size,
                   "paged KV block (tokens): a windowed layer keeps window + block positions")
       ->capture_default_str();

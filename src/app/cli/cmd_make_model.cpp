@@ -86,7 +86,7 @@ void add_make_model_command(CLI::App& app) {
   sub->add_option("--vocab", f->vocab, "take the tokenizer from this GGUF (default: byte vocab)");
   sub->add_option("--type", f->type, "matrix type: " + supported_weight_type_names())
       ->capture_default_str();
-  sub->add_option("--seed", f->seed, "weights seed")->capture_default_str();
+  sub->add_option("-s,--seed", f->seed, "weights seed")->capture_default_str();
   sub->add_option("--n-embd", f->n_embd, "override the preset");
   sub->add_option("--n-layer", f->n_layer, "override the preset");
   sub->add_option("--n-head", f->n_head, "override the preset");

@@ -19,7 +19,7 @@ struct PerplexityFlags : ModelFlags {
 };
 
 void perplexity(const PerplexityFlags& f) {
-  const auto [path, model, tokenizer] = load_model(f.model);
+  const auto [path, model, tokenizer] = load_model(f);
   const std::vector<int32_t> tokens =
       tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
   const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);

@@ -79,6 +79,7 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
     return e;
   }
   const int ctx = f.ctx > 0 ? f.ctx : std::min(model.config().n_ctx_train, 4096);
+  check_context_size(model.config(), ctx, "-c/--ctx-size");
   CommandEngine e = make_paged_engine(model, tokenizer, f.threads, paged_options(f, ctx));
   if (!f.quiet)
     std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s%s\n",
@@ -107,7 +108,7 @@ void run(const RunFlags& f) {
     throw std::invalid_argument("--static/--plan: the static pipeline runs on one process; " +
                                 std::string("tensor parallelism (--tp) needs the paged engine"));
   if (comm) share_seed(params, *comm);
-  const auto [path, model, tokenizer] = load_model(f.model, comm);
+  const auto [path, model, tokenizer] = load_model(f, comm);
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
@@ -134,8 +135,7 @@ void add_run_command(CLI::App& app) {
   flags->add_model_flag(*sub);
   sub->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
   sub->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
-  sub->add_option("-n,--n-predict", flags->n_predict, "tokens to generate; -1 = until done")
-      ->capture_default_str();
+  add_n_predict_flag(*sub, flags->n_predict, "tokens to generate");
   flags->add_threads_flag(*sub);
   sub->add_option("-c,--ctx-size", flags->ctx, "context size; 0 = model's, at most 4096")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <malloc.h>
 #include <pthread.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -35,6 +36,9 @@ struct ServeFlags : ModelFlags {
   int max_n = 8;
   std::string chat_template_file;
   StaticFlags static_mode;
+  std::string alias;  // the model id, instead of the file name
+  std::string log_format = "text";
+  bool no_access_log = false;
 };
 
 ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
@@ -74,10 +78,14 @@ void test_render(const ChatTemplate& t, const std::string& origin) {
   }
 }
 
-std::vector<std::string> model_ids(const std::filesystem::path& path, const Model& model) {
-  std::vector<std::string> ids{path.stem().string()};
-  const std::string name = model.file().get_string_or("general.name", "");
-  if (!name.empty() && name != ids[0]) ids.push_back(name);
+// The id /v1/models reports first (--alias, else the file name), then the
+// other names a request's "model" may use.
+std::vector<std::string> model_ids(const std::filesystem::path& path, const Model& model,
+                                   const std::string& alias) {
+  std::vector<std::string> ids;
+  for (const std::string& id :
+       {alias, path.stem().string(), model.file().get_string_or("general.name", "")})
+    if (!id.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   return ids;
 }
 
@@ -110,7 +118,8 @@ void serve(const ServeFlags& f) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  auto [path, model, tokenizer] = load_model(f.model);
+  auto [path, model, tokenizer] = load_model(f);
+  check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
   ChatTemplate chat_template = load_chat_template(f, model->file());
   test_render(chat_template, f.chat_template_file.empty()
                                  ? path.string() + " (tokenizer.chat_template)"
@@ -131,7 +140,7 @@ void serve(const ServeFlags& f) {
   metrics.publish_engine_stats(engine.backend().stats());
   server::EngineLoop loop(engine, metrics, max_running + static_cast<size_t>(f.max_queue));
   server::RequestLimits limits;
-  limits.model_ids = model_ids(path, *model);
+  limits.model_ids = model_ids(path, *model, f.alias);
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
@@ -140,7 +149,10 @@ void serve(const ServeFlags& f) {
     limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
   }
   server::CompletionService service(tokenizer, chat_template, limits, max_sequence_tokens, loop);
-  server::HttpServer http(f.http, service, metrics);
+  server::HttpServerOptions http_options = f.http;
+  http_options.log_format = server::parse_log_format(f.log_format);
+  http_options.access_log = !f.no_access_log;
+  server::HttpServer http(http_options, service, metrics);
   const int port = http.bind();
 
   std::thread signal_waiter([&] {
@@ -175,6 +187,11 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--api-key", f->http.api_key,
                   "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
   sub->add_flag("--metrics-public", f->http.metrics_public, "serve /metrics without the API key");
+  sub->add_option("--alias", f->alias, "model id in /v1/models and responses (default: file name)");
+  sub->add_option("--log-format", f->log_format,
+                  "access log, one line per request on stderr: text or json")
+      ->capture_default_str();
+  sub->add_flag("--no-access-log", f->no_access_log, "do not log each request");
   f->add_threads_flag(*sub, "compute threads");
   f->engine.add_to(*sub);
   sub->add_option("--max-queue", f->max_queue,

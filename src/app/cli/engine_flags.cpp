@@ -5,7 +5,8 @@
 namespace kvforge::cli {
 
 void EngineFlags::add_to(CLI::App& app) {
-  app.add_option("--max-seqs", max_seqs, "sequences running at once")->capture_default_str();
+  app.add_option("--max-seqs,--parallel", max_seqs, "sequences running at once (llama.cpp's -np)")
+      ->capture_default_str();
   app.add_option("--max-batched-tokens", max_batched_tokens,
                  "tokens per forward pass (decodes + prefill chunks)")
       ->capture_default_str();

@@ -6,9 +6,25 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/llama_compat.h"
+#include "core/cpu_features.h"
+#include "kvforge_git_version.h"
+
+namespace {
+
+// "kvforge 3f2a9c1d0b7e (SIMD avx512)": the commit it was built from and the
+// kernels this machine runs.
+std::string version_line() {
+  return std::string("kvforge ") + KVFORGE_GIT_COMMIT + " (SIMD " +
+         kvforge::simd_level_name(kvforge::simd_level()) + ")";
+}
+
+}  // namespace
 
 namespace {
 
@@ -50,6 +66,7 @@ int main(int argc, char** argv) {
   CLI::App app{"kvforge: LLaMA-family inference engine (GGUF models)", "kvforge"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "help for every subcommand");
+  app.set_version_flag("--version", version_line(), "the commit and SIMD level, then exit");
   kvforge::cli::add_run_command(app);
   kvforge::cli::add_info_command(app);
   kvforge::cli::add_tokenize_command(app);
@@ -67,8 +84,12 @@ int main(int argc, char** argv) {
   kvforge::cli::add_bench_command(app);
   kvforge::cli::add_compile_command(app);
   kvforge::cli::add_bench_static_command(app);
+  // llama.cpp's -ctk, -fa, -ngl, ... as the long flags the commands declare.
+  std::vector<std::string> args = kvforge::cli::spell_llama_flags(argc, argv);
+  std::vector<char*> arg_ptrs;
+  for (std::string& a : args) arg_ptrs.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(int(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {

@@ -5,7 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "app/server/access_log.h"
 #include "app/server/openai_error.h"
+#include "app/server/request_fields.h"
 
 namespace kvforge::server {
 namespace {
@@ -177,6 +179,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
                                            const std::function<bool()>& cancelled) {
   const PrepareGate::Ticket ticket = gate_.enter(body.size(), cancelled);
   const nlohmann::ordered_json json = parse_json_body(body, limits_);
+  reject_unknown_fields(json, kind);
   PreparedRequest p;
   Submission s;
   if (kind == ApiKind::kChat) {
@@ -192,6 +195,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
   }
   p.meta = new_response_meta(kind, p.common.model.empty() ? model_id() : p.common.model);
   p.prompt_tokens = static_cast<int>(s.prompt.size());
+  trace_prompt_tokens(p.prompt_tokens);
   s.sampling = p.common.sampling;
   s.options.n = p.common.n;
   s.options.logprobs.enabled = p.common.logprobs;
@@ -236,7 +240,10 @@ std::optional<nlohmann::json> CompletionService::complete(
     for (const TextEvent& ev : u.events) {
       BranchState& b = branches.at(static_cast<size_t>(ev.branch));
       b.text += ev.text;
-      if (ev.token) ++b.tokens;
+      if (ev.token) {
+        ++b.tokens;
+        trace_token();
+      }
       if (auto lp = logprobs_of(ev, p.common.logprobs); lp && !lp->empty())
         b.logprobs.push_back(lp->front());
       if (ev.result) {
@@ -282,6 +289,7 @@ bool CompletionService::stream(PreparedRequest& p,
       if (ev.token) {
         ++b.tokens;
         ++usage.completion_tokens;
+        trace_token();
       }
       const auto lp = logprobs_of(ev, p.common.logprobs);
       const bool first = chat && !b.started;

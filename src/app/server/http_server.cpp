@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "app/server/connection_guard.h"
+#include "app/server/chat_page.h"
 #include "app/server/connection_watch.h"
 #include "app/server/openai_error.h"
 
@@ -84,9 +85,10 @@ struct HttpServer::Impl {
   socket_t listen_fd = INVALID_SOCKET;
   int port = 0;
   std::atomic<bool> stopping{false};
+  AccessLog access_log;
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
-      : options(std::move(o)), service(s), metrics(m) {
+      : options(std::move(o)), service(s), metrics(m), access_log(options.log_format, stderr) {
     const auto threads = static_cast<size_t>(options.threads);
     http.new_task_queue = [threads] { return new ConnectionThreads(threads, kRejecterThreads); };
     http.set_payload_max_length(options.max_body_bytes);
@@ -104,6 +106,13 @@ struct HttpServer::Impl {
       listen_fd = sock;
     });
     install_routes();
+  }
+
+  void log_access(const httplib::Request& req, const httplib::Response& res) {
+    AccessRecord r{req.remote_addr, req.method, req.path, res.status, current_request_trace(), 0};
+    r.total_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - r.trace.start).count();
+    access_log.write(r);
   }
 
   bool authorized(const httplib::Request& req) const {
@@ -206,6 +215,11 @@ struct HttpServer::Impl {
                res.set_content(dump_json(models_response({service.model_id()}, now)),
                                "application/json");
              }));
+    // The chat page: public, as any page; its API calls carry the key.
+    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+      const std::string_view page = chat_page_html();
+      res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+    });
     http.Get(kHealth, [](const httplib::Request&, httplib::Response& res) {
       res.set_content(R"({"status":"ok"})", "application/json");
     });
@@ -263,8 +277,14 @@ struct HttpServer::Impl {
           }
           send_error(res, ApiError(500, "internal error: " + what, "server_error"));
         });
+    // Routing and the logger run on the thread serving the request: the trace spans both.
+    http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
+      begin_request_trace();
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.count_request(endpoint_label(req.path), res.status);
+      if (options.access_log) log_access(req, res);
     });
   }
 };

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "app/server/access_log.h"
 #include "app/server/completion_service.h"
 #include "app/server/server_metrics.h"
 
@@ -23,6 +24,8 @@ struct HttpServerOptions {
   // answered 503. Idle connections cost little: the cap is far above the
   // engine's batch so that slow clients cannot crowd out /health.
   int threads = 2048;
+  bool access_log = true;  // one line per request on stderr (access_log.h)
+  LogFormat log_format = LogFormat::kText;
 };
 
 class HttpServer {

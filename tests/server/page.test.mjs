@@ -1,0 +1,146 @@
+// The chat page at "/" in headless Chromium (Debian's chromium package),
+// driven over the DevTools protocol on a pipe (--remote-debugging-pipe: no
+// WebSocket library needed): load the page, send messages, read the streamed
+// replies and the tokens/s and KV figures from the DOM. The server runs with
+// --api-key, so the page's key field is exercised too.
+// Skipped when chromium is not installed. Run by run_ux_tests.sh (CTest: server_ux).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer, stopServer } from './serve_process.mjs';
+
+const API_KEY = 'page-key';
+const CHROMIUM = (() => {
+  for (const name of ['chromium', 'chromium-browser']) {
+    try { return execFileSync('which', [name]).toString().trim(); } catch { /* next */ }
+  }
+  return null;
+})();
+
+// The DevTools protocol over Chromium's pipe: JSON messages ended by '\0',
+// commands on fd 3, answers and events on fd 4.
+class DevTools {
+  constructor(proc) {
+    this.proc = proc;
+    this.nextId = 1;
+    this.pending = new Map();
+    let buffer = '';
+    proc.stdio[4].on('data', (d) => {
+      buffer += d.toString();
+      let end;
+      while ((end = buffer.indexOf('\0')) >= 0) {
+        const msg = JSON.parse(buffer.slice(0, end));
+        buffer = buffer.slice(end + 1);
+        const p = msg.id && this.pending.get(msg.id);
+        if (!p) continue;
+        this.pending.delete(msg.id);
+        if (msg.error) p.reject(new Error(JSON.stringify(msg.error)));
+        else p.resolve(msg.result);
+      }
+    });
+  }
+  send(method, params = {}, sessionId = undefined) {
+    const id = this.nextId++;
+    this.proc.stdio[3].write(JSON.stringify({ id, method, params, sessionId }) + '\0');
+    return new Promise((resolve, reject) => this.pending.set(id, { resolve, reject }));
+  }
+}
+
+let server;
+let browser;
+let profile;
+let devtools;
+let session;
+
+// Evaluates `expr` in the page; returns its value (promises awaited).
+async function page(expr) {
+  const r = await devtools.send('Runtime.evaluate',
+                                { expression: expr, awaitPromise: true, returnByValue: true },
+                                session);
+  if (r.exceptionDetails) throw new Error(`${expr}: ${JSON.stringify(r.exceptionDetails)}`);
+  return r.result.value;
+}
+async function until(expr, what, ms = 30000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const v = await page(expr);
+    if (v) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.fail(`timed out waiting for ${what}; page text:\n` + await page('document.body.innerText'));
+}
+// Types `text` into the message box and presses Send; resolves to the finished reply element's
+// { text, error }.
+async function say(text) {
+  const n = await page(`document.querySelectorAll('.msg.assistant').length`);
+  await page(`document.getElementById('input').value = ${JSON.stringify(text)};
+              document.getElementById('send').click(); true`);
+  return until(`(() => { const m = document.querySelectorAll('.msg.assistant')[${n}];
+                         return m && m.dataset.done &&
+                                { text: m.textContent, error: m.classList.contains('error') }; })()`,
+               `the reply to ${text}`);
+}
+function chatLines() {
+  return server.log().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
+    .filter((l) => l.path === '/v1/chat/completions' && l.status === 200);
+}
+
+before(async () => {
+  if (!CHROMIUM) return;
+  server = await startServer(['--alias', 'page-model', '--api-key', API_KEY, '--log-format', 'json',
+                              '-t', '2']);
+  profile = mkdtempSync(join(tmpdir(), 'kvforge-chromium-'));
+  browser = spawn(CHROMIUM, ['--headless=new', '--no-sandbox', '--disable-gpu', '--no-first-run',
+                             '--disable-dev-shm-usage', '--remote-debugging-pipe',
+                             `--user-data-dir=${profile}`, 'about:blank'],
+                  { stdio: ['ignore', 'ignore', 'ignore', 'pipe', 'pipe'] });
+  devtools = new DevTools(browser);
+  const { targetId } = await devtools.send('Target.createTarget', { url: 'about:blank' });
+  ({ sessionId: session } = await devtools.send('Target.attachToTarget', { targetId, flatten: true }));
+  await devtools.send('Page.navigate', { url: `http://127.0.0.1:${server.port}/` }, session);
+  await until(`document.readyState === 'complete' && !!document.getElementById('send')`, 'the page');
+  // Short replies: three turns must fit the default model's 256-token context.
+  await page(`document.getElementById('maxtokens').value = '24'; true`);
+});
+
+after(async () => {
+  if (browser) {
+    const exited = new Promise((resolve) => browser.on('exit', resolve));
+    browser.kill('SIGTERM');
+    await exited;
+  }
+  if (profile) rmSync(profile, { recursive: true, force: true });
+  if (server) await stopServer(server.proc);
+});
+
+test('the page streams replies, keeps the conversation, shows tok/s and KV', { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
+  // Without the key the server refuses, and the page says why.
+  const refused = await say('Who made the heaven?');
+  assert.ok(refused.error, JSON.stringify(refused));
+  assert.match(refused.text, /API key/);
+  // With the key (typed into the field): replies stream in.
+  await page(`const k = document.getElementById('apikey'); k.value = ${JSON.stringify(API_KEY)};
+              k.dispatchEvent(new Event('change')); true`);
+  await until(`document.getElementById('model').textContent.includes('page-model')`, 'the model id');
+  const first = await say('Who made the heaven?');
+  assert.ok(!first.error && first.text.length > 0, JSON.stringify(first));
+  const second = await say('And the earth?');
+  assert.ok(!second.error && second.text.length > 0, JSON.stringify(second));
+  // The second request carried the first exchange: a longer prompt than the first's prompt and
+  // reply together (the refused turn left nothing behind).
+  const lines = chatLines();
+  assert.equal(lines.length, 2, server.log());
+  assert.ok(lines[1].prompt_tokens > lines[0].prompt_tokens + lines[0].completion_tokens - 2,
+            JSON.stringify(lines));
+  assert.match(await page(`document.getElementById('speed').textContent`), /^\d+(\.\d)? tok\/s$/);
+  assert.match(await page(`document.getElementById('kv').textContent`),
+               /^KV blocks: \d+ \/ \d+ in use \(peak \d+\)$/);
+  // New chat forgets the conversation.
+  await page(`document.getElementById('reset').click(); true`);
+  const fresh = await say('Who made the heaven?');
+  assert.ok(!fresh.error);
+  assert.equal(chatLines()[2].prompt_tokens, lines[0].prompt_tokens);
+});

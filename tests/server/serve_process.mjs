@@ -1,0 +1,29 @@
+// Starting and stopping `kvforge serve` for the node tests of issue 26
+// (ux.test.mjs, page.test.mjs): KVFORGE_BIN and KVFORGE_MODEL from the environment.
+import { spawn } from 'node:child_process';
+
+// Starts `kvforge serve` with `args` on a free port; resolves to { proc, port, log() }.
+export async function startServer(args) {
+  const proc = spawn(process.env.KVFORGE_BIN,
+                     ['serve', '-m', process.env.KVFORGE_MODEL, '--port', '0', ...args],
+                     { stdio: ['ignore', 'pipe', 'pipe'] });
+  let log = '';
+  proc.stdout.on('data', (d) => { log += d; });
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('server did not start:\n' + log)), 60000);
+    proc.stderr.on('data', (d) => {
+      log += d;
+      const m = /listening on http:\/\/[\d.]+:(\d+)/.exec(log);
+      if (m) { clearTimeout(timer); resolve(Number(m[1])); }
+    });
+    proc.on('exit', (code) => reject(new Error(`server exited (${code}):\n` + log)));
+  });
+  return { proc, port, log: () => log };
+}
+
+export async function stopServer(proc) {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((resolve) => proc.on('exit', resolve));
+  proc.kill('SIGTERM');
+  await exited;
+}
