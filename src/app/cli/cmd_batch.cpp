@@ -112,8 +112,10 @@ void batch(const BatchFlags& f) {
                 results[i][0].prompt_tokens, prompts[i].c_str());
     for (size_t b = 0; b < results[i].size(); ++b) {
       const BranchResult& r = results[i][b];
-      std::printf("output%s: %s\n", f.samples > 1 ? ("[" + std::to_string(b) + "]").c_str() : "",
-                  r.text.c_str());
+      if (f.samples > 1)
+        std::printf("output[%zu]: %s\n", b, r.text.c_str());
+      else
+        std::printf("output: %s\n", r.text.c_str());
       std::printf("  (%zu tokens, finish %s, first token %.1f ms)\n", r.tokens.size(),
                   finish_reason_name(r.finish), r.timings.ttft_seconds * 1e3);
     }
