@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <string>
+#include <system_error>
 #include <thread>
 
 namespace kvforge::server {
@@ -55,14 +56,18 @@ void ConnectionThreads::enqueue(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(open_->mutex);
     if (open_->count < max_connections_) {
-      ++open_->count;
-      std::thread([open = open_, fn = std::move(fn)] {
-        fn();
-        std::lock_guard<std::mutex> done(open->mutex);
-        --open->count;
-        open->ended.notify_all();
-      }).detach();
-      return;
+      try {
+        std::thread([open = open_, fn] {
+          fn();
+          std::lock_guard<std::mutex> done(open->mutex);
+          --open->count;
+          open->ended.notify_all();
+        }).detach();
+        ++open_->count;
+        return;
+      } catch (const std::system_error&) {
+        // No thread to be had (a thread or memory limit): answered like a connection over the cap.
+      }
     }
   }
   rejecters_->enqueue([fn = std::move(fn)] {

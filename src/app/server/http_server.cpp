@@ -95,7 +95,7 @@ struct HttpServer::Impl {
     // Small writes (an SSE token, a short JSON answer) go out at once, not after
     // Nagle waits for the client's delayed ACK (~40 ms each).
     http.set_tcp_nodelay(true);
-    // Short: an idle keep-alive connection holds a handler thread, and stop() waits for it.
+    // Short: an idle keep-alive connection holds a thread and a place under the cap.
     http.set_keep_alive_timeout(5);
     // Keeps the listening socket's descriptor, so bind() can widen its backlog.
     // Not httplib's default options: they set SO_REUSEPORT, with which a
