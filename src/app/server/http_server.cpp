@@ -160,15 +160,10 @@ struct HttpServer::Impl {
   }
 
   void install_routes() {
-    // A connection beyond the cap (ConnectionThreads) gets a 503, except for
-    // /health: a monitor still learns that the server is up.
-    http.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
-      if (!ConnectionThreads::over_capacity() || req.path == kHealth)
-        return httplib::Server::HandlerResponse::Unhandled;
-      send_error(res, ApiError(503, "too many open connections; retry shortly", "server_error",
-                               std::nullopt, "too_many_connections"));
-      res.set_header("Connection", "close");
-      return httplib::Server::HandlerResponse::Handled;
+    // A connection beyond the cap (ConnectionThreads) is answered once and
+    // closed; the API routes answer it 503 (guarded()), /health as usual.
+    http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+      if (ConnectionThreads::over_capacity()) res.set_header("Connection", "close");
     });
     install_api_routes();
     install_wrong_method_routes();
@@ -180,6 +175,11 @@ struct HttpServer::Impl {
   httplib::Server::Handler guarded(Handler handler) {
     return [this, handler](const httplib::Request& req, httplib::Response& res) {
       try {
+        // Here, not before routing: the body is read by now, and closing a
+        // connection with unread bytes resets it before the client sees the answer.
+        if (ConnectionThreads::over_capacity())
+          throw ApiError(503, "too many open connections; retry shortly", "server_error",
+                         std::nullopt, "too_many_connections");
         if (!authorized(req))
           throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
                          "invalid_request_error", std::nullopt, "invalid_api_key");
