@@ -153,31 +153,20 @@ struct IQ4_XSAvx512Dot {
       }
       // Four tokens at a time share the lane sums and the products
       // (kquant_groups_avx512.h); folded as kquant_accumulate_scaled folds.
-      for (int k0 = 0; k0 < NT; k0 += 4) {
-        __m512i isum[4];
-        const __m256i none[4] = {};
-        uint32_t scales[4] = {};  // d, no min
-        float da[4] = {};
-        for (int i = 0; i < 4; ++i) {
-          isum[i] = _mm512_setzero_si512();
-          if (k0 + i >= NT) continue;
-          const BlockQ8_K& ak = a[k0 + i][b];
-          for (int p = 0; p < 4; ++p) {
-            const __m512i aq = _mm512_loadu_si512(ak.qs + 64 * p);
-            const __m512i signed_aq =
-                _mm512_mask_sub_epi8(aq, negative[p], _mm512_setzero_si512(), aq);
-            const __m512i prod = _mm512_maddubs_epi16(magnitudes[p], signed_aq);
-            isum[i] = _mm512_dpwssd_epi32(isum[i], prod, factor_lanes[p]);
-          }
-          scales[i] = blk.d;
-          da[i] = ak.d;
-        }
-        alignas(32) float terms[8];
-        _mm256_store_ps(terms,
-                        avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, none)));
-        for (int i = 0; i < 4 && k0 + i < NT; ++i)
-          acc[k0 + i] = kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
-      }
+      avx512_fold_token_groups<NT, false>(
+          blk.d, acc,
+          [&](int k, __m512i& isum, __m256i&) {
+            const BlockQ8_K& ak = a[k][b];
+            for (int p = 0; p < 4; ++p) {
+              const __m512i aq = _mm512_loadu_si512(ak.qs + 64 * p);
+              const __m512i signed_aq =
+                  _mm512_mask_sub_epi8(aq, negative[p], _mm512_setzero_si512(), aq);
+              const __m512i prod = _mm512_maddubs_epi16(magnitudes[p], signed_aq);
+              isum = _mm512_dpwssd_epi32(isum, prod, factor_lanes[p]);
+            }
+            return ak.d;
+          },
+          KquantLanesAsSummed{});
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }

@@ -52,13 +52,10 @@ struct Q5_KAvx512Dot {
         q4_k_token_sums_avx512(quants, scales, a[0][b], total, msum);
         acc[0] = kquant_accumulate(acc[0], d, dmin, a[0][b].d, total, msum);
       } else {  // four tokens at a time share the reductions and products
-        const uint32_t d_dmin = uint32_t(blk.d) | uint32_t(blk.dmin) << 16;
-        for (int k0 = 0; k0 < NT; k0 += 4) {
-          const BlockQ8_K* ak[4];
-          const int count = NT - k0 < 4 ? NT - k0 : 4;
-          for (int i = 0; i < count; ++i) ak[i] = &a[k0 + i][b];
-          q4_k_fold_four_tokens_avx512(quants, scales, d_dmin, ak, count, acc + k0);
-        }
+        const BlockQ8_K* ak[NT];
+        for (int k = 0; k < NT; ++k) ak[k] = &a[k][b];
+        q4_k_fold_tokens_avx512<NT>(quants, scales, uint32_t(blk.d) | uint32_t(blk.dmin) << 16, ak,
+                                    acc);
       }
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];

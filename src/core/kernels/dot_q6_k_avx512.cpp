@@ -13,8 +13,32 @@
 namespace kvforge {
 namespace {
 
+// Reduced lanes [dot, offset] per token -> [dot - 32 offset, 0]: the second
+// lane's product is then (0 * da) * 0, the zero kquant_accumulate subtracts
+// for a type without a min (its sign included).
+struct Q6_KTotals {
+  __m256i operator()(__m256i ints) const {
+    return _mm256_blend_epi32(
+        _mm256_sub_epi32(ints, _mm256_slli_epi32(_mm256_srli_epi64(ints, 32), 5)),
+        _mm256_setzero_si256(), 0xaa);
+  }
+};
+
 struct Q6_KAvx512Dot {
   const MatmulTask& task;
+
+  // A super-block's lane sums against token block ak: isum of scale * q * a,
+  // offset of scale * bsums (the -32 comes off as 32 * offset).
+  static void token_vectors(const __m512i q[4], const __m512i scales[4], __m256i scales16,
+                            const BlockQ8_K& ak, __m512i& isum, __m256i& offset) {
+    isum = _mm512_setzero_si512();
+    for (int i = 0; i < 4; ++i) {
+      const __m512i p = _mm512_maddubs_epi16(q[i], _mm512_loadu_si512(ak.qs + 64 * i));
+      isum = _mm512_dpwssd_epi32(isum, p, scales[i]);
+    }
+    const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ak.bsums));
+    offset = _mm256_madd_epi16(bsums, scales16);
+  }
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
@@ -53,49 +77,22 @@ struct Q6_KAvx512Dot {
               _mm512_permutexvar_epi16(_mm512_add_epi16(pick_scale, first), all_scales);
         }
       }
-      const auto token_vectors = [&](const BlockQ8_K& ak, __m512i& isum, __m256i& offset) {
-        isum = _mm512_setzero_si512();
-        for (int i = 0; i < 4; ++i) {
-          const __m512i p = _mm512_maddubs_epi16(q[i], _mm512_loadu_si512(ak.qs + 64 * i));
-          isum = _mm512_dpwssd_epi32(isum, p, scales[i]);
-        }
-        const __m256i bsums = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(ak.bsums));
-        offset = _mm256_madd_epi16(bsums, scales16);
-      };
       if constexpr (NT == 1) {
         const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
         __m512i isum;
         __m256i offset_lanes;
-        token_vectors(a[0][b], isum, offset_lanes);
+        token_vectors(q, scales, scales16, a[0][b], isum, offset_lanes);
         int32_t dot = 0, offset = 0;
         avx512_hsum2_epi32(isum, offset_lanes, dot, offset);
         acc[0] = kquant_accumulate(acc[0], d, 0.0f, a[0][b].d, dot - 32 * offset, 0);
       } else {  // four tokens at a time share the reductions and products
-        for (int k0 = 0; k0 < NT; k0 += 4) {
-          __m512i isum[4];
-          __m256i offset[4];
-          uint32_t block_scales[4] = {};  // d, no min
-          float da[4] = {};
-          for (int i = 0; i < 4; ++i) {
-            isum[i] = _mm512_setzero_si512();
-            offset[i] = _mm256_setzero_si256();
-            if (k0 + i >= NT) continue;
-            token_vectors(a[k0 + i][b], isum[i], offset[i]);
-            block_scales[i] = blk.d;
-            da[i] = a[k0 + i][b].d;
-          }
-          // Lanes [dot, offset] per token -> [dot - 32 offset, 0]: the second
-          // lane's product is then (0 * da) * 0, the zero kquant_accumulate
-          // subtracts for a type without a min (its sign included).
-          const __m256i ints = avx512_reduce_four_pairs(isum, offset);
-          const __m256i totals = _mm256_blend_epi32(
-              _mm256_sub_epi32(ints, _mm256_slli_epi32(_mm256_srli_epi64(ints, 32), 5)),
-              _mm256_setzero_si256(), 0xaa);
-          alignas(32) float terms[8];
-          _mm256_store_ps(terms, avx512_kquant_terms(block_scales, da, totals));
-          for (int i = 0; i < 4 && k0 + i < NT; ++i)
-            acc[k0 + i] = kquant_accumulate_terms(acc[k0 + i], terms + 2 * i, 1);
-        }
+        avx512_fold_token_groups<NT, true>(
+            blk.d, acc,
+            [&](int k, __m512i& isum, __m256i& offset) {
+              token_vectors(q, scales, scales16, a[k][b], isum, offset);
+              return a[k][b].d;
+            },
+            Q6_KTotals{});
       }
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];

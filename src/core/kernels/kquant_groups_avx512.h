@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
+#include "core/kernels/kquant_accumulate.h"
 
 namespace kvforge {
 
@@ -48,5 +49,41 @@ static inline __m256 avx512_kquant_terms(const uint32_t scales[4], const float d
   __asm__("" : "+x"(terms));  // rounded here: never fused into the folding adds
   return terms;
 }
+
+// Folds one super-block into the accumulators of tokens [0, NT), four at a
+// time: sums(k, isum, msum) sets token k's lane sums (isum, and msum for the
+// min or offset term) and returns its activation scale; adjust maps the
+// reduced lanes [i0 m0 i1 m1 ...] to the integers whose products are
+// folded; d_dmin is the block's d | dmin << 16 as stored. With kMin the
+// fold is kquant_accumulate's (minus the second product), else
+// kquant_accumulate_scaled's, so acc gets the bits of token by token.
+template <int NT, bool kMin, class Sums, class Adjust>
+static inline void avx512_fold_token_groups(uint32_t d_dmin, float* acc, Sums&& sums,
+                                            Adjust&& adjust) {
+  for (int k0 = 0; k0 < NT; k0 += 4) {
+    __m512i isum[4];
+    __m256i msum[4];
+    uint32_t scales[4] = {};
+    float da[4] = {};
+    for (int i = 0; i < 4; ++i) {
+      isum[i] = _mm512_setzero_si512();
+      msum[i] = _mm256_setzero_si256();
+      if (k0 + i >= NT) continue;
+      da[i] = sums(k0 + i, isum[i], msum[i]);
+      scales[i] = d_dmin;
+    }
+    alignas(32) float terms[8];
+    _mm256_store_ps(terms,
+                    avx512_kquant_terms(scales, da, adjust(avx512_reduce_four_pairs(isum, msum))));
+    for (int i = 0; i < 4 && k0 + i < NT; ++i)
+      acc[k0 + i] = kMin ? kquant_accumulate_terms(acc[k0 + i], terms + 2 * i, 1)
+                         : kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
+  }
+}
+
+// adjust for avx512_fold_token_groups when the lanes are folded as they are.
+struct KquantLanesAsSummed {
+  __m256i operator()(__m256i ints) const { return ints; }
+};
 
 }  // namespace kvforge

@@ -72,29 +72,18 @@ static inline void q4_k_token_sums_avx512(const __m512i quants[4], const Q4_KSca
 }
 
 // Folds one super-block (d_dmin = its d | dmin << 16, as stored) into the
-// accumulators of tokens a[0 .. count), count <= 4: the lane sums and the
-// f32 products of the four pairs are formed together
-// (kquant_groups_avx512.h), then folded as kquant_accumulate folds them,
-// so acc gets the same bits as token by token.
-static inline void q4_k_fold_four_tokens_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
-                                                uint32_t d_dmin, const BlockQ8_K* const* a,
-                                                int count, float* acc) {
-  __m512i isum[4];
-  __m256i msum[4];
-  uint32_t scales[4] = {};
-  float da[4] = {};
-  for (int i = 0; i < 4; ++i) {
-    isum[i] = _mm512_setzero_si512();
-    msum[i] = _mm256_setzero_si256();
-    if (i < count) {
-      q4_k_token_vectors_avx512(quants, s, *a[i], isum[i], msum[i]);
-      scales[i] = d_dmin;
-      da[i] = a[i]->d;
-    }
-  }
-  alignas(32) float terms[8];
-  _mm256_store_ps(terms, avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, msum)));
-  for (int i = 0; i < count; ++i) acc[i] = kquant_accumulate_terms(acc[i], terms + 2 * i, 1);
+// accumulators of tokens a[0 .. NT) as kquant_accumulate folds it, four
+// tokens sharing their reductions (avx512_fold_token_groups).
+template <int NT>
+static inline void q4_k_fold_tokens_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
+                                           uint32_t d_dmin, const BlockQ8_K* const* a, float* acc) {
+  avx512_fold_token_groups<NT, true>(
+      d_dmin, acc,
+      [&](int k, __m512i& isum, __m256i& msum) {
+        q4_k_token_vectors_avx512(quants, s, *a[k], isum, msum);
+        return a[k]->d;
+      },
+      KquantLanesAsSummed{});
 }
 
 }  // namespace kvforge
