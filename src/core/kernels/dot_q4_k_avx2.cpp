@@ -40,16 +40,7 @@ struct Q4_KAvx2Dot {
               isum[k], q4_k_group_dot_avx2(lo, hi, sc_lo, sc_hi, a[k][b].qs + 64 * g));
         }
       }
-      if constexpr (NT == 1) {
-        const float d = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-        const float dmin = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
-        acc[0] = q4_k_fold_avx2(acc[0], isum[0], scales, a[0][b], d, dmin);
-      } else {  // the tile's tokens (at most 4) share the reductions and products
-        const BlockQ8_K* ak[NT];
-        for (int k = 0; k < NT; ++k) ak[k] = &a[k][b];
-        q4_k_fold_tokens_avx2(isum, NT, scales, ak, uint32_t(blk.d) | uint32_t(blk.dmin) << 16,
-                              acc);
-      }
+      q4_k_fold_block_avx2<NT>(isum, scales, blk, a, b, acc);
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }

@@ -33,18 +33,7 @@ struct Q4_KAvx512Dot {
             _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
         nibbles[g] = _mm512_and_si512(both, low4);  // [sub-block 2g | sub-block 2g+1]
       }
-      if constexpr (NT == 1) {
-        const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-        const float dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
-        int32_t total = 0, msum = 0;
-        q4_k_token_sums_avx512(nibbles, scales, a[0][b], total, msum);
-        acc[0] = kquant_accumulate(acc[0], d, dmin, a[0][b].d, total, msum);
-      } else {  // four tokens at a time share the reductions and products
-        const BlockQ8_K* ak[NT];
-        for (int k = 0; k < NT; ++k) ak[k] = &a[k][b];
-        q4_k_fold_tokens_avx512<NT>(nibbles, scales, uint32_t(blk.d) | uint32_t(blk.dmin) << 16, ak,
-                                    acc);
-      }
+      q4_k_fold_block_avx512<NT>(nibbles, scales, blk, a, b, acc);
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }

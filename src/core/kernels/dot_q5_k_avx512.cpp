@@ -45,18 +45,7 @@ struct Q5_KAvx512Dot {
         const __mmask64 high = _mm512_test_epi8_mask(qh, _mm512_slli_epi16(plane_bits, 2 * g));
         quants[g] = _mm512_mask_add_epi8(nibbles, high, nibbles, sixteen);
       }
-      if constexpr (NT == 1) {
-        const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-        const float dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
-        int32_t total = 0, msum = 0;
-        q4_k_token_sums_avx512(quants, scales, a[0][b], total, msum);
-        acc[0] = kquant_accumulate(acc[0], d, dmin, a[0][b].d, total, msum);
-      } else {  // four tokens at a time share the reductions and products
-        const BlockQ8_K* ak[NT];
-        for (int k = 0; k < NT; ++k) ak[k] = &a[k][b];
-        q4_k_fold_tokens_avx512<NT>(quants, scales, uint32_t(blk.d) | uint32_t(blk.dmin) << 16, ak,
-                                    acc);
-      }
+      q4_k_fold_block_avx512<NT>(quants, scales, blk, a, b, acc);
     }
     for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }

@@ -89,4 +89,22 @@ static inline void q4_k_fold_tokens_avx2(const __m256i* isum, int count, const Q
   for (int i = 0; i < count; ++i) acc[i] = kquant_accumulate_terms(acc[i], terms + 2 * i, 1);
 }
 
+// Folds one Q4_K or Q5_K super-block `blk` (isum: its scaled products with
+// each token, a[k] + b: token k's block) into the tile's accumulators: alone
+// for one token, else the tokens together (q4_k_fold_tokens_avx2).
+template <int NT, class Block>
+static inline void q4_k_fold_block_avx2(const __m256i* isum, const Q4_KScalesAvx2& s,
+                                        const Block& blk, const BlockQ8_K* const* a, int64_t b,
+                                        float* acc) {
+  if constexpr (NT == 1) {
+    const float d = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+    const float dmin = avx2_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
+    acc[0] = q4_k_fold_avx2(acc[0], isum[0], s, a[0][b], d, dmin);
+  } else {
+    const BlockQ8_K* ak[NT];
+    for (int k = 0; k < NT; ++k) ak[k] = &a[k][b];
+    q4_k_fold_tokens_avx2(isum, NT, s, ak, uint32_t(blk.d) | uint32_t(blk.dmin) << 16, acc);
+  }
+}
+
 }  // namespace kvforge

@@ -86,4 +86,24 @@ static inline void q4_k_fold_tokens_avx512(const __m512i quants[4], const Q4_KSc
       KquantLanesAsSummed{});
 }
 
+// Folds one Q4_K or Q5_K super-block `blk` (its rebuilt quants; a[k] + b:
+// token k's block) into the tile's accumulators: alone for one token, else
+// four tokens at a time (q4_k_fold_tokens_avx512).
+template <int NT, class Block>
+static inline void q4_k_fold_block_avx512(const __m512i quants[4], const Q4_KScalesAvx512& s,
+                                          const Block& blk, const BlockQ8_K* const* a, int64_t b,
+                                          float* acc) {
+  if constexpr (NT == 1) {
+    const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+    const float dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
+    int32_t total = 0, msum = 0;
+    q4_k_token_sums_avx512(quants, s, a[0][b], total, msum);
+    acc[0] = kquant_accumulate(acc[0], d, dmin, a[0][b].d, total, msum);
+  } else {
+    const BlockQ8_K* ak[NT];
+    for (int k = 0; k < NT; ++k) ak[k] = &a[k][b];
+    q4_k_fold_tokens_avx512<NT>(quants, s, uint32_t(blk.d) | uint32_t(blk.dmin) << 16, ak, acc);
+  }
+}
+
 }  // namespace kvforge
