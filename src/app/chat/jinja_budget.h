@@ -25,10 +25,10 @@ class Value;
 
 struct RenderLimits {
   size_t max_output_bytes = 8u << 20;
-  // The largest real template measured (tests/app/chat_budget_test.cpp: the
-  // templates of ../shared/testdata/chat-templates with tools and a 64 KiB
-  // conversation) needs under 0.1 % of either limit; a full 8 MiB request
-  // body under a third of the bytes. 200 M units take at most ~2 s.
+  // Orders of magnitude above what the real templates of
+  // ../shared/testdata/chat-templates need with tools and a 64 KiB
+  // conversation (tests/app/chat_budget_test.cpp checks the margin), and
+  // small enough that a render that exhausts them ends within seconds.
   int64_t max_work = 200'000'000;
   size_t max_alloc_bytes = 256u << 20;
   int max_call_depth = 32;  // nested macro calls

@@ -59,7 +59,7 @@ struct ModelShape {
   // llama-7b, llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b,
   // tinyllama-1.1b, llama-3.1-8b, qwen3-8b, gemma-2-2b, gemma-3-4b,
   // phi-3-mini, small, tiny. nullopt for unknown names. (Gemma's four norm
-  // vectors per layer count as two: 0.01% of its parameters.)
+  // vectors per layer count as two: too few parameters to matter.)
   static std::optional<ModelShape> preset(const std::string& name);
   static std::vector<std::string> preset_names();
   static ModelShape from_config(const ModelConfig& config);
