@@ -27,25 +27,24 @@ TextEngine::Branch::Branch(const Tokenizer& t, const std::vector<std::string>& s
 TextEngine::TextEngine(const Model& model, Tokenizer tokenizer, ThreadPool& pool,
                        EngineOptions options)
     : tokenizer_(std::move(tokenizer)) {
-  auto paged =
-      std::make_unique<PagedBackend>(model, pool, with_eos(std::move(options), tokenizer_));
-  paged_ = paged.get();
-  backend_ = std::move(paged);
+  backend_ = std::make_unique<PagedBackend>(model, pool, with_eos(std::move(options), tokenizer_));
+  paged_ = backend_->paged_engine();
 }
 
 TextEngine::TextEngine(Tokenizer tokenizer, std::unique_ptr<GenerationBackend> backend)
     : tokenizer_(std::move(tokenizer)), backend_(std::move(backend)) {
   if (!backend_) throw std::invalid_argument("TextEngine: no backend");
+  paged_ = backend_->paged_engine();
 }
 
 Engine& TextEngine::engine() {
   if (!paged_) throw std::logic_error("TextEngine::engine(): this engine runs the static slots");
-  return paged_->engine();
+  return *paged_;
 }
 
 const Engine& TextEngine::engine() const {
   if (!paged_) throw std::logic_error("TextEngine::engine(): this engine runs the static slots");
-  return paged_->engine();
+  return *paged_;
 }
 
 RequestId TextEngine::add(std::string_view prompt, const SamplingParams& params,

@@ -107,7 +107,7 @@ class TextEngine {
 
   Tokenizer tokenizer_;
   std::unique_ptr<GenerationBackend> backend_;
-  PagedBackend* paged_ = nullptr;  // backend_ when it is the paged Engine
+  Engine* paged_ = nullptr;  // the paged Engine under backend_, if that is what it runs
   std::unordered_map<RequestId, Request> requests_;
 };
 

@@ -40,6 +40,8 @@ class GenerationBackend {
   // engine cuts long prompts (the static pipeline under truncate-left keeps
   // the last max_prompt_len).
   virtual int32_t prompt_tokens_kept(int32_t n) const { return n; }
+  // The paged Engine underneath, or null (the static slots).
+  virtual Engine* paged_engine() { return nullptr; }
 };
 
 // The paged batching Engine behind the interface; owns it.
@@ -58,6 +60,7 @@ class PagedBackend final : public GenerationBackend {
   bool has_unfinished() const override { return engine_.has_unfinished(); }
   EngineStats stats() const override { return engine_.stats(); }
   int32_t max_sequence_tokens() const override { return engine_.max_sequence_tokens(); }
+  Engine* paged_engine() override { return &engine_; }
 
   Engine& engine() { return engine_; }
   const Engine& engine() const { return engine_; }
