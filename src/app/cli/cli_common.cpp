@@ -95,8 +95,15 @@ void check_context_size(const ModelConfig& c, int ctx, const char* flag) {
                flag, ctx, trained, trained);
 }
 
-LoadedModel load_model(const ModelFlags& flags, Communicator* comm) {
-  LoadedModel loaded = load_model(flags.model, comm);
+void ModelFlags::add_tp_flag(CLI::App& app) {
+  app.add_option("--tp", tp,
+                 "tensor-parallel ranks (mpirun -np N kvforge ...); 0 = the processes mpirun "
+                 "started")
+      ->capture_default_str();
+}
+
+LoadedModel load_model(const ModelFlags& flags) {
+  LoadedModel loaded = load_model(flags.model, tensor_parallel_world(flags.tp));
   flags.loading.lock_memory();
   return loaded;
 }
@@ -121,12 +128,25 @@ Communicator* tensor_parallel_world(int tp) {
           "MPI with scripts/setup.sh and rebuild for tensor parallelism)");
     throw std::invalid_argument("--tp " + std::to_string(tp) + " needs " + std::to_string(tp) +
                                 " processes: launch it as mpirun -np " + std::to_string(tp) +
-                                " kvforge run ...");
+                                " kvforge ...");
   }
   if (tp != n)
     throw std::invalid_argument("--tp " + std::to_string(tp) + ", but mpirun started " +
                                 std::to_string(n) + " processes: they must be the same");
   return n > 1 ? &world() : nullptr;
+}
+
+std::string describe_tp(const Model& model) {
+  if (model.tp() == 1) return "";
+  return ", tensor parallel over " + std::to_string(model.tp()) + " ranks (" +
+         std::to_string(model.rank_config().n_kv_head) + " KV heads each)";
+}
+
+void broadcast_tokens(Communicator& comm, std::vector<int32_t>& tokens) {
+  uint64_t n = tokens.size();
+  comm.broadcast(&n, sizeof n, 0);
+  tokens.resize(n);
+  if (n) comm.broadcast(tokens.data(), n * sizeof(int32_t), 0);
 }
 
 LoadedModel load_model(const std::string& model_flag, Communicator* comm) {

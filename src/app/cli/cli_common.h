@@ -30,6 +30,7 @@ std::string read_text_file(const std::filesystem::path& path);
 struct ModelFlags {
   std::string model;  // empty: the default model
   int threads = default_threads();
+  int tp = 0;  // tensor-parallel ranks; 0 = the processes mpirun started
   LlamaLoadFlags loading;
 
   void add_model_flag(CLI::App& app,
@@ -37,6 +38,8 @@ struct ModelFlags {
   // -t N, N >= 1; -t -1 = every hardware thread (llama.cpp's meaning); more
   // threads than the machine has warns. Anything else is refused, naming -t.
   void add_threads_flag(CLI::App& app, const std::string& help = "threads");
+  // --tp N, for the commands that run tensor-parallel under mpirun.
+  void add_tp_flag(CLI::App& app);
 };
 
 // The processes of this run (main() sets it: MPI's world under mpirun, else
@@ -59,11 +62,21 @@ struct LoadedModel {
   std::unique_ptr<Model> model;
   Tokenizer tokenizer;
 };
+// ", tensor parallel over N ranks (K KV heads each)", or "" on one process.
+std::string describe_tp(const Model& model);
+// Rank 0's `tokens` on every rank (a size, then the ids).
+void broadcast_tokens(Communicator& comm, std::vector<int32_t>& tokens);
+
 // Resolves `model_flag` (resolve_model_path) and loads the model and its
 // tokenizer; with `comm`, this rank's share of it (Model::load).
 LoadedModel load_model(const std::string& model_flag, Communicator* comm = nullptr);
-// The same for -m, then --mlock.
-LoadedModel load_model(const ModelFlags& flags, Communicator* comm = nullptr);
+// The same for -m (this rank's share under mpirun, checked against --tp), then --mlock.
+LoadedModel load_model(const ModelFlags& flags);
+
+// Thrown on ranks other than 0 of a tensor-parallel run once they have
+// followed rank 0's engine to its end (make_paged_engine): they have no
+// output of their own, so main() ends them quietly with status 0.
+struct FollowerFinished {};
 
 // -n/--n-predict of run, chat and batch: N >= 1 tokens, or -1 = until done
 // (an end-of-generation token or the full context). 0 and other negatives

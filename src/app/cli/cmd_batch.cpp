@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "app/cli/cli_common.h"
+#include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
@@ -65,15 +66,15 @@ void print_totals(const std::vector<std::vector<BranchResult>>& results, const E
 
 void batch(const BatchFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
-  const auto path = resolve_model_path(f.model);
-  const auto model = Model::load(path);
-  f.loading.lock_memory();
+  const auto [path, model, tokenizer] = load_model(f);
   check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
+  // Ranks other than 0 follow rank 0's engine inside make_paged_engine and end there.
+  const CommandEngine made = make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
+  TextEngine& engine = *made.engine;
   const std::vector<std::string> prompts = read_prompts(f.prompt_file);
-  ThreadPool pool(f.threads);
-  TextEngine engine(*model, Tokenizer::from_gguf(model->file()), pool, f.engine.to_options());
-  std::fprintf(stderr, "model %s: %d layers, n_embd %d, %d threads; %s\n", path.filename().c_str(),
-               model->config().n_layer, model->config().n_embd, pool.size(),
+  std::fprintf(stderr, "model %s: %d layers, n_embd %d, %d threads%s; %s\n",
+               path.filename().c_str(), model->config().n_layer, model->config().n_embd,
+               made.pool->size(), describe_tp(*model).c_str(),
                describe_engine(engine.engine(), f.engine.kv.describe()).c_str());
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -135,6 +136,7 @@ void add_batch_command(CLI::App& app) {
   sub->add_option("--samples", flags->samples, "outputs per prompt (parallel sampling, n)")
       ->capture_default_str();
   flags->add_threads_flag(*sub);
+  flags->add_tp_flag(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   flags->engine.add_to(*sub);
   flags->sampling.add_to(*sub);

@@ -360,7 +360,8 @@ void validate(const BenchFlags& f) {
 void bench(BenchFlags f) {
   validate(f);
   f.model = resolve_model_path(f.model).string();
-  const auto model = Model::load(f.model);
+  // Under mpirun every rank runs the same deterministic tests on its share.
+  const auto model = Model::load(f.model, tensor_parallel_world(f.tp));
   f.loading.lock_memory();
   const KvFormat kv = f.kv.format();
   const CostModel cost(*model, kv);
@@ -402,6 +403,7 @@ void add_bench_command(CLI::App& app) {
   sub->add_option("-n,--n-gen", f->n_gen, "decode test length in tokens (0: skip)")
       ->capture_default_str();
   f->add_threads_flag(*sub);
+  f->add_tp_flag(*sub);
   sub->add_option("-r,--repetitions", f->repetitions, "timed runs per test, after one warm-up")
       ->capture_default_str();
   sub->add_option("-b,--batch-size", f->batch, "tokens per prefill forward pass")

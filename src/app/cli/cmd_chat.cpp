@@ -277,6 +277,7 @@ void add_chat_command(CLI::App& app) {
                   "Jinja chat template file (default: the model's)");
   add_n_predict_flag(*sub, f->n_predict, "largest reply in tokens");
   f->add_threads_flag(*sub);
+  f->add_tp_flag(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);
   f->sampling.add_to(*sub);

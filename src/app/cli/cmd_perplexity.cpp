@@ -20,8 +20,11 @@ struct PerplexityFlags : ModelFlags {
 
 void perplexity(const PerplexityFlags& f) {
   const auto [path, model, tokenizer] = load_model(f);
-  const std::vector<int32_t> tokens =
-      tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
+  // Under mpirun rank 0 reads the text and every rank evaluates it in lockstep.
+  std::vector<int32_t> tokens;
+  if (model->communicator().rank() == 0)
+    tokens = tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
+  broadcast_tokens(model->communicator(), tokens);
   const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);
   ThreadPool pool(f.threads);
   SequenceRunner runner(*model, pool, {.n_ctx = window, .max_batch = f.batch, .kv_format = {}});
@@ -49,6 +52,7 @@ void add_perplexity_command(CLI::App& app) {
   sub->add_option("-c,--ctx-size", f->ctx, "window length in tokens; 0 = min(train ctx, 512)")
       ->capture_default_str();
   f->add_threads_flag(*sub);
+  f->add_tp_flag(*sub);
   sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
   sub->callback([f] { perplexity(*f); });
 }

@@ -4,7 +4,6 @@
 // static pipeline (then also the generate variants its steps used).
 #include <cstdio>
 #include <memory>
-#include <random>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
@@ -23,7 +22,6 @@ struct RunFlags : ModelFlags {
   int n_predict = 128;
   int ctx = 0;
   int batch = 512;
-  int tp = 0;  // tensor-parallel ranks; 0 = the processes mpirun started
   KvTypeFlags kv;
   bool no_bos = false;
   bool quiet = false;
@@ -85,34 +83,21 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
     std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s%s\n",
                  path.filename().c_str(), model.config().arch_name.c_str(), model.config().n_layer,
                  model.config().n_embd, e.pool->size(), ctx, f.kv.describe().c_str(),
-                 model.tp() > 1
-                     ? (", tensor parallel over " + std::to_string(model.tp()) + " ranks (" +
-                        std::to_string(model.rank_config().n_kv_head) + " KV heads each)")
-                           .c_str()
-                     : "");
+                 describe_tp(model).c_str());
   return e;
 }
 
-// Under tensor parallelism every rank samples the same logits in lockstep,
-// so all must use one seed: rank 0's.
-void share_seed(SamplingParams& params, Communicator& comm) {
-  uint64_t seed = params.seed ? *params.seed : std::random_device{}();
-  comm.broadcast(&seed, sizeof seed, 0);
-  params.seed = seed;
-}
-
 void run(const RunFlags& f) {
-  SamplingParams params = f.sampling.to_params(f.n_predict);
-  Communicator* comm = tensor_parallel_world(f.tp);
-  if (comm && f.static_flags.active())
+  const SamplingParams params = f.sampling.to_params(f.n_predict);
+  if (tensor_parallel_world(f.tp) && f.static_flags.active())
     throw std::invalid_argument("--static/--plan: the static pipeline runs on one process; " +
                                 std::string("tensor parallelism (--tp) needs the paged engine"));
-  if (comm) share_seed(params, *comm);
-  const auto [path, model, tokenizer] = load_model(f, comm);
+  const auto [path, model, tokenizer] = load_model(f);
+  // Ranks other than 0 follow rank 0's engine inside make_engine and end there.
+  const CommandEngine engine = make_engine(f, *model, tokenizer, path);
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
-  const CommandEngine engine = make_engine(f, *model, tokenizer, path);
   std::fputs(prompt.c_str(), stdout);
   std::fflush(stdout);
   const GenerationResult r = generate(*engine.engine, tokens, params, [](std::string_view s) {
@@ -141,10 +126,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-b,--batch-size", flags->batch, "prompt tokens per forward pass")
       ->capture_default_str();
-  sub->add_option("--tp", flags->tp,
-                  "tensor-parallel ranks (mpirun -np N kvforge run ...); 0 = the processes "
-                  "mpirun started")
-      ->capture_default_str();
+  flags->add_tp_flag(*sub);
   flags->kv.add_to(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   sub->add_flag("-q,--quiet", flags->quiet, "print only the text");

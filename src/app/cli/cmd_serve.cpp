@@ -192,6 +192,7 @@ void add_serve_command(CLI::App& app) {
                   "access log, one line per request on stderr: text or json")
       ->capture_default_str();
   sub->add_flag("--no-access-log", f->no_access_log, "do not log each request");
+  f->add_tp_flag(*sub);
   f->add_threads_flag(*sub, "compute threads");
   f->engine.add_to(*sub);
   sub->add_option("--max-queue", f->max_queue,

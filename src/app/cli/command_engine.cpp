@@ -1,6 +1,10 @@
 #include "app/cli/command_engine.h"
 
 #include <cstdio>
+#include <stdexcept>
+
+#include "app/cli/cli_common.h"
+#include "engine/lockstep/lockstep_backend.h"
 
 namespace kvforge::cli {
 
@@ -8,13 +12,30 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
                                 EngineOptions options) {
   CommandEngine out;
   out.pool = std::make_unique<ThreadPool>(threads);
-  out.engine = std::make_unique<TextEngine>(model, tokenizer, *out.pool, std::move(options));
+  if (model.tp() == 1) {
+    out.engine = std::make_unique<TextEngine>(model, tokenizer, *out.pool, std::move(options));
+    return out;
+  }
+  // Tensor parallel: every rank runs this engine; rank 0 leads, the others follow it.
+  if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
+  auto own = std::make_unique<PagedBackend>(model, *out.pool, std::move(options));
+  Communicator& comm = model.communicator();
+  if (comm.rank() != 0) {
+    follow_leader(*own, comm);
+    throw FollowerFinished{};
+  }
+  out.engine = std::make_unique<TextEngine>(tokenizer,
+                                            std::make_unique<LockstepLeader>(std::move(own), comm));
   return out;
 }
 
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
                                  bool reuse_slots) {
+  if (model.tp() > 1)
+    throw std::invalid_argument(
+        "--static/--plan: the static pipeline runs on one process; tensor parallelism (--tp) "
+        "needs the paged engine");
   const OverflowPolicy overflow = flags.overflow_policy();
   StaticPlans prepared = prepare_static_plans(flags, model, kv, threads);
   CommandEngine out;

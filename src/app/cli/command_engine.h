@@ -31,7 +31,10 @@ struct CommandEngine {
 };
 
 // The paged engine on a pool of `threads`; EngineOptions::eos_token_ids
-// comes from the tokenizer when empty.
+// comes from the tokenizer when empty. Tensor parallel (model.tp() > 1):
+// on rank 0 an engine that leads the others (engine/lockstep/); on the
+// other ranks it follows rank 0's engine to its end, then throws
+// FollowerFinished instead of returning.
 CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, int threads,
                                 EngineOptions options);
 // The plans of prepare_static_plans run by a StaticBatchEngine on a pool of

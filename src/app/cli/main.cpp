@@ -1,7 +1,9 @@
 // kvforge: one executable, one subcommand per job.
+#include <pthread.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -40,12 +42,30 @@ FILE* silence_output() {
   return out ? out : stderr;
 }
 
+// Whether the subcommand can run on several ranks (the others would each
+// act alone, printing or writing files once per rank).
+bool runs_tensor_parallel(int argc, char** argv) {
+  if (argc < 2) return false;
+  for (const char* name : {"run", "batch", "chat", "serve", "bench", "perplexity"})
+    if (std::strcmp(argv[1], name) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   // Under mpirun every rank runs this executable; MPI starts here and ends
   // when `world` is destroyed.
+  // The threads MPI starts inherit SIGINT and SIGTERM blocked, so that those
+  // reach this thread (or the server's signal waiter) and not a thread of
+  // MPI's, where they would kill the process before the server can drain.
+  sigset_t stop_signals, old_mask;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
   std::unique_ptr<kvforge::Communicator> world = kvforge::make_world_communicator(&argc, &argv);
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   kvforge::cli::set_world(world.get());
   FILE* errors = world->rank() == 0 ? stderr : silence_output();
   // An error on one rank ends every rank: the others would wait for it forever.
@@ -60,8 +80,9 @@ int main(int argc, char** argv) {
     if (world->size() > 1) world->abort(1);
     return 1;
   };
-  if (world->size() > 1 && (argc < 2 || std::strcmp(argv[1], "run") != 0))
-    return fail("under mpirun only `kvforge run` runs tensor-parallel so far");
+  if (world->size() > 1 && !runs_tensor_parallel(argc, argv))
+    return fail(
+        "under mpirun only run, batch, chat, serve, bench and perplexity run tensor-parallel");
 
   CLI::App app{"kvforge: LLaMA-family inference engine (GGUF models)", "kvforge"};
   app.require_subcommand(1);
@@ -92,6 +113,8 @@ int main(int argc, char** argv) {
     app.parse(int(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const kvforge::cli::FollowerFinished&) {
+    return 0;
   } catch (const std::exception& e) {
     return fail(e.what());
   }

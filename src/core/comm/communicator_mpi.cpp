@@ -14,7 +14,10 @@ class MpiCommunicator final : public Communicator {
  public:
   MpiCommunicator(int* argc, char*** argv) {
     int provided = 0;
-    check(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided), "MPI_Init_thread");
+    check(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw std::runtime_error("MPI_Init_thread: this MPI provides thread level " +
+                               std::to_string(provided) + ", below MPI_THREAD_SERIALIZED");
     check(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
     check(MPI_Comm_rank(MPI_COMM_WORLD, &rank_), "MPI_Comm_rank");
     check(MPI_Comm_size(MPI_COMM_WORLD, &size_), "MPI_Comm_size");

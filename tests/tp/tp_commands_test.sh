@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# The commands beyond `run` under mpirun, on a tiny random model: one
+# scheduler for all ranks (rank 0 leads, the others follow its engine in
+# lockstep; engine/lockstep/). batch with prefix-cache hits and preemption
+# (a small pool), chat and perplexity print the same bytes at 1, 2 and 4
+# ranks as one process; bench runs; serve under mpirun -np 2 answers an
+# OpenAI completion as one process does and stops cleanly on SIGTERM.
+# usage: tp_commands_test.sh path/to/kvforge path/to/mpirun work_dir
+# Exits 77 (skipped) when kvforge was built without MPI.
+set -euo pipefail
+kv="$(realpath "$1")"
+mpirun="$2"
+work="$3"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -x "$mpirun" ] || { echo "SKIP: kvforge was built without MPI"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+  "$mpirun" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
+
+"$kv" make-model -o m.gguf --preset tiny --n-layer 2 --n-embd 64 --n-head 4 --n-kv-head 4 \
+  2>/dev/null
+printf '%s\n' "Hello there, how are you today my friend" "Hello there, how are you doing" \
+  "Once upon a time" "The quick brown fox jumps over" >prompts.txt
+for _ in 1 2 3 4 5 6; do cat prompts.txt; done >text.txt
+
+# Timings differ from run to run; everything else must not.
+untimed() { grep -vE "tok/s|ms |first token" "$1" | sed -E 's/[0-9.]+ s\)/s)/'; }
+same_at_every_tp() {  # name, then the command's arguments
+  local name=$1
+  shift
+  "$kv" "$@" >"$name.1" 2>"$name.1.err" || { cat "$name.1.err" >&2; fail "$name: one process"; }
+  for np in 2 4; do
+    timeout 60 "${mpi[@]}" -np "$np" "$kv" "$@" <"${stdin:-/dev/null}" >"$name.$np" \
+      2>"$name.$np.err" || { cat "$name.$np.err" >&2; fail "$name: mpirun -np $np"; }
+    cmp -s <(untimed "$name.1") <(untimed "$name.$np") ||
+      { diff <(untimed "$name.1") <(untimed "$name.$np") | head >&2; fail "$name: tp=$np differs"; }
+    echo "$name: tp=$np prints what one process prints"
+  done
+}
+
+same_at_every_tp batch batch -m m.gguf -f prompts.txt -n 24 --temp 0 -t 1 --block-size 4 \
+  --kv-blocks 40 --max-seqs 4 --max-batched-tokens 16 --ignore-eos
+grep -qE "[1-9][0-9]* preemptions" batch.1 || fail "batch: no preemption"
+grep -qE "prefix cache: [1-9][0-9]* hits" batch.1 || fail "batch: no prefix-cache hit"
+same_at_every_tp perplexity perplexity -m m.gguf -f text.txt -c 64 -t 1
+printf 'Hello\nHow are you\n' >chat.in
+stdin=chat.in same_at_every_tp chat chat -m m.gguf --temp 0 -n 8 -t 1 <chat.in
+timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 >bench.2 2>bench.2.err ||
+  { cat bench.2.err >&2; fail "bench under mpirun -np 2"; }
+grep -q "^| tg8" bench.2 || fail "bench: no tg8 row"
+
+# serve: the same completion as one process; SIGTERM to rank 0 stops the
+# server, which tells the other rank, and the run ends with status 0.
+complete() {  # port; prints the completion without its id and timestamp
+  curl -sf "localhost:$1/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"prompt":"Hello there","max_tokens":16,"temperature":0}' | jq -c 'del(.id, .created)'
+}
+wait_up() { for _ in $(seq 100); do curl -sf "localhost:$1/health" >/dev/null && return; sleep 0.1; done; fail "no server on $1"; }
+port=$((20000 + RANDOM % 20000))
+"$kv" serve -m m.gguf --port "$port" -t 1 2>serve.1.err &
+one=$!
+wait_up "$port"
+complete "$port" >serve.1
+kill -TERM "$one" && wait "$one"
+timeout 60 "${mpi[@]}" -np 2 "$kv" serve -m m.gguf --port "$port" -t 1 2>serve.2.err &
+launcher=$!
+wait_up "$port"
+complete "$port" >serve.2
+cmp -s serve.1 serve.2 || { cat serve.1 serve.2 >&2; fail "serve: tp=2 answers differently"; }
+rank0=""
+for pid in $(pgrep -P "$(pgrep -P "$launcher" | head -1)"); do
+  grep -qz "^OMPI_COMM_WORLD_RANK=0$" "/proc/$pid/environ" && rank0=$pid
+done
+[ -n "$rank0" ] || fail "no rank 0 found"
+kill -TERM "$rank0"
+wait "$launcher" || { cat serve.2.err >&2; fail "serve under mpirun did not exit cleanly on SIGTERM"; }
+grep -q "stopped" serve.2.err || fail "serve: no 'stopped' line"
+echo "serve: tp=2 answers as one process and stops cleanly on SIGTERM"
+echo "ok"
