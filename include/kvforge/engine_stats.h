@@ -40,6 +40,12 @@ struct EngineStats {
   double weight_matmul_seconds = 0;
   double output_matmul_seconds = 0;
   double attention_seconds = 0;
+  // Tensor parallel only (0 on one process): this rank's collectives since
+  // the run began (core/comm/communicator.h: CommStats), step messages included.
+  int64_t comm_messages = 0;
+  int64_t comm_bytes_sent = 0;
+  int64_t comm_bytes_received = 0;
+  double comm_seconds = 0;
 };
 
 }  // namespace kvforge

@@ -281,6 +281,11 @@ EngineStats Engine::stats() const {
   s.weight_matmul_seconds = f.weight_matmuls;
   s.output_matmul_seconds = f.output_matmul;
   s.attention_seconds = f.attention;
+  const CommStats c = m.model.communicator().stats();
+  s.comm_messages = c.messages;
+  s.comm_bytes_sent = c.bytes_sent;
+  s.comm_bytes_received = c.bytes_received;
+  s.comm_seconds = c.seconds;
   return s;
 }
 

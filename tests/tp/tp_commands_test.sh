@@ -3,8 +3,9 @@
 # scheduler for all ranks (rank 0 leads, the others follow its engine in
 # lockstep; engine/lockstep/). batch with prefix-cache hits and preemption
 # (a small pool), chat and perplexity print the same bytes at 1, 2 and 4
-# ranks as one process; bench runs; serve under mpirun -np 2 answers an
-# OpenAI completion as one process does and stops cleanly on SIGTERM.
+# ranks as one process; bench runs and reports its communication; serve
+# under mpirun -np 2 answers an OpenAI completion as one process does,
+# counts its collectives in /metrics and stops cleanly on SIGTERM.
 # usage: tp_commands_test.sh path/to/kvforge path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
@@ -50,6 +51,8 @@ stdin=chat.in same_at_every_tp chat chat -m m.gguf --temp 0 -n 8 -t 1 <chat.in
 timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 >bench.2 2>bench.2.err ||
   { cat bench.2.err >&2; fail "bench under mpirun -np 2"; }
 grep -q "^| tg8" bench.2 || fail "bench: no tg8 row"
+grep -qE "^tg8 +[0-9.]+ messages/token, .* ms/step in collectives" bench.2 ||
+  { cat bench.2 >&2; fail "bench: no communication line"; }
 
 # serve: the same completion as one process; SIGTERM to rank 0 stops the
 # server, which tells the other rank, and the run ends with status 0.
@@ -69,6 +72,9 @@ launcher=$!
 wait_up "$port"
 complete "$port" >serve.2
 cmp -s serve.1 serve.2 || { cat serve.1 serve.2 >&2; fail "serve: tp=2 answers differently"; }
+curl -sf "localhost:$port/metrics" >metrics.2
+grep -qE "^kvforge_tp_messages_total [1-9]" metrics.2 || fail "/metrics: no tensor-parallel messages"
+grep -qE "^kvforge_tp_communication_seconds_total [0-9]" metrics.2 || fail "/metrics: no comm time"
 rank0=""
 for pid in $(pgrep -P "$(pgrep -P "$launcher" | head -1)"); do
   grep -qz "^OMPI_COMM_WORLD_RANK=0$" "/proc/$pid/environ" && rank0=$pid

@@ -123,20 +123,50 @@ std::vector<int32_t> bench_tokens(int n, int32_t n_vocab) {
   return t;
 }
 
-double time_prefill(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n) {
-  runner.reset();
+// Tensor parallel: this rank's collectives over a test's timed runs.
+struct CommUse {
+  int64_t tokens = 0, steps = 0;
+  CommStats comm;
+  double seconds = 0;  // the timed runs' wall time
+};
+
+// A timed run: starts when every rank is ready (the ranks' bandwidth probes
+// end at different times), and adds its tokens, steps, time and
+// collectives (the start's sync excluded) to `use`.
+template <class Run>
+double timed(Communicator& comm, CommUse& use, int64_t tokens, int64_t steps, Run run) {
+  uint64_t ready = 0;
+  if (comm.size() > 1) comm.broadcast(&ready, sizeof ready, 0);
+  const CommStats before = comm.stats();
   const auto t0 = std::chrono::steady_clock::now();
-  runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n)));
-  return seconds_since(t0);
+  run();
+  const double s = seconds_since(t0);
+  const CommStats after = comm.stats();
+  use.tokens += tokens;
+  use.steps += steps;
+  use.seconds += s;
+  use.comm.messages += after.messages - before.messages;
+  use.comm.bytes_sent += after.bytes_sent - before.bytes_sent;
+  use.comm.bytes_received += after.bytes_received - before.bytes_received;
+  use.comm.seconds += after.seconds - before.seconds;
+  return s;
+}
+
+double time_prefill(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n, int batch,
+                    CommUse& use) {
+  runner.reset();
+  return timed(runner.model().communicator(), use, n, (n + batch - 1) / batch,
+               [&] { runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n))); });
 }
 
 // n decodes after `n_past` cached tokens (filled, untimed, by a prefill).
-double time_decodes(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n_past, int n) {
+double time_decodes(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n_past, int n,
+                    CommUse& use) {
   runner.reset();
   if (n_past > 0) runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n_past)));
-  const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < n; ++i) runner.decode(tokens[size_t(n_past + i)]);
-  return seconds_since(t0);
+  return timed(runner.model().communicator(), use, n, n, [&] {
+    for (int i = 0; i < n; ++i) runner.decode(tokens[size_t(n_past + i)]);
+  });
 }
 
 struct TestResult {
@@ -146,6 +176,7 @@ struct TestResult {
   double bytes_per_token = 0;     // tg: mean bytes read per token
   double flops = 0;               // pp: FLOPs of one run
   std::vector<double> bandwidth;  // tg: bytes/s probed just before each repetition
+  CommUse comm;                   // tensor parallel: rank 0's collectives
 };
 
 struct SweepPoint {
@@ -162,12 +193,13 @@ void show_progress(ProgressLine& line, const char* what, int done, int total) {
 TestResult run_pp(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
                   const std::vector<int32_t>& tokens) {
   TestResult r{"pp" + std::to_string(f.n_prompt), f.n_prompt, {}, 0,
-               cost.prefill_flops(f.n_prompt),    {}};
+               cost.prefill_flops(f.n_prompt),    {},         {}};
   ProgressLine line;
   show_progress(line, r.name.c_str(), 0, f.repetitions);
-  time_prefill(runner, tokens, f.n_prompt);  // warm-up
+  CommUse warm_up;
+  time_prefill(runner, tokens, f.n_prompt, f.batch, warm_up);
   for (int i = 0; i < f.repetitions; ++i) {
-    r.tok_per_s.push_back(f.n_prompt / time_prefill(runner, tokens, f.n_prompt));
+    r.tok_per_s.push_back(f.n_prompt / time_prefill(runner, tokens, f.n_prompt, f.batch, r.comm));
     show_progress(line, r.name.c_str(), i + 1, f.repetitions);
   }
   return r;
@@ -177,14 +209,15 @@ TestResult run_pp(const BenchFlags& f, SequenceRunner& runner, const CostModel& 
 // its roofline is the bandwidth of the moment, not of the start of the run.
 TestResult run_tg(const BenchFlags& f, SequenceRunner& runner, const CostModel& cost,
                   const std::vector<int32_t>& tokens, ReadBandwidthProbe& probe) {
-  TestResult r{"tg" + std::to_string(f.n_gen), f.n_gen, {}, 0, 0, {}};
+  TestResult r{"tg" + std::to_string(f.n_gen), f.n_gen, {}, 0, 0, {}, {}};
   for (int p = 0; p < f.n_gen; ++p) r.bytes_per_token += cost.decode_bytes(p) / f.n_gen;
   ProgressLine line;
   show_progress(line, r.name.c_str(), 0, f.repetitions);
-  time_decodes(runner, tokens, 0, std::min(f.n_gen, 16));  // warm-up
+  CommUse warm_up;
+  time_decodes(runner, tokens, 0, std::min(f.n_gen, 16), warm_up);
   for (int i = 0; i < f.repetitions; ++i) {
     r.bandwidth.push_back(std::max(probe.pass(), probe.pass()));
-    r.tok_per_s.push_back(f.n_gen / time_decodes(runner, tokens, 0, f.n_gen));
+    r.tok_per_s.push_back(f.n_gen / time_decodes(runner, tokens, 0, f.n_gen, r.comm));
     show_progress(line, r.name.c_str(), i + 1, f.repetitions);
   }
   return r;
@@ -258,12 +291,46 @@ Roofline roofline_of(const TestResult& t) {
   return l;
 }
 
+// Tensor parallel: per token and per step, what rank 0's collectives moved and took.
+void print_comm(const Model& model, const std::vector<TestResult>& tests) {
+  if (model.tp() == 1) return;
+  std::printf(
+      "\ncommunication, rank 0 of %d (time in collectives includes waiting for the others)\n",
+      model.tp());
+  for (const TestResult& t : tests) {
+    const CommUse& u = t.comm;
+    if (u.tokens == 0 || u.steps == 0) continue;
+    const double tok = double(u.tokens);
+    std::printf(
+        "%-6s %.1f messages/token, %s sent + %s received per token, %.3f ms/step in "
+        "collectives (%.1f %% of the time)\n",
+        t.name.c_str(), double(u.comm.messages) / tok,
+        human_bytes(double(u.comm.bytes_sent) / tok).c_str(),
+        human_bytes(double(u.comm.bytes_received) / tok).c_str(),
+        1e3 * u.comm.seconds / double(u.steps), 100.0 * u.comm.seconds / u.seconds);
+  }
+}
+
+nlohmann::json comm_json(const CommUse& u) {
+  const double tok = double(std::max<int64_t>(u.tokens, 1));
+  return {{"messages_per_token", double(u.comm.messages) / tok},
+          {"bytes_sent_per_token", double(u.comm.bytes_sent) / tok},
+          {"bytes_received_per_token", double(u.comm.bytes_received) / tok},
+          {"seconds_per_step", u.comm.seconds / double(std::max<int64_t>(u.steps, 1))},
+          {"fraction_of_time", u.seconds > 0 ? u.comm.seconds / u.seconds : 0.0}};
+}
+
 void print_table(const BenchFlags& f, const Model& model, const ReadBandwidth& bw,
                  const std::vector<TestResult>& tests) {
   std::printf("model      %s (%s, %.1f M params)\n", f.model.c_str(),
               model.config().arch_name.c_str(), double(model.n_params()) / 1e6);
-  std::printf("threads    %d, simd %s, KV %s\n", f.threads, simd_level_name(simd_level()).c_str(),
-              f.kv.describe().c_str());
+  std::printf("threads    %d%s, simd %s, KV %s\n", f.threads,
+              model.tp() > 1 ? (" per rank, " + std::to_string(model.tp()) +
+                                " tensor-parallel "
+                                "ranks (weights and KV of rank 0 in the roofline)")
+                                   .c_str()
+                             : "",
+              simd_level_name(simd_level()).c_str(), f.kv.describe().c_str());
   std::printf("bandwidth  %.1f GB/s memory read (best of %d passes over %s; mean %.1f GB/s)\n\n",
               bw.best_bytes_per_second / 1e9, bw.passes,
               human_bytes(double(bw.buffer_bytes)).c_str(), bw.mean_bytes_per_second / 1e9);
@@ -306,6 +373,7 @@ nlohmann::json to_json(const BenchFlags& f, const Model& model, const ReadBandwi
   j["model"] = f.model;
   j["n_params"] = model.n_params();
   j["threads"] = f.threads;
+  j["tp"] = model.tp();
   j["simd"] = simd_level_name(simd_level());
   j["kv_type"] = f.kv.describe();
   j["repetitions"] = f.repetitions;
@@ -321,6 +389,7 @@ nlohmann::json to_json(const BenchFlags& f, const Model& model, const ReadBandwi
                         {"tok_per_s", t.tok_per_s},
                         {"tok_per_s_mean", s.mean},
                         {"tok_per_s_stddev", s.stddev}};
+    if (model.tp() > 1) e["communication"] = comm_json(t.comm);
     if (t.flops > 0) {
       e["flops_per_run"] = t.flops;
       e["gflop_per_s_mean"] = t.flops * s.mean / t.n_tokens / 1e9;
@@ -385,6 +454,7 @@ void bench(BenchFlags f) {
     std::printf("%s\n", to_json(f, *model, bw, tests, sweep).dump(2).c_str());
   } else {
     print_table(f, *model, bw, tests);
+    print_comm(*model, tests);
     for (const SweepPoint& p : sweep)
       std::printf("ctx %5d: %.1f ± %.1f tok/s (roofline %.1f)\n", p.n_past, p.tok_per_s.mean,
                   p.tok_per_s.stddev, p.roofline_tok_per_s);

@@ -58,6 +58,17 @@ void ServerMetrics::publish_engine_stats(const EngineStats& s) {
   advance("kvforge_preemptions_total", "Sequences preempted (KV freed, recomputed later).",
           s.preemptions, last_.preemptions);
   advance("kvforge_engine_steps_total", "Engine steps (forward passes).", s.steps, last_.steps);
+  advance("kvforge_tp_messages_total",
+          "Tensor parallel: collectives rank 0 took part in (0 on one process).", s.comm_messages,
+          last_.comm_messages);
+  advance("kvforge_tp_bytes_sent_total", "Tensor parallel: payload bytes rank 0 sent.",
+          s.comm_bytes_sent, last_.comm_bytes_sent);
+  advance("kvforge_tp_bytes_received_total", "Tensor parallel: payload bytes rank 0 received.",
+          s.comm_bytes_received, last_.comm_bytes_received);
+  Counter& comm = registry_.counter(
+      "kvforge_tp_communication_seconds_total",
+      "Tensor parallel: seconds rank 0 spent in collectives (waiting for other ranks included).");
+  if (s.comm_seconds > last_.comm_seconds) comm.inc(s.comm_seconds - last_.comm_seconds);
   last_ = s;
 }
 

@@ -14,6 +14,9 @@
 //   kvforge_prefix_cache_hits_total / _misses_total, kvforge_prefix_cache_hit_rate
 //   kvforge_prefix_cache_tokens_reused_total
 //   kvforge_preemptions_total, kvforge_engine_steps_total
+//   kvforge_tp_messages_total, kvforge_tp_bytes_sent_total / _received_total,
+//   kvforge_tp_communication_seconds_total  tensor parallel: rank 0's collectives
+//                                                (per step: divide by engine_steps_total)
 #pragma once
 
 #include <string>

@@ -18,6 +18,18 @@
 
 namespace kvforge {
 
+// What this rank's collectives have cost since the run began. One message
+// is one collective call; bytes count the payload as if every rank sent its
+// block to every other one (MPI may route it differently, a ring or a tree,
+// but moves at least this much); seconds are the wall time inside the calls,
+// waiting for slower ranks included.
+struct CommStats {
+  int64_t messages = 0;
+  int64_t bytes_sent = 0;
+  int64_t bytes_received = 0;
+  double seconds = 0;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -35,6 +47,7 @@ class Communicator {
   // Ends every rank of the run at once with `code` (after an error on this
   // rank, so that the others do not wait for it).
   [[noreturn]] virtual void abort(int code) = 0;
+  virtual CommStats stats() const { return {}; }
 };
 
 class SingleProcessCommunicator final : public Communicator {

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <chrono>
 #include <climits>
 #include <stdexcept>
 #include <string>
@@ -30,6 +31,7 @@ class MpiCommunicator final : public Communicator {
   int size() const override { return size_; }
 
   void all_gather(float* buf, size_t count) override {
+    const Meter m(*this, count * sizeof(float), count * sizeof(float) * size_t(size_ - 1));
     check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, as_int(count), MPI_FLOAT,
                         MPI_COMM_WORLD),
           "MPI_Allgather");
@@ -45,17 +47,21 @@ class MpiCommunicator final : public Communicator {
       displs_[r] = as_int(size_t(at));
       at += counts[r];
     }
+    const size_t own = size_t(counts[size_t(rank_)]) * sizeof(float);
+    const Meter m(*this, own, size_t(at) * sizeof(float) - own);
     check(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, counts_.data(), displs_.data(),
                          MPI_FLOAT, MPI_COMM_WORLD),
           "MPI_Allgatherv");
   }
 
   void all_gather(uint64_t* buf) override {
+    const Meter m(*this, sizeof(uint64_t), sizeof(uint64_t) * size_t(size_ - 1));
     check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, buf, 1, MPI_UINT64_T, MPI_COMM_WORLD),
           "MPI_Allgather");
   }
 
   void broadcast(void* buf, size_t bytes, int root) override {
+    const Meter m(*this, rank_ == root ? bytes : 0, rank_ == root ? 0 : bytes);
     check(MPI_Bcast(buf, as_int(bytes), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
   }
 
@@ -63,6 +69,8 @@ class MpiCommunicator final : public Communicator {
     MPI_Abort(MPI_COMM_WORLD, code);
     std::_Exit(code);  // MPI_Abort does not return; this keeps [[noreturn]] honest
   }
+
+  CommStats stats() const override { return stats_; }
 
  private:
   static int as_int(size_t n) {
@@ -80,8 +88,29 @@ class MpiCommunicator final : public Communicator {
                              std::string(text, size_t(len)) + " (another rank probably died)");
   }
 
+  // Counts one collective into stats_: its bytes at once, its time when it ends.
+  class Meter {
+   public:
+    // sent: this rank's block once (it goes to each peer); received: the others' blocks.
+    Meter(MpiCommunicator& c, size_t sent, size_t received)
+        : c_(c), start_(std::chrono::steady_clock::now()) {
+      ++c_.stats_.messages;
+      c_.stats_.bytes_sent += int64_t(sent) * (c_.size_ - 1);
+      c_.stats_.bytes_received += int64_t(received);
+    }
+    ~Meter() {
+      c_.stats_.seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+   private:
+    MpiCommunicator& c_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
   int rank_ = 0;
   int size_ = 1;
+  CommStats stats_;
   std::vector<int> counts_, displs_;  // [size] of the last all_gather_v
 };
 
