@@ -132,6 +132,13 @@ expect_in "the KV pool of 2 blocks" err9.txt
 "$kv" kv-plan --preset gemma-2-2b -c 8192 >kvplan.out
 expect_in "624.81 MiB window-aware vs 832.00 MiB" kvplan.out
 expect_in "(75.1%, 655163392 vs 872415232 bytes)" kvplan.out
+# kv-plan --tp: Llama-2-70B f16 over 4 ranks is about 32 GiB of weights per rank, plus KV.
+"$kv" kv-plan --preset llama-2-70b --tp 4 >kvplan-tp.out
+expect_in "8 KV heads over 4 ranks: 2 per rank" kvplan-tp.out
+expect_in "per rank       weights 32.49 GiB" kvplan-tp.out
+expect_in "a 32 GiB card per rank: does NOT fit" kvplan-tp.out
+"$kv" kv-plan --preset llama-2-70b --tp 16 >kvplan-tp16.out
+expect_in "each held by 2 ranks (replicated" kvplan-tp16.out
 # chat: three turns through stdin, paged and static, each reusing the earlier turns' K/V.
 bash "$here/chat_turns.sh" "$kv" "$here/../../models/kvforge-kjv-4m.gguf" "$work/chat"
 echo "cli smoke: ok"

@@ -106,6 +106,27 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   return out;
 }
 
+// Which rank counts up to 16 shard this model's KV heads, and which would
+// replicate them (kv-plan --tp N sizes a rank's share).
+void print_tp_options(const ModelConfig& c) {
+  std::string split, replicated;
+  for (int tp = 2; tp <= 16; tp *= 2) {
+    if (c.n_head % tp != 0 || c.n_ff % tp != 0) break;
+    if (c.n_kv_head % tp == 0)
+      split += (split.empty() ? "" : ", ") + std::to_string(tp);
+    else if (tp % c.n_kv_head == 0)
+      replicated += (replicated.empty() ? "" : ", ") + std::to_string(tp);
+  }
+  std::printf("  tensor parallel  %s\n",
+              split.empty() ? "one rank only (the KV heads do not split)"
+                            : ("tp " + split + " (KV heads split by rank)").c_str());
+  if (!replicated.empty())
+    std::printf(
+        "                   tp %s: more ranks than KV heads, which each rank would hold "
+        "replicated (vLLM's way); kv-plan sizes it, mpirun refuses it so far\n",
+        replicated.c_str());
+}
+
 void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
   std::printf("\nmodel\n");
   std::printf("  architecture     %s%s\n", c.arch_name.c_str(),
@@ -125,6 +146,7 @@ void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
               human_bytes(c.kv_bytes_per_token(2)).c_str());
   std::printf("  KV at %-6d ctx %s (f16)\n", c.n_ctx_train,
               human_bytes(double(c.kv_bytes_per_token(2)) * c.n_ctx_train).c_str());
+  print_tp_options(c);
 }
 
 void info(const std::string& path, bool all_tensors) {

@@ -8,6 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "engine/kv/kv_memory_plan.h"
+#include "engine/kv/tp_memory_plan.h"
 
 namespace kvforge::cli {
 namespace {
@@ -20,7 +21,11 @@ struct KvPlanFlags : ModelFlags {
   int64_t batch = 1;
   int64_t block_size = 16;
   double budget_gib = 0;
+  int tp = 1;
 };
+
+// What a card holds when --tp is given without --budget-gib.
+constexpr double kDefaultCardGib = 32;
 
 std::string gib(uint64_t bytes) { return human_bytes(double(bytes)); }
 
@@ -59,6 +64,7 @@ struct PlannedModel {
   ModelShape shape;
   uint64_t weight_bytes = 0;
   std::string weights_what;  // what the weight bytes count
+  WeightSplitBytes split;    // the same bytes by how tensor parallelism divides them
 };
 
 PlannedModel planned_model(const KvPlanFlags& f) {
@@ -68,6 +74,7 @@ PlannedModel planned_model(const KvPlanFlags& f) {
     m.shape = w.shape;
     m.weight_bytes = w.bytes;
     m.weights_what = "every tensor of " + f.model;
+    m.split = weight_split_bytes(gguf::GgufFile::open(f.model));
     return m;
   }
   const auto p = ModelShape::preset(f.preset);
@@ -81,6 +88,7 @@ PlannedModel planned_model(const KvPlanFlags& f) {
   const auto type = parse_type_name(f.weight_type);
   if (!type) throw std::invalid_argument("kv-plan: unknown --weight-type '" + f.weight_type + "'");
   m.weight_bytes = weight_bytes(m.shape, *type);
+  m.split = weight_split_bytes(m.shape, *type);
   m.weights_what =
       f.weight_type + " matrices, f32 norms, " + std::to_string(m.shape.n_params()) + " parameters";
   return m;
@@ -118,6 +126,29 @@ void print_budget_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlan
       static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget, f.block_size)));
 }
 
+// --tp N: one rank's weights and KV, and whether they fit a card of the budget.
+void print_tp_lines(const PlannedModel& m, const KvPlanFlags& f, KvFormat fmt) {
+  const TpRankPlan r = plan_tp_rank(m.shape, m.split, f.tp);
+  const KvMemoryPlan p =
+      plan_kv_memory(r.rank_shape, fmt, r.weight_bytes, f.ctx, f.batch, f.block_size);
+  std::printf("\ntensor parallel over %d ranks: %s\n", f.tp,
+              describe_kv_sharding(m.shape.n_kv_head, f.tp).c_str());
+  std::printf(
+      "per rank       weights %s (embedding and norms whole, the rest split), KV %s "
+      "(%llu bytes/token), total %s\n",
+      gib(p.weight_bytes).c_str(), gib(p.kv_total).c_str(),
+      static_cast<unsigned long long>(p.kv_per_token), gib(p.total).c_str());
+  const double card = f.budget_gib > 0 ? f.budget_gib : kDefaultCardGib;
+  const uint64_t budget = uint64_t(card * kGiB);
+  std::printf("a %.0f GiB card per rank: %s (%s %s); at most %lld sequences of %lld tokens\n", card,
+              p.total <= budget ? "fits" : "does NOT fit",
+              gib(p.total <= budget ? budget - p.total : p.total - budget).c_str(),
+              p.total <= budget ? "to spare" : "short",
+              static_cast<long long>(max_sequences_for(r.rank_shape, fmt, r.weight_bytes, f.ctx,
+                                                       budget, f.block_size)),
+              static_cast<long long>(f.ctx));
+}
+
 void kv_plan(const KvPlanFlags& f) {
   if (f.model.empty() == f.preset.empty())
     throw std::invalid_argument("kv-plan: give exactly one of -m MODEL or --preset NAME");
@@ -142,6 +173,7 @@ void kv_plan(const KvPlanFlags& f) {
   std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
               gib(p.total).c_str());
   if (f.budget_gib > 0) print_budget_lines(s, p, f, fmt, m.weight_bytes);
+  if (f.tp > 1) print_tp_lines(m, f, fmt);
   print_format_table(s, m.weight_bytes, f);
 }
 
@@ -164,7 +196,11 @@ void add_kv_plan_command(CLI::App& app) {
   sub->add_option("--block-size", f->block_size,
                   "paged KV block (tokens): a windowed layer keeps window + block positions")
       ->capture_default_str();
-  sub->add_option("--budget-gib", f->budget_gib, "memory budget in GiB (weights + KV)");
+  sub->add_option("--budget-gib", f->budget_gib,
+                  "memory budget in GiB (weights + KV); with --tp, per rank (default 32)");
+  sub->add_option("--tp", f->tp, "tensor-parallel ranks: also print one rank's share")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
   sub->callback([f] { kv_plan(*f); });
 }
 
