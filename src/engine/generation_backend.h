@@ -40,6 +40,9 @@ class GenerationBackend {
   // engine cuts long prompts (the static pipeline under truncate-left keeps
   // the last max_prompt_len).
   virtual int32_t prompt_tokens_kept(int32_t n) const { return n; }
+  // Nothing to run for now: a tensor-parallel leader tells the other ranks
+  // it is alive (engine/lockstep/); the server calls it about once a second.
+  virtual void idle() {}
   // The paged Engine underneath, or null (the static slots).
   virtual Engine* paged_engine() { return nullptr; }
 };

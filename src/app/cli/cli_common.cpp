@@ -100,10 +100,17 @@ void ModelFlags::add_tp_flag(CLI::App& app) {
                  "tensor-parallel ranks (mpirun -np N kvforge ...); 0 = the processes mpirun "
                  "started")
       ->capture_default_str();
+  app.add_option("--tp-timeout", tp_timeout,
+                 "seconds a rank waits for another before ending the run, naming it (a rank "
+                 "that hung or was stopped)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
 }
 
 LoadedModel load_model(const ModelFlags& flags) {
-  LoadedModel loaded = load_model(flags.model, tensor_parallel_world(flags.tp));
+  Communicator* comm = tensor_parallel_world(flags.tp);
+  LoadedModel loaded = load_model(flags.model, comm);
+  if (comm) start_tp_deadline(*comm, flags.tp_timeout);
   flags.loading.lock_memory();
   return loaded;
 }
@@ -142,11 +149,20 @@ std::string describe_tp(const Model& model) {
          std::to_string(model.rank_config().n_kv_head) + " KV heads each)";
 }
 
+void start_tp_deadline(Communicator& comm, double seconds) {
+  std::vector<uint64_t> loaded(size_t(comm.size()), 1);
+  comm.all_gather(loaded.data());  // no deadline yet: loading takes as long as it takes
+  comm.set_deadline(seconds);
+}
+
 void broadcast_tokens(Communicator& comm, std::vector<int32_t>& tokens) {
+  const double deadline = comm.deadline();
+  comm.set_deadline(0);
   uint64_t n = tokens.size();
   comm.broadcast(&n, sizeof n, 0);
   tokens.resize(n);
   if (n) comm.broadcast(tokens.data(), n * sizeof(int32_t), 0);
+  comm.set_deadline(deadline);
 }
 
 LoadedModel load_model(const std::string& model_flag, Communicator* comm) {

@@ -30,7 +30,8 @@ std::string read_text_file(const std::filesystem::path& path);
 struct ModelFlags {
   std::string model;  // empty: the default model
   int threads = default_threads();
-  int tp = 0;  // tensor-parallel ranks; 0 = the processes mpirun started
+  int tp = 0;             // tensor-parallel ranks; 0 = the processes mpirun started
+  double tp_timeout = 5;  // seconds a rank waits for another in a collective, once all loaded
   LlamaLoadFlags loading;
 
   void add_model_flag(CLI::App& app,
@@ -38,7 +39,7 @@ struct ModelFlags {
   // -t N, N >= 1; -t -1 = every hardware thread (llama.cpp's meaning); more
   // threads than the machine has warns. Anything else is refused, naming -t.
   void add_threads_flag(CLI::App& app, const std::string& help = "threads");
-  // --tp N, for the commands that run tensor-parallel under mpirun.
+  // --tp N and --tp-timeout, for the commands that run tensor-parallel under mpirun.
   void add_tp_flag(CLI::App& app);
 };
 
@@ -64,7 +65,11 @@ struct LoadedModel {
 };
 // ", tensor parallel over N ranks (K KV heads each)", or "" on one process.
 std::string describe_tp(const Model& model);
-// Rank 0's `tokens` on every rank (a size, then the ids).
+// Once every rank has loaded its share: a rank that waits longer than
+// `seconds` for another in a collective ends the run naming it.
+void start_tp_deadline(Communicator& comm, double seconds);
+// Rank 0's `tokens` on every rank (a size, then the ids), without a
+// deadline: rank 0 may take long to read and tokenize them.
 void broadcast_tokens(Communicator& comm, std::vector<int32_t>& tokens);
 
 // Resolves `model_flag` (resolve_model_path) and loads the model and its

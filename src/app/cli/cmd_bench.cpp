@@ -430,7 +430,9 @@ void bench(BenchFlags f) {
   validate(f);
   f.model = resolve_model_path(f.model).string();
   // Under mpirun every rank runs the same deterministic tests on its share.
-  const auto model = Model::load(f.model, tensor_parallel_world(f.tp));
+  Communicator* comm = tensor_parallel_world(f.tp);
+  const auto model = Model::load(f.model, comm);
+  if (comm) start_tp_deadline(*comm, f.tp_timeout);
   f.loading.lock_memory();
   const KvFormat kv = f.kv.format();
   const CostModel cost(*model, kv);

@@ -4,12 +4,15 @@
 // queues (app/server/engine_loop.h). SIGINT/SIGTERM stop it cleanly.
 #include <malloc.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "app/chat/chat_template.h"
@@ -138,7 +141,14 @@ void serve(const ServeFlags& f) {
 
   server::ServerMetrics metrics;
   metrics.publish_engine_stats(engine.backend().stats());
-  server::EngineLoop loop(engine, metrics, max_running + static_cast<size_t>(f.max_queue));
+  // A tensor-parallel run that lost a rank answers 503 and stops as on SIGTERM,
+  // a moment later: the HTTP threads first write the 503s the loop just gave.
+  server::EngineLoop loop(engine, metrics, max_running + static_cast<size_t>(f.max_queue), [] {
+    std::thread([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ::kill(::getpid(), SIGTERM);
+    }).detach();
+  });
   server::RequestLimits limits;
   limits.model_ids = model_ids(path, *model, f.alias);
   limits.max_n = f.max_n;
@@ -173,6 +183,7 @@ void serve(const ServeFlags& f) {
   signal_waiter.join();
   loop.stop();
   std::fprintf(stderr, "kvforge serve: stopped\n");
+  if (const std::string why = loop.broken(); !why.empty()) throw std::runtime_error(why);
 }
 
 }  // namespace

@@ -3,12 +3,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "app/cli/cli_common.h"
@@ -115,6 +117,11 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const kvforge::cli::FollowerFinished&) {
     return 0;
+  } catch (const kvforge::CommunicationError& e) {
+    // A peer is gone or hung. Rank 0 ends the run itself (a server first
+    // answers 503 and closes); the others give it a moment to, then end it.
+    if (world->rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
+    return fail(e.what());
   } catch (const std::exception& e) {
     return fail(e.what());
   }

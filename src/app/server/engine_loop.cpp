@@ -1,13 +1,25 @@
 #include "app/server/engine_loop.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "app/server/openai_error.h"
+#include "core/comm/communicator.h"
 
 namespace kvforge::server {
 
-EngineLoop::EngineLoop(TextEngine& engine, ServerMetrics& metrics, size_t max_outstanding)
-    : engine_(engine), metrics_(metrics), max_outstanding_(max_outstanding) {
+namespace {
+// How often an idle loop tells the other ranks of a tensor-parallel run it
+// is alive: well inside their deadline (--tp-timeout).
+constexpr auto kIdleBeat = std::chrono::milliseconds(1000);
+}  // namespace
+
+EngineLoop::EngineLoop(TextEngine& engine, ServerMetrics& metrics, size_t max_outstanding,
+                       std::function<void()> on_broken)
+    : engine_(engine),
+      metrics_(metrics),
+      max_outstanding_(max_outstanding),
+      on_broken_(std::move(on_broken)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -18,6 +30,8 @@ std::shared_ptr<RequestStream> EngineLoop::submit(Submission submission) {
   {
     std::lock_guard lock(mu_);
     if (stopping_) throw ApiError(503, "the server is shutting down", "server_error");
+    if (!broken_.empty())
+      throw ApiError(503, "the server cannot serve: " + broken_, "server_error");
     if (outstanding_.load() >= max_outstanding_)
       throw ApiError(429,
                      "the server is at capacity (" + std::to_string(max_outstanding_) +
@@ -39,6 +53,11 @@ void EngineLoop::cancel(const std::shared_ptr<RequestStream>& stream) {
   cv_.notify_one();
 }
 
+std::string EngineLoop::broken() const {
+  std::lock_guard lock(mu_);
+  return broken_;
+}
+
 void EngineLoop::stop() {
   {
     std::lock_guard lock(mu_);
@@ -55,8 +74,12 @@ void EngineLoop::run() {
     bool stopping;
     {
       std::unique_lock lock(mu_);
-      if (!engine_.has_unfinished())
-        cv_.wait(lock, [&] { return stopping_ || !pending_.empty() || !cancels_.empty(); });
+      const auto work = [&] { return stopping_ || !pending_.empty() || !cancels_.empty(); };
+      if ((!engine_.has_unfinished() || !broken_.empty()) && !cv_.wait_for(lock, kIdleBeat, work)) {
+        lock.unlock();
+        beat();
+        continue;
+      }
       pending.swap(pending_);
       cancels.swap(cancels_);
       stopping = stopping_;
@@ -69,6 +92,11 @@ void EngineLoop::run() {
       }
       active_.clear();
       return;
+    }
+    if (!broken().empty()) {
+      for (auto& p : pending) p.stream->reject(503, "the server cannot serve: " + broken());
+      outstanding_ -= pending.size();
+      continue;
     }
     apply_cancels(cancels);
     admit(pending);
@@ -113,10 +141,39 @@ void EngineLoop::apply_cancels(std::vector<std::shared_ptr<RequestStream>>& canc
   }
 }
 
+// Idle: a tensor-parallel leader's heartbeat (nothing on one process).
+void EngineLoop::beat() {
+  if (!broken().empty()) return;
+  try {
+    engine_.backend().idle();
+  } catch (const CommunicationError& e) {
+    fail_all(e.what());
+  }
+}
+
+// The run lost a rank: every request fails with 503, and so will new ones.
+void EngineLoop::fail_all(const std::string& why) {
+  std::fprintf(stderr, "kvforge serve: cannot serve any more: %s\n", why.c_str());
+  {
+    std::lock_guard lock(mu_);
+    broken_ = why;
+  }
+  std::vector<RequestId> ids;
+  for (const auto& [id, stream] : active_) ids.push_back(id);
+  for (RequestId id : ids) {
+    active_[id]->reject(503, "the server cannot serve: " + why);
+    finish(id);
+  }
+  if (on_broken_) on_broken_();
+}
+
 void EngineLoop::step_engine() {
   std::vector<TextEvent> events;
   try {
     events = engine_.step();
+  } catch (const CommunicationError& e) {
+    fail_all(e.what());
+    return;
   } catch (const std::exception& e) {
     // Not expected; fail every request rather than the process, and keep serving.
     std::fprintf(stderr, "kvforge serve: engine step failed: %s\n", e.what());

@@ -8,8 +8,10 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -30,7 +32,11 @@ class EngineLoop {
  public:
   // `max_outstanding`: requests accepted or queued and not finished; beyond
   // it submit() answers 429. The engine and metrics must outlive the loop.
-  EngineLoop(TextEngine& engine, ServerMetrics& metrics, size_t max_outstanding);
+  // `on_broken`: called (from the loop's thread) once the engine can no
+  // longer serve: a rank of a tensor-parallel run died or stopped answering.
+  // From then on every request is answered 503; the server should exit.
+  EngineLoop(TextEngine& engine, ServerMetrics& metrics, size_t max_outstanding,
+             std::function<void()> on_broken = {});
   ~EngineLoop();  // stop()
 
   // Queues a request. Throws ApiError 429 (with a retry hint) when the queue
@@ -42,6 +48,8 @@ class EngineLoop {
   void stop();
 
   size_t outstanding() const { return outstanding_.load(); }
+  // Why the engine can no longer serve; empty while it can.
+  std::string broken() const;
 
  private:
   struct Pending {
@@ -54,16 +62,20 @@ class EngineLoop {
   void step_engine();
   void finish(RequestId id);
   void record_timings(const BranchResult& result);
+  void beat();
+  void fail_all(const std::string& why);
 
   TextEngine& engine_;
   ServerMetrics& metrics_;
   const size_t max_outstanding_;
+  const std::function<void()> on_broken_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Pending> pending_;
   std::vector<std::shared_ptr<RequestStream>> cancels_;
   bool stopping_ = false;
+  std::string broken_;  // set once by the loop thread, read by submit()
   std::atomic<size_t> outstanding_{0};
 
   // Loop thread only.

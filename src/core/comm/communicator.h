@@ -6,15 +6,17 @@
 // Every collective is called by all ranks in the same order with the same
 // sizes; buffers hold every rank's block, this rank's filled in before the
 // call and every other rank's filled in by it (in place, blocks in rank
-// order). Failures (a peer that died, a broken link) throw
-// std::runtime_error naming the operation and the rank, so a rank never
-// waits silently for one that is gone.
+// order). Failures (a peer that died, a broken link, a peer silent past the
+// deadline) throw CommunicationError naming the operation and the rank, so
+// a rank never waits silently for one that is gone or hung.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <string>
 
 namespace kvforge {
 
@@ -28,6 +30,13 @@ struct CommStats {
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
   double seconds = 0;
+};
+
+// A collective that failed: a peer died, a link broke, or a peer did not
+// answer within the deadline. The run cannot go on; the message names the rank.
+class CommunicationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 class Communicator {
@@ -48,6 +57,11 @@ class Communicator {
   // rank, so that the others do not wait for it).
   [[noreturn]] virtual void abort(int code) = 0;
   virtual CommStats stats() const { return {}; }
+  // From now on a collective that waits longer than `seconds` for a peer
+  // throws CommunicationError naming it (0 = wait forever, the default:
+  // ranks may take very different times to load a model).
+  virtual void set_deadline(double seconds) {}
+  virtual double deadline() const { return 0; }
 };
 
 class SingleProcessCommunicator final : public Communicator {

@@ -12,12 +12,23 @@ struct Header {
   uint32_t kind;
   uint32_t n_commands;
   uint64_t payload_bytes;
+  uint32_t prompt;  // the next message comes within the deadline
+  uint32_t zero;
 };
 static_assert(sizeof(Header) == kStepHeaderBytes);
 
-StepMessage receive(Communicator& comm) {
-  Header h{};
-  comm.broadcast(&h, sizeof h, 0);
+// `prompt`: whether rank 0 promised this message within the deadline; if
+// not, waits for it as long as it takes (rank 0 may be waiting on a person).
+StepMessage receive(Communicator& comm, bool prompt, Header& h) {
+  const double deadline = comm.deadline();
+  if (!prompt) comm.set_deadline(0);
+  try {
+    comm.broadcast(&h, sizeof h, 0);
+  } catch (...) {
+    comm.set_deadline(deadline);
+    throw;
+  }
+  comm.set_deadline(deadline);
   std::vector<uint8_t> payload(h.payload_bytes);
   if (h.payload_bytes) comm.broadcast(payload.data(), payload.size(), 0);
   if (h.kind < 1 || h.kind > 3)
@@ -52,6 +63,7 @@ LockstepLeader::LockstepLeader(std::unique_ptr<GenerationBackend> inner, Communi
 }
 
 LockstepLeader::~LockstepLeader() {
+  if (broken_) return;  // the others end on their own (their deadline, or MPI_Abort)
   try {
     shutdown();
   } catch (const std::exception&) {
@@ -76,7 +88,12 @@ RequestId LockstepLeader::add_request(std::span<const int32_t> prompt, const Sam
 
 std::vector<StepEvent> LockstepLeader::step() {
   send(StepKind::Step);
-  return inner_->step();
+  try {
+    return inner_->step();
+  } catch (const CommunicationError&) {
+    broken_ = true;
+    throw;
+  }
 }
 
 bool LockstepLeader::abort(RequestId id) {
@@ -96,7 +113,10 @@ bool LockstepLeader::stop_branch(RequestId id, int branch) {
   return inner_->stop_branch(id, branch);
 }
 
-void LockstepLeader::idle() { send(StepKind::Idle); }
+void LockstepLeader::idle() {
+  heartbeats_ = true;
+  send(StepKind::Idle);
+}
 
 void LockstepLeader::shutdown() {
   if (ended_) return;
@@ -106,15 +126,22 @@ void LockstepLeader::shutdown() {
 
 void LockstepLeader::send(StepKind kind) {
   std::vector<uint8_t> payload = encode_commands(pending_);
-  Header h{uint32_t(kind), uint32_t(pending_.size()), payload.size()};
+  const bool prompt = heartbeats_ || inner_->has_unfinished();
+  Header h{uint32_t(kind), uint32_t(pending_.size()), payload.size(), prompt, 0};
   pending_.clear();
-  comm_.broadcast(&h, sizeof h, 0);
-  if (!payload.empty()) comm_.broadcast(payload.data(), payload.size(), 0);
+  try {
+    comm_.broadcast(&h, sizeof h, 0);
+    if (!payload.empty()) comm_.broadcast(payload.data(), payload.size(), 0);
+  } catch (const CommunicationError&) {
+    broken_ = true;
+    throw;
+  }
 }
 
 void follow_leader(GenerationBackend& backend, Communicator& comm) {
+  Header h{};
   for (;;) {
-    const StepMessage m = receive(comm);
+    const StepMessage m = receive(comm, h.prompt != 0, h);
     for (const StepCommand& c : m.commands) apply(c, backend, comm.rank());
     if (m.kind == StepKind::Shutdown) return;
     if (m.kind == StepKind::Step) backend.step();

@@ -45,8 +45,10 @@ class LockstepLeader final : public GenerationBackend {
   Engine* paged_engine() override { return inner_->paged_engine(); }
 
   // Sends the pending commands without a step: a heartbeat that tells the
-  // others rank 0 is alive while it has nothing to run.
-  void idle();
+  // others rank 0 is alive while it has nothing to run. Once called, every
+  // message promises the next within the deadline (the caller keeps calling
+  // it while idle, more often than the deadline).
+  void idle() override;
   // Sends Shutdown now (the destructor then sends nothing).
   void shutdown();
 
@@ -57,6 +59,8 @@ class LockstepLeader final : public GenerationBackend {
   Communicator& comm_;
   std::vector<StepCommand> pending_;
   bool ended_ = false;
+  bool heartbeats_ = false;
+  bool broken_ = false;  // a collective failed: the others cannot be told anything
 };
 
 // Ranks other than 0: receives rank 0's messages and applies them to

@@ -5,7 +5,10 @@
 // order, so their schedulers make the same decisions (lockstep_backend.h).
 //
 // Wire format (little-endian, as the ranks of one build share it): a header
-// broadcast of kHeaderBytes {u32 kind, u32 n_commands, u64 payload bytes},
+// broadcast of kStepHeaderBytes {u32 kind, u32 n_commands, u64 payload
+// bytes, u32 prompt, u32 zero} (prompt: 1 when rank 0 promises its next
+// message within the communicator's deadline: it has work, or it sends
+// heartbeats while idle; 0 when it may wait on a person, as chat does),
 // then, when the payload is not empty, the payload broadcast: the commands
 // back to back, each a u8 op followed by its fields (step_message.cpp).
 #pragma once
@@ -45,7 +48,7 @@ struct StepMessage {
   std::vector<StepCommand> commands;
 };
 
-inline constexpr size_t kStepHeaderBytes = 16;
+inline constexpr size_t kStepHeaderBytes = 24;
 
 // The payload of `commands`. Decoding checks every length against the bytes
 // left and throws std::runtime_error naming the field when it does not fit.

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# A rank that hangs (kill -STOP) mid-generation ends a tensor-parallel run
+# within 10 s with an error naming it: a stopped follower seen by rank 0, a
+# stopped rank 0 seen by a follower, and under serve, where the request in
+# flight and one that arrives meanwhile are answered 503 before the server
+# exits. --tp-timeout 2 keeps the test short (the default is 5 s).
+# usage: tp_faults_test.sh path/to/kvforge path/to/mpirun work_dir
+# Exits 77 (skipped) when kvforge was built without MPI.
+set -euo pipefail
+kv="$(realpath "$1")"
+mpirun="$2"
+work="$3"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+[ -x "$mpirun" ] || { echo "SKIP: kvforge was built without MPI"; exit 77; }
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+  "$mpirun" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
+"$kv" make-model -o m.gguf --preset tiny --n-layer 2 --n-embd 64 --n-head 4 --n-kv-head 4 \
+  2>/dev/null
+
+stopped=()
+trap 'for p in "${stopped[@]}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT
+# The pid of rank $2 of the mpirun under `timeout` pid $1.
+rank_pid() {
+  local pid
+  for _ in $(seq 100); do
+    for pid in $(pgrep -P "$(pgrep -P "$1" | head -1)" 2>/dev/null || true); do
+      grep -qz "^OMPI_COMM_WORLD_RANK=$2$" "/proc/$pid/environ" 2>/dev/null && { echo "$pid"; return; }
+    done
+    sleep 0.1
+  done
+}
+# Stops rank $2 of launcher $1 and waits for the run to end: fails unless it
+# ends with an error within 10 s; prints the seconds it took.
+stop_and_wait() {
+  local victim start
+  victim=$(rank_pid "$1" "$2")
+  [ -n "$victim" ] || fail "no rank $2 found"
+  sleep 1
+  stopped+=("$victim")
+  start=$(date +%s)
+  kill -STOP "$victim"
+  if wait "$1"; then fail "the run survived rank $2 stopping"; fi
+  took=$(($(date +%s) - start))
+  [ "$took" -le 10 ] || fail "the run took ${took}s to end after rank $2 stopped"
+}
+
+run=(run -m m.gguf -p Hello -n -1 --ignore-eos -c 100000 -t 1 --tp-timeout 2)
+for victim in 1 0; do
+  timeout 60 "${mpi[@]}" -np 2 "$kv" "${run[@]}" >/dev/null 2>"run$victim.err" &
+  stop_and_wait $! "$victim"
+  grep -q "rank $victim did not answer" "run$victim.err" ||
+    { cat "run$victim.err" >&2; fail "no error naming the stopped rank $victim"; }
+  echo "run: a stopped rank $victim ended the run in ${took}s, named"
+done
+
+port=$((20000 + RANDOM % 20000))
+timeout 60 "${mpi[@]}" -np 2 "$kv" serve -m m.gguf --port "$port" -t 1 -c 100000 \
+  --tp-timeout 2 2>serve.err &
+launcher=$!
+for _ in $(seq 100); do curl -sf "localhost:$port/health" >/dev/null && break; sleep 0.1; done
+complete() {  # prompt, max_tokens, output file; prints the HTTP status
+  curl -s "localhost:$port/v1/completions" -H 'Content-Type: application/json' -o "$3" \
+    -w '%{http_code}' -d "{\"prompt\":\"$1\",\"max_tokens\":$2,\"ignore_eos\":true}" || true
+}
+complete Hello 60000 long.out >long.status &
+client=$!
+(sleep 1.5 && complete Hi 4 second.out >second.status) &
+second=$!
+stop_and_wait "$launcher" 1
+wait "$client" "$second" || true
+[ "$(cat long.status)" = 503 ] || { cat long.out >&2; fail "the request in flight got $(cat long.status), not 503"; }
+[ "$(cat second.status)" = 503 ] || fail "a request during the hang got $(cat second.status), not 503"
+grep -q "rank 1 did not answer" second.out || fail "the 503 does not name rank 1"
+grep -q "kvforge serve: stopped" serve.err || fail "serve did not stop cleanly"
+echo "serve: a stopped rank ended the server in ${took}s; 503 in flight and meanwhile"
+echo "ok"
