@@ -1,6 +1,7 @@
 #include "app/cli/cli_common.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -19,7 +20,7 @@ void ModelFlags::add_model_flag(CLI::App& app, const std::string& help) {
 }
 
 void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
-  const int cores = default_threads();
+  const int cores = hardware_threads();
   // Runs on the text before conversion: -1 becomes the core count, anything
   // else below 1 is refused, more than the machine has warns.
   const CLI::Validator threads_check(
@@ -180,7 +181,14 @@ std::filesystem::path resolve_model_path(const std::string& path) {
   return p;
 }
 
-int default_threads() { return std::max(1u, std::thread::hardware_concurrency()); }
+int hardware_threads() { return int(std::max(1u, std::thread::hardware_concurrency())); }
+
+int default_threads() {
+  // mpirun tells each rank how many ranks it started on this host.
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  const int ranks = local ? std::max(1, std::atoi(local)) : 1;
+  return std::max(1, hardware_threads() / ranks);
+}
 
 namespace {
 KvDtype parse_kv_dtype(const char* flag, const std::string& name) {

@@ -19,7 +19,10 @@ namespace kvforge::cli {
 std::filesystem::path default_model_path();
 // `path` if given, else the default model; throws with a hint when it is missing.
 std::filesystem::path resolve_model_path(const std::string& path);
-// Threads when -t is not given (and for -t -1): the machine's hardware threads.
+// The machine's hardware threads (-t -1).
+int hardware_threads();
+// Threads when -t is not given: the hardware threads, shared evenly among
+// the ranks mpirun started on this machine (at least 1 each).
 int default_threads();
 // The file's bytes; "-" reads standard input, as llama.cpp's -f -.
 std::string read_text_file(const std::filesystem::path& path);
