@@ -23,6 +23,7 @@ mkdir -p "$out" "$models" "$raw"
 model="$models/small-q8_0.gguf"
 [ -f "$model" ] || "$kvforge" make-model --preset small --type q8_0 -o "$model"
 
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 bench=(bench -m "$model" -p 512 -n 128 -r 3 --json)
 mpi=(mpirun -np 2 --bind-to core)
@@ -39,8 +40,8 @@ done
   echo "Measured $(date -u +%F) by tools/bench_tp.sh at $(git rev-parse --short HEAD);"
   echo "machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores" \
     "($(lscpu | sed -n 's/^Hypervisor vendor: *//p') guest), Open MPI" \
-    "$(mpirun --version | head -1 | awk '{print $NF}'); load average before:" \
-    "$(cut -d' ' -f1-3 /proc/loadavg)."
+    "$(mpirun --version | head -1 | awk '{print $NF}'); load average before: $load_before," \
+    "after: $(cut -d' ' -f1-3 /proc/loadavg)."
   echo
   python3 tools/bench_tp_table.py "$raw" "$rounds"
 } >"$out/bench-tp.md"

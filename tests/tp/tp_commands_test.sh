@@ -2,7 +2,7 @@
 # The commands beyond `run` under mpirun, on a tiny random model: one
 # scheduler for all ranks (rank 0 leads, the others follow its engine in
 # lockstep; engine/lockstep/). batch with prefix-cache hits and preemption
-# (a small pool), chat and perplexity print the same bytes at 1, 2 and 4
+# (a small pool), chat (paged and static) and perplexity print the same bytes at 1, 2 and 4
 # ranks as one process; bench runs and reports its communication; serve
 # under mpirun -np 2 answers an OpenAI completion as one process does,
 # counts its collectives in /metrics and stops cleanly on SIGTERM.
@@ -48,6 +48,7 @@ grep -qE "prefix cache: [1-9][0-9]* hits" batch.1 || fail "batch: no prefix-cach
 same_at_every_tp perplexity perplexity -m m.gguf -f text.txt -c 64 -t 1
 printf 'Hello\nHow are you\n' >chat.in
 stdin=chat.in same_at_every_tp chat chat -m m.gguf --temp 0 -n 8 -t 1 <chat.in
+stdin=chat.in same_at_every_tp chat-static chat -m m.gguf --temp 0 -n 8 -t 1 --static <chat.in
 timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 >bench.2 2>bench.2.err ||
   { cat bench.2.err >&2; fail "bench under mpirun -np 2"; }
 grep -q "^| tg8" bench.2 || fail "bench: no tg8 row"

@@ -76,11 +76,22 @@ if timeout 60 "${mpi[@]}" -np 3 "$kv" run -m llama-mha.gguf -n 1 -t 1 >/dev/null
   fail "3 ranks on 4 KV heads ran"
 fi
 expect_in "KV heads do not divide evenly" tp3.err
-if timeout 60 "${mpi[@]}" -np 2 "$kv" run -m llama-mha.gguf -n 1 -t 1 --static >/dev/null \
-  2>static.err; then
-  fail "the static pipeline ran tensor-parallel"
-fi
-expect_in "static pipeline runs on one process" static.err
+
+# The static pipeline: each rank compiles the plans of its share; the same
+# text as one process (the default plans: prefill chunks, generate variants).
+for name in llama-mha llama-gqa-q8 gemma2; do
+  sargs=(run -m "$name.gguf" -p "Hello there, static world" -n 40 --temp 0 -q -t 1 --static)
+  "$kv" "${sargs[@]}" >"static.$name.1" 2>/dev/null
+  heads=$("$kv" info "$name.gguf" | sed -n 's/.*(KV heads \([0-9]*\).*/\1/p')
+  for np in 2 4; do
+    [ "$np" -le "$heads" ] || continue
+    timeout 60 "${mpi[@]}" -np "$np" "$kv" "${sargs[@]}" >"static.$name.$np" 2>static.err ||
+      { cat static.err >&2; fail "$name: mpirun -np $np run --static"; }
+    cmp -s "static.$name.1" "static.$name.$np" ||
+      { cat "static.$name.1" "static.$name.$np" >&2; fail "$name: static at tp=$np differs"; }
+    echo "$name: static pipeline at tp=$np prints what one process prints"
+  done
+done
 
 # A rank that dies mid-generation: the others end within seconds, with an error.
 timeout 60 "${mpi[@]}" -np 2 "$kv" run -m llama-mha.gguf -p "Hello" -n -1 --ignore-eos -c 100000 \

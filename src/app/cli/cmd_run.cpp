@@ -89,9 +89,6 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
 
 void run(const RunFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
-  if (tensor_parallel_world(f.tp) && f.static_flags.active())
-    throw std::invalid_argument("--static/--plan: the static pipeline runs on one process; " +
-                                std::string("tensor parallelism (--tp) needs the paged engine"));
   const auto [path, model, tokenizer] = load_model(f);
   // Ranks other than 0 follow rank 0's engine inside make_engine and end there.
   const CommandEngine engine = make_engine(f, *model, tokenizer, path);

@@ -1,12 +1,29 @@
 #include "app/cli/command_engine.h"
 
 #include <cstdio>
-#include <stdexcept>
 
 #include "app/cli/cli_common.h"
 #include "engine/lockstep/lockstep_backend.h"
 
 namespace kvforge::cli {
+
+namespace {
+
+// Tensor parallel: every rank runs `own`; rank 0 leads the others, which
+// follow it to the end and then leave through FollowerFinished. One process:
+// `own` as it is.
+std::unique_ptr<GenerationBackend> lead_or_follow(const Model& model,
+                                                  std::unique_ptr<GenerationBackend> own) {
+  if (model.tp() == 1) return own;
+  Communicator& comm = model.communicator();
+  if (comm.rank() != 0) {
+    follow_leader(*own, comm);
+    throw FollowerFinished{};
+  }
+  return std::make_unique<LockstepLeader>(std::move(own), comm);
+}
+
+}  // namespace
 
 CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, int threads,
                                 EngineOptions options) {
@@ -16,26 +33,16 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
     out.engine = std::make_unique<TextEngine>(model, tokenizer, *out.pool, std::move(options));
     return out;
   }
-  // Tensor parallel: every rank runs this engine; rank 0 leads, the others follow it.
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
-  auto own = std::make_unique<PagedBackend>(model, *out.pool, std::move(options));
-  Communicator& comm = model.communicator();
-  if (comm.rank() != 0) {
-    follow_leader(*own, comm);
-    throw FollowerFinished{};
-  }
-  out.engine = std::make_unique<TextEngine>(tokenizer,
-                                            std::make_unique<LockstepLeader>(std::move(own), comm));
+  out.engine = std::make_unique<TextEngine>(
+      tokenizer,
+      lead_or_follow(model, std::make_unique<PagedBackend>(model, *out.pool, std::move(options))));
   return out;
 }
 
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
                                  bool reuse_slots) {
-  if (model.tp() > 1)
-    throw std::invalid_argument(
-        "--static/--plan: the static pipeline runs on one process; tensor parallelism (--tp) "
-        "needs the paged engine");
   const OverflowPolicy overflow = flags.overflow_policy();
   StaticPlans prepared = prepare_static_plans(flags, model, kv, threads);
   CommandEngine out;
@@ -46,7 +53,7 @@ CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
       StaticBatchOptions{
           .eos_token_ids = tokenizer.eog_ids(), .overflow = overflow, .reuse_slots = reuse_slots});
   out.slots = slots.get();
-  out.engine = std::make_unique<TextEngine>(tokenizer, std::move(slots));
+  out.engine = std::make_unique<TextEngine>(tokenizer, lead_or_follow(model, std::move(slots)));
   return out;
 }
 

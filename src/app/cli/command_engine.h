@@ -38,7 +38,8 @@ struct CommandEngine {
 CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, int threads,
                                 EngineOptions options);
 // The plans of prepare_static_plans run by a StaticBatchEngine on a pool of
-// the plans' thread count; reuse_slots: see StaticBatchOptions.
+// the plans' thread count; reuse_slots: see StaticBatchOptions. Tensor
+// parallel: as make_paged_engine (each rank compiles the plans of its share).
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
                                  bool reuse_slots = false);

@@ -42,6 +42,11 @@ uint64_t model_fingerprint(const Model& model) {
   const gguf::GgufFile& f = model.file();
   Fnv1a64 h;
   h.str("kvforge model fingerprint v1");
+  // A rank's plans fit its share only.
+  if (model.tp() > 1) {
+    h.u64(uint64_t(model.tp()));
+    h.u64(uint64_t(model.split().rank));
+  }
   h.u64(f.metadata().size());
   for (const gguf::KeyValue& kv : f.metadata()) {
     h.str(kv.key);

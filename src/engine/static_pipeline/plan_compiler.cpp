@@ -88,7 +88,7 @@ uint16_t emit_attention(PlanBuilder& b, const ModelConfig& c, int l, int32_t row
 }
 
 void emit_layer(PlanBuilder& b, const Model& m, int l, int32_t rows, const LayerInputs& in) {
-  const ModelConfig& c = m.config();
+  const ModelConfig& c = m.rank_config();
   const std::string p = "blk." + std::to_string(l) + ".";
   const uint64_t r = uint64_t(rows);
   const uint16_t x = in.x;
@@ -147,11 +147,9 @@ uint64_t plans_compiled() { return g_plans_compiled.load(); }
 
 Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_len,
                   int32_t n_logit_rows, int32_t n_threads) {
-  const ModelConfig& c = model.config();
-  if (model.tp() > 1)
-    throw std::invalid_argument("the static pipeline runs on one process; tensor parallelism (" +
-                                std::to_string(model.tp()) +
-                                " ranks) is for the paged engine only so far");
+  // This rank's heads and FFN rows (all of them on one process); the logits
+  // buffer holds the whole vocabulary (rank_config keeps n_vocab).
+  const ModelConfig& c = model.rank_config();
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

@@ -25,15 +25,16 @@ bool continues_run(const PlanInputs& in, int32_t t) {
 class PlanRun {
  public:
   PlanRun(const Model& model, const Plan& plan, const PlanInputs& in, StaticKvCache& cache,
-          uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool)
+          uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool, TpBuffers& tp)
       : m_(model),
-        c_(model.config()),
+        c_(model.rank_config()),
         p_(plan),
         in_(in),
         cache_(cache),
         arena_(arena),
         scratch_(scratch),
-        pool_(pool) {}
+        pool_(pool),
+        tp_(tp) {}
 
   float* f32(uint16_t b) const { return reinterpret_cast<float*>(arena_ + p_.buffers[b].offset); }
   uint8_t* bytes(uint16_t b) const { return arena_ + p_.buffers[b].offset; }
@@ -250,10 +251,47 @@ class PlanRun {
   }
 
   void matmul_rows(const PlanOp& op, const PlanMatrix& w) {
-    if (w.whole)
+    if (m_.tp() > 1 && op.weight == WeightRef::Output)
+      output_rows(op, *w.whole);
+    else if (w.whole)
       matmul(*w.whole, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
+    else if (m_.tp() > 1)
+      row_parallel(op, *w.parts);
     else
       matmul_column_parts(*w.parts, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
+  }
+
+  // Tensor parallel, as model/forward.cpp: this rank's column-part products,
+  // every rank's gathered, added in part order (the bits of one process).
+  void row_parallel(const PlanOp& op, const ColumnParts& w) {
+    const TensorSplit& s = m_.split();
+    const int total = op.weight == WeightRef::AttnOutput ? s.attn_parts : s.ffn_parts;
+    const size_t count = size_t(op.rows) * size_t(c_.n_embd), local = w.parts.size();
+    if (tp_.gathered.size() < size_t(total) * count) tp_.gathered.resize(size_t(total) * count);
+    matmul_parts(w, f32(op.src0), op.rows, tp_.gathered.data() + size_t(s.rank) * local * count,
+                 pool_, scratch_);
+    m_.communicator().all_gather(tp_.gathered.data(), local * count);
+    sum_parts(tp_.gathered.data(), total, count, f32(op.dst));
+  }
+
+  // Tensor parallel: this rank's vocabulary rows of the logits, every rank's
+  // gathered ([rank][rows][its vocab rows]) and laid out as [rows][n_vocab].
+  void output_rows(const PlanOp& op, const WeightView& w) {
+    const TensorSplit& s = m_.split();
+    const size_t rows = size_t(op.rows), n_vocab = size_t(c_.n_vocab);
+    if (tp_.gathered.size() < rows * n_vocab) tp_.gathered.resize(rows * n_vocab);
+    const size_t r = size_t(s.rank);
+    matmul(w, f32(op.src0), op.rows, tp_.gathered.data() + rows * size_t(s.vocab_first[r]), pool_,
+           scratch_);
+    tp_.counts.clear();
+    for (int64_t v : s.vocab_rows) tp_.counts.push_back(int64_t(rows) * v);
+    m_.communicator().all_gather_v(tp_.gathered.data(), tp_.counts);
+    float* logits = f32(op.dst);
+    for (size_t k = 0; k < s.vocab_rows.size(); ++k) {
+      const size_t first = size_t(s.vocab_first[k]), n = size_t(s.vocab_rows[k]);
+      const float* block = tp_.gathered.data() + rows * first;
+      for (size_t i = 0; i < rows; ++i) std::copy_n(block + i * n, n, logits + i * n_vocab + first);
+    }
   }
 
  private:
@@ -265,6 +303,7 @@ class PlanRun {
   uint8_t* arena_;
   MatmulScratch& scratch_;
   ThreadPool& pool_;
+  TpBuffers& tp_;
 };
 
 [[noreturn]] void bad_input(const Plan& p, const std::string& what) {
@@ -350,7 +389,7 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, plan_, in, cache, arena, scratch, pool);
+  PlanRun run(model_, plan_, in, cache, arena, scratch, pool, tp_);
   for (const ResolvedOp& r : ops_) {
     const PlanOp& op = r.op;
     switch (op.code) {

@@ -5,7 +5,11 @@
 //
 // Nothing is allocated per run: weights are resolved once at construction,
 // activations live in the caller's arena at the plan's offsets, and the
-// matmul scratch is reserved by the caller to the plan's size.
+// matmul scratch is reserved by the caller to the plan's size. Tensor
+// parallel (model.tp() > 1): a plan compiled for this rank's share computes
+// its heads and FFN rows; attention output, FFN down and the logits are
+// gathered from every rank as the dynamic forward pass gathers them (the
+// exchange buffers grow on the first run, then stay).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,12 @@ namespace kvforge {
 // never attend: give them any in-vocabulary token (0) and position 0. With
 // sliding-window layers, each slot's valid rows must be consecutive rows at
 // consecutive positions (a prefill chunk; one row per slot in decode).
+// Tensor parallel only: what the ranks' exchanges gather into.
+struct TpBuffers {
+  std::vector<float> gathered;  // [parts][rows][n_embd] products, or [ranks][rows][vocab rows]
+  std::vector<int64_t> counts;  // [ranks] floats of each rank's logits block
+};
+
 struct PlanInputs {
   std::span<const int32_t> tokens;      // [rows]
   std::span<const int32_t> positions;   // [rows] < kv_len for valid rows
@@ -64,6 +74,7 @@ class PlanExecutor {
   const Plan& plan_;
   int32_t n_threads_;
   std::vector<ResolvedOp> ops_;
+  mutable TpBuffers tp_;  // run() is const: the buffers are scratch, not state
 };
 
 }  // namespace kvforge

@@ -18,7 +18,7 @@ constexpr size_t kMaxOps = 1 << 20;
 class PlanChecker {
  public:
   PlanChecker(const Plan& plan, const Model& model, int32_t n_threads)
-      : p_(plan), m_(model), c_(model.config()), n_threads_(n_threads) {}
+      : p_(plan), m_(model), c_(model.rank_config()), n_threads_(n_threads) {}
 
   void run() {
     check_shape();

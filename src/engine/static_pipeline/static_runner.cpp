@@ -22,7 +22,7 @@ StaticRunner::StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans)
     : model_(model),
       pool_(pool),
       plans_(std::move(plans)),
-      cache_(model.config(), plans_.config.capacity(), plans_.config.slots,
+      cache_(model.rank_config(), plans_.config.capacity(), plans_.config.slots,
              plans_.config.kv_format) {
   if (pool.size() != plans_.n_threads)
     throw std::invalid_argument("static runner: plans compiled for " +
