@@ -9,7 +9,10 @@
 // The workload: three requests with greedy sampling, one of them with two
 // branches, another added mid-run sharing the first one's prompt prefix
 // (prefix-cache hits); 8-token prefill chunks batched with decodes, blocks
-// of 4 positions and a pool too small for all at once (preemption).
+// of 4 positions and a pool too small for all at once (preemption). Then the
+// static pipeline: two slots, prefill in 8-row chunks and batched decodes
+// through two generate variants, each logits row digested ("static ...").
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -19,6 +22,8 @@
 
 #include "core/comm/communicator.h"
 #include "core/threadpool.h"
+#include "engine/static_pipeline/plan_compiler.h"
+#include "engine/static_pipeline/static_runner.h"
 #include "kvforge/engine.h"
 #include "model/model.h"
 
@@ -40,6 +45,44 @@ std::vector<int32_t> prompt(int n, int salt) {
   std::vector<int32_t> p;
   for (int i = 0; i < n; ++i) p.push_back(3 + (i * 37 + salt * 101) % 250);
   return p;
+}
+
+std::string argmax_line(const char* what, int step, std::span<const float> logits) {
+  char line[96];
+  std::snprintf(line, sizeof line, "static %s %d %016llx\n", what, step,
+                (unsigned long long)digest(logits));
+  return line;
+}
+
+// Greedy generation on the static pipeline's slots, every logits row digested.
+std::string static_workload(const kvforge::Model& model, kvforge::ThreadPool& pool) {
+  kvforge::StaticConfig c;
+  c.max_prompt_len = 32;
+  c.min_response_len = 32;
+  c.prefill_chunk = 8;
+  c.generate_variants = {32, 64};
+  c.slots = 2;
+  kvforge::StaticRunner runner(model, pool, kvforge::compile_plans(model, c, pool.size()));
+  const size_t n_vocab = size_t(model.config().n_vocab);
+  const auto greedy = [&](std::span<const float> row) {
+    return int32_t(std::max_element(row.begin(), row.end()) - row.begin());
+  };
+  std::string lines;
+  std::vector<int32_t> next(2);
+  for (int32_t slot = 0; slot < 2; ++slot) {
+    const std::span<const float> logits = runner.prefill(slot, prompt(19 + 5 * slot, 4 + slot));
+    lines += argmax_line("prefill", slot, logits);
+    next[size_t(slot)] = greedy(logits);
+  }
+  for (int step = 0; step < 12; ++step) {
+    const std::span<const float> logits = runner.decode(next);
+    for (size_t s = 0; s < 2; ++s) {
+      const std::span<const float> row = logits.subspan(s * n_vocab, n_vocab);
+      lines += argmax_line("decode", step, row);
+      next[s] = greedy(row);
+    }
+  }
+  return lines;
 }
 
 int run(int argc, char** argv, kvforge::Communicator& world) {
@@ -89,6 +132,7 @@ int run(int argc, char** argv, kvforge::Communicator& world) {
   std::snprintf(line, sizeof line, "prefix hits %lld, preemptions %lld\n", (long long)s.prefix.hits,
                 (long long)s.preemptions);
   lines += line;
+  lines += static_workload(*model, pool);
   if (world.rank() == 0) {
     FILE* out = std::fopen(argv[2], "w");
     if (!out) throw std::runtime_error(std::string(argv[2]) + ": cannot write");
