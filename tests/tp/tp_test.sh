@@ -2,9 +2,11 @@
 # Tensor parallelism over MPI on tiny random models, 1, 2 and 4 ranks over
 # loopback: the logits of every step (a digest of their bits) and the greedy
 # tokens of a batched workload with chunked prefill, prefix-cache hits and
-# preemption, and of the static pipeline's slots (tp_logits.cpp), are the same bytes at every rank count and in a
-# plain single process; `kvforge run` under mpirun prints once and matches a
-# single process; refusals and a killed rank end with a clear error.
+# preemption, and of the static pipeline's slots (tp_logits.cpp), are the
+# same bytes at every rank count and in a plain single process; `kvforge
+# run` under mpirun prints once and matches a single process, on the paged
+# engine and on the static pipeline; refusals and a killed rank end with a
+# clear error.
 # usage: tp_test.sh path/to/kvforge path/to/tp_logits path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
