@@ -45,6 +45,13 @@ same_at_every_tp batch batch -m m.gguf -f prompts.txt -n 24 --temp 0 -t 1 --bloc
   --kv-blocks 40 --max-seqs 4 --max-batched-tokens 16 --ignore-eos
 grep -qE "[1-9][0-9]* preemptions" batch.1 || fail "batch: no preemption"
 grep -qE "prefix cache: [1-9][0-9]* hits" batch.1 || fail "batch: no prefix-cache hit"
+# Each rank's KV pool holds its KV heads only: the same blocks in 1/tp of the bytes.
+kv_kib() { sed -n 's/.*KV pool .* tokens, \([0-9.]*\) KiB.*/\1/p' "$1"; }
+for np in 2 4; do
+  want=$(awk -v k="$(kv_kib batch.1.err)" -v n="$np" 'BEGIN { printf "%.2f", k / n }')
+  [ "$(kv_kib "batch.$np.err")" = "$want" ] ||
+    fail "batch: rank 0's KV pool at tp=$np is $(kv_kib "batch.$np.err") KiB, not $want"
+done
 same_at_every_tp perplexity perplexity -m m.gguf -f text.txt -c 64 -t 1
 printf 'Hello\nHow are you\n' >chat.in
 stdin=chat.in same_at_every_tp chat chat -m m.gguf --temp 0 -n 8 -t 1 <chat.in
@@ -61,7 +68,13 @@ complete() {  # port; prints the completion without its id and timestamp
   curl -sf "localhost:$1/v1/completions" -H 'Content-Type: application/json' \
     -d '{"prompt":"Hello there","max_tokens":16,"temperature":0}' | jq -c 'del(.id, .created)'
 }
-wait_up() { for _ in $(seq 100); do curl -sf "localhost:$1/health" >/dev/null && return; sleep 0.1; done; fail "no server on $1"; }
+wait_up() {
+  for _ in $(seq 100); do
+    curl -sf "localhost:$1/health" >/dev/null && return
+    sleep 0.1
+  done
+  fail "no server on $1"
+}
 port=$((20000 + RANDOM % 20000))
 "$kv" serve -m m.gguf --port "$port" -t 1 2>serve.1.err &
 one=$!
@@ -74,7 +87,7 @@ wait_up "$port"
 complete "$port" >serve.2
 cmp -s serve.1 serve.2 || { cat serve.1 serve.2 >&2; fail "serve: tp=2 answers differently"; }
 curl -sf "localhost:$port/metrics" >metrics.2
-grep -qE "^kvforge_tp_messages_total [1-9]" metrics.2 || fail "/metrics: no tensor-parallel messages"
+grep -qE "^kvforge_tp_messages_total [1-9]" metrics.2 || fail "/metrics: no tp messages"
 grep -qE "^kvforge_tp_communication_seconds_total [0-9]" metrics.2 || fail "/metrics: no comm time"
 rank0=""
 for pid in $(pgrep -P "$(pgrep -P "$launcher" | head -1)"); do
@@ -82,7 +95,7 @@ for pid in $(pgrep -P "$(pgrep -P "$launcher" | head -1)"); do
 done
 [ -n "$rank0" ] || fail "no rank 0 found"
 kill -TERM "$rank0"
-wait "$launcher" || { cat serve.2.err >&2; fail "serve under mpirun did not exit cleanly on SIGTERM"; }
+wait "$launcher" || { cat serve.2.err >&2; fail "serve under mpirun: no clean exit on SIGTERM"; }
 grep -q "stopped" serve.2.err || fail "serve: no 'stopped' line"
 echo "serve: tp=2 answers as one process and stops cleanly on SIGTERM"
 echo "ok"

@@ -27,7 +27,10 @@ rank_pid() {
   local pid
   for _ in $(seq 100); do
     for pid in $(pgrep -P "$(pgrep -P "$1" | head -1)" 2>/dev/null || true); do
-      grep -qz "^OMPI_COMM_WORLD_RANK=$2$" "/proc/$pid/environ" 2>/dev/null && { echo "$pid"; return; }
+      if grep -qz "^OMPI_COMM_WORLD_RANK=$2$" "/proc/$pid/environ" 2>/dev/null; then
+        echo "$pid"
+        return
+      fi
     done
     sleep 0.1
   done
@@ -71,8 +74,10 @@ client=$!
 second=$!
 stop_and_wait "$launcher" 1
 wait "$client" "$second" || true
-[ "$(cat long.status)" = 503 ] || { cat long.out >&2; fail "the request in flight got $(cat long.status), not 503"; }
-[ "$(cat second.status)" = 503 ] || fail "a request during the hang got $(cat second.status), not 503"
+[ "$(cat long.status)" = 503 ] ||
+  { cat long.out >&2; fail "the request in flight got $(cat long.status), not 503"; }
+[ "$(cat second.status)" = 503 ] ||
+  fail "a request during the hang got $(cat second.status), not 503"
 grep -q "rank 1 did not answer" second.out || fail "the 503 does not name rank 1"
 grep -q "kvforge serve: stopped" serve.err || fail "serve did not stop cleanly"
 echo "serve: a stopped rank ended the server in ${took}s; 503 in flight and meanwhile"
