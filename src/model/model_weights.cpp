@@ -257,8 +257,10 @@ size_t ModelWeights::regroup_for_kernels(
   const int64_t n = split.n_ranks;
   std::vector<std::pair<WeightView*, int64_t>> matrices;
   for (LayerWeights& l : layers) {
-    for (WeightView* v : {&l.attn_q, &l.attn_k, &l.attn_v, &l.ffn_gate, &l.ffn_up})
-      matrices.emplace_back(v, v->rows * n);
+    for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
+    // A replicated KV head's rows are 1/(n / replicas) of the whole matrix.
+    for (WeightView* v : {&l.attn_k, &l.attn_v})
+      matrices.emplace_back(v, v->rows * n / split.kv_replicas);
     for (ColumnParts* parts : {&l.attn_output, &l.ffn_down})
       for (WeightView& v : parts->parts) matrices.emplace_back(&v, v.rows);
   }

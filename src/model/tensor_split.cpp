@@ -37,16 +37,24 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   TensorSplit s;
   s.rank = rank;
   s.n_ranks = n_ranks;
-  s.attn_parts = parts_of(c.q_dim(), c.n_kv_head, attn_output_types);
-  // No more FFN parts than KV heads: ranks beyond the KV heads would need
-  // them replicated, which is not implemented, and each part costs a matmul call.
-  int ffn_max = kMaxColumnParts;
-  while (ffn_max > 1 && (c.n_ff % ffn_max != 0 || ffn_max > c.n_kv_head)) ffn_max /= 2;
+  // The most ranks the model could ever take: a power of two dividing the
+  // query heads (each rank holds whole ones), at most kMaxColumnParts. Parts
+  // are groups of query heads (attention) or FFN rows, as many as it allows
+  // in whole blocks: ranks up to it share them whatever their number.
+  int most = 1;
+  while (most < kMaxColumnParts && c.n_head % (2 * most) == 0) most *= 2;
+  s.attn_parts = parts_of(c.q_dim(), most, attn_output_types);
+  int ffn_max = most;
+  while (ffn_max > 1 && c.n_ff % ffn_max != 0) ffn_max /= 2;
   s.ffn_parts = parts_of(c.n_ff, ffn_max, ffn_down_types);
-  if (c.n_kv_head % n_ranks != 0)
+  if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
     refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
-                        " KV heads do not divide evenly; each rank holds whole KV heads "
-                        "(replicating KV heads when ranks exceed them is not implemented yet)");
+                        " KV heads do not divide evenly; each rank holds whole KV heads");
+  if (n_ranks > c.n_kv_head && (n_ranks % c.n_kv_head != 0 || c.n_head % n_ranks != 0))
+    refuse(n_ranks, "more ranks than the model's " + std::to_string(c.n_kv_head) +
+                        " KV heads replicate them, which needs a multiple of the KV heads that "
+                        "divides the " +
+                        std::to_string(c.n_head) + " query heads");
   if (s.attn_parts % n_ranks != 0)
     refuse(n_ranks, "attn_output splits into " + std::to_string(s.attn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
@@ -54,7 +62,9 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
     refuse(n_ranks, "ffn_down splits into " + std::to_string(s.ffn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
   s.n_head = c.n_head / n_ranks;
-  s.n_kv_head = c.n_kv_head / n_ranks;
+  // Beyond the KV heads, each rank holds the one its query heads read (vLLM's way).
+  s.kv_replicas = n_ranks > c.n_kv_head ? n_ranks / c.n_kv_head : 1;
+  s.n_kv_head = n_ranks > c.n_kv_head ? 1 : c.n_kv_head / n_ranks;
   s.n_ff = c.n_ff / n_ranks;
   // Vocabulary rows in multiples of kVocabRowQuantum, the last rank taking what is left.
   const int64_t v = c.n_vocab;

@@ -2,9 +2,12 @@
 // style), and the fixed column parts that make its results independent of
 // the number of ranks.
 //
-//   attn_q/k/v    rows of this rank's KV heads (and their query heads)
+//   attn_q        rows of this rank's query heads
+//   attn_k/v      rows of the KV heads they read: n_kv_head / n ranks each,
+//                 or, with more ranks than KV heads, one replicated on
+//                 n / n_kv_head ranks (as vLLM does)
 //   ffn_gate/up   rows [rank * n_ff / n, (rank + 1) * n_ff / n)
-//   attn_output   column parts [rank * attn_parts / n, ...), one per group of KV heads
+//   attn_output   column parts [rank * attn_parts / n, ...), groups of query heads
 //   ffn_down      column parts [rank * ffn_parts / n, ...) of n_ff / ffn_parts columns each
 //   output        vocabulary rows vocab_first[rank] .. + vocab_rows[rank]
 //   token_embd, norms: whole on every rank
@@ -25,8 +28,9 @@
 
 namespace kvforge {
 
-// Most column parts of attn_output or ffn_down (ffn_down also has no more
-// than n_kv_head): more parts let more ranks share them; on one process the
+// Most column parts of attn_output or ffn_down (and no more than the largest
+// power of two dividing n_head, the most ranks a model can take): more parts
+// let more ranks share them; on one process the
 // parts of a matrix run in one matmul_batch_own_tokens call of at most 8
 // weights, and each costs a write and an add of its products.
 inline constexpr int kMaxColumnParts = 8;
@@ -38,15 +42,16 @@ inline constexpr int64_t kVocabRowQuantum = 16;
 struct TensorSplit {
   int rank = 0;
   int n_ranks = 1;
-  int attn_parts = 1;                // column parts of attn_output (divides n_kv_head)
+  int attn_parts = 1;                // column parts of attn_output (divides n_head)
   int ffn_parts = 1;                 // column parts of ffn_down
   int n_head = 0;                    // this rank's query heads
   int n_kv_head = 0;                 // this rank's KV heads
+  int kv_replicas = 1;               // ranks holding each KV head (> 1: more ranks than KV heads)
   int n_ff = 0;                      // this rank's FFN rows
   std::vector<int64_t> vocab_first;  // [n_ranks] first output row of each rank
   std::vector<int64_t> vocab_rows;   // [n_ranks] output rows of each rank
 
-  int first_kv_head() const { return rank * n_kv_head; }
+  int first_kv_head() const { return rank / kv_replicas * n_kv_head; }
   int first_head() const { return rank * n_head; }
   int first_ff() const { return rank * n_ff; }
 

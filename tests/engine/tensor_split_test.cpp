@@ -33,7 +33,7 @@ TEST(TensorSplit, PartsDependOnTheModelNotOnTheRanks) {
     for (int r = 0; r < n; ++r) {
       const TensorSplit s = TensorSplit::of(c, q8, q8, r, n);
       EXPECT_EQ(s.attn_parts, 4);  // one per KV head: 192 columns, whole Q8_0 blocks
-      EXPECT_EQ(s.ffn_parts, 4);   // at most the KV heads
+      EXPECT_EQ(s.ffn_parts, 4);   // at most 4: 12 query heads take at most 4 ranks
       EXPECT_EQ(s.n_kv_head * n, c.n_kv_head);
       EXPECT_EQ(s.n_head * n, c.n_head);
       EXPECT_EQ(s.n_ff * n, c.n_ff);
@@ -77,9 +77,29 @@ TEST(TensorSplit, RefusesRanksThatDoNotDivideTheKvHeads) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("4 KV heads do not divide evenly"), std::string::npos)
         << e.what();
-    EXPECT_NE(std::string(e.what()).find("not implemented yet"), std::string::npos) << e.what();
   }
   EXPECT_THROW(TensorSplit::of(c, f32, f32, 0, 8), std::invalid_argument);
+}
+
+// More ranks than KV heads: each holds the one KV head its query heads read.
+TEST(TensorSplit, ReplicatesKvHeadsBeyondTheirCount) {
+  ModelConfig c = small_config();
+  c.n_head = 8;
+  c.n_kv_head = 2;
+  c.head_dim = 96;
+  const std::vector<GgmlType> f32(2, GgmlType::F32);
+  const int first_kv[] = {0, 0, 1, 1};
+  for (int r = 0; r < 4; ++r) {
+    const TensorSplit s = TensorSplit::of(c, f32, f32, r, 4);
+    EXPECT_EQ(s.kv_replicas, 2);
+    EXPECT_EQ(s.n_kv_head, 1);
+    EXPECT_EQ(s.n_head, 2);
+    EXPECT_EQ(s.first_kv_head(), first_kv[r]);
+    // Rank r's query heads [2r, 2r + 2) belong to KV head (2r) / (8 / 2).
+    EXPECT_EQ(s.first_head() / (c.n_head / c.n_kv_head), s.first_kv_head());
+    EXPECT_EQ(s.attn_parts, 8);
+  }
+  EXPECT_THROW(TensorSplit::of(c, f32, f32, 0, 16), std::invalid_argument);  // 8 query heads
 }
 
 // One process keeps the fixed parts too: the loaded weights hold them.

@@ -36,7 +36,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
   "$mpirun" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
 
-# name: make-model flags. Heads divide by 4 for the 4-rank runs.
+# name: make-model flags. Query heads divide by 4 for the 4-rank runs; with
+# 2 KV heads, 4 ranks replicate each KV head on 2 ranks.
 declare -A models=(
   [llama-mha]="--n-embd 64 --n-head 4 --n-kv-head 4"
   [llama-gqa-q8]="--n-embd 128 --n-head 8 --n-kv-head 4 --type q8_0 --n-vocab 512"
@@ -50,7 +51,7 @@ for name in $(printf '%s\n' "${!models[@]}" | sort); do
   "$kv" make-model -o "$name.gguf" --preset tiny --n-layer 2 ${models[$name]} 2>/dev/null
   "$tp_logits" "$name.gguf" "$name.single" || fail "$name: single process"
   expect_in "tokens" "$name.single"
-  heads=$("$kv" info "$name.gguf" | sed -n 's/.*(KV heads \([0-9]*\).*/\1/p')
+  heads=$("$kv" info "$name.gguf" | sed -n 's/^ *heads *\([0-9]*\) (KV heads.*/\1/p')
   for np in 1 2 4; do
     [ "$np" -le "$heads" ] || continue
     timeout 60 "${mpi[@]}" -np "$np" "$tp_logits" "$name.gguf" "$name.tp$np" ||
@@ -84,7 +85,7 @@ expect_in "KV heads do not divide evenly" tp3.err
 for name in llama-mha llama-gqa-q8 gemma2; do
   sargs=(run -m "$name.gguf" -p "Hello there, static world" -n 40 --temp 0 -q -t 1 --static)
   "$kv" "${sargs[@]}" >"static.$name.1" 2>/dev/null
-  heads=$("$kv" info "$name.gguf" | sed -n 's/.*(KV heads \([0-9]*\).*/\1/p')
+  heads=$("$kv" info "$name.gguf" | sed -n 's/^ *heads *\([0-9]*\) (KV heads.*/\1/p')
   for np in 2 4; do
     [ "$np" -le "$heads" ] || continue
     timeout 60 "${mpi[@]}" -np "$np" "$kv" "${sargs[@]}" >"static.$name.$np" 2>static.err ||

@@ -10,6 +10,7 @@
 #include "app/cli/commands.h"
 #include "core/gguf/gguf_file.h"
 #include "model/model_config.h"
+#include "model/tensor_split.h"
 
 namespace kvforge::cli {
 namespace {
@@ -106,11 +107,12 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   return out;
 }
 
-// Which rank counts up to 16 shard this model's KV heads, and which would
-// replicate them (kv-plan --tp N sizes a rank's share).
+// Which rank counts (up to kMaxColumnParts, the most kvforge splits into)
+// shard this model's KV heads, and which replicate them (kv-plan --tp N
+// sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
   std::string split, replicated;
-  for (int tp = 2; tp <= 16; tp *= 2) {
+  for (int tp = 2; tp <= kMaxColumnParts; tp *= 2) {
     if (c.n_head % tp != 0 || c.n_ff % tp != 0) break;
     if (c.n_kv_head % tp == 0)
       split += (split.empty() ? "" : ", ") + std::to_string(tp);
@@ -122,8 +124,8 @@ void print_tp_options(const ModelConfig& c) {
                             : ("tp " + split + " (KV heads split by rank)").c_str());
   if (!replicated.empty())
     std::printf(
-        "                   tp %s: more ranks than KV heads, which each rank would hold "
-        "replicated (vLLM's way); kv-plan sizes it, mpirun refuses it so far\n",
+        "                   tp %s: more ranks than KV heads, each held by several "
+        "(replicated, as vLLM does)\n",
         replicated.c_str());
 }
 
