@@ -157,10 +157,12 @@ class MpiCommunicator final : public Communicator {
   std::vector<int> peers_;             // [request] receive: its sender; send: -1 - its receiver
 };
 
-// Spins on the requests for the first millisecond (a step's collectives
-// usually complete within it), then polls every 50 us so that a rank
-// waiting long (for the next request, or for a slower rank) leaves the core
-// to others; past the deadline, names the ranks it is still waiting for.
+// Polls the requests, yielding the core between polls (to the other rank,
+// when both share cores, or to anything else) for the first 20 ms: a step's
+// wait for a slower rank usually ends within that, and a sleep's wake-up
+// latency there slows every decode step (docs/bench/bench-tp.md). Past 20 ms (a
+// follower waiting for the next request) it polls every 50 us, leaving the
+// core alone. Past the deadline, names the ranks it is still waiting for.
 void MpiCommunicator::wait(const char* what) {
   const Clock::time_point start = Clock::now();
   for (int polls = 1;; ++polls) {
@@ -171,7 +173,11 @@ void MpiCommunicator::wait(const char* what) {
     if (polls % 64 != 0) continue;
     const double waited = std::chrono::duration<double>(Clock::now() - start).count();
     if (deadline_ > 0 && waited > deadline_) fail_late(what, waited);
-    if (waited > 1e-3) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    // Yield while a step's skew between ranks is plausible; sleep past it.
+    if (waited < 20e-3)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   requests_.clear();
   peers_.clear();
