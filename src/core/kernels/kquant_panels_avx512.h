@@ -1,5 +1,5 @@
-// Batched matmuls of K-quant and IQ4_XS weights on 16-row panels decoded to
-// bytes once per call, for their *_avx512.cpp kernels.
+// Batched matmuls of K-quant (Q2_K .. Q6_K) and IQ4_XS weights on 16-row
+// panels decoded to bytes once per call, for their *_avx512.cpp kernels.
 //
 // The row tiles (tile_loop.h) unpack a super-block once per tile of at most
 // 8 tokens and leave each (row, token) product spread over vector lanes that
@@ -13,13 +13,15 @@
 // Per (row, token, super-block) the panel kernel forms the exact integers
 //   isum = sum_j factors[j] * sum_{i in sub-block j} quants_i * a_i
 //   csum = sum_j coefs[j] * A_j     (A_j: the token's quant sum over sub-block j)
-// and folds them as the type's scalar kernel does (kquant_accumulate.h),
-// as the type's PanelKind says:
-//   a min term (Q4_K, Q5_K):  acc = (acc + (d * da) * isum) - (dmin * da) * csum
-//   an offset (Q6_K's levels are stored + 32, IQ4_XS's + 128, so isum carries
-//   that offset times sum_j factors[j] * A_j, which coefs = factors take back
-//   out):                     isum -= offset * csum, then the type's fold
-//   (Q6_K's kquant_accumulate with dmin = 0, IQ4_XS's scaled one).
+// and folds them as the type's scalar kernel does (kquant_accumulate.h), as
+// its PanelKind says:
+//   a min term (Q2_K, Q4_K, Q5_K):
+//     acc = (acc + (d * da) * isum) - (dmin * da) * csum
+//   an offset (levels stored + 4 for Q3_K, + 32 for Q6_K, + 128 for IQ4_XS,
+//   so isum carries the offset times sum_j factors[j] * A_j, which
+//   coefs = factors take back out):
+//     isum -= offset * csum, then the type's fold (Q6_K's kquant_accumulate
+//     with dmin = 0, Q3_K's and IQ4_XS's scaled one).
 // Same integers, same f32 operations in the same order: the scalar kernel's
 // bits, so a row gets the same result in a panel or in a row tile.
 //
@@ -47,8 +49,10 @@ struct PanelKind {
   bool min_fold;     // kquant_accumulate's fold (else kquant_accumulate_scaled's)
 };
 inline constexpr PanelKind kPanelWithMin{32, -1, true};  // Q4_K, Q5_K
-inline constexpr PanelKind kPanelQ6_K{16, 5, true};      // levels + 32, dmin = 0
-inline constexpr PanelKind kPanelIQ4_XS{32, 7, false};   // levels + 128
+inline constexpr PanelKind kPanelQ2_K{16, -1, true};
+inline constexpr PanelKind kPanelQ3_K{16, 2, false};    // levels + 4
+inline constexpr PanelKind kPanelQ6_K{16, 5, true};     // levels + 32, dmin = 0
+inline constexpr PanelKind kPanelIQ4_XS{32, 7, false};  // levels + 128
 
 // One super-block of one panel (at most 16 sub-blocks).
 struct alignas(64) KquantPanelBlock {
