@@ -50,14 +50,7 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
     _mm512_store_si512(out.quants + 64 * g, _mm512_and_si512(both, low4));
   }
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    q4_k_scale_min(blk.scales, j, sc, m);
-    out.factors[j] = sc;
-    out.coefs[j] = m;
-  }
-  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-  out.dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
+  kquant_panel_row_q4_k_scales(blk.scales, blk.d, blk.dmin, out);
 }
 
 }  // namespace

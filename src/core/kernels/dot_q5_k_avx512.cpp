@@ -70,14 +70,7 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
     _mm256_store_si256(
         dst + 1, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), high(2 * g + 1)));
   }
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    q4_k_scale_min(blk.scales, j, sc, m);
-    out.factors[j] = sc;
-    out.coefs[j] = m;
-  }
-  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-  out.dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
+  kquant_panel_row_q4_k_scales(blk.scales, blk.d, blk.dmin, out);
 }
 
 }  // namespace

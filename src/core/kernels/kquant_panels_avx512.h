@@ -30,6 +30,7 @@
 
 #include <cstdint>
 
+#include "core/formats/q4_k.h"
 #include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
 #include "core/kernels/matmul_task.h"
 #include "core/kernels/thread_scratch.h"
@@ -70,6 +71,20 @@ struct KquantPanelRow {
   int32_t coefs[16];
   float d, dmin;
 };
+
+// The scale part of a Q4_K or Q5_K row's panel entry: factors sc[j], coefs
+// m[j] from the 12 packed scale bytes, and the super-scales.
+static inline void kquant_panel_row_q4_k_scales(const uint8_t* scales, uint16_t d, uint16_t dmin,
+                                                KquantPanelRow& out) {
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    q4_k_scale_min(scales, j, sc, m);
+    out.factors[j] = sc;
+    out.coefs[j] = m;
+  }
+  out.d = _cvtsh_ss(d);
+  out.dmin = _cvtsh_ss(dmin);
+}
 
 // Moves 16 decoded rows into panel block p (rows[r] is panel row r) for
 // sub-blocks of `sub_block` elements.
