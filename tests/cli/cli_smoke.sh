@@ -57,6 +57,12 @@ expect_in "already quantized" requant.err
 "$kv" quantize tiny.gguf unused.gguf --type Q4_0 --dry-run >quant-plan.out
 expect_in "output.weight" quant-plan.out
 
+# bench: the prefill and decode rows (the README's headline block runs it on
+# the small preset in optimised builds only).
+"$kv" bench -m tiny.gguf -p 48 -n 8 -r 1 -t 2 >bench.out 2>/dev/null
+expect_in "pp48" bench.out
+expect_in "tg8" bench.out
+
 # bench-serve: the sweep table, and with --rounds the per-round ratios and their median.
 "$kv" bench-serve -m tiny.gguf --concurrency 1,2 --prompt-len 8 --gen-len 4 --rounds 2 \
   --skip-prefix -t 2 >bench-serve.out 2>/dev/null
