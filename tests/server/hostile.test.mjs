@@ -1,9 +1,9 @@
 // Hostile clients and hostile model files against `kvforge serve` (issue 25):
-// every template bomb, numbers beyond a double, reserved template variables,
-// 32 concurrent 7 MB prompts, 1,000 slow connections, a connection cap, a
-// second server on a used port, /metrics behind the API key, and SIGTERM in
-// the middle of it all. Each bad request is a 4xx within 2 s, the server stays
-// up, and its peak RSS stays under 1 GiB.
+// every template bomb, a template's own errors, numbers beyond a double,
+// reserved template variables, 32 concurrent 7 MB prompts, 1,000 slow
+// connections, a connection cap, a second server on a used port, /metrics
+// behind the API key, and SIGTERM in the middle of it all. Each bad request is
+// a 4xx within 2 s, the server stays up, and its peak RSS stays under 1 GiB.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -42,8 +42,19 @@ const BOMBS = {
       '{% for i in range(100000) %}{{ n in h }}{% endfor %}',
   'bomb-loops': '{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}',
 };
+// A template's own errors on what a request gave it: a 400 naming the problem, never a 500.
+const TEMPLATE_ERRORS = {
+  'error-raise': ["{{ raise_exception('no ' ~ last ~ ' here') }}", /no error-raise here/],
+  'error-type': ['{{ 1 + last }}', /line \d+: unsupported operand types for \+: int and str/],
+  'error-method': ['{{ last.shout() }}', /line \d+: unsupported string method 'shout'/],
+  'error-kwarg': ['{{ volume.upper() }}', /line \d+: .*'upper'/],
+  'error-undefined': ['{{ messages[7].content }}', /line \d+: '\[7\]' is undefined/],
+  'error-argument': ['{{ range(1, 2, 0) }}', /line \d+: range\(\): range\(\) step must not be zero/],
+};
 let template = '{%- set last = messages[-1].content -%}\n';
-for (const [name, bomb] of Object.entries(BOMBS)) template += `{%- if last == '${name}' %}${bomb}{% endif -%}\n`;
+const triggers = { ...BOMBS };
+for (const [name, [source]] of Object.entries(TEMPLATE_ERRORS)) triggers[name] = source;
+for (const [name, bomb] of Object.entries(triggers)) template += `{%- if last == '${name}' %}${bomb}{% endif -%}\n`;
 template += "{%- for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" +
     '{%- if add_generation_prompt %}assistant:{% endif -%}';
 const TEMPLATE_FILE = join(dir, 'bombs.jinja');
@@ -124,6 +135,19 @@ test('every template bomb is a 400 within 2 s; the server stays up', async () =>
   assert.equal(ok.status, 200, ok.text);
   assert.ok((await healthy(main.base)).ok);
   assert.ok(peakRss(main.proc.pid) < RSS_LIMIT);
+});
+
+test("a template's own error on a request is a 400 naming it, not a 500", async () => {
+  for (const [name, [, message]] of Object.entries(TEMPLATE_ERRORS)) {
+    const extra = name === 'error-kwarg' ? { chat_template_kwargs: { volume: 11 } } : {};
+    const r = await post(main.base, '/v1/chat/completions', chat(name, extra));
+    assert.equal(r.status, 400, `${name}: ${r.text}`);
+    assert.equal(r.json.error.type, 'invalid_request_error', name);
+    assert.equal(r.json.error.param, 'messages', name);
+    assert.match(r.json.error.message, message, name);
+    console.log(`# ${name}: 400 ${r.json.error.message}`);
+  }
+  assert.ok((await healthy(main.base)).ok);
 });
 
 test('a template that blows its budget at load is refused, naming the file', async () => {
