@@ -1,9 +1,10 @@
 // Hostile clients and hostile model files against `kvforge serve` (issue 25):
 // every template bomb, a template's own errors, numbers beyond a double,
 // reserved template variables, 32 concurrent 7 MB prompts, 1,000 slow
-// connections, a connection cap, a second server on a used port, /metrics
-// behind the API key, and SIGTERM in the middle of it all. Each bad request is
-// a 4xx within 2 s, the server stays up, and its peak RSS stays under 1 GiB.
+// connections, a connection cap, requests dribbled in past their read
+// deadlines, a second server on a used port, /metrics behind the API key, and
+// SIGTERM in the middle of it all. Each bad request is a 4xx within 2 s, the
+// server stays up, and its peak RSS stays under 1 GiB.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -332,6 +333,90 @@ test('beyond the connection cap: 503, and /health still answers', async () => {
     assert.ok((await healthy(s.base)).ok);
   } finally {
     slow.close();
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+// A raw connection that sends `head` at once and then `drip` every `every` ms
+// until the server closes it; resolves to what the server answered and when it closed.
+function dribble(port, head, drip, every) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    let answer = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(head));
+    const timer = setInterval(() => { if (!socket.destroyed && socket.writable) socket.write(drip); }, every);
+    socket.on('data', (d) => { answer += d; });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve({ answer, seconds: (performance.now() - t0) / 1000 });
+    });
+  });
+}
+
+// Short read deadlines, so that the tests of them take a few seconds.
+const HEADER_TIMEOUT = 2;
+const DEADLINE_SLACK = 1.5 * SLOW;
+const HEAD = 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n';
+
+test('requests dribbled in are cut off at their read deadline with a 408', { timeout: 30000 * SLOW }, async () => {
+  const s = await startServer(['--header-timeout', String(HEADER_TIMEOUT), '--body-timeout', '4',
+                               '--max-body', String(1 << 20)]);
+  try {
+    const [line, headers, body] = await Promise.all([
+      dribble(s.port, 'POST /v1/compl', 'e', 300),
+      dribble(s.port, HEAD, 'X-Slow: 1\r\n', 500),
+      dribble(s.port, HEAD + 'Content-Length: 1000\r\n\r\n{"prompt":"', 'a', 200),
+    ]);
+    for (const [what, r, message] of [
+      ['request line', line, /request line and headers did not arrive within 2 s/],
+      ['headers', headers, /request line and headers did not arrive within 2 s/],
+      // 1,000 bytes get the floor (the header timeout), not 4 s x 1000 / 1 MiB.
+      ['body', body, /request body did not arrive within 2 s/],
+    ]) {
+      console.log(`# dribbled ${what}: closed after ${r.seconds.toFixed(2)} s: ${r.answer.split('\r\n')[0]}`);
+      assert.match(r.answer, /^HTTP\/1\.1 408 /, `${what}: ${r.answer}`);
+      assert.match(JSON.parse(r.answer.slice(r.answer.indexOf('\r\n\r\n') + 4)).error.message, message);
+      assert.ok(r.seconds >= HEADER_TIMEOUT - 0.1 && r.seconds < HEADER_TIMEOUT + DEADLINE_SLACK,
+                `${what}: closed after ${r.seconds} s`);
+    }
+    const big = await dribble(s.port, HEAD + ('X-More: ' + 'b'.repeat(1000) + '\r\n').repeat(70), '', 10000);
+    assert.match(big.answer, /^HTTP\/1\.1 431 /, big.answer);
+    assert.match(big.answer, /exceed 65536 bytes/);
+    // cpp-httplib 0.11 checks --max-body against a Content-Length only: it read a chunked body whole.
+    const chunk = `10000\r\n${'c'.repeat(0x10000)}\r\n`;
+    const chunked = await dribble(s.port, HEAD + 'Transfer-Encoding: chunked\r\n\r\n', chunk, 1);
+    assert.match(chunked.answer, /^HTTP\/1\.1 413 /, chunked.answer);
+    assert.match(chunked.answer, /request body exceeds 1048576 bytes/);
+    const ok = await post(s.base, '/v1/completions', JSON.stringify({ prompt: 'In', max_tokens: 2 }));
+    assert.equal(ok.status, 200, ok.text);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+test('1,000 dribbling connections: /health within 1 s, requests complete, all cut at the deadline', { timeout: 30000 * SLOW }, async () => {
+  const s = await startServer(['--header-timeout', String(HEADER_TIMEOUT)]);
+  try {
+    const closes = Array.from({ length: SLOW_CONNECTIONS }, (_, i) => (i % 2
+      ? dribble(s.port, HEAD, 'X-Slow: 1\r\n', 500)
+      : dribble(s.port, HEAD + 'Content-Length: 100\r\n\r\n', 'a', 300)));
+    await new Promise((r) => setTimeout(r, 1000));
+    const h = await healthy(s.base);
+    const r = await post(s.base, '/v1/completions', JSON.stringify({ prompt: 'In the beginning', max_tokens: 8 }));
+    const results = await Promise.all(closes);
+    const last = Math.max(...results.map((c) => c.seconds));
+    const answered408 = results.filter((c) => / 408 /.test(c.answer.split('\r\n')[0])).length;
+    console.log(`# ${SLOW_CONNECTIONS} dribbling connections: /health in ${(h.seconds * 1000).toFixed(0)} ms, ` +
+                `a completion in ${(r.seconds * 1000).toFixed(0)} ms, all closed by ${last.toFixed(2)} s ` +
+                `(${answered408} read a 408)`);
+    assert.ok(h.ok && h.seconds < 1 * SLOW, `/health took ${h.seconds}`);
+    assert.equal(r.status, 200, r.text);
+    assert.ok(last < HEADER_TIMEOUT + DEADLINE_SLACK, `the last connection closed after ${last} s`);
+    assert.ok((await healthy(s.base)).ok);
+  } finally {
     s.proc.kill('SIGTERM');
     await s.exited;
   }
