@@ -2,9 +2,10 @@
 // every template bomb, a template's own errors, numbers beyond a double,
 // reserved template variables, 32 concurrent 7 MB prompts, 1,000 slow
 // connections, a connection cap, requests dribbled in past their read
-// deadlines, a second server on a used port, /metrics behind the API key, and
-// SIGTERM in the middle of it all. Each bad request is a 4xx within 2 s, the
-// server stays up, and its peak RSS stays under 1 GiB.
+// deadlines, clients that leave mid-generation or mid-render, a second server
+// on a used port, /metrics behind the API key, and SIGTERM in the middle of it
+// all. Each bad request is a 4xx within 2 s, the server stays up, and its peak
+// RSS stays under 1 GiB.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -52,8 +53,10 @@ const TEMPLATE_ERRORS = {
   'error-undefined': ['{{ messages[7].content }}', /line \d+: '\[7\]' is undefined/],
   'error-argument': ['{{ range(1, 2, 0) }}', /line \d+: range\(\): range\(\) step must not be zero/],
 };
+// Within the budget, but a few seconds of work: time for its client to leave.
+const SLOW_RENDER = '{% set r = range(2000) | list %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}';
 let template = '{%- set last = messages[-1].content -%}\n';
-const triggers = { ...BOMBS };
+const triggers = { ...BOMBS, 'slow-render': SLOW_RENDER };
 for (const [name, [source]] of Object.entries(TEMPLATE_ERRORS)) triggers[name] = source;
 for (const [name, bomb] of Object.entries(triggers)) template += `{%- if last == '${name}' %}${bomb}{% endif -%}\n`;
 template += "{%- for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" +
@@ -420,6 +423,85 @@ test('1,000 dribbling connections: /health within 1 s, requests complete, all cu
     s.proc.kill('SIGTERM');
     await s.exited;
   }
+});
+
+async function metricValues(base) {
+  const res = await fetch(`${base}/metrics`, { headers: AUTH });
+  const values = {};
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^(\S+) (\S+)$/.exec(line);
+    if (m) values[m[1]] = Number(m[2]);
+  }
+  return values;
+}
+
+// CPU seconds the process has used (user + system).
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+// Waits until `done(metrics, seconds waited)` or `seconds` pass; returns the last metrics and the time taken.
+async function waitMetrics(base, done, seconds) {
+  const t0 = performance.now();
+  let m;
+  while (true) {
+    m = await metricValues(base);
+    if (done(m, (performance.now() - t0) / 1000) || performance.now() - t0 > seconds * 1000) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { m, seconds: (performance.now() - t0) / 1000 };
+}
+
+// Sends a request on a raw connection and closes it once `leave(metrics, seconds)` is true.
+async function leaveWhen(port, body, leave) {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  await new Promise((r) => socket.once('connect', r));
+  socket.write(`POST ${body.path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.Authorization}\r\n` +
+               `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body.json)}\r\n\r\n${body.json}`);
+  let received = '';
+  socket.on('data', (d) => { received += d; });
+  await waitMetrics(main.base, leave, 20);
+  socket.destroy();
+  return received;
+}
+
+test('a client that leaves mid-generation or mid-render is abandoned: KV freed, CPU idle', { timeout: 30000 * SLOW }, async () => {
+  const DISCONNECTS = 'kvforge_client_disconnects_total';
+  const GONE_RENDER = 'kvforge_requests_total{endpoint="/v1/chat/completions",status="499"}';
+  const long = { prompt: 'In the beginning', max_tokens: 240, n: 4, temperature: 0 };
+  const cases = [
+    ['streaming generation', { path: '/v1/completions', json: JSON.stringify({ ...long, stream: true }) },
+     (m) => m.kvforge_kv_blocks_used > 0, [DISCONNECTS]],
+    ['non-streaming generation', { path: '/v1/completions', json: JSON.stringify(long) },
+     (m) => m.kvforge_kv_blocks_used > 0, [DISCONNECTS]],
+    ['template render', { path: '/v1/chat/completions', json: chat('slow-render') },
+     (m, seconds) => seconds > 0.3, [DISCONNECTS, GONE_RENDER]],
+  ];
+  for (const [what, body, started, counters] of cases) {
+    const before = await metricValues(main.base);
+    const t0 = performance.now();
+    const received = await leaveWhen(main.port, body, started);
+    const left = performance.now();
+    const { m, seconds } = await waitMetrics(main.base, (v) =>
+      v.kvforge_kv_blocks_used === 0 && v.kvforge_requests_in_flight === 0 &&
+      counters.every((c) => (v[c] ?? 0) > (before[c] ?? 0)), 10);
+    const cpu0 = cpuSeconds(main.proc.pid);
+    await new Promise((r) => setTimeout(r, 1000));
+    const cpu = cpuSeconds(main.proc.pid) - cpu0;
+    const tokens = m.kvforge_generation_tokens_total - before.kvforge_generation_tokens_total;
+    console.log(`# ${what}: left after ${((left - t0) / 1000).toFixed(2)} s, abandoned ` +
+                `${seconds.toFixed(2)} s later (${tokens} of 960 tokens); CPU in the next second ${cpu.toFixed(2)} s`);
+    assert.ok(!/^HTTP\/1\.1 200/.test(received) || body.json.includes('"stream":true'), `${what}: answered ${received}`);
+    for (const c of counters) assert.equal((m[c] ?? 0) - (before[c] ?? 0), 1, `${what}: counted in ${c}`);
+    assert.equal(m.kvforge_kv_blocks_used, 0, `${what}: KV freed`);
+    assert.equal(m.kvforge_requests_in_flight, 0, what);
+    assert.ok(seconds < 1 * SLOW, `${what}: abandoned after ${seconds} s`);
+    assert.ok(tokens < 960, `${what}: finished before the client left`);
+    assert.ok(cpu < 0.2, `${what}: ${cpu} s of CPU in the second after`);
+  }
+  assert.ok((await healthy(main.base)).ok);
 });
 
 test('SIGTERM with 1,000 slow connections and requests in flight: exit within 5 s', async () => {

@@ -208,6 +208,8 @@ struct HttpServer::Impl {
                          "invalid_request_error", std::nullopt, "invalid_api_key");
         handler(req, res);
       } catch (const ApiError& e) {
+        // 499: the client left while its request was prepared (waiting, or rendering).
+        if (e.status() == 499 && !stopping.load()) metrics.client_disconnects.inc();
         send_error(res, e);
       } catch (const std::exception& e) {
         send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
