@@ -149,6 +149,7 @@ test("a template's own error on a request is a 400 naming it, not a 500", async 
     assert.equal(r.json.error.type, 'invalid_request_error', name);
     assert.equal(r.json.error.param, 'messages', name);
     assert.match(r.json.error.message, message, name);
+    assert.ok(r.seconds < 2 * SLOW, `${name} took ${r.seconds.toFixed(2)} s`);
     console.log(`# ${name}: 400 ${r.json.error.message}`);
   }
   assert.ok((await healthy(main.base)).ok);
@@ -228,6 +229,7 @@ test('numbers beyond a double and malformed bodies are 400s', async () => {
     const r = await post(main.base, '/v1/completions', body);
     assert.equal(r.status, 400, `${body}: ${r.text}`);
     assert.equal(typeof r.json?.error?.message, 'string', body);
+    assert.ok(r.seconds < 2 * SLOW, `${body} took ${r.seconds.toFixed(2)} s`);
   }
 });
 
@@ -239,6 +241,7 @@ test('chat_template_kwargs may only add names', async () => {
                            chat('hi', { chat_template_kwargs: { [name]: value } }));
       assert.equal(r.status, 400, `${name}: ${r.text}`);
       assert.ok(r.json.error.message.includes(`'${name}'`), r.json.error.message);
+      assert.ok(r.seconds < 2 * SLOW, `${name} took ${r.seconds.toFixed(2)} s`);
     }
   }
   const ok = await post(main.base, '/v1/chat/completions', chat('hi', { chat_template_kwargs: { flavour: 1 } }));
@@ -247,6 +250,10 @@ test('chat_template_kwargs may only add names', async () => {
 
 test('32 concurrent 7 MB prompts: all 400, peak RSS under 1 GiB', async () => {
   const big = 'and the earth '.repeat(500000);  // 7 MB
+  const alone = await post(main.base, '/v1/completions', JSON.stringify({ prompt: big }));
+  assert.equal(alone.status, 400, alone.text.slice(0, 300));
+  assert.ok(alone.seconds < 2 * SLOW, `one 7 MB prompt took ${alone.seconds.toFixed(2)} s`);
+  console.log(`# one 7 MB prompt: 400 in ${alone.seconds.toFixed(2)} s`);
   const t0 = performance.now();
   const results = await Promise.all(Array.from({ length: 32 }, (_, i) => post(
       main.base, i % 2 ? '/v1/completions' : '/v1/chat/completions',
