@@ -22,6 +22,11 @@ expect_in "blk.0.attn_q.weight" info.out
 "$kv" info g2.gguf >info-g2.out
 expect_in "sliding window 8 on 1 of 2 layers" info-g2.out
 expect_in "GELU (tanh) FFN" info-g2.out
+# A sequence's KV as kv-plan sizes it: windowed layers at their window.
+expect_in "windowed layers at their window" info-g2.out
+read -r ctx kv_seq < <(awk '/KV at/ {print $3, $5 " " $6}' info-g2.out)
+"$kv" kv-plan -m g2.gguf -c "$ctx" >plan-g2.out
+expect_in "$kv_seq/sequence of $ctx tokens" plan-g2.out
 "$kv" run -m g2.gguf -p "Hello there" -n 16 --temp 0 -q >/dev/null 2>run-g2.err ||
   { cat run-g2.err >&2; fail "gemma2 model does not run"; }
 for arch in qwen3 gemma3 phi3; do
@@ -56,6 +61,12 @@ expect_in "q8_0" info-q8.out
 expect_in "already quantized" requant.err
 "$kv" quantize tiny.gguf unused.gguf --type Q4_0 --dry-run >quant-plan.out
 expect_in "output.weight" quant-plan.out
+
+# bench: the prefill and decode rows (the README's headline block runs it on
+# the small preset in optimised builds only).
+"$kv" bench -m tiny.gguf -p 48 -n 8 -r 1 -t 2 >bench.out 2>/dev/null
+expect_in "pp48" bench.out
+expect_in "tg8" bench.out
 
 # bench-serve: the sweep table, and with --rounds the per-round ratios and their median.
 "$kv" bench-serve -m tiny.gguf --concurrency 1,2 --prompt-len 8 --gen-len 4 --rounds 2 \

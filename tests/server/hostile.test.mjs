@@ -1,9 +1,11 @@
 // Hostile clients and hostile model files against `kvforge serve` (issue 25):
-// every template bomb, numbers beyond a double, reserved template variables,
-// 32 concurrent 7 MB prompts, 1,000 slow connections, a connection cap, a
-// second server on a used port, /metrics behind the API key, and SIGTERM in
-// the middle of it all. Each bad request is a 4xx within 2 s, the server stays
-// up, and its peak RSS stays under 1 GiB.
+// every template bomb, a template's own errors, numbers beyond a double,
+// reserved template variables, 32 concurrent 7 MB prompts, 1,000 slow
+// connections, a connection cap, requests dribbled in past their read
+// deadlines, clients that leave mid-generation or mid-render, a second server
+// on a used port, /metrics behind the API key, and SIGTERM in the middle of it
+// all. Each bad request is a 4xx within 2 s, the server stays up, and its peak
+// RSS stays under 1 GiB.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -24,6 +26,9 @@ const SANITIZED = process.env.KVFORGE_SANITIZED === '1';
 const SLOW = SANITIZED ? 5 : 1;
 const RSS_LIMIT = SANITIZED ? Infinity : GiB;
 const SLOW_CONNECTIONS = SANITIZED ? 200 : 1000;
+// A sanitized server prepares a 7 MB body in about a second, one at a time (the 8 MiB gate):
+// 32 of them queue past the gate's 30 s wait.
+const BIG_PROMPTS = SANITIZED ? 16 : 32;
 const dir = mkdtempSync(join(tmpdir(), 'kvforge-hostile-'));
 
 // The bombs of issue 25, each set off by the last message's content, so that
@@ -42,8 +47,21 @@ const BOMBS = {
       '{% for i in range(100000) %}{{ n in h }}{% endfor %}',
   'bomb-loops': '{% for i in range(1000000) %}{% for j in range(1000000) %}{% endfor %}{% endfor %}',
 };
+// A template's own errors on what a request gave it: a 400 naming the problem, never a 500.
+const TEMPLATE_ERRORS = {
+  'error-raise': ["{{ raise_exception('no ' ~ last ~ ' here') }}", /no error-raise here/],
+  'error-type': ['{{ 1 + last }}', /line \d+: unsupported operand types for \+: int and str/],
+  'error-method': ['{{ last.shout() }}', /line \d+: unsupported string method 'shout'/],
+  'error-kwarg': ['{{ volume.upper() }}', /line \d+: .*'upper'/],
+  'error-undefined': ['{{ messages[7].content }}', /line \d+: '\[7\]' is undefined/],
+  'error-argument': ['{{ range(1, 2, 0) }}', /line \d+: range\(\): range\(\) step must not be zero/],
+};
+// Within the budget, but a few seconds of work: time for its client to leave.
+const SLOW_RENDER = '{% set r = range(2000) | list %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}';
 let template = '{%- set last = messages[-1].content -%}\n';
-for (const [name, bomb] of Object.entries(BOMBS)) template += `{%- if last == '${name}' %}${bomb}{% endif -%}\n`;
+const triggers = { ...BOMBS, 'slow-render': SLOW_RENDER };
+for (const [name, [source]] of Object.entries(TEMPLATE_ERRORS)) triggers[name] = source;
+for (const [name, bomb] of Object.entries(triggers)) template += `{%- if last == '${name}' %}${bomb}{% endif -%}\n`;
 template += "{%- for m in messages %}{{ m.role }}: {{ m.content }}\n{% endfor %}" +
     '{%- if add_generation_prompt %}assistant:{% endif -%}';
 const TEMPLATE_FILE = join(dir, 'bombs.jinja');
@@ -126,6 +144,20 @@ test('every template bomb is a 400 within 2 s; the server stays up', async () =>
   assert.ok(peakRss(main.proc.pid) < RSS_LIMIT);
 });
 
+test("a template's own error on a request is a 400 naming it, not a 500", async () => {
+  for (const [name, [, message]] of Object.entries(TEMPLATE_ERRORS)) {
+    const extra = name === 'error-kwarg' ? { chat_template_kwargs: { volume: 11 } } : {};
+    const r = await post(main.base, '/v1/chat/completions', chat(name, extra));
+    assert.equal(r.status, 400, `${name}: ${r.text}`);
+    assert.equal(r.json.error.type, 'invalid_request_error', name);
+    assert.equal(r.json.error.param, 'messages', name);
+    assert.match(r.json.error.message, message, name);
+    assert.ok(r.seconds < 2 * SLOW, `${name} took ${r.seconds.toFixed(2)} s`);
+    console.log(`# ${name}: 400 ${r.json.error.message}`);
+  }
+  assert.ok((await healthy(main.base)).ok);
+});
+
 test('a template that blows its budget at load is refused, naming the file', async () => {
   const file = join(dir, 'load-bomb.jinja');
   writeFileSync(file, BOMBS['bomb-repeat'] + '{{ messages[0].content }}');
@@ -200,6 +232,7 @@ test('numbers beyond a double and malformed bodies are 400s', async () => {
     const r = await post(main.base, '/v1/completions', body);
     assert.equal(r.status, 400, `${body}: ${r.text}`);
     assert.equal(typeof r.json?.error?.message, 'string', body);
+    assert.ok(r.seconds < 2 * SLOW, `${body} took ${r.seconds.toFixed(2)} s`);
   }
 });
 
@@ -211,6 +244,7 @@ test('chat_template_kwargs may only add names', async () => {
                            chat('hi', { chat_template_kwargs: { [name]: value } }));
       assert.equal(r.status, 400, `${name}: ${r.text}`);
       assert.ok(r.json.error.message.includes(`'${name}'`), r.json.error.message);
+      assert.ok(r.seconds < 2 * SLOW, `${name} took ${r.seconds.toFixed(2)} s`);
     }
   }
   const ok = await post(main.base, '/v1/chat/completions', chat('hi', { chat_template_kwargs: { flavour: 1 } }));
@@ -219,8 +253,12 @@ test('chat_template_kwargs may only add names', async () => {
 
 test('32 concurrent 7 MB prompts: all 400, peak RSS under 1 GiB', async () => {
   const big = 'and the earth '.repeat(500000);  // 7 MB
+  const alone = await post(main.base, '/v1/completions', JSON.stringify({ prompt: big }));
+  assert.equal(alone.status, 400, alone.text.slice(0, 300));
+  assert.ok(alone.seconds < 2 * SLOW, `one 7 MB prompt took ${alone.seconds.toFixed(2)} s`);
+  console.log(`# one 7 MB prompt: 400 in ${alone.seconds.toFixed(2)} s`);
   const t0 = performance.now();
-  const results = await Promise.all(Array.from({ length: 32 }, (_, i) => post(
+  const results = await Promise.all(Array.from({ length: BIG_PROMPTS }, (_, i) => post(
       main.base, i % 2 ? '/v1/completions' : '/v1/chat/completions',
       i % 2 ? JSON.stringify({ prompt: big }) : chat(big))));
   const seconds = (performance.now() - t0) / 1000;
@@ -229,7 +267,7 @@ test('32 concurrent 7 MB prompts: all 400, peak RSS under 1 GiB', async () => {
     assert.equal(r.json.error.code, 'context_length_exceeded');
   }
   const rss = peakRss(main.proc.pid);
-  console.log(`# 32 x 7 MB prompts: all 400 in ${seconds.toFixed(2)} s; server peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB`);
+  console.log(`# ${BIG_PROMPTS} x 7 MB prompts: all 400 in ${seconds.toFixed(2)} s; server peak RSS ${(rss / 2 ** 20).toFixed(0)} MiB`);
   assert.ok(rss < RSS_LIMIT, `peak RSS ${rss}`);
   assert.ok((await healthy(main.base)).ok);
 });
@@ -311,6 +349,169 @@ test('beyond the connection cap: 503, and /health still answers', async () => {
     s.proc.kill('SIGTERM');
     await s.exited;
   }
+});
+
+// A raw connection that sends `head` at once and then `drip` every `every` ms
+// until the server closes it; resolves to what the server answered and when it closed.
+function dribble(port, head, drip, every) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    let answer = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(head));
+    const timer = setInterval(() => { if (!socket.destroyed && socket.writable) socket.write(drip); }, every);
+    socket.on('data', (d) => { answer += d; });
+    socket.on('error', () => {});
+    socket.on('close', () => {
+      clearInterval(timer);
+      resolve({ answer, seconds: (performance.now() - t0) / 1000 });
+    });
+  });
+}
+
+// Short read deadlines, so that the tests of them take a few seconds.
+const HEADER_TIMEOUT = 2;
+const DEADLINE_SLACK = 1.5 * SLOW;
+const HEAD = 'POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n';
+
+test('requests dribbled in are cut off at their read deadline with a 408', { timeout: 30000 * SLOW }, async () => {
+  const s = await startServer(['--header-timeout', String(HEADER_TIMEOUT), '--body-timeout', '4',
+                               '--max-body', String(1 << 20)]);
+  try {
+    const [line, headers, body] = await Promise.all([
+      dribble(s.port, 'POST /v1/compl', 'e', 300),
+      dribble(s.port, HEAD, 'X-Slow: 1\r\n', 500),
+      dribble(s.port, HEAD + 'Content-Length: 1000\r\n\r\n{"prompt":"', 'a', 200),
+    ]);
+    for (const [what, r, message] of [
+      ['request line', line, /request line and headers did not arrive within 2 s/],
+      ['headers', headers, /request line and headers did not arrive within 2 s/],
+      // 1,000 bytes get the floor (the header timeout), not 4 s x 1000 / 1 MiB.
+      ['body', body, /request body did not arrive within 2 s/],
+    ]) {
+      console.log(`# dribbled ${what}: closed after ${r.seconds.toFixed(2)} s: ${r.answer.split('\r\n')[0]}`);
+      assert.match(r.answer, /^HTTP\/1\.1 408 /, `${what}: ${r.answer}`);
+      assert.match(JSON.parse(r.answer.slice(r.answer.indexOf('\r\n\r\n') + 4)).error.message, message);
+      assert.ok(r.seconds >= HEADER_TIMEOUT - 0.1 && r.seconds < HEADER_TIMEOUT + DEADLINE_SLACK,
+                `${what}: closed after ${r.seconds} s`);
+    }
+    const big = await dribble(s.port, HEAD + ('X-More: ' + 'b'.repeat(1000) + '\r\n').repeat(70), '', 10000);
+    assert.match(big.answer, /^HTTP\/1\.1 431 /, big.answer);
+    assert.match(big.answer, /exceed 65536 bytes/);
+    // cpp-httplib 0.11 checks --max-body against a Content-Length only: it read a chunked body whole.
+    const chunk = `10000\r\n${'c'.repeat(0x10000)}\r\n`;
+    const chunked = await dribble(s.port, HEAD + 'Transfer-Encoding: chunked\r\n\r\n', chunk, 1);
+    assert.match(chunked.answer, /^HTTP\/1\.1 413 /, chunked.answer);
+    assert.match(chunked.answer, /request body exceeds 1048576 bytes/);
+    const ok = await post(s.base, '/v1/completions', JSON.stringify({ prompt: 'In', max_tokens: 2 }));
+    assert.equal(ok.status, 200, ok.text);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+test('1,000 dribbling connections: /health within 1 s, requests complete, all cut at the deadline', { timeout: 30000 * SLOW }, async () => {
+  const s = await startServer(['--header-timeout', String(HEADER_TIMEOUT)]);
+  try {
+    const closes = Array.from({ length: SLOW_CONNECTIONS }, (_, i) => (i % 2
+      ? dribble(s.port, HEAD, 'X-Slow: 1\r\n', 500)
+      : dribble(s.port, HEAD + 'Content-Length: 100\r\n\r\n', 'a', 300)));
+    await new Promise((r) => setTimeout(r, 1000));
+    const h = await healthy(s.base);
+    const r = await post(s.base, '/v1/completions', JSON.stringify({ prompt: 'In the beginning', max_tokens: 8 }));
+    const results = await Promise.all(closes);
+    const last = Math.max(...results.map((c) => c.seconds));
+    const answered408 = results.filter((c) => / 408 /.test(c.answer.split('\r\n')[0])).length;
+    console.log(`# ${SLOW_CONNECTIONS} dribbling connections: /health in ${(h.seconds * 1000).toFixed(0)} ms, ` +
+                `a completion in ${(r.seconds * 1000).toFixed(0)} ms, all closed by ${last.toFixed(2)} s ` +
+                `(${answered408} read a 408)`);
+    assert.ok(h.ok && h.seconds < 1 * SLOW, `/health took ${h.seconds}`);
+    assert.equal(r.status, 200, r.text);
+    assert.ok(last < HEADER_TIMEOUT + DEADLINE_SLACK, `the last connection closed after ${last} s`);
+    assert.ok((await healthy(s.base)).ok);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+async function metricValues(base) {
+  const res = await fetch(`${base}/metrics`, { headers: AUTH });
+  const values = {};
+  for (const line of (await res.text()).split('\n')) {
+    const m = /^(\S+) (\S+)$/.exec(line);
+    if (m) values[m[1]] = Number(m[2]);
+  }
+  return values;
+}
+
+// CPU seconds the process has used (user + system).
+function cpuSeconds(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+// Waits until `done(metrics, seconds waited)` or `seconds` pass; returns the last metrics and the time taken.
+async function waitMetrics(base, done, seconds) {
+  const t0 = performance.now();
+  let m;
+  while (true) {
+    m = await metricValues(base);
+    if (done(m, (performance.now() - t0) / 1000) || performance.now() - t0 > seconds * 1000) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { m, seconds: (performance.now() - t0) / 1000 };
+}
+
+// Sends a request on a raw connection and closes it once `leave(metrics, seconds)` is true.
+async function leaveWhen(port, body, leave) {
+  const socket = net.connect(port, '127.0.0.1');
+  socket.on('error', () => {});
+  await new Promise((r) => socket.once('connect', r));
+  socket.write(`POST ${body.path} HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.Authorization}\r\n` +
+               `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body.json)}\r\n\r\n${body.json}`);
+  let received = '';
+  socket.on('data', (d) => { received += d; });
+  await waitMetrics(main.base, leave, 20);
+  socket.destroy();
+  return received;
+}
+
+test('a client that leaves mid-generation or mid-render is abandoned: KV freed, CPU idle', { timeout: 30000 * SLOW }, async () => {
+  const DISCONNECTS = 'kvforge_client_disconnects_total';
+  const GONE_RENDER = 'kvforge_requests_total{endpoint="/v1/chat/completions",status="499"}';
+  const long = { prompt: 'In the beginning', max_tokens: 240, n: 4, temperature: 0 };
+  const cases = [
+    ['streaming generation', { path: '/v1/completions', json: JSON.stringify({ ...long, stream: true }) },
+     (m) => m.kvforge_kv_blocks_used > 0, [DISCONNECTS]],
+    ['non-streaming generation', { path: '/v1/completions', json: JSON.stringify(long) },
+     (m) => m.kvforge_kv_blocks_used > 0, [DISCONNECTS]],
+    ['template render', { path: '/v1/chat/completions', json: chat('slow-render') },
+     (m, seconds) => seconds > 0.3, [DISCONNECTS, GONE_RENDER]],
+  ];
+  for (const [what, body, started, counters] of cases) {
+    const before = await metricValues(main.base);
+    const t0 = performance.now();
+    const received = await leaveWhen(main.port, body, started);
+    const left = performance.now();
+    const { m, seconds } = await waitMetrics(main.base, (v) =>
+      v.kvforge_kv_blocks_used === 0 && v.kvforge_requests_in_flight === 0 &&
+      counters.every((c) => (v[c] ?? 0) > (before[c] ?? 0)), 10);
+    const cpu0 = cpuSeconds(main.proc.pid);
+    await new Promise((r) => setTimeout(r, 500));
+    const cpu = cpuSeconds(main.proc.pid) - cpu0;
+    const tokens = m.kvforge_generation_tokens_total - before.kvforge_generation_tokens_total;
+    console.log(`# ${what}: left after ${((left - t0) / 1000).toFixed(2)} s, abandoned ` +
+                `${seconds.toFixed(2)} s later (${tokens} of 960 tokens); CPU in the next 0.5 s: ${cpu.toFixed(2)} s`);
+    assert.ok(!/^HTTP\/1\.1 200/.test(received) || body.json.includes('"stream":true'), `${what}: answered ${received}`);
+    for (const c of counters) assert.equal((m[c] ?? 0) - (before[c] ?? 0), 1, `${what}: counted in ${c}`);
+    assert.equal(m.kvforge_kv_blocks_used, 0, `${what}: KV freed`);
+    assert.equal(m.kvforge_requests_in_flight, 0, what);
+    assert.ok(seconds < 1 * SLOW, `${what}: abandoned after ${seconds} s`);
+    assert.ok(tokens < 960, `${what}: finished before the client left`);
+    assert.ok(cpu < 0.1, `${what}: ${cpu} s of CPU in the 0.5 s after`);
+  }
+  assert.ok((await healthy(main.base)).ok);
 });
 
 test('SIGTERM with 1,000 slow connections and requests in flight: exit within 5 s', async () => {

@@ -14,7 +14,7 @@ Each model is `kvforge make-model` (f32, 259-token byte vocabulary, n_embd 64,
 4 heads / 2 KV heads) with its architecture's tensors and keys, made to
 predict the next byte so that greedy margins are far above the engines'
 rounding differences (as tools/llama_golden does): token embeddings scaled by
-EMBD_SCALE and, where the output projection is its own matrix, row j+1 of
+EMBD_SCALE (tools/golden_common.py) and, where the output projection is its own matrix, row j+1 of
 output.weight gets NEXT_BYTE times token j's embedding. The prompt (17 tokens)
 plus 16 greedy steps reach position 32: past the sliding windows (8) and past
 the original contexts of the scaled RoPE variants (16). Logits in llama.cpp's
@@ -23,18 +23,13 @@ exact mode (f32 KV cache, no flash attention); layout in
 """
 import argparse
 import os
-import subprocess
 import sys
 
-import numpy as np
-from gguf import GGUFReader
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from golden_common import dump_logits, margins, peak_next_byte, run  # noqa: E402
 
 BASE = {"--n-embd": "64", "--n-layer": "2", "--n-head": "4", "--n-kv-head": "2",
         "--n-ff": "128", "--n-ctx": "64", "--seed": "11"}
-NEXT_BYTE = 4.0
-EMBD_SCALE = 2.0
-PROMPT = "Once upon a time"  # byte vocabulary: token = 3 + byte, after BOS (1)
-N_GEN = 16
 
 # name -> make-model arguments (over BASE's)
 MODELS = {
@@ -56,33 +51,10 @@ MODELS = {
 }
 
 
-def run(args: list) -> str:
-    r = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed:\n{r.stderr[-3000:]}")
-    return r.stdout
-
-
 def make_model(kvforge: str, path: str, extra: list) -> None:
     base = [x for key, value in BASE.items() if key not in extra for x in (key, value)]
     run([kvforge, "make-model", "-o", path] + base + extra)
-    reader = GGUFReader(path, "r+")
-    tensors = {t.name: t for t in reader.tensors}
-    embd = tensors["token_embd.weight"].data  # [n_vocab][n_embd]
-    embd[...] *= EMBD_SCALE
-    if "output.weight" in tensors:
-        out = tensors["output.weight"].data  # [n_vocab][n_embd]
-        out[1:] += NEXT_BYTE * embd[:-1] * (np.abs(out).max() / np.abs(embd).max())
-
-
-def margins(logits_path: str) -> tuple:
-    """Top-1 minus top-2 over the rows whose argmax is a greedy pick, and the logits' RMS."""
-    raw = np.fromfile(logits_path, dtype="<i4", count=4)
-    n_vocab, n_prompt, n_gen = int(raw[1]), int(raw[2]), int(raw[3])
-    rows = n_prompt + n_gen
-    logits = np.fromfile(logits_path, dtype="<f4", offset=16 + 4 * rows).reshape(rows, n_vocab)
-    top2 = np.sort(logits[n_prompt - 1:rows - 1], axis=1)[:, -2:]
-    return float((top2[:, 1] - top2[:, 0]).min()), float(np.sqrt((logits ** 2).mean()))
+    peak_next_byte(path)
 
 
 def main() -> None:
@@ -95,7 +67,6 @@ def main() -> None:
                     help="name=make-model args, for trying variants: 'x=--arch gemma3 ...'")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tokens = ",".join(str(t) for t in [1] + [3 + b for b in PROMPT.encode()])
     models = dict(MODELS)
     for item in a.extra:
         name, args = item.split("=", 1)
@@ -106,8 +77,7 @@ def main() -> None:
         model = os.path.join(a.out, name + ".gguf")
         make_model(a.kvforge, model, extra)
         logits = os.path.join(a.out, name + ".logits.bin")
-        run([a.dump_logits, "-m", model, "-t", tokens, "-n", str(N_GEN), "-kv", "f32",
-             "-fa", "off", "-th", "2", "-o", logits])
+        dump_logits(a.dump_logits, model, logits)
         margin, rms = margins(logits)
         size = os.path.getsize(model) + os.path.getsize(logits)
         print(f"{name:18s} {size / 1024:7.1f} KiB  logit RMS {rms:7.3f}  "

@@ -11,7 +11,7 @@ see ../shared/peer/README.md):
 
 The model: `kvforge make-model` (random weights; shape in MODEL below) made to
 predict the next byte so that its logits are peaked: the token embeddings are
-scaled by EMBD_SCALE (the current token then weighs more in the residual
+scaled by EMBD_SCALE (tools/golden_common.py; the current token then weighs more in the residual
 stream) and row j+1 of output.weight gets NEXT_BYTE times token j's embedding
 (scaled to the matrix's own range) added. llama.cpp's smallest greedy margin is
 then 4.7 (Q2_K) to 8 where the plain random model's go down to 0.006, far above
@@ -27,17 +27,12 @@ attention); layout of X.logits.bin in ../shared/peer/dump_logits.cpp.
 """
 import argparse
 import os
-import subprocess
 import sys
 
-import numpy as np
-from gguf import GGUFReader
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from golden_common import dump_logits, margins, peak_next_byte, run  # noqa: E402
 
 MODEL = dict(n_embd=256, n_layer=1, n_head=4, n_kv_head=1, n_ff=128, seed=7)
-NEXT_BYTE = 4.0
-EMBD_SCALE = 2.0
-PROMPT = "Once upon a time"  # byte vocabulary: token = 3 + byte, after BOS (1)
-N_GEN = 16
 
 # file name -> (llama-quantize type, --pure). The single types are pure (llama-quantize would
 # otherwise give output.weight Q6_K); the _M files are llama.cpp's mixtures.
@@ -60,34 +55,12 @@ FILES = {
 }
 
 
-def run(args: list) -> str:
-    r = subprocess.run(args, capture_output=True, text=True, errors="replace")
-    if r.returncode != 0:
-        sys.exit(f"{' '.join(args)} failed:\n{r.stderr[-3000:]}")
-    return r.stdout
-
-
 def make_f32(kvforge: str, path: str) -> None:
     args = [kvforge, "make-model", "-o", path]
     for key, value in MODEL.items():
         args += ["--" + key.replace("_", "-"), str(value)]
     run(args)
-    reader = GGUFReader(path, "r+")
-    tensors = {t.name: t for t in reader.tensors}
-    embd = tensors["token_embd.weight"].data  # [n_vocab][n_embd]
-    embd[...] *= EMBD_SCALE
-    out = tensors["output.weight"].data  # [n_vocab][n_embd]
-    out[1:] += NEXT_BYTE * embd[:-1] * (np.abs(out).max() / np.abs(embd).max())
-
-
-def margins(logits_path: str) -> tuple:
-    """Top-1 minus top-2 over the rows whose argmax is a greedy pick, and the logits' RMS."""
-    raw = np.fromfile(logits_path, dtype="<i4", count=4)
-    n_vocab, n_prompt, n_gen = int(raw[1]), int(raw[2]), int(raw[3])
-    rows = n_prompt + n_gen
-    logits = np.fromfile(logits_path, dtype="<f4", offset=16 + 4 * rows).reshape(rows, n_vocab)
-    top2 = np.sort(logits[n_prompt - 1:rows - 1], axis=1)[:, -2:]
-    return float((top2[:, 1] - top2[:, 0]).min()), float(np.sqrt((logits ** 2).mean()))
+    peak_next_byte(path)
 
 
 def main() -> None:
@@ -98,7 +71,6 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tokens = ",".join(str(t) for t in [1] + [3 + b for b in PROMPT.encode()])
     f32 = os.path.join(a.out, "f32.gguf")
     make_f32(a.kvforge, f32)
     names = ["f32"] + list(FILES)
@@ -108,8 +80,7 @@ def main() -> None:
             qtype, pure = FILES[name]
             run([a.llama_quantize] + (["--pure"] if pure else []) + [f32, model, qtype])
         logits = os.path.join(a.out, name + ".logits.bin")
-        run([a.dump_logits, "-m", model, "-t", tokens, "-n", str(N_GEN), "-kv", "f32",
-             "-fa", "off", "-th", "2", "-o", logits])
+        dump_logits(a.dump_logits, model, logits)
         margin, rms = margins(logits)
         size = os.path.getsize(model) + os.path.getsize(logits)
         print(f"{name:8s} {size / 1024:7.1f} KiB  logit RMS {rms:6.3f}  "

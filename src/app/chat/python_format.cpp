@@ -11,7 +11,18 @@
 namespace kvforge::jinja {
 namespace {
 
+// "\xHH" (repr) or "\u00HH" (JSON) for a control byte, without snprintf:
+// printing a string of them is one of the hot loops of a template bomb.
+void append_hex_escape(std::string& out, const char* prefix, unsigned char u) {
+  constexpr char kHex[] = "0123456789abcdef";
+  out += prefix;
+  out += kHex[u >> 4];
+  out += kHex[u & 15];
+}
+
+// The budget is charged for the escaped form, up to four bytes per byte of `s`.
 void append_repr_string(std::string& out, const std::string& s) {
+  const size_t before = out.size();
   const bool has_single = s.find('\'') != std::string::npos;
   const bool has_double = s.find('"') != std::string::npos;
   const char quote = has_single && !has_double ? '"' : '\'';
@@ -28,17 +39,18 @@ void append_repr_string(std::string& out, const std::string& s) {
     } else if (c == '\t') {
       out += "\\t";
     } else if (u < 0x20 || u == 0x7f) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\x%02x", u);
-      out += buf;
+      append_hex_escape(out, "\\x", u);
     } else {
       out += c;
     }
   }
   out += quote;
+  charge_bytes(out.size() - before);
 }
 
+// The budget is charged for the escaped form, up to six bytes per byte of `s`.
 void append_json_string(std::string& out, const std::string& s) {
+  const size_t before = out.size();
   out += '"';
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -66,25 +78,24 @@ void append_json_string(std::string& out, const std::string& s) {
         break;
       default:
         if (u < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", u);
-          out += buf;
+          append_hex_escape(out, "\\u00", u);
         } else {
           out += c;
         }
     }
   }
   out += '"';
+  charge_bytes(out.size() - before);
 }
 
 void append_repr(std::string& out, const Value& v);
 
 // Printing visits every element, and containers are shared: a list may hold
 // the same list many times over, so the text grows with the elements visited,
-// not with the values built. Each visit is charged to the render's budget.
-void charge_visit(const Value& v, size_t indent_bytes = 0) {
-  charge_bytes(16 + indent_bytes + (v.is_string() ? v.as_string().size() : 0));
-}
+// not with the values built. Each visit is charged to the render's budget;
+// a string quoted by repr() or JSON is charged for its escaped bytes as it
+// is written (ChargeAppended), one printed as it is for its own.
+void charge_visit(const Value& v, size_t indent_bytes = 0) { charge_bytes(16 + indent_bytes); }
 
 void append_str(std::string& out, const Value& v) {
   charge_visit(v);
@@ -104,6 +115,7 @@ void append_str(std::string& out, const Value& v) {
       out += python_float_repr(v.as_number());
       return;
     case Value::Kind::kString:
+      charge_bytes(v.as_string().size());
       out += v.as_string();
       return;
     default:

@@ -9,6 +9,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "core/gguf/gguf_file.h"
+#include "engine/kv/kv_memory_plan.h"
 #include "model/model_config.h"
 #include "model/tensor_split.h"
 
@@ -146,8 +147,12 @@ void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
   std::printf("  KV per token     %s (f32), %s (f16)\n",
               human_bytes(c.kv_bytes_per_token(4)).c_str(),
               human_bytes(c.kv_bytes_per_token(2)).c_str());
-  std::printf("  KV at %-6d ctx %s (f16)\n", c.n_ctx_train,
-              human_bytes(double(c.kv_bytes_per_token(2)) * c.n_ctx_train).c_str());
+  // As the paged engine keeps a sequence: windowed layers hold only their window.
+  const uint64_t per_sequence = kv_bytes_per_sequence(
+      ModelShape::from_config(c), KvFormat{KvDtype::F16, KvDtype::F16}, c.n_ctx_train);
+  std::printf("  KV at %-6d ctx %s (f16%s)\n", c.n_ctx_train,
+              human_bytes(double(per_sequence)).c_str(),
+              c.sliding_window > 0 ? ", windowed layers at their window" : "");
   print_tp_options(c);
 }
 

@@ -216,6 +216,15 @@ void add_serve_command(CLI::App& app) {
   sub->add_option("--max-body", f->http.max_body_bytes,
                   "largest request body in bytes (413 beyond)")
       ->capture_default_str();
+  sub->add_option("--header-timeout", f->http.header_timeout_s,
+                  "seconds for a request's line and headers to arrive (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub->add_option("--body-timeout", f->http.body_timeout_s,
+                  "seconds for a body of --max-body bytes to arrive; a smaller body gets its "
+                  "share, at least --header-timeout (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   sub->add_option("--chat-template", f->chat_template_file,
                   "Jinja chat template file (default: the model's tokenizer.chat_template)");
   f->static_mode.add_to(*sub);

@@ -112,8 +112,11 @@ std::vector<int32_t> CompletionService::prompt_for_chat(
         "messages",
         std::string("the chat template went over its budget for this conversation: ") + e.what());
   } catch (const TemplateError& e) {
-    throw ApiError(500, std::string("the model's chat template failed: ") + e.what(),
-                   "server_error");
+    // A type error, an unknown method, a bad argument: the template meets
+    // what this request's messages, tools or chat_template_kwargs gave it
+    // (it was test-rendered at load). Named, with its line, for the client.
+    throw bad_param("messages",
+                    std::string("the chat template failed on this request: ") + e.what());
   } catch (const std::invalid_argument& e) {
     throw bad_param("messages", e.what());
   }

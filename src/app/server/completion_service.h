@@ -36,11 +36,11 @@ class CompletionService {
                     int max_sequence_tokens, EngineLoop& loop);
 
   // Parses, tokenizes and submits; waits until the engine loop accepted the
-  // request. Throws ApiError (400 bad input or too long for the context, 429
-  // queue full, 500/503 engine trouble or busy, 499 when `cancelled` said so
-  // while waiting or rendering). At most PrepareGate's capacity of request
-  // bytes is prepared at once, and a prompt whose length in bytes proves it
-  // cannot fit is refused before it is tokenized.
+  // request. Throws ApiError (400 bad input, the chat template failing on it,
+  // or too long for the context; 429 queue full; 500/503 engine trouble or
+  // busy; 499 when `cancelled` said so while waiting or rendering). At most
+  // PrepareGate's capacity of request bytes is prepared at once, and a prompt
+  // whose length in bytes proves it cannot fit is refused before it is tokenized.
   PreparedRequest prepare(ApiKind kind, std::string_view body,
                           const std::function<bool()>& cancelled = {});
 

@@ -10,11 +10,8 @@
 //   requests over_capacity() marks: the server answers them 503 (except
 //   /health, which still says whether the server is up) and closes.
 //
-// cpp-httplib 0.11 does not give the queue (or a handler) the socket, so the
-// header and body timeouts are its own, per recv() (set_read_timeout). To stop
-// at once, break_connections() shuts down the process's sockets connected to
-// the server's port (found through /proc/self/fd): blocked reads, writes and
-// keep-alive waits return, and every connection thread ends.
+// Each connection is then read under deadlines and can be broken at once on
+// stop (deadline_server.h).
 #pragma once
 
 #include <httplib.h>
@@ -25,10 +22,6 @@
 #include <mutex>
 
 namespace kvforge::server {
-
-// Shuts down (SHUT_RDWR) every TCP socket of this process whose local port is
-// `port`, except `listen_fd`. Returns how many.
-int break_connections(int port, int listen_fd);
 
 class ConnectionThreads : public httplib::TaskQueue {
  public:

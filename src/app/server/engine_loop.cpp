@@ -108,7 +108,8 @@ void EngineLoop::run() {
 
 void EngineLoop::admit(std::deque<Pending>& pending) {
   for (Pending& p : pending) {
-    if (p.stream->cancelled()) {
+    if (p.stream->cancelled()) {  // the client left before the request was admitted
+      metrics_.client_disconnects.inc();
       p.stream->close();
       --outstanding_;
       continue;

@@ -14,6 +14,7 @@
 #include "app/server/chat_page.h"
 #include "app/server/connection_guard.h"
 #include "app/server/connection_watch.h"
+#include "app/server/deadline_server.h"
 #include "app/server/openai_error.h"
 
 namespace kvforge::server {
@@ -70,9 +71,19 @@ std::string http_error_message(const httplib::Request& req, int status, size_t m
       return "request body exceeds " + std::to_string(max_body_bytes) + " bytes";
     case 400:
       return "malformed HTTP request";
+    case 431:
+      return "request header fields too large";
     default:
       return "HTTP error " + std::to_string(status);
   }
+}
+
+ReadDeadlines read_deadlines(const HttpServerOptions& o) {
+  ReadDeadlines d;
+  d.header = std::chrono::milliseconds(static_cast<int64_t>(o.header_timeout_s * 1000));
+  d.body_at_max = std::chrono::milliseconds(static_cast<int64_t>(o.body_timeout_s * 1000));
+  d.max_body_bytes = o.max_body_bytes;
+  return d;
 }
 
 }  // namespace
@@ -81,14 +92,18 @@ struct HttpServer::Impl {
   HttpServerOptions options;
   CompletionService& service;
   ServerMetrics& metrics;
-  httplib::Server http;
+  DeadlineServer http;
   socket_t listen_fd = INVALID_SOCKET;
   int port = 0;
   std::atomic<bool> stopping{false};
   AccessLog access_log;
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
-      : options(std::move(o)), service(s), metrics(m), access_log(options.log_format, stderr) {
+      : options(std::move(o)),
+        service(s),
+        metrics(m),
+        http(read_deadlines(options)),
+        access_log(options.log_format, stderr) {
     const auto threads = static_cast<size_t>(options.threads);
     http.new_task_queue = [threads] { return new ConnectionThreads(threads, kRejecterThreads); };
     http.set_payload_max_length(options.max_body_bytes);
@@ -109,7 +124,10 @@ struct HttpServer::Impl {
   }
 
   void log_access(const httplib::Request& req, const httplib::Response& res) {
-    AccessRecord r{req.remote_addr, req.method, req.path, res.status, current_request_trace(), 0};
+    // A request cut off in its headers has no address yet; its connection does.
+    const std::string remote =
+        req.remote_addr.empty() ? DeadlineServer::current_remote_address() : req.remote_addr;
+    AccessRecord r{remote, req.method, req.path, res.status, current_request_trace(), 0};
     r.total_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - r.trace.start).count();
     access_log.write(r);
@@ -123,20 +141,16 @@ struct HttpServer::Impl {
   void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
     // Nothing is written until the result is ready, so a vanished client
     // would go unnoticed (and keep its KV, or its template render) without
-    // watching the socket. Asked often while rendering: looks every 50 ms.
-    std::optional<ConnectionWatch> watch;
-    int lookups = 0;  // a lookup can miss (see ConnectionWatch::find): retry a while
+    // looking at the socket. Asked often while rendering: looks every 20 ms.
+    const int socket = DeadlineServer::current_socket();
     auto next_look = std::chrono::steady_clock::now();
     bool closed = false;
     const auto gone = [&] {
       if (stopping.load()) return true;
       const auto now = std::chrono::steady_clock::now();
       if (closed || now < next_look) return closed;
-      next_look = now + std::chrono::milliseconds(50);
-      if (!watch && lookups++ < 20)
-        watch =
-            ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
-      closed = watch && watch->peer_closed();
+      next_look = now + std::chrono::milliseconds(20);
+      closed = peer_closed(socket);
       return closed;
     };
     PreparedRequest prepared = service.prepare(kind, req.body, gone);
@@ -194,6 +208,8 @@ struct HttpServer::Impl {
                          "invalid_request_error", std::nullopt, "invalid_api_key");
         handler(req, res);
       } catch (const ApiError& e) {
+        // 499: the client left while its request was prepared (waiting, or rendering).
+        if (e.status() == 499 && !stopping.load()) metrics.client_disconnects.inc();
         send_error(res, e);
       } catch (const std::exception& e) {
         send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
@@ -261,11 +277,23 @@ struct HttpServer::Impl {
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                        httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      const std::string message = http_error_message(req, res.status, options.max_body_bytes);
+      std::string message = http_error_message(req, res.status, options.max_body_bytes);
+      // A request cut off by a read deadline or the header limit, which httplib calls malformed.
+      if (const auto stop = DeadlineServer::read_stop()) {
+        res.status = stop->first;
+        message = stop->second;
+        res.set_header("Connection", "close");  // the rest of the request is unread
+      }
       const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
       res.set_content(dump_json(ApiError(res.status, message, type).to_json()), "application/json");
       return httplib::Server::HandlerResponse::Handled;
     }));
+    // Requests cut off before httplib could answer (a request line too slow or too long).
+    http.set_stopped_answer([this](httplib::Response& res, const std::string& message) {
+      res.set_content(dump_json(ApiError(res.status, message).to_json()), "application/json");
+      metrics.count_request("other", res.status);
+      if (options.access_log) log_access(httplib::Request(), res);
+    });
     http.set_exception_handler(
         [](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
           std::string what = "unknown error";
@@ -277,11 +305,9 @@ struct HttpServer::Impl {
           }
           send_error(res, ApiError(500, "internal error: " + what, "server_error"));
         });
-    // Routing and the logger run on the thread serving the request: the trace spans both.
-    http.set_pre_routing_handler([](const httplib::Request&, httplib::Response&) {
-      begin_request_trace();
-      return httplib::Server::HandlerResponse::Unhandled;
-    });
+    // Reading, routing and the logger run on the thread serving the request:
+    // the trace spans them all, from the request's first byte.
+    http.set_request_begin(begin_request_trace);
     http.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
       metrics.count_request(endpoint_label(req.path), res.status);
       if (options.access_log) log_access(req, res);
@@ -326,7 +352,7 @@ void HttpServer::serve() { impl_->http.listen_after_bind(); }
 void HttpServer::stop() {
   impl_->stopping = true;
   impl_->http.stop();
-  break_connections(impl_->port, impl_->listen_fd);
+  impl_->http.break_connections();
 }
 
 }  // namespace kvforge::server

@@ -20,6 +20,12 @@ struct HttpServerOptions {
   std::string api_key;          // empty = no authentication
   bool metrics_public = false;  // /metrics without the API key
   size_t max_body_bytes = 8u << 20;
+  // Whole-request read deadlines (deadline_server.h): the request line and
+  // headers within header_timeout_s of the connection being ready for a
+  // request; a body of max_body_bytes within body_timeout_s (a smaller body in
+  // proportion, never less than header_timeout_s). 408 past either.
+  double header_timeout_s = 10;
+  double body_timeout_s = 60;
   // Connections served at once, a thread each (connection_guard.h); more are
   // answered 503. Idle connections cost little: the cap is far above the
   // engine's batch so that slow clients cannot crowd out /health.

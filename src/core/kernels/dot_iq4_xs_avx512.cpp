@@ -19,6 +19,7 @@
 #include "core/kernels/iq4_xs_scales.h"
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_groups_avx512.h"
+#include "core/kernels/kquant_panels_avx512.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -172,10 +173,47 @@ struct IQ4_XSAvx512Dot {
   }
 };
 
+// Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the
+// levels + 128 in element order, factors ls - 32, which also take the
+// + 128's share back out.
+void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
+  const BlockIQ4_XS& blk = weight_row<BlockIQ4_XS>(task, row)[b];
+  alignas(16) static constexpr uint8_t kLevelsPlus128[16] = {
+      uint8_t(kIq4Codebook[0] + 128),  uint8_t(kIq4Codebook[1] + 128),
+      uint8_t(kIq4Codebook[2] + 128),  uint8_t(kIq4Codebook[3] + 128),
+      uint8_t(kIq4Codebook[4] + 128),  uint8_t(kIq4Codebook[5] + 128),
+      uint8_t(kIq4Codebook[6] + 128),  uint8_t(kIq4Codebook[7] + 128),
+      uint8_t(kIq4Codebook[8] + 128),  uint8_t(kIq4Codebook[9] + 128),
+      uint8_t(kIq4Codebook[10] + 128), uint8_t(kIq4Codebook[11] + 128),
+      uint8_t(kIq4Codebook[12] + 128), uint8_t(kIq4Codebook[13] + 128),
+      uint8_t(kIq4Codebook[14] + 128), uint8_t(kIq4Codebook[15] + 128)};
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kLevelsPlus128)));
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  // As in the tiles: [low | high nibbles] of sub-blocks s, s+1 in element order.
+  const __m512i first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
+  const __m512i second_pair = _mm512_setr_epi64(4, 5, 12, 13, 6, 7, 14, 15);
+  for (int h = 0; h < 2; ++h) {
+    const __m512i raw = _mm512_loadu_si512(blk.qs + 64 * h);
+    const __m512i lo = _mm512_and_si512(raw, low4);
+    const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+    _mm512_store_si512(out.quants + 128 * h,
+                       _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo, first_pair, hi)));
+    _mm512_store_si512(out.quants + 128 * h + 64,
+                       _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo, second_pair, hi)));
+  }
+  for (int j = 0; j < 8; ++j) out.factors[j] = out.coefs[j] = iq4_xs_scale(blk, j) - 32;
+  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+  out.dmin = 0.0f;
+}
+
 }  // namespace
 
 void matmul_rows_iq4_xs_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, IQ4_XSAvx512Dot{task});
+  const int64_t rest = run_kquant_panels<kPanelIQ4_XS>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, IQ4_XSAvx512Dot{task});
 }
 
 }  // namespace kvforge

@@ -25,6 +25,7 @@
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_decode_row.h"
 #include "core/kernels/kquant_groups_avx512.h"
+#include "core/kernels/kquant_panels_avx512.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -147,10 +148,33 @@ struct Q2_KAvx512Dot {
   }
 };
 
+// Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the 2-bit
+// levels in element order (bit pair f of qs[32h + l] is element
+// 128h + 32f + l), factors and coefs the low and high nibbles of scales[j].
+void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
+  const BlockQ2_K& blk = weight_row<BlockQ2_K>(task, row)[b];
+  const __m256i low2 = _mm256_set1_epi8(0x03);
+  for (int h = 0; h < 2; ++h) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * h));
+    auto* dst = reinterpret_cast<__m256i*>(out.quants + 128 * h);
+    for (int f = 0; f < 4; ++f)
+      _mm256_store_si256(dst + f, _mm256_and_si256(_mm256_srli_epi16(q, 2 * f), low2));
+  }
+  for (int j = 0; j < 16; ++j) {
+    out.factors[j] = blk.scales[j] & 15;
+    out.coefs[j] = blk.scales[j] >> 4;
+  }
+  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+  out.dmin = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.dmin));
+}
+
 }  // namespace
 
 void matmul_rows_q2_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Q2_KAvx512Dot{task});
+  const int64_t rest = run_kquant_panels<kPanelQ2_K>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, Q2_KAvx512Dot{task});
 }
 
 }  // namespace kvforge

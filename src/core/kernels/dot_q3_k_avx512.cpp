@@ -18,6 +18,8 @@
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_decode_row.h"
 #include "core/kernels/kquant_groups_avx512.h"
+#include "core/kernels/kquant_panels_avx512.h"
+#include "core/kernels/q3_k_scales.h"
 #include "core/kernels/q3_k_scales_avx2.h"
 #include "core/kernels/tile_loop.h"
 
@@ -145,10 +147,37 @@ struct Q3_KAvx512Dot {
   }
 };
 
+// Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the levels
+// + 4 (low bit pair | high bit << 2, in [0, 7]) in element order (bit pair f
+// of qs[32h + l] and bit 4h + f of hmask[l] are element 128h + 32f + l);
+// factors and coefs sc[j] - 32, the coefs taking the + 4 back out.
+void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
+  const BlockQ3_K& blk = weight_row<BlockQ3_K>(task, row)[b];
+  const __m256i low2 = _mm256_set1_epi8(0x03), bit0 = _mm256_set1_epi8(0x01);
+  const __m256i hmask = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.hmask));
+  for (int h = 0; h < 2; ++h) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * h));
+    auto* dst = reinterpret_cast<__m256i*>(out.quants + 128 * h);
+    for (int f = 0; f < 4; ++f) {
+      const __m256i low = _mm256_and_si256(_mm256_srli_epi16(q, 2 * f), low2);
+      const __m256i high = _mm256_and_si256(_mm256_srli_epi16(hmask, 4 * h + f), bit0);
+      _mm256_store_si256(dst + f, _mm256_or_si256(low, _mm256_slli_epi16(high, 2)));
+    }
+  }
+  uint8_t sc[16];
+  q3_k_unpack_scales(blk.scales, sc);
+  for (int j = 0; j < 16; ++j) out.factors[j] = out.coefs[j] = sc[j] - 32;
+  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+  out.dmin = 0.0f;
+}
+
 }  // namespace
 
 void matmul_rows_q3_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Q3_KAvx512Dot{task});
+  const int64_t rest = run_kquant_panels<kPanelQ3_K>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, Q3_KAvx512Dot{task});
 }
 
 }  // namespace kvforge

@@ -6,6 +6,7 @@
 #include "core/formats/q4_k.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_panels_avx512.h"
 #include "core/kernels/q4_k_scales_avx512.h"
 #include "core/kernels/tile_loop.h"
 
@@ -39,10 +40,26 @@ struct Q4_KAvx512Dot {
   }
 };
 
+// Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the
+// nibbles in element order, factors sc[j], coefs m[j].
+void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
+  const BlockQ4_K& blk = weight_row<BlockQ4_K>(task, row)[b];
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  for (int g = 0; g < 4; ++g) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
+    _mm512_store_si512(out.quants + 64 * g, _mm512_and_si512(both, low4));
+  }
+  kquant_panel_row_q4_k_scales(blk.scales, blk.d, blk.dmin, out);
+}
+
 }  // namespace
 
 void matmul_rows_q4_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Q4_KAvx512Dot{task});
+  const int64_t rest = run_kquant_panels<kPanelWithMin>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, Q4_KAvx512Dot{task});
 }
 
 }  // namespace kvforge

@@ -6,9 +6,11 @@
 // and scaled as q4_k_scales_avx512.h describes. The super-block's integers
 // are exact, so results match the scalar kernel bit for bit (see
 // kquant_accumulate.h).
+#include "core/formats/q4_k.h"
 #include "core/formats/q5_k.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_panels_avx512.h"
 #include "core/kernels/q4_k_scales_avx512.h"
 #include "core/kernels/tile_loop.h"
 
@@ -51,10 +53,33 @@ struct Q5_KAvx512Dot {
   }
 };
 
+// Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the 5-bit
+// levels in element order, factors sc[j], coefs m[j].
+void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
+  const BlockQ5_K& blk = weight_row<BlockQ5_K>(task, row)[b];
+  const __m256i low4 = _mm256_set1_epi8(0x0f), bit0 = _mm256_set1_epi8(0x01);
+  const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
+  // Bit n of every qh byte, moved to bit 4.
+  auto high = [&](int n) {
+    return _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, n), bit0), 4);
+  };
+  for (int g = 0; g < 4; ++g) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+    auto* dst = reinterpret_cast<__m256i*>(out.quants + 64 * g);
+    _mm256_store_si256(dst, _mm256_or_si256(_mm256_and_si256(q, low4), high(2 * g)));
+    _mm256_store_si256(
+        dst + 1, _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), low4), high(2 * g + 1)));
+  }
+  kquant_panel_row_q4_k_scales(blk.scales, blk.d, blk.dmin, out);
+}
+
 }  // namespace
 
 void matmul_rows_q5_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Q5_KAvx512Dot{task});
+  const int64_t rest = run_kquant_panels<kPanelWithMin>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, Q5_KAvx512Dot{task});
 }
 
 }  // namespace kvforge

@@ -8,6 +8,7 @@
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/kquant_accumulate.h"
 #include "core/kernels/kquant_groups_avx512.h"
+#include "core/kernels/kquant_panels_avx512.h"
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
@@ -99,10 +100,41 @@ struct Q6_KAvx512Dot {
   }
 };
 
+// Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the 6-bit
+// levels q (the weight is q - 32) in element order; factors and coefs are
+// the sub-blocks' scales, the coefs taking the - 32 back out.
+void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
+  const BlockQ6_K& blk = weight_row<BlockQ6_K>(task, row)[b];
+  const __m256i low4 = _mm256_set1_epi8(0x0f), low2 = _mm256_set1_epi8(0x03);
+  // Bits 2s, 2s+1 of qh, moved to bits 4-5 of each byte.
+  auto high = [&](__m256i qh, int s) {
+    const __m256i bits = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * s), low2);
+    return _mm256_slli_epi16(bits, 4);
+  };
+  for (int h = 0; h < 2; ++h) {
+    const auto* ql = reinterpret_cast<const __m256i*>(blk.ql + 64 * h);
+    const __m256i ql0 = _mm256_loadu_si256(ql), ql1 = _mm256_loadu_si256(ql + 1);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+    const __m256i hi0 = _mm256_and_si256(_mm256_srli_epi16(ql0, 4), low4);
+    const __m256i hi1 = _mm256_and_si256(_mm256_srli_epi16(ql1, 4), low4);
+    auto* q = reinterpret_cast<__m256i*>(out.quants + 128 * h);
+    _mm256_store_si256(q, _mm256_or_si256(_mm256_and_si256(ql0, low4), high(qh, 0)));
+    _mm256_store_si256(q + 1, _mm256_or_si256(_mm256_and_si256(ql1, low4), high(qh, 1)));
+    _mm256_store_si256(q + 2, _mm256_or_si256(hi0, high(qh, 2)));
+    _mm256_store_si256(q + 3, _mm256_or_si256(hi1, high(qh, 3)));
+  }
+  for (int s = 0; s < 16; ++s) out.factors[s] = out.coefs[s] = blk.scales[s];
+  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+  out.dmin = 0.0f;
+}
+
 }  // namespace
 
 void matmul_rows_q6_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<8>(task, r0, r1, Q6_KAvx512Dot{task});
+  const int64_t rest = run_kquant_panels<kPanelQ6_K>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, Q6_KAvx512Dot{task});
 }
 
 }  // namespace kvforge
