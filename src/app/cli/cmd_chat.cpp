@@ -17,6 +17,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
 #include "app/cli/line_editor.h"
 #include "app/cli/static_flags.h"
 #include "app/generation.h"
@@ -31,6 +32,7 @@ struct ChatFlags : ModelFlags {
   int n_predict = 128;
   int ctx = 0;
   KvTypeFlags kv;
+  KvDiskFlags disk;
   SamplingFlags sampling;
   StaticFlags static_mode;
 };
@@ -65,6 +67,7 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
   eo.kv_format = f.kv.format();
   eo.n_ctx = f.ctx;
   eo.max_seqs = 1;
+  f.disk.apply(eo);
   return make_paged_engine(model, tokenizer, f.threads, eo);
 }
 
@@ -279,6 +282,7 @@ void add_chat_command(CLI::App& app) {
   f->add_threads_flag(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);
+  f->disk.add_to(*sub);
   f->sampling.add_to(*sub);
   f->static_mode.add_to(*sub);
   sub->callback([f] { chat(*f); });

@@ -9,6 +9,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
 #include "app/generation.h"
 #include "app/tokenizer/tokenizer.h"
@@ -25,6 +26,7 @@ struct RunFlags : ModelFlags {
   int batch = 512;
   int tp = 0;  // tensor-parallel ranks; 0 = the processes mpirun started
   KvTypeFlags kv;
+  KvDiskFlags disk;
   bool no_bos = false;
   bool quiet = false;
   SamplingFlags sampling;
@@ -67,6 +69,7 @@ EngineOptions paged_options(const RunFlags& f, int ctx) {
   o.max_seqs = 1;
   o.max_batched_tokens = f.batch;
   o.kv_format = f.kv.format();
+  f.disk.apply(o);
   return o;
 }
 
@@ -121,9 +124,13 @@ void run(const RunFlags& f) {
   });
   const std::string notice = engine.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
-  if (!f.quiet)
+  if (!f.quiet) {
     print_timing(r, engine.slots);
-  else
+    if (!engine.slots)
+      if (const std::string tiers = describe_kv_tiers(engine.engine->backend().stats());
+          !tiers.empty())
+        std::fprintf(stderr, "%s\n", tiers.c_str());
+  } else
     std::fputc('\n', stdout);
 }
 
@@ -146,6 +153,7 @@ void add_run_command(CLI::App& app) {
                   "mpirun started")
       ->capture_default_str();
   flags->kv.add_to(*sub);
+  flags->disk.add_to(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   sub->add_flag("-q,--quiet", flags->quiet, "print only the text");
   flags->sampling.add_to(*sub);
