@@ -30,6 +30,15 @@ for kvt in f16 int8; do
   [ "${hits:-0}" -gt 0 ] || { cat "disk-$kvt-2.err" >&2; fail "$kvt: no disk hits after restart"; }
 done
 
+# The static pipeline restores from the same files (its blocks are the
+# paged pool's layout): a third process, --static, gives its own cold output.
+"$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --static >cold-static.out 2>/dev/null
+"$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --static --kv-disk disk-f16 \
+  >disk-static.out 2>disk-static.err
+cmp -s cold-static.out disk-static.out || fail "--static with restored blocks differs"
+[ "$(disk_hits disk-static.err)" -gt 0 ] || { cat disk-static.err >&2; fail "--static: no disk hits"; }
+cmp -s cold-static.out cold-f16.out || fail "--static and paged outputs differ"
+
 # A burst of writes: 30 prompts that differ from their first token, in
 # blocks of 4 tokens (some 450 files), killed with -9 as soon as the first
 # files appear, three times over; then a complete run on what they left.

@@ -57,7 +57,7 @@ void print_piece(std::string_view piece) {
 CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer) {
   if (f.static_mode.active()) {
     CommandEngine e = make_static_engine(f.static_mode, model, tokenizer, f.kv.format(), f.threads,
-                                         /*reuse_slots=*/true);
+                                         /*reuse_slots=*/true, f.disk);
     std::fprintf(stderr, "static pipeline: %s; plans %s\n",
                  e.slots->runner().config().describe().c_str(), e.plans_source.c_str());
     return e;

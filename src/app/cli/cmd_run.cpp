@@ -76,8 +76,8 @@ EngineOptions paged_options(const RunFlags& f, int ctx) {
 CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer& tokenizer,
                           const std::filesystem::path& path) {
   if (f.static_flags.active()) {
-    CommandEngine e =
-        make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads);
+    CommandEngine e = make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads,
+                                         /*reuse_slots=*/false, f.disk);
     if (!f.quiet) std::fprintf(stderr, "%s\n", e.describe_static().c_str());
     return e;
   }
@@ -126,10 +126,9 @@ void run(const RunFlags& f) {
   if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
   if (!f.quiet) {
     print_timing(r, engine.slots);
-    if (!engine.slots)
-      if (const std::string tiers = describe_kv_tiers(engine.engine->backend().stats());
-          !tiers.empty())
-        std::fprintf(stderr, "%s\n", tiers.c_str());
+    if (const std::string tiers = describe_kv_tiers(engine.engine->backend().stats());
+        !tiers.empty())
+      std::fprintf(stderr, "%s\n", tiers.c_str());
   } else
     std::fputc('\n', stdout);
 }
