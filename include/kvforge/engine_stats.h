@@ -16,11 +16,12 @@ struct PrefixCacheStats {
 // The disk tier under the prefix cache (engine/kv/kv_disk_tier.h). Blocks are
 // full KV blocks of block_size positions; bytes are file bytes.
 struct KvDiskStats {
-  bool enabled = false;    // a directory is configured and in use
-  bool degraded = false;   // turned off by an I/O error: RAM-only since
-  int64_t hits = 0;        // blocks restored from disk instead of recomputed
-  int64_t misses = 0;      // prompt blocks found neither in RAM nor on disk
-  int64_t bytes_read = 0;  // restored and rejected files
+  bool enabled = false;         // a directory is configured and in use
+  bool degraded = false;        // turned off by an I/O error: RAM-only since
+  int64_t hits = 0;             // blocks restored from disk instead of recomputed
+  int64_t tokens_restored = 0;  // hits * block_size: prompt tokens not recomputed
+  int64_t misses = 0;           // prompt blocks found neither in RAM nor on disk
+  int64_t bytes_read = 0;       // restored and rejected files
   int64_t bytes_written = 0;
   int64_t blocks_stored = 0;   // files written
   int64_t files_rejected = 0;  // truncated, corrupted, other model/format/tokens: deleted
@@ -28,8 +29,8 @@ struct KvDiskStats {
   int64_t io_errors = 0;
   int64_t files = 0;          // this model's files in the directory now
   int64_t bytes_on_disk = 0;  // their bytes
-  double load_seconds = 0;    // reading, verifying and installing restored blocks
-  double store_seconds = 0;   // copying out, encoding and writing blocks
+  double load_seconds = 0;    // reading and verifying restored blocks
+  double store_seconds = 0;   // encoding and writing blocks
 };
 
 struct EngineStats {

@@ -39,6 +39,20 @@ cmp -s cold-static.out disk-static.out || fail "--static with restored blocks di
 [ "$(disk_hits disk-static.err)" -gt 0 ] || { cat disk-static.err >&2; fail "--static: no disk hits"; }
 cmp -s cold-static.out cold-f16.out || fail "--static and paged outputs differ"
 
+# chat --session: two turns in two processes give the replies of two turns in
+# one, the second turn's history coming back from the session's tier.
+chat=("$kv" chat -m "$model" -n 16 --temp 0)
+printf 'Who made the heaven?\nAnd the earth?\n' | "${chat[@]}" >chat-one.out 2>chat-one.err
+printf 'Who made the heaven?\n' | "${chat[@]}" --session s.json >chat-a.out 2>chat-a.err
+printf 'And the earth?\n' | "${chat[@]}" --session s.json >chat-b.out 2>chat-b.err
+grep -q 'resumed 2 messages' chat-b.err || { cat chat-b.err >&2; fail "session not resumed"; }
+[ -d s.json.kv ] || fail "the session's tier directory s.json.kv is missing"
+cat chat-a.out chat-b.out | grep '^> .*[a-zA-Z]' >chat-two.txt || true
+grep '^> .*[a-zA-Z]' chat-one.out >chat-one.txt || true
+cmp -s chat-one.txt chat-two.txt || { diff chat-one.txt chat-two.txt >&2; fail "resumed replies differ"; }
+reused=$(grep -o '[0-9]* reused' chat-b.err | tr -dc '0-9')
+[ "${reused:-0}" -gt 0 ] || { cat chat-b.err >&2; fail "the resumed turn reused nothing"; }
+
 # A burst of writes: 30 prompts that differ from their first token, in
 # blocks of 4 tokens (some 450 files), killed with -9 as soon as the first
 # files appear, three times over; then a complete run on what they left.

@@ -253,6 +253,7 @@ bool KvDiskTier::load(uint64_t chain_hash, std::span<const int32_t> prefix_token
   std::memcpy(out.data(), payload.data(), payload.size());
   touch(chain_hash);
   ++stats_.hits;
+  stats_.tokens_restored += id_.block_size;
   stats_.load_seconds += seconds_since(start);
   return true;
 }

@@ -155,17 +155,18 @@ std::span<const float> StaticBatchEngine::fill_slot(int32_t index,
   Slot& slot = slots_[size_t(index)];
   int32_t kept = reusable(index, prompt);
   const int32_t restored = tier_ ? tier_->fetch(prompt, kept) : 0;
-  if (restored > kept) {
+  const bool from_disk = restored > kept;  // stats().disk counts these tokens
+  if (from_disk) {
     tier_->install(index);
     kept = restored;
-  } else if (runner_.length(index) != kept) {
-    runner_.truncate(index, kept);
+  } else {
+    if (runner_.length(index) != kept) runner_.truncate(index, kept);
+    tokens_reused_ += kept;
   }
-  tokens_reused_ += kept;
   tokens_computed_ += int64_t(prompt.size()) - kept;
   slot.tokens.assign(prompt.begin(), prompt.end());  // the kept part is the prompt's own
   std::span<const float> logits;
-  if (kept == 0 || restored == kept) {
+  if (kept == 0 || from_disk) {
     logits = runner_.prefill(index, prompt, kept);
   } else {
     for (size_t i = size_t(kept); i < prompt.size(); ++i)

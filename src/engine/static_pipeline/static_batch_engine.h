@@ -80,7 +80,8 @@ class StaticBatchEngine final : public GenerationBackend {
   // Slots stand in for KV blocks: kv_blocks_total = B, kv_blocks_used =
   // occupied slots; kv_slots_allocated = occupied * capacity, kv_slots_used =
   // positions filled. running/waiting count branches. prefix.tokens_reused:
-  // prompt tokens whose K/V a reused slot kept (reuse_slots).
+  // prompt tokens whose K/V a reused slot kept (reuse_slots); restored ones
+  // are disk.tokens_restored.
   EngineStats stats() const override;
   // The slot capacity, max_prompt_len + min_response_len.
   int32_t max_sequence_tokens() const override { return runner_.capacity(); }
