@@ -77,8 +77,9 @@ double ttft_ms(TextEngine& e, const std::vector<int32_t>& prompt) {
 
 struct TierRow {
   const char* name;
-  std::vector<double> ms;
-  std::vector<double> read_bytes;
+  std::vector<double> ms{};
+  std::vector<double> read_bytes{};
+  std::vector<double> load_ms{};  // the disk tier's read + verify time
 };
 
 }  // namespace
@@ -92,9 +93,11 @@ void tier_round(const Model& model, const Tokenizer& tok, ThreadPool& pool, Engi
   const std::vector<int32_t> prefix = random_ids(rng, o.prefix_len, n_vocab);
   const auto prompt = [&] { return concat(prefix, random_ids(rng, o.suffix_len, n_vocab)); };
   const auto record = [&](size_t row, TextEngine& e, const std::vector<int32_t>& p) {
-    const int64_t before = e.engine().stats().disk.bytes_read;
+    const KvDiskStats before = e.engine().stats().disk;
     rows[row].ms.push_back(ttft_ms(e, p));
-    rows[row].read_bytes.push_back(double(e.engine().stats().disk.bytes_read - before));
+    const KvDiskStats after = e.engine().stats().disk;
+    rows[row].read_bytes.push_back(double(after.bytes_read - before.bytes_read));
+    rows[row].load_ms.push_back(1e3 * (after.load_seconds - before.load_seconds));
   };
   options.kv_disk_dir.clear();
   {
@@ -123,8 +126,9 @@ void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                      EngineOptions options, const KvTierBenchOptions& o) {
   std::printf(
       "\n## KV tiers: time to first token, %d-token prefix + %d own tokens, medians of %d "
-      "prefixes\n\n| KV | prefix | TTFT ms median (min-max) | (a) / this | read per request |\n"
-      "|---|---|---|---|---|\n",
+      "prefixes\n\n| KV | prefix | TTFT ms median (min-max) | (a) / this | read per request | read "
+      "+ verify ms |\n"
+      "|---|---|---|---|---|---|\n",
       o.prefix_len, o.suffix_len, o.rounds);
   {
     TextEngine warm(model, tok, pool, options);  // faults the weights in before any timing
@@ -132,22 +136,22 @@ void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
   }
   for (const KvFormat& f : o.formats) {
     options.kv_format = f;
-    std::vector<TierRow> rows = {
-        {"(a) not cached, no disk tier", {}, {}},
-        {"(a) not cached, disk tier writing it", {}, {}},
-        {"(b) in the RAM pool", {}, {}},
-        {"(c) on disk, new engine (page cache warm)", {}, {}},
-        {"(c) on disk, new engine, files dropped from page cache", {}, {}}};
+    std::vector<TierRow> rows = {{"(a) not cached, no disk tier"},
+                                 {"(a) not cached, disk tier writing it"},
+                                 {"(b) in the RAM pool"},
+                                 {"(c) on disk, new engine (page cache warm)"},
+                                 {"(c) on disk, new engine, files dropped from page cache"}};
     std::mt19937 rng(o.seed * 7919u);
     for (int r = 0; r < o.rounds; ++r) tier_round(model, tok, pool, options, o, rng, rows);
     const double base = percentile(rows[0].ms, 0.5);
     const std::string kv = kv_dtype_name(f.k);
     for (const TierRow& row : rows) {
       const double med = percentile(row.ms, 0.5);
-      std::printf("| %s | %s | %.1f (%.1f-%.1f) | %.1fx | %s |\n", kv.c_str(), row.name, med,
+      std::printf("| %s | %s | %.1f (%.1f-%.1f) | %.1fx | %s | %.1f |\n", kv.c_str(), row.name, med,
                   *std::min_element(row.ms.begin(), row.ms.end()),
                   *std::max_element(row.ms.begin(), row.ms.end()), med > 0 ? base / med : 0,
-                  human_bytes(percentile(row.read_bytes, 0.5)).c_str());
+                  human_bytes(percentile(row.read_bytes, 0.5)).c_str(),
+                  percentile(row.load_ms, 0.5));
       std::fflush(stdout);
     }
   }
