@@ -219,7 +219,7 @@ void bench_multi_turn_chat(const Model& model, const Tokenizer& tok, ThreadPool&
       "\n## Multi-turn chat: %d conversations x %d turns (%d own + %d user tokens, then %d user "
       "tokens per turn, %d-token replies; up to %lld tokens each), pool %d blocks x %d = %lld "
       "tokens, %s KV\n\n| disk tier | TTFT turn 1 mean ms | TTFT turns 2+ mean / p50 / p90 ms | "
-      "wall s | RAM hits | disk hits | disk read | disk written | preemptions |\n"
+      "wall s | RAM hits | disk hits | disk read (s) | disk written (s) | preemptions |\n"
       "|---|---|---|---|---|---|---|---|---|\n",
       o.conversations, o.turns, o.context_len, o.user_len, o.user_len, o.reply_len,
       (long long)final_len, options.kv_blocks, options.block_size,
@@ -229,12 +229,13 @@ void bench_multi_turn_chat(const Model& model, const Tokenizer& tok, ThreadPool&
     TierDir dir(o.parent_dir);
     options.kv_disk_dir = on ? dir.path.string() : "";
     const ChatRun& r = runs[on] = run_chat(model, tok, pool, options, o, user);
-    std::printf("| %s | %.1f | %.1f / %.1f / %.1f | %.2f | %lld | %lld | %s | %s | %lld |\n",
-                on ? "on" : "off", mean(r.first_ms), mean(r.later_ms), percentile(r.later_ms, 0.5),
-                percentile(r.later_ms, 0.9), r.seconds, (long long)r.stats.prefix.hits,
-                (long long)r.stats.disk.hits, human_bytes(double(r.stats.disk.bytes_read)).c_str(),
-                human_bytes(double(r.stats.disk.bytes_written)).c_str(),
-                (long long)r.stats.preemptions);
+    std::printf(
+        "| %s | %.1f | %.1f / %.1f / %.1f | %.2f | %lld | %lld | %s (%.2f) | %s (%.2f) | %lld |\n",
+        on ? "on" : "off", mean(r.first_ms), mean(r.later_ms), percentile(r.later_ms, 0.5),
+        percentile(r.later_ms, 0.9), r.seconds, (long long)r.stats.prefix.hits,
+        (long long)r.stats.disk.hits, human_bytes(double(r.stats.disk.bytes_read)).c_str(),
+        r.stats.disk.load_seconds, human_bytes(double(r.stats.disk.bytes_written)).c_str(),
+        r.stats.disk.store_seconds, (long long)r.stats.preemptions);
     std::fflush(stdout);
   }
   std::printf("\nTTFT turns 2+ off / on: %.2fx; replies identical with the tier on and off: %s\n",
