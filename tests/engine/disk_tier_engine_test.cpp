@@ -159,3 +159,35 @@ TEST(DiskTierEngineFaults, AFailingDiskKeepsServing) {
 
 }  // namespace
 }  // namespace kvforge
+
+namespace kvforge {
+namespace {
+
+// A model with sliding-window layers: the tier is off with one warning (a
+// windowed group's released blocks could not be restored), and serving goes on.
+TEST(DiskTierEngineRefusals, SlidingWindowModelsServeWithoutTheTier) {
+  RandomModelSpec spec;
+  spec.name = "swa-mistral";
+  spec.arch = "llama";
+  spec.n_layer = 2;
+  spec.n_ctx = 256;
+  spec.sliding_window = 8;
+  spec.swa_pattern = 0;  // every layer windowed (Mistral-style)
+  spec.seed = 23;
+  auto model = testing::make_test_model(spec);
+  ThreadPool pool(1);
+  TempDir dir;
+  std::vector<std::string> warnings;
+  EngineOptions o = options({KvDtype::F16, KvDtype::F16}, dir.path);
+  o.on_warning = [&](const std::string& m) { warnings.push_back(m); };
+  EngineRecorder rec;
+  Engine engine(*model, pool, rec.hook(o));
+  run_each(engine, {make_prompt(40, 1)}, rec);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("sliding-window"), std::string::npos) << warnings[0];
+  EXPECT_FALSE(engine.stats().disk.enabled);
+  EXPECT_TRUE(fs::is_empty(dir.path));
+}
+
+}  // namespace
+}  // namespace kvforge
