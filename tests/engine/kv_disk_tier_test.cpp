@@ -122,6 +122,11 @@ TEST(KvDiskTier, RejectsATruncatedFile) {
   expect_rejected([](const fs::path& p) { fs::resize_file(p, 0); });
 }
 
+TEST(KvDiskTier, RejectsAFileLongerThanItsBlock) {
+  expect_rejected([](const fs::path& p) { fs::resize_file(p, fs::file_size(p) + 1); });
+  expect_rejected([](const fs::path& p) { fs::resize_file(p, uint64_t(1) << 19); });  // sparse
+}
+
 TEST(KvDiskTier, RejectsABitFlipAnywhere) {
   for (const long at : {3L, 40L, 70L, 150L, -1L}) {
     expect_rejected([at](const fs::path& p) {

@@ -205,7 +205,7 @@ bool KvDiskTier::store(uint64_t chain_hash, std::span<const int32_t> prefix_toke
   return true;
 }
 
-bool KvDiskTier::read_file(uint64_t chain_hash, std::vector<uint8_t>& out) {
+bool KvDiskTier::read_file(uint64_t chain_hash, size_t limit, std::vector<uint8_t>& out) {
   const fs::path path = path_of(chain_hash);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
@@ -217,7 +217,7 @@ bool KvDiskTier::read_file(uint64_t chain_hash, std::vector<uint8_t>& out) {
   }
   struct stat st {};
   bool ok = ::fstat(fd, &st) == 0;
-  out.resize(ok ? size_t(st.st_size) : 0);
+  out.resize(ok ? std::min(size_t(st.st_size), limit) : 0);
   size_t done = 0;
   while (ok && done < out.size()) {
     const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, off_t(done));
@@ -241,7 +241,9 @@ bool KvDiskTier::load(uint64_t chain_hash, std::span<const int32_t> prefix_token
                       std::span<uint8_t> out) {
   if (!contains(chain_hash)) return false;
   const auto start = std::chrono::steady_clock::now();
-  if (!read_file(chain_hash, read_buf_)) return false;
+  // A file longer than this block's can only be rejected: one byte more tells.
+  const size_t expected = block_file_bytes(id_, prefix_tokens.size());
+  if (!read_file(chain_hash, expected + 1, read_buf_)) return false;
   std::span<const uint8_t> payload;
   const BlockFileCheck check =
       decode_block_file(read_buf_, id_, chain_hash, prefix_tokens, payload);

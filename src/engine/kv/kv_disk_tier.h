@@ -80,7 +80,8 @@ class KvDiskTier {
   void touch(uint64_t chain_hash);
   bool make_room(uint64_t bytes);
   bool write_file(const std::filesystem::path& tmp, std::span<const uint8_t> bytes);
-  bool read_file(uint64_t chain_hash, std::vector<uint8_t>& out);
+  // Reads at most `limit` bytes of the block's file (a hostile size costs nothing).
+  bool read_file(uint64_t chain_hash, size_t limit, std::vector<uint8_t>& out);
   void degrade(const std::string& what);
 
   std::filesystem::path dir_;
