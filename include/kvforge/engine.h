@@ -44,11 +44,21 @@ struct EngineOptions {
   double kv_memory_mib = 512;
   KvFormat kv_format = {};
   bool enable_prefix_cache = true;
+  // Disk tier under the prefix cache (engine/kv/kv_disk_tier.h): empty = off.
+  // Full prompt blocks are written through to kv_disk_dir and restored from
+  // it on a RAM miss, across processes of the same model and KV format. Off
+  // (with a warning) for models with sliding-window layers, tensor-parallel
+  // runs and without the prefix cache.
+  std::string kv_disk_dir;
+  double kv_disk_gib = 4;  // size limit of this model's files there
 
   int32_t max_seqs = 64;               // sequences (branches) in the running set
   int32_t max_batched_tokens = 512;    // tokens per forward pass (decodes + prefill chunks)
   int32_t n_ctx = 0;                   // per-sequence context; 0 = the model's training context
   std::vector<int32_t> eos_token_ids;  // end generation ("stop") unless ignore_eos
+
+  // Warnings (the disk tier turning off); nullptr: stderr.
+  std::function<void(const std::string&)> on_warning;
 
   // For tests and debugging: called with the raw logits ([n_vocab]) each
   // branch samples from, before sampling.

@@ -13,6 +13,26 @@ struct PrefixCacheStats {
   int64_t tokens_reused = 0;  // prompt tokens whose K/V was not recomputed
 };
 
+// The disk tier under the prefix cache (engine/kv/kv_disk_tier.h). Blocks are
+// full KV blocks of block_size positions; bytes are file bytes.
+struct KvDiskStats {
+  bool enabled = false;         // a directory is configured and in use
+  bool degraded = false;        // turned off by an I/O error: RAM-only since
+  int64_t hits = 0;             // blocks restored from disk instead of recomputed
+  int64_t tokens_restored = 0;  // hits * block_size: prompt tokens not recomputed
+  int64_t misses = 0;           // prompt blocks found neither in RAM nor on disk
+  int64_t bytes_read = 0;       // restored and rejected files
+  int64_t bytes_written = 0;
+  int64_t blocks_stored = 0;   // files written
+  int64_t files_rejected = 0;  // truncated, corrupted, other model/format/tokens: deleted
+  int64_t files_evicted = 0;   // deleted to stay under the size limit
+  int64_t io_errors = 0;
+  int64_t files = 0;          // this model's files in the directory now
+  int64_t bytes_on_disk = 0;  // their bytes
+  double load_seconds = 0;    // reading and verifying restored blocks
+  double store_seconds = 0;   // encoding and writing blocks
+};
+
 struct EngineStats {
   int32_t running = 0;  // sequences (branches) holding KV blocks
   int32_t waiting = 0;  // sequences queued for (re)admission
@@ -26,6 +46,8 @@ struct EngineStats {
   int64_t kv_slots_allocated = 0;  // kv_blocks_used * block_size
   int64_t kv_slots_used = 0;       // positions holding K/V of running sequences (shared once)
   PrefixCacheStats prefix;
+  int64_t prefix_bytes_reused = 0;  // prefix.hits * K/V bytes of a block: the RAM tier's hits
+  KvDiskStats disk;
   int64_t preemptions = 0;
   int64_t steps = 0;
   int64_t tokens_computed = 0;   // tokens fed through forward passes (prefill + decode + recompute)

@@ -4,15 +4,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <unordered_map>
 
+#include "engine/kv/disk_prefix_tier.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/model_runner.h"
 #include "engine/request_table.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "engine/static_pipeline/fingerprint.h"
 
 namespace kvforge {
 
@@ -84,6 +87,35 @@ int32_t longest_sequence(const BlockManager& blocks, int32_t n_ctx) {
   return int32_t(lo);
 }
 
+// Why the disk tier cannot serve this engine; empty when it can.
+std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
+                              const BlockManager& blocks) {
+  if (!o.enable_prefix_cache) return "it needs the prefix cache";
+  if (blocks.group_windows() != std::vector<int32_t>{0})
+    return "the model has sliding-window layers, whose blocks the pool releases";
+  if (model.tp() > 1) return "tensor-parallel ranks would each need their own files";
+  if (!(o.kv_disk_gib > 0)) return "its size limit is not positive";
+  return {};
+}
+
+std::unique_ptr<KvDiskTier> make_disk_tier(const Model& model, const EngineOptions& o,
+                                           const BlockManager& blocks, const PagedKvCache& cache) {
+  if (o.kv_disk_dir.empty()) return nullptr;
+  KvDiskTier::WarnFn warn = o.on_warning;
+  if (const std::string why = disk_tier_refusal(model, o, blocks); !why.empty()) {
+    const std::string msg = "KV disk tier " + o.kv_disk_dir + " is off: " + why;
+    if (warn)
+      warn(msg);
+    else
+      std::fprintf(stderr, "kvforge: warning: %s\n", msg.c_str());
+    return nullptr;
+  }
+  const KvBlockIdentity id{model_fingerprint(model), o.kv_format, blocks.block_size(),
+                           cache.block_bytes()};
+  return std::make_unique<KvDiskTier>(o.kv_disk_dir, uint64_t(o.kv_disk_gib * 1073741824.0), id,
+                                      warn);
+}
+
 }  // namespace
 
 struct Engine::Impl {
@@ -97,7 +129,13 @@ struct Engine::Impl {
         runner(m, blocks, cache, pool, options.max_batched_tokens),
         n_ctx(context_of(m, options)),
         max_len(longest_sequence(blocks, n_ctx)),
-        requests(m.config().n_vocab, options.eos_token_ids) {}
+        requests(m.config().n_vocab, options.eos_token_ids),
+        disk(make_disk_tier(m, options, blocks, cache)) {
+    if (!disk) return;
+    disk_prefix = std::make_unique<DiskPrefixTier>(*disk, blocks, cache);
+    scheduler.set_prefix_tier(disk_prefix.get());
+    runner.set_disk_tier(disk_prefix.get());
+  }
 
   const Model& model;
   EngineOptions options;
@@ -108,6 +146,8 @@ struct Engine::Impl {
   int32_t n_ctx;
   int32_t max_len;
   RequestTable requests;
+  std::unique_ptr<KvDiskTier> disk;  // null without --kv-disk
+  std::unique_ptr<DiskPrefixTier> disk_prefix;
   SeqId next_seq = 0;
   int64_t steps = 0, tokens_computed = 0;
   int32_t blocks_used_peak = 0;
@@ -271,6 +311,8 @@ EngineStats Engine::stats() const {
   }
   for (const auto& [block, n] : filled) s.kv_slots_used += n;
   s.prefix = m.blocks.prefix_stats();
+  s.prefix_bytes_reused = s.prefix.hits * int64_t(m.cache.block_bytes());
+  if (m.disk) s.disk = m.disk->stats();
   s.preemptions = m.scheduler.preemptions();
   s.steps = m.steps;
   s.tokens_computed = m.tokens_computed;

@@ -49,6 +49,13 @@ std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks) 
     c.seq->n_computed += c.n;
     blocks_.mark_computed(c.seq->id, c.seq->tokens, c.seq->n_computed);
   }
+  if (disk_)
+    disk_->store_new([chunks](SeqId id) -> std::span<const int32_t> {
+      for (const ScheduledChunk& c : chunks)
+        if (c.seq->id == id) return c.seq->tokens;
+      throw std::logic_error("model runner: a block of sequence " + std::to_string(id) +
+                             " was cached outside this step");
+    });
   return logits_;
 }
 

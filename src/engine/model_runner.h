@@ -11,6 +11,7 @@
 
 #include "core/threadpool.h"
 #include "engine/kv/block_manager.h"
+#include "engine/kv/disk_prefix_tier.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/scheduler.h"
 #include "model/forward.h"
@@ -29,6 +30,10 @@ class ModelRunner {
   // [rows][n_vocab], valid until the next call.
   std::span<const float> run(std::span<const ScheduledChunk> chunks);
 
+  // Writes newly cached full blocks through to this tier after each pass
+  // (nullptr: none). It must outlive the runner.
+  void set_disk_tier(DiskPrefixTier* tier) { disk_ = tier; }
+
   // Where the forward passes of all run() calls so far spent their time.
   const ForwardTimes& forward_times() const { return scratch_.times(); }
 
@@ -37,6 +42,7 @@ class ModelRunner {
   BlockManager& blocks_;
   PagedKvCache& cache_;
   ThreadPool& pool_;
+  DiskPrefixTier* disk_ = nullptr;
   ForwardScratch scratch_;
   std::vector<int32_t> tokens_;      // [n_tokens]
   std::vector<int32_t> positions_;   // [n_tokens]

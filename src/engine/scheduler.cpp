@@ -104,15 +104,33 @@ void Scheduler::schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget) {
   }
 }
 
+int32_t Scheduler::fetch_from_tier(const Sequence& seq, int32_t ram) {
+  if (!tier_) return 0;
+  const int32_t bs = blocks_.block_size();
+  const std::span<const int32_t> tokens(seq.tokens);
+  // As in RAM: whole blocks only, and the last token is always computed.
+  const int32_t eligible = (seq.len() - 1) / bs - ram / bs;
+  if (eligible <= 0) return 0;
+  const int32_t on_tier = tier_->available(tokens, ram / bs, eligible);
+  int32_t lo = 0, hi = on_tier + 1;  // lo blocks fit beside one computed token; hi do not
+  while (hi - lo > 1) {
+    const int32_t mid = lo + (hi - lo) / 2;
+    (blocks_.can_allocate(tokens, ram + mid * bs + 1) ? lo : hi) = mid;
+  }
+  return tier_->fetch(tokens, ram / bs, lo, eligible);
+}
+
 void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
   if (out.n_preempted > 0) return;
   while (!waiting_.empty() && budget > 0) {
     Sequence& seq = *waiting_.front();
     if (!running_.empty() && running_width() + seq.width() > options_.max_seqs) break;
     const std::span<const int32_t> tokens(seq.tokens);
-    const int32_t cached = blocks_.cached_prefix(tokens);
+    const int32_t ram = blocks_.cached_prefix(tokens);
+    if (!blocks_.can_allocate(tokens, ram + 1)) break;  // first come, first served
+    const int32_t restored = fetch_from_tier(seq, ram) * blocks_.block_size();
+    const int32_t cached = ram + restored;
     const int32_t most = cached + std::min(seq.len() - cached, budget);
-    if (!blocks_.can_allocate(tokens, cached + 1)) break;  // first come, first served
     int32_t lo = cached + 1, hi = most + 1;  // can_allocate(lo) holds; hi is out of range or fails
     if (blocks_.can_allocate(tokens, most)) lo = most;
     while (hi - lo > 1) {
@@ -121,15 +139,19 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
     }
     const int32_t target = lo;
     const int32_t reused = blocks_.allocate(seq.id, tokens, target);
-    seq.n_computed = reused;
-    running_.push_back(std::move(waiting_.front()));
-    waiting_.pop_front();
-    const int32_t n = target - reused;
-    if (n < 1)
+    if (reused != ram)
       throw std::logic_error("scheduler: block manager reused " + std::to_string(reused) + " of " +
                              std::to_string(target) + " tokens, cached_prefix said " +
-                             std::to_string(cached));
-    out.chunks.push_back({&seq, reused, n, target == seq.len()});
+                             std::to_string(ram));
+    if (restored > 0) {
+      tier_->install(seq.id, ram / blocks_.block_size(), restored / blocks_.block_size());
+      blocks_.mark_computed(seq.id, tokens, cached);
+    }
+    seq.n_computed = cached;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+    const int32_t n = target - cached;
+    out.chunks.push_back({&seq, cached, n, target == seq.len()});
     budget -= n;
     out.n_tokens += n;
   }

@@ -13,6 +13,10 @@
 //      sequence slots and blocks last (a prefix-cache hit is not recomputed).
 //      No admission in a step that preempted: the freed blocks go to the
 //      older sequences, not to a newcomer that would be preempted next.
+//      With a lower tier (set_prefix_tier, the disk), the prompt blocks past
+//      the RAM prefix that the tier holds are read and installed at
+//      admission, synchronously, before the step's forward pass: they cost
+//      no token budget, and the sequence starts computing after them.
 // Blocks are reserved here (allocate / append); the runner computes them.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "engine/kv/block_manager.h"
+#include "engine/kv/prefix_tier.h"
 #include "engine/sequence.h"
 
 namespace kvforge {
@@ -52,6 +57,9 @@ class Scheduler {
 
   // Queues a new sequence at the back of the waiting queue.
   void add(std::unique_ptr<Sequence> seq);
+  // A tier to restore prefix blocks from at admission (nullptr: none). It
+  // must outlive the scheduler.
+  void set_prefix_tier(PrefixTier* tier) { tier_ = tier; }
   // Reserves blocks and picks the chunks of the next step. Pointers stay
   // valid until the next call that removes sequences.
   SchedulerOutput schedule();
@@ -79,8 +87,13 @@ class Scheduler {
   void schedule_decodes(SchedulerOutput& out, int32_t& budget);
   void schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget);
   void admit_waiting(SchedulerOutput& out, int32_t& budget);
+  // Blocks past the RAM prefix of `ram` tokens that the tier restores for
+  // `seq` (fetched, waiting for install), as many as the pool can hold next
+  // to one computed token.
+  int32_t fetch_from_tier(const Sequence& seq, int32_t ram);
 
   BlockManager& blocks_;
+  PrefixTier* tier_ = nullptr;
   SchedulerOptions options_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order, oldest first

@@ -62,6 +62,8 @@ void print_totals(const std::vector<std::vector<BranchResult>>& results, const E
       "%lld misses, %lld tokens reused\n",
       (long long)st.steps, (long long)st.preemptions, peak_blocks, st.kv_blocks_total,
       (long long)st.prefix.hits, (long long)st.prefix.misses, (long long)st.prefix.tokens_reused);
+  if (const std::string tiers = describe_kv_tiers(st); !tiers.empty())
+    std::printf("%s\n", tiers.c_str());
 }
 
 void batch(const BatchFlags& f) {

@@ -24,6 +24,7 @@
 #include <random>
 #include <sstream>
 
+#include "app/cli/bench_kv_tiers.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
@@ -47,6 +48,10 @@ struct BenchServeFlags : ModelFlags {
   int prefix_gen_len = 16;
   int rounds = 1;
   bool skip_prefix = false;
+  bool skip_sweep = false;
+  bool tiers = false;  // the KV-tier workloads (bench_kv_tiers.h)
+  std::vector<std::string> tier_kv_types = {"f16", "int8"};
+  KvTierBenchOptions tier;
   uint32_t seed = 1;
   EngineFlags engine;
 };
@@ -273,8 +278,44 @@ void bench_serve(const BenchServeFlags& f) {
                 model->config().n_embd, pool.size(),
                 describe_engine(probe, f.engine.kv.describe()).c_str());
   }
-  concurrency_sweep(f, *model, tok, pool, options);
+  if (!f.skip_sweep) concurrency_sweep(f, *model, tok, pool, options);
   if (!f.skip_prefix) shared_prefix(f, *model, tok, pool, options);
+  if (!f.tiers) return;
+  KvTierBenchOptions tier = f.tier;
+  tier.seed = f.seed;
+  tier.parent_dir = f.engine.disk.dir;
+  for (const std::string& t : f.tier_kv_types) {
+    const std::optional<KvDtype> d = kv_dtype_from_name(t);
+    if (!d) throw std::invalid_argument("--tier-kv-types: unknown KV type '" + t + "'");
+    tier.formats.push_back({*d, *d});
+  }
+  options.kv_disk_dir.clear();
+  bench_tier_ttft(*model, tok, pool, options, tier);
+  bench_multi_turn_chat(*model, tok, pool, options, tier);
+}
+
+void add_tier_flags(CLI::App& sub, BenchServeFlags& f) {
+  sub.add_flag("--tiers", f.tiers,
+               "also run the KV-tier workloads: TTFT of a long prefix not cached / in RAM / on "
+               "disk after a restart, and multi-turn chat with the disk tier off and on (temporary "
+               "tier directories under --kv-disk, else the system's temp dir)");
+  sub.add_option("--tier-kv-types", f.tier_kv_types, "KV types of the tier TTFT table")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub.add_option("--tier-prefix-len", f.tier.prefix_len, "prefix tokens of the tier TTFT table")
+      ->capture_default_str();
+  sub.add_option("--tier-rounds", f.tier.rounds, "prefixes per case (medians)")
+      ->capture_default_str();
+  sub.add_option("--chat-conversations", f.tier.conversations, "multi-turn chat: conversations")
+      ->capture_default_str();
+  sub.add_option("--chat-turns", f.tier.turns, "multi-turn chat: turns")->capture_default_str();
+  sub.add_option("--chat-context-len", f.tier.context_len,
+                 "multi-turn chat: each conversation's own opening tokens")
+      ->capture_default_str();
+  sub.add_option("--chat-user-len", f.tier.user_len, "multi-turn chat: user tokens per turn")
+      ->capture_default_str();
+  sub.add_option("--chat-reply-len", f.tier.reply_len, "multi-turn chat: reply tokens per turn")
+      ->capture_default_str();
 }
 
 }  // namespace
@@ -306,6 +347,8 @@ void add_bench_serve_command(CLI::App& app) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   sub->add_flag("--skip-prefix", flags->skip_prefix, "skip the shared-prefix workload");
+  sub->add_flag("--skip-sweep", flags->skip_sweep, "skip the concurrency sweep");
+  add_tier_flags(*sub, *flags);
   flags->add_threads_flag(*sub);
   sub->add_option("-s,--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
   flags->engine.add_to(*sub);

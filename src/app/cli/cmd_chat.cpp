@@ -14,9 +14,11 @@
 #include <optional>
 
 #include "app/chat/chat_template.h"
+#include "app/cli/chat_session.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
 #include "app/cli/line_editor.h"
 #include "app/cli/static_flags.h"
 #include "app/generation.h"
@@ -31,8 +33,10 @@ struct ChatFlags : ModelFlags {
   int n_predict = 128;
   int ctx = 0;
   KvTypeFlags kv;
+  KvDiskFlags disk;
   SamplingFlags sampling;
   StaticFlags static_mode;
+  std::string session;  // --session FILE (chat_session.h)
 };
 
 // One reply, whichever engine produced it.
@@ -55,7 +59,7 @@ void print_piece(std::string_view piece) {
 CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer) {
   if (f.static_mode.active()) {
     CommandEngine e = make_static_engine(f.static_mode, model, tokenizer, f.kv.format(), f.threads,
-                                         /*reuse_slots=*/true);
+                                         /*reuse_slots=*/true, f.disk);
     std::fprintf(stderr, "static pipeline: %s; plans %s\n",
                  e.slots->runner().config().describe().c_str(), e.plans_source.c_str());
     return e;
@@ -65,12 +69,18 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
   eo.kv_format = f.kv.format();
   eo.n_ctx = f.ctx;
   eo.max_seqs = 1;
+  f.disk.apply(eo);
   return make_paged_engine(model, tokenizer, f.threads, eo);
 }
 
 std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& prompt,
                           const SamplingParams& p, InterruptLatch& ctrl_c) {
-  const int64_t reused_before = e.engine->backend().stats().prefix.tokens_reused;
+  // K/V not recomputed: kept in RAM (prefix cache, static slot) or restored from disk.
+  const auto reused = [&e] {
+    const EngineStats s = e.engine->backend().stats();
+    return s.prefix.tokens_reused + s.disk.tokens_restored;
+  };
+  const int64_t reused_before = reused();
   GenerationResult r;
   try {
     r = generate(*e.engine, prompt, p, print_piece, [&ctrl_c] { return ctrl_c.take(); });
@@ -80,12 +90,8 @@ std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& pr
   }
   const std::string notice = e.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\n(%s)", notice.c_str());
-  return Reply{r.text,
-               r.prompt_tokens,
-               e.engine->backend().stats().prefix.tokens_reused - reused_before,
-               r.tokens.size(),
-               r.first_token_seconds,
-               r.finish_reason == "abort"};
+  return Reply{r.text,          r.prompt_tokens,       reused() - reused_before,
+               r.tokens.size(), r.first_token_seconds, r.finish_reason == "abort"};
 }
 
 ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
@@ -119,6 +125,8 @@ class Conversation {
     turns_.push_back({{"role", "assistant"}, {"content", text}});
   }
   void reset() { turns_.clear(); }
+  // The history's tokens as the next prompt starts with them.
+  std::vector<int32_t> history_tokens() const { return render(); }
   size_t size() const { return turns_.size(); }
 
   // The conversation as OpenAI chat messages, the system message first.
@@ -210,10 +218,40 @@ bool run_chat_command(const std::string& line, Conversation& conversation) {
   return true;
 }
 
-void chat(const ChatFlags& f) {
+// Continues the session in `file` if it exists.
+void resume_session(const std::string& file, const std::string& kv_dir,
+                    Conversation& conversation) {
+  const std::optional<ChatSession> s = load_chat_session(file);
+  if (!s) {
+    std::fprintf(stderr, "(new session %s; K/V in %s)\n", file.c_str(), kv_dir.c_str());
+    return;
+  }
+  conversation.load(s->messages, file);
+  const std::vector<int32_t> tokens = conversation.history_tokens();
+  std::fprintf(stderr, "(resumed %zu messages, %zu tokens, from %s; K/V from %s)\n",
+               conversation.size(), tokens.size(), file.c_str(), kv_dir.c_str());
+  if (tokens != s->tokens)
+    std::fprintf(stderr,
+                 "(the chat template renders this session differently now: what differs is "
+                 "recomputed)\n");
+}
+
+void save_session(const std::string& file, const Conversation& conversation) {
+  try {
+    save_chat_session(file, {conversation.to_json(), conversation.history_tokens()});
+    std::fprintf(stderr, "(session saved to %s)\n", file.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "(session not saved: %s)\n", e.what());
+  }
+}
+
+void chat(const ChatFlags& flags) {
+  ChatFlags f = flags;
+  if (!f.session.empty() && f.disk.dir.empty()) f.disk.dir = session_kv_dir(f.session);
   const SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
+  if (!f.session.empty()) resume_session(f.session, f.disk.dir, conversation);
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
   const GenerationBackend& backend = engine.engine->backend();
   // The prompt may fill `context` up to `room` tokens for the reply; a reply
@@ -263,6 +301,7 @@ void chat(const ChatFlags& f) {
         reply->ttft_seconds * 1e3);
   }
   std::fputc('\n', stdout);
+  if (!f.session.empty()) save_session(f.session, conversation);
 }
 
 }  // namespace
@@ -280,6 +319,10 @@ void add_chat_command(CLI::App& app) {
   f->add_tp_flag(*sub);
   sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
   f->kv.add_to(*sub);
+  f->disk.add_to(*sub);
+  sub->add_option("--session", f->session,
+                  "keep the conversation in FILE: resumed at start, saved on exit; its K/V "
+                  "persists in --kv-disk (default FILE.kv)");
   f->sampling.add_to(*sub);
   f->static_mode.add_to(*sub);
   sub->callback([f] { chat(*f); });

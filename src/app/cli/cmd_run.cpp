@@ -8,6 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
+#include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
 #include "app/generation.h"
 #include "app/tokenizer/tokenizer.h"
@@ -23,6 +24,7 @@ struct RunFlags : ModelFlags {
   int ctx = 0;
   int batch = 512;
   KvTypeFlags kv;
+  KvDiskFlags disk;
   bool no_bos = false;
   bool quiet = false;
   SamplingFlags sampling;
@@ -65,14 +67,15 @@ EngineOptions paged_options(const RunFlags& f, int ctx) {
   o.max_seqs = 1;
   o.max_batched_tokens = f.batch;
   o.kv_format = f.kv.format();
+  f.disk.apply(o);
   return o;
 }
 
 CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer& tokenizer,
                           const std::filesystem::path& path) {
   if (f.static_flags.active()) {
-    CommandEngine e =
-        make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads);
+    CommandEngine e = make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads,
+                                         /*reuse_slots=*/false, f.disk);
     if (!f.quiet) std::fprintf(stderr, "%s\n", e.describe_static().c_str());
     return e;
   }
@@ -103,9 +106,12 @@ void run(const RunFlags& f) {
   });
   const std::string notice = engine.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
-  if (!f.quiet)
+  if (!f.quiet) {
     print_timing(r, engine.slots);
-  else
+    if (const std::string tiers = describe_kv_tiers(engine.engine->backend().stats());
+        !tiers.empty())
+      std::fprintf(stderr, "%s\n", tiers.c_str());
+  } else
     std::fputc('\n', stdout);
 }
 
@@ -125,6 +131,7 @@ void add_run_command(CLI::App& app) {
       ->capture_default_str();
   flags->add_tp_flag(*sub);
   flags->kv.add_to(*sub);
+  flags->disk.add_to(*sub);
   sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
   sub->add_flag("-q,--quiet", flags->quiet, "print only the text");
   flags->sampling.add_to(*sub);

@@ -130,7 +130,8 @@ void serve(const ServeFlags& f) {
   // The static engine brings a pool of its plans' thread count.
   const CommandEngine chosen =
       f.static_mode.active()
-          ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads)
+          ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads,
+                               /*reuse_slots=*/false, f.engine.disk)
           : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *chosen.engine;
   const StaticBatchEngine* slots = chosen.slots;

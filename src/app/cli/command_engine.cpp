@@ -42,16 +42,18 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
 
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
-                                 bool reuse_slots) {
+                                 bool reuse_slots, const KvDiskFlags& disk) {
   const OverflowPolicy overflow = flags.overflow_policy();
   StaticPlans prepared = prepare_static_plans(flags, model, kv, threads);
   CommandEngine out;
   out.plans_source = prepared.source;
   out.pool = std::make_unique<ThreadPool>(prepared.plans.n_threads);
-  auto slots = std::make_unique<StaticBatchEngine>(
-      model, *out.pool, std::move(prepared.plans),
-      StaticBatchOptions{
-          .eos_token_ids = tokenizer.eog_ids(), .overflow = overflow, .reuse_slots = reuse_slots});
+  StaticBatchOptions options{
+      .eos_token_ids = tokenizer.eog_ids(), .overflow = overflow, .reuse_slots = reuse_slots};
+  options.kv_disk_dir = disk.dir;
+  options.kv_disk_gib = disk.gib;
+  auto slots = std::make_unique<StaticBatchEngine>(model, *out.pool, std::move(prepared.plans),
+                                                   std::move(options));
   out.slots = slots.get();
   out.engine = std::make_unique<TextEngine>(tokenizer, lead_or_follow(model, std::move(slots)));
   return out;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
 #include "app/generation.h"
 #include "app/text_engine.h"
@@ -38,10 +39,11 @@ struct CommandEngine {
 CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, int threads,
                                 EngineOptions options);
 // The plans of prepare_static_plans run by a StaticBatchEngine on a pool of
-// the plans' thread count; reuse_slots: see StaticBatchOptions. Tensor
+// the plans' thread count; reuse_slots: see StaticBatchOptions; disk: the
+// KV disk tier (--kv-disk), off when its directory is empty. Tensor
 // parallel: as make_paged_engine (each rank compiles the plans of its share).
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
-                                 bool reuse_slots = false);
+                                 bool reuse_slots = false, const KvDiskFlags& disk = {});
 
 }  // namespace kvforge::cli

@@ -20,6 +20,39 @@ void EngineFlags::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse K/V of shared prompt prefixes");
   kv.add_to(app);
+  disk.add_to(app);
+}
+
+void KvDiskFlags::add_to(CLI::App& app) {
+  app.add_option("--kv-disk", dir,
+                 "directory for a persistent KV tier: prompt blocks are stored there and "
+                 "restored instead of recomputed (same model and KV format)");
+  app.add_option("--kv-disk-size", gib, "size limit of --kv-disk in GiB")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+}
+
+void KvDiskFlags::apply(EngineOptions& o) const {
+  o.kv_disk_dir = dir;
+  o.kv_disk_gib = gib;
+}
+
+std::string describe_kv_tiers(const EngineStats& st) {
+  if (!st.disk.enabled) return "";
+  const KvDiskStats& d = st.disk;
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf,
+      "KV tiers: RAM %lld block hits (%s), %lld misses; disk %lld hits (%s read, "
+      "%.1f ms), %lld misses, %lld stored (%s, %.1f ms), %lld rejected, %lld files "
+      "(%s)%s",
+      (long long)st.prefix.hits, human_bytes(double(st.prefix_bytes_reused)).c_str(),
+      (long long)st.prefix.misses, (long long)d.hits, human_bytes(double(d.bytes_read)).c_str(),
+      d.load_seconds * 1e3, (long long)d.misses, (long long)d.blocks_stored,
+      human_bytes(double(d.bytes_written)).c_str(), d.store_seconds * 1e3,
+      (long long)d.files_rejected, (long long)d.files, human_bytes(double(d.bytes_on_disk)).c_str(),
+      d.degraded ? ", DEGRADED to RAM-only after an I/O error" : "");
+  return buf;
 }
 
 EngineOptions EngineFlags::to_options() const {
@@ -32,18 +65,20 @@ EngineOptions EngineFlags::to_options() const {
   o.n_ctx = ctx;
   o.enable_prefix_cache = !no_prefix_cache;
   o.kv_format = kv.format();
+  disk.apply(o);
   return o;
 }
 
 std::string describe_engine(const Engine& e, const std::string& kv_type) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf,
-                "KV pool %d blocks x %d tokens (%lld tokens, %s, %s), max %d seqs, "
-                "%d tokens/step, prefix cache %s",
-                e.n_blocks(), e.block_size(), (long long)e.n_blocks() * e.block_size(),
-                human_bytes(double(e.kv_pool_bytes())).c_str(), kv_type.c_str(),
-                e.options().max_seqs, e.options().max_batched_tokens,
-                e.options().enable_prefix_cache ? "on" : "off");
+  char buf[1024];
+  std::snprintf(
+      buf, sizeof buf,
+      "KV pool %d blocks x %d tokens (%lld tokens, %s, %s), max %d seqs, "
+      "%d tokens/step, prefix cache %s%s%s",
+      e.n_blocks(), e.block_size(), (long long)e.n_blocks() * e.block_size(),
+      human_bytes(double(e.kv_pool_bytes())).c_str(), kv_type.c_str(), e.options().max_seqs,
+      e.options().max_batched_tokens, e.options().enable_prefix_cache ? "on" : "off",
+      e.options().kv_disk_dir.empty() ? "" : ", disk tier ", e.options().kv_disk_dir.c_str());
   return buf;
 }
 

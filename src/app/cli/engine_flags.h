@@ -10,6 +10,16 @@
 
 namespace kvforge::cli {
 
+// The disk tier under the paged engine's prefix cache (--kv-disk,
+// --kv-disk-size), on run, batch, chat, serve and bench-serve.
+struct KvDiskFlags {
+  std::string dir;
+  double gib = 4;
+
+  void add_to(CLI::App& app);
+  void apply(EngineOptions& o) const;
+};
+
 struct EngineFlags {
   int max_seqs = 64;
   int max_batched_tokens = 512;
@@ -19,10 +29,15 @@ struct EngineFlags {
   int ctx = 0;
   bool no_prefix_cache = false;
   KvTypeFlags kv;
+  KvDiskFlags disk;
 
   void add_to(CLI::App& app);
   EngineOptions to_options() const;
 };
+
+// Hits, misses and bytes per tier, load/store time, files rejected: one
+// line for summaries ("" when the disk tier is off).
+std::string describe_kv_tiers(const EngineStats& st);
 
 // One line about the pool: "KV pool 1024 blocks x 16 tokens (16384 tokens, 96.0 MiB, f32), ...".
 std::string describe_engine(const Engine& engine, const std::string& kv_type);

@@ -13,6 +13,14 @@
 //   kvforge_kv_usage_ratio                       used / total
 //   kvforge_prefix_cache_hits_total / _misses_total, kvforge_prefix_cache_hit_rate
 //   kvforge_prefix_cache_tokens_reused_total
+//   kvforge_kv_tier_hits_total{tier} / _misses_total{tier}  full prompt blocks per tier
+//                                                (ram: the prefix cache; disk: --kv-disk)
+//   kvforge_kv_tier_read_bytes_total{tier}       K/V bytes served (ram) / file bytes read (disk)
+//   kvforge_kv_tier_written_bytes_total{tier="disk"}, kvforge_kv_tier_files_stored_total
+//   kvforge_kv_tier_load_seconds_total / _store_seconds_total{tier="disk"}
+//   kvforge_kv_tier_files_rejected_total         damaged or foreign files, deleted
+//   kvforge_kv_tier_io_errors_total, kvforge_kv_tier_degraded (1: RAM-only after an I/O error)
+//   kvforge_kv_tier_files / kvforge_kv_tier_disk_bytes   what the disk tier holds now
 //   kvforge_preemptions_total, kvforge_engine_steps_total
 //   kvforge_tp_messages_total, kvforge_tp_bytes_sent_total / _received_total,
 //   kvforge_tp_communication_seconds_total  tensor parallel: rank 0's collectives
@@ -49,6 +57,9 @@ class ServerMetrics {
   Gauge& in_flight;
 
  private:
+  void publish_comm_stats(const EngineStats& stats);
+  void publish_tier_stats(const EngineStats& stats);
+
   EngineStats last_;
 };
 

@@ -354,6 +354,12 @@ void BlockManager::append(SeqId seq, int32_t n) {
     while (int32_t(t.table.size()) < blocks_for(s.n_tokens)) t.table.push_back(take_free_block());
 }
 
+std::vector<BlockManager::NewEntry> BlockManager::take_new_entries() {
+  std::vector<NewEntry> out;
+  out.swap(new_entries_);
+  return out;
+}
+
 std::vector<BlockCopy> BlockManager::take_pending_copies() {
   std::vector<BlockCopy> out;
   out.swap(pending_copies_);
@@ -369,11 +375,12 @@ void BlockManager::mark_computed(SeqId seq, std::span<const int32_t> tokens, int
                                 std::to_string(n_computed) + " must be within both");
   // Registered before released: a released block of a cached prefix stays
   // reusable (evictable) until the pool needs it.
-  if (prefix_) register_computed(s, tokens, n_computed);
+  if (prefix_) register_computed(seq, s, tokens, n_computed);
   release_outside_windows(s, n_computed);
 }
 
-void BlockManager::register_computed(Seq& s, std::span<const int32_t> tokens, int32_t n_computed) {
+void BlockManager::register_computed(SeqId seq, Seq& s, std::span<const int32_t> tokens,
+                                     int32_t n_computed) {
   const size_t full = size_t(n_computed / block_size_);
   const size_t bs = size_t(block_size_);
   const std::vector<PrefixEntryRef>& primary = s.groups[0].chain;
@@ -397,6 +404,8 @@ void BlockManager::register_computed(Seq& s, std::span<const int32_t> tokens, in
       if (own == kNoBlock) break;          // released by the window before it could register
       if (prefix_->has_entry(own)) break;  // cached for other tokens: the caller's tokens disagree
       t.chain.push_back(prefix_->insert(own, parent, block_tokens, g));
+      if (g == 0 && record_new_)
+        new_entries_.push_back({seq, own, int32_t(i), t.chain.back().hash});
     }
   }
 }

@@ -143,6 +143,20 @@ class BlockManager {
 
   const PrefixCacheStats& prefix_stats() const;
 
+  // --- for a lower tier (the disk) ----------------------------------------------
+  // A group-0 entry registered by mark_computed: the block now provably holds
+  // the K/V of tokens [0, (depth + 1) * block_size) of `seq`.
+  struct NewEntry {
+    SeqId seq;
+    BlockId block;
+    int32_t depth;
+    uint64_t hash;  // PrefixCache::chain_hash chained from kRootHash
+  };
+  // Starts recording NewEntry for take_new_entries (off by default: nobody
+  // would take them).
+  void record_new_entries() { record_new_ = true; }
+  std::vector<NewEntry> take_new_entries();
+
  private:
   struct GroupTable {
     // [blocks_for(n_tokens)] block of each block_size positions; kNoBlock
@@ -184,7 +198,7 @@ class BlockManager {
   // ones that sit in it (refcount 0).
   int32_t blocks_taken_by_allocate(const Reuse& reuse, int32_t n_tokens) const;
   int64_t blocks_needed_to_append(const Seq& s, int32_t n) const;
-  void register_computed(Seq& s, std::span<const int32_t> tokens, int32_t n_computed);
+  void register_computed(SeqId seq, Seq& s, std::span<const int32_t> tokens, int32_t n_computed);
   void release_outside_windows(Seq& s, int32_t n_computed);
   // A free block for new content: a never-cached one if any, else the least
   // recently released cached one (evicting its entry). Refcount becomes 1.
@@ -200,6 +214,8 @@ class BlockManager {
   std::vector<BlockId> free_list_;      // never-cached free blocks; the back is handed out first
   std::unordered_map<SeqId, Seq> seqs_;
   std::vector<BlockCopy> pending_copies_;
+  bool record_new_ = false;
+  std::vector<NewEntry> new_entries_;
   std::optional<PrefixCache> prefix_;  // entries and evictable blocks; empty when disabled
   PrefixCacheStats stats_;
 };

@@ -88,4 +88,36 @@ void ContiguousKvCache::prefault() {
   std::memset(v_.data(), 0, v_.size());
 }
 
+size_t ContiguousKvCache::run_bytes(int32_t n) const {
+  return size_t(n_kv_head_) * size_t(n) * (k_head_bytes_ + v_head_bytes_);
+}
+
+void ContiguousKvCache::copy_out(int layer, int32_t seq, int32_t first, int32_t n,
+                                 uint8_t* out) const {
+  check(layer, seq, first);
+  check(layer, seq, first + n - 1);
+  const size_t k_run = size_t(n) * k_head_bytes_, v_run = size_t(n) * v_head_bytes_;
+  for (int h = 0; h < n_kv_head_; ++h)
+    std::memcpy(out + size_t(h) * k_run, k_.data() + slot(layer, seq, h, first) * k_head_bytes_,
+                k_run);
+  out += size_t(n_kv_head_) * k_run;
+  for (int h = 0; h < n_kv_head_; ++h)
+    std::memcpy(out + size_t(h) * v_run, v_.data() + slot(layer, seq, h, first) * v_head_bytes_,
+                v_run);
+}
+
+void ContiguousKvCache::copy_in(int layer, int32_t seq, int32_t first, int32_t n,
+                                const uint8_t* in) {
+  check(layer, seq, first);
+  check(layer, seq, first + n - 1);
+  const size_t k_run = size_t(n) * k_head_bytes_, v_run = size_t(n) * v_head_bytes_;
+  for (int h = 0; h < n_kv_head_; ++h)
+    std::memcpy(k_.data() + slot(layer, seq, h, first) * k_head_bytes_, in + size_t(h) * k_run,
+                k_run);
+  in += size_t(n_kv_head_) * k_run;
+  for (int h = 0; h < n_kv_head_; ++h)
+    std::memcpy(v_.data() + slot(layer, seq, h, first) * v_head_bytes_, in + size_t(h) * v_run,
+                v_run);
+}
+
 }  // namespace kvforge

@@ -39,6 +39,13 @@ class ContiguousKvCache final : public KvStore {
   // Overwrites the K and V records of `pos` with `byte` (0xFF makes f32/f16
   // records NaN): for tests that prove a position is never read.
   void fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte);
+  // Positions [first, first + n) of `seq` in `layer` as K then V, each
+  // [n_kv_head][n] records: the paged pool's layout of one block of one layer
+  // when n = block_size (PagedKvCache::export_block). out/in hold
+  // run_bytes(n) bytes.
+  size_t run_bytes(int32_t n) const;
+  void copy_out(int layer, int32_t seq, int32_t first, int32_t n, uint8_t* out) const;
+  void copy_in(int layer, int32_t seq, int32_t first, int32_t n, const uint8_t* in);
   // Makes every page resident now (the buffers are faulted in at first touch
   // otherwise): for the static pipeline, whose steps do no such work.
   void prefault();

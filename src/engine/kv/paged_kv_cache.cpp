@@ -157,4 +157,30 @@ void PagedKvCache::copy_block(BlockId src, BlockId dst) {
   }
 }
 
+void PagedKvCache::export_block(BlockId block, std::span<uint8_t> out) const {
+  check_block(block, "export_block");
+  if (out.size() != block_bytes())
+    throw std::invalid_argument("PagedKvCache::export_block: " + std::to_string(out.size()) +
+                                " bytes given, a block is " + std::to_string(block_bytes()));
+  uint8_t* p = out.data();
+  for (int l = 0; l < n_slots_; ++l) {
+    std::memcpy(p, k_.data() + k_offset(l, block), k_block_bytes_);
+    std::memcpy(p + k_block_bytes_, v_.data() + v_offset(l, block), v_block_bytes_);
+    p += k_block_bytes_ + v_block_bytes_;
+  }
+}
+
+void PagedKvCache::import_block(BlockId block, std::span<const uint8_t> in) {
+  check_block(block, "import_block");
+  if (in.size() != block_bytes())
+    throw std::invalid_argument("PagedKvCache::import_block: " + std::to_string(in.size()) +
+                                " bytes given, a block is " + std::to_string(block_bytes()));
+  const uint8_t* p = in.data();
+  for (int l = 0; l < n_slots_; ++l) {
+    std::memcpy(k_.data() + k_offset(l, block), p, k_block_bytes_);
+    std::memcpy(v_.data() + v_offset(l, block), p + k_block_bytes_, v_block_bytes_);
+    p += k_block_bytes_ + v_block_bytes_;
+  }
+}
+
 }  // namespace kvforge

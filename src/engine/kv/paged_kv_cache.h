@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/huge_page_buffer.h"
@@ -56,6 +57,13 @@ class PagedKvCache final : public KvStore {
 
   // Copies every slot's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);
+
+  // One block's K/V in every slot as one byte string, for the disk tier:
+  // [slots] x (K block bytes, then V block bytes), each the pool's own run
+  // ([n_kv_head][block_size] records). out/in hold block_bytes() bytes.
+  size_t block_bytes() const { return size_t(n_slots_) * (k_block_bytes_ + v_block_bytes_); }
+  void export_block(BlockId block, std::span<uint8_t> out) const;
+  void import_block(BlockId block, std::span<const uint8_t> in);
 
   // write() and spans() check (seq, pos) against the manager: the sequence
   // must exist, pos < seq_tokens(seq) (positions are reserved by

@@ -1,8 +1,11 @@
 #include "engine/static_pipeline/static_batch_engine.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
+
+#include "engine/static_pipeline/fingerprint.h"
 
 namespace kvforge {
 
@@ -16,6 +19,28 @@ StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanS
       step_tokens_(size_t(runner_.slots()), kIdleSlot),
       kv_bytes_(runner_.cache().bytes()) {
   for (Slot& slot : slots_) slot.tokens.reserve(size_t(runner_.capacity()));
+  open_disk_tier();
+}
+
+void StaticBatchEngine::open_disk_tier() {
+  const StaticBatchOptions& o = options_;
+  if (o.kv_disk_dir.empty()) return;
+  if (runner_.cache().ring_positions() > 0) {
+    const std::string msg = "KV disk tier " + o.kv_disk_dir +
+                            " is off: the model has sliding-window layers, whose slots keep "
+                            "only their window";
+    if (o.on_warning)
+      o.on_warning(msg);
+    else
+      std::fprintf(stderr, "kvforge: warning: %s\n", msg.c_str());
+    return;
+  }
+  const int32_t bs = o.kv_disk_block_size;
+  const KvBlockIdentity id{model_fingerprint(model_), runner_.config().kv_format, bs,
+                           runner_.cache().run_bytes(bs)};
+  disk_ = std::make_unique<KvDiskTier>(o.kv_disk_dir, uint64_t(o.kv_disk_gib * 1073741824.0), id,
+                                       o.on_warning);
+  tier_ = std::make_unique<StaticPrefixTier>(*disk_, runner_);
 }
 
 void StaticBatchEngine::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
@@ -128,16 +153,26 @@ int32_t StaticBatchEngine::reusable(int32_t index, std::span<const int32_t> prom
 std::span<const float> StaticBatchEngine::fill_slot(int32_t index,
                                                     std::span<const int32_t> prompt) {
   Slot& slot = slots_[size_t(index)];
-  const int32_t kept = reusable(index, prompt);
-  if (runner_.length(index) != kept) runner_.truncate(index, kept);
-  slot.tokens.resize(size_t(kept));
-  tokens_reused_ += kept;
+  int32_t kept = reusable(index, prompt);
+  const int32_t restored = tier_ ? tier_->fetch(prompt, kept) : 0;
+  const bool from_disk = restored > kept;  // stats().disk counts these tokens
+  if (from_disk) {
+    tier_->install(index);
+    kept = restored;
+  } else {
+    if (runner_.length(index) != kept) runner_.truncate(index, kept);
+    tokens_reused_ += kept;
+  }
   tokens_computed_ += int64_t(prompt.size()) - kept;
-  slot.tokens.insert(slot.tokens.end(), prompt.begin() + kept, prompt.end());
-  if (kept == 0) return runner_.prefill(index, prompt);
+  slot.tokens.assign(prompt.begin(), prompt.end());  // the kept part is the prompt's own
   std::span<const float> logits;
-  for (size_t i = size_t(kept); i < prompt.size(); ++i)
-    logits = runner_.decode_one(index, prompt[i]);
+  if (kept == 0 || from_disk) {
+    logits = runner_.prefill(index, prompt, kept);
+  } else {
+    for (size_t i = size_t(kept); i < prompt.size(); ++i)
+      logits = runner_.decode_one(index, prompt[i]);
+  }
+  if (tier_) tier_->store(index, prompt);  // reads the cache only: `logits` stays valid
   return logits;
 }
 
@@ -210,6 +245,7 @@ EngineStats StaticBatchEngine::stats() const {
   s.tokens_computed = tokens_computed_;
   s.tokens_generated = requests_.tokens_generated();
   s.prefix.tokens_reused = tokens_reused_;
+  if (disk_) s.disk = disk_->stats();
   return s;
 }
 

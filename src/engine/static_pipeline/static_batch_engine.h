@@ -12,7 +12,10 @@
 //   2. admit: waiting requests, first come first served, take free slots (a
 //      request of n branches waits for n of them); each branch's slot is
 //      prefilled chunk by chunk through the prefill plan and samples its
-//      first token from the prefill logits.
+//      first token from the prefill logits. With a KV disk tier, the
+//      longest prefix of whole blocks the tier holds (when longer than what
+//      the slot keeps) is restored into the slot first, and the prefill
+//      plan starts after it; the prompt's full blocks are written through.
 // With StaticBatchOptions::reuse_slots a slot keeps its K/V when its branch
 // ends, and a branch starts in the free slot sharing the longest prefix with
 // its prompt: the slot is cut back to that prefix and up to prefill_chunk
@@ -33,12 +36,14 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "engine/generation_backend.h"
 #include "engine/request_table.h"
 #include "engine/sampling/sampler.h"
+#include "engine/static_pipeline/static_prefix_tier.h"
 #include "engine/static_pipeline/static_runner.h"
 
 namespace kvforge {
@@ -50,6 +55,14 @@ struct StaticBatchOptions {
   // static counterpart of the paged prefix cache; `chat --static` keeps a
   // conversation in its slot between turns this way).
   bool reuse_slots = false;
+  // The KV disk tier (engine/kv/kv_disk_tier.h; static_prefix_tier.h):
+  // empty = off. Blocks of kv_disk_block_size tokens, shared with the paged
+  // engine's files when the block sizes agree. Off, with a warning, for
+  // models with sliding-window layers.
+  std::string kv_disk_dir{};
+  double kv_disk_gib = 4;
+  int32_t kv_disk_block_size = 16;
+  std::function<void(const std::string&)> on_warning{};  // nullptr: stderr
 };
 
 class StaticBatchEngine final : public GenerationBackend {
@@ -67,7 +80,8 @@ class StaticBatchEngine final : public GenerationBackend {
   // Slots stand in for KV blocks: kv_blocks_total = B, kv_blocks_used =
   // occupied slots; kv_slots_allocated = occupied * capacity, kv_slots_used =
   // positions filled. running/waiting count branches. prefix.tokens_reused:
-  // prompt tokens whose K/V a reused slot kept (reuse_slots).
+  // prompt tokens whose K/V a reused slot kept (reuse_slots); restored ones
+  // are disk.tokens_restored.
   EngineStats stats() const override;
   // The slot capacity, max_prompt_len + min_response_len.
   int32_t max_sequence_tokens() const override { return runner_.capacity(); }
@@ -88,6 +102,7 @@ class StaticBatchEngine final : public GenerationBackend {
     std::vector<int32_t> tokens;     // [capacity reserved] whose K/V the slot holds, in order
   };
 
+  void open_disk_tier();
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
                      LogprobOptions lp) const;
   void decode_active(std::vector<StepEvent>& events);
@@ -104,6 +119,8 @@ class StaticBatchEngine final : public GenerationBackend {
 
   const Model& model_;
   StaticRunner runner_;
+  std::unique_ptr<KvDiskTier> disk_;  // null without kv_disk_dir
+  std::unique_ptr<StaticPrefixTier> tier_;
   StaticBatchOptions options_;
   RequestTable requests_;
   std::deque<RequestId> waiting_;

@@ -176,4 +176,40 @@ void StaticKvCache::poison_unfilled(uint8_t byte) {
   }
 }
 
+size_t StaticKvCache::run_bytes(int32_t n) const {
+  return full_ ? size_t(n_layer_) * full_->run_bytes(n) : 0;
+}
+
+void StaticKvCache::export_run(int32_t slot, int32_t first, int32_t n,
+                               std::span<uint8_t> out) const {
+  if (ring_kv_ || !full_ || out.size() != run_bytes(n))
+    throw std::logic_error("static KV cache: export_run of " + std::to_string(out.size()) +
+                           " bytes, expected " + std::to_string(run_bytes(n)) +
+                           " (and no sliding-window layers)");
+  if (first < 0 || first + n > length(slot))
+    throw std::out_of_range("static KV cache: export_run of positions [" + std::to_string(first) +
+                            ", " + std::to_string(first + n) + ") of slot " + std::to_string(slot) +
+                            ", which holds " + std::to_string(length(slot)));
+  const size_t per_layer = full_->run_bytes(n);
+  for (int l = 0; l < n_layer_; ++l)
+    full_->copy_out(l, slot, first, n, out.data() + size_t(l) * per_layer);
+}
+
+void StaticKvCache::import_run(int32_t slot, int32_t first, int32_t n,
+                               std::span<const uint8_t> in) {
+  if (ring_kv_ || !full_ || in.size() != run_bytes(n))
+    throw std::logic_error("static KV cache: import_run of " + std::to_string(in.size()) +
+                           " bytes, expected " + std::to_string(run_bytes(n)) +
+                           " (and no sliding-window layers)");
+  if (first != length(slot) || first + n > capacity_)
+    throw std::out_of_range("static KV cache: import_run at " + std::to_string(first) +
+                            " into slot " + std::to_string(slot) + " of length " +
+                            std::to_string(length(slot)) + ", capacity " +
+                            std::to_string(capacity_));
+  const size_t per_layer = full_->run_bytes(n);
+  for (int l = 0; l < n_layer_; ++l)
+    full_->copy_in(l, slot, first, n, in.data() + size_t(l) * per_layer);
+  std::fill(mask(slot) + first, mask(slot) + first + n, uint8_t{1});
+}
+
 }  // namespace kvforge

@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/kv/contiguous_kv_cache.h"
@@ -78,6 +79,15 @@ class StaticKvCache final : public KvStore {
   // Whether positions [first, n) of the slot are filled and, in every window
   // layer, still in the ring: what a query that reads them needs.
   bool holds(int32_t slot, int32_t first, int32_t n) const;
+
+  // Positions [first, first + n) of `slot` in every layer, in the paged
+  // pool's block layout ([n_layer] x (K [n_kv_head][n] records, then V)),
+  // so the KV disk tier's files serve both engines. Models without sliding
+  // windows only (std::logic_error otherwise). import_run marks the
+  // positions filled; [0, first) must be filled already.
+  size_t run_bytes(int32_t n) const;
+  void export_run(int32_t slot, int32_t first, int32_t n, std::span<uint8_t> out) const;
+  void import_run(int32_t slot, int32_t first, int32_t n, std::span<const uint8_t> in);
 
   // Overwrites every unfilled position's records of every slot and layer
   // (for a ring: every cell not holding a filled position) with `byte`

@@ -66,19 +66,23 @@ void StaticRunner::check_slot(int32_t slot) const {
                             std::to_string(slots()) + ")");
 }
 
-std::span<const float> StaticRunner::prefill(int32_t slot, std::span<const int32_t> tokens) {
+std::span<const float> StaticRunner::prefill(int32_t slot, std::span<const int32_t> tokens,
+                                             int32_t from) {
   check_slot(slot);
-  if (tokens.empty()) throw std::invalid_argument("static prefill: no tokens");
+  if (tokens.empty() || from < 0 || size_t(from) >= tokens.size())
+    throw std::invalid_argument("static prefill: " + std::to_string(tokens.size()) +
+                                " tokens from " + std::to_string(from) + ": none to compute");
   if (tokens.size() > size_t(config().max_prompt_len))
     throw std::length_error("static prefill: prompt of " + std::to_string(tokens.size()) +
                             " tokens exceeds max_prompt_len " +
                             std::to_string(config().max_prompt_len));
-  if (lengths_[size_t(slot)] != 0)
-    throw std::logic_error("static prefill: slot " + std::to_string(slot) + " already holds " +
-                           std::to_string(lengths_[size_t(slot)]) + " tokens");
+  if (lengths_[size_t(slot)] != from)
+    throw std::logic_error("static prefill: slot " + std::to_string(slot) + " holds " +
+                           std::to_string(lengths_[size_t(slot)]) + " tokens, expected " +
+                           std::to_string(from));
   const size_t chunk = size_t(config().prefill_chunk);
   const int32_t n_vocab = model_.config().n_vocab;
-  for (size_t done = 0; done < tokens.size(); done += chunk) {
+  for (size_t done = size_t(from); done < tokens.size(); done += chunk) {
     const size_t n = std::min(chunk, tokens.size() - done);
     for (size_t i = 0; i < chunk; ++i) {
       const bool real = i < n;
@@ -105,6 +109,12 @@ std::span<const float> StaticRunner::prefill(int32_t slot, std::span<const int32
     if (done + n == tokens.size()) std::copy(logits.begin(), logits.end(), prefill_logits_.begin());
   }
   return {prefill_logits_.data(), size_t(n_vocab)};
+}
+
+void StaticRunner::import_run(int32_t slot, int32_t n, std::span<const uint8_t> in) {
+  check_slot(slot);
+  cache_.import_run(slot, lengths_[size_t(slot)], n, in);
+  lengths_[size_t(slot)] += n;
 }
 
 size_t StaticRunner::variant_for(int32_t kv_needed) const {

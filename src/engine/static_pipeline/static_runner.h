@@ -57,8 +57,13 @@ class StaticRunner {
   // Fills an empty slot with `tokens` (1..max_prompt_len of them) and
   // returns the last token's logits [n_vocab], valid until the next call.
   // Throws std::length_error for a prompt over max_prompt_len, std::logic_error
-  // for a slot that is not empty.
-  std::span<const float> prefill(int32_t slot, std::span<const int32_t> tokens);
+  // for a slot that is not empty. With `from` > 0 the slot already holds
+  // tokens[0, from) (restored: import_run) and the chunks start there.
+  std::span<const float> prefill(int32_t slot, std::span<const int32_t> tokens, int32_t from = 0);
+
+  // Appends n positions of K/V to the slot from `in` (StaticKvCache::import_run
+  // layout): a prefix restored from the KV disk tier.
+  void import_run(int32_t slot, int32_t n, std::span<const uint8_t> in);
 
   // One step: tokens[slot] is appended to each slot whose entry is not
   // kIdleSlot. Returns logits [slots][n_vocab] (rows of idle slots are

@@ -1,0 +1,263 @@
+#include "engine/kv/kv_disk_tier.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+namespace kvforge {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string hex16(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016" PRIx64, v);
+  return buf;
+}
+
+// Parses exactly 16 lowercase hex digits.
+bool parse_hex16(std::string_view s, uint64_t& out) {
+  if (s.size() != 16) return false;
+  uint64_t v = 0;
+  for (const char c : s) {
+    const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (d < 0) return false;
+    v = v << 4 | uint64_t(d);
+  }
+  out = v;
+  return true;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// ".tmp-<fp>-<hash>-<pid>.kvb" whose writer is gone: left by a killed process.
+bool is_orphan_tmp(const std::string& name, const std::string& prefix) {
+  const std::string head = ".tmp-" + prefix;
+  if (name.rfind(head, 0) != 0 || name.size() < head.size() + 16 + 2) return false;
+  const size_t dash = head.size() + 16;
+  if (name[dash] != '-') return false;
+  const long pid = std::strtol(name.c_str() + dash + 1, nullptr, 10);
+  return pid > 0 && pid != long(getpid()) && kill(pid_t(pid), 0) != 0 && errno == ESRCH;
+}
+
+}  // namespace
+
+KvDiskTier::KvDiskTier(fs::path dir, uint64_t capacity_bytes, KvBlockIdentity id, WarnFn warn)
+    : dir_(std::move(dir)),
+      capacity_(capacity_bytes),
+      id_(id),
+      fingerprint_(id.fingerprint()),
+      prefix_(hex16(fingerprint_) + "-"),
+      warn_(std::move(warn)) {
+  if (!warn_) warn_ = [](const std::string& m) { std::cerr << "kvforge: warning: " << m << "\n"; };
+  stats_.enabled = true;
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_, ec)) {
+    degrade("cannot create directory " + dir_.string() + (ec ? ": " + ec.message() : ""));
+    return;
+  }
+  scan();
+}
+
+fs::path KvDiskTier::path_of(uint64_t chain_hash) const {
+  return dir_ / (prefix_ + hex16(chain_hash) + ".kvb");
+}
+
+void KvDiskTier::degrade(const std::string& what) {
+  ++stats_.io_errors;
+  if (stats_.degraded) return;
+  stats_.degraded = true;
+  warn_("KV disk tier " + dir_.string() + ": " + what + "; serving from RAM only from now on");
+}
+
+void KvDiskTier::scan() {
+  struct Found {
+    uint64_t hash, bytes;
+    fs::file_time_type mtime;
+  };
+  std::vector<Found> found;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (is_orphan_tmp(name, prefix_)) {
+      fs::remove(it->path(), ec);
+      continue;
+    }
+    uint64_t hash;
+    if (name.size() != prefix_.size() + 16 + 4 || name.rfind(prefix_, 0) != 0 ||
+        name.compare(name.size() - 4, 4, ".kvb") != 0 ||
+        !parse_hex16(std::string_view(name).substr(prefix_.size(), 16), hash))
+      continue;
+    std::error_code e2;
+    const uint64_t bytes = it->file_size(e2);
+    const fs::file_time_type mtime = it->last_write_time(e2);
+    if (!e2) found.push_back({hash, bytes, mtime});
+  }
+  if (ec) {
+    degrade("cannot list " + dir_.string() + ": " + ec.message());
+    return;
+  }
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.mtime < b.mtime; });
+  for (const Found& f : found) index(f.hash, f.bytes);
+  make_room(0);
+}
+
+void KvDiskTier::index(uint64_t chain_hash, uint64_t bytes) {
+  lru_.push_back(chain_hash);
+  index_[chain_hash] = {bytes, std::prev(lru_.end())};
+  ++stats_.files;
+  stats_.bytes_on_disk += int64_t(bytes);
+}
+
+void KvDiskTier::forget(uint64_t chain_hash, bool unlink_file) {
+  const auto it = index_.find(chain_hash);
+  if (it == index_.end()) return;
+  lru_.erase(it->second.lru);
+  --stats_.files;
+  stats_.bytes_on_disk -= int64_t(it->second.bytes);
+  index_.erase(it);
+  if (unlink_file) ::unlink(path_of(chain_hash).c_str());
+}
+
+void KvDiskTier::touch(uint64_t chain_hash) {
+  const auto it = index_.find(chain_hash);
+  if (it == index_.end()) return;
+  lru_.splice(lru_.end(), lru_, it->second.lru);
+  // Persist the recency for the next process; a failure here costs nothing.
+  ::utimensat(AT_FDCWD, path_of(chain_hash).c_str(), nullptr, 0);
+}
+
+bool KvDiskTier::make_room(uint64_t bytes) {
+  if (bytes > capacity_) return false;
+  while (!lru_.empty() && uint64_t(stats_.bytes_on_disk) + bytes > capacity_) {
+    forget(lru_.front(), true);
+    ++stats_.files_evicted;
+  }
+  return true;
+}
+
+bool KvDiskTier::contains(uint64_t chain_hash) const {
+  return enabled() && index_.count(chain_hash) != 0;
+}
+
+bool KvDiskTier::write_file(const fs::path& tmp, std::span<const uint8_t> bytes) {
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    degrade("cannot create " + tmp.string() + ": " + std::strerror(errno));
+    return false;
+  }
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int err = n < 0 ? errno : ENOSPC;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      degrade("cannot write " + tmp.string() + ": " + std::strerror(err));
+      return false;
+    }
+    done += size_t(n);
+  }
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    degrade("cannot write " + tmp.string() + ": " + std::strerror(err));
+    return false;
+  }
+  return true;
+}
+
+bool KvDiskTier::store(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+                       std::span<const uint8_t> payload) {
+  if (!enabled()) return false;
+  if (index_.count(chain_hash)) return true;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<uint8_t> file = encode_block_file(id_, chain_hash, prefix_tokens, payload);
+  if (!make_room(file.size())) return false;  // one block larger than the whole tier
+  const fs::path final_path = path_of(chain_hash);
+  const fs::path tmp = dir_ / (".tmp-" + prefix_ + hex16(chain_hash) + "-" +
+                               std::to_string(long(getpid())) + ".kvb");
+  if (!write_file(tmp, file)) return false;
+  if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    degrade("cannot rename into " + final_path.string() + ": " + std::strerror(err));
+    return false;
+  }
+  index(chain_hash, file.size());
+  ++stats_.blocks_stored;
+  stats_.bytes_written += int64_t(file.size());
+  stats_.store_seconds += seconds_since(start);
+  return true;
+}
+
+bool KvDiskTier::read_file(uint64_t chain_hash, size_t limit, std::vector<uint8_t>& out) {
+  const fs::path path = path_of(chain_hash);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT)
+      forget(chain_hash, false);  // evicted by another process: a miss
+    else
+      degrade("cannot open " + path.string() + ": " + std::strerror(errno));
+    return false;
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  out.resize(ok ? std::min(size_t(st.st_size), limit) : 0);
+  size_t done = 0;
+  while (ok && done < out.size()) {
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) ok = false;
+    if (n <= 0) break;
+    done += size_t(n);
+  }
+  const int err = errno;
+  ::close(fd);
+  if (!ok) {
+    degrade("cannot read " + path.string() + ": " + std::strerror(err));
+    return false;
+  }
+  out.resize(done);  // shorter if the file shrank meanwhile: decode calls it truncated
+  stats_.bytes_read += int64_t(done);
+  return true;
+}
+
+bool KvDiskTier::load(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+                      std::span<uint8_t> out) {
+  if (!contains(chain_hash)) return false;
+  const auto start = std::chrono::steady_clock::now();
+  // A file longer than this block's can only be rejected: one byte more tells.
+  const size_t expected = block_file_bytes(id_, prefix_tokens.size());
+  if (!read_file(chain_hash, expected + 1, read_buf_)) return false;
+  std::span<const uint8_t> payload;
+  const BlockFileCheck check =
+      decode_block_file(read_buf_, id_, chain_hash, prefix_tokens, payload);
+  if (check != BlockFileCheck::kOk || payload.size() != out.size()) {
+    ++stats_.files_rejected;
+    forget(chain_hash, true);
+    return false;
+  }
+  std::memcpy(out.data(), payload.data(), payload.size());
+  touch(chain_hash);
+  ++stats_.hits;
+  stats_.tokens_restored += id_.block_size;
+  stats_.load_seconds += seconds_since(start);
+  return true;
+}
+
+}  // namespace kvforge

@@ -1,0 +1,99 @@
+// The disk tier of the prefix cache: full KV blocks as content-addressed
+// files in one directory, surviving the process. A tier is an optimisation:
+// losing or corrupting it only costs recomputation, never a wrong token.
+//
+// Names: "<tier fingerprint>-<chained block hash>.kvb", both 16 hex digits,
+// so nothing from a request reaches a path and files of another model, KV
+// format or block size never collide with ours (they are left alone, and
+// not counted against our size limit). Contents: kv_block_file.h; a load
+// compares every token id of the prefix, the identity and the checksum, and
+// a file that fails is counted, deleted and treated as a miss.
+//
+// Writes are atomic: a temporary ".tmp-<fingerprint>-<hash>-<pid>.kvb" is
+// written, then renamed over the final name. A kill -9 leaves at worst a
+// temporary file (deleted by the next process that finds its writer dead)
+// or nothing. No fsync: after a power loss a renamed file may hold garbage,
+// which the checksum rejects; paying an fsync per block would cost more than
+// the recompute it saves.
+//
+// Size: an LRU by bytes over our fingerprint's files, capacity_bytes in all;
+// recency is the file's mtime, refreshed on each hit, so it outlives the
+// process. A store that would pass the capacity first deletes the least
+// recently used files.
+//
+// Faults: any I/O error (a directory that cannot be created or listed, a
+// full disk, a read-only directory, a failing read) turns the tier off for
+// the rest of the process with one warning; serving goes on from RAM alone
+// and stats().degraded says so. A file deleted under us (another process
+// sharing the directory evicted it) is a plain miss.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <list>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv/kv_block_file.h"
+#include "kvforge/engine_stats.h"
+
+namespace kvforge {
+
+class KvDiskTier {
+ public:
+  using WarnFn = std::function<void(const std::string&)>;
+
+  // Creates `dir` if needed and indexes the files of `id` in it. On failure
+  // the tier starts degraded (one warning). warn = nullptr: stderr.
+  KvDiskTier(std::filesystem::path dir, uint64_t capacity_bytes, KvBlockIdentity id,
+             WarnFn warn = nullptr);
+
+  bool enabled() const { return !stats_.degraded; }
+  const KvBlockIdentity& identity() const { return id_; }
+  // Is a file for this hash indexed? No I/O.
+  bool contains(uint64_t chain_hash) const;
+  // Writes the block unless its file exists. False when the tier is off or
+  // the write failed (which turns it off).
+  bool store(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+             std::span<const uint8_t> payload);
+  // Reads and verifies the block of `prefix_tokens` (its last block_size ids
+  // being this block's) into out[payload_bytes]. False on a miss or a
+  // rejected file; `out` may then hold anything.
+  bool load(uint64_t chain_hash, std::span<const int32_t> prefix_tokens, std::span<uint8_t> out);
+
+  // Prompt blocks the caller looked for in neither tier (for stats()).
+  void note_misses(int64_t n) { stats_.misses += n; }
+  const KvDiskStats& stats() const { return stats_; }
+  std::filesystem::path path_of(uint64_t chain_hash) const;
+
+ private:
+  struct Entry {
+    uint64_t bytes = 0;
+    std::list<uint64_t>::iterator lru;  // position in lru_
+  };
+  void scan();
+  void index(uint64_t chain_hash, uint64_t bytes);  // as the most recently used
+  void forget(uint64_t chain_hash, bool unlink_file);
+  void touch(uint64_t chain_hash);
+  bool make_room(uint64_t bytes);
+  bool write_file(const std::filesystem::path& tmp, std::span<const uint8_t> bytes);
+  // Reads at most `limit` bytes of the block's file (a hostile size costs nothing).
+  bool read_file(uint64_t chain_hash, size_t limit, std::vector<uint8_t>& out);
+  void degrade(const std::string& what);
+
+  std::filesystem::path dir_;
+  uint64_t capacity_;
+  KvBlockIdentity id_;
+  uint64_t fingerprint_;
+  std::string prefix_;  // "<fingerprint>-"
+  WarnFn warn_;
+  std::list<uint64_t> lru_;  // chain hashes, least recently used first
+  std::unordered_map<uint64_t, Entry> index_;
+  std::vector<uint8_t> read_buf_;
+  KvDiskStats stats_;
+};
+
+}  // namespace kvforge

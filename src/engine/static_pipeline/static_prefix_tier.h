@@ -1,0 +1,47 @@
+// The KV disk tier (engine/kv/kv_disk_tier.h) for the static pipeline's
+// slots: admitting a request restores the longest prefix of whole blocks
+// the tier holds into its slot instead of recomputing it, and a prompt's
+// full blocks are written through once the slot holds them. Files use the
+// paged pool's block layout and hash chain, so the paged and static engines
+// of one model, KV format and block size share them.
+//
+// Models without sliding-window layers only (a ring slot keeps only its
+// window): StaticBatchEngine checks, as the paged Engine does.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/kv/kv_disk_tier.h"
+#include "engine/static_pipeline/static_runner.h"
+
+namespace kvforge {
+
+class StaticPrefixTier {
+ public:
+  StaticPrefixTier(KvDiskTier& disk, StaticRunner& runner);
+
+  // Tokens of `prompt` the tier restores into a slot: whole blocks, fewer
+  // than prompt.size() (the last token is computed). Reads and verifies
+  // them (so install cannot fail), unless the tier's index says it holds no
+  // more than `beyond` tokens: then 0, without I/O.
+  int32_t fetch(std::span<const int32_t> prompt, int32_t beyond);
+  // Empties `slot` and fills it with the fetched tokens' K/V.
+  void install(int32_t slot);
+  // Writes the full blocks of tokens[0, slot length) the tier lacks.
+  void store(int32_t slot, std::span<const int32_t> tokens);
+
+  const KvDiskStats& stats() const { return disk_.stats(); }
+
+ private:
+  KvDiskTier& disk_;
+  StaticRunner& runner_;
+  int32_t block_size_;
+  size_t block_bytes_;
+  std::vector<uint8_t> staged_;  // [fetched blocks][block_bytes_]
+  int32_t n_staged_ = 0;
+  std::vector<uint8_t> out_;  // [block_bytes_]
+};
+
+}  // namespace kvforge

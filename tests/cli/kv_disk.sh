@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The KV disk tier across processes, on the default 4M model: `run` and
+# `batch` give the cold run's output when their prefix blocks come back from
+# disk in a new process (f16 and int8 KV), and a `batch` killed with -9 in
+# the middle of its writes leaves nothing a later run uses wrongly.
+# usage: kv_disk.sh path/to/kvforge path/to/model.gguf work_dir
+set -euo pipefail
+kv="$1"
+model="$2"
+work="$3"
+rm -rf "$work" && mkdir -p "$work" && cd "$work"
+
+fail() { echo "FAIL (kv_disk): $*" >&2; exit 1; }
+# "disk N hits" of a summary line, 0 when absent.
+disk_hits() { sed -n 's/.*disk \([0-9]*\) hits.*/\1/p' "$1" | tail -1; }
+rejected() { sed -n 's/.* \([0-9]*\) rejected.*/\1/p' "$1" | tail -1; }
+
+prompt="In the beginning God created the heaven and the earth. And the earth was without form, \
+and void; and darkness was upon the face of the deep. And the Spirit of God moved upon the face \
+of the waters. And God said, Let there be light: and there was light."
+
+for kvt in f16 int8; do
+  "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type "$kvt" >"cold-$kvt.out" 2>/dev/null
+  for i in 1 2; do  # 1 writes the blocks, 2 is a new process reading them
+    "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type "$kvt" --kv-disk "disk-$kvt" \
+      >"disk-$kvt-$i.out" 2>"disk-$kvt-$i.err"
+    cmp -s "cold-$kvt.out" "disk-$kvt-$i.out" || fail "$kvt run $i differs from the cold run"
+  done
+  hits=$(disk_hits "disk-$kvt-2.err")
+  [ "${hits:-0}" -gt 0 ] || { cat "disk-$kvt-2.err" >&2; fail "$kvt: no disk hits after restart"; }
+done
+
+# The static pipeline restores from the same files (its blocks are the
+# paged pool's layout): a third process, --static, gives its own cold output.
+"$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --static >cold-static.out 2>/dev/null
+"$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --static --kv-disk disk-f16 \
+  >disk-static.out 2>disk-static.err
+cmp -s cold-static.out disk-static.out || fail "--static with restored blocks differs"
+[ "$(disk_hits disk-static.err)" -gt 0 ] || { cat disk-static.err >&2; fail "--static: no disk hits"; }
+cmp -s cold-static.out cold-f16.out || fail "--static and paged outputs differ"
+
+# chat --session: two turns in two processes give the replies of two turns in
+# one, the second turn's history coming back from the session's tier.
+chat=("$kv" chat -m "$model" -n 16 --temp 0)
+printf 'Who made the heaven?\nAnd the earth?\n' | "${chat[@]}" >chat-one.out 2>chat-one.err
+printf 'Who made the heaven?\n' | "${chat[@]}" --session s.json >chat-a.out 2>chat-a.err
+printf 'And the earth?\n' | "${chat[@]}" --session s.json >chat-b.out 2>chat-b.err
+grep -q 'resumed 2 messages' chat-b.err || { cat chat-b.err >&2; fail "session not resumed"; }
+[ -d s.json.kv ] || fail "the session's tier directory s.json.kv is missing"
+cat chat-a.out chat-b.out | grep '^> .*[a-zA-Z]' >chat-two.txt || true
+grep '^> .*[a-zA-Z]' chat-one.out >chat-one.txt || true
+cmp -s chat-one.txt chat-two.txt || { diff chat-one.txt chat-two.txt >&2; fail "resumed replies differ"; }
+reused=$(grep -o '[0-9]* reused' chat-b.err | tr -dc '0-9')
+[ "${reused:-0}" -gt 0 ] || { cat chat-b.err >&2; fail "the resumed turn reused nothing"; }
+
+# A burst of writes: 30 prompts that differ from their first token, in
+# blocks of 4 tokens (some 450 files), killed with -9 as soon as the first
+# files appear, three times over; then a complete run on what they left.
+for i in $(seq 1 30); do
+  echo "$i: $prompt And the count of them was $((i * 7))."
+done >prompts.txt
+# An array, not a function: kill -9 must reach kvforge itself, not a subshell.
+batch=("$kv" batch -m "$model" -f prompts.txt -n 8 --temp 0 --block-size 4)
+"${batch[@]}" >cold-batch.out 2>/dev/null
+grep '^output' cold-batch.out >cold-batch.txt
+mkdir killed
+for round in 1 2 3; do
+  "${batch[@]}" --kv-disk killed >/dev/null 2>&1 &
+  pid=$!
+  before=$(ls killed | wc -l)
+  while kill -0 "$pid" 2>/dev/null && [ "$(ls killed | wc -l)" -le "$before" ]; do sleep 0.01; done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  n=$(ls killed | wc -l)
+  echo "kill -9 round $round: $n files"
+done
+"${batch[@]}" --kv-disk killed >after.out 2>after.err
+total=$(ls killed | wc -l)
+[ "$n" -lt "$total" ] || fail "the kills did not land during the writes ($n of $total files)"
+grep '^output' after.out >after.txt
+cmp -s cold-batch.txt after.txt || fail "batch after kill -9 differs from the cold run"
+[ "$(rejected after.out)" = 0 ] || { tail -3 after.out >&2; fail "a file written before kill -9 was rejected"; }
+[ "$(disk_hits after.out)" -gt 0 ] || fail "nothing written before kill -9 was reused"
+ls -a killed | grep -q '^\.tmp-' && fail "temporary files of killed writers were not cleaned"
+echo "kv_disk: ok"
