@@ -3,12 +3,15 @@
 // failures degrading to RAM-only with one warning.
 #include "engine/kv/kv_disk_tier.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 
 #include "engine/kv/kv_checksum.h"
 #include "engine/kv/prefix_cache.h"
@@ -215,18 +218,39 @@ TEST(KvDiskTier, AnUnusableDirectoryDegradesWithOneWarning) {
   EXPECT_EQ(w.seen.size(), 1u);
 }
 
+// Runs `body` as the unprivileged user nobody (uid and gid 65534) in a child
+// process when this one is root, since root ignores directory permissions;
+// in place otherwise. True when body returned true.
+bool as_unprivileged(const std::function<bool()>& body) {
+  if (::geteuid() != 0) return body();
+  const pid_t pid = ::fork();
+  if (pid < 0) return false;
+  if (pid == 0) {
+    // No supplementary groups: root's group 0 would otherwise grant the group bits.
+    if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+    ::_exit(body() ? 0 : 1);
+  }
+  int status = 0;
+  if (::waitpid(pid, &status, 0) != pid) return false;
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 TEST(KvDiskTier, AReadOnlyDirectoryDegradesWithOneWarning) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root ignores directory permissions";
   TempDir dir;
-  fs::permissions(dir.path, fs::perms::owner_read | fs::perms::owner_exec);
-  Warnings w;
-  KvDiskTier tier(dir.path, 1 << 20, identity(), w.fn());
-  const auto toks = prefix(8);
-  EXPECT_FALSE(tier.store(hash_of(toks), toks, payload(1)));
-  EXPECT_FALSE(tier.store(hash_of(prefix(8, 1)), prefix(8, 1), payload(1)));
-  EXPECT_TRUE(tier.stats().degraded);
-  EXPECT_EQ(w.seen.size(), 1u);
+  // Readable and searchable by everyone (so by nobody too), writable by no one.
+  fs::permissions(dir.path, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                                fs::perms::group_exec | fs::perms::others_read |
+                                fs::perms::others_exec);
+  const bool degraded_once = as_unprivileged([&] {
+    Warnings w;
+    KvDiskTier tier(dir.path, 1 << 20, identity(), w.fn());
+    const auto toks = prefix(8);
+    const bool first = tier.store(hash_of(toks), toks, payload(1));
+    const bool second = tier.store(hash_of(prefix(8, 1)), prefix(8, 1), payload(1));
+    return !first && !second && tier.stats().degraded && w.seen.size() == 1;
+  });
   fs::permissions(dir.path, fs::perms::owner_all);
+  EXPECT_TRUE(degraded_once) << "a read-only directory: two failed stores, degraded, one warning";
 }
 
 // A full disk, simulated with a file-size limit below one block file: the
