@@ -160,6 +160,9 @@ TEST(ChatJinja, ErrorsNameTheConstructAndLine) {
             std::string::npos);
   EXPECT_NE(error_of("{{ 1 // 0 }}").find("division or modulo by zero"), std::string::npos);
   EXPECT_NE(error_of("{{ 9223372036854775807 + 1 }}").find("integer overflow"), std::string::npos);
+  // An index past int64 after a dot (fuzz_jinja_template: std::stoll's out_of_range escaped).
+  EXPECT_NE(error_of("{{ x.99999999999999999999 }}").find("line 1: integer literal out of range"),
+            std::string::npos);
   EXPECT_NE(error_of("{{ 'abc'.frob() }}").find("unsupported string method 'frob'"),
             std::string::npos);
   EXPECT_NE(error_of("{{ nothing() }}").find("'nothing' is undefined"), std::string::npos);

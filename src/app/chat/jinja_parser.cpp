@@ -382,12 +382,8 @@ class Parser {
       }
       case TokenKind::kInt: {
         next();
-        int64_t v = 0;
-        const auto [p, ec] = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), v);
-        if (ec != std::errc())
-          throw TemplateError(tok.line, "integer literal out of range: " + tok.text);
         auto e = make_expr(Expr::Kind::kLiteral, tok.line);
-        e->value = Value(v);
+        e->value = Value(int_literal(tok));
         return e;
       }
       case TokenKind::kFloat: {
@@ -444,6 +440,15 @@ class Parser {
     return dict;
   }
 
+  // An integer token's value; past int64 it is the template's error, not an exception of stoll.
+  static int64_t int_literal(const Token& tok) {
+    int64_t v = 0;
+    const auto [p, ec] = std::from_chars(tok.text.data(), tok.text.data() + tok.text.size(), v);
+    if (ec != std::errc() || p != tok.text.data() + tok.text.size())
+      throw TemplateError(tok.line, "integer literal out of range: " + tok.text);
+    return v;
+  }
+
   ExprPtr parse_postfix(ExprPtr e) {
     while (true) {
       const int line = peek().line;
@@ -451,7 +456,7 @@ class Parser {
         if (peek().kind == TokenKind::kInt) {
           auto item = make_expr(Expr::Kind::kGetItem, line);
           auto index = make_expr(Expr::Kind::kLiteral, line);
-          index->value = Value(static_cast<int64_t>(std::stoll(next().text)));
+          index->value = Value(int_literal(next()));
           item->target = std::move(e);
           item->items.push_back(std::move(index));
           e = std::move(item);
