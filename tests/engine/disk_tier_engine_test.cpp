@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "engine_test_util.h"
+#include "temp_dir.h"
 
 namespace kvforge {
 namespace {
@@ -20,16 +21,8 @@ namespace fs = std::filesystem;
 using testing::EngineRecorder;
 using testing::greedy;
 using testing::make_prompt;
+using testing::TempDir;
 using testing::Trace;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/kvforge-disk-engine-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 EngineOptions options(KvFormat kv, const fs::path& dir) {
   EngineOptions o;
@@ -58,7 +51,7 @@ class DiskTierEngine : public ::testing::TestWithParam<KvFormat> {};
 TEST_P(DiskTierEngine, RestoredPrefixGivesBitIdenticalLogits) {
   auto model = testing::make_engine_test_model();
   ThreadPool pool(1);
-  TempDir dir;
+  TempDir dir("kvforge-disk-engine");
   const std::vector<int32_t> doc = make_prompt(83, 1), other = make_prompt(90, 2);
   EngineRecorder cold_rec;
   Engine cold(*model, pool, cold_rec.hook(options(GetParam(), "")));
@@ -101,7 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, DiskTierEngine,
 TEST(DiskTierEngineFaults, DamagedFilesAreRecomputed) {
   auto model = testing::make_engine_test_model();
   ThreadPool pool(1);
-  TempDir dir;
+  TempDir dir("kvforge-disk-engine");
   const KvFormat f16{KvDtype::F16, KvDtype::F16};
   const std::vector<int32_t> doc = make_prompt(83, 3);
   EngineRecorder rec;
@@ -130,7 +123,7 @@ TEST(DiskTierEngineFaults, DamagedFilesAreRecomputed) {
 TEST(DiskTierEngineFaults, AFailingDiskKeepsServing) {
   auto model = testing::make_engine_test_model();
   ThreadPool pool(1);
-  TempDir dir;
+  TempDir dir("kvforge-disk-engine");
   const KvFormat f16{KvDtype::F16, KvDtype::F16};
   const std::vector<int32_t> doc = make_prompt(83, 4);
   EngineRecorder cold_rec;
@@ -157,12 +150,6 @@ TEST(DiskTierEngineFaults, AFailingDiskKeepsServing) {
   EXPECT_EQ(got[1].logits, want.logits);
 }
 
-}  // namespace
-}  // namespace kvforge
-
-namespace kvforge {
-namespace {
-
 // A model with sliding-window layers: the tier is off with one warning (a
 // windowed group's released blocks could not be restored), and serving goes on.
 TEST(DiskTierEngineRefusals, SlidingWindowModelsServeWithoutTheTier) {
@@ -176,7 +163,7 @@ TEST(DiskTierEngineRefusals, SlidingWindowModelsServeWithoutTheTier) {
   spec.seed = 23;
   auto model = testing::make_test_model(spec);
   ThreadPool pool(1);
-  TempDir dir;
+  TempDir dir("kvforge-disk-engine");
   std::vector<std::string> warnings;
   EngineOptions o = options({KvDtype::F16, KvDtype::F16}, dir.path);
   o.on_warning = [&](const std::string& m) { warnings.push_back(m); };

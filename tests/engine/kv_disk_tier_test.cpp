@@ -15,20 +15,13 @@
 
 #include "engine/kv/kv_checksum.h"
 #include "engine/kv/prefix_cache.h"
+#include "temp_dir.h"
 
 namespace kvforge {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/kvforge-disk-tier-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
+using testing::TempDir;
 
 KvBlockIdentity identity(KvFormat f = {KvDtype::F16, KvDtype::F16}, uint64_t model = 42) {
   return {model, f, 4, 96};
@@ -73,7 +66,7 @@ TEST(KvChecksum, MatchesXxh64ReferenceValues) {
 }
 
 TEST(KvDiskTier, StoresLoadsAndSurvivesANewInstance) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   const auto toks = prefix(8);
   const auto pay = payload(3);
   {
@@ -100,7 +93,7 @@ TEST(KvDiskTier, StoresLoadsAndSurvivesANewInstance) {
 // fresh tier (as a restarted process would) expecting a rejection.
 void expect_rejected(const std::function<void(const fs::path&)>& damage,
                      KvBlockIdentity load_id = identity(), std::vector<int32_t> ask = prefix(8)) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   const auto toks = prefix(8);
   {
     KvDiskTier tier(dir.path, 1 << 20, identity());
@@ -165,7 +158,7 @@ TEST(KvDiskTier, RejectsOtherTokensUnderTheSameHash) {
 }
 
 TEST(KvDiskTier, KeepsItsSizeLimitLeastRecentlyUsedFirst) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   const size_t file = block_file_bytes(identity(), 8);
   KvDiskTier tier(dir.path, 3 * file, identity());
   std::vector<std::vector<int32_t>> p;
@@ -189,7 +182,7 @@ TEST(KvDiskTier, KeepsItsSizeLimitLeastRecentlyUsedFirst) {
 }
 
 TEST(KvDiskTier, LeavesOtherModelsFilesAloneAndCleansDeadWritersTemporaries) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   const auto toks = prefix(8);
   KvDiskTier other(dir.path, 1 << 20, identity({KvDtype::F16, KvDtype::F16}, 7));
   ASSERT_TRUE(other.store(hash_of(toks), toks, payload(1)));
@@ -205,7 +198,7 @@ TEST(KvDiskTier, LeavesOtherModelsFilesAloneAndCleansDeadWritersTemporaries) {
 }
 
 TEST(KvDiskTier, AnUnusableDirectoryDegradesWithOneWarning) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   const fs::path not_a_dir = dir.path / "file";
   std::ofstream(not_a_dir) << "x";
   Warnings w;
@@ -236,7 +229,7 @@ bool as_unprivileged(const std::function<bool()>& body) {
 }
 
 TEST(KvDiskTier, AReadOnlyDirectoryDegradesWithOneWarning) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   // Readable and searchable by everyone (so by nobody too), writable by no one.
   fs::permissions(dir.path, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
                                 fs::perms::group_exec | fs::perms::others_read |
@@ -256,7 +249,7 @@ TEST(KvDiskTier, AReadOnlyDirectoryDegradesWithOneWarning) {
 // A full disk, simulated with a file-size limit below one block file: the
 // write fails (EFBIG) part way, leaving no file behind.
 TEST(KvDiskTier, AFullDiskDegradesWithOneWarning) {
-  TempDir dir;
+  TempDir dir("kvforge-disk-tier");
   Warnings w;
   KvDiskTier tier(dir.path, 1 << 20, identity(), w.fn());
   rlimit old{};

@@ -10,20 +10,12 @@
 #include "engine/static_pipeline/static_batch_engine.h"
 #include "engine_test_util.h"
 #include "static_test_util.h"
+#include "temp_dir.h"
 
 namespace kvforge::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tmpl[] = "/tmp/kvforge-static-disk-XXXXXX";
-    path = ::mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path); }
-};
 
 // Each generated token with its log-probability and top-5 alternatives.
 using Tokens = std::vector<GeneratedToken>;
@@ -65,7 +57,7 @@ class StaticDiskTier : public ::testing::TestWithParam<KvFormat> {
 };
 
 TEST_P(StaticDiskTier, ARestoredSlotGivesTheColdRunsBits) {
-  TempDir dir;
+  TempDir dir("kvforge-static-disk");
   const std::vector<int32_t> prompt = make_prompt(37, 5);
   const Tokens cold = run_one(*make_static(""), prompt, 6);
 
@@ -90,7 +82,7 @@ TEST_P(StaticDiskTier, ARestoredSlotGivesTheColdRunsBits) {
 
 // The paged engine writes the blocks, the static pipeline restores them.
 TEST_P(StaticDiskTier, PagedFilesServeTheStaticPipeline) {
-  TempDir dir;
+  TempDir dir("kvforge-static-disk");
   const std::vector<int32_t> prompt = make_prompt(37, 9);
   const Tokens cold = run_one(*make_static(""), prompt, 6);
   EngineOptions po;

@@ -7,18 +7,7 @@
 # usage: tp_faults_test.sh path/to/kvforge path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
-kv="$(realpath "$1")"
-mpirun="$2"
-work="$3"
-rm -rf "$work" && mkdir -p "$work" && cd "$work"
-
-fail() { echo "FAIL: $*" >&2; exit 1; }
-[ -x "$mpirun" ] || { echo "SKIP: kvforge was built without MPI"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
-  "$mpirun" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
-"$kv" make-model -o m.gguf --preset tiny --n-layer 2 --n-embd 64 --n-head 4 --n-kv-head 4 \
-  2>/dev/null
+source "$(dirname "${BASH_SOURCE[0]}")/tp_setup.sh"
 
 stopped=()
 trap 'for p in "${stopped[@]}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT
