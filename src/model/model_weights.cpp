@@ -266,8 +266,11 @@ size_t ModelWeights::regroup_for_kernels(
   }
   matrices.emplace_back(&output, token_embd.rows);
   std::erase_if(matrices, [](const auto& m) {
-    return m.first->layout != WeightLayout::Native ||
-           regrouped_layout(m.first->type, m.second, m.first->cols) == WeightLayout::Native;
+    const WeightView& v = *m.first;
+    const WeightLayout layout = regrouped_layout(v.type, m.second, v.cols);
+    // A share that cannot take a layout computing the native bits stays native.
+    return v.layout != WeightLayout::Native || layout == WeightLayout::Native ||
+           (layout_keeps_results(layout) && !layout_fits(layout, v.rows, v.cols));
   });
   const auto bytes_of = [](const WeightView* v) {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);

@@ -19,6 +19,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/f16.h"
+#include "core/formats/q4_k.h"
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul_task.h"
 #include "core/kernels/weight_repack.h"
@@ -905,6 +906,62 @@ TEST(MatmulInterleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
         }
       }
     }
+}
+
+// Q4_K and Q6_K rows in their Tiles16 layouts: the tile kernel (under kPanelMinTokens tokens,
+// token tiles of 4 with their remainders) and the panels decoded from the
+// tiles (32 or more) give the scalar kernel's bits on native rows, at any
+// thread count (3 threads split groups unevenly), on quantized rows and on
+// rows of random bytes (every scale, min and nibble value, +-127 activations).
+TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads) {
+  LevelGuard guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool one(1), three(3);
+  MatmulScratch scratch;
+  std::mt19937 rng(31);
+  const Shape shapes[] = {{16, 256}, {48, 768}, {80, 1792}};
+  const std::pair<GgmlType, WeightLayout> layouts[] = {{GgmlType::Q4_K, WeightLayout::Q4_KTiles16},
+                                                       {GgmlType::Q6_K, WeightLayout::Q6_KTiles16}};
+  for (const auto& [type, layout] : layouts)
+    for (const Shape& shape : shapes)
+      for (bool random_bytes : {false, true}) {
+        RegroupedWeights w =
+            make_regrouped_weights(type, layout, shape.rows, shape.cols, uint32_t(shape.rows));
+        if (random_bytes) {
+          // Every byte random but the f16 super-scales (+-1, +-0.5: finite products).
+          const size_t block = type_traits(type).block_bytes;
+          for (size_t off = 0; off < w.native.bytes.size(); off += block) {
+            uint8_t* blk = &w.native.bytes[off];
+            for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+            const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, dmin = off % 5 ? 0x3800 : 0xb800;
+            if (type == GgmlType::Q4_K) {
+              std::memcpy(blk, &d, 2);
+              std::memcpy(blk + 2, &dmin, 2);
+            } else {
+              std::memcpy(blk + block - 2, &d, 2);
+            }
+          }
+          regroup_rows(layout, w.native.bytes.data(), shape.rows, shape.cols, w.regrouped.data());
+        }
+        for (int64_t n_tokens : {1, 2, 3, 4, 5, 9, 31, 32, 41}) {
+          std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
+          if (random_bytes)
+            for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
+          std::vector<float> expected(size_t(shape.rows * n_tokens));
+          set_simd_level(SimdLevel::Scalar);
+          matmul(w.native.view, x.data(), n_tokens, expected.data(), one, scratch);
+          set_simd_level(SimdLevel::Avx512);
+          for (ThreadPool* pool : {&one, &three}) {
+            std::vector<float> y(expected.size(), NAN);
+            matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
+            ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+                << layout_name(layout) << " rows " << shape.rows << " cols " << shape.cols
+                << " tokens " << n_tokens << " threads " << pool->size()
+                << (random_bytes ? " random bytes" : "");
+          }
+        }
+      }
 }
 
 // Invariant 1 of DESIGN.md: a token's rows are the same bits alone (decode,

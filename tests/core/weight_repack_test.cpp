@@ -14,6 +14,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_k.h"
 #include "core/formats/q8_0.h"
 #include "core/threadpool.h"
 #include "simd_levels.h"
@@ -118,6 +119,34 @@ TEST(WeightRepack, Q4_0Tiles16InterleavesEachBlocksNibbleBytesThenHoldsTheirScal
   }
 }
 
+TEST(WeightRepack, Q4_KTiles16InterleavesNibbleAndScaleBytesThenHoldsTheSuperScales) {
+  const int64_t rows = 32, cols = 512;  // 2 groups of 16 rows, 2 super-blocks per row
+  std::vector<uint8_t> native(size_t(rows * cols / 256) * sizeof(BlockQ4_K));
+  std::mt19937 rng(6);
+  for (uint8_t& byte : native) byte = uint8_t(rng());  // a layout test: any bytes
+  std::vector<uint8_t> packed(native.size());
+  regroup_rows(WeightLayout::Q4_KTiles16, native.data(), rows, cols, packed.data());
+  const auto* blocks = reinterpret_cast<const BlockQ4_K*>(native.data());
+  const int64_t nb = cols / 256;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ4_K& blk = blocks[r * nb + b];
+      const uint8_t* tile = packed.data() + ((r / 16) * nb + b) * 16 * 144;  // 2304 bytes
+      uint16_t d, dmin;
+      std::memcpy(&d, tile + 2240 + 2 * n, 2);
+      std::memcpy(&dmin, tile + 2272 + 2 * n, 2);
+      EXPECT_EQ(d, blk.d) << "row " << r << " block " << b;
+      EXPECT_EQ(dmin, blk.dmin) << "row " << r << " block " << b;
+      for (int i = 0; i < 128; ++i)
+        ASSERT_EQ(tile[64 * (i / 4) + 4 * n + i % 4], blk.qs[i]) << "row " << r << " qs " << i;
+      for (int i = 0; i < 12; ++i)
+        ASSERT_EQ(tile[2048 + 64 * (i / 4) + 4 * n + i % 4], blk.scales[i])
+            << "row " << r << " scale byte " << i;
+    }
+  }
+}
+
 TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
   const int64_t rows = 32, cols = 7;  // 2 groups; any number of columns
   std::vector<uint16_t> native(size_t(rows * cols));
@@ -156,7 +185,14 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_EQ(regrouped_layout(GgmlType::Q4_0, 32001, 768), WeightLayout::Q4_0Groups8);
   EXPECT_EQ(regrouped_layout(GgmlType::Q8_0, 32001, 768), WeightLayout::Q8_0Groups8);
   EXPECT_EQ(regrouped_layout(GgmlType::Q8_0, 32001, 96), WeightLayout::Native);
-  EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 256, 256), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 256, 256), WeightLayout::Q4_KTiles16);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 248, 256), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q6_K, 256, 256), WeightLayout::Q6_KTiles16);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q5_K, 256, 256), WeightLayout::Native);
+  EXPECT_FALSE(layout_fits(WeightLayout::Q4_KTiles16, 16, 288));
+  EXPECT_EQ(layout_type(WeightLayout::Q4_KTiles16), GgmlType::Q4_K);
+  EXPECT_TRUE(layout_keeps_results(WeightLayout::Q4_KTiles16));
+  EXPECT_FALSE(layout_keeps_results(WeightLayout::Q4_0Tiles16));
   EXPECT_TRUE(layout_fits(WeightLayout::F16Interleaved16, 32000, 7));
   EXPECT_FALSE(layout_fits(WeightLayout::F16Interleaved16, 40, 768));
   EXPECT_FALSE(layout_fits(WeightLayout::F16Interleaved16, 16, 0));

@@ -57,6 +57,50 @@ std::vector<uint8_t> native_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
+// Row r of a Q4_KTiles16 matrix (WeightLayout, matmul.h: per 16-row group
+// and super-block 2304 bytes: the rows' nibble bytes, then their scale bytes,
+// each interleaved 4 by 4, then their d and their dmin) as the file's blocks.
+std::vector<uint8_t> native_q4_k_tiles16_row(const WeightView& w, int64_t r) {
+  const size_t blocks = size_t(w.cols / 256), n = size_t(r % 16);
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * blocks * 2304;
+  std::vector<uint8_t> out(blocks * 144);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = group + 2304 * b;
+    uint8_t* dst = &out[144 * b];  // d, dmin, 12 scale bytes, 128 nibble bytes
+    std::memcpy(dst, tile + 2240 + 2 * n, 2);
+    std::memcpy(dst + 2, tile + 2272 + 2 * n, 2);
+    for (size_t i = 0; i < 12; ++i) dst[4 + i] = tile[2048 + 64 * (i / 4) + 4 * n + i % 4];
+    for (size_t i = 0; i < 128; ++i) dst[16 + i] = tile[64 * (i / 4) + 4 * n + i % 4];
+  }
+  return out;
+}
+
+// Row r of a Q6_KTiles16 matrix (WeightLayout, matmul.h: per 16-row group
+// and super-block a 3328-byte tile of the rows' ql and qh bytes in 48 lines
+// of 4 bytes per row, then their scale bytes interleaved 4 by 4; the tiles'
+// d after all tiles) as the file's blocks.
+std::vector<uint8_t> native_q6_k_tiles16_row(const WeightView& w, int64_t r) {
+  const size_t blocks = size_t(w.cols / 256), n = size_t(r % 16), g = size_t(r / 16);
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  const size_t tiles = size_t(w.rows / 16) * blocks;
+  std::vector<uint8_t> out(blocks * 210);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = data + (g * blocks + b) * 3328;
+    uint8_t* dst = &out[210 * b];  // ql 128, qh 64, scales 16, d 2
+    for (size_t q = 0; q < 4; ++q)
+      for (size_t c = 0; c < 4; ++c) {
+        const size_t h = q / 2, s = q % 2;
+        const uint8_t* line = tile + 768 * q + 192 * c + 4 * n;
+        std::memcpy(dst + 64 * h + 16 * s + 4 * c, line, 4);
+        std::memcpy(dst + 64 * h + 32 + 16 * s + 4 * c, line + 64, 4);
+        std::memcpy(dst + 128 + 32 * h + 16 * s + 4 * c, line + 128, 4);
+      }
+    for (size_t i = 0; i < 16; ++i) dst[192 + i] = tile[3072 + 64 * (i / 4) + 4 * n + i % 4];
+    std::memcpy(dst + 208, data + tiles * 3328 + (g * blocks + b) * 32 + 2 * n, 2);
+  }
+  return out;
+}
+
 // Row r of an F16Interleaved16 / BF16Interleaved16 matrix (per 16-row
 // group, column k's 16 2-byte values side by side) back as the file's row.
 std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
@@ -90,6 +134,12 @@ std::vector<float> to_f32(const WeightView& w) {
     std::vector<uint8_t> native;
     if (w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16) {
       native = native_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::Q4_KTiles16) {
+      native = native_q4_k_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::Q6_KTiles16) {
+      native = native_q6_k_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::F16Interleaved16 ||
                w.layout == WeightLayout::BF16Interleaved16) {

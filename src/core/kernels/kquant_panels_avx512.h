@@ -133,26 +133,36 @@ static inline __m512i kquant_panel_csum(const KquantPanelBlock& p, const BlockQ8
   return csum;
 }
 
+// acc = (acc + (d * da) * isum) - (dmin * da) * csum for 16 rows, rounded
+// step by step as kquant_accumulate does.
+static inline __m512 kquant_fold_min16(__m512 acc, __m512 d, __m512 dmin, float da, __m512i isum,
+                                       __m512i csum) {
+  const __m512 da16 = _mm512_set1_ps(da);
+  __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(d, da16), _mm512_cvtepi32_ps(isum));
+  __asm__("" : "+v"(scaled));  // rounded here: never fused into the add
+  acc = _mm512_add_ps(acc, scaled);
+  __m512 offset = _mm512_mul_ps(_mm512_mul_ps(dmin, da16), _mm512_cvtepi32_ps(csum));
+  __asm__("" : "+v"(offset));
+  return _mm512_sub_ps(acc, offset);
+}
+
 // The fold of one super-block into one token's 16 row sums (see the top).
 template <PanelKind K>
 static inline __m512 kquant_panel_fold(const KquantPanelBlock& p, const BlockQ8_K& a, __m512i isum,
                                        __m512 acc) {
-  const __m512 da = _mm512_set1_ps(a.d);
   __m512i csum = kquant_panel_csum<K>(p, a);
   if constexpr (K.offset_shift >= 0) {
     isum = _mm512_sub_epi32(isum, _mm512_slli_epi32(csum, K.offset_shift));
     csum = _mm512_setzero_si512();
   }
-  __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p.d), da), _mm512_cvtepi32_ps(isum));
-  __asm__("" : "+v"(scaled));  // rounded here: never fused into the add
-  acc = _mm512_add_ps(acc, scaled);
   if constexpr (K.min_fold) {
-    __m512 offset =
-        _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p.dmin), da), _mm512_cvtepi32_ps(csum));
-    __asm__("" : "+v"(offset));
-    acc = _mm512_sub_ps(acc, offset);
+    return kquant_fold_min16(acc, _mm512_load_ps(p.d), _mm512_load_ps(p.dmin), a.d, isum, csum);
+  } else {
+    __m512 scaled = _mm512_mul_ps(_mm512_mul_ps(_mm512_load_ps(p.d), _mm512_set1_ps(a.d)),
+                                  _mm512_cvtepi32_ps(isum));
+    __asm__("" : "+v"(scaled));  // rounded here: never fused into the add
+    return _mm512_add_ps(acc, scaled);
   }
-  return acc;
 }
 
 // Tokens t0 .. t0 + NT - 1 over a decoded panel of n_sb super-blocks; row
@@ -227,27 +237,42 @@ static void kquant_panel_tokens(const KquantPanelBlock* panel, const MatmulTask&
   }
 }
 
-// Rows [r0, r1) in whole panels, for batches of kPanelMinTokens or more;
+// Whether a batch runs on panels: kPanelMinTokens or more tokens, whole super-blocks.
+static inline bool kquant_panels_pay(const MatmulTask& task) {
+  return task.n_tokens >= kPanelMinTokens && task.cols % 256 == 0;
+}
+
+// Every token over the panels whose first rows are row0, row0 + 16, ... <
+// row_end; decode_panel(row0, b, panel, rows) fills super-block b of the
+// panel whose first row is row0 (rows: room for 16 decoded rows).
+template <PanelKind K, class DecodePanel>
+static void run_kquant_panel_rows(const MatmulTask& task, int64_t row0, int64_t row_end,
+                                  DecodePanel&& decode_panel) {
+  const int64_t n_sb = task.cols / 256;
+  auto* panel = reinterpret_cast<KquantPanelBlock*>(
+      thread_scratch(size_t(n_sb) * sizeof(KquantPanelBlock) + sizeof(KquantPanelRow[kPanelRows])));
+  auto* rows = reinterpret_cast<KquantPanelRow*>(panel + n_sb);
+  for (; row0 < row_end; row0 += kPanelRows) {
+    for (int64_t b = 0; b < n_sb; ++b) decode_panel(row0, b, panel[b], rows);
+    kquant_panel_tokens<K>(panel, task, row0);
+  }
+}
+
+// Rows [r0, r1) in whole panels, for batches where kquant_panels_pay;
 // decode_row(row, b, out) fills one row's super-block b. Returns the first
 // row left to the row tiles (r0 for small batches, else the < 16 rows after
 // the last whole panel).
 template <PanelKind K, class DecodeRow>
 static int64_t run_kquant_panels(const MatmulTask& task, int64_t r0, int64_t r1,
                                  DecodeRow&& decode_row) {
-  if (task.n_tokens < kPanelMinTokens || task.cols % 256 != 0) return r0;
-  const int64_t n_sb = task.cols / 256;
-  auto* panel = reinterpret_cast<KquantPanelBlock*>(
-      thread_scratch(size_t(n_sb) * sizeof(KquantPanelBlock) + sizeof(KquantPanelRow[kPanelRows])));
-  auto* rows = reinterpret_cast<KquantPanelRow*>(panel + n_sb);
-  int64_t row0 = r0;
-  for (; row0 + kPanelRows <= r1; row0 += kPanelRows) {
-    for (int64_t b = 0; b < n_sb; ++b) {
-      for (int r = 0; r < kPanelRows; ++r) decode_row(row0 + r, b, rows[r]);
-      kquant_panel_interleave(rows, K.sub_block, panel[b]);
-    }
-    kquant_panel_tokens<K>(panel, task, row0);
-  }
-  return row0;
+  if (!kquant_panels_pay(task)) return r0;
+  const int64_t end = r0 + (r1 - r0) / kPanelRows * kPanelRows;
+  run_kquant_panel_rows<K>(task, r0, end,
+                           [&](int64_t row0, int64_t b, KquantPanelBlock& p, KquantPanelRow* rows) {
+                             for (int r = 0; r < kPanelRows; ++r) decode_row(row0 + r, b, rows[r]);
+                             kquant_panel_interleave(rows, K.sub_block, p);
+                           });
+  return end;
 }
 
 }  // namespace kvforge

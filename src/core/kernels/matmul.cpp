@@ -110,6 +110,17 @@ const KernelSet kQ4_0Tiles16Set{
 const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
                                          {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
+// Q4_KTiles16, Q6_KTiles16: Q8_K activations, as the native kernels.
+const KernelSet kQ4_KTiles16Set{ActivationForm::Q8K, matmul_rows_q4_k_tiles16_avx512, nullptr,
+                                quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kQ4_KTiles16Kernels = {GgmlType::Q4_K,
+                                         {kQ4_KTiles16Set, kQ4_KTiles16Set, kQ4_KTiles16Set}};
+
+const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_avx512, nullptr,
+                                quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
+                                         {kQ6_KTiles16Set, kQ6_KTiles16Set, kQ6_KTiles16Set}};
+
 // F16Interleaved16, BF16Interleaved16: f32 activations as given.
 const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
                                      nullptr, nullptr};
@@ -145,6 +156,10 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kF16Interleaved16Kernels;
     case WeightLayout::BF16Interleaved16:
       return kBf16Interleaved16Kernels;
+    case WeightLayout::Q4_KTiles16:
+      return kQ4_KTiles16Kernels;
+    case WeightLayout::Q6_KTiles16:
+      return kQ6_KTiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

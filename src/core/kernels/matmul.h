@@ -73,6 +73,30 @@ namespace kvforge {
 //     acc = fma(w[k], x[k], acc) over k = 0..cols-1 from 0, at any token
 //     count. Rows a multiple of 16; any cols. Only matmul() at the AVX-512
 //     level reads it.
+//   Q4_KTiles16: Q4_K rows in groups of 16 for the AVX-512 VNNI kernel.
+//     Group g's super-block b (kQ4_KTileBytes = 16 x 144 bytes at
+//     (g * cols / 256 + b) * kQ4_KTileBytes) holds:
+//       bytes    0..2047: byte 64k + 4n + j = qs byte 4k + j of row 16g + n
+//                         (k < 32): the low nibbles of 64 bytes are 4 quants
+//                         of sub-block 2(k / 8) for each of the 16 rows, the
+//                         high nibbles 4 of sub-block 2(k / 8) + 1;
+//       bytes 2048..2239: byte 2048 + 64i + 4n + j = scale byte 4i + j of
+//                         row 16g + n (i < 3; formats/q4_k.h packs them);
+//       bytes 2240..2271: the 16 rows' f16 d, row n's at 2n;
+//       bytes 2272..2303: their f16 dmin, likewise.
+//     Each (row, token) gets the scalar kernel's exact integers and its f32
+//     fold (kquant_accumulate.h): the same bits as the native layout at
+//     every level. Rows a multiple of 16, cols of 256. Only matmul() at the
+//     AVX-512 level reads it.
+//   Q6_KTiles16: the same for Q6_K rows, in 64-byte lines: first a tile of
+//     kQ6_KTileBytes = 16 x 208 bytes per group and super-block, tile (g, b)
+//     at (g * cols / 256 + b) * kQ6_KTileBytes, then the f16 d of every tile,
+//     tile (g, b)'s 16 at the tiles' end + (g * cols / 256 + b) * 32 (row n's
+//     at 2n). A tile holds, in the order the kernel reads them, for quarter
+//     q = 2h + s (q < 4) and c < 4, 3 lines at 768q + 192c: the 4 bytes of
+//     each row (byte 4n + j: row 16g + n's byte j) of ql from 64h + 16s + 4c,
+//     of ql from 64h + 32 + 16s + 4c and of qh from 32h + 16s + 4c; then
+//     at 3072 the rows' 16 int8 scales, byte 64i + 4n + j = scale 4i + j.
 enum class WeightLayout {
   Native,
   Q4_0Groups8,
@@ -80,7 +104,9 @@ enum class WeightLayout {
   Q8_0Tiles16,
   Q4_0Tiles16,
   F16Interleaved16,
-  BF16Interleaved16
+  BF16Interleaved16,
+  Q4_KTiles16,
+  Q6_KTiles16
 };
 
 struct WeightView {

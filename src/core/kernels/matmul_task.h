@@ -119,6 +119,20 @@ inline constexpr int64_t kTiles16Rows = 16;
 inline constexpr int64_t kTiles16QuantBytes = kTiles16Rows * 32;
 inline constexpr int64_t kTiles16Q4QuantBytes = kTiles16Rows * 16;
 inline constexpr int64_t kTiles16ScaleBytes = kTiles16Rows * 2;
+// Q4_KTiles16 rows (WeightLayout, matmul.h): every 16-row group whose first
+// row lies in [r0, r1), Q8_K activations; bitwise the native kernels' results.
+void matmul_rows_q4_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+// A Q4_KTiles16 group's super-block: its bytes and where its parts start.
+inline constexpr int64_t kQ4_KTileBytes = kTiles16Rows * 144;
+inline constexpr int64_t kQ4_KTileScales = kTiles16Rows * 128;
+inline constexpr int64_t kQ4_KTileD = kQ4_KTileScales + kTiles16Rows * 12;
+inline constexpr int64_t kQ4_KTileDmin = kQ4_KTileD + kTiles16Rows * 2;
+// The same for Q6_KTiles16.
+void matmul_rows_q6_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+// A Q6_KTiles16 tile (a group's super-block without its d) and where its
+// scales start; the d of every tile follow all the tiles.
+inline constexpr int64_t kQ6_KTileBytes = kTiles16Rows * 208;
+inline constexpr int64_t kQ6_KTileScales = kTiles16Rows * 192;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                          int8_t* quants, float* scales, int32_t* offsets);

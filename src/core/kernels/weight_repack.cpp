@@ -6,6 +6,8 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_k.h"
+#include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 #include "core/kernels/matmul_task.h"
 
@@ -78,6 +80,53 @@ void interleave_rows(const void* src, int64_t rows, int64_t cols, uint8_t* out) 
     }
 }
 
+// Q4_KTiles16 (WeightLayout, matmul.h): group g's super-block b holds the
+// 16 rows' nibble bytes interleaved 4 by 4, their 12 scale bytes likewise,
+// then their d and their dmin.
+void tile_rows_q4_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  const auto* in = static_cast<const BlockQ4_K*>(src);
+  const int64_t blocks = cols / BlockQ4_K::kElems;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* t = out + (g * blocks + b) * kQ4_KTileBytes;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const BlockQ4_K& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        for (int i = 0; i < 128; ++i) t[64 * (i / 4) + 4 * n + i % 4] = blk.qs[i];
+        for (int i = 0; i < 12; ++i)
+          t[kQ4_KTileScales + 64 * (i / 4) + 4 * n + i % 4] = blk.scales[i];
+        std::memcpy(t + kQ4_KTileD + 2 * n, &blk.d, 2);
+        std::memcpy(t + kQ4_KTileDmin + 2 * n, &blk.dmin, 2);
+      }
+    }
+}
+
+// Q6_KTiles16 (WeightLayout, matmul.h): per group and super-block a tile of
+// the 16 rows' ql, qh and scale bytes in the kernel's reading order; all the
+// tiles' d after the tiles.
+void tile_rows_q6_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  const auto* in = static_cast<const BlockQ6_K*>(src);
+  const int64_t blocks = cols / BlockQ6_K::kElems, tiles = rows / kTiles16Rows * blocks;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* t = out + (g * blocks + b) * kQ6_KTileBytes;
+      uint8_t* d = out + tiles * kQ6_KTileBytes + (g * blocks + b) * 32;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const BlockQ6_K& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        for (int q = 0; q < 4; ++q)
+          for (int c = 0; c < 4; ++c) {
+            const int h = q / 2, s = q % 2;
+            uint8_t* line = t + 768 * q + 192 * c + 4 * n;
+            std::memcpy(line, blk.ql + 64 * h + 16 * s + 4 * c, 4);
+            std::memcpy(line + 64, blk.ql + 64 * h + 32 + 16 * s + 4 * c, 4);
+            std::memcpy(line + 128, blk.qh + 32 * h + 16 * s + 4 * c, 4);
+          }
+        for (int i = 0; i < 16; ++i)
+          t[kQ6_KTileScales + 64 * (i / 4) + 4 * n + i % 4] = uint8_t(blk.scales[i]);
+        std::memcpy(d + 2 * n, &blk.d, 2);
+      }
+    }
+}
+
 // `layout` if a rows x cols matrix can take it, else Native.
 WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
@@ -100,6 +149,10 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::F16Interleaved16, rows, cols);
     case GgmlType::BF16:
       return if_fits(WeightLayout::BF16Interleaved16, rows, cols);
+    case GgmlType::Q4_K:
+      return if_fits(WeightLayout::Q4_KTiles16, rows, cols);
+    case GgmlType::Q6_K:
+      return if_fits(WeightLayout::Q6_KTiles16, rows, cols);
     default:
       return WeightLayout::Native;
   }
@@ -125,6 +178,10 @@ const char* layout_name(WeightLayout layout) {
       return "F16Interleaved16";
     case WeightLayout::BF16Interleaved16:
       return "BF16Interleaved16";
+    case WeightLayout::Q4_KTiles16:
+      return "Q4_KTiles16";
+    case WeightLayout::Q6_KTiles16:
+      return "Q6_KTiles16";
     case WeightLayout::Native:
       break;
   }
@@ -143,6 +200,10 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::F16;
     case WeightLayout::BF16Interleaved16:
       return GgmlType::BF16;
+    case WeightLayout::Q4_KTiles16:
+      return GgmlType::Q4_K;
+    case WeightLayout::Q6_KTiles16:
+      return GgmlType::Q6_K;
     case WeightLayout::Native:
       break;
   }
@@ -160,6 +221,9 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::F16Interleaved16:
     case WeightLayout::BF16Interleaved16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0;
+    case WeightLayout::Q4_KTiles16:
+    case WeightLayout::Q6_KTiles16:
+      return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % BlockQ4_K::kElems == 0;
     case WeightLayout::Native:
       break;
   }
@@ -178,6 +242,9 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::F16Interleaved16:
     case WeightLayout::BF16Interleaved16:
       return "rows a multiple of 16";
+    case WeightLayout::Q4_KTiles16:
+    case WeightLayout::Q6_KTiles16:
+      return "rows a multiple of 16 and cols of 256";
     case WeightLayout::Native:
       break;
   }
@@ -193,6 +260,8 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
   auto* out = static_cast<uint8_t*>(dst);
   if (layout == WeightLayout::Q8_0Tiles16) return tile_rows<BlockQ8_0>(src, rows, cols, 0x80, out);
   if (layout == WeightLayout::Q4_0Tiles16) return tile_rows<BlockQ4_0>(src, rows, cols, 0, out);
+  if (layout == WeightLayout::Q4_KTiles16) return tile_rows_q4_k(src, rows, cols, out);
+  if (layout == WeightLayout::Q6_KTiles16) return tile_rows_q6_k(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
@@ -205,6 +274,11 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
     for (int64_t g = 0; g < groups; ++g)
       regroup_q8_0(in + g * kGroupBlocks, out + g * kGroupBlocks * int64_t(sizeof(BlockQ8_0)));
   }
+}
+
+bool layout_keeps_results(WeightLayout layout) {
+  return layout == WeightLayout::Native || layout == WeightLayout::Q4_KTiles16 ||
+         layout == WeightLayout::Q6_KTiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }

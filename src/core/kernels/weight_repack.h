@@ -23,6 +23,13 @@
 // bytes interleaved 4 by 4, which unpack into the tile's 8 rows with an AND
 // (low nibbles) or a shift and an AND (high nibbles) per 64 bytes.
 //
+// Q4_KTiles16 and Q6_KTiles16 do the same for the K-quants users download
+// most (Q4_K_M is both): one
+// vpdpbusd takes 4 quants of 16 rows, so decode forms each row's exact
+// integers without the per-row unpacking and lane sums of the native
+// kernels, and folds them in the scalar kernel's order (the same bits at
+// every level and layout).
+//
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
 // but are not read again) and a pass over them at load (small preset, Q4_0:
 // see ModelWeights::regroup_for_kernels).
@@ -41,7 +48,9 @@ inline constexpr int64_t kRegroupCols = 8 * 32;
 // weight type: Q4_0, Q8_0: Tiles16 where it fits (rows a multiple of 16;
 // AMX or not, see matmul.h), else Groups8 where that fits (cols a multiple of
 // 256), else Native; F16, BF16: F16Interleaved16 / BF16Interleaved16 where
-// rows are a multiple of 16, else Native; Native for the other types.
+// rows are a multiple of 16, else Native; Q4_K: Q4_KTiles16 where rows are a
+// multiple of 16 (and cols of 256), else Native, and Q6_K likewise
+// (Q6_KTiles16); Native for the other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
 // "Native", "Q4_0Groups8", ..., "BF16Interleaved16": for error messages.
@@ -63,6 +72,12 @@ const char* layout_requirement(WeightLayout layout);
 // same number of bytes in `layout`. Throws std::invalid_argument unless
 // layout_fits and the layout is not Native.
 void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst);
+
+// Whether matmul() gives the same bits for a matrix in `layout` as in the
+// native layout (Native, Q4_KTiles16 and Q6_KTiles16; the Q4_0/Q8_0 tiles and groups and
+// the Interleaved16 layouts sum in another order). A tensor-parallel share
+// that cannot take such a layout may stay native.
+bool layout_keeps_results(WeightLayout layout);
 
 // Whether matmul() on this machine, at the current SIMD level, reads the
 // regrouped layouts (the AVX-512 level), i.e. whether loading should regroup.

@@ -1,0 +1,193 @@
+// Q4_K weights in the Q4_KTiles16 layout (matmul.h) x Q8_K activations,
+// AVX-512 VNNI.
+//
+// The native kernels unpack each row's super-block on its own and leave its
+// products spread over lanes to be summed; for decode that work, not the
+// memory stream, sets the speed. Here 64 bytes hold 4 nibble bytes of each
+// of 16 rows: their low nibbles are 4 quants of sub-block 2g of every row,
+// their high nibbles 4 of sub-block 2g + 1, so one vpdpbusd against a
+// token's 4 quants broadcast adds 4 products to each row's lane. After a
+// sub-block's 8 of them lane n holds row n's exact sub-block sum, which
+// takes its 6-bit scale with one multiply; the mins meet the token's block
+// sums the same way. Each (row, token) then gets the scalar kernel's
+// integers and its fold, in its order (kquant_accumulate.h): the same bits.
+//
+// The walk over groups and tokens, and the panels for long batches:
+// kquant_tiles16_avx512.h.
+#include <cstring>
+
+#include "core/formats/q8_k.h"
+#include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
+#include "core/kernels/kquant_tiles16_avx512.h"
+
+namespace kvforge {
+namespace {
+
+// How far ahead of its loads a pass prefetches: decode streams the weights
+// once, and the hardware prefetchers alone left it waiting on DRAM.
+constexpr int64_t kPrefetchBytes = kQ4_KTileBytes;
+
+// A group super-block's 6-bit scales and mins (formats/q4_k.h), lane n for
+// row n: sc[0] holds sc0..sc3 as bytes, sc[1] sc4..sc7; m[0] m0..m3, m[1] m4..m7.
+struct TileScales {
+  __m512i sc[2];
+  __m512i m[2];
+};
+
+static inline TileScales tile_scales(const uint8_t* tile) {
+  const __m512i v0 = _mm512_loadu_si512(tile + kQ4_KTileScales);
+  const __m512i v1 = _mm512_loadu_si512(tile + kQ4_KTileScales + 64);
+  const __m512i v2 = _mm512_loadu_si512(tile + kQ4_KTileScales + 128);
+  const __m512i six_bits = _mm512_set1_epi8(0x3f), low4 = _mm512_set1_epi8(0x0f),
+                top2 = _mm512_set1_epi8(0x30);
+  // j < 4: sc = b[j] & 63, m = b[j + 4] & 63; j >= 4: sc = (b[j + 4] & 15) |
+  // (b[j - 4] >> 6) << 4, m = (b[j + 4] >> 4) | (b[j] >> 6) << 4. Shifting a
+  // 32-bit lane moves bits across bytes; the masks keep each byte's own.
+  TileScales s;
+  s.sc[0] = _mm512_and_si512(v0, six_bits);
+  s.m[0] = _mm512_and_si512(v1, six_bits);
+  s.sc[1] =
+      _mm512_or_si512(_mm512_and_si512(v2, low4), _mm512_and_si512(_mm512_srli_epi32(v0, 2), top2));
+  s.m[1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(v2, 4), low4),
+                           _mm512_and_si512(_mm512_srli_epi32(v1, 2), top2));
+  return s;
+}
+
+// Byte j % 4 of each lane of v[j / 4] as int32 lanes: sub-block j's scale
+// (or min) of the 16 rows.
+template <int J>
+static inline __m512i lane_byte(const __m512i v[2]) {
+  return _mm512_and_si512(_mm512_srli_epi32(v[J / 4], 8 * (J % 4)), _mm512_set1_epi32(0xff));
+}
+
+// int16 pairs m[2q] | m[2q + 1] << 16 (q < 4) of the 16 rows.
+template <int Q>
+static inline __m512i min_pair(const __m512i m[2]) {
+  const __m512i v = _mm512_srli_epi32(m[Q / 2], 16 * (Q % 2));  // bytes m[2q], m[2q+1] at 0, 1
+  return _mm512_or_si512(_mm512_and_si512(v, _mm512_set1_epi32(0xff)),
+                         _mm512_slli_epi32(_mm512_and_si512(v, _mm512_set1_epi32(0xff00)), 8));
+}
+
+// A token's sub-block sums A_j = bsums[2j] + bsums[2j + 1] of one super-block
+// as the 4 int16 pairs A_2q | A_2q+1 << 16 (|A_j| <= 32 * 128: exact).
+static inline void block_sum_pairs(const BlockQ8_K& a, int32_t pairs[4]) {
+  for (int q = 0; q < 4; ++q) {
+    const int32_t lo = a.bsums[4 * q] + a.bsums[4 * q + 1];
+    const int32_t hi = a.bsums[4 * q + 2] + a.bsums[4 * q + 3];
+    pairs[q] = int32_t(uint32_t(uint16_t(lo)) | uint32_t(uint16_t(hi)) << 16);
+  }
+}
+
+// NT tokens (blocks a[k], sum pairs pairs[k]) over one group of n_sb
+// super-blocks; row sums to y (token k's 16 rows at y[k * rows]).
+template <int NT>
+void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
+                 const int32_t* const* pairs, float* y, int64_t rows) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_sb; ++b) {
+    const uint8_t* tile = group + b * kQ4_KTileBytes;
+    const TileScales s = tile_scales(tile);
+    for (int64_t l = 2048; l < kQ4_KTileBytes; l += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + l), _MM_HINT_T0);
+    __m512i isum[NT];
+    for (int k = 0; k < NT; ++k) isum[k] = _mm512_setzero_si512();
+    const auto sub_block_pair = [&]<int G>() {  // sub-blocks 2G and 2G + 1
+      __m512i lo_sum[NT], hi_sum[NT];
+      for (int k = 0; k < NT; ++k) lo_sum[k] = hi_sum[k] = _mm512_setzero_si512();
+      for (int c = 0; c < 8; ++c) {
+        _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + 64 * (8 * G + c)),
+                     _MM_HINT_T0);
+        const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * G + c));
+        const __m512i lo = _mm512_and_si512(w, low4);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+        for (int k = 0; k < NT; ++k) {
+          int32_t q_lo, q_hi;
+          std::memcpy(&q_lo, a[k][b].qs + 64 * G + 4 * c, 4);
+          std::memcpy(&q_hi, a[k][b].qs + 64 * G + 32 + 4 * c, 4);
+          lo_sum[k] = _mm512_dpbusd_epi32(lo_sum[k], lo, _mm512_set1_epi32(q_lo));
+          hi_sum[k] = _mm512_dpbusd_epi32(hi_sum[k], hi, _mm512_set1_epi32(q_hi));
+        }
+      }
+      const __m512i f_lo = lane_byte<2 * G>(s.sc), f_hi = lane_byte<2 * G + 1>(s.sc);
+      for (int k = 0; k < NT; ++k)
+        isum[k] = _mm512_add_epi32(isum[k], _mm512_add_epi32(_mm512_mullo_epi32(lo_sum[k], f_lo),
+                                                             _mm512_mullo_epi32(hi_sum[k], f_hi)));
+    };
+    sub_block_pair.template operator()<0>();
+    sub_block_pair.template operator()<1>();
+    sub_block_pair.template operator()<2>();
+    sub_block_pair.template operator()<3>();
+    const __m512i m01 = min_pair<0>(s.m), m23 = min_pair<1>(s.m), m45 = min_pair<2>(s.m),
+                  m67 = min_pair<3>(s.m);
+    const __m512 d =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileD)));
+    const __m512 dmin =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileDmin)));
+    for (int k = 0; k < NT; ++k) {
+      const int32_t* p = pairs[k] + 4 * b;
+      __m512i csum = _mm512_dpwssd_epi32(_mm512_setzero_si512(), m01, _mm512_set1_epi32(p[0]));
+      csum = _mm512_dpwssd_epi32(csum, m23, _mm512_set1_epi32(p[1]));
+      csum = _mm512_dpwssd_epi32(csum, m45, _mm512_set1_epi32(p[2]));
+      csum = _mm512_dpwssd_epi32(csum, m67, _mm512_set1_epi32(p[3]));
+      acc[k] = kquant_fold_min16(acc[k], d, dmin, a[k][b].d, isum[k], csum);
+    }
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
+}
+
+// Super-block b of a group as a panel (kquant_panels_avx512.h).
+void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  for (int g = 0; g < 4; ++g)
+    for (int c = 0; c < 8; ++c) {
+      const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * g + c));
+      _mm512_store_si512(p.quants[16 * g + c], _mm512_and_si512(w, low4));
+      _mm512_store_si512(p.quants[16 * g + 8 + c], _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
+    }
+  const TileScales s = tile_scales(tile);
+  _mm512_store_si512(p.factors[0], lane_byte<0>(s.sc));
+  _mm512_store_si512(p.factors[1], lane_byte<1>(s.sc));
+  _mm512_store_si512(p.factors[2], lane_byte<2>(s.sc));
+  _mm512_store_si512(p.factors[3], lane_byte<3>(s.sc));
+  _mm512_store_si512(p.factors[4], lane_byte<4>(s.sc));
+  _mm512_store_si512(p.factors[5], lane_byte<5>(s.sc));
+  _mm512_store_si512(p.factors[6], lane_byte<6>(s.sc));
+  _mm512_store_si512(p.factors[7], lane_byte<7>(s.sc));
+  _mm512_store_si512(p.coefs[0], min_pair<0>(s.m));
+  _mm512_store_si512(p.coefs[1], min_pair<1>(s.m));
+  _mm512_store_si512(p.coefs[2], min_pair<2>(s.m));
+  _mm512_store_si512(p.coefs[3], min_pair<3>(s.m));
+  _mm512_store_ps(
+      p.d,
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileD))));
+  _mm512_store_ps(
+      p.dmin,
+      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileDmin))));
+}
+
+struct Q4_KTiles {
+  static constexpr int kPairs = 4;
+  static constexpr PanelKind kPanel = kPanelWithMin;
+  static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_pairs(a, out); }
+  static const uint8_t* group(const MatmulTask& task, int64_t g) {
+    return task.weights + g * (task.cols / 256) * kQ4_KTileBytes;
+  }
+  template <int NT>
+  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
+                     const int32_t* const* pairs, float* y) {
+    tile_tokens<NT>(group(task, g), task.cols / 256, a, pairs, y, task.rows);
+  }
+  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
+    decode_tile_panel(group(task, g) + b * kQ4_KTileBytes, p);
+  }
+};
+
+}  // namespace
+
+void matmul_rows_q4_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_kquant_tiles16<Q4_KTiles>(task, r0, r1);
+}
+
+}  // namespace kvforge

@@ -1,0 +1,194 @@
+// Q6_K weights in the Q6_KTiles16 layout (matmul.h) x Q8_K activations,
+// AVX-512 VNNI: as dot_q4_k_tiles16_avx512.cpp does for Q4_K.
+//
+// In half h of a super-block, 4 bytes l..l+3 of ql at 64h + l and at
+// 64h + l + 32 and of qh at 32h + l give 4 quants (0..63) of each row at
+// elements 128h + l, + 32, + 64 and + 96 (formats/q6_k.h); the tile holds
+// those bytes of the 16 rows side by side, 3 lines one after another, so
+// they are 3 loads and a few masks for all rows, then one vpdpbusd per
+// token and quant vector, reading the tile front to back. Per (row, token) the
+// exact integers are the scalar kernel's,
+//   isum = sum_s sc[s] * sum_{i in s} q_i * a_i - 32 * sum_s sc[s] * bsums[s],
+// folded as it does (kquant_accumulate with dmin = 0): the same bits.
+#include <cstring>
+
+#include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
+#include "core/kernels/kquant_tiles16_avx512.h"
+
+namespace kvforge {
+namespace {
+
+// See dot_q4_k_tiles16_avx512.cpp.
+constexpr int64_t kPrefetchBytes = kQ6_KTileBytes;
+
+// Sub-block s's int8 scale of the 16 rows as int32 lanes.
+template <int S>
+static inline __m512i row_scale(const uint8_t* tile) {
+  const __m512i v = _mm512_loadu_si512(tile + kQ6_KTileScales + 64 * (S / 4));
+  return _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * (S % 4)), 24);
+}
+
+// The 4 quant vectors of chunk c of quarter q = 2h + s (l = 16s + 4c):
+// elements 128h + l + 32k, k < 4.
+struct Q6Quants {
+  __m512i q[4];
+};
+
+static inline Q6Quants chunk_quants(const uint8_t* tile, int q, int c) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f), bits45 = _mm512_set1_epi8(0x30);
+  const uint8_t* lines = tile + 768 * q + 192 * c;
+  const __m512i a = _mm512_loadu_si512(lines);
+  const __m512i b = _mm512_loadu_si512(lines + 64);
+  const __m512i hb = _mm512_loadu_si512(lines + 128);
+  // 16-bit shifts move bits across the two bytes of a lane; each mask keeps
+  // only bits that came from their own byte.
+  Q6Quants r;
+  r.q[0] = _mm512_or_si512(_mm512_and_si512(a, low4),
+                           _mm512_and_si512(_mm512_slli_epi16(hb, 4), bits45));
+  r.q[1] = _mm512_or_si512(_mm512_and_si512(b, low4),
+                           _mm512_and_si512(_mm512_slli_epi16(hb, 2), bits45));
+  r.q[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(a, 4), low4),
+                           _mm512_and_si512(hb, bits45));
+  r.q[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(b, 4), low4),
+                           _mm512_and_si512(_mm512_srli_epi16(hb, 2), bits45));
+  return r;
+}
+
+// A token's block sums for the scale pairs the kernel forms: pair i holds
+// bsums[4(i / 2) + i % 2] | bsums[4(i / 2) + i % 2 + 2] << 16 (i < 8).
+static inline void block_sum_pairs(const BlockQ8_K& a, int32_t pairs[8]) {
+  for (int i = 0; i < 8; ++i) {
+    const int s = 4 * (i / 2) + i % 2;
+    pairs[i] = int32_t(uint32_t(uint16_t(a.bsums[s])) | uint32_t(uint16_t(a.bsums[s + 2])) << 16);
+  }
+}
+
+// NT tokens over group g's tiles (from `tiles`, their d from `d`): token k's
+// 16 row sums to y + k * rows.
+template <int NT>
+void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const BlockQ8_K* const* a,
+                 const int32_t* const* pairs, float* y, int64_t rows) {
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_sb; ++b) {
+    const uint8_t* tile = tiles + b * kQ6_KTileBytes;
+    __m512i isum[NT];
+    for (int k = 0; k < NT; ++k) isum[k] = _mm512_setzero_si512();
+    // Elements 128h + 16s .. + 15 (+ 32k): sub-blocks 8h + s + 2k.
+    const auto quarter = [&]<int H, int S>() {
+      constexpr int q = 2 * H + S;
+      __m512i sums[4][NT];
+      for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < NT; ++k) sums[j][k] = _mm512_setzero_si512();
+      for (int c = 0; c < 4; ++c) {
+        for (int i = 0; i < 3; ++i)
+          _mm_prefetch(
+              reinterpret_cast<const char*>(tile + kPrefetchBytes + 768 * q + 192 * c + 64 * i),
+              _MM_HINT_T0);
+        const Q6Quants w = chunk_quants(tile, q, c);
+        const int l = 16 * S + 4 * c;
+        for (int k = 0; k < NT; ++k)
+          for (int j = 0; j < 4; ++j) {
+            int32_t quad;
+            std::memcpy(&quad, a[k][b].qs + 128 * H + l + 32 * j, 4);
+            sums[j][k] = _mm512_dpbusd_epi32(sums[j][k], w.q[j], _mm512_set1_epi32(quad));
+          }
+      }
+      const __m512i sc[4] = {row_scale<8 * H + S>(tile), row_scale<8 * H + S + 2>(tile),
+                             row_scale<8 * H + S + 4>(tile), row_scale<8 * H + S + 6>(tile)};
+      for (int k = 0; k < NT; ++k)
+        for (int j = 0; j < 4; ++j)
+          isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(sums[j][k], sc[j]));
+    };
+    quarter.template operator()<0, 0>();
+    quarter.template operator()<0, 1>();
+    quarter.template operator()<1, 0>();
+    quarter.template operator()<1, 1>();
+    for (int i = 0; i < 4; ++i)
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ6_KTileScales + 64 * i),
+                   _MM_HINT_T0);
+    // sum_s sc[s] * bsums[s] with the scales as int16 pairs (sc[4i], sc[4i + 2])
+    // and (sc[4i + 1], sc[4i + 3]) of each 4-byte lane.
+    __m512i even[4], odd[4];
+    for (int i = 0; i < 4; ++i) {
+      const __m512i v = _mm512_loadu_si512(tile + kQ6_KTileScales + 64 * i);
+      even[i] = _mm512_srai_epi16(_mm512_slli_epi16(v, 8), 8);
+      odd[i] = _mm512_srai_epi16(v, 8);
+    }
+    const __m512 dv =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 16 * b)));
+    for (int k = 0; k < NT; ++k) {
+      const int32_t* p = pairs[k] + 8 * b;
+      __m512i csum = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i) {
+        csum = _mm512_dpwssd_epi32(csum, even[i], _mm512_set1_epi32(p[2 * i]));
+        csum = _mm512_dpwssd_epi32(csum, odd[i], _mm512_set1_epi32(p[2 * i + 1]));
+      }
+      const __m512i exact = _mm512_sub_epi32(isum[k], _mm512_slli_epi32(csum, 5));
+      acc[k] = kquant_fold_min16(acc[k], dv, _mm512_setzero_ps(), a[k][b].d, exact,
+                                 _mm512_setzero_si512());
+    }
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
+}
+
+// A tile (its d at `d`) as a kPanelQ6_K panel: quants 0..63, factors the
+// scales, coefs the same scales as int16 pairs (the offset's).
+void decode_tile_panel(const uint8_t* tile, const uint16_t* d, KquantPanelBlock& p) {
+  for (int q = 0; q < 4; ++q)
+    for (int c = 0; c < 4; ++c) {
+      const Q6Quants w = chunk_quants(tile, q, c);
+      const int h = q / 2, l = 16 * (q % 2) + 4 * c;
+      for (int j = 0; j < 4; ++j) _mm512_store_si512(p.quants[32 * h + 8 * j + l / 4], w.q[j]);
+    }
+  for (int i = 0; i < 4; ++i) {
+    const __m512i v = _mm512_loadu_si512(tile + kQ6_KTileScales + 64 * i);
+    for (int j = 0; j < 4; ++j)
+      _mm512_store_si512(p.factors[4 * i + j],
+                         _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * j), 24));
+    // coefs[2i] = sc[4i] | sc[4i + 1] << 16, coefs[2i + 1] = sc[4i + 2] | sc[4i + 3] << 16.
+    const __m512i lo16 = _mm512_set1_epi32(0xffff);
+    const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(v, 24), 24);
+    const __m512i s1 = _mm512_srai_epi32(_mm512_slli_epi32(v, 16), 24);
+    const __m512i s2 = _mm512_srai_epi32(_mm512_slli_epi32(v, 8), 24);
+    const __m512i s3 = _mm512_srai_epi32(v, 24);
+    _mm512_store_si512(p.coefs[2 * i],
+                       _mm512_or_si512(_mm512_and_si512(s0, lo16), _mm512_slli_epi32(s1, 16)));
+    _mm512_store_si512(p.coefs[2 * i + 1],
+                       _mm512_or_si512(_mm512_and_si512(s2, lo16), _mm512_slli_epi32(s3, 16)));
+  }
+  _mm512_store_ps(p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))));
+  _mm512_store_ps(p.dmin, _mm512_setzero_ps());
+}
+
+struct Q6_KTiles {
+  static constexpr int kPairs = 8;
+  static constexpr PanelKind kPanel = kPanelQ6_K;
+  static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_pairs(a, out); }
+  // Group g's first tile and its first tile's 16 d.
+  static const uint8_t* tiles(const MatmulTask& task, int64_t g) {
+    return task.weights + g * (task.cols / 256) * kQ6_KTileBytes;
+  }
+  static const uint16_t* d(const MatmulTask& task, int64_t g) {
+    const int64_t n_sb = task.cols / 256;
+    return reinterpret_cast<const uint16_t*>(task.weights +
+                                             task.rows / kTiles16Rows * n_sb * kQ6_KTileBytes) +
+           g * n_sb * kTiles16Rows;
+  }
+  template <int NT>
+  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
+                     const int32_t* const* pairs, float* y) {
+    tile_tokens<NT>(tiles(task, g), d(task, g), task.cols / 256, a, pairs, y, task.rows);
+  }
+  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
+    decode_tile_panel(tiles(task, g) + b * kQ6_KTileBytes, d(task, g) + b * kTiles16Rows, p);
+  }
+};
+
+}  // namespace
+
+void matmul_rows_q6_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_kquant_tiles16<Q6_KTiles>(task, r0, r1);
+}
+
+}  // namespace kvforge
