@@ -908,7 +908,7 @@ TEST(MatmulInterleaved16, MatchesOraclesOnEveryPathTokenCountAndThreads) {
     }
 }
 
-// Q4_K and Q6_K rows in their Tiles16 layouts: the tile kernel (under kPanelMinTokens tokens,
+// Q4_K, Q5_K and Q6_K rows in their Tiles16 layouts: the tile kernel (under kPanelMinTokens tokens,
 // token tiles of 4 with their remainders) and the panels decoded from the
 // tiles (32 or more) give the scalar kernel's bits on native rows, at any
 // thread count (3 threads split groups unevenly), on quantized rows and on
@@ -922,6 +922,7 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
   std::mt19937 rng(31);
   const Shape shapes[] = {{16, 256}, {48, 768}, {80, 1792}};
   const std::pair<GgmlType, WeightLayout> layouts[] = {{GgmlType::Q4_K, WeightLayout::Q4_KTiles16},
+                                                       {GgmlType::Q5_K, WeightLayout::Q5_KTiles16},
                                                        {GgmlType::Q6_K, WeightLayout::Q6_KTiles16}};
   for (const auto& [type, layout] : layouts)
     for (const Shape& shape : shapes)
@@ -935,7 +936,7 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
             uint8_t* blk = &w.native.bytes[off];
             for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
             const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, dmin = off % 5 ? 0x3800 : 0xb800;
-            if (type == GgmlType::Q4_K) {
+            if (type != GgmlType::Q6_K) {
               std::memcpy(blk, &d, 2);
               std::memcpy(blk + 2, &dmin, 2);
             } else {

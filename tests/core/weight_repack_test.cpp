@@ -188,7 +188,8 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 256, 256), WeightLayout::Q4_KTiles16);
   EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 248, 256), WeightLayout::Native);
   EXPECT_EQ(regrouped_layout(GgmlType::Q6_K, 256, 256), WeightLayout::Q6_KTiles16);
-  EXPECT_EQ(regrouped_layout(GgmlType::Q5_K, 256, 256), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q5_K, 256, 256), WeightLayout::Q5_KTiles16);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q3_K, 256, 256), WeightLayout::Native);
   EXPECT_FALSE(layout_fits(WeightLayout::Q4_KTiles16, 16, 288));
   EXPECT_EQ(layout_type(WeightLayout::Q4_KTiles16), GgmlType::Q4_K);
   EXPECT_TRUE(layout_keeps_results(WeightLayout::Q4_KTiles16));

@@ -57,20 +57,28 @@ std::vector<uint8_t> native_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
-// Row r of a Q4_KTiles16 matrix (WeightLayout, matmul.h: per 16-row group
-// and super-block 2304 bytes: the rows' nibble bytes, then their scale bytes,
-// each interleaved 4 by 4, then their d and their dmin) as the file's blocks.
+// Row r of a Q4_KTiles16 or Q5_KTiles16 matrix (WeightLayout, matmul.h: per
+// 16-row group and super-block 2304 or 2816 bytes: the rows' nibble bytes,
+// for Q5_K their qh bytes, then their scale bytes, each interleaved 4 by 4,
+// then their d and their dmin) as the file's blocks.
 std::vector<uint8_t> native_q4_k_tiles16_row(const WeightView& w, int64_t r) {
+  const bool q5 = w.layout == WeightLayout::Q5_KTiles16;
+  const size_t block = q5 ? 176 : 144, tile_bytes = 16 * block, qh = q5 ? 32 : 0;
   const size_t blocks = size_t(w.cols / 256), n = size_t(r % 16);
-  const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * blocks * 2304;
-  std::vector<uint8_t> out(blocks * 144);
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * blocks * tile_bytes;
+  std::vector<uint8_t> out(blocks * block);
+  const auto bytes = [&](const uint8_t* part, size_t count, uint8_t* to) {
+    for (size_t i = 0; i < count; ++i) to[i] = part[64 * (i / 4) + 4 * n + i % 4];
+  };
   for (size_t b = 0; b < blocks; ++b) {
-    const uint8_t* tile = group + 2304 * b;
-    uint8_t* dst = &out[144 * b];  // d, dmin, 12 scale bytes, 128 nibble bytes
-    std::memcpy(dst, tile + 2240 + 2 * n, 2);
-    std::memcpy(dst + 2, tile + 2272 + 2 * n, 2);
-    for (size_t i = 0; i < 12; ++i) dst[4 + i] = tile[2048 + 64 * (i / 4) + 4 * n + i % 4];
-    for (size_t i = 0; i < 128; ++i) dst[16 + i] = tile[64 * (i / 4) + 4 * n + i % 4];
+    const uint8_t* tile = group + tile_bytes * b;
+    const uint8_t* scales = tile + 2048 + 16 * qh;
+    uint8_t* dst = &out[block * b];  // d, dmin, 12 scale bytes, [32 qh bytes,] 128 nibble bytes
+    std::memcpy(dst, scales + 192 + 2 * n, 2);
+    std::memcpy(dst + 2, scales + 224 + 2 * n, 2);
+    bytes(scales, 12, dst + 4);
+    bytes(tile + 2048, qh, dst + 16);
+    bytes(tile, 128, dst + 16 + qh);
   }
   return out;
 }
@@ -135,7 +143,7 @@ std::vector<float> to_f32(const WeightView& w) {
     if (w.layout == WeightLayout::Q8_0Tiles16 || w.layout == WeightLayout::Q4_0Tiles16) {
       native = native_tiles16_row(w, r);
       row = native.data();
-    } else if (w.layout == WeightLayout::Q4_KTiles16) {
+    } else if (w.layout == WeightLayout::Q4_KTiles16 || w.layout == WeightLayout::Q5_KTiles16) {
       native = native_q4_k_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::Q6_KTiles16) {

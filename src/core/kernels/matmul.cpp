@@ -110,12 +110,16 @@ const KernelSet kQ4_0Tiles16Set{
 const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
                                          {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
 
-// Q4_KTiles16, Q6_KTiles16: Q8_K activations, as the native kernels.
+// Q4_KTiles16, Q5_KTiles16, Q6_KTiles16: Q8_K activations, as the native kernels.
 const KernelSet kQ4_KTiles16Set{ActivationForm::Q8K, matmul_rows_q4_k_tiles16_avx512, nullptr,
                                 quantize_activations_q8_k_avx512, nullptr};
 const TypeKernels kQ4_KTiles16Kernels = {GgmlType::Q4_K,
                                          {kQ4_KTiles16Set, kQ4_KTiles16Set, kQ4_KTiles16Set}};
 
+const KernelSet kQ5_KTiles16Set{ActivationForm::Q8K, matmul_rows_q5_k_tiles16_avx512, nullptr,
+                                quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kQ5_KTiles16Kernels = {GgmlType::Q5_K,
+                                         {kQ5_KTiles16Set, kQ5_KTiles16Set, kQ5_KTiles16Set}};
 const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_avx512, nullptr,
                                 quantize_activations_q8_k_avx512, nullptr};
 const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
@@ -158,6 +162,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kBf16Interleaved16Kernels;
     case WeightLayout::Q4_KTiles16:
       return kQ4_KTiles16Kernels;
+    case WeightLayout::Q5_KTiles16:
+      return kQ5_KTiles16Kernels;
     case WeightLayout::Q6_KTiles16:
       return kQ6_KTiles16Kernels;
     default:

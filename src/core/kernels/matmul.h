@@ -88,6 +88,11 @@ namespace kvforge {
 //     fold (kquant_accumulate.h): the same bits as the native layout at
 //     every level. Rows a multiple of 16, cols of 256. Only matmul() at the
 //     AVX-512 level reads it.
+//   Q5_KTiles16: as Q4_KTiles16 for Q5_K rows, kQ5_KTileBytes = 16 x 176
+//     bytes per group and super-block: the nibble bytes (0..2047), then the
+//     rows' 32 qh bytes interleaved 4 by 4 (2048..2559: byte 2048 + 64k + 4n +
+//     j = qh byte 4k + j of row 16g + n), the scale bytes (2560..2751), the
+//     16 d (2752..2783) and the 16 dmin (2784..2815).
 //   Q6_KTiles16: the same for Q6_K rows, in 64-byte lines: first a tile of
 //     kQ6_KTileBytes = 16 x 208 bytes per group and super-block, tile (g, b)
 //     at (g * cols / 256 + b) * kQ6_KTileBytes, then the f16 d of every tile,
@@ -106,6 +111,7 @@ enum class WeightLayout {
   F16Interleaved16,
   BF16Interleaved16,
   Q4_KTiles16,
+  Q5_KTiles16,
   Q6_KTiles16
 };
 

@@ -127,6 +127,13 @@ inline constexpr int64_t kQ4_KTileBytes = kTiles16Rows * 144;
 inline constexpr int64_t kQ4_KTileScales = kTiles16Rows * 128;
 inline constexpr int64_t kQ4_KTileD = kQ4_KTileScales + kTiles16Rows * 12;
 inline constexpr int64_t kQ4_KTileDmin = kQ4_KTileD + kTiles16Rows * 2;
+// The same for Q5_KTiles16: as Q4_K's with the rows' qh bytes after the nibbles.
+void matmul_rows_q5_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+inline constexpr int64_t kQ5_KTileBytes = kTiles16Rows * 176;
+inline constexpr int64_t kQ5_KTileQh = kTiles16Rows * 128;
+inline constexpr int64_t kQ5_KTileScales = kQ5_KTileQh + kTiles16Rows * 32;
+inline constexpr int64_t kQ5_KTileD = kQ5_KTileScales + kTiles16Rows * 12;
+inline constexpr int64_t kQ5_KTileDmin = kQ5_KTileD + kTiles16Rows * 2;
 // The same for Q6_KTiles16.
 void matmul_rows_q6_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 // A Q6_KTiles16 tile (a group's super-block without its d) and where its

@@ -3,10 +3,12 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "core/cpu_features.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
 #include "core/kernels/matmul_task.h"
@@ -80,22 +82,28 @@ void interleave_rows(const void* src, int64_t rows, int64_t cols, uint8_t* out) 
     }
 }
 
-// Q4_KTiles16 (WeightLayout, matmul.h): group g's super-block b holds the
-// 16 rows' nibble bytes interleaved 4 by 4, their 12 scale bytes likewise,
-// then their d and their dmin.
-void tile_rows_q4_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
-  const auto* in = static_cast<const BlockQ4_K*>(src);
-  const int64_t blocks = cols / BlockQ4_K::kElems;
+// Q4_KTiles16, Q5_KTiles16 (WeightLayout, matmul.h): group g's super-block
+// b holds the 16 rows' nibble bytes interleaved 4 by 4, for Q5_K their qh
+// bytes likewise, their 12 scale bytes likewise, then their d and their dmin.
+template <class Block>
+void tile_rows_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  constexpr bool q5 = std::is_same_v<Block, BlockQ5_K>;
+  constexpr int64_t tile_bytes = q5 ? kQ5_KTileBytes : kQ4_KTileBytes;
+  constexpr int64_t scales = q5 ? kQ5_KTileScales : kQ4_KTileScales;
+  constexpr int64_t d = q5 ? kQ5_KTileD : kQ4_KTileD, dmin = q5 ? kQ5_KTileDmin : kQ4_KTileDmin;
+  const auto* in = static_cast<const Block*>(src);
+  const int64_t blocks = cols / Block::kElems;
   for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
     for (int64_t b = 0; b < blocks; ++b) {
-      uint8_t* t = out + (g * blocks + b) * kQ4_KTileBytes;
+      uint8_t* t = out + (g * blocks + b) * tile_bytes;
       for (int64_t n = 0; n < kTiles16Rows; ++n) {
-        const BlockQ4_K& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        const Block& blk = in[(g * kTiles16Rows + n) * blocks + b];
         for (int i = 0; i < 128; ++i) t[64 * (i / 4) + 4 * n + i % 4] = blk.qs[i];
-        for (int i = 0; i < 12; ++i)
-          t[kQ4_KTileScales + 64 * (i / 4) + 4 * n + i % 4] = blk.scales[i];
-        std::memcpy(t + kQ4_KTileD + 2 * n, &blk.d, 2);
-        std::memcpy(t + kQ4_KTileDmin + 2 * n, &blk.dmin, 2);
+        if constexpr (q5)
+          for (int i = 0; i < 32; ++i) t[kQ5_KTileQh + 64 * (i / 4) + 4 * n + i % 4] = blk.qh[i];
+        for (int i = 0; i < 12; ++i) t[scales + 64 * (i / 4) + 4 * n + i % 4] = blk.scales[i];
+        std::memcpy(t + d + 2 * n, &blk.d, 2);
+        std::memcpy(t + dmin + 2 * n, &blk.dmin, 2);
       }
     }
 }
@@ -151,6 +159,8 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::BF16Interleaved16, rows, cols);
     case GgmlType::Q4_K:
       return if_fits(WeightLayout::Q4_KTiles16, rows, cols);
+    case GgmlType::Q5_K:
+      return if_fits(WeightLayout::Q5_KTiles16, rows, cols);
     case GgmlType::Q6_K:
       return if_fits(WeightLayout::Q6_KTiles16, rows, cols);
     default:
@@ -180,6 +190,8 @@ const char* layout_name(WeightLayout layout) {
       return "BF16Interleaved16";
     case WeightLayout::Q4_KTiles16:
       return "Q4_KTiles16";
+    case WeightLayout::Q5_KTiles16:
+      return "Q5_KTiles16";
     case WeightLayout::Q6_KTiles16:
       return "Q6_KTiles16";
     case WeightLayout::Native:
@@ -202,6 +214,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::BF16;
     case WeightLayout::Q4_KTiles16:
       return GgmlType::Q4_K;
+    case WeightLayout::Q5_KTiles16:
+      return GgmlType::Q5_K;
     case WeightLayout::Q6_KTiles16:
       return GgmlType::Q6_K;
     case WeightLayout::Native:
@@ -222,6 +236,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::BF16Interleaved16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0;
     case WeightLayout::Q4_KTiles16:
+    case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % BlockQ4_K::kElems == 0;
     case WeightLayout::Native:
@@ -243,6 +258,7 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::BF16Interleaved16:
       return "rows a multiple of 16";
     case WeightLayout::Q4_KTiles16:
+    case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
       return "rows a multiple of 16 and cols of 256";
     case WeightLayout::Native:
@@ -260,7 +276,8 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
   auto* out = static_cast<uint8_t*>(dst);
   if (layout == WeightLayout::Q8_0Tiles16) return tile_rows<BlockQ8_0>(src, rows, cols, 0x80, out);
   if (layout == WeightLayout::Q4_0Tiles16) return tile_rows<BlockQ4_0>(src, rows, cols, 0, out);
-  if (layout == WeightLayout::Q4_KTiles16) return tile_rows_q4_k(src, rows, cols, out);
+  if (layout == WeightLayout::Q4_KTiles16) return tile_rows_k<BlockQ4_K>(src, rows, cols, out);
+  if (layout == WeightLayout::Q5_KTiles16) return tile_rows_k<BlockQ5_K>(src, rows, cols, out);
   if (layout == WeightLayout::Q6_KTiles16) return tile_rows_q6_k(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
@@ -278,7 +295,7 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
 
 bool layout_keeps_results(WeightLayout layout) {
   return layout == WeightLayout::Native || layout == WeightLayout::Q4_KTiles16 ||
-         layout == WeightLayout::Q6_KTiles16;
+         layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }

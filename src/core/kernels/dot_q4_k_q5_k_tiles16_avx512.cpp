@@ -1,5 +1,5 @@
-// Q4_K weights in the Q4_KTiles16 layout (matmul.h) x Q8_K activations,
-// AVX-512 VNNI.
+// Q4_K and Q5_K weights in the Q4_KTiles16 / Q5_KTiles16 layouts (matmul.h)
+// x Q8_K activations, AVX-512 VNNI.
 //
 // The native kernels unpack each row's super-block on its own and leave its
 // products spread over lanes to be summed; for decode that work, not the
@@ -11,6 +11,9 @@
 // takes its 6-bit scale with one multiply; the mins meet the token's block
 // sums the same way. Each (row, token) then gets the scalar kernel's
 // integers and its fold, in its order (kquant_accumulate.h): the same bits.
+// Q5_K's fifth bits come from 8 more lines of the rows' qh bytes, 4 of each
+// row per line as for the nibbles: bit 2g of each byte for sub-block 2g, bit
+// 2g + 1 for sub-block 2g + 1, moved to bit 4 of each quant.
 //
 // The walk over groups and tokens, and the panels for long batches:
 // kquant_tiles16_avx512.h.
@@ -23,9 +26,26 @@
 namespace kvforge {
 namespace {
 
-// How far ahead of its loads a pass prefetches: decode streams the weights
-// once, and the hardware prefetchers alone left it waiting on DRAM.
-constexpr int64_t kPrefetchBytes = kQ4_KTileBytes;
+// Where a tile's parts start (WeightLayout, matmul.h); qh < 0: none (Q4_K).
+struct TileLayout {
+  int64_t bytes, qh, scales, d, dmin;
+};
+constexpr TileLayout kQ4_K{kQ4_KTileBytes, -1, kQ4_KTileScales, kQ4_KTileD, kQ4_KTileDmin};
+constexpr TileLayout kQ5_K{kQ5_KTileBytes, kQ5_KTileQh, kQ5_KTileScales, kQ5_KTileD, kQ5_KTileDmin};
+
+// How far ahead of its loads a pass prefetches (one tile): decode streams
+// the weights once, and the hardware prefetchers alone left it waiting on DRAM.
+
+// Bit `Bit` of each byte of v moved to bit 4 (Q5_K's fifth bit of a quant).
+template <int Bit>
+static inline __m512i bit_to_4(__m512i v) {
+  __m512i shifted;
+  if constexpr (Bit <= 4)
+    shifted = _mm512_slli_epi16(v, 4 - Bit);
+  else
+    shifted = _mm512_srli_epi16(v, Bit - 4);
+  return _mm512_and_si512(shifted, _mm512_set1_epi8(0x10));  // only each byte's own bit
+}
 
 // A group super-block's 6-bit scales and mins (formats/q4_k.h), lane n for
 // row n: sc[0] holds sc0..sc3 as bytes, sc[1] sc4..sc7; m[0] m0..m3, m[1] m4..m7.
@@ -34,10 +54,10 @@ struct TileScales {
   __m512i m[2];
 };
 
-static inline TileScales tile_scales(const uint8_t* tile) {
-  const __m512i v0 = _mm512_loadu_si512(tile + kQ4_KTileScales);
-  const __m512i v1 = _mm512_loadu_si512(tile + kQ4_KTileScales + 64);
-  const __m512i v2 = _mm512_loadu_si512(tile + kQ4_KTileScales + 128);
+static inline TileScales tile_scales(const uint8_t* scales) {
+  const __m512i v0 = _mm512_loadu_si512(scales);
+  const __m512i v1 = _mm512_loadu_si512(scales + 64);
+  const __m512i v2 = _mm512_loadu_si512(scales + 128);
   const __m512i six_bits = _mm512_set1_epi8(0x3f), low4 = _mm512_set1_epi8(0x0f),
                 top2 = _mm512_set1_epi8(0x30);
   // j < 4: sc = b[j] & 63, m = b[j + 4] & 63; j >= 4: sc = (b[j + 4] & 15) |
@@ -80,16 +100,31 @@ static inline void block_sum_pairs(const BlockQ8_K& a, int32_t pairs[4]) {
 
 // NT tokens (blocks a[k], sum pairs pairs[k]) over one group of n_sb
 // super-blocks; row sums to y (token k's 16 rows at y[k * rows]).
-template <int NT>
+// Quants of sub-blocks 2G (lo) and 2G + 1 (hi), 4 of each row, from line C
+// of the tile's nibbles (and for Q5_K line C of its qh bytes).
+template <TileLayout L, int G>
+static inline void chunk_quants(const uint8_t* tile, int c, __m512i& lo, __m512i& hi) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * G + c));
+  lo = _mm512_and_si512(w, low4);
+  hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+  if constexpr (L.qh >= 0) {
+    const __m512i h = _mm512_loadu_si512(tile + L.qh + 64 * c);
+    lo = _mm512_or_si512(lo, bit_to_4<2 * G>(h));
+    hi = _mm512_or_si512(hi, bit_to_4<2 * G + 1>(h));
+  }
+}
+
+template <TileLayout L, int NT>
 void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
                  const int32_t* const* pairs, float* y, int64_t rows) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  constexpr int64_t kPrefetchBytes = L.bytes;
   __m512 acc[NT];
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_sb; ++b) {
-    const uint8_t* tile = group + b * kQ4_KTileBytes;
-    const TileScales s = tile_scales(tile);
-    for (int64_t l = 2048; l < kQ4_KTileBytes; l += 64)
+    const uint8_t* tile = group + b * L.bytes;
+    const TileScales s = tile_scales(tile + L.scales);
+    for (int64_t l = 2048; l < L.bytes; l += 64)
       _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + l), _MM_HINT_T0);
     __m512i isum[NT];
     for (int k = 0; k < NT; ++k) isum[k] = _mm512_setzero_si512();
@@ -99,9 +134,8 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
       for (int c = 0; c < 8; ++c) {
         _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + 64 * (8 * G + c)),
                      _MM_HINT_T0);
-        const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * G + c));
-        const __m512i lo = _mm512_and_si512(w, low4);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(w, 4), low4);
+        __m512i lo, hi;
+        chunk_quants<L, G>(tile, c, lo, hi);
         for (int k = 0; k < NT; ++k) {
           int32_t q_lo, q_hi;
           std::memcpy(&q_lo, a[k][b].qs + 64 * G + 4 * c, 4);
@@ -122,9 +156,9 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
     const __m512i m01 = min_pair<0>(s.m), m23 = min_pair<1>(s.m), m45 = min_pair<2>(s.m),
                   m67 = min_pair<3>(s.m);
     const __m512 d =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileD)));
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.d)));
     const __m512 dmin =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileDmin)));
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.dmin)));
     for (int k = 0; k < NT; ++k) {
       const int32_t* p = pairs[k] + 4 * b;
       __m512i csum = _mm512_dpwssd_epi32(_mm512_setzero_si512(), m01, _mm512_set1_epi32(p[0]));
@@ -137,16 +171,22 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
   for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
 }
 
-// Super-block b of a group as a panel (kquant_panels_avx512.h).
+// A tile as a panel (kquant_panels_avx512.h).
+template <TileLayout L>
 void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-  for (int g = 0; g < 4; ++g)
+  const auto quarter = [&]<int G>() {
     for (int c = 0; c < 8; ++c) {
-      const __m512i w = _mm512_loadu_si512(tile + 64 * (8 * g + c));
-      _mm512_store_si512(p.quants[16 * g + c], _mm512_and_si512(w, low4));
-      _mm512_store_si512(p.quants[16 * g + 8 + c], _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
+      __m512i lo, hi;
+      chunk_quants<L, G>(tile, c, lo, hi);
+      _mm512_store_si512(p.quants[16 * G + c], lo);
+      _mm512_store_si512(p.quants[16 * G + 8 + c], hi);
     }
-  const TileScales s = tile_scales(tile);
+  };
+  quarter.template operator()<0>();
+  quarter.template operator()<1>();
+  quarter.template operator()<2>();
+  quarter.template operator()<3>();
+  const TileScales s = tile_scales(tile + L.scales);
   _mm512_store_si512(p.factors[0], lane_byte<0>(s.sc));
   _mm512_store_si512(p.factors[1], lane_byte<1>(s.sc));
   _mm512_store_si512(p.factors[2], lane_byte<2>(s.sc));
@@ -160,34 +200,37 @@ void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
   _mm512_store_si512(p.coefs[2], min_pair<2>(s.m));
   _mm512_store_si512(p.coefs[3], min_pair<3>(s.m));
   _mm512_store_ps(
-      p.d,
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileD))));
+      p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.d))));
   _mm512_store_ps(
-      p.dmin,
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ4_KTileDmin))));
+      p.dmin, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.dmin))));
 }
 
-struct Q4_KTiles {
+template <TileLayout L>
+struct MinTiles {
   static constexpr int kPairs = 4;
   static constexpr PanelKind kPanel = kPanelWithMin;
   static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_pairs(a, out); }
   static const uint8_t* group(const MatmulTask& task, int64_t g) {
-    return task.weights + g * (task.cols / 256) * kQ4_KTileBytes;
+    return task.weights + g * (task.cols / 256) * L.bytes;
   }
   template <int NT>
   static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
                      const int32_t* const* pairs, float* y) {
-    tile_tokens<NT>(group(task, g), task.cols / 256, a, pairs, y, task.rows);
+    tile_tokens<L, NT>(group(task, g), task.cols / 256, a, pairs, y, task.rows);
   }
   static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
-    decode_tile_panel(group(task, g) + b * kQ4_KTileBytes, p);
+    decode_tile_panel<L>(group(task, g) + b * L.bytes, p);
   }
 };
 
 }  // namespace
 
 void matmul_rows_q4_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_kquant_tiles16<Q4_KTiles>(task, r0, r1);
+  run_kquant_tiles16<MinTiles<kQ4_K>>(task, r0, r1);
+}
+
+void matmul_rows_q5_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_kquant_tiles16<MinTiles<kQ5_K>>(task, r0, r1);
 }
 
 }  // namespace kvforge
