@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -35,11 +36,13 @@ struct TierDir {
   }
 };
 
-// Drops the tier's files from the page cache, so the next read comes from the device.
+// Drops the tier's files from the page cache, so the next read comes from
+// the device. Written back first: the kernel keeps dirty pages.
 void drop_from_page_cache(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
+    ::fdatasync(fd);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
   }
@@ -122,6 +125,81 @@ void tier_round(const Model& model, const Tokenizer& tok, ThreadPool& pool, Engi
 
 }  // namespace
 
+namespace {
+
+struct StepTimes {
+  std::vector<double> quiet_ms;    // the decoding request's steps before the other arrives
+  std::vector<double> loading_ms;  // its steps from the other's arrival to its first token
+  std::vector<double> ttft_ms;     // the other request's time to first token
+};
+
+// A request decodes alone, then a request whose prefix is on disk arrives:
+// the decoding request's step times before, and until the other's first token.
+void overlap_round(const Model& model, ThreadPool& pool, const EngineOptions& options,
+                   const KvTierBenchOptions& o, std::mt19937& rng, bool drop_cache, StepTimes& t) {
+  const int n_vocab = model.config().n_vocab;
+  const std::vector<int32_t> prefix = random_ids(rng, o.prefix_len, n_vocab);
+  TierDir dir(o.parent_dir);
+  EngineOptions on = options;
+  on.kv_disk_dir = dir.path.string();
+  {
+    Engine writer(model, pool, on);
+    writer.add_request(concat(prefix, random_ids(rng, o.suffix_len, n_vocab)), greedy(1));
+    while (writer.has_unfinished()) writer.step();
+  }
+  if (drop_cache) drop_from_page_cache(dir.path);
+  Engine e(model, pool, on);
+  constexpr int kQuietSteps = 16;
+  e.add_request(random_ids(rng, 16, n_vocab), greedy(kQuietSteps + 64));
+  RequestId other = -1;
+  std::chrono::steady_clock::time_point arrived;
+  for (int step = 0; e.has_unfinished(); ++step) {
+    if (step == kQuietSteps) {
+      other = e.add_request(concat(prefix, random_ids(rng, o.suffix_len, n_vocab)), greedy(1));
+      arrived = std::chrono::steady_clock::now();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<StepEvent> events = e.step();
+    const auto t1 = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (step == 0) continue;  // the decoding request's own prefill
+    if (other < 0) {
+      t.quiet_ms.push_back(ms);
+      continue;
+    }
+    t.loading_ms.push_back(ms);
+    const bool first = std::any_of(events.begin(), events.end(),
+                                   [&](const StepEvent& ev) { return ev.request == other; });
+    if (first) {
+      t.ttft_ms.push_back(std::chrono::duration<double, std::milli>(t1 - arrived).count());
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+void bench_tier_load_overlap(const Model& model, ThreadPool& pool, const EngineOptions& options,
+                             const KvTierBenchOptions& o) {
+  std::printf(
+      "\n## KV tiers: step times of a decoding request while another request's %d-token prefix "
+      "loads from disk (%s KV, %d rounds)\n\n| page cache | decode step ms alone: median / max "
+      "| from arrival to first token: steps, median / p99 / max ms | arriving request TTFT ms "
+      "median |\n|---|---|---|---|\n",
+      o.prefix_len, kv_dtype_name(options.kv_format.k), o.rounds);
+  for (const bool drop : {false, true}) {
+    StepTimes t;
+    std::mt19937 rng(o.seed * 31337u);
+    for (int r = 0; r < o.rounds; ++r) overlap_round(model, pool, options, o, rng, drop, t);
+    std::printf(
+        "| %s | %.1f / %.1f | %zu, %.1f / %.1f / %.1f | %.1f |\n", drop ? "dropped" : "warm",
+        percentile(t.quiet_ms, 0.5), *std::max_element(t.quiet_ms.begin(), t.quiet_ms.end()),
+        t.loading_ms.size(), percentile(t.loading_ms, 0.5), percentile(t.loading_ms, 0.99),
+        *std::max_element(t.loading_ms.begin(), t.loading_ms.end()), percentile(t.ttft_ms, 0.5));
+    std::fflush(stdout);
+  }
+}
+
 void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                      EngineOptions options, const KvTierBenchOptions& o) {
   std::printf(
@@ -154,6 +232,10 @@ void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                   percentile(row.load_ms, 0.5));
       std::fflush(stdout);
     }
+  }
+  for (const KvFormat& f : o.formats) {
+    options.kv_format = f;
+    bench_tier_load_overlap(model, pool, options, o);
   }
 }
 
