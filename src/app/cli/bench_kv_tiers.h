@@ -5,6 +5,7 @@
 //      format, with the bytes read;
 //   1b. (with 1, per KV format) the step times of a decoding request while
 //      another request's prefix loads from disk, page cache warm and dropped;
+//      and the time to read such a prefix's files buffered vs O_DIRECT;
 //   2. multi-turn chat: many conversations, each turn resending the whole
 //      history, more of them than the pool holds, with the disk tier off
 //      and on.
@@ -42,6 +43,7 @@ void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                      EngineOptions options, const KvTierBenchOptions& o);
 void bench_tier_load_overlap(const Model& model, ThreadPool& pool, const EngineOptions& options,
                              const KvTierBenchOptions& o);
+void bench_tier_read_modes(const Model& model, EngineOptions options, const KvTierBenchOptions& o);
 void bench_multi_turn_chat(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                            EngineOptions options, const KvTierBenchOptions& o);
 

@@ -87,7 +87,8 @@ class KvDiskTier {
   // the file's recency, a rejected file is counted and deleted, a missing one
   // forgotten, an I/O error turns the tier off. True on a hit.
   bool note_read(uint64_t chain_hash, const BlockRead& r);
-  // How files are read: set before the first read (the loader thread copies it).
+  // How files are read (buffered by default, see reader_): set before the
+  // first read; DiskPrefixTier's loader thread copies it when constructed.
   KvReadMode read_mode() const { return reader_.mode(); }
   void set_read_mode(KvReadMode mode) { reader_ = BlockFileReader(mode); }
 
@@ -117,7 +118,8 @@ class KvDiskTier {
   WarnFn warn_;
   std::list<uint64_t> lru_;  // chain hashes, least recently used first
   std::unordered_map<uint64_t, Entry> index_;
-  BlockFileReader reader_{KvReadMode::kBuffered};  // load()'s
+  // Buffered, measured best overall: O_DIRECT wins only cold (docs/bench/kv-tiers.md).
+  BlockFileReader reader_{KvReadMode::kBuffered};  // load()'s; the loader thread copies its mode
   KvDiskStats stats_;
 };
 
