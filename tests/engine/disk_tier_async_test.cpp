@@ -1,8 +1,9 @@
 // Prefix blocks restored from disk off the engine thread: a sequence whose
 // prefix is on disk loads while another decodes (the step that admits it
 // does not compute it), and both outputs stay bit-identical to cold runs;
-// aborting a loading request frees its blocks; a corrupt file met by the
-// load ends the restore there and the rest is recomputed.
+// aborting a loading request frees its blocks, destroying the engine stops
+// the load first; a corrupt file met by the load ends the restore there and
+// the rest is recomputed.
 #include <gtest/gtest.h>
 
 #include <cinttypes>
@@ -106,6 +107,21 @@ TEST(DiskTierAsync, AbortingALoadingRequestFreesItsBlocks) {
   const Trace again = run_alone(engine, rec, f.doc, 4);
   EXPECT_EQ(again.logits, f.want_doc.logits);
   EXPECT_EQ(engine.stats().disk.hits, 10);
+}
+
+// The loader thread may still be writing into the pool: the engine stops
+// it before the pool goes (ASan and TSan builds check).
+TEST(DiskTierAsync, DestroyingTheEngineDuringALoadIsSafe) {
+  Fixture f;
+  EngineRecorder rec;
+  auto engine = std::make_unique<Engine>(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  f.start_both(*engine, rec);
+  engine.reset();
+  // The files outlive it, whole: a new engine restores the prefix in full.
+  EngineRecorder rec2;
+  Engine again(*f.model, f.pool, rec2.hook(options(f.dir.path)));
+  EXPECT_EQ(run_alone(again, rec2, f.doc, 4).logits, f.want_doc.logits);
+  EXPECT_EQ(again.stats().disk.hits, 10);
 }
 
 TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
