@@ -30,10 +30,44 @@ void Scheduler::add_running(std::unique_ptr<Sequence> seq) {
 SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int32_t budget = options_.max_batched_tokens;
+  land_loads(false);
   schedule_decodes(out, budget);
   schedule_prefill_chunks(out, budget);
   admit_waiting(out, budget);
+  // Nothing to compute before a load lands: waiting for it stalls no one.
+  while (out.chunks.empty() && n_loading_ > 0) {
+    land_loads(true);
+    schedule_decodes(out, budget);
+    schedule_prefill_chunks(out, budget);
+  }
   return out;
+}
+
+void Scheduler::land_loads(bool wait) {
+  if (n_loading_ == 0) return;
+  for (const LoadedPrefix& l : tier_->take_loaded(wait)) {
+    const auto it = std::find_if(running_.begin(), running_.end(),
+                                 [&](const auto& s) { return s->id == l.seq && s->loading; });
+    if (it == running_.end())
+      throw std::logic_error("scheduler: a load ended for sequence " + std::to_string(l.seq) +
+                             ", which is not loading");
+    Sequence& seq = **it;
+    const int32_t n = seq.n_computed + l.blocks * blocks_.block_size();
+    blocks_.truncate(seq.id, n);  // blocks whose files failed are recomputed
+    blocks_.mark_computed(seq.id, seq.tokens, n);
+    seq.n_computed = n;
+    seq.loading = false;
+    --n_loading_;
+  }
+}
+
+void Scheduler::release(Sequence& seq) {
+  if (seq.loading) {
+    tier_->cancel_load(seq.id);
+    seq.loading = false;
+    --n_loading_;
+  }
+  blocks_.free(seq.id);
 }
 
 int Scheduler::running_width() const {
@@ -45,7 +79,7 @@ int Scheduler::running_width() const {
 void Scheduler::preempt_last() {
   std::unique_ptr<Sequence> seq = std::move(running_.back());
   running_.pop_back();
-  blocks_.free(seq->id);
+  release(*seq);
   seq->n_computed = 0;
   waiting_.push_front(std::move(seq));
   ++preemptions_;
@@ -65,7 +99,7 @@ int32_t Scheduler::appendable(const Sequence& seq, int32_t want) const {
 void Scheduler::schedule_decodes(SchedulerOutput& out, int32_t& budget) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence& seq = *running_[i];
-    if (seq.n_pending() != 1) continue;
+    if (seq.loading || seq.n_pending() != 1) continue;
     // Everything behind i is newer and not yet scheduled: preempt from the
     // back until the decode fits, this sequence itself last.
     bool preempted_self = false;
@@ -86,7 +120,7 @@ void Scheduler::schedule_decodes(SchedulerOutput& out, int32_t& budget) {
 void Scheduler::schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget) {
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence& seq = *running_[i];
-    if (seq.n_pending() <= 1) continue;
+    if (seq.loading || seq.n_pending() <= 1) continue;
     const int32_t want = std::min(seq.n_pending(), budget);
     int32_t n = appendable(seq, want);
     // Prefill chunks only fill what decodes leave, except when nothing at
@@ -104,7 +138,7 @@ void Scheduler::schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget) {
   }
 }
 
-int32_t Scheduler::fetch_from_tier(const Sequence& seq, int32_t ram) {
+int32_t Scheduler::tier_blocks(const Sequence& seq, int32_t ram) const {
   if (!tier_) return 0;
   const int32_t bs = blocks_.block_size();
   const std::span<const int32_t> tokens(seq.tokens);
@@ -117,21 +151,23 @@ int32_t Scheduler::fetch_from_tier(const Sequence& seq, int32_t ram) {
     const int32_t mid = lo + (hi - lo) / 2;
     (blocks_.can_allocate(tokens, ram + mid * bs + 1) ? lo : hi) = mid;
   }
-  return tier_->fetch(tokens, ram / bs, lo, eligible);
+  return lo;
 }
 
 void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
   if (out.n_preempted > 0) return;
+  const int32_t bs = blocks_.block_size();
   while (!waiting_.empty() && budget > 0) {
     Sequence& seq = *waiting_.front();
     if (!running_.empty() && running_width() + seq.width() > options_.max_seqs) break;
     const std::span<const int32_t> tokens(seq.tokens);
     const int32_t ram = blocks_.cached_prefix(tokens);
     if (!blocks_.can_allocate(tokens, ram + 1)) break;  // first come, first served
-    const int32_t restored = fetch_from_tier(seq, ram) * blocks_.block_size();
-    const int32_t cached = ram + restored;
-    const int32_t most = cached + std::min(seq.len() - cached, budget);
-    int32_t lo = cached + 1, hi = most + 1;  // can_allocate(lo) holds; hi is out of range or fails
+    const int32_t on_tier = tier_blocks(seq, ram);
+    // Restored blocks first, computed ones once they landed (a later step).
+    const int32_t cached = ram + on_tier * bs;
+    const int32_t most = on_tier > 0 ? cached : ram + std::min(seq.len() - ram, budget);
+    int32_t lo = ram + 1, hi = most + 1;  // can_allocate(lo) holds; hi is out of range or fails
     if (blocks_.can_allocate(tokens, most)) lo = most;
     while (hi - lo > 1) {
       const int32_t mid = lo + (hi - lo) / 2;
@@ -143,15 +179,19 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
       throw std::logic_error("scheduler: block manager reused " + std::to_string(reused) + " of " +
                              std::to_string(target) + " tokens, cached_prefix said " +
                              std::to_string(ram));
-    if (restored > 0) {
-      tier_->install(seq.id, ram / blocks_.block_size(), restored / blocks_.block_size());
-      blocks_.mark_computed(seq.id, tokens, cached);
-    }
-    seq.n_computed = cached;
+    seq.n_computed = ram;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
-    const int32_t n = target - cached;
-    out.chunks.push_back({&seq, cached, n, target == seq.len()});
+    const int32_t eligible = (seq.len() - 1) / bs - ram / bs;  // prompt blocks past RAM's
+    if (tier_ && on_tier == 0 && eligible > 0) tier_->note_misses(eligible);
+    if (on_tier > 0) {
+      tier_->start_load(seq.id, tokens, ram / bs, on_tier, eligible);
+      seq.loading = true;
+      ++n_loading_;
+      continue;
+    }
+    const int32_t n = target - ram;
+    out.chunks.push_back({&seq, ram, n, target == seq.len()});
     budget -= n;
     out.n_tokens += n;
   }
@@ -160,7 +200,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
 void Scheduler::remove(const Sequence* seq) {
   for (auto it = running_.begin(); it != running_.end(); ++it)
     if (it->get() == seq) {
-      blocks_.free(seq->id);
+      release(**it);
       running_.erase(it);
       return;
     }

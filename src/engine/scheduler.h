@@ -13,10 +13,16 @@
 //      sequence slots and blocks last (a prefix-cache hit is not recomputed).
 //      No admission in a step that preempted: the freed blocks go to the
 //      older sequences, not to a newcomer that would be preempted next.
-//      With a lower tier (set_prefix_tier, the disk), the prompt blocks past
-//      the RAM prefix that the tier holds are read and installed at
-//      admission, synchronously, before the step's forward pass: they cost
-//      no token budget, and the sequence starts computing after them.
+//      With a lower tier (set_prefix_tier, the disk), a sequence whose
+//      prompt blocks past the RAM prefix the tier holds is admitted with
+//      blocks for them and starts loading them off the engine thread; it
+//      costs no token budget and is not scheduled while loading. Loads that
+//      ended are taken at the start of each schedule(), without waiting: the
+//      sequence then computes the rest of its prompt after the restored
+//      blocks (fewer when a file failed to verify: those are recomputed).
+//      Only when nothing else can run does schedule() wait for a load.
+//      A loading sequence counts against max_seqs and can be preempted or
+//      removed like a running one (its load is cancelled first).
 // Blocks are reserved here (allocate / append); the runner computes them.
 #pragma once
 
@@ -75,6 +81,7 @@ class Scheduler {
   bool empty() const { return running_.empty() && waiting_.empty(); }
   int32_t n_running() const { return int32_t(running_.size()); }
   int32_t n_waiting() const { return int32_t(waiting_.size()); }
+  int32_t n_loading() const { return n_loading_; }
   int64_t preemptions() const { return preemptions_; }
   const std::vector<std::unique_ptr<Sequence>>& running() const { return running_; }
   const SchedulerOptions& options() const { return options_; }
@@ -87,10 +94,13 @@ class Scheduler {
   void schedule_decodes(SchedulerOutput& out, int32_t& budget);
   void schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget);
   void admit_waiting(SchedulerOutput& out, int32_t& budget);
-  // Blocks past the RAM prefix of `ram` tokens that the tier restores for
-  // `seq` (fetched, waiting for install), as many as the pool can hold next
-  // to one computed token.
-  int32_t fetch_from_tier(const Sequence& seq, int32_t ram);
+  // Blocks past the RAM prefix of `ram` tokens that the tier could restore
+  // for `seq`, as many as the pool can hold next to one computed token.
+  int32_t tier_blocks(const Sequence& seq, int32_t ram) const;
+  // Running sequences whose loads ended leave the loading state.
+  void land_loads(bool wait);
+  // Frees a running (or loading) sequence's blocks, its load cancelled first.
+  void release(Sequence& seq);
 
   BlockManager& blocks_;
   PrefixTier* tier_ = nullptr;
@@ -98,6 +108,7 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admission order, oldest first
   int64_t preemptions_ = 0;
+  int32_t n_loading_ = 0;
 };
 
 }  // namespace kvforge

@@ -8,6 +8,10 @@
 // be fed through the model: the whole prompt at first (in chunks), then the
 // one token sampled last step (a decode), or everything again after a
 // preemption (recompute).
+//
+// A sequence admitted with prefix blocks on a lower tier (the disk) is
+// `loading` until they land: it holds blocks for its RAM prefix (n_computed)
+// plus the blocks being restored, and is not scheduled.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,7 @@ struct Sequence {
   int32_t max_tokens = 0;  // generated tokens allowed
   int32_t max_len = 0;     // total tokens allowed (context / pool)
   int pending_forks = 0;   // branches to fork off when the prompt is computed
+  bool loading = false;    // waiting for a lower tier to restore its prefix blocks
   std::unique_ptr<Sampler> sampler;
 
   int32_t len() const { return int32_t(tokens.size()); }

@@ -89,6 +89,38 @@ TEST(KvDiskTier, StoresLoadsAndSurvivesANewInstance) {
   EXPECT_EQ(name.size(), 16u + 1 + 16 + 4);
 }
 
+// O_DIRECT reads whole aligned chunks and takes the file's short tail: files
+// below, above and exactly at the alignment load the same bytes as a
+// buffered read, and a truncated one is still rejected.
+TEST(KvDiskTier, ReadsTheSameBlocksBufferedAndWithODirect) {
+  TempDir dir("kvforge-disk-tier");
+  // 64 header + 4 * n ids + 96 payload + 8 checksum bytes: 200, 4096 and 4968.
+  const std::vector<int> lengths = {8, 982, 1200};
+  {
+    KvDiskTier tier(dir.path, 1 << 20, identity());
+    for (const int n : lengths)
+      ASSERT_TRUE(tier.store(hash_of(prefix(n)), prefix(n), payload(uint8_t(n))));
+  }
+  ASSERT_EQ(fs::file_size(KvDiskTier(dir.path, 1 << 20, identity()).path_of(hash_of(prefix(982)))),
+            BlockFileReader::kAlignment);
+  for (const KvReadMode mode : {KvReadMode::kBuffered, KvReadMode::kDirect}) {
+    KvDiskTier tier(dir.path, 1 << 20, identity());
+    tier.set_read_mode(mode);
+    for (const int n : lengths) {
+      std::vector<uint8_t> out(96);
+      ASSERT_TRUE(tier.load(hash_of(prefix(n)), prefix(n), out)) << n << " tokens";
+      EXPECT_EQ(out, payload(uint8_t(n))) << n << " tokens";
+    }
+    EXPECT_EQ(tier.stats().bytes_read, 200 + 4096 + 4968);
+  }
+  KvDiskTier tier(dir.path, 1 << 20, identity());
+  fs::resize_file(tier.path_of(hash_of(prefix(1200))), 4968 - 1);
+  tier.set_read_mode(KvReadMode::kDirect);
+  std::vector<uint8_t> out(96);
+  EXPECT_FALSE(tier.load(hash_of(prefix(1200)), prefix(1200), out));
+  EXPECT_EQ(tier.stats().files_rejected, 1);
+}
+
 // Writes a valid file, lets `damage` change it on disk, then loads it in a
 // fresh tier (as a restarted process would) expecting a rejection.
 void expect_rejected(const std::function<void(const fs::path&)>& damage,

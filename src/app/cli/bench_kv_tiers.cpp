@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -12,6 +13,10 @@
 #include "app/cli/engine_flags.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
+#include "engine/kv/kv_disk_tier.h"
+#include "engine/kv/paged_kv_cache.h"
+#include "engine/kv/prefix_cache.h"
+#include "engine/static_pipeline/fingerprint.h"
 
 namespace kvforge::cli {
 namespace {
@@ -35,11 +40,13 @@ struct TierDir {
   }
 };
 
-// Drops the tier's files from the page cache, so the next read comes from the device.
+// Drops the tier's files from the page cache, so the next read comes from
+// the device. Written back first: the kernel keeps dirty pages.
 void drop_from_page_cache(const fs::path& dir) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const int fd = ::open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) continue;
+    ::fdatasync(fd);
     ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
     ::close(fd);
   }
@@ -122,6 +129,80 @@ void tier_round(const Model& model, const Tokenizer& tok, ThreadPool& pool, Engi
 
 }  // namespace
 
+namespace {
+
+struct StepTimes {
+  std::vector<double> quiet_ms;    // the decoding request's steps before the other arrives
+  std::vector<double> all_ms;      // all its decode steps, the other's arrival among them
+  std::vector<double> ttft_ms;     // the arriving request's time to first token
+  std::vector<double> arrival_ms;  // the step that admitted the arriving request
+};
+
+// A request decodes alone, then a request whose prefix is on disk arrives:
+// the decoding request's step times, alone and over its whole decode.
+void overlap_round(const Model& model, ThreadPool& pool, const EngineOptions& options,
+                   const KvTierBenchOptions& o, std::mt19937& rng, bool drop_cache, StepTimes& t) {
+  const int n_vocab = model.config().n_vocab;
+  const std::vector<int32_t> prefix = random_ids(rng, o.prefix_len, n_vocab);
+  TierDir dir(o.parent_dir);
+  EngineOptions on = options;
+  on.kv_disk_dir = dir.path.string();
+  {
+    Engine writer(model, pool, on);
+    writer.add_request(concat(prefix, random_ids(rng, o.suffix_len, n_vocab)), greedy(1));
+    while (writer.has_unfinished()) writer.step();
+  }
+  if (drop_cache) drop_from_page_cache(dir.path);
+  Engine e(model, pool, on);
+  constexpr int kQuietSteps = 16, kDecodes = 64;
+  const RequestId decoding = e.add_request(random_ids(rng, 16, n_vocab), greedy(kDecodes));
+  RequestId other = -1;
+  std::chrono::steady_clock::time_point arrived;
+  for (int step = 0; e.has_unfinished(); ++step) {
+    if (step == kQuietSteps) {
+      other = e.add_request(concat(prefix, random_ids(rng, o.suffix_len, n_vocab)), greedy(1));
+      arrived = std::chrono::steady_clock::now();
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::vector<StepEvent> events = e.step();
+    const auto t1 = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    const auto has = [&](RequestId r) {
+      return std::any_of(events.begin(), events.end(),
+                         [&](const StepEvent& ev) { return ev.request == r && ev.token; });
+    };
+    if (has(other))
+      t.ttft_ms.push_back(std::chrono::duration<double, std::milli>(t1 - arrived).count());
+    if (step == 0 || !has(decoding)) continue;  // its own prefill, or it is done
+    t.all_ms.push_back(ms);
+    if (other < 0) t.quiet_ms.push_back(ms);
+    if (step == kQuietSteps) t.arrival_ms.push_back(ms);
+  }
+}
+
+}  // namespace
+
+void bench_tier_load_overlap(const Model& model, ThreadPool& pool, const EngineOptions& options,
+                             const KvTierBenchOptions& o) {
+  std::printf(
+      "\n## KV tiers: step times of a decoding request (64 tokens) while another request's "
+      "%d-token prefix loads from disk (%s KV, %d rounds)\n\n| page cache | decode step ms alone: "
+      "median / max | all its decode steps: median / p99 / max ms | the step admitting the other: "
+      "median ms | arriving request TTFT ms median |\n|---|---|---|---|---|\n",
+      o.prefix_len, kv_dtype_name(options.kv_format.k), o.rounds);
+  for (const bool drop : {false, true}) {
+    StepTimes t;
+    std::mt19937 rng(o.seed * 31337u);
+    for (int r = 0; r < o.rounds; ++r) overlap_round(model, pool, options, o, rng, drop, t);
+    std::printf("| %s | %.1f / %.1f | %.1f / %.1f / %.1f | %.1f | %.1f |\n",
+                drop ? "dropped" : "warm", percentile(t.quiet_ms, 0.5),
+                *std::max_element(t.quiet_ms.begin(), t.quiet_ms.end()), percentile(t.all_ms, 0.5),
+                percentile(t.all_ms, 0.99), *std::max_element(t.all_ms.begin(), t.all_ms.end()),
+                percentile(t.arrival_ms, 0.5), percentile(t.ttft_ms, 0.5));
+    std::fflush(stdout);
+  }
+}
+
 void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                      EngineOptions options, const KvTierBenchOptions& o) {
   std::printf(
@@ -154,6 +235,76 @@ void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                   percentile(row.load_ms, 0.5));
       std::fflush(stdout);
     }
+  }
+  for (const KvFormat& f : o.formats) {
+    options.kv_format = f;
+    bench_tier_load_overlap(model, pool, options, o);
+    bench_tier_read_modes(model, options, o);
+  }
+}
+
+void bench_tier_read_modes(const Model& model, EngineOptions options, const KvTierBenchOptions& o) {
+  const int32_t bs = options.block_size;
+  const int32_t n_blocks = o.prefix_len / bs;
+  const KvBlockIdentity id{model_fingerprint(model), options.kv_format, bs,
+                           PagedKvCache::block_bytes(model.rank_config(), bs, options.kv_format)};
+  std::printf(
+      "\n## KV tiers: reading a %d-token prefix (%d block files of %s, %s KV) buffered vs "
+      "O_DIRECT, medians of %d\n\n| read | page cache | ms median (min-max) | GB/s |\n"
+      "|---|---|---|---|\n",
+      n_blocks * bs, n_blocks, human_bytes(double(id.payload_bytes)).c_str(),
+      kv_dtype_name(options.kv_format.k), o.rounds);
+  TierDir dir(o.parent_dir);
+  std::mt19937 rng(o.seed * 65537u);
+  const std::vector<int32_t> tokens = random_ids(rng, n_blocks * bs, model.config().n_vocab);
+  std::vector<uint64_t> hashes;
+  {
+    KvDiskTier writer(dir.path, uint64_t(1) << 40, id);
+    std::vector<uint8_t> payload(id.payload_bytes);
+    uint64_t h = PrefixCache::kRootHash;
+    for (int32_t b = 0; b < n_blocks; ++b) {
+      for (auto& x : payload) x = uint8_t(rng());
+      h = PrefixCache::chain_hash(h, std::span(tokens).subspan(size_t(b * bs), size_t(bs)));
+      hashes.push_back(h);
+      writer.store(h, std::span(tokens).first(size_t((b + 1) * bs)), payload);
+    }
+  }
+  struct Case {
+    KvReadMode mode;
+    bool drop;
+    std::vector<double> ms{};
+  };
+  std::vector<Case> cases = {{KvReadMode::kBuffered, true},
+                             {KvReadMode::kDirect, true},
+                             {KvReadMode::kBuffered, false},
+                             {KvReadMode::kDirect, false}};
+  std::vector<uint8_t> out(id.payload_bytes);
+  int64_t bytes = 0;
+  for (int r = 0; r < o.rounds; ++r)
+    for (Case& c : cases) {
+      if (c.drop) drop_from_page_cache(dir.path);
+      KvDiskTier tier(dir.path, uint64_t(1) << 40, id);
+      tier.set_read_mode(c.mode);
+      if (!c.drop)  // warm: one read first, timing the second
+        for (int32_t b = 0; b < n_blocks; ++b)
+          tier.load(hashes[size_t(b)], std::span(tokens).first(size_t((b + 1) * bs)), out);
+      const int64_t before = tier.stats().hits;
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int32_t b = 0; b < n_blocks; ++b)
+        tier.load(hashes[size_t(b)], std::span(tokens).first(size_t((b + 1) * bs)), out);
+      c.ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      if (tier.stats().hits - before != n_blocks)
+        throw std::runtime_error("read-mode bench: a block file failed to load");
+      bytes = tier.stats().bytes_read / (c.drop ? 1 : 2);
+    }
+  for (const Case& c : cases) {
+    const double med = percentile(c.ms, 0.5);
+    std::printf("| %s | %s | %.1f (%.1f-%.1f) | %.2f |\n",
+                c.mode == KvReadMode::kDirect ? "O_DIRECT" : "buffered",
+                c.drop ? "dropped" : "warm", med, *std::min_element(c.ms.begin(), c.ms.end()),
+                *std::max_element(c.ms.begin(), c.ms.end()), double(bytes) / med / 1e6);
+    std::fflush(stdout);
   }
 }
 

@@ -3,6 +3,9 @@
 //      in the RAM pool, or on disk after a restart (a new engine on the same
 //      directory; also with the files dropped from the page cache), per KV
 //      format, with the bytes read;
+//   1b. (with 1, per KV format) the step times of a decoding request while
+//      another request's prefix loads from disk, page cache warm and dropped;
+//      and the time to read such a prefix's files buffered vs O_DIRECT;
 //   2. multi-turn chat: many conversations, each turn resending the whole
 //      history, more of them than the pool holds, with the disk tier off
 //      and on.
@@ -38,6 +41,9 @@ struct KvTierBenchOptions {
 
 void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                      EngineOptions options, const KvTierBenchOptions& o);
+void bench_tier_load_overlap(const Model& model, ThreadPool& pool, const EngineOptions& options,
+                             const KvTierBenchOptions& o);
+void bench_tier_read_modes(const Model& model, EngineOptions options, const KvTierBenchOptions& o);
 void bench_multi_turn_chat(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                            EngineOptions options, const KvTierBenchOptions& o);
 

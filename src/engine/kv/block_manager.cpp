@@ -354,6 +354,28 @@ void BlockManager::append(SeqId seq, int32_t n) {
     while (int32_t(t.table.size()) < blocks_for(s.n_tokens)) t.table.push_back(take_free_block());
 }
 
+void BlockManager::truncate(SeqId seq, int32_t n_tokens) {
+  Seq& s = seq_state(seq, "truncate");
+  size_t registered = 0;
+  for (const GroupTable& t : s.groups) registered = std::max(registered, t.chain.size());
+  if (n_tokens < 0 || n_tokens > s.n_tokens ||
+      int64_t(registered) * block_size_ > int64_t(n_tokens))
+    throw std::invalid_argument("BlockManager::truncate: " + seq_name(seq) + " has " +
+                                std::to_string(s.n_tokens) + " positions, " +
+                                std::to_string(registered) + " registered full blocks; " +
+                                std::to_string(n_tokens) + " tokens asked");
+  const size_t keep = size_t(blocks_for(n_tokens));
+  for (GroupTable& t : s.groups) {
+    // Last block first, as free() does.
+    while (t.table.size() > keep) {
+      if (t.table.back() != kNoBlock) release(t.table.back());
+      t.table.pop_back();
+    }
+    t.held_from = std::min(t.held_from, int32_t(keep));
+  }
+  s.n_tokens = n_tokens;
+}
+
 std::vector<BlockManager::NewEntry> BlockManager::take_new_entries() {
   std::vector<NewEntry> out;
   out.swap(new_entries_);

@@ -112,6 +112,10 @@ class BlockManager {
   // mark_computed. If the last block of a group is shared (refcount > 1) and
   // partial, it is replaced by a private copy, recorded for take_pending_copies().
   void append(SeqId seq, int32_t n);
+  // Gives back the positions past n_tokens (≤ seq_tokens, and no fewer than
+  // the seq's registered full blocks cover): the blocks wholly past it are
+  // released. For a prefix a lower tier failed to restore in full.
+  void truncate(SeqId seq, int32_t n_tokens);
   // Block copies the store must perform before the next forward pass; the
   // caller takes and clears them. A copy into a block released meanwhile
   // (its sequence freed) is dropped.

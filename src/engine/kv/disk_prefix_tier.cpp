@@ -7,7 +7,11 @@
 namespace kvforge {
 
 DiskPrefixTier::DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCache& cache)
-    : disk_(disk), blocks_(blocks), cache_(cache), block_size_(blocks.block_size()) {
+    : disk_(disk),
+      blocks_(blocks),
+      cache_(cache),
+      block_size_(blocks.block_size()),
+      loader_(disk, cache, disk.read_mode()) {
   if (disk.identity().payload_bytes != cache.block_bytes() ||
       disk.identity().block_size != block_size_)
     throw std::invalid_argument(
@@ -38,38 +42,39 @@ int32_t DiskPrefixTier::available(std::span<const int32_t> tokens, int32_t from_
   return n;
 }
 
-int32_t DiskPrefixTier::fetch(std::span<const int32_t> tokens, int32_t from_block, int32_t n,
-                              int32_t eligible) {
-  n_staged_ = 0;
-  if (n > 0) {
-    const size_t bytes = cache_.block_bytes();
-    const std::vector<uint64_t> h = hashes(tokens, from_block + n);
-    staged_.resize(size_t(n) * bytes);
-    for (; n_staged_ < n; ++n_staged_) {
-      const int32_t depth = from_block + n_staged_;
-      const std::span<const int32_t> prefix = tokens.first(size_t(depth + 1) * size_t(block_size_));
-      const std::span<uint8_t> dst(staged_.data() + size_t(n_staged_) * bytes, bytes);
-      if (!disk_.load(h[size_t(depth)], prefix, dst)) break;
-    }
-  }
-  disk_.note_misses(eligible - n_staged_);
-  return n_staged_;
+void DiskPrefixTier::start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block,
+                                int32_t n, int32_t eligible) {
+  PrefixLoadJob job;
+  job.seq = seq;
+  job.from_block = from_block;
+  job.eligible = eligible;
+  const std::vector<uint64_t> h = hashes(tokens, from_block + n);
+  job.hashes.assign(h.begin() + from_block, h.end());
+  job.tokens.assign(tokens.begin(), tokens.begin() + size_t(from_block + n) * size_t(block_size_));
+  const std::span<const BlockId> table = blocks_.block_table(seq, 0);
+  if (table.size() < size_t(from_block + n))
+    throw std::logic_error("DiskPrefixTier::start_load: sequence " + std::to_string(seq) +
+                           " holds " + std::to_string(table.size()) + " blocks, " +
+                           std::to_string(from_block + n) + " needed");
+  job.dst.assign(table.begin() + from_block, table.begin() + from_block + n);
+  loader_.submit(std::move(job));
 }
 
-void DiskPrefixTier::install(SeqId seq, int32_t from_block, int32_t n) {
-  if (n > n_staged_)
-    throw std::logic_error("DiskPrefixTier::install: " + std::to_string(n) + " blocks asked, " +
-                           std::to_string(n_staged_) + " fetched");
-  const size_t bytes = cache_.block_bytes();
-  const std::span<const BlockId> table = blocks_.block_table(seq, 0);
-  for (int32_t i = 0; i < n; ++i)
-    cache_.import_block(table[size_t(from_block + i)],
-                        std::span<const uint8_t>(staged_.data() + size_t(i) * bytes, bytes));
-  n_staged_ = 0;
+std::vector<LoadedPrefix> DiskPrefixTier::take_loaded(bool wait) {
+  std::vector<LoadedPrefix> out;
+  for (const PrefixLoadResult& r : loader_.take(wait)) {
+    int32_t good = 0;
+    for (size_t i = 0; i < r.reads.size(); ++i)
+      if (disk_.note_read(r.hashes[i], r.reads[i])) ++good;
+    disk_.note_misses(r.eligible - good);
+    out.push_back({r.seq, good});
+  }
+  return out;
 }
+
+void DiskPrefixTier::cancel_load(SeqId seq) { loader_.cancel(seq); }
 
 void DiskPrefixTier::store(const BlockManager::NewEntry& e, std::span<const int32_t> tokens) {
-  if (!disk_.enabled() || disk_.contains(e.hash)) return;
   const size_t n_tokens = size_t(e.depth + 1) * size_t(block_size_);
   if (tokens.size() < n_tokens)
     throw std::logic_error("DiskPrefixTier: sequence " + std::to_string(e.seq) + " has " +

@@ -1,6 +1,7 @@
 // The disk tier wired to the paged pool: restores prefix blocks from
 // KvDiskTier files into pool blocks (PrefixTier, asked by the scheduler at
-// admission) and writes every newly cached full block through to disk
+// admission; the reads run on a PrefixLoader thread, the accounting here on
+// the engine thread when a load is taken) and writes every newly cached full block through to disk
 // (store_new, called by the model runner after each forward pass, while the
 // blocks still hold what was just computed).
 //
@@ -18,6 +19,7 @@
 
 #include "engine/kv/kv_disk_tier.h"
 #include "engine/kv/paged_kv_cache.h"
+#include "engine/kv/prefix_loader.h"
 #include "engine/kv/prefix_tier.h"
 
 namespace kvforge {
@@ -29,15 +31,20 @@ class DiskPrefixTier final : public PrefixTier {
 
   int32_t available(std::span<const int32_t> tokens, int32_t from_block,
                     int32_t max_blocks) override;
-  int32_t fetch(std::span<const int32_t> tokens, int32_t from_block, int32_t n,
-                int32_t eligible) override;
-  void install(SeqId seq, int32_t from_block, int32_t n) override;
+  void start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block, int32_t n,
+                  int32_t eligible) override;
+  std::vector<LoadedPrefix> take_loaded(bool wait) override;
+  void cancel_load(SeqId seq) override;
+  void note_misses(int32_t n) override { disk_.note_misses(n); }
 
-  // Writes the blocks the manager registered since the last call; tokens_of
-  // gives a sequence's token ids (it must know every sequence in them).
+  // Writes the blocks the manager registered since the last call that the
+  // tier lacks; tokens_of gives a sequence's token ids (it must know every
+  // sequence of those: restored blocks, registered when their load landed,
+  // are on disk already).
   template <typename TokensOf>
   void store_new(TokensOf&& tokens_of) {
-    for (const BlockManager::NewEntry& e : blocks_.take_new_entries()) store(e, tokens_of(e.seq));
+    for (const BlockManager::NewEntry& e : blocks_.take_new_entries())
+      if (disk_.enabled() && !disk_.contains(e.hash)) store(e, tokens_of(e.seq));
   }
 
  private:
@@ -49,9 +56,8 @@ class DiskPrefixTier final : public PrefixTier {
   BlockManager& blocks_;
   PagedKvCache& cache_;
   int32_t block_size_;
-  std::vector<uint8_t> staged_;  // [fetched blocks][block_bytes]
-  int32_t n_staged_ = 0;
   std::vector<uint8_t> out_;  // [block_bytes] one block being stored
+  PrefixLoader loader_;       // last: its thread stops first
 };
 
 }  // namespace kvforge

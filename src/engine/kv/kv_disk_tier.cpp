@@ -205,59 +205,62 @@ bool KvDiskTier::store(uint64_t chain_hash, std::span<const int32_t> prefix_toke
   return true;
 }
 
-bool KvDiskTier::read_file(uint64_t chain_hash, size_t limit, std::vector<uint8_t>& out) {
+KvDiskTier::BlockRead KvDiskTier::read_block(uint64_t chain_hash,
+                                             std::span<const int32_t> prefix_tokens,
+                                             BlockFileReader& reader,
+                                             std::span<const uint8_t>& payload) const {
+  const auto start = std::chrono::steady_clock::now();
+  BlockRead r;
   const fs::path path = path_of(chain_hash);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT)
-      forget(chain_hash, false);  // evicted by another process: a miss
-    else
-      degrade("cannot open " + path.string() + ": " + std::strerror(errno));
-    return false;
+  // A file longer than this block's can only be rejected: one byte more tells.
+  const FileRead f = reader.read(path, block_file_bytes(id_, prefix_tokens.size()) + 1);
+  if (f.status == FileRead::kMissing) return r;  // evicted by another process: a miss
+  if (f.status == FileRead::kError) {
+    r.outcome = BlockRead::kIoError;
+    r.error = "cannot read " + path.string() + ": " + std::strerror(f.error);
+    return r;
   }
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0;
-  out.resize(ok ? std::min(size_t(st.st_size), limit) : 0);
-  size_t done = 0;
-  while (ok && done < out.size()) {
-    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, off_t(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) ok = false;
-    if (n <= 0) break;
-    done += size_t(n);
+  r.bytes = int64_t(f.bytes.size());
+  const BlockFileCheck check = decode_block_file(f.bytes, id_, chain_hash, prefix_tokens, payload);
+  r.outcome = check == BlockFileCheck::kOk && payload.size() == id_.payload_bytes
+                  ? BlockRead::kHit
+                  : BlockRead::kRejected;
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+bool KvDiskTier::note_read(uint64_t chain_hash, const BlockRead& r) {
+  stats_.bytes_read += r.bytes;
+  switch (r.outcome) {
+    case BlockRead::kMissing:
+      forget(chain_hash, false);
+      return false;
+    case BlockRead::kIoError:
+      degrade(r.error);
+      return false;
+    case BlockRead::kRejected:
+      ++stats_.files_rejected;
+      forget(chain_hash, true);
+      return false;
+    case BlockRead::kHit:
+      break;
   }
-  const int err = errno;
-  ::close(fd);
-  if (!ok) {
-    degrade("cannot read " + path.string() + ": " + std::strerror(err));
-    return false;
-  }
-  out.resize(done);  // shorter if the file shrank meanwhile: decode calls it truncated
-  stats_.bytes_read += int64_t(done);
+  touch(chain_hash);
+  ++stats_.hits;
+  stats_.tokens_restored += id_.block_size;
+  stats_.load_seconds += r.seconds;
   return true;
 }
 
 bool KvDiskTier::load(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
                       std::span<uint8_t> out) {
   if (!contains(chain_hash)) return false;
-  const auto start = std::chrono::steady_clock::now();
-  // A file longer than this block's can only be rejected: one byte more tells.
-  const size_t expected = block_file_bytes(id_, prefix_tokens.size());
-  if (!read_file(chain_hash, expected + 1, read_buf_)) return false;
   std::span<const uint8_t> payload;
-  const BlockFileCheck check =
-      decode_block_file(read_buf_, id_, chain_hash, prefix_tokens, payload);
-  if (check != BlockFileCheck::kOk || payload.size() != out.size()) {
-    ++stats_.files_rejected;
-    forget(chain_hash, true);
-    return false;
-  }
-  std::memcpy(out.data(), payload.data(), payload.size());
-  touch(chain_hash);
-  ++stats_.hits;
-  stats_.tokens_restored += id_.block_size;
-  stats_.load_seconds += seconds_since(start);
-  return true;
+  BlockRead r = read_block(chain_hash, prefix_tokens, reader_, payload);
+  if (r.outcome == BlockRead::kHit && payload.size() != out.size())
+    r.outcome = BlockRead::kRejected;
+  if (r.outcome == BlockRead::kHit) std::memcpy(out.data(), payload.data(), payload.size());
+  return note_read(chain_hash, r);
 }
 
 }  // namespace kvforge

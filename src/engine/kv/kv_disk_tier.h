@@ -21,6 +21,12 @@
 // process. A store that would pass the capacity first deletes the least
 // recently used files.
 //
+// Threads: load() and store() and the other members run on the thread that
+// owns the tier (the engine's). read_block() alone may run on another one
+// (the paged engine's loader thread, prefix_loader.h) concurrently with
+// them: it reads only what the constructor fixed and the files; its caller
+// hands the outcome back to the owning thread for note_read().
+//
 // Faults: any I/O error (a directory that cannot be created or listed, a
 // full disk, a read-only directory, a failing read) turns the tier off for
 // the rest of the process with one warning; serving goes on from RAM alone
@@ -37,6 +43,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kv/block_file_reader.h"
 #include "engine/kv/kv_block_file.h"
 #include "kvforge/engine_stats.h"
 
@@ -64,6 +71,27 @@ class KvDiskTier {
   // rejected file; `out` may then hold anything.
   bool load(uint64_t chain_hash, std::span<const int32_t> prefix_tokens, std::span<uint8_t> out);
 
+  // What read_block found; note_read() accounts for it.
+  struct BlockRead {
+    enum Outcome { kHit, kMissing, kRejected, kIoError } outcome = kMissing;
+    int64_t bytes = 0;   // read from the file
+    double seconds = 0;  // read + verify
+    std::string error;   // kIoError: what failed
+  };
+  // The I/O of load(), for any thread: reads and verifies the block's file
+  // with `reader`; on kHit `payload` views the block's bytes in the reader's
+  // buffer. Touches neither the index nor the stats.
+  BlockRead read_block(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+                       BlockFileReader& reader, std::span<const uint8_t>& payload) const;
+  // Accounts for a read_block() outcome on the owning thread: a hit refreshes
+  // the file's recency, a rejected file is counted and deleted, a missing one
+  // forgotten, an I/O error turns the tier off. True on a hit.
+  bool note_read(uint64_t chain_hash, const BlockRead& r);
+  // How files are read (buffered by default, see reader_): set before the
+  // first read; DiskPrefixTier's loader thread copies it when constructed.
+  KvReadMode read_mode() const { return reader_.mode(); }
+  void set_read_mode(KvReadMode mode) { reader_ = BlockFileReader(mode); }
+
   // Prompt blocks the caller looked for in neither tier (for stats()).
   void note_misses(int64_t n) { stats_.misses += n; }
   const KvDiskStats& stats() const { return stats_; }
@@ -80,8 +108,6 @@ class KvDiskTier {
   void touch(uint64_t chain_hash);
   bool make_room(uint64_t bytes);
   bool write_file(const std::filesystem::path& tmp, std::span<const uint8_t> bytes);
-  // Reads at most `limit` bytes of the block's file (a hostile size costs nothing).
-  bool read_file(uint64_t chain_hash, size_t limit, std::vector<uint8_t>& out);
   void degrade(const std::string& what);
 
   std::filesystem::path dir_;
@@ -92,7 +118,8 @@ class KvDiskTier {
   WarnFn warn_;
   std::list<uint64_t> lru_;  // chain hashes, least recently used first
   std::unordered_map<uint64_t, Entry> index_;
-  std::vector<uint8_t> read_buf_;
+  // Buffered, measured best overall: O_DIRECT wins only cold (docs/bench/kv-tiers.md).
+  BlockFileReader reader_{KvReadMode::kBuffered};  // load()'s; the loader thread copies its mode
   KvDiskStats stats_;
 };
 

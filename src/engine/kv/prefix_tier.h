@@ -1,33 +1,47 @@
 // A tier below the pool's prefix cache that the scheduler can restore full
 // prefix blocks from instead of recomputing them (the disk tier:
-// disk_prefix_tier.h). The scheduler asks in three steps so a sequence is
-// never half-allocated: how many blocks the tier could serve (no I/O), then
-// fetch (read and verify them, before any block is allocated), then install
-// (copy them into the blocks allocate() gave the sequence).
+// disk_prefix_tier.h). The scheduler asks how many blocks the tier could
+// serve (no I/O), allocates them for the sequence, and starts a load into
+// them; the load runs off the engine thread while the sequence waits in the
+// loading state, and lands at the start of a later step. A sequence is never
+// half-allocated: the blocks of files that fail to verify are given back
+// when the load lands, and the sequence computes those positions instead.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "engine/kv/block_manager.h"
 
 namespace kvforge {
 
+// A load that ended: the first `blocks` of the blocks asked for hold
+// restored K/V (possibly fewer than asked, possibly none).
+struct LoadedPrefix {
+  SeqId seq;
+  int32_t blocks;
+};
+
 class PrefixTier {
  public:
   virtual ~PrefixTier() = default;
   // Blocks from_block, from_block + 1, ... (at most max_blocks) of `tokens`
-  // the tier has an entry for. No I/O: a fetch may still find fewer.
+  // the tier has an entry for. No I/O: a load may still find fewer.
   virtual int32_t available(std::span<const int32_t> tokens, int32_t from_block,
                             int32_t max_blocks) = 0;
-  // Reads and verifies up to n blocks from from_block on; returns how many
-  // leading ones are good (kept until install). `eligible`: prompt blocks
-  // past the RAM prefix, for the miss count.
-  virtual int32_t fetch(std::span<const int32_t> tokens, int32_t from_block, int32_t n,
-                        int32_t eligible) = 0;
-  // Copies the fetched blocks into seq's block table entries [from_block,
-  // from_block + n) (fresh blocks: allocate() reused only RAM's prefix).
-  virtual void install(SeqId seq, int32_t from_block, int32_t n) = 0;
+  // Starts restoring n blocks from from_block on into seq's block table
+  // entries [from_block, from_block + n) (fresh blocks allocate() gave it).
+  // `eligible`: prompt blocks past the RAM prefix, for the miss count.
+  virtual void start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block, int32_t n,
+                          int32_t eligible) = 0;
+  // Loads that ended since the last call. Never blocks unless `wait`: then
+  // returns once at least one has ended, if any is in flight.
+  virtual std::vector<LoadedPrefix> take_loaded(bool wait) = 0;
+  // Abandons seq's load; on return nothing writes into its blocks any more.
+  virtual void cancel_load(SeqId seq) = 0;
+  // Prompt blocks past the RAM prefix of an admission that loads nothing.
+  virtual void note_misses(int32_t n) = 0;
 };
 
 }  // namespace kvforge

@@ -1,0 +1,161 @@
+// Prefix blocks restored from disk off the engine thread: a sequence whose
+// prefix is on disk loads while another decodes (the step that admits it
+// does not compute it), and both outputs stay bit-identical to cold runs;
+// aborting a loading request frees its blocks, destroying the engine stops
+// the load first; a corrupt file met by the load ends the restore there and
+// the rest is recomputed.
+#include <gtest/gtest.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "engine/kv/prefix_cache.h"
+#include "engine_test_util.h"
+#include "temp_dir.h"
+
+namespace kvforge {
+namespace disk_tier_async_test {  // named: the tests build in unity batches
+
+namespace fs = std::filesystem;
+using testing::EngineRecorder;
+using testing::greedy;
+using testing::make_prompt;
+using testing::TempDir;
+using testing::Trace;
+
+constexpr int32_t kBlock = 8;
+
+EngineOptions options(const fs::path& dir) {
+  EngineOptions o;
+  o.block_size = kBlock;
+  o.kv_blocks = 32;
+  o.max_batched_tokens = 32;
+  o.kv_format = {KvDtype::F16, KvDtype::F16};
+  o.kv_disk_dir = dir.string();
+  return o;
+}
+
+Trace run_alone(Engine& engine, EngineRecorder& rec, const std::vector<int32_t>& prompt,
+                int max_tokens) {
+  const RequestId id = engine.add_request(prompt, greedy(max_tokens));
+  while (engine.has_unfinished()) rec.record(engine.step());
+  return rec.at(id, 0);
+}
+
+struct Fixture {
+  std::unique_ptr<Model> model = testing::make_engine_test_model();
+  ThreadPool pool{1};
+  TempDir dir{"kvforge-disk-async"};
+  std::vector<int32_t> doc = make_prompt(83, 5);  // 10 full blocks before its last token
+  std::vector<int32_t> chat = make_prompt(9, 6);
+  Trace want_doc, want_chat;
+
+  // Cold traces, and doc's blocks written to disk by an engine now gone.
+  Fixture() {
+    EngineRecorder cold_rec;
+    Engine cold(*model, pool, cold_rec.hook(options("")));
+    want_doc = run_alone(cold, cold_rec, doc, 4);
+    want_chat = run_alone(cold, cold_rec, chat, 12);
+    EngineRecorder rec;
+    Engine writer(*model, pool, rec.hook(options(dir.path)));
+    run_alone(writer, rec, doc, 1);
+  }
+
+  // A new engine: `chat` starts decoding, then `doc` arrives; returns doc's id
+  // once the step that admitted it has run.
+  RequestId start_both(Engine& engine, EngineRecorder& rec) {
+    const RequestId c = engine.add_request(chat, greedy(12));
+    rec.record(engine.step());
+    rec.record(engine.step());
+    const RequestId d = engine.add_request(doc, greedy(4));
+    const size_t chat_tokens = rec.at(c, 0).tokens.size();
+    rec.record(engine.step());
+    EXPECT_EQ(rec.at(c, 0).tokens.size(), chat_tokens + 1) << "chat decoded in that step";
+    EXPECT_TRUE(rec.at(d, 0).logits.empty()) << "doc was admitted loading, not computed";
+    EXPECT_EQ(engine.stats().running, 2);
+    return d;
+  }
+};
+
+TEST(DiskTierAsync, ASequenceLoadsWhileAnotherDecodesAndBothMatchColdRuns) {
+  Fixture f;
+  EngineRecorder rec;
+  Engine engine(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  const RequestId d = f.start_both(engine, rec);
+  EXPECT_EQ(engine.stats().disk.hits, 0) << "a load is counted when it lands";
+  while (engine.has_unfinished()) rec.record(engine.step());
+  const EngineStats st = engine.stats();
+  EXPECT_EQ(st.disk.hits, 10);
+  EXPECT_EQ(st.disk.files_rejected, 0);
+  EXPECT_EQ(rec.at(d, 0).logits, f.want_doc.logits);
+  EXPECT_EQ(rec.at(d - 1, 0).logits, f.want_chat.logits);
+  EXPECT_EQ(st.kv_blocks_free, engine.n_blocks()) << "nothing leaks";
+}
+
+TEST(DiskTierAsync, AbortingALoadingRequestFreesItsBlocks) {
+  Fixture f;
+  EngineRecorder rec;
+  Engine engine(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  const RequestId d = f.start_both(engine, rec);
+  EXPECT_TRUE(engine.abort(d));
+  while (engine.has_unfinished()) rec.record(engine.step());
+  EXPECT_EQ(rec.at(d - 1, 0).logits, f.want_chat.logits);
+  EXPECT_EQ(engine.stats().kv_blocks_free, engine.n_blocks()) << "nothing leaks";
+  // The files are intact: the same prompt now restores in full.
+  const Trace again = run_alone(engine, rec, f.doc, 4);
+  EXPECT_EQ(again.logits, f.want_doc.logits);
+  EXPECT_EQ(engine.stats().disk.hits, 10);
+}
+
+// The loader thread may still be writing into the pool: the engine stops
+// it before the pool goes (ASan and TSan builds check).
+TEST(DiskTierAsync, DestroyingTheEngineDuringALoadIsSafe) {
+  Fixture f;
+  EngineRecorder rec;
+  auto engine = std::make_unique<Engine>(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  f.start_both(*engine, rec);
+  engine.reset();
+  // The files outlive it, whole: a new engine restores the prefix in full.
+  EngineRecorder rec2;
+  Engine again(*f.model, f.pool, rec2.hook(options(f.dir.path)));
+  EXPECT_EQ(run_alone(again, rec2, f.doc, 4).logits, f.want_doc.logits);
+  EXPECT_EQ(again.stats().disk.hits, 10);
+}
+
+TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
+  Fixture f;
+  // Flip a byte of the file of doc's fifth block (depth 4).
+  uint64_t h = PrefixCache::kRootHash;
+  for (size_t i = 0; i <= 4; ++i)
+    h = PrefixCache::chain_hash(h, std::span(f.doc).subspan(i * kBlock, kBlock));
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, "-%016" PRIx64 ".kvb", h);
+  int damaged = 0;
+  for (const auto& e : fs::directory_iterator(f.dir.path)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() < 21 || name.compare(name.size() - 21, 21, suffix) != 0) continue;
+    std::fstream file(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(300);
+    const char c = char(file.get());
+    file.seekp(300);
+    file.put(char(c ^ 0x10));
+    ++damaged;
+  }
+  ASSERT_EQ(damaged, 1);
+  EngineRecorder rec;
+  Engine engine(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  const RequestId d = f.start_both(engine, rec);
+  while (engine.has_unfinished()) rec.record(engine.step());
+  const EngineStats st = engine.stats();
+  EXPECT_EQ(st.disk.hits, 4) << "depths 0-3 restored, the load stops at the bad file";
+  EXPECT_EQ(st.disk.files_rejected, 1);
+  EXPECT_EQ(st.disk.misses, 6 + 1) << "doc's 6 blocks past the restore, chat's one";
+  EXPECT_EQ(rec.at(d, 0).logits, f.want_doc.logits);
+  EXPECT_EQ(rec.at(d - 1, 0).logits, f.want_chat.logits);
+  EXPECT_EQ(st.kv_blocks_free, engine.n_blocks()) << "nothing leaks";
+}
+
+}  // namespace disk_tier_async_test
+}  // namespace kvforge
