@@ -5,7 +5,8 @@
 # (a small pool), chat (paged and static) and perplexity print the same bytes at 1, 2 and 4
 # ranks as one process; bench runs and reports its communication; serve
 # under mpirun -np 2 answers an OpenAI completion as one process does,
-# counts its collectives in /metrics and stops cleanly on SIGTERM.
+# counts its collectives in /metrics and stops cleanly on SIGTERM;
+# bench-serve's greedy outputs match one process and --tiers is refused.
 # usage: tp_commands_test.sh path/to/kvforge path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
@@ -49,6 +50,28 @@ timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 >bench.2
 grep -q "^| tg8" bench.2 || fail "bench: no tg8 row"
 grep -qE "^tg8 +[0-9.]+ messages/token, .* ms/step in collectives" bench.2 ||
   { cat bench.2 >&2; fail "bench: no communication line"; }
+# bench-serve: rank 0 drives every workload and prints once; the greedy
+# outputs (counts and digests) and prefix-cache counts match one process.
+bench_serve=(bench-serve -m m.gguf --concurrency 1,3 --prompt-len 8 --gen-len 6 -t 1
+  --prefix-requests 3 --prefix-len 12 --suffix-len 3 --prefix-gen-len 4 --block-size 4
+  --max-batched-tokens 16)
+outputs() { grep -E "^Greedy outputs|^\| (on|off) \|" "$1" | sed -E 's/^\| (on|off) \|.*\| ([0-9]+) \| (.*) \|$/\1 \2 \3/'; }
+"$kv" "${bench_serve[@]}" >bench-serve.1 2>bench-serve.1.err ||
+  { cat bench-serve.1.err >&2; fail "bench-serve: one process"; }
+[ "$(outputs bench-serve.1 | wc -l)" = 4 ] || { cat bench-serve.1 >&2; fail "bench-serve: no outputs"; }
+grep -q "^on 12 3 / 6$" <(outputs bench-serve.1) || fail "bench-serve: no prefix-cache hits"
+for np in 2 4; do
+  timeout 60 "${mpi[@]}" -np "$np" "$kv" "${bench_serve[@]}" >"bench-serve.$np" \
+    2>"bench-serve.$np.err" || { cat "bench-serve.$np.err" >&2; fail "bench-serve: mpirun -np $np"; }
+  [ "$(grep -c "^# bench-serve" "bench-serve.$np")" = 1 ] || fail "bench-serve: tp=$np printed twice"
+  cmp -s <(outputs bench-serve.1) <(outputs "bench-serve.$np") ||
+    { diff <(outputs bench-serve.1) <(outputs "bench-serve.$np") >&2; fail "bench-serve: tp=$np differs"; }
+  echo "bench-serve: tp=$np gives what one process gives"
+done
+if timeout 60 "${mpi[@]}" -np 2 "$kv" "${bench_serve[@]}" --tiers >/dev/null 2>tiers.err; then
+  fail "bench-serve --tiers ran under mpirun"
+fi
+grep -q "bench-serve --tiers does not run under mpirun" tiers.err || { cat tiers.err >&2; fail "bench-serve --tiers: no reason"; }
 
 # serve: the same completion as one process; SIGTERM to rank 0 stops the
 # server, which tells the other rank, and the run ends with status 0.

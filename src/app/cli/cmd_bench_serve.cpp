@@ -18,14 +18,19 @@
 //     the rest of the forward pass, and the engine's work outside it.
 //  2. Shared prefix: 16 requests whose prompts share a --prefix-len system
 //     prompt, with the prefix cache on and off: TTFT and its ratio.
+// Each workload's greedy outputs are summed up in a count and a digest, the
+// same at every tensor-parallel size: under mpirun rank 0 drives and prints,
+// the others follow each engine in lockstep (lead_or_follow_paged).
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 
 #include "app/cli/bench_kv_tiers.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
@@ -85,7 +90,29 @@ struct RunResult {
   double waste_pct = 0;  // time-averaged (allocated - used) / allocated
   int64_t preemptions = 0;
   PrefixCacheStats prefix;
+  uint64_t outputs_digest = 0;  // FNV-1a of every request's tokens, in the order added
 };
+
+// 64-bit FNV-1a over the generated ids of each request, requests in the
+// order they were added (not the order they finished).
+uint64_t digest_outputs(const std::vector<std::vector<int32_t>>& outputs) {
+  uint64_t h = 14695981039346656037ull;
+  const auto mix = [&h](uint32_t v) {
+    for (int i = 0; i < 4; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  };
+  for (const auto& tokens : outputs) {
+    mix(uint32_t(tokens.size()));
+    for (int32_t t : tokens) mix(uint32_t(t));
+  }
+  return h;
+}
+
+std::string describe_outputs(const RunResult& r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%lld tokens, digest %016llx", (long long)r.generated,
+                (unsigned long long)r.outputs_digest);
+  return buf;
+}
 
 std::vector<int32_t> random_tokens(std::mt19937& rng, int n, int n_vocab) {
   // Ids from 3 up: 0..2 are <unk>, <s>, </s> in LLaMA vocabularies.
@@ -95,15 +122,21 @@ std::vector<int32_t> random_tokens(std::mt19937& rng, int n, int n_vocab) {
   return v;
 }
 
+// Ranks other than 0 of a tensor-parallel run follow rank 0's engine and
+// return an empty result.
 RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPool& pool,
                        const EngineOptions& options, const Workload& w, const std::string& label) {
-  TextEngine engine(model, tokenizer, pool, options);
+  const std::unique_ptr<TextEngine> made = lead_or_follow_paged(model, tokenizer, pool, options);
+  if (!made) return {};
+  TextEngine& engine = *made;
   SamplingParams params;
   params.temperature = 0;
   params.max_tokens = w.gen_len;
   params.ignore_eos = true;
   const auto t0 = Clock::now();
-  for (const auto& p : w.prompts) engine.add_tokens(p, params);
+  std::map<RequestId, size_t> index;  // request -> its prompt's position in w.prompts
+  for (size_t i = 0; i < w.prompts.size(); ++i) index[engine.add_tokens(w.prompts[i], params)] = i;
+  std::vector<std::vector<int32_t>> outputs(w.prompts.size());
   RunResult r;
   double waste_sum = 0;
   int waste_steps = 0;
@@ -115,6 +148,7 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
     const auto s0 = Clock::now();
     for (TextEvent& ev : engine.step()) {
       if (!ev.result) continue;
+      outputs[index.at(ev.request)] = ev.result->tokens;
       r.ttft_ms.push_back(ev.result->timings.ttft_seconds * 1e3);
       for (double s : ev.result->timings.inter_token_seconds) r.itl_ms.push_back(s * 1e3);
     }
@@ -145,6 +179,7 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
   r.waste_pct = waste_steps ? waste_sum / waste_steps : 0;
   r.preemptions = before.preemptions;
   r.prefix = before.prefix;
+  r.outputs_digest = digest_outputs(outputs);
   return r;
 }
 
@@ -221,7 +256,11 @@ void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Token
       std::fflush(stdout);
     }
   }
-  std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n");
+  std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n\nGreedy outputs:");
+  for (size_t i = 0; i < first_round.size(); ++i)
+    std::printf("%s C=%d %s", i ? ";" : "", f.concurrency[i],
+                describe_outputs(first_round[i]).c_str());
+  std::printf("\n");
   print_decode_step_times(f.concurrency, first_round);
   if (f.rounds < 2) return;
   std::printf("\nDecode vs C=%d over %d rounds, levels taking turns:\n\n", f.concurrency[0],
@@ -253,9 +292,10 @@ void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer
       "| prefix cache | TTFT mean ms | TTFT p50/p90 ms | wall s | tokens reused | "
       "hits / misses |\n|---|---|---|---|---|---|\n");
   double mean[2] = {0, 0};
+  RunResult runs[2];
   for (int on = 1; on >= 0; --on) {
     options.enable_prefix_cache = on;
-    const RunResult r =
+    const RunResult& r = runs[on] =
         run_workload(model, tok, pool, options, w, on ? "prefix cache on" : "prefix cache off");
     for (double t : r.ttft_ms) mean[on] += t / double(r.ttft_ms.size());
     std::printf("| %s | %.1f | %.1f / %.1f | %.2f | %lld | %lld / %lld |\n", on ? "on" : "off",
@@ -265,17 +305,23 @@ void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer
     std::fflush(stdout);
   }
   std::printf("\nTTFT ratio off / on: %.2fx\n", mean[1] > 0 ? mean[0] / mean[1] : 0);
+  std::printf("Greedy outputs: prefix cache on %s; off %s\n", describe_outputs(runs[1]).c_str(),
+              describe_outputs(runs[0]).c_str());
 }
 
 void bench_serve(const BenchServeFlags& f) {
+  if (f.tiers && world().size() > 1)
+    throw std::invalid_argument(
+        "bench-serve --tiers does not run under mpirun: the KV disk tier is off when tensor "
+        "parallel (each rank would need its own tier files); run --tiers in one process");
   const auto [path, model, tok] = load_model(f);
   ThreadPool pool(f.threads);
   EngineOptions options = f.engine.to_options();
   {
     const Engine probe(*model, pool, options);
-    std::printf("# bench-serve: %s (%s, %d layers, n_embd %d), %d threads\n%s\n",
+    std::printf("# bench-serve: %s (%s, %d layers, n_embd %d), %d threads%s\n%s\n",
                 path.filename().c_str(), model->config().arch_name.c_str(), model->config().n_layer,
-                model->config().n_embd, pool.size(),
+                model->config().n_embd, pool.size(), describe_tp(*model).c_str(),
                 describe_engine(probe, f.engine.kv.describe()).c_str());
   }
   if (!f.skip_sweep) concurrency_sweep(f, *model, tok, pool, options);
@@ -350,6 +396,7 @@ void add_bench_serve_command(CLI::App& app) {
   sub->add_flag("--skip-sweep", flags->skip_sweep, "skip the concurrency sweep");
   add_tier_flags(*sub, *flags);
   flags->add_threads_flag(*sub);
+  flags->add_tp_flag(*sub);
   sub->add_option("-s,--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
   flags->engine.add_to(*sub);
   sub->callback([flags] { bench_serve(*flags); });
