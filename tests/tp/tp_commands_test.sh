@@ -3,7 +3,8 @@
 # scheduler for all ranks (rank 0 leads, the others follow its engine in
 # lockstep; engine/lockstep/). batch with prefix-cache hits and preemption
 # (a small pool), chat (paged and static) and perplexity print the same bytes at 1, 2 and 4
-# ranks as one process; bench runs and reports its communication; serve
+# ranks as one process; bench runs and reports its communication, with
+# --greedy fewer bytes per token; serve
 # under mpirun -np 2 answers an OpenAI completion as one process does,
 # counts its collectives in /metrics and stops cleanly on SIGTERM;
 # bench-serve's greedy outputs match one process and --tiers is refused.
@@ -50,6 +51,16 @@ timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 >bench.2
 grep -q "^| tg8" bench.2 || fail "bench: no tg8 row"
 grep -qE "^tg8 +[0-9.]+ messages/token, .* ms/step in collectives" bench.2 ||
   { cat bench.2 >&2; fail "bench: no communication line"; }
+# --greedy: each rank sends its vocabulary slice's maximum, not its logits.
+timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 --greedy >greedy.2 \
+  2>greedy.2.err || { cat greedy.2.err >&2; fail "bench --greedy under mpirun -np 2"; }
+tg_sent() {  # bytes rank 0 sent per decoded token
+  awk '/^tg8 / { for (i = 1; i < NF; ++i) if ($(i + 2) == "sent") {
+    print $i * ($(i + 1) == "MiB" ? 1048576 : $(i + 1) == "KiB" ? 1024 : 1); exit } }' "$1"
+}
+awk -v g="$(tg_sent greedy.2)" -v f="$(tg_sent bench.2)" 'BEGIN { exit !(g > 0 && g < f) }' ||
+  { cat bench.2 greedy.2 >&2; fail "bench --greedy: not fewer bytes per token"; }
+
 # bench-serve: rank 0 drives every workload and prints once; the greedy
 # outputs (counts and digests) and prefix-cache counts match one process.
 bench_serve=(bench-serve -m m.gguf --concurrency 1,3 --prompt-len 8 --gen-len 6 -t 1
