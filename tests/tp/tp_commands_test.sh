@@ -75,6 +75,8 @@ for np in 2 4; do
   timeout 60 "${mpi[@]}" -np "$np" "$kv" "${bench_serve[@]}" >"bench-serve.$np" \
     2>"bench-serve.$np.err" || { cat "bench-serve.$np.err" >&2; fail "bench-serve: mpirun -np $np"; }
   [ "$(grep -c "^# bench-serve" "bench-serve.$np")" = 1 ] || fail "bench-serve: tp=$np printed twice"
+  grep -qE "^  C=3 +[0-9.]+ messages and .* sent per decoded token" "bench-serve.$np" ||
+    { cat "bench-serve.$np" >&2; fail "bench-serve: tp=$np reports no communication"; }
   cmp -s <(outputs bench-serve.1) <(outputs "bench-serve.$np") ||
     { diff <(outputs bench-serve.1) <(outputs "bench-serve.$np") >&2; fail "bench-serve: tp=$np differs"; }
   echo "bench-serve: tp=$np gives what one process gives"

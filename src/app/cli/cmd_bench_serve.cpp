@@ -66,10 +66,17 @@ struct Workload {
   int gen_len = 0;
 };
 
-// Where decode steps spent their time (EngineStats' phase times), in seconds.
+// Where decode steps spent their time (EngineStats' phase times), in
+// seconds; tensor parallel, also rank 0's collectives (its step messages
+// included, time waiting for the other ranks included).
 struct DecodeStepTimes {
   double step = 0, forward = 0, weight_matmuls = 0, output_matmul = 0, attention = 0;
+  double comm = 0;
+  int64_t comm_messages = 0, comm_bytes_sent = 0;
   void add_difference(const EngineStats& after, const EngineStats& before) {
+    comm += after.comm_seconds - before.comm_seconds;
+    comm_messages += after.comm_messages - before.comm_messages;
+    comm_bytes_sent += after.comm_bytes_sent - before.comm_bytes_sent;
     step += after.step_seconds - before.step_seconds;
     forward += after.forward_seconds - before.forward_seconds;
     weight_matmuls += after.weight_matmul_seconds - before.weight_matmul_seconds;
@@ -183,6 +190,27 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
   return r;
 }
 
+// Tensor parallel: what rank 0's collectives moved and took in those steps.
+void print_decode_communication(const std::vector<int>& concurrency,
+                                const std::vector<RunResult>& runs) {
+  bool any = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const DecodeStepTimes& t = runs[i].decode_times;
+    if (t.comm_messages == 0 || runs[i].decode_tokens == 0) continue;
+    if (!any)
+      std::printf(
+          "\nCommunication in those steps (rank 0; time in collectives includes waiting for "
+          "the other ranks):\n\n");
+    any = true;
+    const double tokens = double(runs[i].decode_tokens);
+    std::printf(
+        "  C=%-4d %.1f messages and %s sent per decoded token, %.2f ms/step in collectives\n",
+        concurrency[i], double(t.comm_messages) / tokens,
+        human_bytes(double(t.comm_bytes_sent) / tokens).c_str(),
+        1e3 * t.comm / double(runs[i].decode_steps));
+  }
+}
+
 // The first round's decode steps, per level: mean wall time and its share
 // in each phase. What the forward pass leaves of a step is the engine's own
 // work (scheduling, block bookkeeping, sampling); what the three phases
@@ -210,6 +238,7 @@ void print_decode_step_times(const std::vector<int>& concurrency,
                 cell(t.forward - t.weight_matmuls - t.output_matmul - t.attention).c_str(),
                 cell(t.step - t.forward).c_str());
   }
+  print_decode_communication(concurrency, runs);
 }
 
 void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Tokenizer& tok,
