@@ -7,7 +7,8 @@
 # --greedy fewer bytes per token; serve
 # under mpirun -np 2 answers an OpenAI completion as one process does,
 # counts its collectives in /metrics and stops cleanly on SIGTERM;
-# bench-serve's greedy outputs match one process and --tiers is refused.
+# bench-serve's greedy outputs (multi-turn chat included) match one process
+# and --tiers is refused.
 # usage: tp_commands_test.sh path/to/kvforge path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
@@ -62,15 +63,23 @@ awk -v g="$(tg_sent greedy.2)" -v f="$(tg_sent bench.2)" 'BEGIN { exit !(g > 0 &
   { cat bench.2 greedy.2 >&2; fail "bench --greedy: not fewer bytes per token"; }
 
 # bench-serve: rank 0 drives every workload and prints once; the greedy
-# outputs (counts and digests) and prefix-cache counts match one process.
+# outputs (counts and digests) and the cache counts (prefix cache, the
+# multi-turn chat's RAM hits and preemptions) match one process.
 bench_serve=(bench-serve -m m.gguf --concurrency 1,3 --prompt-len 8 --gen-len 6 -t 1
   --prefix-requests 3 --prefix-len 12 --suffix-len 3 --prefix-gen-len 4 --block-size 4
-  --max-batched-tokens 16)
-outputs() { grep -E "^Greedy outputs|^\| (on|off) \|" "$1" | sed -E 's/^\| (on|off) \|.*\| ([0-9]+) \| (.*) \|$/\1 \2 \3/'; }
+  --max-batched-tokens 16 --multi-turn --chat-conversations 4 --chat-turns 3
+  --chat-context-len 12 --chat-user-len 4 --chat-reply-len 4)
+outputs() {  # what must not depend on the number of ranks, without timings
+  grep -E "^(Greedy outputs|Conversations at the end)" "$1"
+  sed -nE 's/^\| (on|off) \| [0-9.]+ \| [0-9.]+ \/ [0-9.]+ \| [0-9.]+ \| ([0-9]+) \| ([0-9]+ \/ [0-9]+) \|$/prefix \1 \2 \3/p' "$1"
+  sed -nE 's/^\| off \| .* \| ([0-9]+) \| 0 \| 0 B .* \| ([0-9]+) \|$/chat off \1 \2/p' "$1"
+}
 "$kv" "${bench_serve[@]}" >bench-serve.1 2>bench-serve.1.err ||
   { cat bench-serve.1.err >&2; fail "bench-serve: one process"; }
-[ "$(outputs bench-serve.1 | wc -l)" = 4 ] || { cat bench-serve.1 >&2; fail "bench-serve: no outputs"; }
-grep -q "^on 12 3 / 6$" <(outputs bench-serve.1) || fail "bench-serve: no prefix-cache hits"
+[ "$(outputs bench-serve.1 | wc -l)" = 6 ] || { cat bench-serve.1 >&2; fail "bench-serve: no outputs"; }
+grep -q "^prefix on 12 3 / 6$" <(outputs bench-serve.1) || fail "bench-serve: no prefix-cache hits"
+grep -qE "^chat off [1-9][0-9]* [1-9][0-9]*$" <(outputs bench-serve.1) ||
+  fail "bench-serve: the multi-turn chat had no RAM hits or no preemption"
 for np in 2 4; do
   timeout 60 "${mpi[@]}" -np "$np" "$kv" "${bench_serve[@]}" >"bench-serve.$np" \
     2>"bench-serve.$np.err" || { cat "bench-serve.$np.err" >&2; fail "bench-serve: mpirun -np $np"; }

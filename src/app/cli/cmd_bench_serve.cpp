@@ -34,6 +34,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/token_digest.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"
@@ -54,7 +55,8 @@ struct BenchServeFlags : ModelFlags {
   int rounds = 1;
   bool skip_prefix = false;
   bool skip_sweep = false;
-  bool tiers = false;  // the KV-tier workloads (bench_kv_tiers.h)
+  bool tiers = false;       // the KV-tier workloads (bench_kv_tiers.h)
+  bool multi_turn = false;  // of those, the multi-turn chat only (the one run under mpirun)
   std::vector<std::string> tier_kv_types = {"f16", "int8"};
   KvTierBenchOptions tier;
   uint32_t seed = 1;
@@ -97,22 +99,8 @@ struct RunResult {
   double waste_pct = 0;  // time-averaged (allocated - used) / allocated
   int64_t preemptions = 0;
   PrefixCacheStats prefix;
-  uint64_t outputs_digest = 0;  // FNV-1a of every request's tokens, in the order added
+  uint64_t outputs_digest = 0;  // digest_token_lists of every request's tokens
 };
-
-// 64-bit FNV-1a over the generated ids of each request, requests in the
-// order they were added (not the order they finished).
-uint64_t digest_outputs(const std::vector<std::vector<int32_t>>& outputs) {
-  uint64_t h = 14695981039346656037ull;
-  const auto mix = [&h](uint32_t v) {
-    for (int i = 0; i < 4; ++i) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
-  };
-  for (const auto& tokens : outputs) {
-    mix(uint32_t(tokens.size()));
-    for (int32_t t : tokens) mix(uint32_t(t));
-  }
-  return h;
-}
 
 std::string describe_outputs(const RunResult& r) {
   char buf[64];
@@ -186,7 +174,7 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
   r.waste_pct = waste_steps ? waste_sum / waste_steps : 0;
   r.preemptions = before.preemptions;
   r.prefix = before.prefix;
-  r.outputs_digest = digest_outputs(outputs);
+  r.outputs_digest = digest_token_lists(outputs);  // requests in the order added
   return r;
 }
 
@@ -342,7 +330,8 @@ void bench_serve(const BenchServeFlags& f) {
   if (f.tiers && world().size() > 1)
     throw std::invalid_argument(
         "bench-serve --tiers does not run under mpirun: the KV disk tier is off when tensor "
-        "parallel (each rank would need its own tier files); run --tiers in one process");
+        "parallel (each rank would need its own tier files); run --tiers in one process, or "
+        "--multi-turn for the multi-turn chat without the disk tier");
   const auto [path, model, tok] = load_model(f);
   ThreadPool pool(f.threads);
   EngineOptions options = f.engine.to_options();
@@ -355,7 +344,7 @@ void bench_serve(const BenchServeFlags& f) {
   }
   if (!f.skip_sweep) concurrency_sweep(f, *model, tok, pool, options);
   if (!f.skip_prefix) shared_prefix(f, *model, tok, pool, options);
-  if (!f.tiers) return;
+  if (!f.tiers && !f.multi_turn) return;
   KvTierBenchOptions tier = f.tier;
   tier.seed = f.seed;
   tier.parent_dir = f.engine.disk.dir;
@@ -365,11 +354,14 @@ void bench_serve(const BenchServeFlags& f) {
     tier.formats.push_back({*d, *d});
   }
   options.kv_disk_dir.clear();
-  bench_tier_ttft(*model, tok, pool, options, tier);
+  if (f.tiers) bench_tier_ttft(*model, tok, pool, options, tier);
   bench_multi_turn_chat(*model, tok, pool, options, tier);
 }
 
 void add_tier_flags(CLI::App& sub, BenchServeFlags& f) {
+  sub.add_flag("--multi-turn", f.multi_turn,
+               "also run the multi-turn chat workload (part of --tiers): with the disk tier off "
+               "and on, or under mpirun, where the disk tier is off, without it");
   sub.add_flag("--tiers", f.tiers,
                "also run the KV-tier workloads: TTFT of a long prefix not cached / in RAM / on "
                "disk after a restart, and multi-turn chat with the disk tier off and on (temporary "
