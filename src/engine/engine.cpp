@@ -160,6 +160,9 @@ struct Engine::Impl {
   void sample(Sequence& seq, std::span<const float> logits, std::vector<StepEvent>& events,
               std::vector<Sequence*>& finished);
   void remove(Sequence* seq);
+  // Whether every branch sampling this step reads only the argmax of its
+  // logits: greedy without penalties or logprobs, and no logits callback.
+  bool argmax_only(const SchedulerOutput& plan) const;
 };
 
 void Engine::Impl::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
@@ -217,6 +220,15 @@ void Engine::Impl::sample(Sequence& seq, std::span<const float> logits,
   events.push_back(std::move(ev));
 }
 
+bool Engine::Impl::argmax_only(const SchedulerOutput& plan) const {
+  if (options.on_logits) return false;
+  for (const ScheduledChunk& c : plan.chunks)
+    if (c.wants_logits &&
+        (!c.seq->sampler->reads_only_argmax() || requests.at(c.seq->request).logprobs.enabled))
+      return false;
+  return true;
+}
+
 void Engine::Impl::remove(Sequence* seq) {
   requests.end_branches(seq->request, seq->width());
   scheduler.remove(seq);
@@ -250,7 +262,7 @@ std::vector<StepEvent> Engine::step() {
                            std::to_string(m.scheduler.n_waiting()) + " waiting sequences, " +
                            std::to_string(m.blocks.n_free_blocks()) + " free blocks");
   m.blocks_used_peak = std::max(m.blocks_used_peak, m.blocks.n_blocks() - m.blocks.n_free_blocks());
-  const std::span<const float> logits = m.runner.run(plan.chunks);
+  const std::span<const float> logits = m.runner.run(plan.chunks, m.argmax_only(plan));
   ++m.steps;
   m.tokens_computed += plan.n_tokens;
   const size_t n_vocab = size_t(m.model.config().n_vocab);

@@ -14,7 +14,7 @@ ModelRunner::ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache&
   seq_ids_.reserve(size_t(max_step_tokens));
 }
 
-std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks) {
+std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks, bool argmax_only) {
   // Copies first: a shared partial block must be duplicated before either
   // owner writes its next position into it.
   for (const BlockCopy& c : blocks_.take_pending_copies()) cache_.copy_block(c.src, c.dst);
@@ -42,7 +42,7 @@ std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks) 
     scratch_.reserve(int(tokens_.size()), pool_.size());
   const size_t n_vocab = size_t(model_.config().n_vocab);
   logits_.resize(logit_rows_.size() * n_vocab);
-  const StepInputs in{tokens_, positions_, seq_ids_, logit_rows_};
+  const StepInputs in{tokens_, positions_, seq_ids_, logit_rows_, argmax_only};
   forward(model_, in, cache_, scratch_, pool_, logits_.data());
 
   for (const ScheduledChunk& c : chunks) {

@@ -27,8 +27,9 @@ class ModelRunner {
 
   // Runs the chunks and advances each sequence's n_computed. Returns the
   // logits of the chunks that want them, in chunk order:
-  // [rows][n_vocab], valid until the next call.
-  std::span<const float> run(std::span<const ScheduledChunk> chunks);
+  // [rows][n_vocab], valid until the next call. argmax_only: they feed only
+  // an argmax (StepInputs::argmax_only).
+  std::span<const float> run(std::span<const ScheduledChunk> chunks, bool argmax_only = false);
 
   // Writes newly cached full blocks through to this tier after each pass
   // (nullptr: none). It must outlive the runner.

@@ -11,6 +11,7 @@ SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, SequenceRun
     : model_(model),
       pool_(pool),
       max_batch_(std::max(1, options.max_batch)),
+      argmax_only_(options.argmax_only),
       cache_(model.rank_config(), options.n_ctx > 0 ? options.n_ctx : model.config().n_ctx_train,
              options.kv_format),
       scratch_(model.rank_config()) {
@@ -44,8 +45,11 @@ std::span<const float> SequenceRunner::prefill(std::span<const int32_t> tokens, 
       logit_rows_[0] = int32_t(n - 1);
       rows = std::span<const int32_t>(logit_rows_.data(), 1);
     }
-    const StepInputs in{
-        tokens.subspan(done, n), std::span<const int32_t>(positions_.data(), n), {}, rows};
+    const StepInputs in{tokens.subspan(done, n),
+                        std::span<const int32_t>(positions_.data(), n),
+                        {},
+                        rows,
+                        argmax_only_};
     forward(model_, in, cache_, scratch_, pool_, out);
     n_past_ += int32_t(n);
     done += n;

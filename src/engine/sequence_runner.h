@@ -19,6 +19,9 @@ struct SequenceRunnerOptions {
   int32_t n_ctx = 0;        // KV capacity in tokens; 0 = the model's training context
   int32_t max_batch = 512;  // tokens per prefill forward pass
   KvFormat kv_format = {};  // K and V storage formats (f32 by default)
+  // The logits returned feed only an argmax (StepInputs::argmax_only): on
+  // several ranks, only each vocabulary slice's maximum is exchanged.
+  bool argmax_only = false;
 };
 
 class SequenceRunner {
@@ -43,6 +46,7 @@ class SequenceRunner {
   const Model& model_;
   ThreadPool& pool_;
   int32_t max_batch_;
+  bool argmax_only_;
   ContiguousKvCache cache_;
   ForwardScratch scratch_;
   int32_t n_past_ = 0;

@@ -10,6 +10,7 @@
 #include "core/formats/row_codec.h"
 #include "core/ops/activation.h"
 #include "core/ops/norm.h"
+#include "model/vocab_argmax.h"
 
 namespace kvforge {
 
@@ -148,6 +149,7 @@ class ForwardPass {
     mix(in_.positions);
     mix(in_.seq_ids);
     mix(in_.logit_rows);
+    h = (h ^ uint64_t(in_.argmax_only)) * 1099511628211ull;
     s_.digests_.assign(size_t(split_.n_ranks), 0);
     s_.digests_[size_t(split_.rank)] = h;
     {
@@ -437,11 +439,16 @@ class ForwardPass {
       return;
     }
     // gathered_: [rank][rows][rank's vocab rows]; rank r's block starts at rows * vocab_first[r].
+    // Greedy-only: the slice summaries of every rank follow ([rank][rows][kSliceMaxFloats]).
     const size_t r = size_t(split_.rank);
-    s_.gathered_.resize(std::max(s_.gathered_.size(), size_t(rows) * size_t(c_.n_vocab)));
+    const bool argmax = in_.argmax_only && fits_vocab_argmax(c_.n_vocab);
+    const size_t summaries = argmax ? size_t(split_.n_ranks * rows * kSliceMaxFloats) : 0;
+    s_.gathered_.resize(
+        std::max(s_.gathered_.size(), size_t(rows) * size_t(c_.n_vocab) + summaries));
     float* mine = s_.gathered_.data() + size_t(rows) * size_t(split_.vocab_first[r]);
     matmul(m_.weights().output, s_.xn_.data(), rows, mine, pool_, s_.matmul_);
     soft_cap(mine, rows * split_.vocab_rows[r]);
+    if (argmax) return gather_argmax(mine, rows, logits);
     s_.gather_counts_.clear();
     for (int64_t v : split_.vocab_rows) s_.gather_counts_.push_back(rows * v);
     {
@@ -454,6 +461,22 @@ class ForwardPass {
       for (int64_t i = 0; i < rows; ++i)
         std::copy_n(block + i * n, n, logits + i * c_.n_vocab + first);
     }
+  }
+
+  // Greedy-only rows: every rank's slice summary, gathered, then the rows
+  // rebuilt from them (model/vocab_argmax.h). The summaries sit in
+  // gathered_ after the space of all logits, which output() sized for them.
+  void gather_argmax(const float* mine, int64_t rows, float* logits) {
+    const size_t r = size_t(split_.rank), n_ranks = size_t(split_.n_ranks);
+    const size_t block = size_t(rows * kSliceMaxFloats);
+    float* summaries = s_.gathered_.data() + size_t(rows) * size_t(c_.n_vocab);
+    summarize_vocab_slice(mine, rows, split_.vocab_rows[r], split_.vocab_first[r],
+                          summaries + r * block);
+    {
+      const Timer t(s_.times_.communication);
+      comm_.all_gather(summaries, block);
+    }
+    rebuild_argmax_rows(summaries, int64_t(n_ranks), rows, c_.n_vocab, logits);
   }
 
   // logits → c·tanh(logits / c) where the model caps them.

@@ -26,6 +26,11 @@ struct StepInputs {
   std::span<const int32_t> positions;   // [n_tokens] position of each token in its sequence
   std::span<const int32_t> seq_ids;     // [n_tokens] KV sequence of each token; empty = all 0
   std::span<const int32_t> logit_rows;  // indices into tokens whose logits are wanted, in order
+  // The logits feed nothing but an argmax (greedy sampling without
+  // penalties, logprobs or a logits callback). On several ranks each then
+  // sends a summary of its vocabulary slice instead of its logits, and the
+  // rows hold only what the argmax reads (model/vocab_argmax.h).
+  bool argmax_only = false;
 };
 
 // Where forward passes spend their wall time, summed over calls, in seconds
@@ -77,7 +82,8 @@ class ForwardScratch {
   std::vector<int32_t> query_runs_;             // [runs] first token of each attention run
   std::vector<int64_t> run_work_;               // [runs + 1] prefix sums of keys walked per run
   // Tensor parallel only: every rank's column-part products ([parts][n_tokens][n_embd]) or
-  // logits ([ranks][logit rows][rank's vocab rows]), this rank's block filled in, then gathered.
+  // logits ([ranks][logit rows][rank's vocab rows]) or argmax_only's slice summaries
+  // ([ranks][logit rows][kSliceMaxFloats]), this rank's block filled in, then gathered.
   std::vector<float> gathered_;
   std::vector<int64_t> gather_counts_;  // [ranks] floats of each rank's block
   std::vector<uint64_t> digests_;       // [ranks] step digests (lockstep check)
@@ -96,7 +102,8 @@ class ForwardScratch {
 // the ranks gather their column-part products and every rank adds all parts
 // in part order; the output rows of each rank's vocabulary share are
 // gathered so that every rank gets all the logits. The logits are bitwise
-// those of one process (core/kernels/column_parts.h).
+// those of one process (core/kernels/column_parts.h); with argmax_only, their
+// argmax is (model/vocab_argmax.h).
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
              ThreadPool& pool, float* logits);
 

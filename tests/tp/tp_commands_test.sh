@@ -3,9 +3,12 @@
 # scheduler for all ranks (rank 0 leads, the others follow its engine in
 # lockstep; engine/lockstep/). batch with prefix-cache hits and preemption
 # (a small pool), chat (paged and static) and perplexity print the same bytes at 1, 2 and 4
-# ranks as one process; bench runs and reports its communication; serve
+# ranks as one process; bench runs and reports its communication, with
+# --greedy fewer bytes per token; serve
 # under mpirun -np 2 answers an OpenAI completion as one process does,
-# counts its collectives in /metrics and stops cleanly on SIGTERM.
+# counts its collectives in /metrics and stops cleanly on SIGTERM;
+# bench-serve's greedy outputs (multi-turn chat included) match one process
+# and --tiers is refused.
 # usage: tp_commands_test.sh path/to/kvforge path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
@@ -49,6 +52,48 @@ timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 >bench.2
 grep -q "^| tg8" bench.2 || fail "bench: no tg8 row"
 grep -qE "^tg8 +[0-9.]+ messages/token, .* ms/step in collectives" bench.2 ||
   { cat bench.2 >&2; fail "bench: no communication line"; }
+# --greedy: each rank sends its vocabulary slice's maximum, not its logits.
+timeout 60 "${mpi[@]}" -np 2 "$kv" bench -m m.gguf -p 16 -n 8 -r 1 -t 1 --greedy >greedy.2 \
+  2>greedy.2.err || { cat greedy.2.err >&2; fail "bench --greedy under mpirun -np 2"; }
+tg_sent() {  # bytes rank 0 sent per decoded token
+  awk '/^tg8 / { for (i = 1; i < NF; ++i) if ($(i + 2) == "sent") {
+    print $i * ($(i + 1) == "MiB" ? 1048576 : $(i + 1) == "KiB" ? 1024 : 1); exit } }' "$1"
+}
+awk -v g="$(tg_sent greedy.2)" -v f="$(tg_sent bench.2)" 'BEGIN { exit !(g > 0 && g < f) }' ||
+  { cat bench.2 greedy.2 >&2; fail "bench --greedy: not fewer bytes per token"; }
+
+# bench-serve: rank 0 drives every workload and prints once; the greedy
+# outputs (counts and digests) and the cache counts (prefix cache, the
+# multi-turn chat's RAM hits and preemptions) match one process.
+bench_serve=(bench-serve -m m.gguf --concurrency 1,3 --prompt-len 8 --gen-len 6 -t 1
+  --prefix-requests 3 --prefix-len 12 --suffix-len 3 --prefix-gen-len 4 --block-size 4
+  --max-batched-tokens 16 --multi-turn --chat-conversations 4 --chat-turns 3
+  --chat-context-len 12 --chat-user-len 4 --chat-reply-len 4)
+outputs() {  # what must not depend on the number of ranks, without timings
+  grep -E "^(Greedy outputs|Conversations at the end)" "$1"
+  sed -nE 's/^\| (on|off) \| [0-9.]+ \| [0-9.]+ \/ [0-9.]+ \| [0-9.]+ \| ([0-9]+) \| ([0-9]+ \/ [0-9]+) \|$/prefix \1 \2 \3/p' "$1"
+  sed -nE 's/^\| off \| .* \| ([0-9]+) \| 0 \| 0 B .* \| ([0-9]+) \|$/chat off \1 \2/p' "$1"
+}
+"$kv" "${bench_serve[@]}" >bench-serve.1 2>bench-serve.1.err ||
+  { cat bench-serve.1.err >&2; fail "bench-serve: one process"; }
+[ "$(outputs bench-serve.1 | wc -l)" = 6 ] || { cat bench-serve.1 >&2; fail "bench-serve: no outputs"; }
+grep -q "^prefix on 12 3 / 6$" <(outputs bench-serve.1) || fail "bench-serve: no prefix-cache hits"
+grep -qE "^chat off [1-9][0-9]* [1-9][0-9]*$" <(outputs bench-serve.1) ||
+  fail "bench-serve: the multi-turn chat had no RAM hits or no preemption"
+for np in 2 4; do
+  timeout 60 "${mpi[@]}" -np "$np" "$kv" "${bench_serve[@]}" >"bench-serve.$np" \
+    2>"bench-serve.$np.err" || { cat "bench-serve.$np.err" >&2; fail "bench-serve: mpirun -np $np"; }
+  [ "$(grep -c "^# bench-serve" "bench-serve.$np")" = 1 ] || fail "bench-serve: tp=$np printed twice"
+  grep -qE "^  C=3 +[0-9.]+ messages and .* sent per decoded token" "bench-serve.$np" ||
+    { cat "bench-serve.$np" >&2; fail "bench-serve: tp=$np reports no communication"; }
+  cmp -s <(outputs bench-serve.1) <(outputs "bench-serve.$np") ||
+    { diff <(outputs bench-serve.1) <(outputs "bench-serve.$np") >&2; fail "bench-serve: tp=$np differs"; }
+  echo "bench-serve: tp=$np gives what one process gives"
+done
+if timeout 60 "${mpi[@]}" -np 2 "$kv" "${bench_serve[@]}" --tiers >/dev/null 2>tiers.err; then
+  fail "bench-serve --tiers ran under mpirun"
+fi
+grep -q "bench-serve --tiers does not run under mpirun" tiers.err || { cat tiers.err >&2; fail "bench-serve --tiers: no reason"; }
 
 # serve: the same completion as one process; SIGTERM to rank 0 stops the
 # server, which tells the other rank, and the run ends with status 0.

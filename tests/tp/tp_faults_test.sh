@@ -3,7 +3,8 @@
 # within 10 s with an error naming it: a stopped follower seen by rank 0, a
 # stopped rank 0 seen by a follower, and under serve, where the request in
 # flight and one that arrives meanwhile are answered 503 before the server
-# exits. --tp-timeout 2 keeps the test short (the default is 5 s).
+# exits; and rank 0 killed while chat waits for input, when its follower
+# has no deadline. --tp-timeout 2 keeps the test short (the default is 5 s).
 # usage: tp_faults_test.sh path/to/kvforge path/to/mpirun work_dir
 # Exits 77 (skipped) when kvforge was built without MPI.
 set -euo pipefail
@@ -47,6 +48,28 @@ for victim in 1 0; do
     { cat "run$victim.err" >&2; fail "no error naming the stopped rank $victim"; }
   echo "run: a stopped rank $victim ended the run in ${took}s, named"
 done
+
+# Rank 0 killed while it waits for a person (chat reading stdin) and the
+# follower waits for it without a deadline: Open MPI's launcher sees the
+# process die and ends the job, naming rank 0 (nothing of kvforge's own).
+mkfifo chat.in
+exec 3<>chat.in  # held open: chat waits for a line that never comes
+timeout 60 "${mpi[@]}" -np 2 "$kv" chat -m m.gguf --temp 0 -n 4 -t 1 <chat.in >/dev/null \
+  2>chat.err &
+launcher=$!
+for _ in $(seq 100); do grep -q "^chatting with" chat.err && break; sleep 0.1; done
+grep -q "^chatting with" chat.err || { cat chat.err >&2; fail "chat did not start"; }
+victim=$(rank_pid "$launcher" 0)
+[ -n "$victim" ] || fail "no rank 0 found"
+start=$(date +%s)
+kill -9 "$victim"
+if wait "$launcher"; then fail "chat survived rank 0 dying"; fi
+took=$(($(date +%s) - start))
+exec 3>&-
+[ "$took" -le 10 ] || fail "chat took ${took}s to end after rank 0 died"
+grep -q "process rank 0 .* exited on signal 9" chat.err ||
+  { cat chat.err >&2; fail "no error naming rank 0"; }
+echo "chat: rank 0 killed while waiting for input ended the run in ${took}s, named"
 
 port=$((20000 + RANDOM % 20000))
 timeout 60 "${mpi[@]}" -np 2 "$kv" serve -m m.gguf --port "$port" -t 1 -c 100000 \

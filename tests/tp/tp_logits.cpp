@@ -4,7 +4,10 @@
 // branch sampled from: the request, branch and an FNV-1a digest of the
 // logits' bits, then every branch's greedy tokens and the engine's counts
 // of prefix-cache hits and preemptions (which show the workload took those
-// paths). tp_test.sh compares the files of 1, 2 and 4 ranks byte for byte.
+// paths). The same workload again without the logits callback, so that on
+// several ranks its greedy steps gather only each vocabulary slice's maximum,
+// must give the same tokens with fewer bytes sent. tp_test.sh compares the
+// files of 1, 2 and 4 ranks byte for byte.
 //
 // The workload: three requests with greedy sampling, one of them with two
 // branches, another added mid-run sharing the first one's prompt prefix
@@ -85,13 +88,12 @@ std::string static_workload(const kvforge::Model& model, kvforge::ThreadPool& po
   return lines;
 }
 
-int run(int argc, char** argv, kvforge::Communicator& world) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: tp_logits MODEL OUT\n");
-    return 2;
-  }
-  const auto model = kvforge::Model::load(argv[1], world.size() > 1 ? &world : nullptr);
-  kvforge::ThreadPool pool(1);
+// The paged workload; with `digest_logits`, one line per distribution a
+// branch sampled from (the logits callback: every rank gathers the full
+// logits), else only the tokens and counts (greedy steps: the ranks gather
+// each vocabulary slice's maximum, model/vocab_argmax.h).
+std::string paged_workload(const kvforge::Model& model, kvforge::ThreadPool& pool,
+                           bool digest_logits) {
   std::string lines;
   kvforge::EngineOptions o;
   o.block_size = 4;
@@ -99,13 +101,14 @@ int run(int argc, char** argv, kvforge::Communicator& world) {
   o.max_seqs = 4;
   o.max_batched_tokens = 8;
   o.n_ctx = 128;
-  o.on_logits = [&](RequestId id, int branch, std::span<const float> logits) {
-    char line[96];
-    std::snprintf(line, sizeof line, "logits %llu/%d %016llx\n", (unsigned long long)id, branch,
-                  (unsigned long long)digest(logits));
-    lines += line;
-  };
-  kvforge::Engine engine(*model, pool, o);
+  if (digest_logits)
+    o.on_logits = [&](RequestId id, int branch, std::span<const float> logits) {
+      char line[96];
+      std::snprintf(line, sizeof line, "logits %llu/%d %016llx\n", (unsigned long long)id, branch,
+                    (unsigned long long)digest(logits));
+      lines += line;
+    };
+  kvforge::Engine engine(model, pool, o);
   kvforge::SamplingParams greedy;
   greedy.temperature = 0;
   greedy.max_tokens = 12;
@@ -131,7 +134,40 @@ int run(int argc, char** argv, kvforge::Communicator& world) {
   const kvforge::EngineStats s = engine.stats();
   std::snprintf(line, sizeof line, "prefix hits %lld, preemptions %lld\n", (long long)s.prefix.hits,
                 (long long)s.preemptions);
-  lines += line;
+  return lines + line;
+}
+
+// Drops the logits lines: what is left is the tokens and counts.
+std::string without_logits(const std::string& lines) {
+  std::string out;
+  for (size_t at = 0; at < lines.size();) {
+    const size_t end = lines.find('\n', at) + 1;
+    if (lines.compare(at, 7, "logits ") != 0) out.append(lines, at, end - at);
+    at = end;
+  }
+  return out;
+}
+
+int run(int argc, char** argv, kvforge::Communicator& world) {
+  if (argc != 3) {
+    std::fprintf(stderr, "usage: tp_logits MODEL OUT\n");
+    return 2;
+  }
+  const auto model = kvforge::Model::load(argv[1], world.size() > 1 ? &world : nullptr);
+  kvforge::ThreadPool pool(1);
+  const int64_t sent_before = world.stats().bytes_sent;
+  std::string lines = paged_workload(*model, pool, /*digest_logits=*/true);
+  const int64_t sent_full = world.stats().bytes_sent - sent_before;
+  const std::string greedy = paged_workload(*model, pool, /*digest_logits=*/false);
+  const int64_t sent_greedy = world.stats().bytes_sent - sent_before - sent_full;
+  if (greedy != without_logits(lines))
+    throw std::runtime_error("greedy steps gave other tokens than full logits:\n" + greedy +
+                             "instead of\n" + without_logits(lines));
+  // The same steps, the logits gather of each replaced by 4 floats per row and rank.
+  if (world.size() > 1 && !(sent_greedy < sent_full))
+    throw std::runtime_error("greedy steps sent " + std::to_string(sent_greedy) +
+                             " bytes, full logits " + std::to_string(sent_full));
+  lines += "greedy steps: the same tokens\n";
   lines += static_workload(*model, pool);
   if (world.rank() == 0) {
     FILE* out = std::fopen(argv[2], "w");

@@ -3,7 +3,8 @@
 # loopback: the logits of every step (a digest of their bits) and the greedy
 # tokens of a batched workload with chunked prefill, prefix-cache hits and
 # preemption, and of the static pipeline's slots (tp_logits.cpp), are the
-# same bytes at every rank count and in a plain single process; `kvforge
+# same bytes at every rank count and in a plain single process (greedy-only
+# steps, which gather slice maxima instead of logits, too); `kvforge
 # run` under mpirun prints once and matches a single process, on the paged
 # engine and on the static pipeline; refusals and a killed rank end with a
 # clear error.

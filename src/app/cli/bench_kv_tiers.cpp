@@ -10,7 +10,9 @@
 #include <map>
 #include <random>
 
+#include "app/cli/command_engine.h"
 #include "app/cli/engine_flags.h"
+#include "app/cli/token_digest.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "engine/kv/kv_disk_tier.h"
@@ -319,11 +321,15 @@ struct ChatRun {
 
 // Every conversation's turn t is sent at once (the whole history plus the
 // new user tokens); the replies join the histories before turn t + 1.
+// Tensor parallel: ranks other than 0 follow rank 0's engine and return an
+// empty run.
 ChatRun run_chat(const Model& model, const Tokenizer& tok, ThreadPool& pool,
                  const EngineOptions& options, const KvTierBenchOptions& o,
                  const std::vector<std::vector<std::vector<int32_t>>>& user) {
   ChatRun r;
-  TextEngine e(model, tok, pool, options);
+  const std::unique_ptr<TextEngine> made = lead_or_follow_paged(model, tok, pool, options);
+  if (!made) return r;
+  TextEngine& e = *made;
   r.histories.assign(size_t(o.conversations), {});
   const auto t0 = std::chrono::steady_clock::now();
   for (int turn = 0; turn < o.turns; ++turn) {
@@ -375,8 +381,10 @@ void bench_multi_turn_chat(const Model& model, const Tokenizer& tok, ThreadPool&
       o.conversations, o.turns, o.context_len, o.user_len, o.user_len, o.reply_len,
       (long long)final_len, options.kv_blocks, options.block_size,
       (long long)options.kv_blocks * options.block_size, kv_dtype_name(options.kv_format.k));
+  // Tensor parallel the engine turns the disk tier off: only the row without it.
+  const int rows = model.tp() > 1 ? 1 : 2;
   ChatRun runs[2];
-  for (int on = 0; on < 2; ++on) {
+  for (int on = 0; on < rows; ++on) {
     TierDir dir(o.parent_dir);
     options.kv_disk_dir = on ? dir.path.string() : "";
     const ChatRun& r = runs[on] = run_chat(model, tok, pool, options, o, user);
@@ -389,7 +397,15 @@ void bench_multi_turn_chat(const Model& model, const Tokenizer& tok, ThreadPool&
         r.stats.disk.store_seconds, (long long)r.stats.preemptions);
     std::fflush(stdout);
   }
-  std::printf("\nTTFT turns 2+ off / on: %.2fx; replies identical with the tier on and off: %s\n",
+  int64_t tokens = 0;
+  for (const auto& h : runs[0].histories) tokens += int64_t(h.size());
+  std::printf("\nConversations at the end (tier off): %lld tokens, digest %016llx\n",
+              (long long)tokens, (unsigned long long)digest_token_lists(runs[0].histories));
+  if (rows == 1) {
+    std::printf("(no disk tier row: the KV disk tier is off when tensor parallel)\n");
+    return;
+  }
+  std::printf("TTFT turns 2+ off / on: %.2fx; replies identical with the tier on and off: %s\n",
               mean(runs[0].later_ms) / std::max(1e-9, mean(runs[1].later_ms)),
               runs[0].histories == runs[1].histories ? "yes" : "NO");
 }

@@ -43,6 +43,7 @@ struct BenchFlags : ModelFlags {
   int ctx_sweep = 0;       // largest context of the sweep; 0 = no sweep
   int ctx_step = 128;      // sweep spacing
   int sweep_decodes = 32;  // decodes timed per sweep point
+  bool greedy = false;     // logits for greedy sampling only (SequenceRunnerOptions::argmax_only)
   KvTypeFlags kv;
 };
 
@@ -292,11 +293,11 @@ Roofline roofline_of(const TestResult& t) {
 }
 
 // Tensor parallel: per token and per step, what rank 0's collectives moved and took.
-void print_comm(const Model& model, const std::vector<TestResult>& tests) {
+void print_comm(const Model& model, bool greedy, const std::vector<TestResult>& tests) {
   if (model.tp() == 1) return;
   std::printf(
-      "\ncommunication, rank 0 of %d (time in collectives includes waiting for the others)\n",
-      model.tp());
+      "\ncommunication, rank 0 of %d, %s (time in collectives includes waiting for the others)\n",
+      model.tp(), greedy ? "greedy: slice maxima gathered" : "full logits gathered");
   for (const TestResult& t : tests) {
     const CommUse& u = t.comm;
     if (u.tokens == 0 || u.steps == 0) continue;
@@ -439,7 +440,9 @@ void bench(BenchFlags f) {
   ThreadPool pool(f.threads);
   const int longest =
       std::max({f.n_prompt, f.n_gen, f.ctx_sweep > 0 ? f.ctx_sweep + f.sweep_decodes : 0, 1});
-  SequenceRunner runner(*model, pool, {.n_ctx = longest, .max_batch = f.batch, .kv_format = kv});
+  SequenceRunner runner(
+      *model, pool,
+      {.n_ctx = longest, .max_batch = f.batch, .kv_format = kv, .argmax_only = f.greedy});
   const std::vector<int32_t> tokens = bench_tokens(longest, model->config().n_vocab);
 
   std::fprintf(stderr, "bench: measuring memory read bandwidth on %d threads\n", f.threads);
@@ -456,7 +459,7 @@ void bench(BenchFlags f) {
     std::printf("%s\n", to_json(f, *model, bw, tests, sweep).dump(2).c_str());
   } else {
     print_table(f, *model, bw, tests);
-    print_comm(*model, tests);
+    print_comm(*model, f.greedy, tests);
     for (const SweepPoint& p : sweep)
       std::printf("ctx %5d: %.1f ± %.1f tok/s (roofline %.1f)\n", p.n_past, p.tok_per_s.mean,
                   p.tok_per_s.stddev, p.roofline_tok_per_s);
@@ -487,6 +490,9 @@ void add_bench_command(CLI::App& app) {
   sub->add_option("--sweep-decodes", f->sweep_decodes, "decodes timed per sweep point")
       ->capture_default_str();
   sub->add_flag("--json", f->json, "JSON on stdout instead of a table");
+  sub->add_flag("--greedy", f->greedy,
+                "logits for greedy sampling only: under mpirun each rank sends its vocabulary "
+                "slice's maximum instead of its logits");
   f->kv.add_to(*sub);
   sub->callback([f] { bench(*f); });
 }

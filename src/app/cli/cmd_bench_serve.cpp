@@ -18,17 +18,23 @@
 //     the rest of the forward pass, and the engine's work outside it.
 //  2. Shared prefix: 16 requests whose prompts share a --prefix-len system
 //     prompt, with the prefix cache on and off: TTFT and its ratio.
+// Each workload's greedy outputs are summed up in a count and a digest, the
+// same at every tensor-parallel size: under mpirun rank 0 drives and prints,
+// the others follow each engine in lockstep (lead_or_follow_paged).
 #include <chrono>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <random>
 #include <sstream>
 
 #include "app/cli/bench_kv_tiers.h"
 #include "app/cli/cli_common.h"
+#include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/token_digest.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"
@@ -49,7 +55,8 @@ struct BenchServeFlags : ModelFlags {
   int rounds = 1;
   bool skip_prefix = false;
   bool skip_sweep = false;
-  bool tiers = false;  // the KV-tier workloads (bench_kv_tiers.h)
+  bool tiers = false;       // the KV-tier workloads (bench_kv_tiers.h)
+  bool multi_turn = false;  // of those, the multi-turn chat only (the one run under mpirun)
   std::vector<std::string> tier_kv_types = {"f16", "int8"};
   KvTierBenchOptions tier;
   uint32_t seed = 1;
@@ -61,10 +68,17 @@ struct Workload {
   int gen_len = 0;
 };
 
-// Where decode steps spent their time (EngineStats' phase times), in seconds.
+// Where decode steps spent their time (EngineStats' phase times), in
+// seconds; tensor parallel, also rank 0's collectives (its step messages
+// included, time waiting for the other ranks included).
 struct DecodeStepTimes {
   double step = 0, forward = 0, weight_matmuls = 0, output_matmul = 0, attention = 0;
+  double comm = 0;
+  int64_t comm_messages = 0, comm_bytes_sent = 0;
   void add_difference(const EngineStats& after, const EngineStats& before) {
+    comm += after.comm_seconds - before.comm_seconds;
+    comm_messages += after.comm_messages - before.comm_messages;
+    comm_bytes_sent += after.comm_bytes_sent - before.comm_bytes_sent;
     step += after.step_seconds - before.step_seconds;
     forward += after.forward_seconds - before.forward_seconds;
     weight_matmuls += after.weight_matmul_seconds - before.weight_matmul_seconds;
@@ -85,7 +99,15 @@ struct RunResult {
   double waste_pct = 0;  // time-averaged (allocated - used) / allocated
   int64_t preemptions = 0;
   PrefixCacheStats prefix;
+  uint64_t outputs_digest = 0;  // digest_token_lists of every request's tokens
 };
+
+std::string describe_outputs(const RunResult& r) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%lld tokens, digest %016llx", (long long)r.generated,
+                (unsigned long long)r.outputs_digest);
+  return buf;
+}
 
 std::vector<int32_t> random_tokens(std::mt19937& rng, int n, int n_vocab) {
   // Ids from 3 up: 0..2 are <unk>, <s>, </s> in LLaMA vocabularies.
@@ -95,15 +117,21 @@ std::vector<int32_t> random_tokens(std::mt19937& rng, int n, int n_vocab) {
   return v;
 }
 
+// Ranks other than 0 of a tensor-parallel run follow rank 0's engine and
+// return an empty result.
 RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPool& pool,
                        const EngineOptions& options, const Workload& w, const std::string& label) {
-  TextEngine engine(model, tokenizer, pool, options);
+  const std::unique_ptr<TextEngine> made = lead_or_follow_paged(model, tokenizer, pool, options);
+  if (!made) return {};
+  TextEngine& engine = *made;
   SamplingParams params;
   params.temperature = 0;
   params.max_tokens = w.gen_len;
   params.ignore_eos = true;
   const auto t0 = Clock::now();
-  for (const auto& p : w.prompts) engine.add_tokens(p, params);
+  std::map<RequestId, size_t> index;  // request -> its prompt's position in w.prompts
+  for (size_t i = 0; i < w.prompts.size(); ++i) index[engine.add_tokens(w.prompts[i], params)] = i;
+  std::vector<std::vector<int32_t>> outputs(w.prompts.size());
   RunResult r;
   double waste_sum = 0;
   int waste_steps = 0;
@@ -115,6 +143,7 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
     const auto s0 = Clock::now();
     for (TextEvent& ev : engine.step()) {
       if (!ev.result) continue;
+      outputs[index.at(ev.request)] = ev.result->tokens;
       r.ttft_ms.push_back(ev.result->timings.ttft_seconds * 1e3);
       for (double s : ev.result->timings.inter_token_seconds) r.itl_ms.push_back(s * 1e3);
     }
@@ -145,7 +174,29 @@ RunResult run_workload(const Model& model, const Tokenizer& tokenizer, ThreadPoo
   r.waste_pct = waste_steps ? waste_sum / waste_steps : 0;
   r.preemptions = before.preemptions;
   r.prefix = before.prefix;
+  r.outputs_digest = digest_token_lists(outputs);  // requests in the order added
   return r;
+}
+
+// Tensor parallel: what rank 0's collectives moved and took in those steps.
+void print_decode_communication(const std::vector<int>& concurrency,
+                                const std::vector<RunResult>& runs) {
+  bool any = false;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const DecodeStepTimes& t = runs[i].decode_times;
+    if (t.comm_messages == 0 || runs[i].decode_tokens == 0) continue;
+    if (!any)
+      std::printf(
+          "\nCommunication in those steps (rank 0; time in collectives includes waiting for "
+          "the other ranks):\n\n");
+    any = true;
+    const double tokens = double(runs[i].decode_tokens);
+    std::printf(
+        "  C=%-4d %.1f messages and %s sent per decoded token, %.2f ms/step in collectives\n",
+        concurrency[i], double(t.comm_messages) / tokens,
+        human_bytes(double(t.comm_bytes_sent) / tokens).c_str(),
+        1e3 * t.comm / double(runs[i].decode_steps));
+  }
 }
 
 // The first round's decode steps, per level: mean wall time and its share
@@ -175,6 +226,7 @@ void print_decode_step_times(const std::vector<int>& concurrency,
                 cell(t.forward - t.weight_matmuls - t.output_matmul - t.attention).c_str(),
                 cell(t.step - t.forward).c_str());
   }
+  print_decode_communication(concurrency, runs);
 }
 
 void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Tokenizer& tok,
@@ -221,7 +273,11 @@ void concurrency_sweep(const BenchServeFlags& f, const Model& model, const Token
       std::fflush(stdout);
     }
   }
-  std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n");
+  std::printf("\n(decode vs C=1: ratio to the first level of the sweep)\n\nGreedy outputs:");
+  for (size_t i = 0; i < first_round.size(); ++i)
+    std::printf("%s C=%d %s", i ? ";" : "", f.concurrency[i],
+                describe_outputs(first_round[i]).c_str());
+  std::printf("\n");
   print_decode_step_times(f.concurrency, first_round);
   if (f.rounds < 2) return;
   std::printf("\nDecode vs C=%d over %d rounds, levels taking turns:\n\n", f.concurrency[0],
@@ -253,9 +309,10 @@ void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer
       "| prefix cache | TTFT mean ms | TTFT p50/p90 ms | wall s | tokens reused | "
       "hits / misses |\n|---|---|---|---|---|---|\n");
   double mean[2] = {0, 0};
+  RunResult runs[2];
   for (int on = 1; on >= 0; --on) {
     options.enable_prefix_cache = on;
-    const RunResult r =
+    const RunResult& r = runs[on] =
         run_workload(model, tok, pool, options, w, on ? "prefix cache on" : "prefix cache off");
     for (double t : r.ttft_ms) mean[on] += t / double(r.ttft_ms.size());
     std::printf("| %s | %.1f | %.1f / %.1f | %.2f | %lld | %lld / %lld |\n", on ? "on" : "off",
@@ -265,22 +322,29 @@ void shared_prefix(const BenchServeFlags& f, const Model& model, const Tokenizer
     std::fflush(stdout);
   }
   std::printf("\nTTFT ratio off / on: %.2fx\n", mean[1] > 0 ? mean[0] / mean[1] : 0);
+  std::printf("Greedy outputs: prefix cache on %s; off %s\n", describe_outputs(runs[1]).c_str(),
+              describe_outputs(runs[0]).c_str());
 }
 
 void bench_serve(const BenchServeFlags& f) {
+  if (f.tiers && world().size() > 1)
+    throw std::invalid_argument(
+        "bench-serve --tiers does not run under mpirun: the KV disk tier is off when tensor "
+        "parallel (each rank would need its own tier files); run --tiers in one process, or "
+        "--multi-turn for the multi-turn chat without the disk tier");
   const auto [path, model, tok] = load_model(f);
   ThreadPool pool(f.threads);
   EngineOptions options = f.engine.to_options();
   {
     const Engine probe(*model, pool, options);
-    std::printf("# bench-serve: %s (%s, %d layers, n_embd %d), %d threads\n%s\n",
+    std::printf("# bench-serve: %s (%s, %d layers, n_embd %d), %d threads%s\n%s\n",
                 path.filename().c_str(), model->config().arch_name.c_str(), model->config().n_layer,
-                model->config().n_embd, pool.size(),
+                model->config().n_embd, pool.size(), describe_tp(*model).c_str(),
                 describe_engine(probe, f.engine.kv.describe()).c_str());
   }
   if (!f.skip_sweep) concurrency_sweep(f, *model, tok, pool, options);
   if (!f.skip_prefix) shared_prefix(f, *model, tok, pool, options);
-  if (!f.tiers) return;
+  if (!f.tiers && !f.multi_turn) return;
   KvTierBenchOptions tier = f.tier;
   tier.seed = f.seed;
   tier.parent_dir = f.engine.disk.dir;
@@ -290,11 +354,14 @@ void bench_serve(const BenchServeFlags& f) {
     tier.formats.push_back({*d, *d});
   }
   options.kv_disk_dir.clear();
-  bench_tier_ttft(*model, tok, pool, options, tier);
+  if (f.tiers) bench_tier_ttft(*model, tok, pool, options, tier);
   bench_multi_turn_chat(*model, tok, pool, options, tier);
 }
 
 void add_tier_flags(CLI::App& sub, BenchServeFlags& f) {
+  sub.add_flag("--multi-turn", f.multi_turn,
+               "also run the multi-turn chat workload (part of --tiers): with the disk tier off "
+               "and on, or under mpirun, where the disk tier is off, without it");
   sub.add_flag("--tiers", f.tiers,
                "also run the KV-tier workloads: TTFT of a long prefix not cached / in RAM / on "
                "disk after a restart, and multi-turn chat with the disk tier off and on (temporary "
@@ -350,6 +417,7 @@ void add_bench_serve_command(CLI::App& app) {
   sub->add_flag("--skip-sweep", flags->skip_sweep, "skip the concurrency sweep");
   add_tier_flags(*sub, *flags);
   flags->add_threads_flag(*sub);
+  flags->add_tp_flag(*sub);
   sub->add_option("-s,--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
   flags->engine.add_to(*sub);
   sub->callback([flags] { bench_serve(*flags); });

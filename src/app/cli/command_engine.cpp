@@ -40,6 +40,21 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
   return out;
 }
 
+std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Tokenizer& tokenizer,
+                                                 ThreadPool& pool, EngineOptions options) {
+  if (model.tp() == 1)
+    return std::make_unique<TextEngine>(model, tokenizer, pool, std::move(options));
+  if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
+  auto own = std::make_unique<PagedBackend>(model, pool, std::move(options));
+  Communicator& comm = model.communicator();
+  if (comm.rank() != 0) {
+    follow_leader(*own, comm);
+    return nullptr;
+  }
+  return std::make_unique<TextEngine>(tokenizer,
+                                      std::make_unique<LockstepLeader>(std::move(own), comm));
+}
+
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
                                  bool reuse_slots, const KvDiskFlags& disk) {

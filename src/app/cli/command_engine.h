@@ -38,6 +38,13 @@ struct CommandEngine {
 // FollowerFinished instead of returning.
 CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, int threads,
                                 EngineOptions options);
+// For commands that run many paged engines one after another on one pool
+// (bench-serve): one process, a TextEngine; tensor parallel, on rank 0 one
+// that leads the others, and on the other ranks nullptr once they have
+// followed rank 0's engine to its end. Every rank must call it the same
+// number of times with the same options.
+std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Tokenizer& tokenizer,
+                                                 ThreadPool& pool, EngineOptions options);
 // The plans of prepare_static_plans run by a StaticBatchEngine on a pool of
 // the plans' thread count; reuse_slots: see StaticBatchOptions; disk: the
 // KV disk tier (--kv-disk), off when its directory is empty. Tensor

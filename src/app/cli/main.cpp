@@ -48,7 +48,7 @@ FILE* silence_output() {
 // act alone, printing or writing files once per rank).
 bool runs_tensor_parallel(int argc, char** argv) {
   if (argc < 2) return false;
-  for (const char* name : {"run", "batch", "chat", "serve", "bench", "perplexity"})
+  for (const char* name : {"run", "batch", "chat", "serve", "bench", "bench-serve", "perplexity"})
     if (std::strcmp(argv[1], name) == 0) return true;
   return false;
 }
@@ -84,7 +84,8 @@ int main(int argc, char** argv) {
   };
   if (world->size() > 1 && !runs_tensor_parallel(argc, argv))
     return fail(
-        "under mpirun only run, batch, chat, serve, bench and perplexity run tensor-parallel");
+        "under mpirun only run, batch, chat, serve, bench, bench-serve and perplexity run "
+        "tensor-parallel");
 
   CLI::App app{"kvforge: LLaMA-family inference engine (GGUF models)", "kvforge"};
   app.require_subcommand(1);

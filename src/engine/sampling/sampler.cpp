@@ -101,13 +101,17 @@ void Sampler::remember(int token, bool generated) {
   history_next_ = (history_next_ + 1) % history_.size();
 }
 
+bool Sampler::reads_only_argmax() const {
+  const bool penalized = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
+                         params_.frequency_penalty != 0.0f;
+  return params_.temperature == 0.0f && !penalized;
+}
+
 int Sampler::sample(std::span<const float> logits) {
   if (logits.size() != static_cast<size_t>(vocab_size_))
     throw std::invalid_argument("sampler: got " + std::to_string(logits.size()) +
                                 " logits, expected vocab_size " + std::to_string(vocab_size_));
-  const bool penalized = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
-                         params_.frequency_penalty != 0.0f;
-  if (params_.temperature == 0.0f && !penalized) return argmax_of(logits);
+  if (reads_only_argmax()) return argmax_of(logits);
   load_candidates(logits);
   apply_penalties();
   return params_.temperature == 0.0f ? argmax() : sample_from_chain();

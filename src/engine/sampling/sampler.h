@@ -76,6 +76,10 @@ class Sampler {
   // the same tokens.
   void reset();
 
+  // Greedy without penalties: sample() reads nothing of the logits but
+  // their argmax (and its checks).
+  bool reads_only_argmax() const;
+
   uint64_t seed() const { return seed_; }
   int vocab_size() const { return vocab_size_; }
   const SamplingParams& params() const { return params_; }
