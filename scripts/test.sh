@@ -7,28 +7,35 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
+# Each stage's wall time, so that a slow CI run says where it went.
+stage_start=$SECONDS
+stage() {
+  echo "   ($((SECONDS - stage_start)) s)"
+  stage_start=$SECONDS
+  echo "== $*"
+}
 
 scripts/setup.sh
 
-echo "== release build and tests"
+stage "release build and tests"
 scripts/build.sh
 ctest --test-dir build --output-on-failure -j"$jobs"
 
-echo "== ASan + UBSan build and tests"
+stage "ASan + UBSan build and tests"
 # -O1 (asserts on): fast enough to run every test, cheaper to compile than -O3.
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_SANITIZE=ON -DKVFORGE_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir build-asan --output-on-failure -j"$jobs"
-echo "== libFuzzer smoke runs (clang, ASan+UBSan, 20000 inputs each): GGUF reader, chat"
+stage "libFuzzer smoke runs (clang, ASan+UBSan, 20000 inputs each): GGUF reader, chat"
 echo "   templates, OpenAI requests, tokenizers"
 CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_FUZZ=ON -DKVFORGE_SANITIZE=ON -DKVFORGE_BENCH=OFF >/dev/null
 cmake --build build-fuzz -j"$jobs" --target fuzz_gguf_reader fuzz_jinja_template \
   fuzz_openai_request fuzz_tokenizer
 ctest --test-dir build-fuzz --output-on-failure -R "fuzz_.*_smoke"
-echo "== ThreadSanitizer: thread pool, multi-threaded forward passes, kvforge serve (clang)"
+stage "ThreadSanitizer: thread pool, multi-threaded forward passes, kvforge serve (clang)"
 CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_TSAN=ON -DKVFORGE_BENCH=OFF >/dev/null
 cmake --build build-tsan -j"$jobs" --target core_tests engine_tests kvforge
@@ -39,4 +46,4 @@ TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/engine_tests
 # tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (see the file).
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/server/tsan.supp" \
   tests/server/run_server_tests.sh build-tsan/kvforge
-echo "== all tests passed"
+stage "all tests passed in ${SECONDS} s"
