@@ -38,8 +38,8 @@ ctest --test-dir build-fuzz --output-on-failure -R "fuzz_.*_smoke"
 stage "ThreadSanitizer: thread pool, multi-threaded forward passes, kvforge serve (clang)"
 CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_TSAN=ON -DKVFORGE_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target core_tests engine_tests kvforge
-TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/core_tests --gtest_filter='ThreadPool*'
+cmake --build build-tsan -j"$jobs" --target threadpool_tests engine_tests kvforge
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/threadpool_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/engine_tests
 # kvforge serve (HTTP threads, engine loop, queues; paged and static engines) under the
 # whole server test, load test included (about 35 s; KVFORGE_SERVER_LOAD_CLIENTS=16 lightens it).
