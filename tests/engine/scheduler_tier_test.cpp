@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "engine/scheduler.h"
+#include "scheduler_chunks.h"
 
 namespace kvforge {
 namespace scheduler_tier_test {  // named: the tests build in unity batches
@@ -69,19 +70,8 @@ void run_step(BlockManager& blocks, const SchedulerOutput& out) {
   }
 }
 
-struct Chunk {
-  SeqId seq;
-  int32_t start, n;
-  bool operator==(const Chunk&) const = default;
-};
-std::ostream& operator<<(std::ostream& os, const Chunk& c) {
-  return os << "{seq " << c.seq << " [" << c.start << "+" << c.n << "]}";
-}
-std::vector<Chunk> chunks_of(const SchedulerOutput& out) {
-  std::vector<Chunk> v;
-  for (const auto& c : out.chunks) v.push_back({c.seq->id, c.start, c.n});
-  return v;
-}
+using testing::Chunk;
+using testing::chunks_of;
 
 TEST(SchedulerTier, ALoadingSequenceWaitsWhileAnotherDecodes) {
   BlockManager blocks(64, 4, true);

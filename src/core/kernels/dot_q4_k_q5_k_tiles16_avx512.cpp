@@ -18,6 +18,7 @@
 // The walk over groups and tokens, and the panels for long batches:
 // kquant_tiles16_avx512.h.
 #include <cstring>
+#include <utility>
 
 #include "core/formats/q8_k.h"
 #include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
@@ -187,18 +188,14 @@ void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
   quarter.template operator()<2>();
   quarter.template operator()<3>();
   const TileScales s = tile_scales(tile + L.scales);
-  _mm512_store_si512(p.factors[0], lane_byte<0>(s.sc));
-  _mm512_store_si512(p.factors[1], lane_byte<1>(s.sc));
-  _mm512_store_si512(p.factors[2], lane_byte<2>(s.sc));
-  _mm512_store_si512(p.factors[3], lane_byte<3>(s.sc));
-  _mm512_store_si512(p.factors[4], lane_byte<4>(s.sc));
-  _mm512_store_si512(p.factors[5], lane_byte<5>(s.sc));
-  _mm512_store_si512(p.factors[6], lane_byte<6>(s.sc));
-  _mm512_store_si512(p.factors[7], lane_byte<7>(s.sc));
-  _mm512_store_si512(p.coefs[0], min_pair<0>(s.m));
-  _mm512_store_si512(p.coefs[1], min_pair<1>(s.m));
-  _mm512_store_si512(p.coefs[2], min_pair<2>(s.m));
-  _mm512_store_si512(p.coefs[3], min_pair<3>(s.m));
+  [&]<int... J>(std::integer_sequence<int, J...>) {
+    (_mm512_store_si512(p.factors[J], lane_byte<J>(s.sc)), ...);
+  }
+  (std::make_integer_sequence<int, 8>{});
+  [&]<int... Q>(std::integer_sequence<int, Q...>) {
+    (_mm512_store_si512(p.coefs[Q], min_pair<Q>(s.m)), ...);
+  }
+  (std::make_integer_sequence<int, 4>{});
   _mm512_store_ps(
       p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.d))));
   _mm512_store_ps(
