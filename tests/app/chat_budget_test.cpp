@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "app/chat/chat_template.h"
+#include "sanitized.h"
 #include "testdata.h"
 
 namespace kvforge {
@@ -58,7 +59,7 @@ double thread_cpu_seconds() {
 // allows a request, times the sanitizers' slowdown. CPU time rather than wall
 // time, because the budget bounds work, and on a shared machine the wall
 // clock also counts other processes' turns.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if KVFORGE_SANITIZED
 constexpr double kBombSeconds = 2.0 * 5;
 #else
 constexpr double kBombSeconds = 2.0;

@@ -13,6 +13,7 @@
 #include "app/perplexity.h"
 #include "app/tokenizer/tokenizer.h"
 #include "engine/sequence_runner.h"
+#include "sanitized.h"
 #include "testdata.h"
 
 namespace kvforge {
@@ -46,7 +47,7 @@ nlohmann::json* DefaultModelTest::reference_ = nullptr;
 
 // Sanitizer builds run the same code about 15x slower: they score the first
 // windows only (each against its own reference), the optimised build all of them.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#if KVFORGE_SANITIZED
 constexpr size_t kMaxWindows = 12;
 #else
 constexpr size_t kMaxWindows = SIZE_MAX;

@@ -334,23 +334,32 @@ ConvertedActivations place_activations(const BatchKernels& k, int64_t cols, int6
   const size_t rows_bytes = bytes_if_wanted(ActivationForm::Q8Rows);
   const size_t blocks_bytes = bytes_if_wanted(ActivationForm::Q8Blocks);
   scratch.reserve(q8_bytes + q8k_bytes + align64(rows_bytes) + blocks_bytes);
+  // Pointers only into the parts the batch wants: F32-only batches leave the
+  // scratch empty (data() may be null, and no offset may be applied to it).
   uint8_t* act = scratch.activations.data();
   ConvertedActivations converted;
-  converted.quants = reinterpret_cast<int8_t*>(act);
-  converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_tokens));
-  converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
-                                              q8_lane_bytes(cols, n_tokens));
-  converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
-  uint8_t* rows_act = act + q8_bytes + q8k_bytes;
+  if (k.wanting(ActivationForm::Q8)) {
+    converted.quants = reinterpret_cast<int8_t*>(act);
+    converted.scales = reinterpret_cast<float*>(act + q8_quant_bytes(cols, n_tokens));
+    converted.sums = reinterpret_cast<int32_t*>(act + q8_quant_bytes(cols, n_tokens) +
+                                                q8_lane_bytes(cols, n_tokens));
+  }
+  if (k.wanting(ActivationForm::Q8K))
+    converted.blocks = reinterpret_cast<BlockQ8_K*>(act + q8_bytes);
   const size_t quant_bytes = align64(size_t(n_tokens * cols));
   const size_t rows_lanes = align64(size_t(n_tokens * (cols / kQ8BlockElems)) * sizeof(float));
-  converted.row_quants = reinterpret_cast<int8_t*>(rows_act);
-  converted.row_scales = reinterpret_cast<float*>(rows_act + quant_bytes);
-  converted.row_offsets = reinterpret_cast<int32_t*>(rows_act + quant_bytes + rows_lanes);
-  uint8_t* blocks_act = rows_act + align64(rows_bytes);
-  converted.block_quants = reinterpret_cast<int8_t*>(blocks_act);
-  converted.block_scales = reinterpret_cast<float*>(blocks_act + quant_bytes);
-  converted.block_sums = reinterpret_cast<float*>(blocks_act + quant_bytes + rows_lanes);
+  if (k.wanting(ActivationForm::Q8Rows)) {
+    uint8_t* rows_act = act + q8_bytes + q8k_bytes;
+    converted.row_quants = reinterpret_cast<int8_t*>(rows_act);
+    converted.row_scales = reinterpret_cast<float*>(rows_act + quant_bytes);
+    converted.row_offsets = reinterpret_cast<int32_t*>(rows_act + quant_bytes + rows_lanes);
+  }
+  if (k.wanting(ActivationForm::Q8Blocks)) {
+    uint8_t* blocks_act = act + q8_bytes + q8k_bytes + align64(rows_bytes);
+    converted.block_quants = reinterpret_cast<int8_t*>(blocks_act);
+    converted.block_scales = reinterpret_cast<float*>(blocks_act + quant_bytes);
+    converted.block_sums = reinterpret_cast<float*>(blocks_act + quant_bytes + rows_lanes);
+  }
   return converted;
 }
 
