@@ -4,14 +4,13 @@
 // after a restart), for f16 and int8 KV; damaged files are recomputed; a
 // failing disk keeps serving.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <filesystem>
 #include <fstream>
 
 #include "engine_test_util.h"
+#include "file_size_limit.h"
 #include "temp_dir.h"
 
 namespace kvforge {
@@ -135,15 +134,12 @@ TEST(DiskTierEngineFaults, AFailingDiskKeepsServing) {
   o.on_warning = [&](const std::string& m) { warnings.push_back(m); };
   EngineRecorder rec;
   Engine engine(*model, pool, rec.hook(o));
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = old;
-  small.rlim_cur = 100;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
-  const std::vector<Trace> got = run_each(engine, {doc, doc}, rec);
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, old_handler);
+  std::vector<Trace> got;
+  {
+    const testing::FileSizeLimit full_disk(100);
+    ASSERT_TRUE(full_disk.applied());
+    got = run_each(engine, {doc, doc}, rec);
+  }
   EXPECT_TRUE(engine.stats().disk.degraded);
   EXPECT_EQ(warnings.size(), 1u);
   EXPECT_EQ(got[0].logits, want.logits);

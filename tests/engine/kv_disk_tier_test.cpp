@@ -5,16 +5,15 @@
 
 #include <grp.h>
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <fstream>
 #include <functional>
 
 #include "engine/kv/kv_checksum.h"
 #include "engine/kv/prefix_cache.h"
+#include "file_size_limit.h"
 #include "temp_dir.h"
 
 namespace kvforge {
@@ -284,16 +283,13 @@ TEST(KvDiskTier, AFullDiskDegradesWithOneWarning) {
   TempDir dir("kvforge-disk-tier");
   Warnings w;
   KvDiskTier tier(dir.path, 1 << 20, identity(), w.fn());
-  rlimit old{};
-  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
-  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
-  rlimit small = old;
-  small.rlim_cur = 100;
-  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
   const auto toks = prefix(8);
-  const bool stored = tier.store(hash_of(toks), toks, payload(1));
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  std::signal(SIGXFSZ, old_handler);
+  bool stored;
+  {
+    const testing::FileSizeLimit full_disk(100);
+    ASSERT_TRUE(full_disk.applied());
+    stored = tier.store(hash_of(toks), toks, payload(1));
+  }
   EXPECT_FALSE(stored);
   EXPECT_TRUE(tier.stats().degraded);
   EXPECT_EQ(tier.stats().io_errors, 1);
