@@ -34,9 +34,6 @@ struct TileLayout {
 constexpr TileLayout kQ4_K{kQ4_KTileBytes, -1, kQ4_KTileScales, kQ4_KTileD, kQ4_KTileDmin};
 constexpr TileLayout kQ5_K{kQ5_KTileBytes, kQ5_KTileQh, kQ5_KTileScales, kQ5_KTileD, kQ5_KTileDmin};
 
-// How far ahead of its loads a pass prefetches (one tile): decode streams
-// the weights once, and the hardware prefetchers alone left it waiting on DRAM.
-
 // Bit `Bit` of each byte of v moved to bit 4 (Q5_K's fifth bit of a quant).
 template <int Bit>
 static inline __m512i bit_to_4(__m512i v) {
@@ -119,6 +116,8 @@ static inline void chunk_quants(const uint8_t* tile, int c, __m512i& lo, __m512i
 template <TileLayout L, int NT>
 void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
                  const int32_t* const* pairs, float* y, int64_t rows) {
+  // How far ahead of its loads a pass prefetches (one tile): decode streams
+  // the weights once, and the hardware prefetchers alone left it waiting on DRAM.
   constexpr int64_t kPrefetchBytes = L.bytes;
   __m512 acc[NT];
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
