@@ -1,5 +1,5 @@
 // Q6_K weights in the Q6_KTiles16 layout (matmul.h) x Q8_K activations,
-// AVX-512 VNNI: as dot_q4_k_tiles16_avx512.cpp does for Q4_K.
+// AVX-512 VNNI: as dot_q4_k_q5_k_tiles16_avx512.cpp does for Q4_K.
 //
 // In half h of a super-block, 4 bytes l..l+3 of ql at 64h + l and at
 // 64h + l + 32 and of qh at 32h + l give 4 quants (0..63) of each row at
@@ -18,7 +18,7 @@
 namespace kvforge {
 namespace {
 
-// See dot_q4_k_tiles16_avx512.cpp.
+// One tile ahead, as dot_q4_k_q5_k_tiles16_avx512.cpp says why.
 constexpr int64_t kPrefetchBytes = kQ6_KTileBytes;
 
 // Sub-block s's int8 scale of the 16 rows as int32 lanes.
