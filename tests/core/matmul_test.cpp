@@ -965,6 +965,96 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
       }
 }
 
+// IQ4_NL, Q5_0, Q5_1 and Q4_1 rows in their Tiles16 layouts: the decode
+// tiles (1-2 tokens: 4 group streams and leftover groups) and the batch
+// tiles (group pairs x 6 tokens, partial ones, a lone group) give the scalar
+// kernel's bits on native rows (block32_fold.h, affine_fold.h), at 1 and 3
+// threads (3 split the groups unevenly), on quantized rows and on rows of
+// random bytes (every nibble and fifth bit, +-127 activations); rows of 1
+// block, of 24 (a partial 16-block fold round) and of 33.
+TEST(MatmulBlock32Tiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads) {
+  LevelGuard guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool one(1), three(3);
+  MatmulScratch scratch;
+  std::mt19937 rng(37);
+  const Shape shapes[] = {{16, 32}, {48, 768}, {272, 1056}};
+  const std::pair<GgmlType, WeightLayout> layouts[] = {
+      {GgmlType::IQ4_NL, WeightLayout::IQ4_NLTiles16},
+      {GgmlType::Q5_0, WeightLayout::Q5_0Tiles16},
+      {GgmlType::Q5_1, WeightLayout::Q5_1Tiles16},
+      {GgmlType::Q4_1, WeightLayout::Q4_1Tiles16}};
+  for (const auto& [type, layout] : layouts)
+    for (const Shape& shape : shapes)
+      for (bool random_bytes : {false, true}) {
+        RegroupedWeights w =
+            make_regrouped_weights(type, layout, shape.rows, shape.cols, uint32_t(shape.rows));
+        if (random_bytes) {
+          // Every byte random but the f16 d and m (+-1, +-0.5: finite products).
+          const size_t block = type_traits(type).block_bytes;
+          for (size_t off = 0; off < w.native.bytes.size(); off += block) {
+            uint8_t* blk = &w.native.bytes[off];
+            for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+            const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, m = off % 5 ? 0x3800 : 0xb800;
+            std::memcpy(blk, &d, 2);
+            if (has_block_min(type)) std::memcpy(blk + 2, &m, 2);
+          }
+          regroup_rows(layout, w.native.bytes.data(), shape.rows, shape.cols, w.regrouped.data());
+        }
+        for (int64_t n_tokens : {1, 2, 3, 5, 7, 13, 33}) {
+          std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
+          if (random_bytes)
+            for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
+          std::vector<float> expected(size_t(shape.rows * n_tokens));
+          set_simd_level(SimdLevel::Scalar);
+          matmul(w.native.view, x.data(), n_tokens, expected.data(), one, scratch);
+          set_simd_level(SimdLevel::Avx512);
+          for (ThreadPool* pool : {&one, &three}) {
+            std::vector<float> y(expected.size(), NAN);
+            matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
+            ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+                << layout_name(layout) << " rows " << shape.rows << " cols " << shape.cols
+                << " tokens " << n_tokens << " threads " << pool->size()
+                << (random_bytes ? " random bytes" : "");
+          }
+        }
+      }
+}
+
+// In a batch with other weights (matmul_batch: Q8-rows and Q8-blocks forms
+// side by side, the Stealing split), each output is its own matmul's bits.
+TEST(MatmulBlock32Tiles16, BatchedWithOtherLayoutsEachOutputIsItsOwnMatmul) {
+  LevelGuard guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool two(2);
+  MatmulScratch scratch;
+  const int64_t cols = 512;
+  const RegroupedWeights a =
+      make_regrouped_weights(GgmlType::IQ4_NL, WeightLayout::IQ4_NLTiles16, 96, cols, 5);
+  const RegroupedWeights b =
+      make_regrouped_weights(GgmlType::Q4_1, WeightLayout::Q4_1Tiles16, 320, cols, 6);
+  const Weights c = make_weights(GgmlType::Q5_0, 48, cols, 7);
+  for (int64_t n_tokens : {1, 2, 9, 40}) {
+    const std::vector<float> x = make_activations(n_tokens, cols, 8);
+    const WeightView views[] = {a.view, b.view, c.view};
+    std::vector<float> together[3], alone[3];
+    MatmulOutput outs[3];
+    for (int i = 0; i < 3; ++i) {
+      together[i].assign(size_t(views[i].rows * n_tokens), NAN);
+      alone[i].assign(together[i].size(), NAN);
+      outs[i] = MatmulOutput{views[i], together[i].data()};
+    }
+    matmul_batch(outs, x.data(), n_tokens, two, scratch);
+    for (int i = 0; i < 3; ++i) {
+      matmul(views[i], x.data(), n_tokens, alone[i].data(), two, scratch);
+      ASSERT_EQ(0, std::memcmp(alone[i].data(), together[i].data(), alone[i].size() * 4))
+          << "weight " << i << " tokens " << n_tokens;
+    }
+  }
+}
+
 // Invariant 1 of DESIGN.md: a token's rows are the same bits alone (decode,
 // 3 threads) as in a batch of 37 on one thread.
 TEST(MatmulInterleaved16, EveryTokenIsBitwiseTheSameAloneAndInABatch) {

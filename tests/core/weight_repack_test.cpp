@@ -164,6 +164,56 @@ TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
   }
 }
 
+// The 32-element block types' tiles: nibble bytes interleaved 4 by 4, the
+// 5-bit types' fifth bits 8 to a byte (bit k: element 4k + j, bit 4 + k:
+// element 16 + 4k + j), then per block the 16 d (and m).
+TEST(WeightRepack, Block32Tiles16HoldNibblesFifthBitsThenScales) {
+  const int64_t rows = 32, cols = 96;  // 2 groups of 3 blocks
+  std::mt19937 rng(12);
+  for (WeightLayout layout : {WeightLayout::IQ4_NLTiles16, WeightLayout::Q5_0Tiles16,
+                              WeightLayout::Q5_1Tiles16, WeightLayout::Q4_1Tiles16}) {
+    const GgmlType type = layout_type(layout);
+    const bool fifth = type == GgmlType::Q5_0 || type == GgmlType::Q5_1;
+    const bool min = type == GgmlType::Q5_1 || type == GgmlType::Q4_1;
+    const size_t block = type_traits(type).block_bytes;  // d, [m], [qh], qs
+    std::vector<uint8_t> native(size_t(rows * cols / 32) * block);
+    for (uint8_t& b : native) b = uint8_t(rng());
+    std::vector<uint8_t> packed(native.size());
+    regroup_rows(layout, native.data(), rows, cols, packed.data());
+    const int64_t blocks = cols / 32, quant_bytes = fifth ? 320 : 256;
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* in = native.data() + size_t(r * blocks + b) * block;
+        const uint8_t* qs = in + block - 16;
+        const uint8_t* group = packed.data() + size_t((r / 16) * 16 * blocks) * block;
+        const int64_t n = r % 16;
+        for (int i = 0; i < 16; ++i)
+          ASSERT_EQ(group[quant_bytes * b + 64 * (i / 4) + 4 * n + i % 4], qs[i])
+              << layout_name(layout) << " row " << r << " block " << b << " byte " << i;
+        if (fifth) {
+          uint32_t qh;
+          std::memcpy(&qh, in + (min ? 4 : 2), 4);
+          for (int e = 0; e < 32; ++e) {
+            const int j = e % 4, bit = e < 16 ? e / 4 : 4 + (e - 16) / 4;
+            const uint8_t stored = group[quant_bytes * b + 256 + 4 * n + j];
+            ASSERT_EQ((stored >> bit) & 1, (qh >> e) & 1)
+                << layout_name(layout) << " row " << r << " block " << b << " element " << e;
+          }
+        }
+        const uint8_t* scales = group + quant_bytes * blocks + (min ? 64 : 32) * b;
+        EXPECT_EQ(0, std::memcmp(scales + 2 * n, in, 2)) << layout_name(layout) << " d";
+        if (min) {
+          EXPECT_EQ(0, std::memcmp(scales + 32 + 2 * n, in + 2, 2)) << layout_name(layout) << " m";
+        }
+      }
+    EXPECT_TRUE(layout_keeps_results(layout));
+    EXPECT_EQ(regrouped_layout(type, 2048, 768), layout);
+    EXPECT_EQ(regrouped_layout(type, 2040, 768), WeightLayout::Native);
+    EXPECT_TRUE(layout_fits(layout, 16, 32));
+    EXPECT_FALSE(layout_fits(layout, 24, 768));
+  }
+}
+
 TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_TRUE(layout_fits(WeightLayout::Q4_0Groups8, 3, 256));
   EXPECT_TRUE(layout_fits(WeightLayout::Q8_0Groups8, 1, 11008));

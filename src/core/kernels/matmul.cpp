@@ -125,6 +125,34 @@ const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_av
 const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
                                          {kQ6_KTiles16Set, kQ6_KTiles16Set, kQ6_KTiles16Set}};
 
+// IQ4_NLTiles16, Q5_0Tiles16: the Q8-rows form, whose offsets undo the
+// levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as the
+// native kernels. Batches split as the other VNNI tiles (Stealing).
+const KernelSet kIQ4_NLTiles16Set{
+    ActivationForm::Q8Rows, matmul_rows_iq4_nl_tiles16_avx512, nullptr, nullptr, nullptr, true};
+const TypeKernels kIQ4_NLTiles16Kernels = {
+    GgmlType::IQ4_NL, {kIQ4_NLTiles16Set, kIQ4_NLTiles16Set, kIQ4_NLTiles16Set}};
+const KernelSet kQ5_0Tiles16Set{
+    ActivationForm::Q8Rows, matmul_rows_q5_0_tiles16_avx512, nullptr, nullptr, nullptr, true};
+const TypeKernels kQ5_0Tiles16Kernels = {GgmlType::Q5_0,
+                                         {kQ5_0Tiles16Set, kQ5_0Tiles16Set, kQ5_0Tiles16Set}};
+const KernelSet kQ5_1Tiles16Set{ActivationForm::Q8Blocks,
+                                matmul_rows_q5_1_tiles16_avx512,
+                                nullptr,
+                                nullptr,
+                                quantize_activations_q8_blocks_avx512,
+                                true};
+const TypeKernels kQ5_1Tiles16Kernels = {GgmlType::Q5_1,
+                                         {kQ5_1Tiles16Set, kQ5_1Tiles16Set, kQ5_1Tiles16Set}};
+const KernelSet kQ4_1Tiles16Set{ActivationForm::Q8Blocks,
+                                matmul_rows_q4_1_tiles16_avx512,
+                                nullptr,
+                                nullptr,
+                                quantize_activations_q8_blocks_avx512,
+                                true};
+const TypeKernels kQ4_1Tiles16Kernels = {GgmlType::Q4_1,
+                                         {kQ4_1Tiles16Set, kQ4_1Tiles16Set, kQ4_1Tiles16Set}};
+
 // F16Interleaved16, BF16Interleaved16: f32 activations as given.
 const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
                                      nullptr, nullptr};
@@ -166,6 +194,14 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ5_KTiles16Kernels;
     case WeightLayout::Q6_KTiles16:
       return kQ6_KTiles16Kernels;
+    case WeightLayout::IQ4_NLTiles16:
+      return kIQ4_NLTiles16Kernels;
+    case WeightLayout::Q5_0Tiles16:
+      return kQ5_0Tiles16Kernels;
+    case WeightLayout::Q5_1Tiles16:
+      return kQ5_1Tiles16Kernels;
+    case WeightLayout::Q4_1Tiles16:
+      return kQ4_1Tiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

@@ -102,6 +102,25 @@ namespace kvforge {
 //     each row (byte 4n + j: row 16g + n's byte j) of ql from 64h + 16s + 4c,
 //     of ql from 64h + 32 + 16s + 4c and of qh from 32h + 16s + 4c; then
 //     at 3072 the rows' 16 int8 scales, byte 64i + 4n + j = scale 4i + j.
+//   IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16, Q4_1Tiles16: rows of those
+//     32-element block types in groups of 16 for the AVX-512 VNNI kernel
+//     (dot_block32_tiles16_avx512.cpp). Group g (16 * row_bytes bytes from
+//     16g * row_bytes) holds first, per block b of 32 columns, its quants
+//     (256 bytes each for IQ4_NL and Q4_1, 320 for Q5_0 and Q5_1; block b's
+//     at b times that):
+//       bytes   0..255: byte 64k + 4n + j = qs byte 4k + j of row 16g + n
+//                       (k < 4): low nibble element 4k + j, high nibble
+//                       element 16 + 4k + j, as the file stores them;
+//       bytes 256..319 (Q5_0, Q5_1 only): byte 256 + 4n + j of row 16g + n
+//                       holds in bit k (k < 4) the fifth bit of element
+//                       4k + j and in bit 4 + k that of element 16 + 4k + j;
+//     then, after all blocks, per block 32 bytes of the 16 rows' f16 d
+//     (row n's at 2n), for Q4_1 and Q5_1 followed by 32 bytes of their f16
+//     m. Each (row, token) gets the native kernels' exact block integers and
+//     their f32 fold (block32_fold.h, affine_fold.h; one accumulator register
+//     per fold lane, lane n = row n): the same bits as the native layout at
+//     every level. Rows a multiple of 16, cols of 32. Only matmul() at the
+//     AVX-512 level reads them.
 enum class WeightLayout {
   Native,
   Q4_0Groups8,
@@ -112,7 +131,11 @@ enum class WeightLayout {
   BF16Interleaved16,
   Q4_KTiles16,
   Q5_KTiles16,
-  Q6_KTiles16
+  Q6_KTiles16,
+  IQ4_NLTiles16,
+  Q5_0Tiles16,
+  Q5_1Tiles16,
+  Q4_1Tiles16
 };
 
 struct WeightView {

@@ -140,6 +140,18 @@ void matmul_rows_q6_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 // scales start; the d of every tile follow all the tiles.
 inline constexpr int64_t kQ6_KTileBytes = kTiles16Rows * 208;
 inline constexpr int64_t kQ6_KTileScales = kTiles16Rows * 192;
+// IQ4_NLTiles16, Q5_0Tiles16 (Q8-rows activations: the offsets undo the
+// levels' + 128 / + 16) and Q5_1Tiles16, Q4_1Tiles16 (Q8-blocks
+// activations): every 16-row group whose first row lies in [r0, r1);
+// bitwise the native kernels' results (block32_fold.h, affine_fold.h).
+void matmul_rows_iq4_nl_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_q5_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_q5_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_q4_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+// A group's block of those layouts: 256 nibble bytes, for Q5_0 and Q5_1 then
+// 64 bytes of fifth bits; after all blocks, per block the 16 d (and m).
+inline constexpr int64_t kBlock32TileNibbleBytes = kTiles16Rows * 16;
+inline constexpr int64_t kBlock32TileFifthBytes = kTiles16Rows * 4;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                          int8_t* quants, float* scales, int32_t* offsets);

@@ -6,8 +6,12 @@
 #include <type_traits>
 
 #include "core/cpu_features.h"
+#include "core/formats/iq4_nl.h"
 #include "core/formats/q4_0.h"
+#include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
+#include "core/formats/q5_0.h"
+#include "core/formats/q5_1.h"
 #include "core/formats/q5_k.h"
 #include "core/formats/q6_k.h"
 #include "core/formats/q8_0.h"
@@ -135,6 +139,45 @@ void tile_rows_q6_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
     }
 }
 
+// IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16, Q4_1Tiles16 (WeightLayout,
+// matmul.h): per group and block the 16 rows' nibble bytes interleaved 4 by
+// 4, for the 5-bit types their fifth bits regrouped 8 to a byte, and after
+// all blocks per block the rows' d (and m).
+template <class Block>
+void tile_rows_block32(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  constexpr bool fifth = requires(Block b) { b.qh; };
+  constexpr bool min = requires(Block b) { b.m; };
+  constexpr int64_t quant_bytes = kBlock32TileNibbleBytes + (fifth ? kBlock32TileFifthBytes : 0);
+  constexpr int64_t scale_bytes = kTiles16ScaleBytes * (min ? 2 : 1);
+  const auto* in = static_cast<const Block*>(src);
+  const int64_t blocks = cols / 32;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g) {
+    uint8_t* group = out + g * kTiles16Rows * blocks * int64_t(sizeof(Block));
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* q = group + b * quant_bytes;
+      uint8_t* d = group + blocks * quant_bytes + b * scale_bytes;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const Block& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        for (int i = 0; i < 16; ++i) q[64 * (i / 4) + 4 * n + i % 4] = blk.qs[i];
+        if constexpr (fifth) {
+          uint32_t qh;
+          std::memcpy(&qh, blk.qh, 4);
+          for (int j = 0; j < 4; ++j) {
+            uint8_t bits = 0;
+            for (int k = 0; k < 4; ++k) {
+              bits |= uint8_t(((qh >> (4 * k + j)) & 1) << k);
+              bits |= uint8_t(((qh >> (16 + 4 * k + j)) & 1) << (4 + k));
+            }
+            q[kBlock32TileNibbleBytes + 4 * n + j] = bits;
+          }
+        }
+        std::memcpy(d + 2 * n, &blk.d, 2);
+        if constexpr (min) std::memcpy(d + kTiles16ScaleBytes + 2 * n, &blk.m, 2);
+      }
+    }
+  }
+}
+
 // `layout` if a rows x cols matrix can take it, else Native.
 WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
@@ -163,6 +206,14 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::Q5_KTiles16, rows, cols);
     case GgmlType::Q6_K:
       return if_fits(WeightLayout::Q6_KTiles16, rows, cols);
+    case GgmlType::IQ4_NL:
+      return if_fits(WeightLayout::IQ4_NLTiles16, rows, cols);
+    case GgmlType::Q5_0:
+      return if_fits(WeightLayout::Q5_0Tiles16, rows, cols);
+    case GgmlType::Q5_1:
+      return if_fits(WeightLayout::Q5_1Tiles16, rows, cols);
+    case GgmlType::Q4_1:
+      return if_fits(WeightLayout::Q4_1Tiles16, rows, cols);
     default:
       return WeightLayout::Native;
   }
@@ -194,6 +245,14 @@ const char* layout_name(WeightLayout layout) {
       return "Q5_KTiles16";
     case WeightLayout::Q6_KTiles16:
       return "Q6_KTiles16";
+    case WeightLayout::IQ4_NLTiles16:
+      return "IQ4_NLTiles16";
+    case WeightLayout::Q5_0Tiles16:
+      return "Q5_0Tiles16";
+    case WeightLayout::Q5_1Tiles16:
+      return "Q5_1Tiles16";
+    case WeightLayout::Q4_1Tiles16:
+      return "Q4_1Tiles16";
     case WeightLayout::Native:
       break;
   }
@@ -218,6 +277,14 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q5_K;
     case WeightLayout::Q6_KTiles16:
       return GgmlType::Q6_K;
+    case WeightLayout::IQ4_NLTiles16:
+      return GgmlType::IQ4_NL;
+    case WeightLayout::Q5_0Tiles16:
+      return GgmlType::Q5_0;
+    case WeightLayout::Q5_1Tiles16:
+      return GgmlType::Q5_1;
+    case WeightLayout::Q4_1Tiles16:
+      return GgmlType::Q4_1;
     case WeightLayout::Native:
       break;
   }
@@ -231,6 +298,10 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
       return cols > 0 && cols % kRegroupCols == 0;
     case WeightLayout::Q8_0Tiles16:
     case WeightLayout::Q4_0Tiles16:
+    case WeightLayout::IQ4_NLTiles16:
+    case WeightLayout::Q5_0Tiles16:
+    case WeightLayout::Q5_1Tiles16:
+    case WeightLayout::Q4_1Tiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % 32 == 0;
     case WeightLayout::F16Interleaved16:
     case WeightLayout::BF16Interleaved16:
@@ -253,6 +324,10 @@ const char* layout_requirement(WeightLayout layout) {
       return "cols a multiple of 256";
     case WeightLayout::Q8_0Tiles16:
     case WeightLayout::Q4_0Tiles16:
+    case WeightLayout::IQ4_NLTiles16:
+    case WeightLayout::Q5_0Tiles16:
+    case WeightLayout::Q5_1Tiles16:
+    case WeightLayout::Q4_1Tiles16:
       return "rows a multiple of 16 and cols of 32";
     case WeightLayout::F16Interleaved16:
     case WeightLayout::BF16Interleaved16:
@@ -279,6 +354,14 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
   if (layout == WeightLayout::Q4_KTiles16) return tile_rows_k<BlockQ4_K>(src, rows, cols, out);
   if (layout == WeightLayout::Q5_KTiles16) return tile_rows_k<BlockQ5_K>(src, rows, cols, out);
   if (layout == WeightLayout::Q6_KTiles16) return tile_rows_q6_k(src, rows, cols, out);
+  if (layout == WeightLayout::IQ4_NLTiles16)
+    return tile_rows_block32<BlockIQ4_NL>(src, rows, cols, out);
+  if (layout == WeightLayout::Q5_0Tiles16)
+    return tile_rows_block32<BlockQ5_0>(src, rows, cols, out);
+  if (layout == WeightLayout::Q5_1Tiles16)
+    return tile_rows_block32<BlockQ5_1>(src, rows, cols, out);
+  if (layout == WeightLayout::Q4_1Tiles16)
+    return tile_rows_block32<BlockQ4_1>(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
@@ -295,7 +378,9 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
 
 bool layout_keeps_results(WeightLayout layout) {
   return layout == WeightLayout::Native || layout == WeightLayout::Q4_KTiles16 ||
-         layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16;
+         layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16 ||
+         layout == WeightLayout::IQ4_NLTiles16 || layout == WeightLayout::Q5_0Tiles16 ||
+         layout == WeightLayout::Q5_1Tiles16 || layout == WeightLayout::Q4_1Tiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }

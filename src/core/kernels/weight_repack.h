@@ -23,6 +23,11 @@
 // bytes interleaved 4 by 4, which unpack into the tile's 8 rows with an AND
 // (low nibbles) or a shift and an AND (high nibbles) per 64 bytes.
 //
+// IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16 and Q4_1Tiles16 do the same for
+// those 32-element blocks: 4 quants of 16 rows per vpdpbusd, each row's
+// block integers exact and folded into 16 lane sums as the native kernels
+// fold them (block32_fold.h, affine_fold.h), so the bits do not change.
+//
 // Q4_KTiles16, Q5_KTiles16 and Q6_KTiles16 do the same for the K-quants
 // users download most (Q4_K_M is Q4_K and Q6_K, Q5_K_M Q5_K and Q6_K): one
 // vpdpbusd takes 4 quants of 16 rows, so decode forms each row's exact
@@ -50,7 +55,9 @@ inline constexpr int64_t kRegroupCols = 8 * 32;
 // 256), else Native; F16, BF16: F16Interleaved16 / BF16Interleaved16 where
 // rows are a multiple of 16, else Native; Q4_K: Q4_KTiles16 where rows are a
 // multiple of 16 (and cols of 256), else Native, and Q5_K and Q6_K likewise
-// (Q5_KTiles16, Q6_KTiles16); Native for the other types.
+// (Q5_KTiles16, Q6_KTiles16); IQ4_NL, Q5_0, Q5_1, Q4_1: their Tiles16
+// layouts where rows are a multiple of 16, else Native; Native for the
+// other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
 // "Native", "Q4_0Groups8", ..., "BF16Interleaved16": for error messages.
@@ -74,7 +81,8 @@ const char* layout_requirement(WeightLayout layout);
 void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst);
 
 // Whether matmul() gives the same bits for a matrix in `layout` as in the
-// native layout (Native and the Q4_K, Q5_K and Q6_K tiles; the Q4_0/Q8_0 tiles and groups and
+// native layout (Native, the Q4_K, Q5_K and Q6_K tiles and the IQ4_NL, Q5_0,
+// Q5_1 and Q4_1 tiles; the Q4_0/Q8_0 tiles and groups and
 // the Interleaved16 layouts sum in another order). A tensor-parallel share
 // that cannot take such a layout may stay native.
 bool layout_keeps_results(WeightLayout layout);
