@@ -157,10 +157,11 @@ void tile(const TilesView<F>& v, const int64_t* groups, int64_t t0, const TilePr
     if constexpr (F::kMin) sa[t] = task.act_block_sums + (t0 + t) * v.blocks;
   }
   // The fold's lane sums S_l of each (group, token): [G][T][16] registers.
+  // Blocks 0..15 set their lanes to +0 + p_b; lanes no block reaches stay +0.
   alignas(64) __m512 lanes[G][T][kFoldLanes];
-  for (int j = 0; j < G; ++j)
-    for (int t = 0; t < T; ++t)
-      for (int l = 0; l < kFoldLanes; ++l) lanes[j][t][l] = _mm512_setzero_ps();
+  for (int64_t l = v.blocks; l < kFoldLanes; ++l)
+    for (int j = 0; j < G; ++j)
+      for (int t = 0; t < T; ++t) lanes[j][t][l] = _mm512_setzero_ps();
   for (int64_t b = 0; b < v.blocks; ++b) {
     const int64_t pf_end = (b + 1) * pf.per_block < pf.lines ? (b + 1) * pf.per_block : pf.lines;
     for (int64_t l = b * pf.per_block; l < pf_end; ++l)
@@ -192,7 +193,7 @@ void tile(const TilesView<F>& v, const int64_t* groups, int64_t t0, const TilePr
                                             _mm512_cvtepi32_ps(isum[j][t])));
         if constexpr (F::kMin)
           term = _mm512_add_ps(term, unfused(_mm512_mul_ps(mw, _mm512_set1_ps(sa[t][b]))));
-        lanes[j][t][l] = _mm512_add_ps(lanes[j][t][l], term);
+        lanes[j][t][l] = _mm512_add_ps(b < kFoldLanes ? _mm512_setzero_ps() : lanes[j][t][l], term);
       }
     }
   }
