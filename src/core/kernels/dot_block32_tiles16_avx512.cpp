@@ -87,7 +87,7 @@ struct Q5_0Tile {
   static __m512i levels(const uint8_t* blk, int k) {
     return with_fifth_bits(block_nibbles(blk, k), blk, k);
   }
-  static int32_t offset(int32_t o) { return o / 8; }  // w + 16; exact: o is a multiple of 128
+  static int32_t offset(int32_t o) { return o >> 3; }  // w + 16; exact: o is a multiple of 128
 };
 
 struct Q5_1Tile {
@@ -172,7 +172,11 @@ void tile(const TilesView<F>& v, const int64_t* groups, int64_t t0, const TilePr
       if constexpr (F::kOffsets) o = _mm512_set1_epi32(F::offset(off[t][b]));
       for (int j = 0; j < G; ++j) isum[j][t] = o;
     }
+    // Unrolled, so that each register's unpacking is straight-line code with
+    // constant shifts (GCC keeps this loop rolled otherwise).
+#pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
+#pragma GCC unroll 4
       for (int j = 0; j < G; ++j) {
         const __m512i wv = F::levels(w[j] + b * F::kQuantBytes, k);
         for (int t = 0; t < T; ++t)
