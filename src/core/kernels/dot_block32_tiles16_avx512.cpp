@@ -18,7 +18,11 @@
 // count. The 16 registers per (group, token) do not fit a register tile of
 // several groups and tokens, so they live in an L1 array (one load, add and
 // store per block, group and token; the adds of one lane are 16 blocks
-// apart, so their latency hides behind the blocks between).
+// apart, so their latency hides behind the blocks between). Walking the
+// blocks lane class by lane class instead (l, l + 16, ..., one accumulator
+// per (group, token), the tree combined as the classes complete) ran
+// batches about half as fast (matmul_bench prefill64/512, IQ4_NL and Q5_1,
+// Zen 4): the blocks read out of order and the pending tree sums spilled.
 //
 // Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
 // range, 4 long sequential streams. Batches: pairs of groups x 6 tokens, the
