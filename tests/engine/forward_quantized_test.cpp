@@ -5,18 +5,16 @@
 // Tolerances:
 //  - F16, BF16: activations stay f32 and weights dequantize exactly, so the
 //    F32 bound applies: 1e-4.
-//  - Q8_0, Q4_0, Q4_K, Q6_K: the matmul quantizes activations to 8 bits per
-//    block (Q8_0 / Q8_K): per element an error uniform in ±amax/254, i.e. a
-//    standard deviation of amax/(127·√12) ≈ 0.7 % of the activations' RMS
-//    for Gaussian-like blocks (amax ≈ 3·RMS). A dot product inherits that
-//    relative error; about nine matmuls lie in series between embedding and
-//    logits here, so logits move by ~√9 · 0.7 % ≈ 2 % of their RMS (1σ). The
-//    bound is the ~4σ tail over all rows: max abs diff ≤ 8 % of the RMS of
-//    the reference logits (measured: 4.1-5.7 %). A wrong scale, nibble order or
-//    sub-block index moves logits by a sizeable fraction of their RMS and
-//    fails it; bit-level layout errors are the kernel tests' business. The
-//    greedy token must agree wherever the reference's top-2 margin exceeds
-//    twice the bound.
+//  - Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, Q5_0, Q5_1, Q4_1: the matmul quantizes
+//    activations to 8 bits per block (Q8_0 / Q8_K): per element an error uniform in ±amax/254, i.e.
+//    a standard deviation of amax/(127·√12) ≈ 0.7 % of the activations' RMS for Gaussian-like
+//    blocks (amax ≈ 3·RMS). A dot product inherits that relative error; about nine matmuls lie in
+//    series between embedding and logits here, so logits move by ~√9 · 0.7 % ≈ 2 % of their RMS
+//    (1σ). The bound is the ~4σ tail over all rows: max abs diff ≤ 8 % of the RMS of the reference
+//    logits (measured: 4.1-5.7 %). A wrong scale, nibble order or sub-block index moves logits by a
+//    sizeable fraction of their RMS and fails it; bit-level layout errors are the kernel tests'
+//    business. The greedy token must agree wherever the reference's top-2 margin exceeds twice the
+//    bound.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -55,7 +53,7 @@ TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
   spec.weight_type = c.type;
   spec.seed = 11;
   const auto model = testing::make_test_model(spec);
-  // Q4_0 and Q8_0 on the AVX-512 level: the layer matrices are regrouped at
+  // On the AVX-512 level the layer matrices of most types are regrouped at
   // load (weight_repack.h), so this also checks that path against the oracle.
   const WeightView& down = model->weights().layers[0].ffn_down.parts[0];
   EXPECT_EQ(down.layout, regrouping_preferred() ? regrouped_layout(c.type, down.rows, down.cols)
@@ -103,7 +101,9 @@ INSTANTIATE_TEST_SUITE_P(
     Types, ForwardQuantizedTest,
     ::testing::Values(Case{GgmlType::F16, 1e-4f, false}, Case{GgmlType::BF16, 1e-4f, false},
                       Case{GgmlType::Q8_0, 0.08f, true}, Case{GgmlType::Q4_0, 0.08f, true},
-                      Case{GgmlType::Q4_K, 0.08f, true}, Case{GgmlType::Q6_K, 0.08f, true}),
+                      Case{GgmlType::Q4_K, 0.08f, true}, Case{GgmlType::Q6_K, 0.08f, true},
+                      Case{GgmlType::IQ4_NL, 0.08f, true}, Case{GgmlType::Q5_0, 0.08f, true},
+                      Case{GgmlType::Q5_1, 0.08f, true}, Case{GgmlType::Q4_1, 0.08f, true}),
     [](const auto& param_info) { return std::string(type_name(param_info.param.type)); });
 
 }  // namespace

@@ -109,6 +109,37 @@ std::vector<uint8_t> native_q6_k_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
+// Row r of an IQ4_NLTiles16 / Q5_0Tiles16 / Q5_1Tiles16 / Q4_1Tiles16
+// matrix (WeightLayout, matmul.h: per 16-row group and block the rows'
+// nibble bytes interleaved 4 by 4, for Q5_0 / Q5_1 then their fifth bits,
+// 8 to a byte; after all blocks per block the rows' d, then for Q5_1 / Q4_1
+// their m) as the file's blocks: d, [m,] [qh,] qs.
+std::vector<uint8_t> native_block32_tiles16_row(const WeightView& w, int64_t r) {
+  const bool fifth = w.layout == WeightLayout::Q5_0Tiles16 || w.layout == WeightLayout::Q5_1Tiles16;
+  const bool min = w.layout == WeightLayout::Q5_1Tiles16 || w.layout == WeightLayout::Q4_1Tiles16;
+  const size_t block = 18 + (fifth ? 4 : 0) + (min ? 2 : 0), blocks = size_t(w.cols / 32);
+  const size_t quant_bytes = fifth ? 320 : 256, scale_bytes = min ? 64 : 32, n = size_t(r % 16);
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * 16 * blocks * block;
+  std::vector<uint8_t> out(blocks * block);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* q = group + quant_bytes * b;
+    const uint8_t* scales = group + quant_bytes * blocks + scale_bytes * b;
+    uint8_t* dst = &out[block * b];
+    std::memcpy(dst, scales + 2 * n, 2);
+    if (min) std::memcpy(dst + 2, scales + 32 + 2 * n, 2);
+    if (fifth) {
+      uint32_t qh = 0;
+      for (uint32_t e = 0; e < 32; ++e) {
+        const uint32_t j = e % 4, bit = e < 16 ? e / 4 : 4 + (e - 16) / 4;
+        qh |= uint32_t((q[256 + 4 * n + j] >> bit) & 1) << e;
+      }
+      std::memcpy(dst + (min ? 4 : 2), &qh, 4);
+    }
+    for (size_t i = 0; i < 16; ++i) dst[block - 16 + i] = q[64 * (i / 4) + 4 * n + i % 4];
+  }
+  return out;
+}
+
 // Row r of an F16Interleaved16 / BF16Interleaved16 matrix (per 16-row
 // group, column k's 16 2-byte values side by side) back as the file's row.
 std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
@@ -148,6 +179,10 @@ std::vector<float> to_f32(const WeightView& w) {
       row = native.data();
     } else if (w.layout == WeightLayout::Q6_KTiles16) {
       native = native_q6_k_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::IQ4_NLTiles16 || w.layout == WeightLayout::Q5_0Tiles16 ||
+               w.layout == WeightLayout::Q5_1Tiles16 || w.layout == WeightLayout::Q4_1Tiles16) {
+      native = native_block32_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::F16Interleaved16 ||
                w.layout == WeightLayout::BF16Interleaved16) {
