@@ -22,7 +22,8 @@ struct KernelSet {
   Q8ActivationQuantizer quantize_q8 = nullptr;
   Q8KActivationQuantizer quantize_q8_k = nullptr;
   Q8BlocksActivationQuantizer quantize_q8_blocks = nullptr;
-  // A Tiles16 kernel: batches of kAmxMinTokens or more run on AMX where usable.
+  // A Tiles16 kernel (16-row groups): batches split as batch_split says; the
+  // Q8_0 / Q4_0 ones run batches of kAmxMinTokens or more on AMX where usable.
   bool tiles16 = false;
 };
 
