@@ -970,8 +970,9 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
 // tiles (group pairs x 6 tokens, partial ones, a lone group) give the scalar
 // kernel's bits on native rows (block32_fold.h, affine_fold.h), at 1 and 3
 // threads (3 split the groups unevenly), on quantized rows and on rows of
-// random bytes (every nibble and fifth bit, +-127 activations); rows of 1
-// block, of 24 (a partial 16-block fold round) and of 33.
+// random bytes (every nibble and fifth bit, +-127 activations); rows of 1,
+// 3 and 8 blocks (fewer than the fold's 16 lanes), of 24 (a partial 16-block
+// fold round) and of 33.
 TEST(MatmulBlock32Tiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads) {
   LevelGuard guard;
   set_simd_level(SimdLevel::Avx512);
@@ -979,7 +980,7 @@ TEST(MatmulBlock32Tiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads
   ThreadPool one(1), three(3);
   MatmulScratch scratch;
   std::mt19937 rng(37);
-  const Shape shapes[] = {{16, 32}, {48, 768}, {272, 1056}};
+  const Shape shapes[] = {{16, 32}, {32, 96}, {48, 256}, {48, 768}, {272, 1056}};
   const std::pair<GgmlType, WeightLayout> layouts[] = {
       {GgmlType::IQ4_NL, WeightLayout::IQ4_NLTiles16},
       {GgmlType::Q5_0, WeightLayout::Q5_0Tiles16},

@@ -140,13 +140,15 @@ static inline __m512 unfused(__m512 v) {
 }
 
 // The fold's tree over a (group, token)'s 16 lane registers: block32_fold_lanes
-// and affine_fold_lanes (the order of avx512_hsum) lane by lane.
-static inline __m512 fold_tree(const __m512* s) {
+// and affine_fold_lanes (the order of avx512_hsum) lane by lane. Of a row of
+// n < 16 blocks the lanes from n on hold +0; no lane or partial sum is ever
+// -0 (block32_fold.h), so adding them changes nothing and is skipped.
+static inline __m512 fold_tree(const __m512* s, int64_t n) {
   __m512 t[8];
-  for (int j = 0; j < 8; ++j) t[j] = _mm512_add_ps(s[j], s[j + 8]);
-  for (int j = 0; j < 4; ++j) t[j] = _mm512_add_ps(t[j], t[j + 4]);
-  for (int j = 0; j < 2; ++j) t[j] = _mm512_add_ps(t[j], t[j + 2]);
-  return _mm512_add_ps(t[0], t[1]);
+  for (int j = 0; j < 8; ++j) t[j] = j + 8 < n ? _mm512_add_ps(s[j], s[j + 8]) : s[j];
+  for (int j = 0; j < 4; ++j) t[j] = j + 4 < n ? _mm512_add_ps(t[j], t[j + 4]) : t[j];
+  for (int j = 0; j < 2; ++j) t[j] = j + 2 < n ? _mm512_add_ps(t[j], t[j + 2]) : t[j];
+  return n > 1 ? _mm512_add_ps(t[0], t[1]) : t[0];
 }
 
 // G groups (their indices in `groups`) x T tokens from t0; results to y.
@@ -214,7 +216,7 @@ void tile(const TilesView<F>& v, const int64_t* groups, int64_t t0, const TilePr
   for (int j = 0; j < G; ++j)
     for (int t = 0; t < T; ++t)
       _mm512_storeu_ps(task.y + (t0 + t) * task.rows + groups[j] * kTiles16Rows,
-                       fold_tree(lanes[j][t]));
+                       fold_tree(lanes[j][t], v.blocks));
 }
 
 // A tile of G groups and a run-time nt <= T tokens.
