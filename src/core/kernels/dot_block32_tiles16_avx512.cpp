@@ -26,8 +26,8 @@
 //
 // Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
 // range, 4 long sequential streams, each tile prefetching the streams' next
-// groups into L2 a share per block (the hardware prefetchers alone left
-// cold decode 30-40 % slower, matmul_bench 1 thread). Batches: pairs of groups x 6 tokens, the
+// groups into L2 a share per block (the hardware prefetchers alone fell
+// behind the 4 streams when the weights come from memory). Batches: pairs of groups x 6 tokens, the
 // pair's first tile reading from memory and prefetching the next pair into
 // L2, as the Q4_0 / Q8_0 tiles do (dot_tiles16_avx512.cpp).
 #include "core/formats/iq4_codebook.h"
