@@ -70,17 +70,8 @@ struct IQ4_NLTile {
   static constexpr int64_t kScaleBytes = kTiles16ScaleBytes;
   static constexpr bool kMin = false, kOffsets = true;
   static __m512i levels(const uint8_t* blk, int k) {
-    alignas(16) static constexpr uint8_t kLevels[16] = {
-        uint8_t(kIq4Codebook[0] + 128),  uint8_t(kIq4Codebook[1] + 128),
-        uint8_t(kIq4Codebook[2] + 128),  uint8_t(kIq4Codebook[3] + 128),
-        uint8_t(kIq4Codebook[4] + 128),  uint8_t(kIq4Codebook[5] + 128),
-        uint8_t(kIq4Codebook[6] + 128),  uint8_t(kIq4Codebook[7] + 128),
-        uint8_t(kIq4Codebook[8] + 128),  uint8_t(kIq4Codebook[9] + 128),
-        uint8_t(kIq4Codebook[10] + 128), uint8_t(kIq4Codebook[11] + 128),
-        uint8_t(kIq4Codebook[12] + 128), uint8_t(kIq4Codebook[13] + 128),
-        uint8_t(kIq4Codebook[14] + 128), uint8_t(kIq4Codebook[15] + 128)};
-    const __m512i table =
-        _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kLevels)));
+    const __m512i table = _mm512_broadcast_i32x4(
+        _mm_load_si128(reinterpret_cast<const __m128i*>(kIq4CodebookPlus128.v)));
     return _mm512_shuffle_epi8(table, block_nibbles(blk, k));
   }
   static int32_t offset(int32_t o) { return o; }  // level + 128

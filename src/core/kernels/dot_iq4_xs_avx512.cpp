@@ -178,17 +178,8 @@ struct IQ4_XSAvx512Dot {
 // + 128's share back out.
 void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPanelRow& out) {
   const BlockIQ4_XS& blk = weight_row<BlockIQ4_XS>(task, row)[b];
-  alignas(16) static constexpr uint8_t kLevelsPlus128[16] = {
-      uint8_t(kIq4Codebook[0] + 128),  uint8_t(kIq4Codebook[1] + 128),
-      uint8_t(kIq4Codebook[2] + 128),  uint8_t(kIq4Codebook[3] + 128),
-      uint8_t(kIq4Codebook[4] + 128),  uint8_t(kIq4Codebook[5] + 128),
-      uint8_t(kIq4Codebook[6] + 128),  uint8_t(kIq4Codebook[7] + 128),
-      uint8_t(kIq4Codebook[8] + 128),  uint8_t(kIq4Codebook[9] + 128),
-      uint8_t(kIq4Codebook[10] + 128), uint8_t(kIq4Codebook[11] + 128),
-      uint8_t(kIq4Codebook[12] + 128), uint8_t(kIq4Codebook[13] + 128),
-      uint8_t(kIq4Codebook[14] + 128), uint8_t(kIq4Codebook[15] + 128)};
-  const __m512i table =
-      _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kLevelsPlus128)));
+  const __m512i table = _mm512_broadcast_i32x4(
+      _mm_load_si128(reinterpret_cast<const __m128i*>(kIq4CodebookPlus128.v)));
   const __m512i low4 = _mm512_set1_epi8(0x0f);
   // As in the tiles: [low | high nibbles] of sub-blocks s, s+1 in element order.
   const __m512i first_pair = _mm512_setr_epi64(0, 1, 8, 9, 2, 3, 10, 11);
