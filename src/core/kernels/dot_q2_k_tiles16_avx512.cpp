@@ -41,13 +41,13 @@ constexpr int64_t kPrefetchBytes = 2 * kQ2_KTileBytes;
 // n for row n: sc[J] << (6 - 2f), from scale line J / 4 (byte J % 4 of
 // each lane, sc its low nibble).
 template <int J>
-static inline __m512i scale_multiplier(const __m512i lines[4]) {
+static inline __m512i scale_multiplier(__m512i line) {
   constexpr int kUp = 6 - 2 * ((J % 8) / 2), kShift = 8 * (J % 4) - kUp;
   __m512i moved;
   if constexpr (kShift >= 0)
-    moved = _mm512_srli_epi32(lines[J / 4], kShift);
+    moved = _mm512_srli_epi32(line, kShift);
   else
-    moved = _mm512_slli_epi32(lines[J / 4], -kShift);
+    moved = _mm512_slli_epi32(line, -kShift);
   return _mm512_and_si512(moved, _mm512_set1_epi32(0x0f << kUp));
 }
 
@@ -102,12 +102,20 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
           }
         }
       }
-      const __m512i mult[4] = {
-          scale_multiplier<8 * H + P>(lines), scale_multiplier<8 * H + 2 + P>(lines),
-          scale_multiplier<8 * H + 4 + P>(lines), scale_multiplier<8 * H + 6 + P>(lines)};
-      for (int k = 0; k < NT; ++k)
-        for (int f = 0; f < 4; ++f)
-          isum64[k] = _mm512_add_epi32(isum64[k], _mm512_mullo_epi32(sums[f][k], mult[f]));
+      // Sub-block 8H + 2f + P's scale is byte (2f + P) % 4 of line 2H + (2f + P) / 4.
+      const __m512i mult[4] = {scale_multiplier<8 * H + P>(lines[2 * H]),
+                               scale_multiplier<8 * H + 2 + P>(lines[2 * H]),
+                               scale_multiplier<8 * H + 4 + P>(lines[2 * H + 1]),
+                               scale_multiplier<8 * H + 6 + P>(lines[2 * H + 1])};
+      // f < 2: |S'| <= 4 * 16 * 3 * 127 and the multiplier's high half is
+      // zero, so one vpdpwssd multiplies and adds exactly.
+      for (int k = 0; k < NT; ++k) {
+        isum64[k] = _mm512_dpwssd_epi32(isum64[k], sums[0][k], mult[0]);
+        isum64[k] = _mm512_dpwssd_epi32(isum64[k], sums[1][k], mult[1]);
+        isum64[k] =
+            _mm512_add_epi32(isum64[k], _mm512_add_epi32(_mm512_mullo_epi32(sums[2][k], mult[2]),
+                                                         _mm512_mullo_epi32(sums[3][k], mult[3])));
+      }
     };
     half_parity.template operator()<0, 0>();
     half_parity.template operator()<0, 1>();
