@@ -1056,6 +1056,57 @@ TEST(MatmulBlock32Tiles16, BatchedWithOtherLayoutsEachOutputIsItsOwnMatmul) {
   }
 }
 
+// Q2_K rows in Q2_KTiles16: the tile kernel (1-2 tokens: decode; 3..31:
+// token tiles of 4 and their remainders) and the panels decoded from the
+// tiles (32 or more) give the scalar kernel's bits on native rows, on 1, 2
+// and 3 threads (groups split unevenly), from one group to 25, one
+// super-block to 7, on quantized rows and on rows of random bytes (every
+// scale, min and 2-bit value against +-127 activations: the largest sums).
+TEST(MatmulKquantTiles16, Q2_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThreads) {
+  LevelGuard guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool one(1), two(2), three(3);
+  MatmulScratch scratch;
+  std::mt19937 rng(37);
+  const Shape shapes[] = {{16, 256}, {48, 768}, {400, 1792}, {32, 2048}};
+  for (const Shape& shape : shapes)
+    for (bool random_bytes : {false, true}) {
+      RegroupedWeights w = make_regrouped_weights(GgmlType::Q2_K, WeightLayout::Q2_KTiles16,
+                                                  shape.rows, shape.cols, uint32_t(shape.cols));
+      if (random_bytes) {
+        // Every byte random but the f16 d and dmin at the block's end (+-1,
+        // +-0.5: finite products).
+        const size_t block = type_traits(GgmlType::Q2_K).block_bytes;
+        for (size_t off = 0; off < w.native.bytes.size(); off += block) {
+          uint8_t* blk = &w.native.bytes[off];
+          for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+          const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, dmin = off % 5 ? 0x3800 : 0xb800;
+          std::memcpy(blk + block - 4, &d, 2);
+          std::memcpy(blk + block - 2, &dmin, 2);
+        }
+        regroup_rows(WeightLayout::Q2_KTiles16, w.native.bytes.data(), shape.rows, shape.cols,
+                     w.regrouped.data());
+      }
+      for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 9, 31, 32, 33, 41}) {
+        std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
+        if (random_bytes)
+          for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
+        std::vector<float> expected(size_t(shape.rows * n_tokens));
+        set_simd_level(SimdLevel::Scalar);
+        matmul(w.native.view, x.data(), n_tokens, expected.data(), one, scratch);
+        set_simd_level(SimdLevel::Avx512);
+        for (ThreadPool* pool : {&one, &two, &three}) {
+          std::vector<float> y(expected.size(), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
+          ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+              << "Q2_KTiles16 rows " << shape.rows << " cols " << shape.cols << " tokens "
+              << n_tokens << " threads " << pool->size() << (random_bytes ? " random bytes" : "");
+        }
+      }
+    }
+}
+
 // Invariant 1 of DESIGN.md: a token's rows are the same bits alone (decode,
 // 3 threads) as in a batch of 37 on one thread.
 TEST(MatmulInterleaved16, EveryTokenIsBitwiseTheSameAloneAndInABatch) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/formats/q2_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q8_0.h"
@@ -147,6 +148,35 @@ TEST(WeightRepack, Q4_KTiles16InterleavesNibbleAndScaleBytesThenHoldsTheSuperSca
   }
 }
 
+TEST(WeightRepack, Q2_KTiles16InterleavesScaleAndQsBytesThenHoldsTheSuperScales) {
+  const int64_t rows = 48, cols = 768;  // 3 groups of 16 rows, 3 super-blocks per row
+  std::vector<uint8_t> native(size_t(rows * cols / 256) * sizeof(BlockQ2_K));
+  std::mt19937 rng(8);
+  for (uint8_t& byte : native) byte = uint8_t(rng());  // a layout test: any bytes
+  std::vector<uint8_t> packed(native.size());
+  regroup_rows(WeightLayout::Q2_KTiles16, native.data(), rows, cols, packed.data());
+  const auto* blocks = reinterpret_cast<const BlockQ2_K*>(native.data());
+  const int64_t nb = cols / 256;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ2_K& blk = blocks[r * nb + b];
+      const uint8_t* tile = packed.data() + ((r / 16) * nb + b) * 16 * 84;  // 1344 bytes
+      uint16_t d, dmin;
+      std::memcpy(&d, tile + 1280 + 2 * n, 2);
+      std::memcpy(&dmin, tile + 1312 + 2 * n, 2);
+      EXPECT_EQ(d, blk.d) << "row " << r << " block " << b;
+      EXPECT_EQ(dmin, blk.dmin) << "row " << r << " block " << b;
+      for (int i = 0; i < 16; ++i)
+        ASSERT_EQ(tile[64 * (i / 4) + 4 * n + i % 4], blk.scales[i])
+            << "row " << r << " scale byte " << i;
+      for (int i = 0; i < 64; ++i)
+        ASSERT_EQ(tile[256 + 64 * (i / 4) + 4 * n + i % 4], blk.qs[i])
+            << "row " << r << " qs " << i;
+    }
+  }
+}
+
 TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
   const int64_t rows = 32, cols = 7;  // 2 groups; any number of columns
   std::vector<uint16_t> native(size_t(rows * cols));
@@ -240,6 +270,11 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_EQ(regrouped_layout(GgmlType::Q6_K, 256, 256), WeightLayout::Q6_KTiles16);
   EXPECT_EQ(regrouped_layout(GgmlType::Q5_K, 256, 256), WeightLayout::Q5_KTiles16);
   EXPECT_EQ(regrouped_layout(GgmlType::Q3_K, 256, 256), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q2_K, 256, 768), WeightLayout::Q2_KTiles16);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q2_K, 40, 768), WeightLayout::Native);
+  EXPECT_FALSE(layout_fits(WeightLayout::Q2_KTiles16, 16, 288));
+  EXPECT_EQ(layout_type(WeightLayout::Q2_KTiles16), GgmlType::Q2_K);
+  EXPECT_TRUE(layout_keeps_results(WeightLayout::Q2_KTiles16));
   EXPECT_FALSE(layout_fits(WeightLayout::Q4_KTiles16, 16, 288));
   EXPECT_EQ(layout_type(WeightLayout::Q4_KTiles16), GgmlType::Q4_K);
   EXPECT_TRUE(layout_keeps_results(WeightLayout::Q4_KTiles16));

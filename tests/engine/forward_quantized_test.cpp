@@ -5,7 +5,7 @@
 // Tolerances:
 //  - F16, BF16: activations stay f32 and weights dequantize exactly, so the
 //    F32 bound applies: 1e-4.
-//  - Q8_0, Q4_0, Q4_K, Q6_K, IQ4_NL, Q5_0, Q5_1, Q4_1: the matmul quantizes
+//  - Q8_0, Q4_0, Q4_K, Q6_K, Q2_K, IQ4_NL, Q5_0, Q5_1, Q4_1: the matmul quantizes
 //    activations to 8 bits per block (Q8_0 / Q8_K): per element an error uniform in ±amax/254, i.e.
 //    a standard deviation of amax/(127·√12) ≈ 0.7 % of the activations' RMS for Gaussian-like
 //    blocks (amax ≈ 3·RMS). A dot product inherits that relative error; about nine matmuls lie in
@@ -103,7 +103,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{GgmlType::Q8_0, 0.08f, true}, Case{GgmlType::Q4_0, 0.08f, true},
                       Case{GgmlType::Q4_K, 0.08f, true}, Case{GgmlType::Q6_K, 0.08f, true},
                       Case{GgmlType::IQ4_NL, 0.08f, true}, Case{GgmlType::Q5_0, 0.08f, true},
-                      Case{GgmlType::Q5_1, 0.08f, true}, Case{GgmlType::Q4_1, 0.08f, true}),
+                      Case{GgmlType::Q5_1, 0.08f, true}, Case{GgmlType::Q4_1, 0.08f, true},
+                      Case{GgmlType::Q2_K, 0.08f, true}),
     [](const auto& param_info) { return std::string(type_name(param_info.param.type)); });
 
 }  // namespace

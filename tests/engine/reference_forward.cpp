@@ -140,6 +140,25 @@ std::vector<uint8_t> native_block32_tiles16_row(const WeightView& w, int64_t r) 
   return out;
 }
 
+// Row r of a Q2_KTiles16 matrix (WeightLayout, matmul.h: per 16-row group
+// and super-block a 1344-byte tile of the rows' scale bytes, then their qs
+// bytes, each interleaved 4 by 4, then their d and their dmin) as the
+// file's blocks.
+std::vector<uint8_t> native_q2_k_tiles16_row(const WeightView& w, int64_t r) {
+  const size_t blocks = size_t(w.cols / 256), n = size_t(r % 16);
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * blocks * 1344;
+  std::vector<uint8_t> out(blocks * 84);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = group + 1344 * b;
+    uint8_t* dst = &out[84 * b];  // 16 scale bytes, 64 qs bytes, d, dmin
+    for (size_t i = 0; i < 16; ++i) dst[i] = tile[64 * (i / 4) + 4 * n + i % 4];
+    for (size_t i = 0; i < 64; ++i) dst[16 + i] = tile[256 + 64 * (i / 4) + 4 * n + i % 4];
+    std::memcpy(dst + 80, tile + 1280 + 2 * n, 2);
+    std::memcpy(dst + 82, tile + 1312 + 2 * n, 2);
+  }
+  return out;
+}
+
 // Row r of an F16Interleaved16 / BF16Interleaved16 matrix (per 16-row
 // group, column k's 16 2-byte values side by side) back as the file's row.
 std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
@@ -183,6 +202,9 @@ std::vector<float> to_f32(const WeightView& w) {
     } else if (w.layout == WeightLayout::IQ4_NLTiles16 || w.layout == WeightLayout::Q5_0Tiles16 ||
                w.layout == WeightLayout::Q5_1Tiles16 || w.layout == WeightLayout::Q4_1Tiles16) {
       native = native_block32_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::Q2_KTiles16) {
+      native = native_q2_k_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::F16Interleaved16 ||
                w.layout == WeightLayout::BF16Interleaved16) {

@@ -125,6 +125,10 @@ const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_av
                                 quantize_activations_q8_k_avx512, nullptr};
 const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
                                          {kQ6_KTiles16Set, kQ6_KTiles16Set, kQ6_KTiles16Set}};
+const KernelSet kQ2_KTiles16Set{ActivationForm::Q8K, matmul_rows_q2_k_tiles16_avx512, nullptr,
+                                quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kQ2_KTiles16Kernels = {GgmlType::Q2_K,
+                                         {kQ2_KTiles16Set, kQ2_KTiles16Set, kQ2_KTiles16Set}};
 
 // IQ4_NLTiles16, Q5_0Tiles16: the Q8-rows form, whose offsets undo the
 // levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as the
@@ -203,6 +207,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ5_1Tiles16Kernels;
     case WeightLayout::Q4_1Tiles16:
       return kQ4_1Tiles16Kernels;
+    case WeightLayout::Q2_KTiles16:
+      return kQ2_KTiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

@@ -121,6 +121,21 @@ namespace kvforge {
 //     per fold lane, lane n = row n): the same bits as the native layout at
 //     every level. Rows a multiple of 16, cols of 32. Only matmul() at the
 //     AVX-512 level reads them.
+//   Q2_KTiles16: Q2_K rows in groups of 16, one 64-byte aligned tile of
+//     kQ2_KTileBytes = 16 x 84 bytes (21 lines) per group and super-block,
+//     tile (g, b) at (g * cols / 256 + b) * kQ2_KTileBytes, its lines in the
+//     order the kernel reads them:
+//       bytes    0..255:  byte 64i + 4n + j = scale byte 4i + j of row 16g + n
+//                         (i < 4; sc in the low nibble, m in the high one);
+//       bytes  256..1279: byte 256 + 64k + 4n + j = qs byte 4k + j of row
+//                         16g + n (k < 16): line k = 8h + 4p + c holds qs
+//                         bytes 32h + 16p + 4c .. + 3, whose bit pair f is 4
+//                         quants of sub-block 8h + 2f + p for each row;
+//       bytes 1280..1311: the 16 rows' f16 d, row n's at 2n;
+//       bytes 1312..1343: their f16 dmin, likewise.
+//     Each (row, token) gets the scalar kernel's exact integers and its f32
+//     fold: the same bits as the native layout at every level. Rows a
+//     multiple of 16, cols of 256. Only matmul() at the AVX-512 level reads it.
 enum class WeightLayout {
   Native,
   Q4_0Groups8,
@@ -135,7 +150,8 @@ enum class WeightLayout {
   IQ4_NLTiles16,
   Q5_0Tiles16,
   Q5_1Tiles16,
-  Q4_1Tiles16
+  Q4_1Tiles16,
+  Q2_KTiles16
 };
 
 struct WeightView {

@@ -152,6 +152,13 @@ void matmul_rows_q4_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 // 64 bytes of fifth bits; after all blocks, per block the 16 d (and m).
 inline constexpr int64_t kBlock32TileNibbleBytes = kTiles16Rows * 16;
 inline constexpr int64_t kBlock32TileFifthBytes = kTiles16Rows * 4;
+// The same for Q2_KTiles16: a group super-block's 21 lines, its scale
+// bytes, qs bytes, d and dmin, in the order the kernel reads them.
+void matmul_rows_q2_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+inline constexpr int64_t kQ2_KTileBytes = kTiles16Rows * 84;
+inline constexpr int64_t kQ2_KTileQs = kTiles16Rows * 16;
+inline constexpr int64_t kQ2_KTileD = kQ2_KTileQs + kTiles16Rows * 64;
+inline constexpr int64_t kQ2_KTileDmin = kQ2_KTileD + kTiles16Rows * 2;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                          int8_t* quants, float* scales, int32_t* offsets);

@@ -7,6 +7,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/iq4_nl.h"
+#include "core/formats/q2_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
@@ -178,6 +179,25 @@ void tile_rows_block32(const void* src, int64_t rows, int64_t cols, uint8_t* out
   }
 }
 
+// Q2_KTiles16 (WeightLayout, matmul.h): per group and super-block the 16
+// rows' scale bytes, then their qs bytes, each interleaved 4 by 4, then
+// their d and their dmin.
+void tile_rows_q2_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  const auto* in = static_cast<const BlockQ2_K*>(src);
+  const int64_t blocks = cols / BlockQ2_K::kElems;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* t = out + (g * blocks + b) * kQ2_KTileBytes;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const BlockQ2_K& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        for (int i = 0; i < 16; ++i) t[64 * (i / 4) + 4 * n + i % 4] = blk.scales[i];
+        for (int i = 0; i < 64; ++i) t[kQ2_KTileQs + 64 * (i / 4) + 4 * n + i % 4] = blk.qs[i];
+        std::memcpy(t + kQ2_KTileD + 2 * n, &blk.d, 2);
+        std::memcpy(t + kQ2_KTileDmin + 2 * n, &blk.dmin, 2);
+      }
+    }
+}
+
 // `layout` if a rows x cols matrix can take it, else Native.
 WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
@@ -214,6 +234,8 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::Q5_1Tiles16, rows, cols);
     case GgmlType::Q4_1:
       return if_fits(WeightLayout::Q4_1Tiles16, rows, cols);
+    case GgmlType::Q2_K:
+      return if_fits(WeightLayout::Q2_KTiles16, rows, cols);
     default:
       return WeightLayout::Native;
   }
@@ -253,6 +275,8 @@ const char* layout_name(WeightLayout layout) {
       return "Q5_1Tiles16";
     case WeightLayout::Q4_1Tiles16:
       return "Q4_1Tiles16";
+    case WeightLayout::Q2_KTiles16:
+      return "Q2_KTiles16";
     case WeightLayout::Native:
       break;
   }
@@ -285,6 +309,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q5_1;
     case WeightLayout::Q4_1Tiles16:
       return GgmlType::Q4_1;
+    case WeightLayout::Q2_KTiles16:
+      return GgmlType::Q2_K;
     case WeightLayout::Native:
       break;
   }
@@ -309,6 +335,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q4_KTiles16:
     case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
+    case WeightLayout::Q2_KTiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % BlockQ4_K::kElems == 0;
     case WeightLayout::Native:
       break;
@@ -335,6 +362,7 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::Q4_KTiles16:
     case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
+    case WeightLayout::Q2_KTiles16:
       return "rows a multiple of 16 and cols of 256";
     case WeightLayout::Native:
       break;
@@ -362,6 +390,7 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
     return tile_rows_block32<BlockQ5_1>(src, rows, cols, out);
   if (layout == WeightLayout::Q4_1Tiles16)
     return tile_rows_block32<BlockQ4_1>(src, rows, cols, out);
+  if (layout == WeightLayout::Q2_KTiles16) return tile_rows_q2_k(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
@@ -380,7 +409,8 @@ bool layout_keeps_results(WeightLayout layout) {
   return layout == WeightLayout::Native || layout == WeightLayout::Q4_KTiles16 ||
          layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16 ||
          layout == WeightLayout::IQ4_NLTiles16 || layout == WeightLayout::Q5_0Tiles16 ||
-         layout == WeightLayout::Q5_1Tiles16 || layout == WeightLayout::Q4_1Tiles16;
+         layout == WeightLayout::Q5_1Tiles16 || layout == WeightLayout::Q4_1Tiles16 ||
+         layout == WeightLayout::Q2_KTiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }
