@@ -10,7 +10,7 @@
 // Q4_0 and Q8_0 also run at the AVX-512 level on rows regrouped as a model's
 // are at load (kernels/weight_repack.h: ".../avx512_groups8"), Q4_0 and
 // Q8_0 on rows in the AMX tile layouts (".../avx512_tiles16": AMX for
-// batches where the machine has it, else AVX-512 VNNI), Q4_K, Q5_K and Q6_K on their 16-row
+// batches where the machine has it, else AVX-512 VNNI), Q3_K .. Q6_K on their 16-row
 // tiles (".../avx512_tiles16", VNNI), and F16 and BF16 on
 // rows interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
 // kernel's speed relative to the scalar kernel, the regrouped rows' relative
@@ -219,9 +219,10 @@ void register_all() {
                                        : t == GgmlType::Q4_K ? WeightLayout::Q4_KTiles16
                                        : t == GgmlType::Q5_K ? WeightLayout::Q5_KTiles16
                                        : t == GgmlType::Q6_K ? WeightLayout::Q6_KTiles16
+                                       : t == GgmlType::Q3_K ? WeightLayout::Q3_KTiles16
                                                              : WeightLayout::Q8_0Tiles16;
           if ((t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
-               t == GgmlType::Q5_K || t == GgmlType::Q6_K) &&
+               t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::Q3_K) &&
               layout_fits(tiles16, s.rows, s.cols)) {
             configure(benchmark::RegisterBenchmark((base + "/avx512_tiles16").c_str(), run_matmul,
                                                    t, s, n_tokens, SimdLevel::Avx512, cold,

@@ -124,6 +124,10 @@ const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_av
                                 quantize_activations_q8_k_avx512, nullptr};
 const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
                                          {kQ6_KTiles16Set, kQ6_KTiles16Set, kQ6_KTiles16Set}};
+const KernelSet kQ3_KTiles16Set{ActivationForm::Q8K, matmul_rows_q3_k_tiles16_avx512, nullptr,
+                                quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kQ3_KTiles16Kernels = {GgmlType::Q3_K,
+                                         {kQ3_KTiles16Set, kQ3_KTiles16Set, kQ3_KTiles16Set}};
 
 // F16Interleaved16, BF16Interleaved16: f32 activations as given.
 const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
@@ -166,6 +170,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ5_KTiles16Kernels;
     case WeightLayout::Q6_KTiles16:
       return kQ6_KTiles16Kernels;
+    case WeightLayout::Q3_KTiles16:
+      return kQ3_KTiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

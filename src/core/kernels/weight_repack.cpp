@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/cpu_features.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q5_k.h"
@@ -135,6 +136,30 @@ void tile_rows_q6_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
     }
 }
 
+// Q3_KTiles16 (WeightLayout, matmul.h): per group and super-block a tile of
+// the 16 rows' qs, hmask and scale bytes in the kernel's reading order; all
+// the tiles' d after the tiles.
+void tile_rows_q3_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  const auto* in = static_cast<const BlockQ3_K*>(src);
+  const int64_t blocks = cols / BlockQ3_K::kElems, tiles = rows / kTiles16Rows * blocks;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* t = out + (g * blocks + b) * kQ3_KTileBytes;
+      uint8_t* d = out + tiles * kQ3_KTileBytes + (g * blocks + b) * 32;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const BlockQ3_K& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        for (int c = 0; c < 8; ++c) {
+          std::memcpy(t + 128 * c + 4 * n, blk.qs + 4 * c, 4);
+          std::memcpy(t + 128 * c + 64 + 4 * n, blk.hmask + 4 * c, 4);
+          std::memcpy(t + kQ3_KTileQsHigh + 64 * c + 4 * n, blk.qs + 32 + 4 * c, 4);
+        }
+        for (int i = 0; i < 3; ++i)
+          std::memcpy(t + kQ3_KTileScales + 64 * i + 4 * n, blk.scales + 4 * i, 4);
+        std::memcpy(d + 2 * n, &blk.d, 2);
+      }
+    }
+}
+
 // `layout` if a rows x cols matrix can take it, else Native.
 WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
@@ -163,6 +188,8 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::Q5_KTiles16, rows, cols);
     case GgmlType::Q6_K:
       return if_fits(WeightLayout::Q6_KTiles16, rows, cols);
+    case GgmlType::Q3_K:
+      return if_fits(WeightLayout::Q3_KTiles16, rows, cols);
     default:
       return WeightLayout::Native;
   }
@@ -194,6 +221,8 @@ const char* layout_name(WeightLayout layout) {
       return "Q5_KTiles16";
     case WeightLayout::Q6_KTiles16:
       return "Q6_KTiles16";
+    case WeightLayout::Q3_KTiles16:
+      return "Q3_KTiles16";
     case WeightLayout::Native:
       break;
   }
@@ -218,6 +247,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q5_K;
     case WeightLayout::Q6_KTiles16:
       return GgmlType::Q6_K;
+    case WeightLayout::Q3_KTiles16:
+      return GgmlType::Q3_K;
     case WeightLayout::Native:
       break;
   }
@@ -238,6 +269,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q4_KTiles16:
     case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
+    case WeightLayout::Q3_KTiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % BlockQ4_K::kElems == 0;
     case WeightLayout::Native:
       break;
@@ -260,6 +292,7 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::Q4_KTiles16:
     case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
+    case WeightLayout::Q3_KTiles16:
       return "rows a multiple of 16 and cols of 256";
     case WeightLayout::Native:
       break;
@@ -279,6 +312,7 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
   if (layout == WeightLayout::Q4_KTiles16) return tile_rows_k<BlockQ4_K>(src, rows, cols, out);
   if (layout == WeightLayout::Q5_KTiles16) return tile_rows_k<BlockQ5_K>(src, rows, cols, out);
   if (layout == WeightLayout::Q6_KTiles16) return tile_rows_q6_k(src, rows, cols, out);
+  if (layout == WeightLayout::Q3_KTiles16) return tile_rows_q3_k(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
@@ -295,7 +329,8 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
 
 bool layout_keeps_results(WeightLayout layout) {
   return layout == WeightLayout::Native || layout == WeightLayout::Q4_KTiles16 ||
-         layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16;
+         layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16 ||
+         layout == WeightLayout::Q3_KTiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }
