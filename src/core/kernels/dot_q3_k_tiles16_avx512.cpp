@@ -5,9 +5,10 @@
 // bit pair f of qs[32h + l] and its high bit at bit 4h + f of hmask[l]
 // (formats/q3_k.h). A line of the tile holds 4 bytes l = 4c .. 4c + 3 of
 // each of the 16 rows, so a qs line of half h and the hmask line of the
-// same c give, per f, a shift and mask, a bit test and a masked add: 4
-// stored quants u = low | high << 2 in [0, 7] of sub-block 8h + 2f + (c >= 4)
-// of every row, taken by one vpdpbusd per token. u is the unsigned operand
+// same c give, per f, a mask (bit pair 3 after a shift), a bit test and a
+// masked add: 4 stored quants u = low | high << 2 in [0, 7] (for f = 1, 2
+// times 4^f) of sub-block 8h + 2f + (c >= 4) of every row, taken by one
+// vpdpbusd per token. u is the unsigned operand
 // vpdpbusd wants; as q = u - 4, per (row, token) the exact integers are
 //   isum = sum_j s[j] * sum_{i in j} u_i * a_i - 4 * sum_j s[j] * bsums[j]
 // with the signed scales s[j] = sc[j] - 32 as lanes: the scalar kernel's
@@ -67,17 +68,24 @@ static inline __m512i row_scale(const Q3Scales& s) {
   return _mm512_srai_epi32(_mm512_slli_epi32(s.w[J / 4], 24 - 8 * (J % 4)), 24);
 }
 
-// The stored quants u of elements 128H + 32F + 4c .. + 3 of the 16 rows
-// from the qs line q and the hmask line hm.
+// Bit pairs 1 and 2 stay where they are in their qs byte: their quants
+// come out times 4^F (at most 7 * 16, still a byte), one mask instead of a
+// shift and a mask per line, and the sub-block sums are shifted back once.
+constexpr int quant_shift(int f) { return f == 1 || f == 2 ? 2 * f : 0; }
+
+// The stored quants u, times 2^quant_shift(F), of elements 128H + 32F + 4c
+// .. + 3 of the 16 rows from the qs line q and the hmask line hm.
 template <int H, int F>
 static inline __m512i stored_quants(__m512i q, __m512i hm) {
-  const __m512i low = _mm512_and_si512(_mm512_srli_epi16(q, 2 * F), _mm512_set1_epi8(3));
+  constexpr int shift = quant_shift(F);
+  const __m512i low = shift ? _mm512_and_si512(q, _mm512_set1_epi8(char(3 << shift)))
+                            : _mm512_and_si512(_mm512_srli_epi16(q, 2 * F), _mm512_set1_epi8(3));
   const __mmask64 high = _mm512_test_epi8_mask(hm, _mm512_set1_epi8(char(1 << (4 * H + F))));
-  return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(4));
+  return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(char(4 << shift)));
 }
 
-// The 4 quant vectors of line c of half H: u[f] for elements 128H + 32f + 4c
-// .. + 3, of sub-block 8H + 2f + (c >= 4).
+// The 4 quant vectors of line c of half H: u[f] (times 2^quant_shift(f)) for
+// elements 128H + 32f + 4c .. + 3, of sub-block 8H + 2f + (c >= 4).
 struct Q3Quants {
   __m512i u[4];
 };
@@ -132,9 +140,13 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
       }
       const __m512i sc[4] = {row_scale<8 * H + P>(s), row_scale<8 * H + 2 + P>(s),
                              row_scale<8 * H + 4 + P>(s), row_scale<8 * H + 6 + P>(s)};
-      for (int k = 0; k < NT; ++k)
+      for (int k = 0; k < NT; ++k) {
+        // Exact multiples of 4 and 16: the shifts divide exactly.
+        sums[1][k] = _mm512_srai_epi32(sums[1][k], quant_shift(1));
+        sums[2][k] = _mm512_srai_epi32(sums[2][k], quant_shift(2));
         for (int f = 0; f < 4; ++f)
           isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(sums[f][k], sc[f]));
+      }
     };
     pass.template operator()<0, 0>();
     pass.template operator()<0, 1>();
@@ -177,7 +189,14 @@ void decode_tile_panel(const uint8_t* tile, const uint16_t* d, KquantPanelBlock&
   const auto half = [&]<int H>() {
     for (int c = 0; c < 8; ++c) {
       const Q3Quants w = chunk_quants<H>(tile, c);
-      for (int f = 0; f < 4; ++f) _mm512_store_si512(p.quants[32 * H + 8 * f + c], w.u[f]);
+      const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(w.u[1], quant_shift(1)),
+                                          _mm512_set1_epi8(7)),
+                    u2 = _mm512_and_si512(_mm512_srli_epi16(w.u[2], quant_shift(2)),
+                                          _mm512_set1_epi8(7));
+      _mm512_store_si512(p.quants[32 * H + c], w.u[0]);
+      _mm512_store_si512(p.quants[32 * H + 8 + c], u1);
+      _mm512_store_si512(p.quants[32 * H + 16 + c], u2);
+      _mm512_store_si512(p.quants[32 * H + 24 + c], w.u[3]);
     }
   };
   half.template operator()<0>();
