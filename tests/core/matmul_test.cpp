@@ -19,6 +19,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/f16.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul_task.h"
@@ -1102,6 +1103,56 @@ TEST(MatmulKquantTiles16, Q2_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThre
           ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
               << "Q2_KTiles16 rows " << shape.rows << " cols " << shape.cols << " tokens "
               << n_tokens << " threads " << pool->size() << (random_bytes ? " random bytes" : "");
+        }
+      }
+    }
+}
+
+// Q3_K rows in Q3_KTiles16: the tile kernel (1-2 token decode, token tiles
+// of 4 and their remainders) and the kPanelQ3_K panels decoded from the tiles
+// (33 and 40 tokens) give the scalar kernel's bits on the native rows, on 1,
+// 2 and 3 threads (3 split the groups unevenly), for one group, three and
+// nineteen, one super-block and several, on quantized rows and on rows of
+// random bytes (every hmask, low-bit and 6-bit scale value, +-127
+// activations: the largest sums the kernel's integers must hold).
+TEST(MatmulKquantTiles16, Q3_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThreads) {
+  LevelGuard guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  MatmulScratch scratch;
+  std::mt19937 rng(47);
+  const Shape shapes[] = {{16, 256}, {48, 768}, {304, 1792}, {48, 256}};
+  for (const Shape& shape : shapes)
+    for (bool random_bytes : {false, true}) {
+      RegroupedWeights w = make_regrouped_weights(GgmlType::Q3_K, WeightLayout::Q3_KTiles16,
+                                                  shape.rows, shape.cols, uint32_t(shape.rows));
+      if (random_bytes) {
+        // Every byte random but the f16 d, last in the block (+-1, +-0.5: finite products).
+        const size_t block = sizeof(BlockQ3_K);
+        for (size_t off = 0; off < w.native.bytes.size(); off += block) {
+          uint8_t* blk = &w.native.bytes[off];
+          for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+          const uint16_t d = off % 3 ? 0x3c00 : (off % 7 ? 0xbc00 : 0x3800);
+          std::memcpy(blk + block - 2, &d, 2);
+        }
+        regroup_rows(WeightLayout::Q3_KTiles16, w.native.bytes.data(), shape.rows, shape.cols,
+                     w.regrouped.data());
+      }
+      for (int64_t n_tokens : {1, 2, 3, 5, 7, 33, 40}) {
+        std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens + 7));
+        if (random_bytes)
+          for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
+        std::vector<float> expected(size_t(shape.rows * n_tokens));
+        set_simd_level(SimdLevel::Scalar);
+        matmul(w.native.view, x.data(), n_tokens, expected.data(), pools[0], scratch);
+        set_simd_level(SimdLevel::Avx512);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(expected.size(), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+              << "Q3_KTiles16 rows " << shape.rows << " cols " << shape.cols << " tokens "
+              << n_tokens << " threads " << pool.size() << (random_bytes ? " random bytes" : "");
         }
       }
     }

@@ -14,6 +14,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/q2_k.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/q8_0.h"
@@ -177,6 +178,38 @@ TEST(WeightRepack, Q2_KTiles16InterleavesScaleAndQsBytesThenHoldsTheSuperScales)
   }
 }
 
+TEST(WeightRepack, Q3_KTiles16KeepsEachTilesLinesInReadingOrderAndTheDAfterAllTiles) {
+  const int64_t rows = 48, cols = 768;  // 3 groups of 16 rows, 3 super-blocks per row
+  std::vector<uint8_t> native(size_t(rows * cols / 256) * sizeof(BlockQ3_K));
+  std::mt19937 rng(8);
+  for (uint8_t& byte : native) byte = uint8_t(rng());  // a layout test: any bytes
+  std::vector<uint8_t> packed(native.size());
+  regroup_rows(WeightLayout::Q3_KTiles16, native.data(), rows, cols, packed.data());
+  const auto* blocks = reinterpret_cast<const BlockQ3_K*>(native.data());
+  const int64_t nb = cols / 256, tiles = rows / 16 * nb;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockQ3_K& blk = blocks[r * nb + b];
+      const int64_t t = (r / 16) * nb + b;
+      const uint8_t* tile = packed.data() + t * 16 * 108;  // 1728 bytes = 27 lines
+      uint16_t d;
+      std::memcpy(&d, packed.data() + tiles * 1728 + 32 * t + 2 * n, 2);
+      EXPECT_EQ(d, blk.d) << "row " << r << " block " << b;
+      for (int i = 0; i < 32; ++i) {
+        const int c = i / 4, j = i % 4;
+        ASSERT_EQ(tile[128 * c + 4 * n + j], blk.qs[i]) << "row " << r << " qs " << i;
+        ASSERT_EQ(tile[128 * c + 64 + 4 * n + j], blk.hmask[i]) << "row " << r << " hmask " << i;
+        ASSERT_EQ(tile[1024 + 64 * c + 4 * n + j], blk.qs[32 + i])
+            << "row " << r << " qs " << 32 + i;
+      }
+      for (int i = 0; i < 12; ++i)
+        ASSERT_EQ(tile[1536 + 64 * (i / 4) + 4 * n + i % 4], blk.scales[i])
+            << "row " << r << " scale byte " << i;
+    }
+  }
+}
+
 TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
   const int64_t rows = 32, cols = 7;  // 2 groups; any number of columns
   std::vector<uint16_t> native(size_t(rows * cols));
@@ -269,7 +302,12 @@ TEST(WeightRepack, EachLayoutSaysWhichShapesFit) {
   EXPECT_EQ(regrouped_layout(GgmlType::Q4_K, 248, 256), WeightLayout::Native);
   EXPECT_EQ(regrouped_layout(GgmlType::Q6_K, 256, 256), WeightLayout::Q6_KTiles16);
   EXPECT_EQ(regrouped_layout(GgmlType::Q5_K, 256, 256), WeightLayout::Q5_KTiles16);
-  EXPECT_EQ(regrouped_layout(GgmlType::Q3_K, 256, 256), WeightLayout::Native);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q3_K, 256, 256), WeightLayout::Q3_KTiles16);
+  EXPECT_EQ(regrouped_layout(GgmlType::Q3_K, 248, 256), WeightLayout::Native);
+  EXPECT_FALSE(layout_fits(WeightLayout::Q3_KTiles16, 16, 288));
+  EXPECT_FALSE(layout_fits(WeightLayout::Q3_KTiles16, 0, 256));
+  EXPECT_EQ(layout_type(WeightLayout::Q3_KTiles16), GgmlType::Q3_K);
+  EXPECT_TRUE(layout_keeps_results(WeightLayout::Q3_KTiles16));
   EXPECT_EQ(regrouped_layout(GgmlType::Q2_K, 256, 768), WeightLayout::Q2_KTiles16);
   EXPECT_EQ(regrouped_layout(GgmlType::Q2_K, 40, 768), WeightLayout::Native);
   EXPECT_FALSE(layout_fits(WeightLayout::Q2_KTiles16, 16, 288));

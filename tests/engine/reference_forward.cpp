@@ -159,6 +159,29 @@ std::vector<uint8_t> native_q2_k_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
+// Row r of a Q3_KTiles16 matrix (WeightLayout, matmul.h: per 16-row group
+// and super-block a 1728-byte tile of 27 lines, 4 bytes of each row a line:
+// qs 0..31 each beside the hmask bytes of the same columns, qs 32..63, the 12
+// scale bytes; the tiles' d after all tiles) as the file's blocks.
+std::vector<uint8_t> native_q3_k_tiles16_row(const WeightView& w, int64_t r) {
+  const size_t blocks = size_t(w.cols / 256), n = size_t(r % 16), g = size_t(r / 16);
+  const auto* data = static_cast<const uint8_t*>(w.data);
+  const size_t tiles = size_t(w.rows / 16) * blocks;
+  std::vector<uint8_t> out(blocks * 110);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = data + (g * blocks + b) * 1728;
+    uint8_t* dst = &out[110 * b];  // hmask 32, qs 64, scales 12, d 2
+    for (size_t c = 0; c < 8; ++c) {
+      std::memcpy(dst + 32 + 4 * c, tile + 128 * c + 4 * n, 4);
+      std::memcpy(dst + 4 * c, tile + 128 * c + 64 + 4 * n, 4);
+      std::memcpy(dst + 64 + 4 * c, tile + 1024 + 64 * c + 4 * n, 4);
+    }
+    for (size_t i = 0; i < 3; ++i) std::memcpy(dst + 96 + 4 * i, tile + 1536 + 64 * i + 4 * n, 4);
+    std::memcpy(dst + 108, data + tiles * 1728 + (g * blocks + b) * 32 + 2 * n, 2);
+  }
+  return out;
+}
+
 // Row r of an F16Interleaved16 / BF16Interleaved16 matrix (per 16-row
 // group, column k's 16 2-byte values side by side) back as the file's row.
 std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
@@ -205,6 +228,9 @@ std::vector<float> to_f32(const WeightView& w) {
       row = native.data();
     } else if (w.layout == WeightLayout::Q2_KTiles16) {
       native = native_q2_k_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::Q3_KTiles16) {
+      native = native_q3_k_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::F16Interleaved16 ||
                w.layout == WeightLayout::BF16Interleaved16) {

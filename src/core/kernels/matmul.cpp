@@ -129,6 +129,10 @@ const KernelSet kQ2_KTiles16Set{ActivationForm::Q8K, matmul_rows_q2_k_tiles16_av
                                 quantize_activations_q8_k_avx512, nullptr};
 const TypeKernels kQ2_KTiles16Kernels = {GgmlType::Q2_K,
                                          {kQ2_KTiles16Set, kQ2_KTiles16Set, kQ2_KTiles16Set}};
+const KernelSet kQ3_KTiles16Set{ActivationForm::Q8K, matmul_rows_q3_k_tiles16_avx512, nullptr,
+                                quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kQ3_KTiles16Kernels = {GgmlType::Q3_K,
+                                         {kQ3_KTiles16Set, kQ3_KTiles16Set, kQ3_KTiles16Set}};
 
 // IQ4_NLTiles16, Q5_0Tiles16: the Q8-rows form, whose offsets undo the
 // levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as the
@@ -209,6 +213,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ4_1Tiles16Kernels;
     case WeightLayout::Q2_KTiles16:
       return kQ2_KTiles16Kernels;
+    case WeightLayout::Q3_KTiles16:
+      return kQ3_KTiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

@@ -136,6 +136,17 @@ namespace kvforge {
 //     Each (row, token) gets the scalar kernel's exact integers and its f32
 //     fold: the same bits as the native layout at every level. Rows a
 //     multiple of 16, cols of 256. Only matmul() at the AVX-512 level reads it.
+//   Q3_KTiles16: the same for Q3_K rows, in 64-byte lines: first a tile of
+//     kQ3_KTileBytes = 16 x 108 bytes (27 lines) per group and super-block,
+//     tile (g, b) at (g * cols / 256 + b) * kQ3_KTileBytes, then the f16 d of
+//     every tile, tile (g, b)'s 16 at the tiles' end + (g * cols / 256 + b)
+//     * 32 (row n's at 2n). Each line holds 4 bytes of each row, byte 4n + j
+//     being row 16g + n's byte j of: at 128c (c < 8) qs from 4c, at 128c +
+//     64 hmask from 4c, at 1024 + 64c qs from 32 + 4c; at 1536 + 64i (i < 3)
+//     the rows' scale bytes from 4i. That is the order the kernel reads them:
+//     the first half's (qs 0..31) lines each with the hmask line of the same
+//     columns (its bits 0-3 are that half's high bits, 4-7 the second's),
+//     then the second half's; the scales, read with the first lines, last.
 enum class WeightLayout {
   Native,
   Q4_0Groups8,
@@ -151,7 +162,8 @@ enum class WeightLayout {
   Q5_0Tiles16,
   Q5_1Tiles16,
   Q4_1Tiles16,
-  Q2_KTiles16
+  Q2_KTiles16,
+  Q3_KTiles16
 };
 
 struct WeightView {

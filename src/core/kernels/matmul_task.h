@@ -159,6 +159,13 @@ inline constexpr int64_t kQ2_KTileBytes = kTiles16Rows * 84;
 inline constexpr int64_t kQ2_KTileQs = kTiles16Rows * 16;
 inline constexpr int64_t kQ2_KTileD = kQ2_KTileQs + kTiles16Rows * 64;
 inline constexpr int64_t kQ2_KTileDmin = kQ2_KTileD + kTiles16Rows * 2;
+// The same for Q3_KTiles16: a tile (a group's super-block without its d),
+// where its second half's qs lines and its scales start; the d of every
+// tile follow all the tiles.
+void matmul_rows_q3_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+inline constexpr int64_t kQ3_KTileBytes = kTiles16Rows * 108;
+inline constexpr int64_t kQ3_KTileQsHigh = kTiles16Rows * 64;
+inline constexpr int64_t kQ3_KTileScales = kTiles16Rows * 96;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                          int8_t* quants, float* scales, int32_t* offsets);

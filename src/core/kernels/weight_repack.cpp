@@ -8,6 +8,7 @@
 #include "core/cpu_features.h"
 #include "core/formats/iq4_nl.h"
 #include "core/formats/q2_k.h"
+#include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
 #include "core/formats/q4_1.h"
 #include "core/formats/q4_k.h"
@@ -198,6 +199,30 @@ void tile_rows_q2_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
     }
 }
 
+// Q3_KTiles16 (WeightLayout, matmul.h): per group and super-block a tile of
+// the 16 rows' qs, hmask and scale bytes in the kernel's reading order; all
+// the tiles' d after the tiles.
+void tile_rows_q3_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  const auto* in = static_cast<const BlockQ3_K*>(src);
+  const int64_t blocks = cols / BlockQ3_K::kElems, tiles = rows / kTiles16Rows * blocks;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* t = out + (g * blocks + b) * kQ3_KTileBytes;
+      uint8_t* d = out + tiles * kQ3_KTileBytes + (g * blocks + b) * 32;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const BlockQ3_K& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        for (int c = 0; c < 8; ++c) {
+          std::memcpy(t + 128 * c + 4 * n, blk.qs + 4 * c, 4);
+          std::memcpy(t + 128 * c + 64 + 4 * n, blk.hmask + 4 * c, 4);
+          std::memcpy(t + kQ3_KTileQsHigh + 64 * c + 4 * n, blk.qs + 32 + 4 * c, 4);
+        }
+        for (int i = 0; i < 3; ++i)
+          std::memcpy(t + kQ3_KTileScales + 64 * i + 4 * n, blk.scales + 4 * i, 4);
+        std::memcpy(d + 2 * n, &blk.d, 2);
+      }
+    }
+}
+
 // `layout` if a rows x cols matrix can take it, else Native.
 WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
@@ -236,6 +261,8 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::Q4_1Tiles16, rows, cols);
     case GgmlType::Q2_K:
       return if_fits(WeightLayout::Q2_KTiles16, rows, cols);
+    case GgmlType::Q3_K:
+      return if_fits(WeightLayout::Q3_KTiles16, rows, cols);
     default:
       return WeightLayout::Native;
   }
@@ -277,6 +304,8 @@ const char* layout_name(WeightLayout layout) {
       return "Q4_1Tiles16";
     case WeightLayout::Q2_KTiles16:
       return "Q2_KTiles16";
+    case WeightLayout::Q3_KTiles16:
+      return "Q3_KTiles16";
     case WeightLayout::Native:
       break;
   }
@@ -311,6 +340,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q4_1;
     case WeightLayout::Q2_KTiles16:
       return GgmlType::Q2_K;
+    case WeightLayout::Q3_KTiles16:
+      return GgmlType::Q3_K;
     case WeightLayout::Native:
       break;
   }
@@ -336,6 +367,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
     case WeightLayout::Q2_KTiles16:
+    case WeightLayout::Q3_KTiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % BlockQ4_K::kElems == 0;
     case WeightLayout::Native:
       break;
@@ -363,6 +395,7 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::Q5_KTiles16:
     case WeightLayout::Q6_KTiles16:
     case WeightLayout::Q2_KTiles16:
+    case WeightLayout::Q3_KTiles16:
       return "rows a multiple of 16 and cols of 256";
     case WeightLayout::Native:
       break;
@@ -391,6 +424,7 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
   if (layout == WeightLayout::Q4_1Tiles16)
     return tile_rows_block32<BlockQ4_1>(src, rows, cols, out);
   if (layout == WeightLayout::Q2_KTiles16) return tile_rows_q2_k(src, rows, cols, out);
+  if (layout == WeightLayout::Q3_KTiles16) return tile_rows_q3_k(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
@@ -410,7 +444,7 @@ bool layout_keeps_results(WeightLayout layout) {
          layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16 ||
          layout == WeightLayout::IQ4_NLTiles16 || layout == WeightLayout::Q5_0Tiles16 ||
          layout == WeightLayout::Q5_1Tiles16 || layout == WeightLayout::Q4_1Tiles16 ||
-         layout == WeightLayout::Q2_KTiles16;
+         layout == WeightLayout::Q2_KTiles16 || layout == WeightLayout::Q3_KTiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }

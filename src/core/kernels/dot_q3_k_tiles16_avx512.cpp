@@ -1,0 +1,255 @@
+// Q3_K weights in the Q3_KTiles16 layout (matmul.h) x Q8_K activations,
+// AVX-512 VNNI: as dot_q4_k_q5_k_tiles16_avx512.cpp does for Q4_K.
+//
+// Element 128h + 32f + l (f < 4, l < 32) of a row has its low two bits at
+// bit pair f of qs[32h + l] and its high bit at bit 4h + f of hmask[l]
+// (formats/q3_k.h). A line of the tile holds 4 bytes l = 4c .. 4c + 3 of
+// each of the 16 rows, so a qs line of half h and the hmask line of the
+// same c give, per f, a mask (bit pair 3 after a shift), a bit test and a
+// masked add: 4 stored quants u = low | high << 2 in [0, 7] (for f = 1, 2
+// times 4^f) of sub-block 8h + 2f + (c >= 4) of every row, taken by one
+// vpdpbusd per token. u is the unsigned operand
+// vpdpbusd wants; as q = u - 4, per (row, token) the exact integers are
+//   isum = sum_j s[j] * sum_{i in j} u_i * a_i - 4 * sum_j s[j] * bsums[j]
+// with the signed scales s[j] = sc[j] - 32 as lanes: the scalar kernel's
+// isum (dot_q3_k.cpp), folded as it does (kquant_accumulate_scaled): the
+// same bits. Batches of kPanelMinTokens or more run kPanelQ3_K panels
+// decoded from the tiles (kquant_tiles16_avx512.h).
+#include <cstring>
+
+#include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
+#include "core/kernels/kquant_tiles16_avx512.h"
+
+namespace kvforge {
+namespace {
+
+// One tile ahead, as dot_q4_k_q5_k_tiles16_avx512.cpp says why.
+constexpr int64_t kPrefetchBytes = kQ3_KTileBytes;
+
+// Where line c (c < 8) of half H's qs bytes and of the hmask bytes start.
+template <int H>
+constexpr int64_t qs_line(int c) {
+  return H == 0 ? 128 * c : kQ3_KTileQsHigh + 64 * c;
+}
+constexpr int64_t hmask_line(int c) { return 128 * c + 64; }
+
+// The 16 rows' signed scales: w[i] holds s[4i .. 4i + 3] of row n as the
+// int8 bytes of lane n (q3_k_scales.h's word unpacking, on 16 rows at once).
+struct Q3Scales {
+  __m512i w[4];
+};
+
+static inline Q3Scales tile_scales(const uint8_t* tile) {
+  const uint8_t* p = tile + kQ3_KTileScales;
+  const __m512i w0 = _mm512_loadu_si512(p), w1 = _mm512_loadu_si512(p + 64),
+                w2 = _mm512_loadu_si512(p + 128);
+  const __m512i low4 = _mm512_set1_epi8(0x0f), top2 = _mm512_set1_epi8(0x30),
+                bias = _mm512_set1_epi8(32);
+  // Shifting a 32-bit lane moves bits across bytes; each mask keeps a byte's own.
+  Q3Scales s;
+  s.w[0] = _mm512_sub_epi8(
+      _mm512_or_si512(_mm512_and_si512(w0, low4), _mm512_and_si512(_mm512_slli_epi32(w2, 4), top2)),
+      bias);
+  s.w[1] = _mm512_sub_epi8(
+      _mm512_or_si512(_mm512_and_si512(w1, low4), _mm512_and_si512(_mm512_slli_epi32(w2, 2), top2)),
+      bias);
+  s.w[2] = _mm512_sub_epi8(
+      _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w0, 4), low4), _mm512_and_si512(w2, top2)),
+      bias);
+  s.w[3] = _mm512_sub_epi8(_mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(w1, 4), low4),
+                                           _mm512_and_si512(_mm512_srli_epi32(w2, 2), top2)),
+                           bias);
+  return s;
+}
+
+// Sub-block J's scale s[J] of the 16 rows as int32 lanes.
+template <int J>
+static inline __m512i row_scale(const Q3Scales& s) {
+  return _mm512_srai_epi32(_mm512_slli_epi32(s.w[J / 4], 24 - 8 * (J % 4)), 24);
+}
+
+// Bit pairs 1 and 2 stay where they are in their qs byte: their quants
+// come out times 4^F (at most 7 * 16, still a byte), one mask instead of a
+// shift and a mask per line, and the sub-block sums are shifted back once.
+constexpr int quant_shift(int f) { return f == 1 || f == 2 ? 2 * f : 0; }
+
+// The stored quants u, times 2^quant_shift(F), of elements 128H + 32F + 4c
+// .. + 3 of the 16 rows from the qs line q and the hmask line hm.
+template <int H, int F>
+static inline __m512i stored_quants(__m512i q, __m512i hm) {
+  constexpr int shift = quant_shift(F);
+  const __m512i low = shift ? _mm512_and_si512(q, _mm512_set1_epi8(char(3 << shift)))
+                            : _mm512_and_si512(_mm512_srli_epi16(q, 2 * F), _mm512_set1_epi8(3));
+  const __mmask64 high = _mm512_test_epi8_mask(hm, _mm512_set1_epi8(char(1 << (4 * H + F))));
+  return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(char(4 << shift)));
+}
+
+// The 4 quant vectors of line c of half H: u[f] (times 2^quant_shift(f)) for
+// elements 128H + 32f + 4c .. + 3, of sub-block 8H + 2f + (c >= 4).
+struct Q3Quants {
+  __m512i u[4];
+};
+
+template <int H>
+static inline Q3Quants chunk_quants(const uint8_t* tile, int c) {
+  const __m512i q = _mm512_loadu_si512(tile + qs_line<H>(c));
+  const __m512i hm = _mm512_loadu_si512(tile + hmask_line(c));
+  return {{stored_quants<H, 0>(q, hm), stored_quants<H, 1>(q, hm), stored_quants<H, 2>(q, hm),
+           stored_quants<H, 3>(q, hm)}};
+}
+
+// A token's block sums for the scale pairs the kernel forms: pair i holds
+// bsums[4(i / 2) + i % 2] | bsums[4(i / 2) + i % 2 + 2] << 16 (i < 8).
+static inline void block_sum_pairs(const BlockQ8_K& a, int32_t pairs[8]) {
+  for (int i = 0; i < 8; ++i) {
+    const int s = 4 * (i / 2) + i % 2;
+    pairs[i] = int32_t(uint32_t(uint16_t(a.bsums[s])) | uint32_t(uint16_t(a.bsums[s + 2])) << 16);
+  }
+}
+
+// NT tokens over group g's tiles (from `tiles`, their d from `d`): token k's
+// 16 row sums to y + k * rows.
+template <int NT>
+void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const BlockQ8_K* const* a,
+                 const int32_t* const* pairs, float* y, int64_t rows) {
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < n_sb; ++b) {
+    const uint8_t* tile = tiles + b * kQ3_KTileBytes;
+    const Q3Scales s = tile_scales(tile);
+    __m512i isum[NT];
+    for (int k = 0; k < NT; ++k) isum[k] = _mm512_setzero_si512();
+    // Lines c = 4P .. 4P + 3 of half H: sub-blocks 8H + 2f + P.
+    const auto pass = [&]<int H, int P>() {
+      __m512i sums[4][NT];
+      for (int f = 0; f < 4; ++f)
+        for (int k = 0; k < NT; ++k) sums[f][k] = _mm512_setzero_si512();
+      for (int c = 4 * P; c < 4 * P + 4; ++c) {
+        _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + qs_line<H>(c)),
+                     _MM_HINT_T0);
+        if constexpr (H == 0)
+          _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + hmask_line(c)),
+                       _MM_HINT_T0);
+        const Q3Quants w = chunk_quants<H>(tile, c);
+        for (int k = 0; k < NT; ++k)
+          for (int f = 0; f < 4; ++f) {
+            int32_t quad;
+            std::memcpy(&quad, a[k][b].qs + 128 * H + 32 * f + 4 * c, 4);
+            sums[f][k] = _mm512_dpbusd_epi32(sums[f][k], w.u[f], _mm512_set1_epi32(quad));
+          }
+      }
+      const __m512i sc[4] = {row_scale<8 * H + P>(s), row_scale<8 * H + 2 + P>(s),
+                             row_scale<8 * H + 4 + P>(s), row_scale<8 * H + 6 + P>(s)};
+      for (int k = 0; k < NT; ++k) {
+        // Exact multiples of 4 and 16: the shifts divide exactly.
+        sums[1][k] = _mm512_srai_epi32(sums[1][k], quant_shift(1));
+        sums[2][k] = _mm512_srai_epi32(sums[2][k], quant_shift(2));
+        for (int f = 0; f < 4; ++f)
+          isum[k] = _mm512_add_epi32(isum[k], _mm512_mullo_epi32(sums[f][k], sc[f]));
+      }
+    };
+    pass.template operator()<0, 0>();
+    pass.template operator()<0, 1>();
+    pass.template operator()<1, 0>();
+    pass.template operator()<1, 1>();
+    for (int i = 0; i < 3; ++i)
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ3_KTileScales + 64 * i),
+                   _MM_HINT_T0);
+    // sum_j s[j] * bsums[j] with the scales as int16 pairs (s[4i], s[4i + 2])
+    // and (s[4i + 1], s[4i + 3]) of each 4-byte lane.
+    __m512i even[4], odd[4];
+    for (int i = 0; i < 4; ++i) {
+      even[i] = _mm512_srai_epi16(_mm512_slli_epi16(s.w[i], 8), 8);
+      odd[i] = _mm512_srai_epi16(s.w[i], 8);
+    }
+    const __m512 dv =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 16 * b)));
+    for (int k = 0; k < NT; ++k) {
+      const int32_t* p = pairs[k] + 8 * b;
+      __m512i csum = _mm512_setzero_si512();
+      for (int i = 0; i < 4; ++i) {
+        csum = _mm512_dpwssd_epi32(csum, even[i], _mm512_set1_epi32(p[2 * i]));
+        csum = _mm512_dpwssd_epi32(csum, odd[i], _mm512_set1_epi32(p[2 * i + 1]));
+      }
+      const __m512i exact = _mm512_sub_epi32(isum[k], _mm512_slli_epi32(csum, 2));
+      // acc + (d * da) * isum, rounded step by step (kquant_accumulate_scaled).
+      __m512 scaled =
+          _mm512_mul_ps(_mm512_mul_ps(dv, _mm512_set1_ps(a[k][b].d)), _mm512_cvtepi32_ps(exact));
+      __asm__("" : "+v"(scaled));  // rounded here: never fused into the add
+      acc[k] = _mm512_add_ps(acc[k], scaled);
+    }
+  }
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
+}
+
+// A tile (its d at `d`) as a kPanelQ3_K panel: the stored quants u in
+// [0, 7], factors the signed scales, coefs the same scales as int16 pairs
+// (the + 4 offset's).
+void decode_tile_panel(const uint8_t* tile, const uint16_t* d, KquantPanelBlock& p) {
+  const auto half = [&]<int H>() {
+    for (int c = 0; c < 8; ++c) {
+      const Q3Quants w = chunk_quants<H>(tile, c);
+      const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(w.u[1], quant_shift(1)),
+                                          _mm512_set1_epi8(7)),
+                    u2 = _mm512_and_si512(_mm512_srli_epi16(w.u[2], quant_shift(2)),
+                                          _mm512_set1_epi8(7));
+      _mm512_store_si512(p.quants[32 * H + c], w.u[0]);
+      _mm512_store_si512(p.quants[32 * H + 8 + c], u1);
+      _mm512_store_si512(p.quants[32 * H + 16 + c], u2);
+      _mm512_store_si512(p.quants[32 * H + 24 + c], w.u[3]);
+    }
+  };
+  half.template operator()<0>();
+  half.template operator()<1>();
+  const Q3Scales s = tile_scales(tile);
+  const __m512i lo16 = _mm512_set1_epi32(0xffff);
+  for (int i = 0; i < 4; ++i) {
+    const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(s.w[i], 24), 24);
+    const __m512i s1 = _mm512_srai_epi32(_mm512_slli_epi32(s.w[i], 16), 24);
+    const __m512i s2 = _mm512_srai_epi32(_mm512_slli_epi32(s.w[i], 8), 24);
+    const __m512i s3 = _mm512_srai_epi32(s.w[i], 24);
+    _mm512_store_si512(p.factors[4 * i], s0);
+    _mm512_store_si512(p.factors[4 * i + 1], s1);
+    _mm512_store_si512(p.factors[4 * i + 2], s2);
+    _mm512_store_si512(p.factors[4 * i + 3], s3);
+    // coefs[2i] = s[4i] | s[4i + 1] << 16, coefs[2i + 1] = s[4i + 2] | s[4i + 3] << 16.
+    _mm512_store_si512(p.coefs[2 * i],
+                       _mm512_or_si512(_mm512_and_si512(s0, lo16), _mm512_slli_epi32(s1, 16)));
+    _mm512_store_si512(p.coefs[2 * i + 1],
+                       _mm512_or_si512(_mm512_and_si512(s2, lo16), _mm512_slli_epi32(s3, 16)));
+  }
+  _mm512_store_ps(p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))));
+  _mm512_store_ps(p.dmin, _mm512_setzero_ps());
+}
+
+struct Q3_KTiles {
+  static constexpr int kPairs = 8;
+  static constexpr PanelKind kPanel = kPanelQ3_K;
+  static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_pairs(a, out); }
+  // Group g's first tile and its first tile's 16 d.
+  static const uint8_t* tiles(const MatmulTask& task, int64_t g) {
+    return task.weights + g * (task.cols / 256) * kQ3_KTileBytes;
+  }
+  static const uint16_t* d(const MatmulTask& task, int64_t g) {
+    const int64_t n_sb = task.cols / 256;
+    return reinterpret_cast<const uint16_t*>(task.weights +
+                                             task.rows / kTiles16Rows * n_sb * kQ3_KTileBytes) +
+           g * n_sb * kTiles16Rows;
+  }
+  template <int NT>
+  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
+                     const int32_t* const* pairs, float* y) {
+    tile_tokens<NT>(tiles(task, g), d(task, g), task.cols / 256, a, pairs, y, task.rows);
+  }
+  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
+    decode_tile_panel(tiles(task, g) + b * kQ3_KTileBytes, d(task, g) + b * kTiles16Rows, p);
+  }
+};
+
+}  // namespace
+
+void matmul_rows_q3_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  run_kquant_tiles16<Q3_KTiles>(task, r0, r1);
+}
+
+}  // namespace kvforge
