@@ -10,8 +10,8 @@
 // Q4_0 and Q8_0 also run at the AVX-512 level on rows regrouped as a model's
 // are at load (kernels/weight_repack.h: ".../avx512_groups8"), Q4_0 and
 // Q8_0 on rows in the AMX tile layouts (".../avx512_tiles16": AMX for
-// batches where the machine has it, else AVX-512 VNNI), Q4_K, Q5_K and Q6_K on their 16-row
-// tiles (".../avx512_tiles16", VNNI), and F16 and BF16 on
+// batches where the machine has it, else AVX-512 VNNI), Q4_K, Q5_K, Q6_K
+// and IQ4_XS on their 16-row tiles (".../avx512_tiles16", VNNI), and F16 and BF16 on
 // rows interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
 // kernel's speed relative to the scalar kernel, the regrouped rows' relative
 // to the native ones, the tile layout's relative to groups8, and (decode)
@@ -215,13 +215,14 @@ void register_all() {
                                                    run_matmul, t, s, n_tokens, SimdLevel::Avx512,
                                                    cold, interleaved));
           }
-          const WeightLayout tiles16 = t == GgmlType::Q4_0   ? WeightLayout::Q4_0Tiles16
-                                       : t == GgmlType::Q4_K ? WeightLayout::Q4_KTiles16
-                                       : t == GgmlType::Q5_K ? WeightLayout::Q5_KTiles16
-                                       : t == GgmlType::Q6_K ? WeightLayout::Q6_KTiles16
-                                                             : WeightLayout::Q8_0Tiles16;
+          const WeightLayout tiles16 = t == GgmlType::Q4_0     ? WeightLayout::Q4_0Tiles16
+                                       : t == GgmlType::Q4_K   ? WeightLayout::Q4_KTiles16
+                                       : t == GgmlType::Q5_K   ? WeightLayout::Q5_KTiles16
+                                       : t == GgmlType::Q6_K   ? WeightLayout::Q6_KTiles16
+                                       : t == GgmlType::IQ4_XS ? WeightLayout::IQ4_XSTiles16
+                                                               : WeightLayout::Q8_0Tiles16;
           if ((t == GgmlType::Q4_0 || t == GgmlType::Q8_0 || t == GgmlType::Q4_K ||
-               t == GgmlType::Q5_K || t == GgmlType::Q6_K) &&
+               t == GgmlType::Q5_K || t == GgmlType::Q6_K || t == GgmlType::IQ4_XS) &&
               layout_fits(tiles16, s.rows, s.cols)) {
             configure(benchmark::RegisterBenchmark((base + "/avx512_tiles16").c_str(), run_matmul,
                                                    t, s, n_tokens, SimdLevel::Avx512, cold,
@@ -307,7 +308,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
     std::printf(
         "(avx columns: speed-up over scalar; regroup: the rows regrouped at load "
         "(kernels/weight_repack.h: Groups8, Interleaved16) against avx512; tiles16: the 16-row "
-        "tile layout against groups8, or against avx512 for the K-quants "
+        "tile layout against groups8, or against avx512 for the K-quants and IQ4_XS "
         "(AMX %s); roof: best level as %% of a plain read of the same bytes on %d threads)\n",
         cpu_features().amx_int8 ? "in use for batches" : "not on this CPU: VNNI only",
         bench_threads());

@@ -124,6 +124,11 @@ const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_av
                                 quantize_activations_q8_k_avx512, nullptr};
 const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
                                          {kQ6_KTiles16Set, kQ6_KTiles16Set, kQ6_KTiles16Set}};
+// IQ4_XSTiles16 likewise.
+const KernelSet kIQ4_XSTiles16Set{ActivationForm::Q8K, matmul_rows_iq4_xs_tiles16_avx512, nullptr,
+                                  quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kIQ4_XSTiles16Kernels = {
+    GgmlType::IQ4_XS, {kIQ4_XSTiles16Set, kIQ4_XSTiles16Set, kIQ4_XSTiles16Set}};
 
 // F16Interleaved16, BF16Interleaved16: f32 activations as given.
 const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
@@ -166,6 +171,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ5_KTiles16Kernels;
     case WeightLayout::Q6_KTiles16:
       return kQ6_KTiles16Kernels;
+    case WeightLayout::IQ4_XSTiles16:
+      return kIQ4_XSTiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

@@ -102,6 +102,22 @@ namespace kvforge {
 //     each row (byte 4n + j: row 16g + n's byte j) of ql from 64h + 16s + 4c,
 //     of ql from 64h + 32 + 16s + 4c and of qh from 32h + 16s + 4c; then
 //     at 3072 the rows' 16 int8 scales, byte 64i + 4n + j = scale 4i + j.
+//   IQ4_XSTiles16: IQ4_XS rows in groups of 16, as Q4_KTiles16, in 34 whole
+//     64-byte lines. Group g's super-block b (kIQ4_XSTileBytes = 16 x 136
+//     bytes at (g * cols / 256 + b) * kIQ4_XSTileBytes) holds, in the order
+//     the kernel reads them:
+//       bytes    0..63:   byte 4n + i = scales_l byte i of row 16g + n (i < 4),
+//                         so 32-bit lane n holds row n's 8 low scale nibbles;
+//       bytes   64..95:   the 16 rows' scales_h, row n's at 64 + 2n;
+//       bytes   96..127:  their f16 d, row n's at 96 + 2n;
+//       bytes  128..2175: byte 128 + 64k + 4n + j = qs byte 4k + j of row
+//                         16g + n (k < 32): the low nibbles of 64 bytes index
+//                         4 levels of sub-block k / 4 for each of the 16 rows,
+//                         the high nibbles the 4 levels 16 elements on.
+//     Each (row, token) gets the scalar kernel's exact integers and its f32
+//     fold (kquant_accumulate_scaled): the native layout's bits at every
+//     level. Rows a multiple of 16, cols of 256. Only matmul() at the
+//     AVX-512 level reads it.
 enum class WeightLayout {
   Native,
   Q4_0Groups8,
@@ -112,7 +128,8 @@ enum class WeightLayout {
   BF16Interleaved16,
   Q4_KTiles16,
   Q5_KTiles16,
-  Q6_KTiles16
+  Q6_KTiles16,
+  IQ4_XSTiles16
 };
 
 struct WeightView {

@@ -28,7 +28,8 @@
 // vpdpbusd takes 4 quants of 16 rows, so decode forms each row's exact
 // integers without the per-row unpacking and lane sums of the native
 // kernels, and folds them in the scalar kernel's order (the same bits at
-// every level and layout).
+// every level and layout). IQ4_XSTiles16 does the same for IQ4_XS, its
+// nibbles turned into codebook levels by one byte shuffle per 64 bytes.
 //
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
 // but are not read again) and a pass over them at load (small preset, Q4_0:
@@ -50,7 +51,8 @@ inline constexpr int64_t kRegroupCols = 8 * 32;
 // 256), else Native; F16, BF16: F16Interleaved16 / BF16Interleaved16 where
 // rows are a multiple of 16, else Native; Q4_K: Q4_KTiles16 where rows are a
 // multiple of 16 (and cols of 256), else Native, and Q5_K and Q6_K likewise
-// (Q5_KTiles16, Q6_KTiles16); Native for the other types.
+// (Q5_KTiles16, Q6_KTiles16), and IQ4_XS (IQ4_XSTiles16); Native for the
+// other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
 // "Native", "Q4_0Groups8", ..., "BF16Interleaved16": for error messages.
@@ -74,9 +76,9 @@ const char* layout_requirement(WeightLayout layout);
 void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst);
 
 // Whether matmul() gives the same bits for a matrix in `layout` as in the
-// native layout (Native and the Q4_K, Q5_K and Q6_K tiles; the Q4_0/Q8_0 tiles and groups and
-// the Interleaved16 layouts sum in another order). A tensor-parallel share
-// that cannot take such a layout may stay native.
+// native layout (Native and the Q4_K, Q5_K, Q6_K and IQ4_XS tiles; the Q4_0/Q8_0 tiles and groups
+// and the Interleaved16 layouts sum in another order). A tensor-parallel share that cannot take
+// such a layout may stay native.
 bool layout_keeps_results(WeightLayout layout);
 
 // Whether matmul() on this machine, at the current SIMD level, reads the
