@@ -11,7 +11,7 @@
 // are at load (kernels/weight_repack.h: ".../avx512_groups8"), Q4_0 and
 // Q8_0 on rows in the AMX tile layouts (".../avx512_tiles16": AMX for
 // batches where the machine has it, else AVX-512 VNNI), Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, Q5_0, Q5_1 and Q4_1 on their 16-row tiles
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q5_0, Q5_1 and Q4_1 on their 16-row tiles
 // (".../avx512_tiles16", VNNI), and F16 and BF16 on
 // rows interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
 // kernel's speed relative to the scalar kernel, the regrouped rows' relative
@@ -226,6 +226,7 @@ void register_all() {
                                        : t == GgmlType::Q4_1   ? WeightLayout::Q4_1Tiles16
                                        : t == GgmlType::Q2_K   ? WeightLayout::Q2_KTiles16
                                        : t == GgmlType::Q3_K   ? WeightLayout::Q3_KTiles16
+                                       : t == GgmlType::IQ4_XS ? WeightLayout::IQ4_XSTiles16
                                        : t == GgmlType::Q8_0   ? WeightLayout::Q8_0Tiles16
                                                                : WeightLayout::Native;
           if (tiles16 != WeightLayout::Native && layout_fits(tiles16, s.rows, s.cols)) {

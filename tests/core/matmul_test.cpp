@@ -19,6 +19,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/f16.h"
+#include "core/formats/iq4_xs.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/row_codec.h"
@@ -1153,6 +1154,55 @@ TEST(MatmulKquantTiles16, Q3_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThre
           ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
               << "Q3_KTiles16 rows " << shape.rows << " cols " << shape.cols << " tokens "
               << n_tokens << " threads " << pool.size() << (random_bytes ? " random bytes" : "");
+        }
+      }
+    }
+}
+
+// IQ4_XS rows in IQ4_XSTiles16, as MatmulKquantTiles16 checks the K-quant
+// tiles: decode (1-2 tokens), token tiles of 4 and their remainders, and the
+// panels decoded from the tiles (32 or more) give the scalar kernel's bits
+// on native rows at 1, 2 and 3 threads (groups split unevenly: 17 groups),
+// on quantized rows and on rows of random bytes (every scale, level -127
+// under factor -32, +-127 activations). Columns: one super-block and several.
+TEST(MatmulKquantTiles16, IQ4_XSBitwiseTheScalarKernelOnEveryPathTokenCountAndThreads) {
+  LevelGuard guard;
+  set_simd_level(SimdLevel::Avx512);
+  if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  MatmulScratch scratch;
+  std::mt19937 rng(37);
+  const Shape shapes[] = {{16, 256}, {48, 768}, {272, 1792}};
+  for (const Shape& shape : shapes)
+    for (bool random_bytes : {false, true}) {
+      RegroupedWeights w = make_regrouped_weights(GgmlType::IQ4_XS, WeightLayout::IQ4_XSTiles16,
+                                                  shape.rows, shape.cols, uint32_t(shape.rows));
+      if (random_bytes) {
+        // Every byte random but the f16 super-scale (+-1, +-0.5: finite products).
+        const size_t block = sizeof(BlockIQ4_XS);
+        for (size_t off = 0; off < w.native.bytes.size(); off += block) {
+          uint8_t* blk = &w.native.bytes[off];
+          for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+          const uint16_t d = off % 3 ? (off % 5 ? 0x3c00 : 0x3800) : 0xbc00;
+          std::memcpy(blk, &d, 2);
+        }
+        regroup_rows(WeightLayout::IQ4_XSTiles16, w.native.bytes.data(), shape.rows, shape.cols,
+                     w.regrouped.data());
+      }
+      for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 31, 32, 33, 41}) {
+        std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
+        if (random_bytes)
+          for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
+        std::vector<float> expected(size_t(shape.rows * n_tokens));
+        set_simd_level(SimdLevel::Scalar);
+        matmul(w.native.view, x.data(), n_tokens, expected.data(), pools[0], scratch);
+        set_simd_level(SimdLevel::Avx512);
+        for (ThreadPool& pool : pools) {
+          std::vector<float> y(expected.size(), NAN);
+          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
+          ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+              << "rows " << shape.rows << " cols " << shape.cols << " tokens " << n_tokens
+              << " threads " << pool.size() << (random_bytes ? " random bytes" : "");
         }
       }
     }

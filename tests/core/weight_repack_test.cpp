@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/cpu_features.h"
+#include "core/formats/iq4_xs.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
@@ -208,6 +209,44 @@ TEST(WeightRepack, Q3_KTiles16KeepsEachTilesLinesInReadingOrderAndTheDAfterAllTi
             << "row " << r << " scale byte " << i;
     }
   }
+}
+
+TEST(WeightRepack, IQ4_XSTiles16HoldsScalesAndSuperScalesThenInterleavedNibbleBytes) {
+  const int64_t rows = 32, cols = 512;  // 2 groups of 16 rows, 2 super-blocks per row
+  std::vector<uint8_t> native(size_t(rows * cols / 256) * sizeof(BlockIQ4_XS));
+  std::mt19937 rng(7);
+  for (uint8_t& byte : native) byte = uint8_t(rng());  // a layout test: any bytes
+  std::vector<uint8_t> packed(native.size());
+  regroup_rows(WeightLayout::IQ4_XSTiles16, native.data(), rows, cols, packed.data());
+  const auto* blocks = reinterpret_cast<const BlockIQ4_XS*>(native.data());
+  const int64_t nb = cols / 256;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t n = r % 16;
+    for (int64_t b = 0; b < nb; ++b) {
+      const BlockIQ4_XS& blk = blocks[r * nb + b];
+      const uint8_t* tile = packed.data() + ((r / 16) * nb + b) * 16 * 136;  // 2176 bytes
+      uint16_t scales_h, d;
+      std::memcpy(&scales_h, tile + 64 + 2 * n, 2);
+      std::memcpy(&d, tile + 96 + 2 * n, 2);
+      EXPECT_EQ(scales_h, blk.scales_h) << "row " << r << " block " << b;
+      EXPECT_EQ(d, blk.d) << "row " << r << " block " << b;
+      EXPECT_EQ(0, std::memcmp(tile + 4 * n, blk.scales_l, 4)) << "row " << r << " block " << b;
+      for (int i = 0; i < 128; ++i)
+        ASSERT_EQ(tile[128 + 64 * (i / 4) + 4 * n + i % 4], blk.qs[i])
+            << "row " << r << " qs " << i;
+    }
+  }
+}
+
+TEST(WeightRepack, IQ4_XSTiles16FitsWholeGroupsAndSuperBlocks) {
+  EXPECT_EQ(regrouped_layout(GgmlType::IQ4_XS, 2048, 768), WeightLayout::IQ4_XSTiles16);
+  EXPECT_EQ(regrouped_layout(GgmlType::IQ4_XS, 32001, 768), WeightLayout::Native);
+  EXPECT_FALSE(layout_fits(WeightLayout::IQ4_XSTiles16, 16, 288));
+  EXPECT_FALSE(layout_fits(WeightLayout::IQ4_XSTiles16, 8, 256));
+  EXPECT_TRUE(layout_fits(WeightLayout::IQ4_XSTiles16, 16, 256));
+  EXPECT_EQ(layout_type(WeightLayout::IQ4_XSTiles16), GgmlType::IQ4_XS);
+  EXPECT_STREQ(layout_name(WeightLayout::IQ4_XSTiles16), "IQ4_XSTiles16");
+  EXPECT_TRUE(layout_keeps_results(WeightLayout::IQ4_XSTiles16));
 }
 
 TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {

@@ -182,6 +182,25 @@ std::vector<uint8_t> native_q3_k_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
+// Row r of an IQ4_XSTiles16 matrix (WeightLayout, matmul.h: per 16-row
+// group and super-block 2176 bytes: the rows' scales_l bytes interleaved 4
+// by 4, their scales_h, their d, then their nibble bytes interleaved 4 by 4)
+// as the file's blocks.
+std::vector<uint8_t> native_iq4_xs_tiles16_row(const WeightView& w, int64_t r) {
+  const size_t blocks = size_t(w.cols / 256), n = size_t(r % 16);
+  const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * blocks * 2176;
+  std::vector<uint8_t> out(blocks * 136);
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint8_t* tile = group + 2176 * b;
+    uint8_t* dst = &out[136 * b];  // d, scales_h, 4 scales_l bytes, 128 nibble bytes
+    std::memcpy(dst, tile + 96 + 2 * n, 2);
+    std::memcpy(dst + 2, tile + 64 + 2 * n, 2);
+    std::memcpy(dst + 4, tile + 4 * n, 4);
+    for (size_t i = 0; i < 128; ++i) dst[8 + i] = tile[128 + 64 * (i / 4) + 4 * n + i % 4];
+  }
+  return out;
+}
+
 // Row r of an F16Interleaved16 / BF16Interleaved16 matrix (per 16-row
 // group, column k's 16 2-byte values side by side) back as the file's row.
 std::vector<uint8_t> native_interleaved16_row(const WeightView& w, int64_t r) {
@@ -231,6 +250,9 @@ std::vector<float> to_f32(const WeightView& w) {
       row = native.data();
     } else if (w.layout == WeightLayout::Q3_KTiles16) {
       native = native_q3_k_tiles16_row(w, r);
+      row = native.data();
+    } else if (w.layout == WeightLayout::IQ4_XSTiles16) {
+      native = native_iq4_xs_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::F16Interleaved16 ||
                w.layout == WeightLayout::BF16Interleaved16) {

@@ -7,7 +7,8 @@
 // A type's Tiles struct gives:
 //   kPairs          int32 values per token and super-block that pairs() forms
 //   kPanel          its PanelKind
-//   pairs(a, out)   out[kPairs] from a token's Q8_K block (its block sums, paired)
+//   pairs(a, out)   out[kPairs] from a token's Q8_K block (its block sums, paired;
+//                   IQ4_XS: -128 times its sub-block sums)
 //   tokens<NT>(task, g, a, pairs, y)
 //                   NT tokens over group g: a[k] and pairs[k] are token k's
 //                   blocks and pairs, its 16 row sums go to y + k * task.rows

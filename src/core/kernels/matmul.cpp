@@ -162,6 +162,12 @@ const KernelSet kQ4_1Tiles16Set{ActivationForm::Q8Blocks,
 const TypeKernels kQ4_1Tiles16Kernels = {GgmlType::Q4_1,
                                          {kQ4_1Tiles16Set, kQ4_1Tiles16Set, kQ4_1Tiles16Set}};
 
+// IQ4_XSTiles16: Q8_K activations, as the K-quant tiles.
+const KernelSet kIQ4_XSTiles16Set{ActivationForm::Q8K, matmul_rows_iq4_xs_tiles16_avx512, nullptr,
+                                  quantize_activations_q8_k_avx512, nullptr};
+const TypeKernels kIQ4_XSTiles16Kernels = {
+    GgmlType::IQ4_XS, {kIQ4_XSTiles16Set, kIQ4_XSTiles16Set, kIQ4_XSTiles16Set}};
+
 // F16Interleaved16, BF16Interleaved16: f32 activations as given.
 const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
                                      nullptr, nullptr};
@@ -215,6 +221,8 @@ const TypeKernels& checked_layout(const WeightView& w) {
       return kQ2_KTiles16Kernels;
     case WeightLayout::Q3_KTiles16:
       return kQ3_KTiles16Kernels;
+    case WeightLayout::IQ4_XSTiles16:
+      return kIQ4_XSTiles16Kernels;
     default:
       return kQ8_0Groups8Kernels;
   }

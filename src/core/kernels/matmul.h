@@ -147,6 +147,22 @@ namespace kvforge {
 //     the first half's (qs 0..31) lines each with the hmask line of the same
 //     columns (its bits 0-3 are that half's high bits, 4-7 the second's),
 //     then the second half's; the scales, read with the first lines, last.
+//   IQ4_XSTiles16: IQ4_XS rows in groups of 16, as Q4_KTiles16, in 34 whole
+//     64-byte lines. Group g's super-block b (kIQ4_XSTileBytes = 16 x 136
+//     bytes at (g * cols / 256 + b) * kIQ4_XSTileBytes) holds, in the order
+//     the kernel reads them:
+//       bytes    0..63:   byte 4n + i = scales_l byte i of row 16g + n (i < 4),
+//                         so 32-bit lane n holds row n's 8 low scale nibbles;
+//       bytes   64..95:   the 16 rows' scales_h, row n's at 64 + 2n;
+//       bytes   96..127:  their f16 d, row n's at 96 + 2n;
+//       bytes  128..2175: byte 128 + 64k + 4n + j = qs byte 4k + j of row
+//                         16g + n (k < 32): the low nibbles of 64 bytes index
+//                         4 levels of sub-block k / 4 for each of the 16 rows,
+//                         the high nibbles the 4 levels 16 elements on.
+//     Each (row, token) gets the scalar kernel's exact integers and its f32
+//     fold (kquant_accumulate_scaled): the native layout's bits at every
+//     level. Rows a multiple of 16, cols of 256. Only matmul() at the
+//     AVX-512 level reads it.
 enum class WeightLayout {
   Native,
   Q4_0Groups8,
@@ -163,7 +179,8 @@ enum class WeightLayout {
   Q5_1Tiles16,
   Q4_1Tiles16,
   Q2_KTiles16,
-  Q3_KTiles16
+  Q3_KTiles16,
+  IQ4_XSTiles16
 };
 
 struct WeightView {

@@ -166,6 +166,13 @@ void matmul_rows_q3_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 inline constexpr int64_t kQ3_KTileBytes = kTiles16Rows * 108;
 inline constexpr int64_t kQ3_KTileQsHigh = kTiles16Rows * 64;
 inline constexpr int64_t kQ3_KTileScales = kTiles16Rows * 96;
+// The same for IQ4_XSTiles16: a group's super-block in whole lines, its
+// scales and d first, then the nibble bytes.
+void matmul_rows_iq4_xs_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+inline constexpr int64_t kIQ4_XSTileBytes = kTiles16Rows * 136;
+inline constexpr int64_t kIQ4_XSTileScalesH = kTiles16Rows * 4;
+inline constexpr int64_t kIQ4_XSTileD = kIQ4_XSTileScalesH + kTiles16Rows * 2;
+inline constexpr int64_t kIQ4_XSTileQs = kIQ4_XSTileD + kTiles16Rows * 2;
 // Quantizes tokens [t0, t1) of x into the Q8-rows form above.
 void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t0, int64_t t1,
                                          int8_t* quants, float* scales, int32_t* offsets);

@@ -7,6 +7,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/iq4_nl.h"
+#include "core/formats/iq4_xs.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
@@ -223,6 +224,25 @@ void tile_rows_q3_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
     }
 }
 
+// IQ4_XSTiles16 (WeightLayout, matmul.h): per group and super-block the 16
+// rows' scales_l bytes interleaved 4 by 4, their scales_h, their d, then
+// their nibble bytes interleaved 4 by 4: 34 whole lines in reading order.
+void tile_rows_iq4_xs(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
+  const auto* in = static_cast<const BlockIQ4_XS*>(src);
+  const int64_t blocks = cols / BlockIQ4_XS::kElems;
+  for (int64_t g = 0; g < rows / kTiles16Rows; ++g)
+    for (int64_t b = 0; b < blocks; ++b) {
+      uint8_t* t = out + (g * blocks + b) * kIQ4_XSTileBytes;
+      for (int64_t n = 0; n < kTiles16Rows; ++n) {
+        const BlockIQ4_XS& blk = in[(g * kTiles16Rows + n) * blocks + b];
+        std::memcpy(t + 4 * n, blk.scales_l, 4);
+        std::memcpy(t + kIQ4_XSTileScalesH + 2 * n, &blk.scales_h, 2);
+        std::memcpy(t + kIQ4_XSTileD + 2 * n, &blk.d, 2);
+        for (int i = 0; i < 128; ++i) t[kIQ4_XSTileQs + 64 * (i / 4) + 4 * n + i % 4] = blk.qs[i];
+      }
+    }
+}
+
 // `layout` if a rows x cols matrix can take it, else Native.
 WeightLayout if_fits(WeightLayout layout, int64_t rows, int64_t cols) {
   return layout_fits(layout, rows, cols) ? layout : WeightLayout::Native;
@@ -263,6 +283,8 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::Q2_KTiles16, rows, cols);
     case GgmlType::Q3_K:
       return if_fits(WeightLayout::Q3_KTiles16, rows, cols);
+    case GgmlType::IQ4_XS:
+      return if_fits(WeightLayout::IQ4_XSTiles16, rows, cols);
     default:
       return WeightLayout::Native;
   }
@@ -306,6 +328,8 @@ const char* layout_name(WeightLayout layout) {
       return "Q2_KTiles16";
     case WeightLayout::Q3_KTiles16:
       return "Q3_KTiles16";
+    case WeightLayout::IQ4_XSTiles16:
+      return "IQ4_XSTiles16";
     case WeightLayout::Native:
       break;
   }
@@ -342,6 +366,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q2_K;
     case WeightLayout::Q3_KTiles16:
       return GgmlType::Q3_K;
+    case WeightLayout::IQ4_XSTiles16:
+      return GgmlType::IQ4_XS;
     case WeightLayout::Native:
       break;
   }
@@ -368,6 +394,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q6_KTiles16:
     case WeightLayout::Q2_KTiles16:
     case WeightLayout::Q3_KTiles16:
+    case WeightLayout::IQ4_XSTiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % BlockQ4_K::kElems == 0;
     case WeightLayout::Native:
       break;
@@ -396,6 +423,7 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::Q6_KTiles16:
     case WeightLayout::Q2_KTiles16:
     case WeightLayout::Q3_KTiles16:
+    case WeightLayout::IQ4_XSTiles16:
       return "rows a multiple of 16 and cols of 256";
     case WeightLayout::Native:
       break;
@@ -425,6 +453,7 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
     return tile_rows_block32<BlockQ4_1>(src, rows, cols, out);
   if (layout == WeightLayout::Q2_KTiles16) return tile_rows_q2_k(src, rows, cols, out);
   if (layout == WeightLayout::Q3_KTiles16) return tile_rows_q3_k(src, rows, cols, out);
+  if (layout == WeightLayout::IQ4_XSTiles16) return tile_rows_iq4_xs(src, rows, cols, out);
   if (layout == WeightLayout::F16Interleaved16 || layout == WeightLayout::BF16Interleaved16)
     return interleave_rows(src, rows, cols, out);
   const int64_t groups = rows * (cols / kRegroupCols);
@@ -444,7 +473,8 @@ bool layout_keeps_results(WeightLayout layout) {
          layout == WeightLayout::Q5_KTiles16 || layout == WeightLayout::Q6_KTiles16 ||
          layout == WeightLayout::IQ4_NLTiles16 || layout == WeightLayout::Q5_0Tiles16 ||
          layout == WeightLayout::Q5_1Tiles16 || layout == WeightLayout::Q4_1Tiles16 ||
-         layout == WeightLayout::Q2_KTiles16 || layout == WeightLayout::Q3_KTiles16;
+         layout == WeightLayout::Q2_KTiles16 || layout == WeightLayout::Q3_KTiles16 ||
+         layout == WeightLayout::IQ4_XSTiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }

@@ -34,9 +34,11 @@
 // integers without the per-row unpacking and lane sums of the native
 // kernels, and folds them in the scalar kernel's order (the same bits at
 // every level and layout). Q2_KTiles16 does the same for Q2_K, whose
-// native kernel builds a product table per row and super-block, and
+// native kernel builds a product table per row and super-block,
 // Q3_KTiles16 for Q3_K (Q3_K_S's matrices but the output, most of Q3_K_M's),
-// with the rows' hmask bytes beside their low-bit bytes.
+// with the rows' hmask bytes beside their low-bit bytes, and IQ4_XSTiles16
+// for IQ4_XS, its nibbles turned into codebook levels by one byte shuffle
+// per 64 bytes.
 //
 // The cost: a copy of those matrices in memory (the file's pages stay mapped
 // but are not read again) and a pass over them at load (small preset, Q4_0:
@@ -57,10 +59,10 @@ inline constexpr int64_t kRegroupCols = 8 * 32;
 // AMX or not, see matmul.h), else Groups8 where that fits (cols a multiple of
 // 256), else Native; F16, BF16: F16Interleaved16 / BF16Interleaved16 where
 // rows are a multiple of 16, else Native; Q4_K: Q4_KTiles16 where rows are a
-// multiple of 16 (and cols of 256), else Native, and Q5_K, Q6_K, Q2_K and
-// Q3_K likewise (Q5_KTiles16, Q6_KTiles16, Q2_KTiles16, Q3_KTiles16); IQ4_NL,
-// Q5_0, Q5_1, Q4_1: their Tiles16 layouts where rows are a multiple of 16,
-// else Native; Native for the other types.
+// multiple of 16 (and cols of 256), else Native, and Q5_K, Q6_K, Q2_K, Q3_K
+// and IQ4_XS likewise (Q5_KTiles16, Q6_KTiles16, Q2_KTiles16, Q3_KTiles16,
+// IQ4_XSTiles16); IQ4_NL, Q5_0, Q5_1, Q4_1: their Tiles16 layouts where rows
+// are a multiple of 16, else Native; Native for the other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
 // "Native", "Q4_0Groups8", ..., "BF16Interleaved16": for error messages.
@@ -84,8 +86,8 @@ const char* layout_requirement(WeightLayout layout);
 void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t cols, void* dst);
 
 // Whether matmul() gives the same bits for a matrix in `layout` as in the
-// native layout (Native, the Q2_K .. Q6_K tiles and the IQ4_NL, Q5_0, Q5_1
-// and Q4_1 tiles; the Q4_0/Q8_0 tiles and groups and
+// native layout (Native, the Q2_K .. Q6_K and IQ4_XS tiles and the IQ4_NL,
+// Q5_0, Q5_1 and Q4_1 tiles; the Q4_0/Q8_0 tiles and groups and
 // the Interleaved16 layouts sum in another order). A tensor-parallel share
 // that cannot take such a layout may stay native.
 bool layout_keeps_results(WeightLayout layout);
