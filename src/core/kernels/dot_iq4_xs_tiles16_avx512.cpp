@@ -30,19 +30,11 @@ namespace {
 // One tile ahead, as dot_q4_k_q5_k_tiles16_avx512.cpp says why.
 constexpr int64_t kPrefetchBytes = kIQ4_XSTileBytes;
 
-// The codebook's levels + 128, the byte vpshufb looks up for a 4-bit index.
-alignas(16) constexpr uint8_t kLevelsPlus128[16] = {
-    uint8_t(kIq4Codebook[0] + 128),  uint8_t(kIq4Codebook[1] + 128),
-    uint8_t(kIq4Codebook[2] + 128),  uint8_t(kIq4Codebook[3] + 128),
-    uint8_t(kIq4Codebook[4] + 128),  uint8_t(kIq4Codebook[5] + 128),
-    uint8_t(kIq4Codebook[6] + 128),  uint8_t(kIq4Codebook[7] + 128),
-    uint8_t(kIq4Codebook[8] + 128),  uint8_t(kIq4Codebook[9] + 128),
-    uint8_t(kIq4Codebook[10] + 128), uint8_t(kIq4Codebook[11] + 128),
-    uint8_t(kIq4Codebook[12] + 128), uint8_t(kIq4Codebook[13] + 128),
-    uint8_t(kIq4Codebook[14] + 128), uint8_t(kIq4Codebook[15] + 128)};
-
+// The codebook's levels + 128 (formats/iq4_codebook.h) in every 128-bit
+// lane, the bytes vpshufb looks up for a 4-bit index.
 static inline __m512i level_table() {
-  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kLevelsPlus128)));
+  return _mm512_broadcast_i32x4(
+      _mm_load_si128(reinterpret_cast<const __m128i*>(kIq4CodebookPlus128.v)));
 }
 
 // A tile's sub-block factors ls - 32 (formats/iq4_xs.h) of the 16 rows as
