@@ -829,8 +829,9 @@ TEST(MatmulTiles16, EveryTokenIsBitwiseTheSameAloneOnVnniAndOnAmx) {
 }
 
 // How matmul_batch splits rows over threads: AMX batches in units the
-// threads claim one at a time, VNNI batches by parallel_for_stealing (a slow
-// thread takes fewer either way), everything else one range per thread.
+// threads claim one at a time, VNNI batches and decode on any 16-row tile
+// layout by parallel_for_stealing (a slow thread takes fewer either way),
+// everything else one range per thread.
 // (The AMX predicate once never held: the kernel tables hold copies of the
 // Tiles16 sets, compared by address.)
 TEST(MatmulTiles16, BatchesSplitRowsSoASlowThreadTakesFewer) {
@@ -853,8 +854,10 @@ TEST(MatmulTiles16, BatchesSplitRowsSoASlowThreadTakesFewer) {
     EXPECT_EQ(matmul_batch_split(two, kAmxMinTokens, 3), batch) << name;
     EXPECT_EQ(matmul_batch_split(one, kAmxMinTokens - 1, 2), MatmulSplit::Stealing)
         << name << ": VNNI batch";
-    EXPECT_EQ(matmul_batch_split(one, kTiles16DecodeMaxTokens, 2), MatmulSplit::RangePerThread)
+    EXPECT_EQ(matmul_batch_split(one, kTiles16DecodeMaxTokens, 2), MatmulSplit::Stealing)
         << name << ": decode";
+    EXPECT_EQ(matmul_batch_split(mixed, 1, 2), MatmulSplit::RangePerThread)
+        << name << ": decode with a native weight";
     EXPECT_EQ(matmul_batch_split(one, 16, 1), MatmulSplit::RangePerThread)
         << name << ": one thread";
     EXPECT_EQ(matmul_batch_split(mixed, 16, 2), MatmulSplit::RangePerThread)
@@ -865,6 +868,16 @@ TEST(MatmulTiles16, BatchesSplitRowsSoASlowThreadTakesFewer) {
   }
   const MatmulOutput plain[] = {{native_view, nullptr}};
   EXPECT_EQ(matmul_batch_split(plain, 16, 2), MatmulSplit::RangePerThread);
+  EXPECT_EQ(matmul_batch_split(plain, 1, 2), MatmulSplit::RangePerThread);
+  // The K-quant tiles: decode steals, batches (decoded panels) keep a range
+  // per thread.
+  const RegroupedWeights q4_k =
+      make_regrouped_weights(GgmlType::Q4_K, WeightLayout::Q4_KTiles16, 32, 256, 7);
+  const MatmulOutput kquant[] = {{q4_k.view, nullptr}, {q4_k.view, nullptr}};
+  EXPECT_EQ(matmul_batch_split(kquant, 1, 2), MatmulSplit::Stealing);
+  EXPECT_EQ(matmul_batch_split(kquant, 2, 2), MatmulSplit::Stealing);
+  EXPECT_EQ(matmul_batch_split(kquant, 3, 2), MatmulSplit::RangePerThread);
+  EXPECT_EQ(matmul_batch_split(kquant, 1, 1), MatmulSplit::RangePerThread);
 }
 
 // F16 and BF16 rows in the Interleaved16 layouts (the AVX-512 level's

@@ -278,15 +278,48 @@ bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens
 // pieces of 64, edges at group pairs: a thread held up by a busy core
 // leaves its tail to the other instead of keeping it waiting. The kernel
 // prefetches the next pair past a piece's end, so an owner's next piece
-// starts warm.
-constexpr size_t kStealOwnRows = 256, kStealRows = 64, kStealGrainRows = 2 * kTiles16Rows;
+// starts warm. Decode on any 16-row tile layout steals too, from own pieces
+// of 512 rows: the decode kernels split a piece into 4 group streams, and
+// longer pieces keep those streams long enough for the hardware prefetcher.
+constexpr size_t kStealOwnRows = 256, kStealOwnDecodeRows = 512, kStealRows = 64,
+                 kStealGrainRows = 2 * kTiles16Rows;
 
-MatmulSplit batch_split(const KernelSet* const* sets, size_t n, int64_t n_tokens, int n_threads) {
+// Whether `layout` holds 16-row groups whose kernel takes any range of
+// whole groups (every Tiles16 layout; the Groups8 and Interleaved16 ones
+// split their range their own way).
+bool in_16_row_tiles(WeightLayout layout) {
+  switch (layout) {
+    case WeightLayout::Q8_0Tiles16:
+    case WeightLayout::Q4_0Tiles16:
+    case WeightLayout::Q4_KTiles16:
+    case WeightLayout::Q5_KTiles16:
+    case WeightLayout::Q6_KTiles16:
+    case WeightLayout::IQ4_NLTiles16:
+    case WeightLayout::Q5_0Tiles16:
+    case WeightLayout::Q5_1Tiles16:
+    case WeightLayout::Q4_1Tiles16:
+    case WeightLayout::Q2_KTiles16:
+    case WeightLayout::Q3_KTiles16:
+    case WeightLayout::IQ4_XSTiles16:
+      return true;
+    default:
+      return false;
+  }
+}
+
+MatmulSplit batch_split(std::span<const MatmulOutput> outputs, const KernelSet* const* sets,
+                        int64_t n_tokens, int n_threads) {
+  const size_t n = outputs.size();
   if (n_threads < 2 || n == 0) return MatmulSplit::RangePerThread;
+  if (n_tokens <= kTiles16DecodeMaxTokens) {
+    for (const MatmulOutput& o : outputs)
+      if (!in_16_row_tiles(o.w.layout)) return MatmulSplit::RangePerThread;
+    return MatmulSplit::Stealing;
+  }
   for (size_t i = 0; i < n; ++i)
     if (!sets[i]->tiles16) return MatmulSplit::RangePerThread;
   if (all_tiles16_on_amx(sets, n, n_tokens)) return MatmulSplit::ClaimedUnits;
-  return n_tokens > kTiles16DecodeMaxTokens ? MatmulSplit::Stealing : MatmulSplit::RangePerThread;
+  return MatmulSplit::Stealing;
 }
 
 // Bytes of converted activations of one form for n_tokens of `cols` values.
@@ -449,10 +482,12 @@ void convert_activations(const BatchKernels& k, const float* x, int64_t cols, in
 
 // Runs run_rows over [0, total_rows) on the pool, split as `split` says.
 template <typename RunRows>
-void run_split(MatmulSplit split, int64_t total_rows, ThreadPool& pool, const RunRows& run_rows) {
+void run_split(MatmulSplit split, int64_t total_rows, int64_t n_tokens, ThreadPool& pool,
+               const RunRows& run_rows) {
   if (split == MatmulSplit::Stealing) {
+    const size_t own = n_tokens <= kTiles16DecodeMaxTokens ? kStealOwnDecodeRows : kStealOwnRows;
     pool.parallel_for_stealing(
-        size_t(total_rows), kStealOwnRows, kStealRows,
+        size_t(total_rows), own, kStealRows,
         [&](size_t r0, size_t r1) { run_rows(int64_t(r0), int64_t(r1)); }, kStealGrainRows);
     return;
   }
@@ -485,7 +520,7 @@ MatmulSplit matmul_batch_split(std::span<const MatmulOutput> outputs, int64_t n_
   const KernelSet* sets[kMaxBatchWeights];
   for (size_t i = 0; i < outputs.size(); ++i)
     sets[i] = &checked_kernels(outputs[i].w, n_tokens).by_level[int(simd_level())];
-  return batch_split(sets, outputs.size(), n_tokens, n_threads);
+  return batch_split(outputs, sets, n_tokens, n_threads);
 }
 
 size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens) {
@@ -568,7 +603,7 @@ void batch(std::span<const MatmulOutput> outputs, const float* x, int64_t n_toke
       first += rows;
     }
   };
-  run_split(batch_split(k.sets, outputs.size(), n_tokens, pool.size()), k.total_rows, pool,
+  run_split(batch_split(outputs, k.sets, n_tokens, pool.size()), k.total_rows, n_tokens, pool,
             run_rows);
 }
 

@@ -238,9 +238,10 @@ inline constexpr size_t kMatmulBatchMaxWeights = 8;
 // threads. A thread slowed by a busy core (these machines are shared) would
 // otherwise hold up the others at the end of every matmul.
 enum class MatmulSplit {
-  RangePerThread,  // one fixed range each: decode, native layouts, one thread
+  RangePerThread,  // one fixed range each: native, Groups8, Interleaved16 layouts, one thread
   ClaimedUnits,    // Tiles16 weights in a batch on AMX: units claimed one at a time
-  Stealing,        // Tiles16 weights in a batch on VNNI: ThreadPool::parallel_for_stealing
+  Stealing,        // ThreadPool::parallel_for_stealing: Tiles16 weights in a batch on
+                   // VNNI, and decode on any 16-row tile layout
 };
 MatmulSplit matmul_batch_split(std::span<const MatmulOutput> outputs, int64_t n_tokens,
                                int n_threads);
