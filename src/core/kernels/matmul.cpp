@@ -279,8 +279,9 @@ bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens
 // leaves its tail to the other instead of keeping it waiting. The kernel
 // prefetches the next pair past a piece's end, so an owner's next piece
 // starts warm. Decode on any 16-row tile layout steals too, from own pieces
-// of 512 rows: the decode kernels split a piece into 4 group streams, and
-// longer pieces keep those streams long enough for the hardware prefetcher.
+// of 512 rows: longer pieces restart each thread's forward walk through the
+// weights (its prefetches, and the Q8_0/Q4_0/block32 kernels' 4 group
+// streams) less often.
 constexpr size_t kStealOwnRows = 256, kStealOwnDecodeRows = 512, kStealRows = 64,
                  kStealGrainRows = 2 * kTiles16Rows;
 
