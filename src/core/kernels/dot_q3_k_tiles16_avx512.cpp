@@ -116,6 +116,11 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_sb; ++b) {
     const uint8_t* tile = tiles + b * kQ3_KTileBytes;
+    // The next tile's scale lines a whole tile ahead: they sit at a tile's
+    // end but are read first (tile_scales).
+    for (int i = 0; i < 3; ++i)
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ3_KTileScales + 64 * i),
+                   _MM_HINT_T0);
     const Q3Scales s = tile_scales(tile);
     __m512i isum[NT];
     for (int k = 0; k < NT; ++k) isum[k] = _mm512_setzero_si512();
@@ -152,9 +157,6 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
     pass.template operator()<0, 1>();
     pass.template operator()<1, 0>();
     pass.template operator()<1, 1>();
-    for (int i = 0; i < 3; ++i)
-      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ3_KTileScales + 64 * i),
-                   _MM_HINT_T0);
     // sum_j s[j] * bsums[j] with the scales as int16 pairs (s[4i], s[4i + 2])
     // and (s[4i + 1], s[4i + 3]) of each 4-byte lane.
     __m512i even[4], odd[4];

@@ -72,6 +72,12 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
   for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_sb; ++b) {
     const uint8_t* tile = tiles + b * kQ6_KTileBytes;
+    // The next tile's scale lines now: this tile's are read first (the
+    // quarters' row scales), so fetching them after the quarters left each
+    // tile's start waiting on DRAM.
+    for (int i = 0; i < 4; ++i)
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ6_KTileScales + 64 * i),
+                   _MM_HINT_T0);
     __m512i isum[NT];
     for (int k = 0; k < NT; ++k) isum[k] = _mm512_setzero_si512();
     // Elements 128h + 16s .. + 15 (+ 32k): sub-blocks 8h + s + 2k.
@@ -104,9 +110,6 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
     quarter.template operator()<0, 1>();
     quarter.template operator()<1, 0>();
     quarter.template operator()<1, 1>();
-    for (int i = 0; i < 4; ++i)
-      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ6_KTileScales + 64 * i),
-                   _MM_HINT_T0);
     // sum_s sc[s] * bsums[s] with the scales as int16 pairs (sc[4i], sc[4i + 2])
     // and (sc[4i + 1], sc[4i + 3]) of each 4-byte lane.
     __m512i even[4], odd[4];
