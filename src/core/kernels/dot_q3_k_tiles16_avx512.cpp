@@ -18,6 +18,7 @@
 #include <cstring>
 
 #include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
+#include "core/kernels/kquant_int8_scales_avx512.h"
 #include "core/kernels/kquant_tiles16_avx512.h"
 
 namespace kvforge {
@@ -98,15 +99,6 @@ static inline Q3Quants chunk_quants(const uint8_t* tile, int c) {
            stored_quants<H, 3>(q, hm)}};
 }
 
-// A token's block sums for the scale pairs the kernel forms: pair i holds
-// bsums[4(i / 2) + i % 2] | bsums[4(i / 2) + i % 2 + 2] << 16 (i < 8).
-static inline void block_sum_pairs(const BlockQ8_K& a, int32_t pairs[8]) {
-  for (int i = 0; i < 8; ++i) {
-    const int s = 4 * (i / 2) + i % 2;
-    pairs[i] = int32_t(uint32_t(uint16_t(a.bsums[s])) | uint32_t(uint16_t(a.bsums[s + 2])) << 16);
-  }
-}
-
 // NT tokens over group g's tiles (from `tiles`, their d from `d`): token k's
 // 16 row sums to y + k * rows.
 template <int NT>
@@ -157,22 +149,12 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
     pass.template operator()<0, 1>();
     pass.template operator()<1, 0>();
     pass.template operator()<1, 1>();
-    // sum_j s[j] * bsums[j] with the scales as int16 pairs (s[4i], s[4i + 2])
-    // and (s[4i + 1], s[4i + 3]) of each 4-byte lane.
-    __m512i even[4], odd[4];
-    for (int i = 0; i < 4; ++i) {
-      even[i] = _mm512_srai_epi16(_mm512_slli_epi16(s.w[i], 8), 8);
-      odd[i] = _mm512_srai_epi16(s.w[i], 8);
-    }
+    // sum_j s[j] * bsums[j] (kquant_int8_scales_avx512.h).
+    const Int8ScalePairs sp = int8_scale_pairs(s.w);
     const __m512 dv =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 16 * b)));
     for (int k = 0; k < NT; ++k) {
-      const int32_t* p = pairs[k] + 8 * b;
-      __m512i csum = _mm512_setzero_si512();
-      for (int i = 0; i < 4; ++i) {
-        csum = _mm512_dpwssd_epi32(csum, even[i], _mm512_set1_epi32(p[2 * i]));
-        csum = _mm512_dpwssd_epi32(csum, odd[i], _mm512_set1_epi32(p[2 * i + 1]));
-      }
+      const __m512i csum = int8_scale_bsum_dot(sp, pairs[k] + 8 * b);
       const __m512i exact = _mm512_sub_epi32(isum[k], _mm512_slli_epi32(csum, 2));
       // acc + (d * da) * isum, rounded step by step (kquant_accumulate_scaled).
       __m512 scaled =
@@ -203,41 +185,13 @@ void decode_tile_panel(const uint8_t* tile, const uint16_t* d, KquantPanelBlock&
   };
   half.template operator()<0>();
   half.template operator()<1>();
-  const Q3Scales s = tile_scales(tile);
-  const __m512i lo16 = _mm512_set1_epi32(0xffff);
-  for (int i = 0; i < 4; ++i) {
-    const __m512i s0 = _mm512_srai_epi32(_mm512_slli_epi32(s.w[i], 24), 24);
-    const __m512i s1 = _mm512_srai_epi32(_mm512_slli_epi32(s.w[i], 16), 24);
-    const __m512i s2 = _mm512_srai_epi32(_mm512_slli_epi32(s.w[i], 8), 24);
-    const __m512i s3 = _mm512_srai_epi32(s.w[i], 24);
-    _mm512_store_si512(p.factors[4 * i], s0);
-    _mm512_store_si512(p.factors[4 * i + 1], s1);
-    _mm512_store_si512(p.factors[4 * i + 2], s2);
-    _mm512_store_si512(p.factors[4 * i + 3], s3);
-    // coefs[2i] = s[4i] | s[4i + 1] << 16, coefs[2i + 1] = s[4i + 2] | s[4i + 3] << 16.
-    _mm512_store_si512(p.coefs[2 * i],
-                       _mm512_or_si512(_mm512_and_si512(s0, lo16), _mm512_slli_epi32(s1, 16)));
-    _mm512_store_si512(p.coefs[2 * i + 1],
-                       _mm512_or_si512(_mm512_and_si512(s2, lo16), _mm512_slli_epi32(s3, 16)));
-  }
-  _mm512_store_ps(p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d))));
-  _mm512_store_ps(p.dmin, _mm512_setzero_ps());
+  store_int8_scale_panel(tile_scales(tile).w, d, p);
 }
 
-struct Q3_KTiles {
+struct Q3_KTiles : TilesThenD<kQ3_KTileBytes> {
   static constexpr int kPairs = 8;
   static constexpr PanelKind kPanel = kPanelQ3_K;
-  static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_pairs(a, out); }
-  // Group g's first tile and its first tile's 16 d.
-  static const uint8_t* tiles(const MatmulTask& task, int64_t g) {
-    return task.weights + g * (task.cols / 256) * kQ3_KTileBytes;
-  }
-  static const uint16_t* d(const MatmulTask& task, int64_t g) {
-    const int64_t n_sb = task.cols / 256;
-    return reinterpret_cast<const uint16_t*>(task.weights +
-                                             task.rows / kTiles16Rows * n_sb * kQ3_KTileBytes) +
-           g * n_sb * kTiles16Rows;
-  }
+  static void pairs(const BlockQ8_K& a, int32_t* out) { int8_scale_sum_pairs(a, out); }
   template <int NT>
   static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
                      const int32_t* const* pairs, float* y) {
