@@ -19,8 +19,6 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/f16.h"
-#include "core/formats/iq4_xs.h"
-#include "core/formats/q3_k.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul_task.h"
@@ -747,6 +745,47 @@ void expect_each_token_alone_is_bitwise(const WeightView& w, const std::vector<f
   }
 }
 
+// Every byte of w's native blocks random (rng) but the f16 scales that
+// fix(block, block_bytes, offset) writes back (finite products), then the
+// rows regrouped into w's layout again.
+template <class FixScales>
+void randomize_but_scales(RegroupedWeights& w, std::mt19937& rng, FixScales fix) {
+  const size_t block = type_traits(w.view.type).block_bytes;
+  for (size_t off = 0; off < w.native.bytes.size(); off += block) {
+    uint8_t* blk = &w.native.bytes[off];
+    for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+    fix(blk, block, off);
+  }
+  regroup_rows(w.view.layout, w.native.bytes.data(), w.view.rows, w.view.cols, w.regrouped.data());
+}
+
+// For each token count: w's layout at the AVX-512 level on every pool gives
+// the bits the scalar kernel gives on w's native rows (on pools[0]).
+// Activations from make_activations(n_tokens, cols, n_tokens + seed_offset),
+// with random_bytes replaced by +-1 (rng): the largest sums.
+void expect_tiles_bitwise_scalar(const RegroupedWeights& w, std::initializer_list<int64_t> tokens,
+                                 std::initializer_list<ThreadPool*> pools, bool random_bytes,
+                                 std::mt19937& rng, MatmulScratch& scratch,
+                                 uint32_t seed_offset = 0) {
+  const int64_t rows = w.view.rows, cols = w.view.cols;
+  for (int64_t n_tokens : tokens) {
+    std::vector<float> x = make_activations(n_tokens, cols, uint32_t(n_tokens) + seed_offset);
+    if (random_bytes)
+      for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
+    std::vector<float> expected(size_t(rows * n_tokens));
+    set_simd_level(SimdLevel::Scalar);
+    matmul(w.native.view, x.data(), n_tokens, expected.data(), **pools.begin(), scratch);
+    set_simd_level(SimdLevel::Avx512);
+    for (ThreadPool* pool : pools) {
+      std::vector<float> y(expected.size(), NAN);
+      matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
+      ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
+          << layout_name(w.view.layout) << " rows " << rows << " cols " << cols << " tokens "
+          << n_tokens << " threads " << pool->size() << (random_bytes ? " random bytes" : "");
+    }
+  }
+}
+
 constexpr GgmlType kTiledTypes[] = {GgmlType::Q8_0, GgmlType::Q4_0};
 
 WeightLayout tiles16_layout(GgmlType type) {
@@ -944,12 +983,8 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
       for (bool random_bytes : {false, true}) {
         RegroupedWeights w =
             make_regrouped_weights(type, layout, shape.rows, shape.cols, uint32_t(shape.rows));
-        if (random_bytes) {
-          // Every byte random but the f16 super-scales (+-1, +-0.5: finite products).
-          const size_t block = type_traits(type).block_bytes;
-          for (size_t off = 0; off < w.native.bytes.size(); off += block) {
-            uint8_t* blk = &w.native.bytes[off];
-            for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+        if (random_bytes)  // the f16 super-scales +-1, +-0.5
+          randomize_but_scales(w, rng, [&, type = type](uint8_t* blk, size_t block, size_t off) {
             const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, dmin = off % 5 ? 0x3800 : 0xb800;
             if (type != GgmlType::Q6_K) {
               std::memcpy(blk, &d, 2);
@@ -957,26 +992,9 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
             } else {
               std::memcpy(blk + block - 2, &d, 2);
             }
-          }
-          regroup_rows(layout, w.native.bytes.data(), shape.rows, shape.cols, w.regrouped.data());
-        }
-        for (int64_t n_tokens : {1, 2, 3, 4, 5, 9, 31, 32, 41}) {
-          std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
-          if (random_bytes)
-            for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
-          std::vector<float> expected(size_t(shape.rows * n_tokens));
-          set_simd_level(SimdLevel::Scalar);
-          matmul(w.native.view, x.data(), n_tokens, expected.data(), one, scratch);
-          set_simd_level(SimdLevel::Avx512);
-          for (ThreadPool* pool : {&one, &three}) {
-            std::vector<float> y(expected.size(), NAN);
-            matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
-            ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-                << layout_name(layout) << " rows " << shape.rows << " cols " << shape.cols
-                << " tokens " << n_tokens << " threads " << pool->size()
-                << (random_bytes ? " random bytes" : "");
-          }
-        }
+          });
+        ASSERT_NO_FATAL_FAILURE(expect_tiles_bitwise_scalar(
+            w, {1, 2, 3, 4, 5, 9, 31, 32, 41}, {&one, &three}, random_bytes, rng, scratch));
       }
 }
 
@@ -1006,35 +1024,14 @@ TEST(MatmulBlock32Tiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads
       for (bool random_bytes : {false, true}) {
         RegroupedWeights w =
             make_regrouped_weights(type, layout, shape.rows, shape.cols, uint32_t(shape.rows));
-        if (random_bytes) {
-          // Every byte random but the f16 d and m (+-1, +-0.5: finite products).
-          const size_t block = type_traits(type).block_bytes;
-          for (size_t off = 0; off < w.native.bytes.size(); off += block) {
-            uint8_t* blk = &w.native.bytes[off];
-            for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+        if (random_bytes)  // the f16 d and m +-1, +-0.5
+          randomize_but_scales(w, rng, [&, type = type](uint8_t* blk, size_t, size_t off) {
             const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, m = off % 5 ? 0x3800 : 0xb800;
             std::memcpy(blk, &d, 2);
             if (has_block_min(type)) std::memcpy(blk + 2, &m, 2);
-          }
-          regroup_rows(layout, w.native.bytes.data(), shape.rows, shape.cols, w.regrouped.data());
-        }
-        for (int64_t n_tokens : {1, 2, 3, 5, 7, 13, 33}) {
-          std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
-          if (random_bytes)
-            for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
-          std::vector<float> expected(size_t(shape.rows * n_tokens));
-          set_simd_level(SimdLevel::Scalar);
-          matmul(w.native.view, x.data(), n_tokens, expected.data(), one, scratch);
-          set_simd_level(SimdLevel::Avx512);
-          for (ThreadPool* pool : {&one, &three}) {
-            std::vector<float> y(expected.size(), NAN);
-            matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
-            ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-                << layout_name(layout) << " rows " << shape.rows << " cols " << shape.cols
-                << " tokens " << n_tokens << " threads " << pool->size()
-                << (random_bytes ? " random bytes" : "");
-          }
-        }
+          });
+        ASSERT_NO_FATAL_FAILURE(expect_tiles_bitwise_scalar(
+            w, {1, 2, 3, 5, 7, 13, 33}, {&one, &three}, random_bytes, rng, scratch));
       }
 }
 
@@ -1089,36 +1086,15 @@ TEST(MatmulKquantTiles16, Q2_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThre
     for (bool random_bytes : {false, true}) {
       RegroupedWeights w = make_regrouped_weights(GgmlType::Q2_K, WeightLayout::Q2_KTiles16,
                                                   shape.rows, shape.cols, uint32_t(shape.cols));
-      if (random_bytes) {
-        // Every byte random but the f16 d and dmin at the block's end (+-1,
-        // +-0.5: finite products).
-        const size_t block = type_traits(GgmlType::Q2_K).block_bytes;
-        for (size_t off = 0; off < w.native.bytes.size(); off += block) {
-          uint8_t* blk = &w.native.bytes[off];
-          for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+      if (random_bytes)  // the f16 d and dmin at the block's end +-1, +-0.5
+        randomize_but_scales(w, rng, [](uint8_t* blk, size_t block, size_t off) {
           const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, dmin = off % 5 ? 0x3800 : 0xb800;
           std::memcpy(blk + block - 4, &d, 2);
           std::memcpy(blk + block - 2, &dmin, 2);
-        }
-        regroup_rows(WeightLayout::Q2_KTiles16, w.native.bytes.data(), shape.rows, shape.cols,
-                     w.regrouped.data());
-      }
-      for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 9, 31, 32, 33, 41}) {
-        std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
-        if (random_bytes)
-          for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
-        std::vector<float> expected(size_t(shape.rows * n_tokens));
-        set_simd_level(SimdLevel::Scalar);
-        matmul(w.native.view, x.data(), n_tokens, expected.data(), one, scratch);
-        set_simd_level(SimdLevel::Avx512);
-        for (ThreadPool* pool : {&one, &two, &three}) {
-          std::vector<float> y(expected.size(), NAN);
-          matmul(w.view, x.data(), n_tokens, y.data(), *pool, scratch);
-          ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-              << "Q2_KTiles16 rows " << shape.rows << " cols " << shape.cols << " tokens "
-              << n_tokens << " threads " << pool->size() << (random_bytes ? " random bytes" : "");
-        }
-      }
+        });
+      ASSERT_NO_FATAL_FAILURE(expect_tiles_bitwise_scalar(w, {1, 2, 3, 4, 5, 7, 9, 31, 32, 33, 41},
+                                                          {&one, &two, &three}, random_bytes, rng,
+                                                          scratch));
     }
 }
 
@@ -1133,7 +1109,7 @@ TEST(MatmulKquantTiles16, Q3_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThre
   LevelGuard guard;
   set_simd_level(SimdLevel::Avx512);
   if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  ThreadPool one(1), two(2), three(3);
   MatmulScratch scratch;
   std::mt19937 rng(47);
   const Shape shapes[] = {{16, 256}, {48, 768}, {304, 1792}, {48, 256}};
@@ -1141,34 +1117,13 @@ TEST(MatmulKquantTiles16, Q3_KBitwiseTheScalarKernelOnEveryPathTokenCountAndThre
     for (bool random_bytes : {false, true}) {
       RegroupedWeights w = make_regrouped_weights(GgmlType::Q3_K, WeightLayout::Q3_KTiles16,
                                                   shape.rows, shape.cols, uint32_t(shape.rows));
-      if (random_bytes) {
-        // Every byte random but the f16 d, last in the block (+-1, +-0.5: finite products).
-        const size_t block = sizeof(BlockQ3_K);
-        for (size_t off = 0; off < w.native.bytes.size(); off += block) {
-          uint8_t* blk = &w.native.bytes[off];
-          for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+      if (random_bytes)  // the f16 d, last in the block, +-1, +-0.5
+        randomize_but_scales(w, rng, [](uint8_t* blk, size_t block, size_t off) {
           const uint16_t d = off % 3 ? 0x3c00 : (off % 7 ? 0xbc00 : 0x3800);
           std::memcpy(blk + block - 2, &d, 2);
-        }
-        regroup_rows(WeightLayout::Q3_KTiles16, w.native.bytes.data(), shape.rows, shape.cols,
-                     w.regrouped.data());
-      }
-      for (int64_t n_tokens : {1, 2, 3, 5, 7, 33, 40}) {
-        std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens + 7));
-        if (random_bytes)
-          for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
-        std::vector<float> expected(size_t(shape.rows * n_tokens));
-        set_simd_level(SimdLevel::Scalar);
-        matmul(w.native.view, x.data(), n_tokens, expected.data(), pools[0], scratch);
-        set_simd_level(SimdLevel::Avx512);
-        for (ThreadPool& pool : pools) {
-          std::vector<float> y(expected.size(), NAN);
-          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
-          ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-              << "Q3_KTiles16 rows " << shape.rows << " cols " << shape.cols << " tokens "
-              << n_tokens << " threads " << pool.size() << (random_bytes ? " random bytes" : "");
-        }
-      }
+        });
+      ASSERT_NO_FATAL_FAILURE(expect_tiles_bitwise_scalar(
+          w, {1, 2, 3, 5, 7, 33, 40}, {&one, &two, &three}, random_bytes, rng, scratch, 7));
     }
 }
 
@@ -1182,7 +1137,7 @@ TEST(MatmulKquantTiles16, IQ4_XSBitwiseTheScalarKernelOnEveryPathTokenCountAndTh
   LevelGuard guard;
   set_simd_level(SimdLevel::Avx512);
   if (simd_level() != SimdLevel::Avx512) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
-  ThreadPool pools[3] = {ThreadPool(1), ThreadPool(2), ThreadPool(3)};
+  ThreadPool one(1), two(2), three(3);
   MatmulScratch scratch;
   std::mt19937 rng(37);
   const Shape shapes[] = {{16, 256}, {48, 768}, {272, 1792}};
@@ -1190,34 +1145,13 @@ TEST(MatmulKquantTiles16, IQ4_XSBitwiseTheScalarKernelOnEveryPathTokenCountAndTh
     for (bool random_bytes : {false, true}) {
       RegroupedWeights w = make_regrouped_weights(GgmlType::IQ4_XS, WeightLayout::IQ4_XSTiles16,
                                                   shape.rows, shape.cols, uint32_t(shape.rows));
-      if (random_bytes) {
-        // Every byte random but the f16 super-scale (+-1, +-0.5: finite products).
-        const size_t block = sizeof(BlockIQ4_XS);
-        for (size_t off = 0; off < w.native.bytes.size(); off += block) {
-          uint8_t* blk = &w.native.bytes[off];
-          for (size_t i = 0; i < block; ++i) blk[i] = uint8_t(rng());
+      if (random_bytes)  // the f16 super-scale +-1, +-0.5
+        randomize_but_scales(w, rng, [](uint8_t* blk, size_t, size_t off) {
           const uint16_t d = off % 3 ? (off % 5 ? 0x3c00 : 0x3800) : 0xbc00;
           std::memcpy(blk, &d, 2);
-        }
-        regroup_rows(WeightLayout::IQ4_XSTiles16, w.native.bytes.data(), shape.rows, shape.cols,
-                     w.regrouped.data());
-      }
-      for (int64_t n_tokens : {1, 2, 3, 4, 5, 7, 31, 32, 33, 41}) {
-        std::vector<float> x = make_activations(n_tokens, shape.cols, uint32_t(n_tokens));
-        if (random_bytes)
-          for (size_t i = 0; i < x.size(); ++i) x[i] = (rng() % 2 ? 1.0f : -1.0f);
-        std::vector<float> expected(size_t(shape.rows * n_tokens));
-        set_simd_level(SimdLevel::Scalar);
-        matmul(w.native.view, x.data(), n_tokens, expected.data(), pools[0], scratch);
-        set_simd_level(SimdLevel::Avx512);
-        for (ThreadPool& pool : pools) {
-          std::vector<float> y(expected.size(), NAN);
-          matmul(w.view, x.data(), n_tokens, y.data(), pool, scratch);
-          ASSERT_EQ(0, std::memcmp(y.data(), expected.data(), y.size() * 4))
-              << "rows " << shape.rows << " cols " << shape.cols << " tokens " << n_tokens
-              << " threads " << pool.size() << (random_bytes ? " random bytes" : "");
-        }
-      }
+        });
+      ASSERT_NO_FATAL_FAILURE(expect_tiles_bitwise_scalar(
+          w, {1, 2, 3, 4, 5, 7, 31, 32, 33, 41}, {&one, &two, &three}, random_bytes, rng, scratch));
     }
 }
 
