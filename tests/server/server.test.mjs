@@ -286,7 +286,7 @@ const BAD = [
   ['stream not boolean', 'POST', '/v1/completions', { body: '{"prompt":"x","stream":1}' }, 400, "'stream' must be a boolean"],
   ['stream_options without stream', 'POST', '/v1/chat/completions', { body: '{"messages":[{"role":"user","content":"x"}],"stream_options":{"include_usage":true}}' }, 400, "only allowed when 'stream' is true"],
   ['top_logprobs without logprobs', 'POST', '/v1/chat/completions', { body: '{"messages":[{"role":"user","content":"x"}],"top_logprobs":3}' }, 400, "requires 'logprobs'"],
-  ['nested too deep', 'POST', '/v1/completions', { body: '{"prompt":"x","a":' + '['.repeat(100) + ']'.repeat(100) + '}' }, 400, 'nested deeper than'],
+  ['nested too deep', 'POST', '/v1/completions', { body: '{"prompt":' + '['.repeat(100) + ']'.repeat(100) + '}' }, 400, 'nested deeper than'],
   ['batched prompts', 'POST', '/v1/completions', { body: '{"prompt":["a","b"]}' }, 400, 'batched prompts'],
 ];
 

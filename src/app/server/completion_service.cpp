@@ -181,7 +181,10 @@ void CompletionService::fit_prompt(std::vector<int32_t>& prompt, CommonRequest& 
 PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
                                            const std::function<bool()>& cancelled) {
   const PrepareGate::Ticket ticket = gate_.enter(body.size(), cancelled);
-  const nlohmann::ordered_json json = parse_json_body(body, limits_);
+  JsonBodyChecks checks;
+  checks.top_level_key = [kind](const std::string& key) { reject_unknown_field(key, kind); };
+  checks.cancelled = cancelled;
+  const nlohmann::ordered_json json = parse_json_body(body, limits_, checks);
   reject_unknown_fields(json, kind);
   PreparedRequest p;
   Submission s;

@@ -234,22 +234,16 @@ void set_prompt(CompletionRequest& r, const ordered_json& p, const RequestLimits
 
 }  // namespace
 
-ordered_json parse_json_body(std::string_view body, const RequestLimits& limits) {
+ordered_json parse_json_body(std::string_view body, const RequestLimits& limits,
+                             JsonBodyChecks checks) {
   if (body.empty()) throw ApiError(400, "request body is empty; expected a JSON object");
   if (const auto bad = find_invalid_utf8(body))
     throw ApiError(400, "request body is not valid UTF-8 (ill-formed byte at offset " +
                             std::to_string(*bad) + ")");
-  struct TooDeep {};
+  checks.max_depth = limits.max_json_depth;
   ordered_json j;
   try {
-    j = ordered_json::parse(body.begin(), body.end(),
-                            [&](int depth, ordered_json::parse_event_t, ordered_json&) {
-                              if (depth > limits.max_json_depth) throw TooDeep{};
-                              return true;
-                            });
-  } catch (const TooDeep&) {
-    throw ApiError(400, "request body is nested deeper than " +
-                            std::to_string(limits.max_json_depth) + " levels");
+    j = parse_json_linear(body, checks);
   } catch (const ordered_json::exception& e) {
     // parse_error, and out_of_range for a number beyond a double (1e400).
     std::string what = e.what();

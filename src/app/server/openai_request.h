@@ -20,6 +20,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/server/json_body_parser.h"
 #include "kvforge/sampling_params.h"
 
 namespace kvforge::server {
@@ -67,7 +68,11 @@ struct ChatRequest : CommonRequest {
 
 // Parse a raw HTTP body. Throws ApiError: 400 for invalid UTF-8, malformed
 // JSON, JSON nested too deep, or any invalid field.
-nlohmann::ordered_json parse_json_body(std::string_view body, const RequestLimits& limits);
+// The body as a JSON object, parsed in linear time (json_body_parser.h);
+// `checks` refuse top-level keys and stop for a client that has gone as it
+// is read. Nesting is bounded by limits.max_json_depth.
+nlohmann::ordered_json parse_json_body(std::string_view body, const RequestLimits& limits,
+                                       JsonBodyChecks checks = {});
 
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& body,
                                            const RequestLimits& limits);

@@ -54,16 +54,18 @@ bool known_field(const std::string& key, ApiKind kind) {
 
 }  // namespace
 
+void reject_unknown_field(const std::string& key, ApiKind kind) {
+  if (known_field(key, kind)) return;
+  throw ApiError(400,
+                 "'" + key +
+                     "' is not supported by kvforge serve; it would be ignored, so the request "
+                     "is refused (remove the field)",
+                 "invalid_request_error", key);
+}
+
 void reject_unknown_fields(const nlohmann::ordered_json& body, ApiKind kind) {
   if (!body.is_object()) return;  // the parser reports the shape
-  for (const auto& [key, value] : body.items()) {
-    if (known_field(key, kind)) continue;
-    throw ApiError(400,
-                   "'" + key +
-                       "' is not supported by kvforge serve; it would be ignored, so the request "
-                       "is refused (remove the field)",
-                   "invalid_request_error", key);
-  }
+  for (const auto& [key, value] : body.items()) reject_unknown_field(key, kind);
   if (kind != ApiKind::kChat) return;
   const auto choice = body.find("tool_choice");
   if (choice == body.end() || choice->is_null()) return;

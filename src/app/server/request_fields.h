@@ -5,6 +5,7 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "app/server/openai_response.h"
 
@@ -15,5 +16,7 @@ namespace kvforge::server {
 // service_tier, parallel_tool_calls), and for a tool_choice other than "auto"
 // or "none" (kvforge renders tools into the prompt but cannot force a call).
 void reject_unknown_fields(const nlohmann::ordered_json& body, ApiKind kind);
+// The same for one top-level field, as the body is parsed.
+void reject_unknown_field(const std::string& key, ApiKind kind);
 
 }  // namespace kvforge::server

@@ -1,0 +1,112 @@
+#include "app/server/json_body_parser.h"
+
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "app/server/openai_error.h"
+
+namespace kvforge::server {
+namespace {
+
+using Json = nlohmann::ordered_json;
+// ordered_map is a vector of pairs: appending to it directly skips its linear key search.
+using ObjectItems = std::vector<std::pair<const std::string, Json>>;
+
+constexpr size_t kValuesBetweenCancelChecks = 4096;
+
+// nlohmann's SAX interface, building the document as its DOM parser does
+// (a stack of the open containers; ancestors of the innermost are never
+// appended to while it is open, so the pointers stay valid).
+class LinearDomBuilder {
+ public:
+  explicit LinearDomBuilder(const JsonBodyChecks& checks) : checks_(checks) {}
+
+  Json take() { return std::move(root_); }
+
+  bool null() { return put(nullptr); }
+  bool boolean(bool v) { return put(v); }
+  bool number_integer(Json::number_integer_t v) { return put(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(v); }
+  bool number_float(Json::number_float_t v, const Json::string_t&) { return put(v); }
+  bool string(Json::string_t& v) { return put(std::move(v)); }
+  bool binary(Json::binary_t& v) { return put(Json::binary(std::move(v))); }
+
+  bool start_object(std::size_t) {
+    put(Json::object());
+    open_.push_back(Open{pending_, {}});
+    return true;
+  }
+  bool key(Json::string_t& k) {
+    Open& o = open_.back();
+    if (!o.keys.insert(k).second)
+      throw ApiError(400, "the request body has the key '" + k +
+                              "' twice in one object; each key may appear once");
+    if (open_.size() == 1 && checks_.top_level_key) checks_.top_level_key(k);
+    auto& items = static_cast<ObjectItems&>(o.container->get_ref<Json::object_t&>());
+    items.emplace_back(std::move(k), nullptr);
+    pending_ = &items.back().second;
+    return true;
+  }
+  bool end_object() {
+    open_.pop_back();
+    return true;
+  }
+  bool start_array(std::size_t) {
+    put(Json::array());
+    open_.push_back(Open{pending_, {}});
+    return true;
+  }
+  bool end_array() {
+    open_.pop_back();
+    return true;
+  }
+  template <class Exception>
+  bool parse_error(std::size_t, const std::string&, const Exception& e) {
+    throw e;
+  }
+
+ private:
+  struct Open {
+    Json* container;
+    std::unordered_set<std::string> keys;  // an object's keys so far
+  };
+
+  // Places a value where the document expects the next one; pending_ then points at it.
+  template <class Value>
+  bool put(Value&& v) {
+    if (static_cast<int>(open_.size()) > checks_.max_depth)
+      throw ApiError(400, "request body is nested deeper than " +
+                              std::to_string(checks_.max_depth) + " levels");
+    if (++values_ % kValuesBetweenCancelChecks == 0 && checks_.cancelled && checks_.cancelled())
+      throw ApiError(499, "the client closed the connection; the request was aborted",
+                     "invalid_request_error");
+    if (open_.empty()) {
+      root_ = Json(std::forward<Value>(v));
+      pending_ = &root_;
+    } else if (Json& top = *open_.back().container; top.is_array()) {
+      auto& items = top.get_ref<Json::array_t&>();
+      items.emplace_back(std::forward<Value>(v));
+      pending_ = &items.back();
+    } else {
+      *pending_ = Json(std::forward<Value>(v));  // the slot key() appended
+    }
+    return true;
+  }
+
+  const JsonBodyChecks& checks_;
+  Json root_;
+  std::vector<Open> open_;
+  Json* pending_ = nullptr;
+  size_t values_ = 0;
+};
+
+}  // namespace
+
+Json parse_json_linear(std::string_view text, const JsonBodyChecks& checks) {
+  LinearDomBuilder builder(checks);
+  Json::sax_parse(text.begin(), text.end(), &builder);
+  return builder.take();
+}
+
+}  // namespace kvforge::server
