@@ -257,10 +257,13 @@ test('32 concurrent 7 MB prompts: all 400, peak RSS under 1 GiB', async () => {
   assert.equal(alone.status, 400, alone.text.slice(0, 300));
   assert.ok(alone.seconds < 2 * SLOW, `one 7 MB prompt took ${alone.seconds.toFixed(2)} s`);
   console.log(`# one 7 MB prompt: 400 in ${alone.seconds.toFixed(2)} s`);
+  // Each body encoded once, before any connection opens: encoding 32 x 7 MB as the requests
+  // start kept this client's event loop busy for over 10 s on a loaded machine, past the
+  // server's header deadline for the connections it had opened.
+  const bodies = [Buffer.from(chat(big)), Buffer.from(JSON.stringify({ prompt: big }))];
   const t0 = performance.now();
   const results = await Promise.all(Array.from({ length: BIG_PROMPTS }, (_, i) => post(
-      main.base, i % 2 ? '/v1/completions' : '/v1/chat/completions',
-      i % 2 ? JSON.stringify({ prompt: big }) : chat(big))));
+      main.base, i % 2 ? '/v1/completions' : '/v1/chat/completions', bodies[i % 2])));
   const seconds = (performance.now() - t0) / 1000;
   for (const r of results) {
     assert.equal(r.status, 400, r.text.slice(0, 300));
@@ -437,6 +440,109 @@ test('1,000 dribbling connections: /health within 1 s, requests complete, all cu
     assert.ok(last < HEADER_TIMEOUT + DEADLINE_SLACK, `the last connection closed after ${last} s`);
     assert.ok((await healthy(s.base)).ok);
   } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
+});
+
+// Sends `bytes` on a raw connection and collects what the server answers until
+// it closes the connection (or `seconds` pass: then `closed` is false).
+function exchange(port, bytes, seconds = 10) {
+  return new Promise((resolve) => {
+    const t0 = performance.now();
+    let answer = '';
+    const socket = net.connect(port, '127.0.0.1', () => socket.write(bytes));
+    const timer = setTimeout(() => { socket.destroy(); finish(false); }, seconds * 1000);
+    let done = false;
+    const finish = (closed) => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      const statuses = [...answer.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((m) => Number(m[1]));
+      resolve({ answer, statuses, closed, seconds: (performance.now() - t0) / 1000 });
+    };
+    socket.on('data', (d) => { answer += d; });
+    socket.on('error', () => {});
+    socket.on('close', () => finish(true));
+  });
+}
+
+// Issue 42, finding 6: the rest of a refused request was served as new requests.
+test('badly framed requests get exactly one answer and a closed connection', async () => {
+  const inner = 'GET /v1/models HTTP/1.1\r\nHost: x\r\n' + `Authorization: ${AUTH.Authorization}\r\n\r\n`;
+  const n = Buffer.byteLength(inner);
+  const postWith = (fields) => `POST /v1/completions HTTP/1.1\r\nHost: x\r\n${fields}\r\n${inner}`;
+  const cases = [
+    ['a header line over 8 KiB', postWith(`X-Long: ${'a'.repeat(9000)}\r\nContent-Length: ${n}\r\n`), 400],
+    ['differing Content-Lengths', postWith(`Content-Length: ${n}\r\nContent-Length: 0\r\n`), 400],
+    ['Content-Length +N', postWith(`Content-Length: +${n}\r\n`), 400],
+    ['Content-Length "N, 5"', postWith(`Content-Length: ${n}, 5\r\n`), 400],
+    ['Content-Length 0x1e', postWith('Content-Length: 0x1e\r\n'), 400],
+    ['an unknown Transfer-Encoding beside Content-Length', postWith(`Transfer-Encoding: gzip\r\nContent-Length: ${n}\r\n`), 400],
+    ['an unknown Transfer-Encoding', postWith('Transfer-Encoding: gzip\r\n'), 501],
+    ['a request line without a version', 'GET /health\r\n\r\n', 400],
+    ['a NUL in Authorization', `GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.Authorization}\0junk\r\n\r\n`, 400],
+    ['a gzip body', postWith(`Content-Encoding: gzip\r\nContent-Length: ${n}\r\n`), 415],
+  ];
+  for (const [what, bytes, status] of cases) {
+    const r = await exchange(main.port, bytes);
+    assert.deepEqual(r.statuses, [status], `${what}: ${r.answer}`);
+    assert.ok(r.closed, `${what}: the connection stayed open`);
+    assert.equal(typeof JSON.parse(r.answer.slice(r.answer.indexOf('\r\n\r\n') + 4)).error.message, 'string', what);
+  }
+  assert.ok((await healthy(main.base)).ok);
+});
+
+// Finding "smaller": a stalled request was a 400 "malformed" at the 5 s read timeout.
+test('a request that stops arriving is a 408', { timeout: 30000 * SLOW }, async () => {
+  const head = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.Authorization}\r\n`;
+  const [inHead, inBody] = await Promise.all([
+    exchange(main.port, head, 20 * SLOW),
+    exchange(main.port, head + 'Content-Length: 100\r\n\r\n{"prompt":', 20 * SLOW),
+  ]);
+  for (const [what, r] of [['head', inHead], ['body', inBody]]) {
+    assert.deepEqual(r.statuses, [408], `${what}: ${r.answer}`);
+    assert.match(r.answer, /stalled: no byte arrived for 5 s|did not arrive within/, what);
+  }
+});
+
+// Finding 5: 80,000 unknown keys took 6.1 s to refuse, a 150,000-entry logit_bias 16.9 s.
+test('huge JSON objects are refused in linear time; duplicate keys are refused', async () => {
+  const keys = Object.fromEntries(Array.from({ length: 80000 }, (_, i) => [`k${i}`, i]));
+  const unknown = await post(main.base, '/v1/completions', JSON.stringify({ prompt: 'a', ...keys }));
+  assert.equal(unknown.status, 400, unknown.text);
+  assert.match(unknown.json.error.message, /'k0' is not supported/);
+  const bias = Object.fromEntries(Array.from({ length: 150000 }, (_, i) => [String(i), 1]));
+  const biased = await post(main.base, '/v1/completions', JSON.stringify({ prompt: 'a', logit_bias: bias }));
+  assert.equal(biased.status, 400, biased.text);
+  console.log(`# 80,000 unknown keys refused in ${(unknown.seconds * 1000).toFixed(0)} ms, ` +
+              `a 150,000-entry logit_bias in ${(biased.seconds * 1000).toFixed(0)} ms`);
+  assert.ok(unknown.seconds < 1 * SLOW, `80,000 keys took ${unknown.seconds} s`);
+  assert.ok(biased.seconds < 1 * SLOW, `150,000 logit_bias entries took ${biased.seconds} s`);
+  const dup = await post(main.base, '/v1/completions', '{"prompt":"a","max_tokens":1,"max_tokens":2}');
+  assert.equal(dup.status, 400, dup.text);
+  assert.match(dup.json.error.message, /'max_tokens' twice/);
+});
+
+// Finding 7: past the cap, 8 threads waited out each slow client's header deadline in turn.
+test('connections past the cap are answered at once; /health stays live', { timeout: 60000 * SLOW }, async () => {
+  // Unsanitized: the default cap of 2,048 and 2,100 slow connections; sanitized, a cap of 100 and 120.
+  const cap = SANITIZED ? 100 : 2048;
+  const s = await startServer(SANITIZED ? ['--http-threads', String(cap)] : []);
+  const slow = slowConnections(s.port, cap + 52);
+  try {
+    await connected(slow.sockets);
+    await new Promise((r) => setTimeout(r, 1500));
+    const h = await healthy(s.base);
+    const r = await post(s.base, '/v1/completions', JSON.stringify({ prompt: 'In', max_tokens: 2 }));
+    console.log(`# ${cap + 52} slow connections at a cap of ${cap}: /health in ${(h.seconds * 1000).toFixed(0)} ms, ` +
+                `a request past the cap answered ${r.status} in ${(r.seconds * 1000).toFixed(0)} ms`);
+    assert.ok(h.ok && h.seconds < 1, `/health took ${h.seconds} s`);
+    assert.equal(r.status, 503, r.text);
+    assert.match(r.json.error.message, /too many open connections/);
+    assert.ok(r.seconds < 1 * SLOW, `the 503 took ${r.seconds} s`);
+  } finally {
+    slow.close();
     s.proc.kill('SIGTERM');
     await s.exited;
   }

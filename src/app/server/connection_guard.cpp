@@ -11,9 +11,7 @@ thread_local bool tl_over_capacity = false;
 
 }  // namespace
 
-ConnectionThreads::ConnectionThreads(size_t max_connections, size_t rejecter_threads)
-    : max_connections_(max_connections),
-      rejecters_(std::make_unique<httplib::ThreadPool>(rejecter_threads)) {}
+ConnectionThreads::ConnectionThreads(size_t max_connections) : max_connections_(max_connections) {}
 
 ConnectionThreads::~ConnectionThreads() = default;
 
@@ -35,15 +33,13 @@ void ConnectionThreads::enqueue(std::function<void()> fn) {
       }
     }
   }
-  rejecters_->enqueue([fn = std::move(fn)] {
-    tl_over_capacity = true;
-    fn();
-    tl_over_capacity = false;
-  });
+  // On the accepting thread: the server hands the socket over without reading from it.
+  tl_over_capacity = true;
+  fn();
+  tl_over_capacity = false;
 }
 
 void ConnectionThreads::shutdown() {
-  rejecters_->shutdown();
   std::unique_lock<std::mutex> lock(open_->mutex);
   open_->ended.wait_for(lock, std::chrono::seconds(3), [&] { return open_->count == 0; });
 }

@@ -6,9 +6,10 @@
 //   queues every new connection behind the busy ones: 130 clients sending a
 //   header line every 2 s left /health unanswered for 30 s with 128 threads.
 //   An idle connection thread costs the few touched pages of its stack.
-// - Beyond the cap, connections go to a small pool of rejecter threads, whose
-//   requests over_capacity() marks: the server answers them 503 (except
-//   /health, which still says whether the server is up) and closes.
+// - Beyond the cap no thread is started: the connection is handed, on the
+//   accepting thread, to whatever the server does with it (over_capacity()
+//   is true there); kvforge serve gives it to an OverflowResponder
+//   (overflow_responder.h), which answers 503, or /health, without waiting.
 //
 // Each connection is then read under deadlines and can be broken at once on
 // stop (deadline_server.h).
@@ -25,7 +26,7 @@ namespace kvforge::server {
 
 class ConnectionThreads : public httplib::TaskQueue {
  public:
-  ConnectionThreads(size_t max_connections, size_t rejecter_threads);
+  explicit ConnectionThreads(size_t max_connections);
   ~ConnectionThreads() override;
 
   void enqueue(std::function<void()> fn) override;
@@ -33,7 +34,7 @@ class ConnectionThreads : public httplib::TaskQueue {
   // after that keep only shared state alive.
   void shutdown() override;
 
-  // Whether the calling thread serves a connection beyond the cap.
+  // Whether the calling thread hands over a connection beyond the cap.
   static bool over_capacity();
   size_t open_connections() const;
 
@@ -44,7 +45,6 @@ class ConnectionThreads : public httplib::TaskQueue {
     size_t count = 0;  // connection threads alive
   };
   const size_t max_connections_;
-  std::unique_ptr<httplib::ThreadPool> rejecters_;
   std::shared_ptr<Open> open_ = std::make_shared<Open>();
 };
 

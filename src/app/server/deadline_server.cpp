@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "app/server/chunked_body.h"
 #include "app/server/deadline_stream.h"
+#include "app/server/http_framing.h"
 
 namespace kvforge::server {
 namespace {
@@ -24,6 +26,7 @@ struct ServedConnection {
   milliseconds allowed{0};  // for the part being read
   size_t max_header_bytes = 0;
   size_t max_body_bytes = 0;
+  bool close_after = false;  // close the connection after the current response
 };
 thread_local ServedConnection tl_served;
 
@@ -60,6 +63,28 @@ void linger(int fd) {
   }
 }
 
+// What a request head's reading ended with.
+enum class HeadRead { kComplete, kStopped, kClosed };
+
+// Reads a request head up to and including its empty line into `head`; what
+// follows stays unread. Empty lines before the request line are skipped (RFC
+// 9112 §2.2). A line ended by a bare LF ends it too, for the check to refuse.
+HeadRead read_head(DeadlineStream& stream, std::string& head) {
+  char c;
+  while (true) {
+    const ssize_t n = stream.read(&c, 1);
+    if (n <= 0)
+      return stream.stop() != DeadlineStream::Stop::kNone ? HeadRead::kStopped : HeadRead::kClosed;
+    if (head.empty() && (c == '\r' || c == '\n')) continue;
+    head.push_back(c);
+    if (c != '\n') continue;
+    const size_t n_head = head.size();
+    if ((n_head >= 2 && head[n_head - 2] == '\n') ||
+        (n_head >= 3 && head[n_head - 2] == '\r' && head[n_head - 3] == '\n'))
+      return HeadRead::kComplete;
+  }
+}
+
 }  // namespace
 
 milliseconds ReadDeadlines::body(size_t content_length) const {
@@ -71,23 +96,25 @@ milliseconds ReadDeadlines::body(size_t content_length) const {
   return std::max(header, scaled);
 }
 
-// The headers are in: the body gets its own deadline, and a byte limit where
-// cpp-httplib 0.11 has none. It enforces --max-body on a Content-Length (413),
-// but reads a chunked body, or one without a length (until the client
-// closes), whole into memory. Chunk framing may double the bytes of a body.
+// The headers are in: the body gets its own deadline. Every request httplib
+// sees has a Content-Length (serve_connection decodes chunked bodies itself),
+// which httplib checks against --max-body (413).
 DeadlineServer::BodyLimit DeadlineServer::body_limit(const httplib::Request& req) const {
-  const std::optional<size_t> declared = declared_body_bytes(req);
-  if (declared && *declared > deadlines_.max_body_bytes)
+  const size_t declared = declared_body_bytes(req).value_or(0);
+  if (declared > deadlines_.max_body_bytes)
     return {deadlines_.header, 0};  // 413 without reading what httplib would skip
-  if (declared) return {deadlines_.body(*declared), SIZE_MAX};
-  const bool chunked = !req.get_header_value("Transfer-Encoding").empty();
-  return {deadlines_.body(deadlines_.max_body_bytes),
-          chunked ? 2 * deadlines_.max_body_bytes : deadlines_.max_body_bytes};
+  return {deadlines_.body(declared), SIZE_MAX};
 }
+
+void DeadlineServer::close_after_response() { tl_served.close_after = true; }
 
 std::optional<std::pair<int, std::string>> DeadlineServer::read_stop() {
   const ServedConnection& c = tl_served;
   if (!c.stream || c.stream->stop() == DeadlineStream::Stop::kNone) return std::nullopt;
+  const char* part = c.reading_body ? "the request body" : "the request line and headers";
+  if (c.stream->stop() == DeadlineStream::Stop::kStalled)
+    return std::pair{408, std::string(part) + " stalled: no byte arrived for " +
+                              seconds_text(c.stream->read_timeout())};
   if (c.stream->stop() == DeadlineStream::Stop::kTooLarge && c.reading_body)
     return std::pair{413,
                      "the request body exceeds " + std::to_string(c.max_body_bytes) + " bytes"};
@@ -117,6 +144,7 @@ int DeadlineServer::break_connections() {
 }
 
 bool DeadlineServer::process_and_close_socket(socket_t sock) {
+  if (hand_over_ && hand_over_(sock)) return true;
   {
     std::lock_guard<std::mutex> lock(open_mutex_);
     open_.insert(sock);
@@ -126,9 +154,9 @@ bool DeadlineServer::process_and_close_socket(socket_t sock) {
                           milliseconds(write_timeout_sec_ * 1000 + write_timeout_usec_ / 1000));
     tl_served = ServedConnection{&stream, false, deadlines_.header, deadlines_.max_header_bytes,
                                  deadlines_.max_body_bytes};
-    serve_connection(stream);
+    const bool unread = serve_connection(stream);
     tl_served = ServedConnection{};
-    if (stream.stop() != DeadlineStream::Stop::kNone) linger(sock);
+    if (unread) linger(sock);
   }
   {
     // Forgotten before closing, so that break_connections() never touches a reused number.
@@ -141,17 +169,49 @@ bool DeadlineServer::process_and_close_socket(socket_t sock) {
 }
 
 // HTTP keep-alive: up to keep_alive_max_count_ requests, each awaited for at
-// most the keep-alive timeout and read under the deadlines.
-void DeadlineServer::serve_connection(DeadlineStream& stream) {
+// most the keep-alive timeout and read under the deadlines. Each head is read
+// and checked here, then replayed to httplib.
+bool DeadlineServer::serve_connection(DeadlineStream& stream) {
   using Clock = DeadlineStream::Clock;
   const auto idle = std::chrono::seconds(keep_alive_timeout_sec_);
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     const auto ready = Clock::now();
     tl_served.reading_body = false;
     tl_served.allowed = deadlines_.header;
+    tl_served.close_after = false;
     stream.limit_reads(ready + deadlines_.header, deadlines_.max_header_bytes);
-    if (!stream.wait_for_bytes(std::min(ready + idle, ready + deadlines_.header))) return;
+    // A fresh connection waits for its first request as long as a request's head may take
+    // (a client that connects, then prepares a large body, is not idle); later ones wait
+    // for the keep-alive time.
+    const bool first = left == keep_alive_max_count_;
+    if (!stream.wait_for_bytes(ready + (first ? deadlines_.header : std::min<milliseconds>(
+                                                                      idle, deadlines_.header))))
+      return false;
     if (request_begin_) request_begin_();
+    std::string head;
+    switch (read_head(stream, head)) {
+      case HeadRead::kClosed:
+        return false;
+      case HeadRead::kStopped:
+        answer_stopped(stream);
+        return true;
+      case HeadRead::kComplete:
+        break;
+    }
+    BodyFraming framing;
+    if (const auto refusal = check_request_head(head, &framing)) {
+      answer_and_close(stream, refusal->status, refusal->message);
+      return true;
+    }
+    if (framing.chunked) {
+      std::string body;
+      if (!read_chunked(stream, body)) return true;
+      stream.replay(with_content_length(head, body.size()) + body);
+    } else if (!framing.content_length) {
+      stream.replay(with_content_length(head, 0));
+    } else {
+      stream.replay(std::move(head));
+    }
     const size_t written = stream.bytes_written();
     bool closed = false;
     const bool ok = process_request(stream, left == 1, closed, [&](httplib::Request& req) {
@@ -162,26 +222,59 @@ void DeadlineServer::serve_connection(DeadlineStream& stream) {
     });
     if (stream.stop() != DeadlineStream::Stop::kNone) {
       if (stream.bytes_written() == written) answer_stopped(stream);
-      return;  // the rest of the request is unread: the connection cannot go on
+      return true;  // the rest of the request is unread: the connection cannot go on
     }
-    if (!ok || closed) return;
+    if (tl_served.close_after) return true;
+    if (!ok || closed) return false;
   }
+  return false;
 }
 
-// A request whose request line did not arrive in time or in size: httplib
-// gave up without an answer, so the answer is written here.
+// Decodes a chunked body under the body's deadline and byte limit; false
+// when it was answered instead (408, 413, 400) or the client left.
+bool DeadlineServer::read_chunked(DeadlineStream& stream, std::string& body) {
+  tl_served.reading_body = true;
+  tl_served.allowed = deadlines_.body(deadlines_.max_body_bytes);
+  // Chunk framing may double the bytes of a body.
+  stream.limit_reads(DeadlineStream::Clock::now() + tl_served.allowed,
+                     2 * deadlines_.max_body_bytes + 4096);
+  const ChunkedRead r = read_chunked_body(stream, deadlines_.max_body_bytes, body);
+  switch (r.end) {
+    case ChunkedRead::End::kComplete:
+      return true;
+    case ChunkedRead::End::kClosed:
+      return false;
+    case ChunkedRead::End::kStopped:
+      answer_stopped(stream);
+      return false;
+    case ChunkedRead::End::kTooLarge:
+      answer_and_close(
+          stream, 413,
+          "the request body exceeds " + std::to_string(deadlines_.max_body_bytes) + " bytes");
+      return false;
+    case ChunkedRead::End::kMalformed:
+      answer_and_close(stream, 400, "malformed chunked body: " + r.message);
+      return false;
+  }
+  return false;
+}
+
+// A request whose head did not arrive in time or in size: httplib never saw
+// it, so the answer is written here.
 void DeadlineServer::answer_stopped(DeadlineStream& stream) {
-  const auto stop = read_stop();
-  if (!stop) return;
+  if (const auto stop = read_stop()) answer_and_close(stream, stop->first, stop->second);
+}
+
+void DeadlineServer::answer_and_close(DeadlineStream& stream, int status,
+                                      const std::string& message) {
   httplib::Response res;
-  res.status = stop->first;
-  if (stopped_answer_) stopped_answer_(res, stop->second);
-  std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " +
-                     (res.status == 408 ? "Request Timeout" : "Request Header Fields Too Large") +
-                     "\r\nConnection: close\r\nContent-Type: " +
-                     (res.has_header("Content-Type") ? res.get_header_value("Content-Type")
-                                                     : std::string("text/plain")) +
-                     "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
+  res.status = status;
+  if (stopped_answer_) stopped_answer_(res, message);
+  const std::string head = "HTTP/1.1 " + std::to_string(res.status) + " " +
+                           reason_phrase(res.status) + "\r\nConnection: close\r\nContent-Type: " +
+                           (res.has_header("Content-Type") ? res.get_header_value("Content-Type")
+                                                           : std::string("text/plain")) +
+                           "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\n\r\n";
   stream.write(head.data(), head.size());
   stream.write(res.body.data(), res.body.size());
 }

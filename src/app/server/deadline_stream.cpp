@@ -28,6 +28,13 @@ void numeric_endpoint(int fd, bool peer, std::string& ip, int& port) {
 
 }  // namespace
 
+std::string peer_address(int fd) {
+  std::string ip;
+  int port = 0;
+  numeric_endpoint(fd, /*peer=*/true, ip, port);
+  return ip;
+}
+
 DeadlineStream::DeadlineStream(int fd, std::chrono::milliseconds read_timeout,
                                std::chrono::milliseconds write_timeout)
     : fd_(fd), read_timeout_(read_timeout), write_timeout_(write_timeout) {}
@@ -56,11 +63,17 @@ DeadlineStream::Clock::time_point DeadlineStream::read_until() const {
 }
 
 bool DeadlineStream::wait_for_bytes(Clock::time_point until) const {
-  return buffer_pos_ < buffer_end_ || poll_until(POLLIN, until);
+  return replay_pos_ < replay_.size() || buffer_pos_ < buffer_end_ || poll_until(POLLIN, until);
 }
 
 bool DeadlineStream::is_readable() const {
-  return buffer_pos_ < buffer_end_ || poll_until(POLLIN, read_until());
+  return replay_pos_ < replay_.size() || buffer_pos_ < buffer_end_ ||
+         poll_until(POLLIN, read_until());
+}
+
+void DeadlineStream::replay(std::string bytes) {
+  replay_ = std::move(bytes);
+  replay_pos_ = 0;
 }
 
 bool DeadlineStream::is_writable() const {
@@ -69,13 +82,24 @@ bool DeadlineStream::is_writable() const {
 
 ssize_t DeadlineStream::read(char* ptr, size_t size) {
   if (stop_ != Stop::kNone) return -1;
+  if (replay_pos_ < replay_.size()) {
+    const size_t n = std::min(size, replay_.size() - replay_pos_);
+    std::memcpy(ptr, replay_.data() + replay_pos_, n);
+    replay_pos_ += n;
+    return static_cast<ssize_t>(n);
+  }
   if (read_budget_ == 0) {
     stop_ = Stop::kTooLarge;
     return -1;
   }
   while (buffer_pos_ == buffer_end_) {
-    if (!poll_until(POLLIN, read_until())) {
-      if (Clock::now() >= deadline_) stop_ = Stop::kDeadline;
+    const auto until = read_until();
+    if (!poll_until(POLLIN, until)) {
+      const auto now = Clock::now();
+      if (now >= deadline_)
+        stop_ = Stop::kDeadline;
+      else if (now >= until)
+        stop_ = Stop::kStalled;
       return -1;
     }
     const ssize_t n = ::recv(fd_, buffer_.data(), buffer_.size(), MSG_DONTWAIT);

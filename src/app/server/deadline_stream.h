@@ -18,10 +18,15 @@
 
 namespace kvforge::server {
 
+// The numeric address of a socket's peer ("" when unknown).
+std::string peer_address(int fd);
+
 class DeadlineStream final : public httplib::Stream {
  public:
   using Clock = std::chrono::steady_clock;
-  enum class Stop { kNone, kDeadline, kTooLarge };
+  // kDeadline: the part's deadline passed; kStalled: no byte came for a whole
+  // read timeout before it; kTooLarge: the byte limit was reached.
+  enum class Stop { kNone, kDeadline, kStalled, kTooLarge };
 
   // `fd` stays owned by the caller. Each wait for bytes (read) or for room
   // (write) lasts at most its timeout.
@@ -32,11 +37,15 @@ class DeadlineStream final : public httplib::Stream {
   // have been read; stop() then says which. Clears an earlier stop.
   void limit_reads(Clock::time_point deadline, size_t max_bytes);
   Stop stop() const { return stop_; }
+  std::chrono::milliseconds read_timeout() const { return read_timeout_; }
   // Waits until a byte can be read without blocking, up to `until`; false at
   // `until`, or when the peer closed or the socket failed.
   bool wait_for_bytes(Clock::time_point until) const;
   // Bytes written so far (to tell whether a request was answered).
   size_t bytes_written() const { return written_; }
+  // Makes the next reads return `bytes` before anything else, outside the
+  // read limits: a request head the server read and checked, for httplib to parse.
+  void replay(std::string bytes);
 
   bool is_readable() const override;
   bool is_writable() const override;
@@ -59,6 +68,8 @@ class DeadlineStream final : public httplib::Stream {
   size_t written_ = 0;
   std::array<char, 4096> buffer_;  // httplib reads headers a byte at a time
   size_t buffer_pos_ = 0, buffer_end_ = 0;
+  std::string replay_;  // read before buffer_
+  size_t replay_pos_ = 0;
 };
 
 }  // namespace kvforge::server

@@ -15,7 +15,9 @@
 #include "app/server/connection_guard.h"
 #include "app/server/connection_watch.h"
 #include "app/server/deadline_server.h"
+#include "app/server/deadline_stream.h"
 #include "app/server/openai_error.h"
+#include "app/server/overflow_responder.h"
 
 namespace kvforge::server {
 namespace {
@@ -54,7 +56,11 @@ std::string bearer_token(const std::string& header) {
   return start == std::string::npos ? std::string() : header.substr(start);
 }
 
-constexpr size_t kRejecterThreads = 8;  // answer 503 beyond the connection cap
+// Connections beyond the cap: how long each may take to send its request
+// head, and how many are held at once (more are closed unanswered).
+constexpr auto kOverflowHeadTime = std::chrono::milliseconds(1000);
+constexpr size_t kOverflowMaxOpen = 4096;
+constexpr const char* kHealthBody = R"({"status":"ok"})";
 
 std::string endpoint_label(const std::string& path) {
   for (const char* known : {kCompletions, kChat, kModels, kHealth, kMetrics})
@@ -97,15 +103,23 @@ struct HttpServer::Impl {
   int port = 0;
   std::atomic<bool> stopping{false};
   AccessLog access_log;
+  OverflowResponder overflow;
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
       : options(std::move(o)),
         service(s),
         metrics(m),
         http(read_deadlines(options)),
-        access_log(options.log_format, stderr) {
+        access_log(options.log_format, stderr),
+        overflow([this](const OverflowRequest& r) { return answer_overflow(r); }, kOverflowHeadTime,
+                 kOverflowMaxOpen) {
     const auto threads = static_cast<size_t>(options.threads);
-    http.new_task_queue = [threads] { return new ConnectionThreads(threads, kRejecterThreads); };
+    http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
+    http.set_hand_over([this](socket_t sock) {
+      if (!ConnectionThreads::over_capacity()) return false;
+      overflow.adopt(sock);
+      return true;
+    });
     http.set_payload_max_length(options.max_body_bytes);
     // Small writes (an SSE token, a short JSON answer) go out at once, not after
     // Nagle waits for the client's delayed ACK (~40 ms each).
@@ -131,6 +145,27 @@ struct HttpServer::Impl {
     r.total_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - r.trace.start).count();
     access_log.write(r);
+  }
+
+  // A connection beyond the cap (ConnectionThreads), on the overflow
+  // responder's thread: /health as usual, anything else 503.
+  OverflowReply answer_overflow(const OverflowRequest& r) {
+    OverflowReply reply;
+    if (r.method == "GET" && r.target == kHealth) {
+      reply.status = 200;
+      reply.body = kHealthBody;
+    } else {
+      const ApiError e(503, "too many open connections; retry shortly", "server_error",
+                       std::nullopt, "too_many_connections");
+      reply.body = dump_json(e.to_json());
+      reply.retry_after = true;
+    }
+    metrics.count_request(endpoint_label(r.target), reply.status);
+    if (options.access_log) {
+      AccessRecord a{peer_address(r.fd), r.method, r.target, reply.status, {}, 0};
+      access_log.write(a);
+    }
+    return reply;
   }
 
   bool authorized(const httplib::Request& req) const {
@@ -183,11 +218,6 @@ struct HttpServer::Impl {
   }
 
   void install_routes() {
-    // A connection beyond the cap (ConnectionThreads) is answered once and
-    // closed; the API routes answer it 503 (guarded()), /health as usual.
-    http.set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
-      if (ConnectionThreads::over_capacity()) res.set_header("Connection", "close");
-    });
     install_api_routes();
     install_wrong_method_routes();
     install_error_handlers();
@@ -198,11 +228,6 @@ struct HttpServer::Impl {
   httplib::Server::Handler guarded(Handler handler) {
     return [this, handler](const httplib::Request& req, httplib::Response& res) {
       try {
-        // Here, not before routing: the body is read by now, and closing a
-        // connection with unread bytes resets it before the client sees the answer.
-        if (ConnectionThreads::over_capacity())
-          throw ApiError(503, "too many open connections; retry shortly", "server_error",
-                         std::nullopt, "too_many_connections");
         if (!authorized(req))
           throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
                          "invalid_request_error", std::nullopt, "invalid_api_key");
@@ -237,7 +262,7 @@ struct HttpServer::Impl {
       res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
     });
     http.Get(kHealth, [](const httplib::Request&, httplib::Response& res) {
-      res.set_content(R"({"status":"ok"})", "application/json");
+      res.set_content(kHealthBody, "application/json");
     });
     const auto serve_metrics = [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
@@ -277,6 +302,12 @@ struct HttpServer::Impl {
     http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
                                                                        httplib::Response& res) {
       if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+      // httplib's own refusals (a malformed chunk, a body too large...): what
+      // follows on the connection is not known to start a request.
+      if (res.status != 404) {
+        DeadlineServer::close_after_response();
+        res.set_header("Connection", "close");
+      }
       std::string message = http_error_message(req, res.status, options.max_body_bytes);
       // A request cut off by a read deadline or the header limit, which httplib calls malformed.
       if (const auto stop = DeadlineServer::read_stop()) {
