@@ -1,5 +1,6 @@
 #include "model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -10,6 +11,8 @@ namespace kvforge {
 namespace {
 
 using config_detail::fail;
+using config_detail::float_key;
+using config_detail::FloatRange;
 using config_detail::optional;
 using config_detail::positive_int;
 using config_detail::required;
@@ -90,10 +93,7 @@ void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
     fail(f, a + "rope.dimension_count = " + std::to_string(c.rope_dim) +
                 " differs from the head dimension " + std::to_string(c.head_dim) +
                 " (llama rotates whole heads)");
-  c.rms_eps = f.get_f32_or(a + "attention.layer_norm_rms_epsilon", 1e-5f);
-  if (!(c.rms_eps > 0.0f && c.rms_eps < 1.0f))
-    fail(f, a + "attention.layer_norm_rms_epsilon = " + std::to_string(c.rms_eps) +
-                " must be in (0, 1)");
+  c.rms_eps = float_key(f, a + "attention.layer_norm_rms_epsilon", 1e-5f, {.min = 0, .max = 1});
 }
 
 // Which layers have the sliding window: attention.sliding_window_pattern as
@@ -102,17 +102,21 @@ void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
 void read_sliding_window(const gguf::GgufFile& f, const ArchTraits& t, ModelConfig& c) {
   const std::string a = c.arch_name + ".";
   const std::string window_key = a + "attention.sliding_window";
-  c.sliding_window =
-      f.has(window_key)
-          ? int32_t(f.get_u64(window_key) > (1u << 30) ? 1u << 30 : f.get_u64(window_key))
-          : t.default_window;
+  const uint64_t window = f.has(window_key) ? f.get_u64(window_key) : uint64_t(t.default_window);
+  // A window of 0 tokens would hide every key from its query. llama.cpp's
+  // converter writes 0 for Phi-4 (phi3 without windows) to say "none"; any
+  // other architecture says so by leaving the key out.
+  if (window == 0 && f.has(window_key) && c.arch != Architecture::Phi3)
+    fail(f, window_key + " = 0, expected a window of at least 1 token (or no key for none)");
+  c.sliding_window = int32_t(std::min<uint64_t>(window, 1u << 30));
   c.swa_layers.assign(size_t(c.n_layer), 0);
-  if (c.sliding_window <= 0) {
-    c.sliding_window = 0;
-    return;
-  }
   const std::string pattern_key = a + "attention.sliding_window_pattern";
   const gguf::Value* pattern = f.find(pattern_key);
+  // An integer pattern n makes every n-th layer global: 0 names no layer.
+  if (pattern && !pattern->is_array() && f.get_u64(pattern_key) == 0)
+    fail(f,
+         pattern_key + " = 0, expected n >= 1 (every n-th layer global) or one boolean per layer");
+  if (c.sliding_window == 0) return;
   if (pattern && pattern->is_array()) {
     const auto& items = std::get<gguf::Array>(pattern->data).items;
     if (items.size() != size_t(c.n_layer))
@@ -125,8 +129,7 @@ void read_sliding_window(const gguf::GgufFile& f, const ArchTraits& t, ModelConf
     }
     return;
   }
-  const int n =
-      pattern ? int(f.get_u64(pattern_key) > 4096 ? 4096 : f.get_u64(pattern_key)) : t.swa_pattern;
+  const int n = pattern ? int(std::min<uint64_t>(f.get_u64(pattern_key), 4096)) : t.swa_pattern;
   for (int l = 0; l < c.n_layer; ++l) c.swa_layers[size_t(l)] = n == 0 || l % n < n - 1;
 }
 
@@ -143,14 +146,11 @@ void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
   c.embd_scale = std::sqrt(float(c.n_embd));
   c.ffn_act = FfnActivation::GeluTanh;
   c.attn_scale = gemma_query_scale(c);
-  if (c.arch == Architecture::Gemma2) {
-    c.attn_softcap = f.get_f32_or(a + "attn_logit_softcapping", 50.0f);
-    c.final_softcap = f.get_f32_or(a + "final_logit_softcapping", 30.0f);
-  } else {
-    c.final_softcap = f.get_f32_or(a + "final_logit_softcapping", 0.0f);
-  }
-  if (!(c.attn_softcap >= 0.0f) || !(c.final_softcap >= 0.0f))
-    fail(f, "soft-capping values must be positive (or 0 for none)");
+  // 0 = no soft-capping (forward.cpp); an infinite cap would compute inf · tanh(0) = NaN.
+  constexpr FloatRange kSoftcap{.min = 0, .min_inclusive = true};
+  const bool gemma2 = c.arch == Architecture::Gemma2;
+  if (gemma2) c.attn_softcap = float_key(f, a + "attn_logit_softcapping", 50.0f, kSoftcap);
+  c.final_softcap = float_key(f, a + "final_logit_softcapping", gemma2 ? 30.0f : 0.0f, kSoftcap);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // Internal to ModelConfig::from_gguf: the helpers its parts share
 // (model_config.cpp: shapes and architectures; model_rope_config.cpp: RoPE;
-// model_keys.cpp: the audit of `<arch>.*` keys).
+// model_keys.cpp: the audit of `<arch>.*` keys and the value checks, which
+// model_weights.cpp's checks of tensor values share).
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "core/gguf/gguf_file.h"
@@ -16,6 +18,20 @@ namespace kvforge::config_detail {
 int positive_int(const gguf::GgufFile& f, const std::string& key, uint64_t v, uint64_t max);
 int required(const gguf::GgufFile& f, const std::string& key, uint64_t max);
 int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max);
+
+// The values a float key may take: finite, above `min` (or equal to it when
+// min_inclusive) and below `max`. A NaN or an infinity in a hyperparameter
+// would load without a word and make every logit NaN, so neither is accepted.
+struct FloatRange {
+  float min;
+  bool min_inclusive = false;
+  float max = std::numeric_limits<float>::infinity();  // infinity: no bound but finiteness
+};
+// The key's value (`fallback` when absent) when it is in `range`, else an
+// error naming the file and key with the value and the range expected.
+float float_key(const gguf::GgufFile& f, const std::string& key, float fallback, FloatRange range);
+// `v` for messages ("%g": 1e-05, inf, nan).
+std::string float_str(float v);
 
 // Refuses any `<arch>.*` key kvforge does not read and that is not known to
 // leave the computation unchanged, naming it.

@@ -1,8 +1,10 @@
 // The audit of `<arch>.*` metadata keys: kvforge reads a key, or knows it
 // leaves the computation unchanged, or refuses the file naming it. A key
 // llama.cpp would apply and kvforge skipped would compute different tokens
-// without a word.
+// without a word. Also the checks of the values read (ranges, finiteness).
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -86,6 +88,22 @@ int required(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
 
 int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max) {
   return f.has(key) ? positive_int(f, key, f.get_u64(key), max) : fallback;
+}
+
+std::string float_str(float v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", double(v));
+  return buf;
+}
+
+float float_key(const gguf::GgufFile& f, const std::string& key, float fallback, FloatRange range) {
+  if (!f.has(key)) return fallback;
+  const float v = f.get_f32(key);
+  const bool above = range.min_inclusive ? v >= range.min : v > range.min;
+  if (std::isfinite(v) && above && v < range.max) return v;
+  const std::string low = (range.min_inclusive ? ">= " : "> ") + float_str(range.min);
+  fail(f, key + " = " + float_str(v) + ", expected a finite value " + low +
+              (std::isinf(range.max) ? "" : " and < " + float_str(range.max)));
 }
 
 void check_arch_keys(const gguf::GgufFile& f, const std::string& arch) {

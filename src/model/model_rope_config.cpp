@@ -10,6 +10,9 @@
 namespace kvforge::config_detail {
 namespace {
 
+// A base of 1 or less would make every frequency 1 or grow with the dimension.
+constexpr FloatRange kFreqBase{.min = 1};
+
 RopeScaling scaling_type(const gguf::GgufFile& f, const std::string& key) {
   // llama.cpp reads a missing type as "linear" (with factor 1 when no factor is given).
   const std::string name = f.get_string_or(key, "linear");
@@ -31,9 +34,10 @@ float yarn_mscale(float factor) { return factor <= 1.0f ? 1.0f : 0.1f * std::log
 void check_yarn_key(const gguf::GgufFile& f, const std::string& key, float computed) {
   if (!f.has(key)) return;
   const float stated = f.get_f32(key);
-  if (std::abs(stated - computed) > 1e-5f * std::max(1.0f, std::abs(computed)))
-    fail(f, key + " = " + std::to_string(stated) + ", but kvforge (as llama.cpp for this " +
-                "architecture) computes YaRN with " + std::to_string(computed));
+  // Written so that a NaN is refused too.
+  if (!(std::abs(stated - computed) <= 1e-5f * std::max(1.0f, std::abs(computed))))
+    fail(f, key + " = " + float_str(stated) + ", but kvforge (as llama.cpp for this " +
+                "architecture) computes YaRN with " + float_str(computed));
 }
 
 }  // namespace
@@ -41,20 +45,18 @@ void check_yarn_key(const gguf::GgufFile& f, const std::string& key, float compu
 void read_rope(const gguf::GgufFile& f, ModelConfig& c) {
   const std::string a = c.arch_name + ".";
   RopeConfig& r = c.rope;
-  r.freq_base = f.get_f32_or(a + "rope.freq_base", 10000.0f);
-  if (!(r.freq_base > 1.0f))
-    fail(f, a + "rope.freq_base = " + std::to_string(r.freq_base) + " must be > 1");
+  r.freq_base = float_key(f, a + "rope.freq_base", 10000.0f, kFreqBase);
   c.rope_scaling = scaling_type(f, a + "rope.scaling.type");
   const std::string factor_key =
       f.has(a + "rope.scaling.factor") ? a + "rope.scaling.factor" : a + "rope.scale_linear";
-  const float factor = f.get_f32_or(factor_key, 0.0f);
-  if (!(factor >= 0.0f) || !std::isfinite(factor))
-    fail(f, factor_key + " = " + std::to_string(factor) + " must be a positive factor");
+  // 0 = no scaling, as llama.cpp reads it; a positive factor's inverse must be a float too.
+  const float factor = float_key(f, factor_key, 0.0f, {.min = 0, .min_inclusive = true});
+  if (factor > 0.0f && !std::isfinite(1.0f / factor))
+    fail(f, factor_key + " = " + float_str(factor) + ", expected 0 (none) or a factor whose " +
+                "inverse is finite");
   r.freq_scale = factor == 0.0f || c.rope_scaling == RopeScaling::None ? 1.0f : 1.0f / factor;
   r.n_ctx_orig = optional(f, a + "rope.scaling.original_context_length", c.n_ctx_train, 1u << 24);
-  const float attn_factor = f.get_f32_or(a + "rope.scaling.attn_factor", 1.0f);
-  if (!(attn_factor > 0.0f) || !std::isfinite(attn_factor))
-    fail(f, a + "rope.scaling.attn_factor = " + std::to_string(attn_factor) + " must be > 0");
+  const float attn_factor = float_key(f, a + "rope.scaling.attn_factor", 1.0f, {.min = 0});
   r.ext_factor = c.rope_scaling == RopeScaling::Yarn ? 1.0f : 0.0f;
   r.attn_factor = 1.0f;
   if (r.ext_factor != 0.0f) {
@@ -75,13 +77,11 @@ void read_rope(const gguf::GgufFile& f, ModelConfig& c) {
   // Sliding-window layers: gemma's have their own base and no scaling.
   c.rope_swa = r;
   if (c.arch == Architecture::Gemma2) {
-    c.rope_swa.freq_base = f.get_f32_or(a + "rope.freq_base_swa", r.freq_base);
+    c.rope_swa.freq_base = float_key(f, a + "rope.freq_base_swa", r.freq_base, kFreqBase);
   } else if (c.arch == Architecture::Gemma3) {
-    c.rope_swa.freq_base = f.get_f32_or(a + "rope.freq_base_swa", 10000.0f);
+    c.rope_swa.freq_base = float_key(f, a + "rope.freq_base_swa", 10000.0f, kFreqBase);
     c.rope_swa.freq_scale = 1.0f;
   }
-  if (!(c.rope_swa.freq_base > 1.0f))
-    fail(f, a + "rope.freq_base_swa = " + std::to_string(c.rope_swa.freq_base) + " must be > 1");
 }
 
 }  // namespace kvforge::config_detail

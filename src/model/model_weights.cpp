@@ -1,5 +1,6 @@
 #include "model/model_weights.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -9,6 +10,7 @@
 
 #include "core/formats/row_codec.h"
 #include "core/kernels/weight_repack.h"
+#include "model/model_config_parts.h"
 
 namespace kvforge {
 namespace {
@@ -55,6 +57,17 @@ class TensorLoader {
   }
   std::vector<float> vector_if_present(const std::string& name, int64_t n) {
     return has(name) ? vector(name, n) : std::vector<float>{};
+  }
+  // RoPE frequency factors divide each pair's frequency: a NaN, an infinity,
+  // zero or a negative factor makes every logit NaN (or turns the rotation
+  // around), so each must be finite and > 0. Empty when the tensor is absent.
+  std::vector<float> rope_factors_if_present(const std::string& name, int64_t n) {
+    std::vector<float> v = vector_if_present(name, n);
+    for (size_t i = 0; i < v.size(); ++i)
+      if (!(std::isfinite(v[i]) && v[i] > 0.0f))
+        fail(name, "entry " + std::to_string(i) + " = " + config_detail::float_str(v[i]) +
+                       ", expected a finite factor > 0");
+    return v;
   }
 
   // Every tensor of the file was read, or is known not to change the output.
@@ -142,10 +155,10 @@ void load_rope_factors(TensorLoader& load, const ModelConfig& c, ModelWeights& w
   const int64_t n = c.rope_dim / 2;
   const bool longrope = c.arch == Architecture::Phi3 || c.rope_scaling == RopeScaling::LongRope;
   if (longrope) {
-    w.rope_factors_long = load.vector_if_present("rope_factors_long.weight", n);
-    w.rope_factors_short = load.vector_if_present("rope_factors_short.weight", n);
+    w.rope_factors_long = load.rope_factors_if_present("rope_factors_long.weight", n);
+    w.rope_factors_short = load.rope_factors_if_present("rope_factors_short.weight", n);
   } else if (c.arch == Architecture::Llama) {
-    w.rope_freqs = load.vector_if_present("rope_freqs.weight", n);
+    w.rope_freqs = load.rope_factors_if_present("rope_freqs.weight", n);
   }
 }
 

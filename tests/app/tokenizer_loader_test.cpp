@@ -1,6 +1,7 @@
 // Reading vocabularies from GGUF metadata: defaults, quirks and clear errors.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -108,7 +109,8 @@ TEST(TokenizerLoader, ErrorsNameTheProblem) {
 
   gguf::GgufWriter bad_bos = spm_writer();
   bad_bos.set("tokenizer.ggml.bos_token_id", Value::u32(8));
-  EXPECT_NE(load_error(bad_bos).find("BOS id 8 is outside the vocabulary [0, 8)"),
+  EXPECT_NE(load_error(bad_bos).find("tokenizer.ggml.bos_token_id = 8, expected a token id in "
+                                     "[0, 8) or -1 for none"),
             std::string::npos)
       << load_error(bad_bos);
 
@@ -129,6 +131,57 @@ TEST(TokenizerLoader, ErrorsNameTheProblem) {
   bad_merge.set("tokenizer.ggml.merges", Value::string_array({"nospace"}));
   EXPECT_NE(load_error(bad_merge).find("tokenizer.ggml.merges[0] = 'nospace'"), std::string::npos)
       << load_error(bad_merge);
+}
+
+// Every special token id names a token of the vocabulary, or is -1 ("none",
+// as some converters write it): -5 or an id past the end was read as "none"
+// or kept, and generation then never stopped at that eos.
+TEST(TokenizerLoader, SpecialTokenIdsOutsideTheVocabularyAreRefused) {
+  struct Case {
+    const char* key;
+    Value value;
+    const char* shown;
+  };
+  // sep, cls and mask are not read by kvforge, but a file with them outside is malformed too.
+  for (const Case& c :
+       {Case{"tokenizer.ggml.eos_token_id", Value::i32(-5), "-5"},
+        Case{"tokenizer.ggml.bos_token_id", Value::i64(-2), "-2"},
+        Case{"tokenizer.ggml.unknown_token_id", Value::u32(9), "9"},
+        Case{"tokenizer.ggml.eot_token_id", Value::u32(8), "8"},
+        Case{"tokenizer.ggml.eom_token_id", Value::i32(-7), "-7"},
+        Case{"tokenizer.ggml.padding_token_id", Value::u32(4294967295u), "4294967295"},
+        Case{"tokenizer.ggml.seperator_token_id", Value::u32(100), "100"},
+        Case{"tokenizer.ggml.cls_token_id", Value::i32(-3), "-3"},
+        Case{"tokenizer.ggml.mask_token_id", Value::u32(8), "8"}}) {
+    SCOPED_TRACE(c.key);
+    gguf::GgufWriter w = spm_writer();
+    w.set(c.key, c.value);
+    const std::string what = load_error(w);
+    EXPECT_NE(what.find(std::string("tiny.gguf: ") + c.key + " = " + c.shown +
+                        ", expected a token id in [0, 8) or -1 for none"),
+              std::string::npos)
+        << what;
+  }
+}
+
+TEST(TokenizerLoader, MinusOneMeansNoToken) {
+  gguf::GgufWriter w = spm_writer();
+  w.set("tokenizer.ggml.eot_token_id", Value::i32(-1));
+  w.set("tokenizer.ggml.padding_token_id", Value::i64(-1));
+  w.set("tokenizer.ggml.seperator_token_id", Value::i32(-1));
+  w.set("tokenizer.ggml.eos_token_id", Value::u32(7));  // the last token
+  const Tokenizer t = Tokenizer::from_gguf(file_of(w));
+  EXPECT_EQ(t.pad_id(), -1);
+  EXPECT_EQ(t.eos_id(), 7);
+  EXPECT_EQ(t.eot_id(), 6);  // none in the file: found by its spelling, as when absent
+}
+
+TEST(TokenizerLoader, NanScoreIsRefused) {
+  gguf::GgufWriter w = spm_writer();
+  w.set("tokenizer.ggml.scores",
+        Value::f32_array({0, 0, 0, -1, std::numeric_limits<float>::quiet_NaN(), -0.5f, 0, 0}));
+  EXPECT_NE(load_error(w).find("tiny.gguf: tokenizer.ggml.scores[4] = nan"), std::string::npos)
+      << load_error(w);
 }
 
 }  // namespace

@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <functional>
 #include <stdexcept>
 #include <string>
 
 #include "core/gguf/gguf_file.h"
 #include "core/gguf/gguf_writer.h"
+#include "edited_model.h"
 #include "model/model.h"
 #include "model/random_model.h"
 #include "testdata.h"
@@ -17,39 +17,9 @@
 namespace kvforge {
 namespace {
 
-// The random model of `spec`, its metadata passed through `edit_keys` and
-// with `extra_tensor` (a small f32 vector) added when given.
-gguf::GgufFile edited_model(const RandomModelSpec& spec,
-                            const std::function<void(gguf::GgufWriter&)>& edit_keys,
-                            const std::string& extra_tensor = "") {
-  const gguf::GgufFile src = gguf::GgufFile::from_bytes(make_random_model(spec).to_bytes());
-  gguf::GgufWriter out(3, src.alignment());
-  for (const gguf::KeyValue& kv : src.metadata()) out.set(kv.key, kv.value);
-  edit_keys(out);
-  for (const gguf::TensorInfo& t : src.tensors()) {
-    const auto data = src.tensor_data(t);
-    out.add_tensor(t.name, t.type, t.dims, std::vector<uint8_t>(data.begin(), data.end()));
-  }
-  if (!extra_tensor.empty())
-    out.add_tensor(extra_tensor, GgmlType::F32, {4}, std::vector<uint8_t>(16, 0));
-  return gguf::GgufFile::from_bytes(out.to_bytes(), "edited.gguf");
-}
-
-// The load error's text (fails the test when the load succeeds).
-std::string load_error(gguf::GgufFile file) {
-  try {
-    Model::from_file(std::move(file));
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "the file was accepted";
-  return "";
-}
-
-void expect_mentions(const std::string& what, std::initializer_list<const char*> parts) {
-  for (const char* p : parts)
-    EXPECT_NE(what.find(p), std::string::npos) << "'" << p << "' in: " << what;
-}
+using testing::edited_model;
+using testing::expect_mentions;
+using testing::load_error;
 
 TEST(ModelRefusals, UnknownArchitectureNamesTheSupportedOnes) {
   const std::string what = load_error(edited_model(RandomModelSpec{}, [](gguf::GgufWriter& w) {

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <optional>
+#include <stdexcept>
+#include <string>
 
 #include "app/chat/jinja_budget.h"
 #include "app/chat/jinja_builtins.h"
 #include "app/chat/jinja_lexer.h"
 #include "app/chat/jinja_parser.h"
 #include "app/chat/python_format.h"
+#include "app/tokenizer/utf8.h"
 #include "core/gguf/gguf_file.h"
 
 namespace kvforge {
@@ -166,7 +169,13 @@ const std::string& ChatTemplate::source() const { return parsed_->source; }
 
 std::optional<std::string> chat_template_source(const gguf::GgufFile& file) {
   if (!file.has("tokenizer.chat_template")) return std::nullopt;
-  return file.get_string("tokenizer.chat_template");
+  std::string source = file.get_string("tokenizer.chat_template");
+  // Every prompt it rendered would carry the bad bytes, and every chat request be refused.
+  if (const std::optional<size_t> bad = find_invalid_utf8(source))
+    throw std::runtime_error(file.name() + ": tokenizer.chat_template is not valid UTF-8 (byte " +
+                             std::to_string(*bad) + " of " + std::to_string(source.size()) +
+                             "); pass --chat-template FILE to use another");
+  return source;
 }
 
 }  // namespace kvforge

@@ -80,7 +80,8 @@ class ChatTemplate {
   std::shared_ptr<const Parsed> parsed_;
 };
 
-// The template stored in the model file, or nullopt when it has none.
+// The template stored in the model file, or nullopt when it has none;
+// std::runtime_error naming the file and key when it is not valid UTF-8.
 std::optional<std::string> chat_template_source(const gguf::GgufFile& file);
 
 }  // namespace kvforge

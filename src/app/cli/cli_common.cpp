@@ -166,10 +166,20 @@ void broadcast_tokens(Communicator& comm, std::vector<int32_t>& tokens) {
   comm.set_deadline(deadline);
 }
 
+void check_tokenizer_fits(const Tokenizer& tokenizer, const Model& model) {
+  const ModelConfig& c = model.config();
+  if (tokenizer.n_vocab() > c.n_vocab)
+    throw std::runtime_error(
+        model.file().name() + ": tokenizer.ggml.tokens has " + std::to_string(tokenizer.n_vocab()) +
+        " tokens, expected at most " + std::to_string(c.n_vocab) +
+        " (the model's vocabulary: " + c.arch_name + ".vocab_size, token_embd.weight rows)");
+}
+
 LoadedModel load_model(const std::string& model_flag, Communicator* comm) {
   std::filesystem::path path = resolve_model_path(model_flag);
   std::unique_ptr<Model> model = Model::load(path, comm);
   Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
+  check_tokenizer_fits(tokenizer, *model);
   return {std::move(path), std::move(model), std::move(tokenizer)};
 }
 

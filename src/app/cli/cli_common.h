@@ -75,8 +75,14 @@ void start_tp_deadline(Communicator& comm, double seconds);
 // deadline: rank 0 may take long to read and tokenize them.
 void broadcast_tokens(Communicator& comm, std::vector<int32_t>& tokens);
 
+// Refuses a tokenizer with more tokens than the model has embedding rows and
+// logits (tokenizer.ggml.tokens against <arch>.vocab_size / token_embd):
+// a prompt holding one of the extra ids would be refused on every request.
+// Fewer tokens than rows (padding) is fine.
+void check_tokenizer_fits(const Tokenizer& tokenizer, const Model& model);
+
 // Resolves `model_flag` (resolve_model_path) and loads the model and its
-// tokenizer; with `comm`, this rank's share of it (Model::load).
+// tokenizer (check_tokenizer_fits); with `comm`, this rank's share of it (Model::load).
 LoadedModel load_model(const std::string& model_flag, Communicator* comm = nullptr);
 // The same for -m (this rank's share under mpirun, checked against --tp), then --mlock.
 LoadedModel load_model(const ModelFlags& flags);

@@ -1,5 +1,6 @@
 #include "app/tokenizer/vocabulary.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -33,6 +34,13 @@ void validate_vocabulary(const Vocabulary& vocab) {
                          std::to_string(vocab.tokens.size()) + ")");
   }
   check_size(vocab, vocab.scores.size(), "tokenizer.ggml.scores");
+  // The SentencePiece merge queue orders by score: a NaN orders nothing.
+  for (size_t i = 0; i < vocab.scores.size(); ++i) {
+    if (std::isnan(vocab.scores[i])) {
+      throw TokenizerError(vocab.source + ": tokenizer.ggml.scores[" + std::to_string(i) +
+                           "] = nan, expected a number");
+    }
+  }
   check_size(vocab, vocab.types.size(), "tokenizer.ggml.token_type");
   for (size_t i = 0; i < vocab.types.size(); ++i) {
     const auto t = static_cast<int32_t>(vocab.types[i]);

@@ -20,16 +20,25 @@ VocabKind parse_kind(const gguf::GgufFile& file) {
                        "' is not supported (expected 'llama' or 'gpt2')");
 }
 
-// -1 when absent or negative (some converters write -1 for "none").
-int32_t optional_token_id(const gguf::GgufFile& file, const char* key, int32_t fallback) {
-  if (!file.has(key)) return fallback;
-  const int64_t id = file.get_i64(key);
-  if (id < 0) return -1;
-  if (id > INT32_MAX) {
-    throw TokenizerError(file.name() + ": " + key + " = " + std::to_string(id) +
-                         " is not a valid token id");
+// Every tokenizer.ggml.*_token_id, those kvforge reads (bos, eos, eot, eom,
+// unknown, padding) and those it does not (sep, cls, mask, fim_*): a token of
+// the vocabulary, or -1 for none (llama.cpp's LLAMA_TOKEN_NULL, which some
+// converters write). An id outside the vocabulary names no token: an eos
+// that never ends a generation, a bos past the embedding rows.
+void check_token_id_keys(const gguf::GgufFile& file, size_t n_tokens) {
+  for (const gguf::KeyValue& kv : file.metadata()) {
+    if (!kv.key.starts_with("tokenizer.ggml.") || !kv.key.ends_with("_token_id")) continue;
+    const int64_t id = file.get_i64(kv.key);
+    if (id == -1 || (id >= 0 && static_cast<uint64_t>(id) < n_tokens)) continue;
+    throw TokenizerError(file.name() + ": " + kv.key + " = " + std::to_string(id) +
+                         ", expected a token id in [0, " + std::to_string(n_tokens) +
+                         ") or -1 for none");
   }
-  return static_cast<int32_t>(id);
+}
+
+// The id (checked by check_token_id_keys), -1 for none, `fallback` when absent.
+int32_t optional_token_id(const gguf::GgufFile& file, const char* key, int32_t fallback) {
+  return file.has(key) ? static_cast<int32_t>(file.get_i64(key)) : fallback;
 }
 
 std::vector<TokenType> read_types(const gguf::GgufFile& file) {
@@ -61,6 +70,7 @@ Vocabulary load_vocabulary(const gguf::GgufFile& file) {
     vocab.merges = file.get_string_array("tokenizer.ggml.merges");
   }
 
+  check_token_id_keys(file, vocab.tokens.size());
   // SentencePiece models put <unk>, <s>, </s> at 0, 1, 2 unless told otherwise.
   const bool spm = vocab.kind == VocabKind::SentencePiece;
   vocab.unk_id = optional_token_id(file, "tokenizer.ggml.unknown_token_id", spm ? 0 : -1);
