@@ -2,7 +2,10 @@
 # The KV disk tier across processes, on the default 4M model: `run` and
 # `batch` give the cold run's output when their prefix blocks come back from
 # disk in a new process (f16 and int8 KV), and a `batch` killed with -9 in
-# the middle of its writes leaves nothing a later run uses wrongly.
+# the middle of its writes leaves nothing a later run uses wrongly. Entries
+# planted under block names (FIFOs, directories, links out of the directory)
+# are neither opened, followed nor touched, and a file-size limit turns the
+# tier off instead of killing the process.
 # usage: kv_disk.sh path/to/kvforge path/to/model.gguf work_dir
 set -euo pipefail
 kv="$1"
@@ -82,4 +85,53 @@ cmp -s cold-batch.txt after.txt || fail "batch after kill -9 differs from the co
 [ "$(rejected after.out)" = 0 ] || { tail -3 after.out >&2; fail "a file written before kill -9 was rejected"; }
 [ "$(disk_hits after.out)" -gt 0 ] || fail "nothing written before kill -9 was reused"
 ls -a killed | grep -q '^\.tmp-' && fail "temporary files of killed writers were not cleaned"
+# Untrusted entries: every block file of disk-f16 replaced by a FIFO, a
+# directory, a link to a copy of that file outside the directory, or a link
+# to a stand-in for /etc/passwd. Each run ends within the timeout with the
+# cold output, serving nothing from those entries and leaving the tier on;
+# the files outside keep their bytes and modification times.
+mkdir outside
+echo 'root:x:0:0:root:/root:/bin/bash' >outside/passwd
+for kind in fifo dir link-out link-passwd; do
+  mkdir "planted-$kind"
+  for f in disk-f16/*.kvb; do
+    name=$(basename "$f")
+    case $kind in
+      fifo) mkfifo "planted-$kind/$name" ;;
+      dir) mkdir -p "planted-$kind/$name/inside" ;;
+      link-out)
+        cp -p "$f" "outside/$name"
+        ln -s "$PWD/outside/$name" "planted-$kind/$name"
+        ;;
+      link-passwd) ln -s "$PWD/outside/passwd" "planted-$kind/$name" ;;
+    esac
+  done
+done
+touch -d '2001-09-09 01:46:40' outside/*
+stamp() { (cd outside && for f in *; do echo "$f $(stat -c %y "$f") $(cksum <"$f")"; done); }
+before=$(stamp)
+for kind in fifo dir link-out link-passwd; do
+  status=0
+  timeout 60 "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type f16 \
+    --kv-disk "planted-$kind" >"planted-$kind.out" 2>"planted-$kind.err" || status=$?
+  [ "$status" = 0 ] || { cat "planted-$kind.err" >&2; fail "$kind: run ended with status $status"; }
+  cmp -s cold-f16.out "planted-$kind.out" || fail "$kind: output differs from the cold run"
+  [ "$(disk_hits "planted-$kind.err")" = 0 ] || fail "$kind: served a planted entry"
+  [ "$(rejected "planted-$kind.err")" = 0 ] || fail "$kind: opened a planted entry"
+  grep -q 'DEGRADED' "planted-$kind.err" && { cat "planted-$kind.err" >&2; fail "$kind: tier off"; }
+done
+[ "$before" = "$(stamp)" ] || fail "a file outside the tier's directory changed"
+
+# A file-size limit below one block file, SIGXFSZ at its default: the first
+# block write fails with EFBIG, the tier turns off with one warning naming
+# the file, and the run ends normally with the cold output.
+status=0
+(ulimit -f 20 && exec "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type f16 \
+  --kv-disk limited) >limited.out 2>limited.err || status=$?
+[ "$status" = 0 ] || { cat limited.err >&2; fail "run under ulimit -f 20 ended with status $status"; }
+cmp -s cold-f16.out limited.out || fail "run under ulimit -f 20 differs from the cold run"
+grep -q "warning: KV disk tier limited: cannot write .*limited/.*File too large; serving from RAM only" \
+  limited.err || { cat limited.err >&2; fail "no warning that the tier turned off"; }
+grep -q 'DEGRADED' limited.err || { cat limited.err >&2; fail "the summary does not say DEGRADED"; }
+
 echo "kv_disk: ok"
