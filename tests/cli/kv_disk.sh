@@ -134,4 +134,30 @@ grep -q "warning: KV disk tier limited: cannot write .*limited/.*File too large;
   limited.err || { cat limited.err >&2; fail "no warning that the tier turned off"; }
 grep -q 'DEGRADED' limited.err || { cat limited.err >&2; fail "the summary does not say DEGRADED"; }
 
+# The same for serve: both completions answered (the first write turns the
+# tier off), the server alive after them and stopping normally on SIGTERM.
+(ulimit -f 20 && exec "$kv" serve -m "$model" --port 0 --kv-disk limited-serve) 2>serve.err &
+pid=$!
+port=
+for _ in $(seq 1 600); do
+  port=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' serve.err)
+  [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null && break
+  sleep 0.05
+done
+[ -n "$port" ] || { cat serve.err >&2; fail "serve under ulimit -f 20 did not start"; }
+for i in 1 2; do
+  code=$(curl -s -o "serve-$i.json" -w '%{http_code}' --max-time 30 \
+    -H 'Content-Type: application/json' \
+    -d "{\"prompt\": \"$prompt\", \"max_tokens\": 8, \"temperature\": 0}" \
+    "http://127.0.0.1:$port/v1/completions") || true
+  [ "$code" = 200 ] || { cat serve.err >&2; fail "serve under ulimit -f 20: request $i got '$code'"; }
+done
+kill -0 "$pid" 2>/dev/null || { cat serve.err >&2; fail "serve under ulimit -f 20 died"; }
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+[ "$status" = 0 ] || { cat serve.err >&2; fail "serve under ulimit -f 20 ended with status $status"; }
+grep -q "KV disk tier limited-serve: cannot write .*File too large" serve.err ||
+  { cat serve.err >&2; fail "serve: no warning that the tier turned off"; }
+
 echo "kv_disk: ok"
