@@ -85,42 +85,38 @@ cmp -s cold-batch.txt after.txt || fail "batch after kill -9 differs from the co
 [ "$(rejected after.out)" = 0 ] || { tail -3 after.out >&2; fail "a file written before kill -9 was rejected"; }
 [ "$(disk_hits after.out)" -gt 0 ] || fail "nothing written before kill -9 was reused"
 ls -a killed | grep -q '^\.tmp-' && fail "temporary files of killed writers were not cleaned"
-# Untrusted entries: every block file of disk-f16 replaced by a FIFO, a
-# directory, a link to a copy of that file outside the directory, or a link
-# to a stand-in for /etc/passwd. Each run ends within the timeout with the
-# cold output, serving nothing from those entries and leaving the tier on;
-# the files outside keep their bytes and modification times.
+# Untrusted entries: one block file of disk-f16 at a time replaced by a FIFO,
+# a directory, a link to a copy of that file outside the directory, or a
+# link to a stand-in for /etc/passwd. Each run ends within the timeout with
+# the cold output, opening none of them and leaving the tier on; the files
+# outside keep their bytes and modification times.
 mkdir outside
 echo 'root:x:0:0:root:/root:/bin/bash' >outside/passwd
-for kind in fifo dir link-out link-passwd; do
-  mkdir "planted-$kind"
-  for f in disk-f16/*.kvb; do
-    name=$(basename "$f")
-    case $kind in
-      fifo) mkfifo "planted-$kind/$name" ;;
-      dir) mkdir -p "planted-$kind/$name/inside" ;;
-      link-out)
-        cp -p "$f" "outside/$name"
-        ln -s "$PWD/outside/$name" "planted-$kind/$name"
-        ;;
-      link-passwd) ln -s "$PWD/outside/passwd" "planted-$kind/$name" ;;
-    esac
-  done
-done
+for f in disk-f16/*.kvb; do cp -p "$f" outside/; done
 touch -d '2001-09-09 01:46:40' outside/*
 stamp() { (cd outside && for f in *; do echo "$f $(stat -c %y "$f") $(cksum <"$f")"; done); }
 before=$(stamp)
 for kind in fifo dir link-out link-passwd; do
-  status=0
-  timeout 60 "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type f16 \
-    --kv-disk "planted-$kind" >"planted-$kind.out" 2>"planted-$kind.err" || status=$?
-  [ "$status" = 0 ] || { cat "planted-$kind.err" >&2; fail "$kind: run ended with status $status"; }
-  cmp -s cold-f16.out "planted-$kind.out" || fail "$kind: output differs from the cold run"
-  [ "$(disk_hits "planted-$kind.err")" = 0 ] || fail "$kind: served a planted entry"
-  [ "$(rejected "planted-$kind.err")" = 0 ] || fail "$kind: opened a planted entry"
-  grep -q 'DEGRADED' "planted-$kind.err" && { cat "planted-$kind.err" >&2; fail "$kind: tier off"; }
+  for f in disk-f16/*.kvb; do
+    name=$(basename "$f")
+    rm -rf planted && cp -rp disk-f16 planted && rm "planted/$name"
+    case $kind in
+      fifo) mkfifo "planted/$name" ;;
+      dir) mkdir -p "planted/$name/inside" ;;
+      link-out) ln -s "$PWD/outside/$name" "planted/$name" ;;
+      link-passwd) ln -s "$PWD/outside/passwd" "planted/$name" ;;
+    esac
+    status=0
+    timeout 60 "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type f16 \
+      --kv-disk planted >planted.out 2>planted.err || status=$?
+    what="$kind under $name"
+    [ "$status" = 0 ] || { cat planted.err >&2; fail "$what: run ended with status $status"; }
+    cmp -s cold-f16.out planted.out || fail "$what: output differs from the cold run"
+    [ "$(rejected planted.err)" = 0 ] || { cat planted.err >&2; fail "$what: opened it"; }
+    grep -q 'DEGRADED' planted.err && { cat planted.err >&2; fail "$what: tier off"; }
+    [ "$before" = "$(stamp)" ] || fail "$what: a file outside the tier's directory changed"
+  done
 done
-[ "$before" = "$(stamp)" ] || fail "a file outside the tier's directory changed"
 
 # A file-size limit below one block file, SIGXFSZ at its default: the first
 # block write fails with EFBIG, the tier turns off with one warning naming

@@ -12,7 +12,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <tuple>
 
 #include "engine/kv/prefix_cache.h"
 #include "engine_test_util.h"
@@ -169,13 +171,15 @@ TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
   EXPECT_EQ(st.kv_blocks_free, engine.n_blocks()) << "nothing leaks";
 }
 
-// A file's bytes and modification time, through links.
-std::pair<std::string, int64_t> snapshot(const fs::path& p) {
+// A file's size, a digest of its bytes and its modification time
+// (nanoseconds), through links.
+std::tuple<size_t, size_t, int64_t> snapshot(const fs::path& p) {
   std::ostringstream text;
   text << std::ifstream(p, std::ios::binary).rdbuf();
   struct stat st {};
   ::stat(p.c_str(), &st);
-  return {text.str(), st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
+  return {text.str().size(), std::hash<std::string>{}(text.str()),
+          st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
 }
 
 // Doc's block at depth 3 replaced by a FIFO, a directory, a link to a valid

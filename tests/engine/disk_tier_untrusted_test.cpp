@@ -11,6 +11,7 @@
 
 #include <csignal>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "engine/kv/kv_disk_tier.h"
@@ -55,22 +56,26 @@ struct Warnings {
   }
 };
 
-// A file's bytes and modification time (nanoseconds), through links.
+// A file's size, a digest of its bytes and its modification time
+// (nanoseconds), through links.
 struct Snapshot {
-  std::string bytes;
+  size_t size = 0, digest = 0;
   int64_t mtime_ns = 0;
   bool operator==(const Snapshot&) const = default;
 };
 
 Snapshot snapshot(const fs::path& p) {
-  Snapshot s;
   std::ostringstream text;
   text << std::ifstream(p, std::ios::binary).rdbuf();
-  s.bytes = text.str();
+  Snapshot s{text.str().size(), std::hash<std::string>{}(text.str())};
   struct stat st {};
   if (::stat(p.c_str(), &st) == 0)
     s.mtime_ns = st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
   return s;
+}
+
+void PrintTo(const Snapshot& s, std::ostream* os) {
+  *os << s.size << " bytes, digest " << s.digest << ", mtime " << s.mtime_ns << " ns";
 }
 
 // Files outside the tier's directory that planted links point to: a valid
