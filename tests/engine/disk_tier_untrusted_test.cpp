@@ -1,5 +1,5 @@
-// The disk tier's directory is untrusted: links, FIFOs and directories under
-// block names are skipped by the scan, refused unread when swapped in after
+// The disk tier's directory is untrusted: links (symbolic or hard), FIFOs and
+// directories under block names are skipped by the scan, refused unread when swapped in after
 // it, never followed (the files they point to keep their bytes and times),
 // and cost only their own block, never the tier; a file-size limit turns
 // the tier off instead of killing the process.
@@ -83,28 +83,36 @@ void PrintTo(const Snapshot& s, std::ostream* os) {
 // /etc/passwd. Their times are set in the past so a touch would show.
 struct Outside {
   TempDir dir{"kvforge-disk-outside"};
-  fs::path block = dir.path / "block.kvb";
+  fs::path block = dir.path / "block.kvb";    // for a symbolic link
+  fs::path linked = dir.path / "linked.kvb";  // for a hard link (/tmp, like the tier)
   fs::path passwd = dir.path / "passwd";
 
-  explicit Outside(const std::vector<int32_t>& block_tokens) {
+  Outside(const std::vector<int32_t>& block_tokens, const std::vector<int32_t>& linked_tokens) {
     {
       KvDiskTier writer(dir.path, 1 << 20, identity());
       EXPECT_TRUE(writer.store(hash_of(block_tokens), block_tokens, payload(9)));
+      EXPECT_TRUE(writer.store(hash_of(linked_tokens), linked_tokens, payload(8)));
       fs::rename(writer.path_of(hash_of(block_tokens)), block);
+      fs::rename(writer.path_of(hash_of(linked_tokens)), linked);
     }
     std::ofstream(passwd) << "root:x:0:0:root:/root:/bin/bash\n";
     const timespec past[2] = {{1000000000, 0}, {1000000000, 0}};
-    for (const fs::path& p : {block, passwd}) ::utimensat(AT_FDCWD, p.c_str(), past, 0);
+    for (const fs::path& p : {block, linked, passwd}) ::utimensat(AT_FDCWD, p.c_str(), past, 0);
+  }
+  std::vector<Snapshot> now() const {
+    return {snapshot(block), snapshot(linked), snapshot(passwd)};
   }
 };
 
-// Puts a FIFO, a directory, a link to `outside.block` and a link to
-// `outside.passwd` under the names of four blocks of `tier_dir`; returns
-// the FIFO's path.
+// Puts a FIFO, a directory, a link to `outside.block`, a link to
+// `outside.passwd` and a hard link to `outside.linked` under the names of
+// five blocks of `tier_dir`; returns the FIFO's path.
 struct Planted {
   std::vector<int32_t> fifo = prefix(1), dir = prefix(2), link_out = prefix(3),
-                       link_passwd = prefix(4);
-  std::vector<std::vector<int32_t>> all() const { return {fifo, dir, link_out, link_passwd}; }
+                       link_passwd = prefix(4), hard_link = prefix(5);
+  std::vector<std::vector<int32_t>> all() const {
+    return {fifo, dir, link_out, link_passwd, hard_link};
+  }
 
   fs::path plant(const KvDiskTier& tier, const Outside& outside) const {
     for (const auto& p : all()) fs::remove(tier.path_of(hash_of(p)));
@@ -114,6 +122,7 @@ struct Planted {
     std::ofstream(tier.path_of(hash_of(dir)) / "inside") << "x";  // not empty
     fs::create_symlink(outside.block, tier.path_of(hash_of(link_out)));
     fs::create_symlink(outside.passwd, tier.path_of(hash_of(link_passwd)));
+    fs::create_hard_link(outside.linked, tier.path_of(hash_of(hard_link)));
     return f;
   }
 };
@@ -121,8 +130,8 @@ struct Planted {
 TEST(DiskTierUntrusted, TheScanSkipsLinksFifosAndDirectoriesUnderBlockNames) {
   TempDir dir("kvforge-disk-untrusted");
   const Planted planted;
-  const Outside outside(planted.link_out);
-  const Snapshot block_before = snapshot(outside.block), passwd_before = snapshot(outside.passwd);
+  const Outside outside(planted.link_out, planted.hard_link);
+  const std::vector<Snapshot> outside_before = outside.now();
   const auto good = prefix(0);
   fs::path fifo;
   {
@@ -149,8 +158,7 @@ TEST(DiskTierUntrusted, TheScanSkipsLinksFifosAndDirectoriesUnderBlockNames) {
   // Skipped, not deleted: they are not ours to judge unread.
   for (const auto& p : planted.all())
     EXPECT_TRUE(fs::exists(fs::symlink_status(tier.path_of(hash_of(p)))));
-  EXPECT_EQ(snapshot(outside.block), block_before);
-  EXPECT_EQ(snapshot(outside.passwd), passwd_before);
+  EXPECT_EQ(outside.now(), outside_before);
 }
 
 // The same entries swapped in after the scan indexed regular files there (as
@@ -160,8 +168,8 @@ TEST(DiskTierUntrusted, TheScanSkipsLinksFifosAndDirectoriesUnderBlockNames) {
 TEST(DiskTierUntrusted, EntriesSwappedInAfterTheScanAreRefusedUnread) {
   TempDir dir("kvforge-disk-untrusted");
   const Planted planted;
-  const Outside outside(planted.link_out);
-  const Snapshot block_before = snapshot(outside.block), passwd_before = snapshot(outside.passwd);
+  const Outside outside(planted.link_out, planted.hard_link);
+  const std::vector<Snapshot> outside_before = outside.now();
   const auto good = prefix(0);
   Warnings w;
   KvDiskTier tier(dir.path, 1 << 20, identity(), w.fn());
@@ -179,13 +187,14 @@ TEST(DiskTierUntrusted, EntriesSwappedInAfterTheScanAreRefusedUnread) {
     }
     EXPECT_FALSE(watchdog.fired()) << "a read blocked on the FIFO";
   }
-  EXPECT_EQ(tier.stats().files_rejected, 4);
+  EXPECT_EQ(tier.stats().files_rejected, 5);
   EXPECT_EQ(tier.stats().hits, 0);
   EXPECT_EQ(tier.stats().bytes_read, 0) << "nothing was read from the refused entries";
   EXPECT_TRUE(w.seen.empty());
   EXPECT_FALSE(fs::exists(fs::symlink_status(tier.path_of(hash_of(planted.link_out)))));
-  EXPECT_EQ(snapshot(outside.block), block_before);
-  EXPECT_EQ(snapshot(outside.passwd), passwd_before);
+  EXPECT_FALSE(fs::exists(tier.path_of(hash_of(planted.hard_link))));
+  EXPECT_TRUE(fs::exists(outside.linked)) << "only our name of the hard link is removed";
+  EXPECT_EQ(outside.now(), outside_before);
   std::vector<uint8_t> out(96);
   EXPECT_TRUE(tier.load(hash_of(good), good, out));
 }
@@ -221,7 +230,7 @@ TEST(DiskTierUntrusted, ALinkToEtcPasswdIsNeitherIndexedNorRead) {
 TEST(DiskTierUntrusted, ADirectoryOrALinkWhereAStoreWritesCostsOnlyThatBlock) {
   TempDir dir("kvforge-disk-untrusted");
   const auto blocked = prefix(1), linked = prefix(2), other = prefix(3);
-  const Outside outside(prefix(9));
+  const Outside outside(prefix(9), prefix(10));
   const Snapshot passwd_before = snapshot(outside.passwd);
   Warnings w;
   KvDiskTier tier(dir.path, 1 << 20, identity(), w.fn());

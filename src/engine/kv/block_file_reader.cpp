@@ -25,8 +25,10 @@ struct Fd {
   }
 };
 
+// Our files are made by renaming a fresh temporary: one name, no other
+// link to a file elsewhere.
 bool regular_of_size(const struct stat& st, size_t expected) {
-  return S_ISREG(st.st_mode) && uint64_t(st.st_size) == expected;
+  return S_ISREG(st.st_mode) && st.st_nlink == 1 && uint64_t(st.st_size) == expected;
 }
 
 FileRead refused() {

@@ -11,7 +11,8 @@
 // the whole file or for the tail.
 //
 // Files in the tier's directory are untrusted: only a regular file of the
-// expected size is read. A symbolic link is never followed (lstat, then
+// expected size with no other name (not a hard link to a file elsewhere)
+// is read. A symbolic link is never followed (lstat, then
 // O_NOFOLLOW), a special file is never opened (a FIFO would block the read
 // forever; O_NONBLOCK covers one swapped in between lstat and open), and
 // fstat on the open descriptor checks type and size again before a byte is
@@ -30,8 +31,9 @@ namespace kvforge {
 enum class KvReadMode { kBuffered, kDirect };
 
 struct FileRead {
-  // kRefused: the entry is not a regular file of the expected size (a link,
-  // a FIFO, a directory, a device, a file it may not open): nothing was read.
+  // kRefused: the entry is not a regular file of the expected size with one
+  // name (a link, a FIFO, a directory, a device, a file it may not open):
+  // nothing was read.
   enum Status { kOk, kMissing, kRefused, kError } status = kError;
   int error = 0;                        // errno when kError
   std::span<const uint8_t> bytes = {};  // the file's bytes (fewer if it shrank while read)

@@ -103,11 +103,12 @@ void KvDiskTier::scan() {
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    // One lstat per entry, its own errors: a link, a FIFO or a directory
-    // named like ours is skipped (never followed, opened or indexed), and an
-    // entry that fails costs only itself.
+    // One lstat per entry, its own errors: a link (symbolic or hard), a FIFO
+    // or a directory named like ours is skipped (never followed, opened or
+    // indexed), and an entry that fails costs only itself.
     struct stat st {};
-    const bool regular = ::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    const bool regular =
+        ::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1;
     if (!regular) continue;
     if (is_orphan_tmp(name, prefix_)) {
       ::unlink(it->path().c_str());

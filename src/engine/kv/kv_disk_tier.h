@@ -36,8 +36,8 @@
 // under us (another process sharing the directory evicted it) is a plain
 // miss.
 //
-// Untrusted entries: only regular files are indexed, read, touched or
-// deleted as blocks; links are never followed (lstat, O_NOFOLLOW,
+// Untrusted entries: only regular files with one name are indexed, read,
+// touched or deleted as blocks; links are never followed (lstat, O_NOFOLLOW,
 // AT_SYMLINK_NOFOLLOW; unlink removes a link, not its target) and special
 // files are never opened (block_file_reader.h). A link, FIFO, socket or
 // directory under a block's name costs that block alone: the scan skips it,
