@@ -37,9 +37,6 @@ PrefixLoader::~PrefixLoader() {
 void PrefixLoader::submit(PrefixLoadJob job) {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // The stall clock starts when work becomes pending; behind a job in
-    // flight it keeps that job's.
-    if (queue_.empty() && !running_) progress_at_ = Clock::now();
     queue_.push_back(std::move(job));
   }
   wake_.notify_one();
@@ -56,24 +53,25 @@ void PrefixLoader::detach_running(std::unique_lock<std::mutex>& lock) {
 }
 
 void PrefixLoader::abandon_if_stalled(std::unique_lock<std::mutex>& lock) {
-  if (idle() || Clock::now() - progress_at_ < stall_timeout_) return;
+  // Only a job in flight can stall: a queued one behind an idle thread is
+  // about to start (a thread slow to be scheduled is not a stuck read).
+  if (!running_ || idle() || Clock::now() - progress_at_ < stall_timeout_) return;
   std::vector<PrefixLoadResult> abandoned;
-  const bool reading = running_.has_value();
   // The stuck read, reported once as an I/O error: it turns the tier off.
   KvDiskTier::BlockRead stuck;
   stuck.outcome = KvDiskTier::BlockRead::kIoError;
   stuck.error = "a read did not finish within " + std::to_string(stall_timeout_.count()) + " ms";
-  if (reading && current_.reads.size() < current_.hashes.size())
+  if (current_.reads.size() < current_.hashes.size())
     stuck.error = "reading " + disk_.path_of(current_.hashes[current_.reads.size()]).string() +
                   " did not finish within " + std::to_string(stall_timeout_.count()) + " ms";
-  const bool detach = reading && !detached_;
+  const bool detach = !detached_;
   if (detach) abandoned.push_back(std::move(current_));
   // Queued jobs would wait behind the stuck read: recomputed instead.
   for (PrefixLoadJob& job : queue_)
     abandoned.push_back({job.seq, std::move(job.hashes), {}, job.eligible});
   queue_.clear();
   if (detach) detach_running(lock);
-  if (reading && !abandoned.empty()) abandoned.front().reads.push_back(std::move(stuck));
+  if (!abandoned.empty()) abandoned.front().reads.push_back(std::move(stuck));
   for (PrefixLoadResult& r : abandoned) finished_.push_back(std::move(r));
 }
 
@@ -82,7 +80,10 @@ std::vector<PrefixLoadResult> PrefixLoader::take(bool wait) {
   for (;;) {
     abandon_if_stalled(lock);
     if (!wait || !finished_.empty() || idle()) break;
-    done_.wait_until(lock, progress_at_ + stall_timeout_);
+    if (running_)
+      done_.wait_until(lock, progress_at_ + stall_timeout_);
+    else
+      done_.wait(lock);  // the thread notifies when it starts the queued job
   }
   std::vector<PrefixLoadResult> out;
   out.swap(finished_);
@@ -132,6 +133,7 @@ void PrefixLoader::run() {
     detached_ = false;
     progress_at_ = Clock::now();
     current_ = {job.seq, job.hashes, {}, job.eligible};
+    done_.notify_all();  // a take(wait) now waits with the stall deadline
     load(job, lock);
     if (!detached_) finished_.push_back(std::move(current_));
     running_.reset();

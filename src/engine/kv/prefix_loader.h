@@ -18,9 +18,10 @@
 // the caller may free them.
 //
 // Stalls: a read can block (a hung network file system, a dying disk), and
-// the engine waits on loads when it has nothing else to compute. When no
-// block read has finished for `stall_timeout`, take() abandons the job in
-// flight and every queued one: their results come back at once (the blocks
+// the engine waits on loads when it has nothing else to compute. When the
+// job in flight has gone `stall_timeout` without finishing a block read
+// (since it started or since its last one), take() abandons it and every
+// queued one: their results come back at once (the blocks
 // read so far, then a kIoError read naming the stuck file, which turns the
 // tier off), and those positions are recomputed. Abandoning waits only for
 // a block copy in progress, never for the read: the thread drops what it
@@ -121,7 +122,7 @@ class PrefixLoader {
   PrefixLoadResult current_;       // its reads so far
   bool detached_ = false;          // its result is dropped; no more copies into its blocks
   bool copying_ = false;           // the thread is copying a block into the pool
-  Clock::time_point progress_at_;  // the last read finished, or work became pending
+  Clock::time_point progress_at_;  // the running job started or its last read finished
   std::vector<PrefixLoadResult> finished_;
   bool stop_ = false;
   std::thread thread_;  // last: started once everything above exists
