@@ -2,7 +2,10 @@
 # The KV disk tier across processes, on the default 4M model: `run` and
 # `batch` give the cold run's output when their prefix blocks come back from
 # disk in a new process (f16 and int8 KV), and a `batch` killed with -9 in
-# the middle of its writes leaves nothing a later run uses wrongly.
+# the middle of its writes leaves nothing a later run uses wrongly. Entries
+# planted under block names (FIFOs, directories, links out of the directory)
+# are neither opened, followed nor touched, and a file-size limit turns the
+# tier off instead of killing the process.
 # usage: kv_disk.sh path/to/kvforge path/to/model.gguf work_dir
 set -euo pipefail
 kv="$1"
@@ -82,4 +85,75 @@ cmp -s cold-batch.txt after.txt || fail "batch after kill -9 differs from the co
 [ "$(rejected after.out)" = 0 ] || { tail -3 after.out >&2; fail "a file written before kill -9 was rejected"; }
 [ "$(disk_hits after.out)" -gt 0 ] || fail "nothing written before kill -9 was reused"
 ls -a killed | grep -q '^\.tmp-' && fail "temporary files of killed writers were not cleaned"
+# Untrusted entries: one block file of disk-f16 at a time replaced by a FIFO,
+# a directory, a link to a copy of that file outside the directory, or a
+# link to a stand-in for /etc/passwd. Each run ends within the timeout with
+# the cold output, opening none of them and leaving the tier on; the files
+# outside keep their bytes and modification times.
+mkdir outside
+echo 'root:x:0:0:root:/root:/bin/bash' >outside/passwd
+for f in disk-f16/*.kvb; do cp -p "$f" outside/; done
+touch -d '2001-09-09 01:46:40' outside/*
+stamp() { (cd outside && for f in *; do echo "$f $(stat -c %y "$f") $(cksum <"$f")"; done); }
+before=$(stamp)
+for kind in fifo dir link-out link-passwd; do
+  for f in disk-f16/*.kvb; do
+    name=$(basename "$f")
+    rm -rf planted && cp -rp disk-f16 planted && rm "planted/$name"
+    case $kind in
+      fifo) mkfifo "planted/$name" ;;
+      dir) mkdir -p "planted/$name/inside" ;;
+      link-out) ln -s "$PWD/outside/$name" "planted/$name" ;;
+      link-passwd) ln -s "$PWD/outside/passwd" "planted/$name" ;;
+    esac
+    status=0
+    timeout 60 "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type f16 \
+      --kv-disk planted >planted.out 2>planted.err || status=$?
+    what="$kind under $name"
+    [ "$status" = 0 ] || { cat planted.err >&2; fail "$what: run ended with status $status"; }
+    cmp -s cold-f16.out planted.out || fail "$what: output differs from the cold run"
+    [ "$(rejected planted.err)" = 0 ] || { cat planted.err >&2; fail "$what: opened it"; }
+    grep -q 'DEGRADED' planted.err && { cat planted.err >&2; fail "$what: tier off"; }
+    [ "$before" = "$(stamp)" ] || fail "$what: a file outside the tier's directory changed"
+  done
+done
+
+# A file-size limit below one block file, SIGXFSZ at its default: the first
+# block write fails with EFBIG, the tier turns off with one warning naming
+# the file, and the run ends normally with the cold output.
+status=0
+(ulimit -f 20 && exec "$kv" run -m "$model" -p "$prompt" -n 24 --temp 0 --kv-type f16 \
+  --kv-disk limited) >limited.out 2>limited.err || status=$?
+[ "$status" = 0 ] || { cat limited.err >&2; fail "run under ulimit -f 20 ended with status $status"; }
+cmp -s cold-f16.out limited.out || fail "run under ulimit -f 20 differs from the cold run"
+grep -q "warning: KV disk tier limited: cannot write .*limited/.*File too large; serving from RAM only" \
+  limited.err || { cat limited.err >&2; fail "no warning that the tier turned off"; }
+grep -q 'DEGRADED' limited.err || { cat limited.err >&2; fail "the summary does not say DEGRADED"; }
+
+# The same for serve: both completions answered (the first write turns the
+# tier off), the server alive after them and stopping normally on SIGTERM.
+(ulimit -f 20 && exec "$kv" serve -m "$model" --port 0 --kv-disk limited-serve) 2>serve.err &
+pid=$!
+port=
+for _ in $(seq 1 600); do
+  port=$(sed -n 's|.*listening on http://[^:]*:\([0-9]*\).*|\1|p' serve.err)
+  [ -n "$port" ] || ! kill -0 "$pid" 2>/dev/null && break
+  sleep 0.05
+done
+[ -n "$port" ] || { cat serve.err >&2; fail "serve under ulimit -f 20 did not start"; }
+for i in 1 2; do
+  code=$(curl -s -o "serve-$i.json" -w '%{http_code}' --max-time 30 \
+    -H 'Content-Type: application/json' \
+    -d "{\"prompt\": \"$prompt\", \"max_tokens\": 8, \"temperature\": 0}" \
+    "http://127.0.0.1:$port/v1/completions") || true
+  [ "$code" = 200 ] || { cat serve.err >&2; fail "serve under ulimit -f 20: request $i got '$code'"; }
+done
+kill -0 "$pid" 2>/dev/null || { cat serve.err >&2; fail "serve under ulimit -f 20 died"; }
+kill -TERM "$pid"
+status=0
+wait "$pid" || status=$?
+[ "$status" = 0 ] || { cat serve.err >&2; fail "serve under ulimit -f 20 ended with status $status"; }
+grep -q "KV disk tier limited-serve: cannot write .*File too large" serve.err ||
+  { cat serve.err >&2; fail "serve: no warning that the tier turned off"; }
+
 echo "kv_disk: ok"

@@ -3,16 +3,22 @@
 // does not compute it), and both outputs stay bit-identical to cold runs;
 // aborting a loading request frees its blocks, destroying the engine stops
 // the load first; a corrupt file met by the load ends the restore there and
-// the rest is recomputed.
+// the rest is recomputed; a FIFO, a directory or a link under a block's name
+// (before or after the engine's scan) costs that block alone.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cinttypes>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <sstream>
+#include <tuple>
 
 #include "engine/kv/prefix_cache.h"
 #include "engine_test_util.h"
+#include "fifo_watchdog.h"
 #include "temp_dir.h"
 
 namespace kvforge {
@@ -42,6 +48,20 @@ Trace run_alone(Engine& engine, EngineRecorder& rec, const std::vector<int32_t>&
   const RequestId id = engine.add_request(prompt, greedy(max_tokens));
   while (engine.has_unfinished()) rec.record(engine.step());
   return rec.at(id, 0);
+}
+
+// The file of `prompt`'s block at `depth` in dir (empty when none).
+fs::path block_file(const fs::path& dir, const std::vector<int32_t>& prompt, size_t depth) {
+  uint64_t h = PrefixCache::kRootHash;
+  for (size_t i = 0; i <= depth; ++i)
+    h = PrefixCache::chain_hash(h, std::span(prompt).subspan(i * kBlock, kBlock));
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, "-%016" PRIx64 ".kvb", h);
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() >= 21 && name.compare(name.size() - 21, 21, suffix) == 0) return e.path();
+  }
+  return {};
 }
 
 struct Fixture {
@@ -127,16 +147,10 @@ TEST(DiskTierAsync, DestroyingTheEngineDuringALoadIsSafe) {
 TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
   Fixture f;
   // Flip a byte of the file of doc's fifth block (depth 4).
-  uint64_t h = PrefixCache::kRootHash;
-  for (size_t i = 0; i <= 4; ++i)
-    h = PrefixCache::chain_hash(h, std::span(f.doc).subspan(i * kBlock, kBlock));
-  char suffix[32];
-  std::snprintf(suffix, sizeof suffix, "-%016" PRIx64 ".kvb", h);
+  const fs::path path = block_file(f.dir.path, f.doc, 4);
   int damaged = 0;
-  for (const auto& e : fs::directory_iterator(f.dir.path)) {
-    const std::string name = e.path().filename().string();
-    if (name.size() < 21 || name.compare(name.size() - 21, 21, suffix) != 0) continue;
-    std::fstream file(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+  if (!path.empty()) {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
     file.seekg(300);
     const char c = char(file.get());
     file.seekp(300);
@@ -155,6 +169,74 @@ TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
   EXPECT_EQ(rec.at(d, 0).logits, f.want_doc.logits);
   EXPECT_EQ(rec.at(d - 1, 0).logits, f.want_chat.logits);
   EXPECT_EQ(st.kv_blocks_free, engine.n_blocks()) << "nothing leaks";
+}
+
+// A file's size, a digest of its bytes and its modification time
+// (nanoseconds), through links.
+std::tuple<size_t, size_t, int64_t> snapshot(const fs::path& p) {
+  std::ostringstream text;
+  text << std::ifstream(p, std::ios::binary).rdbuf();
+  struct stat st {};
+  ::stat(p.c_str(), &st);
+  return {text.str().size(), std::hash<std::string>{}(text.str()),
+          st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
+}
+
+// Doc's block at depth 3 replaced by a FIFO, a directory, a link to a valid
+// copy of that block outside the directory or a link to a stand-in for
+// /etc/passwd, before the engine's scan or after it: the load restores
+// depths 0-2 and stops there, doc and an unrelated prompt give their cold
+// logits, nothing blocks or turns the tier off, and the outside files keep
+// their bytes and times.
+TEST(DiskTierAsync, AFifoADirectoryOrALinkCostsOnlyItsBlock) {
+  Fixture f;
+  enum Plant { kFifo, kDirectory, kLinkOut, kLinkPasswd };
+  for (const Plant kind : {kFifo, kDirectory, kLinkOut, kLinkPasswd}) {
+    for (const bool after_scan : {false, true}) {
+      SCOPED_TRACE("entry kind " + std::to_string(kind) + (after_scan ? ", after" : ", before") +
+                   " the scan");
+      TempDir dir("kvforge-disk-async"), outside("kvforge-disk-outside");
+      fs::copy(f.dir.path, dir.path, fs::copy_options::recursive);
+      const fs::path target = block_file(dir.path, f.doc, 3);
+      ASSERT_FALSE(target.empty());
+      int64_t restored_bytes = 0;
+      for (size_t d = 0; d < 3; ++d)
+        restored_bytes += int64_t(fs::file_size(block_file(dir.path, f.doc, d)));
+      const fs::path block_out = outside.path / "block.kvb", passwd = outside.path / "passwd";
+      fs::copy_file(target, block_out);
+      std::ofstream(passwd) << "root:x:0:0:root:/root:/bin/bash\n";
+      const timespec past[2] = {{1000000000, 0}, {1000000000, 0}};
+      for (const fs::path& p : {block_out, passwd}) ::utimensat(AT_FDCWD, p.c_str(), past, 0);
+      const auto block_before = snapshot(block_out), passwd_before = snapshot(passwd);
+      const auto plant = [&] {
+        fs::remove(target);
+        if (kind == kFifo) {
+          ASSERT_EQ(::mkfifo(target.c_str(), 0644), 0);
+        }
+        if (kind == kDirectory) {
+          fs::create_directory(target);
+          std::ofstream(target / "inside") << "x";
+        }
+        if (kind == kLinkOut) fs::create_symlink(block_out, target);
+        if (kind == kLinkPasswd) fs::create_symlink(passwd, target);
+      };
+      if (!after_scan) plant();
+      EngineRecorder rec;
+      Engine engine(*f.model, f.pool, rec.hook(options(dir.path)));
+      if (after_scan) plant();
+      const testing::FifoWatchdog watchdog({target}, std::chrono::seconds(20));
+      EXPECT_EQ(run_alone(engine, rec, f.doc, 4).logits, f.want_doc.logits);
+      EXPECT_EQ(run_alone(engine, rec, f.chat, 12).logits, f.want_chat.logits);
+      EXPECT_FALSE(watchdog.fired()) << "a read blocked on the FIFO";
+      const EngineStats st = engine.stats();
+      EXPECT_EQ(st.disk.hits, 3);
+      EXPECT_EQ(st.disk.bytes_read, restored_bytes) << "only depths 0-2 were read";
+      EXPECT_EQ(st.disk.files_rejected, after_scan ? 1 : 0);
+      EXPECT_FALSE(st.disk.degraded);
+      EXPECT_EQ(snapshot(block_out), block_before);
+      EXPECT_EQ(snapshot(passwd), passwd_before);
+    }
+  }
 }
 
 }  // namespace disk_tier_async_test

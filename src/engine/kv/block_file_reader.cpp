@@ -25,6 +25,32 @@ struct Fd {
   }
 };
 
+// Our files are made by renaming a fresh temporary: one name, no other
+// link to a file elsewhere.
+bool regular_of_size(const struct stat& st, size_t expected) {
+  return S_ISREG(st.st_mode) && st.st_nlink == 1 && uint64_t(st.st_size) == expected;
+}
+
+FileRead refused() {
+  FileRead r;
+  r.status = FileRead::kRefused;
+  return r;
+}
+
+// A failed lstat, open or read. Errors that say this entry is not a file we
+// may read (a link under O_NOFOLLOW, a socket, a file of another owner)
+// refuse the entry; the others (EIO, out of descriptors or memory) are
+// faults of the disk or the process.
+FileRead failed(int err) {
+  if (err == ELOOP || err == ENXIO || err == EACCES || err == EPERM || err == EISDIR ||
+      err == ENODEV || err == ETXTBSY || err == EWOULDBLOCK || err == EOVERFLOW)
+    return refused();
+  FileRead r;
+  r.status = err == ENOENT ? FileRead::kMissing : FileRead::kError;
+  r.error = err;
+  return r;
+}
+
 }  // namespace
 
 void BlockFileReader::reserve(size_t n) {
@@ -47,57 +73,49 @@ bool BlockFileReader::read_buffered(int fd, size_t want, size_t& done) {
   return true;
 }
 
-FileRead BlockFileReader::read(const std::filesystem::path& path, size_t limit) {
-  FileRead r;
-  Fd f;
+bool BlockFileReader::read_direct(int fd, size_t want, size_t& done) {
+  // Whole aligned chunks; a short read is the end of the file.
+  const size_t aligned = round_up(want, kAlignment);
+  while (done < want) {
+    const ssize_t n = ::pread(fd, buf_.get() + done, aligned - done, off_t(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINVAL) break;  // the tail: finished buffered
+    if (n < 0) return false;
+    done += size_t(n);
+    if (n == 0 || size_t(n) % kAlignment != 0) break;
+  }
+  if (done >= want) return true;
+  // The same descriptor without O_DIRECT: reopening by name could reach
+  // another file.
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_DIRECT) == 0;
+}
+
+FileRead BlockFileReader::read(const std::filesystem::path& path, size_t expected) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return failed(errno);
+  if (!regular_of_size(st, expected)) return refused();
+  // O_NONBLOCK: a FIFO swapped in after lstat opens without waiting for a
+  // writer (fstat then refuses it); a regular file's reads ignore the flag.
+  const int flags = O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY;
   bool direct = mode_ == KvReadMode::kDirect;
-  f.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC | (direct ? O_DIRECT : 0)));
+  Fd f;
+  f.reset(::open(path.c_str(), flags | (direct ? O_DIRECT : 0)));
   if (f.fd < 0 && direct && errno == EINVAL) {  // no O_DIRECT on this file system
     direct = false;
-    f.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    f.reset(::open(path.c_str(), flags));
   }
-  if (f.fd < 0) {
-    r.status = errno == ENOENT ? FileRead::kMissing : FileRead::kError;
-    r.error = errno;
-    return r;
-  }
-  struct stat st {};
-  if (::fstat(f.fd, &st) != 0) {
-    r.error = errno;
-    return r;
-  }
-  const size_t want = std::min(size_t(st.st_size), limit);
+  if (f.fd < 0) return failed(errno);
+  if (::fstat(f.fd, &st) != 0) return failed(errno);
+  if (!regular_of_size(st, expected)) return refused();
   size_t done = 0;
-  reserve(want);
-  if (direct) {
-    // Whole aligned chunks; a short read is the end of the file.
-    const size_t aligned = round_up(want, kAlignment);
-    while (done < want) {
-      const ssize_t n = ::pread(f.fd, buf_.get() + done, aligned - done, off_t(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && errno == EINVAL) break;  // the tail: finished buffered below
-      if (n < 0) {
-        r.error = errno;
-        return r;
-      }
-      done += size_t(n);
-      if (n == 0 || size_t(n) % kAlignment != 0) break;
-    }
-    if (done < want) {
-      f.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-      if (f.fd < 0) {
-        r.status = errno == ENOENT ? FileRead::kMissing : FileRead::kError;
-        r.error = errno;
-        return r;
-      }
-    }
-  }
-  if (done < want && !read_buffered(f.fd, want, done)) {
-    r.error = errno;
-    return r;
-  }
+  reserve(expected);
+  if ((direct && !read_direct(f.fd, expected, done)) ||
+      (done < expected && !read_buffered(f.fd, expected, done)))
+    return failed(errno);
+  FileRead r;
   r.status = FileRead::kOk;
-  r.bytes = std::span<const uint8_t>(buf_.get(), std::min(done, want));
+  r.bytes = std::span<const uint8_t>(buf_.get(), std::min(done, expected));
   return r;
 }
 

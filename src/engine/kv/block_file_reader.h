@@ -9,6 +9,14 @@
 // returns the short tail at the end of the file; a file system that refuses
 // O_DIRECT at open (tmpfs) or on the unaligned tail gets a buffered read for
 // the whole file or for the tail.
+//
+// Files in the tier's directory are untrusted: only a regular file of the
+// expected size with no other name (not a hard link to a file elsewhere)
+// is read. A symbolic link is never followed (lstat, then
+// O_NOFOLLOW), a special file is never opened (a FIFO would block the read
+// forever; O_NONBLOCK covers one swapped in between lstat and open), and
+// fstat on the open descriptor checks type and size again before a byte is
+// read.
 #pragma once
 
 #include <cstddef>
@@ -23,9 +31,12 @@ namespace kvforge {
 enum class KvReadMode { kBuffered, kDirect };
 
 struct FileRead {
-  enum Status { kOk, kMissing, kError } status = kError;
+  // kRefused: the entry is not a regular file of the expected size with one
+  // name (a link, a FIFO, a directory, a device, a file it may not open):
+  // nothing was read.
+  enum Status { kOk, kMissing, kRefused, kError } status = kError;
   int error = 0;                        // errno when kError
-  std::span<const uint8_t> bytes = {};  // the file's first min(size, limit) bytes
+  std::span<const uint8_t> bytes = {};  // the file's bytes (fewer if it shrank while read)
 };
 
 class BlockFileReader {
@@ -35,9 +46,10 @@ class BlockFileReader {
   explicit BlockFileReader(KvReadMode mode) : mode_(mode) {}
 
   KvReadMode mode() const { return mode_; }
-  // Reads at most `limit` bytes of `path` (a hostile size costs nothing).
-  // `bytes` views this reader's buffer until the next read.
-  FileRead read(const std::filesystem::path& path, size_t limit);
+  // Reads `path` if it is a regular file of exactly `expected` bytes (a
+  // hostile size costs nothing). `bytes` views this reader's buffer until
+  // the next read.
+  FileRead read(const std::filesystem::path& path, size_t expected);
 
  private:
   struct Free {
@@ -47,6 +59,9 @@ class BlockFileReader {
   void reserve(size_t n);
   // Reads [done, want) of fd buffered (pread) into buf_; false on an error.
   bool read_buffered(int fd, size_t want, size_t& done);
+  // Reads [done, want) of fd with O_DIRECT set, stopping at the unaligned
+  // tail when the file system refuses it there; false on an error.
+  bool read_direct(int fd, size_t want, size_t& done);
 
   KvReadMode mode_;
   std::unique_ptr<uint8_t[], Free> buf_;  // [capacity_] kAlignment-aligned

@@ -51,6 +51,17 @@ bool is_orphan_tmp(const std::string& name, const std::string& prefix) {
   return pid > 0 && pid != long(getpid()) && kill(pid_t(pid), 0) != 0 && errno == ESRCH;
 }
 
+// A file-size limit (ulimit -f) must fail a block write with EFBIG, which
+// turns the tier off as a full disk does, rather than end the process with
+// SIGXFSZ. The disposition is the process's: left alone when someone
+// handles the signal already.
+void ignore_file_size_signal() {
+  struct sigaction old {};
+  if (::sigaction(SIGXFSZ, nullptr, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+      old.sa_handler == SIG_DFL)
+    ::signal(SIGXFSZ, SIG_IGN);
+}
+
 }  // namespace
 
 KvDiskTier::KvDiskTier(fs::path dir, uint64_t capacity_bytes, KvBlockIdentity id, WarnFn warn)
@@ -62,6 +73,7 @@ KvDiskTier::KvDiskTier(fs::path dir, uint64_t capacity_bytes, KvBlockIdentity id
       warn_(std::move(warn)) {
   if (!warn_) warn_ = [](const std::string& m) { std::cerr << "kvforge: warning: " << m << "\n"; };
   stats_.enabled = true;
+  ignore_file_size_signal();
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (ec || !fs::is_directory(dir_, ec)) {
@@ -85,14 +97,21 @@ void KvDiskTier::degrade(const std::string& what) {
 void KvDiskTier::scan() {
   struct Found {
     uint64_t hash, bytes;
-    fs::file_time_type mtime;
+    timespec mtime;
   };
   std::vector<Found> found;
   std::error_code ec;
   for (fs::directory_iterator it(dir_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
+    // One lstat per entry, its own errors: a link (symbolic or hard), a FIFO
+    // or a directory named like ours is skipped (never followed, opened or
+    // indexed), and an entry that fails costs only itself.
+    struct stat st {};
+    const bool regular =
+        ::lstat(it->path().c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1;
+    if (!regular) continue;
     if (is_orphan_tmp(name, prefix_)) {
-      fs::remove(it->path(), ec);
+      ::unlink(it->path().c_str());
       continue;
     }
     uint64_t hash;
@@ -100,17 +119,16 @@ void KvDiskTier::scan() {
         name.compare(name.size() - 4, 4, ".kvb") != 0 ||
         !parse_hex16(std::string_view(name).substr(prefix_.size(), 16), hash))
       continue;
-    std::error_code e2;
-    const uint64_t bytes = it->file_size(e2);
-    const fs::file_time_type mtime = it->last_write_time(e2);
-    if (!e2) found.push_back({hash, bytes, mtime});
+    found.push_back({hash, uint64_t(st.st_size), st.st_mtim});
   }
   if (ec) {
     degrade("cannot list " + dir_.string() + ": " + ec.message());
     return;
   }
-  std::sort(found.begin(), found.end(),
-            [](const Found& a, const Found& b) { return a.mtime < b.mtime; });
+  std::sort(found.begin(), found.end(), [](const Found& a, const Found& b) {
+    return a.mtime.tv_sec != b.mtime.tv_sec ? a.mtime.tv_sec < b.mtime.tv_sec
+                                            : a.mtime.tv_nsec < b.mtime.tv_nsec;
+  });
   for (const Found& f : found) index(f.hash, f.bytes);
   make_room(0);
 }
@@ -137,7 +155,9 @@ void KvDiskTier::touch(uint64_t chain_hash) {
   if (it == index_.end()) return;
   lru_.splice(lru_.end(), lru_, it->second.lru);
   // Persist the recency for the next process; a failure here costs nothing.
-  ::utimensat(AT_FDCWD, path_of(chain_hash).c_str(), nullptr, 0);
+  // Never through a link: an entry swapped for one since the read changes
+  // only the link's own time.
+  ::utimensat(AT_FDCWD, path_of(chain_hash).c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
 }
 
 bool KvDiskTier::make_room(uint64_t bytes) {
@@ -154,7 +174,14 @@ bool KvDiskTier::contains(uint64_t chain_hash) const {
 }
 
 bool KvDiskTier::write_file(const fs::path& tmp, std::span<const uint8_t> bytes) {
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+  int fd = ::open(tmp.c_str(), flags, 0644);
+  if (fd < 0 && errno == EEXIST) {
+    // Our pid's name, so no live writer's: left by a killed process that had
+    // our pid, or planted. Unlinking removes a link itself, not its target.
+    ::unlink(tmp.c_str());
+    fd = ::open(tmp.c_str(), flags, 0644);
+  }
   if (fd < 0) {
     degrade("cannot create " + tmp.string() + ": " + std::strerror(errno));
     return false;
@@ -195,7 +222,10 @@ bool KvDiskTier::store(uint64_t chain_hash, std::span<const int32_t> prefix_toke
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());
-    degrade("cannot rename into " + final_path.string() + ": " + std::strerror(err));
+    // A directory under the block's name costs that block only; rename
+    // replaces a link or a FIFO there without following it.
+    if (err != EISDIR && err != ENOTEMPTY && err != EEXIST)
+      degrade("cannot rename into " + final_path.string() + ": " + std::strerror(err));
     return false;
   }
   index(chain_hash, file.size());
@@ -212,9 +242,13 @@ KvDiskTier::BlockRead KvDiskTier::read_block(uint64_t chain_hash,
   const auto start = std::chrono::steady_clock::now();
   BlockRead r;
   const fs::path path = path_of(chain_hash);
-  // A file longer than this block's can only be rejected: one byte more tells.
-  const FileRead f = reader.read(path, block_file_bytes(id_, prefix_tokens.size()) + 1);
+  const FileRead f = reader.read(path, block_file_bytes(id_, prefix_tokens.size()));
   if (f.status == FileRead::kMissing) return r;  // evicted by another process: a miss
+  if (f.status == FileRead::kRefused) {          // not a regular file of this block's size
+    r.outcome = BlockRead::kRejected;
+    r.seconds = seconds_since(start);
+    return r;
+  }
   if (f.status == FileRead::kError) {
     r.outcome = BlockRead::kIoError;
     r.error = "cannot read " + path.string() + ": " + std::strerror(f.error);

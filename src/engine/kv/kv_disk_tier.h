@@ -28,10 +28,21 @@
 // hands the outcome back to the owning thread for note_read().
 //
 // Faults: any I/O error (a directory that cannot be created or listed, a
-// full disk, a read-only directory, a failing read) turns the tier off for
-// the rest of the process with one warning; serving goes on from RAM alone
-// and stats().degraded says so. A file deleted under us (another process
-// sharing the directory evicted it) is a plain miss.
+// full disk or a file-size limit, a read-only directory, a failing read)
+// turns the tier off for the rest of the process with one warning; serving
+// goes on from RAM alone and stats().degraded says so. Constructing a tier
+// sets SIGXFSZ to ignored (unless the process handles it) so that a
+// file-size limit gives EFBIG instead of ending the process. A file deleted
+// under us (another process sharing the directory evicted it) is a plain
+// miss.
+//
+// Untrusted entries: only regular files with one name are indexed, read,
+// touched or deleted as blocks; links are never followed (lstat, O_NOFOLLOW,
+// AT_SYMLINK_NOFOLLOW; unlink removes a link, not its target) and special
+// files are never opened (block_file_reader.h). A link, FIFO, socket or
+// directory under a block's name costs that block alone: the scan skips it,
+// a read refuses it (counted as rejected), a store cannot replace a
+// directory and gives up on that block only.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "engine/kv/prefix_loader.h"
 
 #include <algorithm>
+#include <string>
 
 namespace kvforge {
 
@@ -10,14 +11,24 @@ int32_t PrefixLoadResult::n_good() const {
   return n;
 }
 
-PrefixLoader::PrefixLoader(const KvDiskTier& disk, PagedKvCache& cache, KvReadMode mode)
-    : disk_(disk), cache_(cache), reader_(mode), thread_([this] { run(); }) {}
+PrefixLoader::PrefixLoader(const KvDiskTier& disk, PagedKvCache& cache, KvReadMode mode,
+                           std::chrono::milliseconds stall_timeout, ReadBlockFn read)
+    : disk_(disk),
+      cache_(cache),
+      stall_timeout_(stall_timeout),
+      read_(read ? std::move(read)
+                 : ReadBlockFn([&disk](uint64_t h, std::span<const int32_t> prefix,
+                                       BlockFileReader& reader, std::span<const uint8_t>& payload) {
+                     return disk.read_block(h, prefix, reader, payload);
+                   })),
+      reader_(mode),
+      thread_([this] { run(); }) {}
 
 PrefixLoader::~PrefixLoader() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    cancel_running_ = true;
+    detached_ = true;
   }
   wake_.notify_one();
   thread_.join();
@@ -33,12 +44,47 @@ void PrefixLoader::submit(PrefixLoadJob job) {
 
 int32_t PrefixLoader::pending() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return int32_t(queue_.size() + finished_.size()) + (running_ ? 1 : 0);
+  return int32_t(queue_.size() + finished_.size()) + (running_ && !detached_ ? 1 : 0);
+}
+
+void PrefixLoader::detach_running(std::unique_lock<std::mutex>& lock) {
+  detached_ = true;
+  done_.wait(lock, [&] { return !copying_; });
+}
+
+void PrefixLoader::abandon_if_stalled(std::unique_lock<std::mutex>& lock) {
+  // Only a job in flight can stall: a queued one behind an idle thread is
+  // about to start (a thread slow to be scheduled is not a stuck read).
+  if (!running_ || idle() || Clock::now() - progress_at_ < stall_timeout_) return;
+  std::vector<PrefixLoadResult> abandoned;
+  // The stuck read, reported once as an I/O error: it turns the tier off.
+  KvDiskTier::BlockRead stuck;
+  stuck.outcome = KvDiskTier::BlockRead::kIoError;
+  stuck.error = "a read did not finish within " + std::to_string(stall_timeout_.count()) + " ms";
+  if (current_.reads.size() < current_.hashes.size())
+    stuck.error = "reading " + disk_.path_of(current_.hashes[current_.reads.size()]).string() +
+                  " did not finish within " + std::to_string(stall_timeout_.count()) + " ms";
+  const bool detach = !detached_;
+  if (detach) abandoned.push_back(std::move(current_));
+  // Queued jobs would wait behind the stuck read: recomputed instead.
+  for (PrefixLoadJob& job : queue_)
+    abandoned.push_back({job.seq, std::move(job.hashes), {}, job.eligible});
+  queue_.clear();
+  if (detach) detach_running(lock);
+  if (!abandoned.empty()) abandoned.front().reads.push_back(std::move(stuck));
+  for (PrefixLoadResult& r : abandoned) finished_.push_back(std::move(r));
 }
 
 std::vector<PrefixLoadResult> PrefixLoader::take(bool wait) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (wait) done_.wait(lock, [&] { return !finished_.empty() || (queue_.empty() && !running_); });
+  for (;;) {
+    abandon_if_stalled(lock);
+    if (!wait || !finished_.empty() || idle()) break;
+    if (running_)
+      done_.wait_until(lock, progress_at_ + stall_timeout_);
+    else
+      done_.wait(lock);  // the thread notifies when it starts the queued job
+  }
   std::vector<PrefixLoadResult> out;
   out.swap(finished_);
   return out;
@@ -48,23 +94,32 @@ void PrefixLoader::cancel(SeqId seq) {
   std::unique_lock<std::mutex> lock(mu_);
   std::erase_if(queue_, [seq](const PrefixLoadJob& j) { return j.seq == seq; });
   std::erase_if(finished_, [seq](const PrefixLoadResult& r) { return r.seq == seq; });
-  if (running_ != seq) return;
-  cancel_running_ = true;
-  done_.wait(lock, [&] { return running_ != seq; });
+  if (running_ == seq && !detached_) detach_running(lock);
 }
 
-PrefixLoadResult PrefixLoader::load(const PrefixLoadJob& job) {
-  PrefixLoadResult r{job.seq, job.hashes, {}, job.eligible};
+// Runs with `lock` held except around each read and each copy; stops at the
+// first block that is not a hit, or when the job is detached.
+void PrefixLoader::load(const PrefixLoadJob& job, std::unique_lock<std::mutex>& lock) {
   const size_t bs = job.tokens.size() / (size_t(job.from_block) + job.hashes.size());
   const std::span<const int32_t> tokens(job.tokens);
-  for (size_t i = 0; i < job.hashes.size() && !cancel_running_; ++i) {
+  for (size_t i = 0; i < job.hashes.size() && !detached_; ++i) {
     std::span<const uint8_t> payload;
     const std::span<const int32_t> prefix = tokens.first((size_t(job.from_block) + i + 1) * bs);
-    r.reads.push_back(disk_.read_block(job.hashes[i], prefix, reader_, payload));
-    if (r.reads.back().outcome != KvDiskTier::BlockRead::kHit) break;
+    lock.unlock();
+    KvDiskTier::BlockRead read = read_(job.hashes[i], prefix, reader_, payload);
+    lock.lock();
+    if (detached_) return;
+    progress_at_ = Clock::now();
+    const bool hit = read.outcome == KvDiskTier::BlockRead::kHit;
+    current_.reads.push_back(std::move(read));
+    if (!hit) return;
+    copying_ = true;
+    lock.unlock();
     cache_.import_block(job.dst[i], payload);
+    lock.lock();
+    copying_ = false;
+    done_.notify_all();  // a detach_running() may wait for the copy
   }
-  return r;
 }
 
 void PrefixLoader::run() {
@@ -75,12 +130,14 @@ void PrefixLoader::run() {
     PrefixLoadJob job = std::move(queue_.front());
     queue_.pop_front();
     running_ = job.seq;
-    cancel_running_ = false;
-    lock.unlock();
-    PrefixLoadResult r = load(job);
-    lock.lock();
-    if (!cancel_running_) finished_.push_back(std::move(r));
+    detached_ = false;
+    progress_at_ = Clock::now();
+    current_ = {job.seq, job.hashes, {}, job.eligible};
+    done_.notify_all();  // a take(wait) now waits with the stall deadline
+    load(job, lock);
+    if (!detached_) finished_.push_back(std::move(current_));
     running_.reset();
+    detached_ = stop_;
     done_.notify_all();
   }
 }

@@ -16,12 +16,24 @@
 // (and the compute threads it starts afterwards) does with them. cancel()
 // returns only once the thread no longer writes into the job's blocks, so
 // the caller may free them.
+//
+// Stalls: a read can block (a hung network file system, a dying disk), and
+// the engine waits on loads when it has nothing else to compute. When the
+// job in flight has gone `stall_timeout` without finishing a block read
+// (since it started or since its last one), take() abandons it and every
+// queued one: their results come back at once (the blocks
+// read so far, then a kIoError read naming the stuck file, which turns the
+// tier off), and those positions are recomputed. Abandoning waits only for
+// a block copy in progress, never for the read: the thread drops what it
+// reads afterwards. Destroying the loader still joins the thread, so it
+// waits for that read to return.
 #pragma once
 
-#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -51,38 +63,66 @@ struct PrefixLoadResult {
   int32_t n_good() const;
 };
 
+// How long a load may go without finishing a block read before it is
+// abandoned: far above a block read from any working disk, and short
+// enough that requests waiting on it recompute instead of timing out.
+inline constexpr std::chrono::milliseconds kPrefixLoadStallTimeout{2000};
+
 class PrefixLoader {
  public:
-  // disk and cache must outlive this; `mode`: how the thread reads files.
-  PrefixLoader(const KvDiskTier& disk, PagedKvCache& cache, KvReadMode mode);
+  // KvDiskTier::read_block's signature; tests inject slow reads.
+  using ReadBlockFn = std::function<KvDiskTier::BlockRead(
+      uint64_t chain_hash, std::span<const int32_t> prefix_tokens, BlockFileReader& reader,
+      std::span<const uint8_t>& payload)>;
+
+  // disk and cache must outlive this; `mode`: how the thread reads files;
+  // read: how it reads one block (disk.read_block when null).
+  PrefixLoader(const KvDiskTier& disk, PagedKvCache& cache, KvReadMode mode,
+               std::chrono::milliseconds stall_timeout = kPrefixLoadStallTimeout,
+               ReadBlockFn read = nullptr);
   // Stops after the job in flight (if any); queued jobs are dropped.
   ~PrefixLoader();
   PrefixLoader(const PrefixLoader&) = delete;
   PrefixLoader& operator=(const PrefixLoader&) = delete;
 
   void submit(PrefixLoadJob job);
-  // Finished jobs since the last call, oldest first. wait: block until at
-  // least one is finished, unless none is queued or running.
+  // Finished (or abandoned, see Stalls) jobs since the last call, oldest
+  // first. wait: block until at least one is finished, unless none is queued
+  // or running; never longer than about stall_timeout.
   std::vector<PrefixLoadResult> take(bool wait);
   // Forgets seq's job, queued, running or finished; returns once the thread
-  // writes into none of its blocks any more.
+  // writes into none of its blocks any more (without waiting for a read).
   void cancel(SeqId seq);
   // Jobs submitted and not yet taken or cancelled.
   int32_t pending() const;
 
  private:
+  using Clock = std::chrono::steady_clock;
   void run();
-  PrefixLoadResult load(const PrefixLoadJob& job);
+  void load(const PrefixLoadJob& job, std::unique_lock<std::mutex>& lock);
+  // Under mu_: the running job stops writing into its blocks and its result
+  // is dropped; returns once no block copy is in progress.
+  void detach_running(std::unique_lock<std::mutex>& lock);
+  // Under mu_: abandons the running and queued jobs if no read finished for
+  // stall_timeout_ (see Stalls).
+  void abandon_if_stalled(std::unique_lock<std::mutex>& lock);
+  // Under mu_: nothing queued, and nothing running that anyone waits for.
+  bool idle() const { return queue_.empty() && (!running_ || detached_); }
 
   const KvDiskTier& disk_;
   PagedKvCache& cache_;
+  const std::chrono::milliseconds stall_timeout_;
+  const ReadBlockFn read_;
   BlockFileReader reader_;  // the thread's
   mutable std::mutex mu_;
   std::condition_variable wake_;  // the thread: a job or stop
-  std::condition_variable done_;  // take(wait) and cancel(): a job ended
+  std::condition_variable done_;  // take(wait) and cancel(): a job ended or a copy did
   std::deque<PrefixLoadJob> queue_;
-  std::optional<SeqId> running_;  // the job being read
-  std::atomic<bool> cancel_running_{false};
+  std::optional<SeqId> running_;   // the job being read
+  PrefixLoadResult current_;       // its reads so far
+  bool detached_ = false;          // its result is dropped; no more copies into its blocks
+  bool copying_ = false;           // the thread is copying a block into the pool
+  Clock::time_point progress_at_;  // the running job started or its last read finished
   std::vector<PrefixLoadResult> finished_;
   bool stop_ = false;
   std::thread thread_;  // last: started once everything above exists

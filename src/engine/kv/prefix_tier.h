@@ -36,7 +36,8 @@ class PrefixTier {
   virtual void start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block, int32_t n,
                           int32_t eligible) = 0;
   // Loads that ended since the last call. Never blocks unless `wait`: then
-  // returns once at least one has ended, if any is in flight.
+  // returns once at least one has ended, if any is in flight; a load stuck
+  // on a read ends after a bounded time with the blocks it read so far.
   virtual std::vector<LoadedPrefix> take_loaded(bool wait) = 0;
   // Abandons seq's load; on return nothing writes into its blocks any more.
   virtual void cancel_load(SeqId seq) = 0;
