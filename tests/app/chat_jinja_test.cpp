@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "app/chat/chat_template.h"
+#include "app/chat/jinja_parser.h"
 #include "app/chat/python_format.h"
 
 namespace kvforge {
@@ -199,6 +200,82 @@ TEST(ChatJinja, HostileTemplatesHitLimits) {
             std::string::npos);
   EXPECT_THROW(ChatTemplate::parse(std::string(ChatTemplate::kMaxSourceBytes + 1, 'x')),
                TemplateError);
+}
+
+std::string repeated(std::string_view link, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += link;
+  return out;
+}
+
+// A template that evaluates `expr` only when the last message is "BOOM", so
+// the load-time test render (ChatTemplate::check_renders) never reaches it.
+std::string boom_branch(const std::string& expr) {
+  return "{% if messages[-1].content == 'BOOM' %}{{ " + expr +
+         " }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}";
+}
+
+// The TemplateError of parsing `source` and rendering it for a user whose
+// last message is `content`, or "" when it renders.
+std::string error_for(const std::string& source, const std::string& content) {
+  try {
+    render(source, ordered_json::array({{{"role", "user"}, {"content", content}}}));
+  } catch (const TemplateError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Issue 42: the parser bounded brackets and unary operators but not chains
+// built by its loops, so a 60 KB template evaluated 30,000 levels deep and
+// overflowed the stack (SIGSEGV) once a request took the branch holding it.
+// Every chain is refused at parse, naming the line and the limit.
+TEST(ChatJinja, LongChainsAreRefusedAtParse) {
+  const std::string too_deep = "line 1: expression nests deeper than 128 levels";
+  const std::string chains[] = {
+      "messages" + repeated(".a", 30000),
+      "messages" + repeated("[0]", 30000),
+      "messages" + repeated("|string", 30000),
+      "messages" + repeated("|trim()", 30000),
+      "range" + repeated("()", 30000),
+      "messages" + repeated("[0].a()", 10000) + repeated("|string", 10000),
+      "messages" + repeated("[1:][0]", 10000),
+      "1" + repeated(" + 1", 30000),
+      "'a'" + repeated(" ~ 'a'", 30000),
+      "true" + repeated(" and true", 30000),
+      "1" + repeated(" == 1", 30000),
+      "1" + repeated(" if true", 30000),
+      "messages" + repeated(" is defined", 30000),
+  };
+  for (const std::string& chain : chains) {
+    const std::string source = boom_branch(chain);
+    EXPECT_NE(error_for(source, "BOOM").find(too_deep), std::string::npos) << chain.substr(0, 40);
+    EXPECT_THROW(ChatTemplate::parse(source), TemplateError) << chain.substr(0, 40);
+  }
+  // Up to the limit, chains parse and render.
+  const int links = jinja::kMaxExprHeight - 1;  // 'a' is the first level
+  EXPECT_EQ(render("{{ 'a'" + repeated("|string", links) + " }}"), "a");
+  EXPECT_EQ(render("{{ 0" + repeated(" + 1", links) + " }}"), std::to_string(links));
+  EXPECT_NE(error_of("{{ 'a'" + repeated("|string", links + 1) + " }}").find(too_deep),
+            std::string::npos);
+}
+
+// The second line of defence: whatever mix of blocks, expressions and macro
+// calls, evaluation stops at RenderLimits::max_eval_depth levels.
+TEST(ChatJinja, EvaluationDepthIsBoundedAcrossMacroCalls) {
+  // 60 nested blocks per call: 1,024 levels are reached before 32 calls.
+  const std::string recursive = "{% macro f(n) %}" + repeated("{% if true %}", 60) +
+                                "{{ f(n + 1) }}" + repeated("{% endif %}", 60) +
+                                "{% endmacro %}{{ f(0) }}";
+  EXPECT_NE(error_of(recursive).find("evaluation nests deeper than 1024 levels"),
+            std::string::npos);
+  jinja::RenderLimits shallow;
+  shallow.max_eval_depth = 40;
+  const std::string blocks = repeated("{% if true %}", 30) + "{{ 1" + repeated(" + 1", 20) + " }}" +
+                             repeated("{% endif %}", 30);
+  EXPECT_EQ(render(blocks), "21");
+  EXPECT_NE(error_of(blocks, shallow).find("evaluation nests deeper than 40 levels"),
+            std::string::npos);
 }
 
 TEST(ChatJinja, RaiseExceptionCarriesTheTemplatesMessage) {

@@ -55,6 +55,10 @@ const TEMPLATE_ERRORS = {
   'error-kwarg': ['{{ volume.upper() }}', /line \d+: .*'upper'/],
   'error-undefined': ['{{ messages[7].content }}', /line \d+: '\[7\]' is undefined/],
   'error-argument': ['{{ range(1, 2, 0) }}', /line \d+: range\(\): range\(\) step must not be zero/],
+  // Each call 60 blocks deeper: the renderer's depth bound (1,024 levels) before 32 calls.
+  'error-depth': ['{% macro f(n) %}' + '{% if true %}'.repeat(60) + '{{ f(n + 1) }}' +
+                  '{% endif %}'.repeat(60) + '{% endmacro %}{{ f(0) }}',
+                  /line \d+: template evaluation nests deeper than 1024 levels/],
 };
 // Within the budget, but a few seconds of work: time for its client to leave.
 const SLOW_RENDER = '{% set r = range(2000) | list %}{% for i in r %}{% for j in r %}{% endfor %}{% endfor %}';
@@ -222,6 +226,51 @@ test('a GGUF whose chat template blows its budget at load is refused, naming the
   assert.notEqual(code, 0, s.log());
   assert.ok(s.log().includes(file), s.log());
   assert.match(s.log(), /tokenizer\.chat_template.*budget/s);
+});
+
+// Issue 42: a chain of 30,000 attribute lookups in a branch that only a last
+// message of 'BOOM' takes. It passed the load-time test render, and the
+// request that took the branch overflowed the stack (SIGSEGV, connection
+// reset). Now the parser refuses it at load, naming the limit.
+const DEEP_CHAIN = "{% if messages[-1].content == 'BOOM' %}{{ messages" + '.a'.repeat(30000) +
+    ' }}{% endif %}{% for m in messages %}{{ m.content }}{% endfor %}';
+
+// Waits for `s` to exit or to listen; a server that listens is sent `content` as a
+// chat message, and the outcome is the assertion's message.
+async function refusedAtLoad(s, content) {
+  const listening = new Promise((resolve) => {
+    const look = () => { if (/listening on http:\/\/[\d.]+:(\d+)/.test(s.log())) resolve(true); };
+    s.proc.stderr.on('data', look);
+  });
+  const outcome = await Promise.race([s.exited, listening]);
+  if (outcome !== true) return outcome;
+  const port = Number(/listening on http:\/\/[\d.]+:(\d+)/.exec(s.log())[1]);
+  const r = await post(`http://127.0.0.1:${port}`, '/v1/chat/completions', chat(content))
+      .catch((e) => ({ status: `no answer (${e.cause?.code ?? e.message})` }));
+  s.proc.kill('SIGKILL');
+  const { signal } = await s.exited;
+  assert.fail(`the server accepted the template; a '${content}' request got ${r.status}, ` +
+              `then the server ended with ${signal}`);
+}
+
+test('a template nesting 30,000 levels deep is refused at load, naming the limit', async () => {
+  const file = join(dir, 'deep-chain.jinja');
+  writeFileSync(file, DEEP_CHAIN);
+  const s = spawnServer(['--port', '0', '--chat-template', file]);
+  const { code } = await refusedAtLoad(s, 'BOOM');
+  assert.notEqual(code, 0);
+  assert.ok(s.log().includes(file), s.log());
+  assert.match(s.log(), /line 1: expression nests deeper than 128 levels/);
+  assert.ok((await healthy(main.base)).ok);
+});
+
+test("a GGUF's tokenizer.chat_template nesting 30,000 levels deep is refused at load", async () => {
+  const file = join(dir, 'deep-chain.gguf');
+  writeFileSync(file, ggufWithString(MODEL_PATH, 'tokenizer.chat_template', DEEP_CHAIN));
+  const s = spawnServer(['--port', '0', '-m', file]);
+  const { code } = await refusedAtLoad(s, 'BOOM');
+  assert.notEqual(code, 0, s.log());
+  assert.match(s.log(), /tokenizer\.chat_template.*expression nests deeper than 128 levels/s);
 });
 
 test('numbers beyond a double and malformed bodies are 400s', async () => {

@@ -32,6 +32,10 @@ struct RenderLimits {
   int64_t max_work = 200'000'000;
   size_t max_alloc_bytes = 256u << 20;
   int max_call_depth = 32;  // nested macro calls
+  // Statements and expressions evaluated one inside the other, macro calls
+  // included: bounds the renderer's stack (each level is a few frames of
+  // eval/exec_node), whatever mix of blocks, expressions and macros.
+  int max_eval_depth = 1024;
   // Asked every kCheckUnits of work; true = stop (the client went away, the
   // server is shutting down). Empty = never.
   std::function<bool()> abandoned;
