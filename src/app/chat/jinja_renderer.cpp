@@ -475,9 +475,14 @@ std::string render_template(const NodeList& root, const Object& globals, const R
                             RenderUsage* usage) {
   RenderBudget budget(limits);
   const BudgetScope scope(budget);
-  std::string out = Renderer(globals, limits, budget).run(root);
-  if (usage) *usage = budget.usage();
-  return out;
+  try {
+    std::string out = Renderer(globals, limits, budget).run(root);
+    if (usage) *usage = budget.usage();
+    return out;
+  } catch (...) {
+    if (usage) *usage = budget.usage();  // what a stopped render had used, for the tests
+    throw;
+  }
 }
 
 }  // namespace kvforge::jinja

@@ -21,7 +21,7 @@ namespace kvforge::jinja {
 // as raise_exception...). Throws TemplateError, or TemplateRaised when the
 // template calls raise_exception, TemplateBudgetExceeded past a limit, or
 // RenderAbandoned when limits.abandoned says stop. `usage` (optional)
-// receives what the render used.
+// receives what the render used, also when it throws.
 
 std::string render_template(const NodeList& root, const Object& globals,
                             const RenderLimits& limits = {}, RenderUsage* usage = nullptr);
