@@ -2,10 +2,12 @@
 // variables, filters, tests, Python value formatting, and clear errors (with
 // the line) for what it cannot or will not render.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include "app/chat/chat_template.h"
 #include "app/chat/jinja_parser.h"
 #include "app/chat/python_format.h"
+#include "sanitized.h"
 
 namespace kvforge {
 namespace {
@@ -276,6 +278,50 @@ TEST(ChatJinja, EvaluationDepthIsBoundedAcrossMacroCalls) {
   EXPECT_EQ(render(blocks), "21");
   EXPECT_NE(error_of(blocks, shallow).find("evaluation nests deeper than 40 levels"),
             std::string::npos);
+}
+
+// Renders `source` on a thread whose stack is `stack_bytes`; the error, or "".
+std::string error_on_stack(const std::string& source, size_t stack_bytes) {
+  struct Job {
+    std::string source, error;
+  } job{source, ""};
+  auto run = [](void* p) -> void* {
+    auto* j = static_cast<Job*>(p);
+    j->error = error_of(j->source);
+    return nullptr;
+  };
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, stack_bytes);
+  pthread_t thread;
+  EXPECT_EQ(pthread_create(&thread, &attr, run, &job), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attr);
+  return job.error;
+}
+
+// The deepest render the limits allow (max_eval_depth levels of blocks,
+// loops, filters or attribute chains, through a recursive macro) fits in a
+// stack far smaller than the 8 MiB a thread gets by default: each level is
+// a few small frames (jinja_renderer.cpp keeps them out of line).
+TEST(ChatJinja, DeepestRenderFitsInASmallStack) {
+#if KVFORGE_SANITIZED
+  constexpr size_t kStack = size_t{4} << 20;  // AddressSanitizer's frames carry redzones
+#else
+  constexpr size_t kStack = size_t{1} << 20;
+#endif
+  const std::string bodies[] = {
+      repeated("{% if true %}", 60) + "{{ f(n + 1) }}" + repeated("{% endif %}", 60),
+      repeated("{% for x in [1] %}", 60) + "{{ f(n + 1) }}" + repeated("{% endfor %}", 60),
+      "{{ f(n + 1)" + repeated("|string", 100) + " }}",
+      "{{ f(n + 1)" + repeated(".a", 100) + " }}",
+  };
+  for (const std::string& body : bodies) {
+    const std::string source = "{% macro f(n) %}" + body + "{% endmacro %}{{ f(0) }}";
+    EXPECT_NE(error_on_stack(source, kStack).find("evaluation nests deeper than 1024 levels"),
+              std::string::npos)
+        << body.substr(0, 40);
+  }
 }
 
 TEST(ChatJinja, RaiseExceptionCarriesTheTemplatesMessage) {
