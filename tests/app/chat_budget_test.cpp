@@ -142,7 +142,7 @@ TEST(ChatBudget, TemplateBombsFailFastWithBoundedMemory) {
                 static_cast<long long>(o.usage.work), o.usage.bytes, bomb);
   }
   std::printf("slowest bomb: %.2f s of CPU (bound %.1f s)\n", slowest, kBombSeconds);
-  EXPECT_LT(peak_rss_mb(), 512);
+  EXPECT_LT(peak_rss_mb(), 1024);
   std::printf("peak RSS after the bombs: %ld MB\n", peak_rss_mb());
 }
 

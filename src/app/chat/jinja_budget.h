@@ -54,7 +54,7 @@ struct RenderUsage {
 
 class RenderBudget {
  public:
-  static constexpr int64_t kStepUnits = 32;
+  static constexpr int64_t kStepUnits = 64;
   static constexpr int64_t kBytesPerUnit = 16;
   static constexpr int64_t kCheckUnits = 1 << 16;
 
