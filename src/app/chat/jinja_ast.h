@@ -46,6 +46,10 @@ struct Expr {
   std::vector<ExprPtr> items;
   std::vector<KeywordArg> keywords;
   bool negated = false;  // tests: "is not"
+  // Levels of expression in this subtree, itself included (a name is 1,
+  // `a.b` is 2). The parser refuses a tree past kMaxExprHeight, so evaluating
+  // and destroying one recurses a bounded number of times.
+  int height = 1;
 };
 
 struct MacroParam {

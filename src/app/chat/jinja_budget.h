@@ -25,13 +25,22 @@ class Value;
 
 struct RenderLimits {
   size_t max_output_bytes = 8u << 20;
-  // Orders of magnitude above what the real templates of
-  // ../shared/testdata/chat-templates need with tools and a 64 KiB
-  // conversation (tests/app/chat_budget_test.cpp checks the margin), and
-  // small enough that a render that exhausts them ends within seconds.
-  int64_t max_work = 200'000'000;
-  size_t max_alloc_bytes = 256u << 20;
+  // Well above what the real templates of ../shared/testdata/chat-templates
+  // need with tools and the longest conversation their models take (a
+  // 512 KiB message: tests/app/chat_budget_test.cpp checks the margin), and
+  // small enough that a render that exhausts either ends within a small
+  // fraction of the 2 s a request may take, on a core several times slower
+  // than a current one. They are sized on the costliest unit (a loop
+  // iteration's share, an element through a filter's callback, a sort
+  // comparison) and the costliest byte (escaped text written into fresh
+  // pages), not on the average one.
+  int64_t max_work = 10'000'000;
+  size_t max_alloc_bytes = 64u << 20;
   int max_call_depth = 32;  // nested macro calls
+  // Statements and expressions evaluated one inside the other, macro calls
+  // included: bounds the renderer's stack (each level is a few frames of
+  // eval/exec_node), whatever mix of blocks, expressions and macros.
+  int max_eval_depth = 1024;
   // Asked every kCheckUnits of work; true = stop (the client went away, the
   // server is shutting down). Empty = never.
   std::function<bool()> abandoned;
@@ -45,7 +54,7 @@ struct RenderUsage {
 
 class RenderBudget {
  public:
-  static constexpr int64_t kStepUnits = 32;
+  static constexpr int64_t kStepUnits = 64;
   static constexpr int64_t kBytesPerUnit = 16;
   static constexpr int64_t kCheckUnits = 1 << 16;
 

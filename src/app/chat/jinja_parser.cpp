@@ -1,5 +1,6 @@
 #include "app/chat/jinja_parser.h"
 
+#include <algorithm>
 #include <charconv>
 #include <initializer_list>
 #include <string_view>
@@ -13,6 +14,22 @@ ExprPtr make_expr(Expr::Kind kind, int line) {
   auto e = std::make_unique<Expr>();
   e->kind = kind;
   e->line = line;
+  return e;
+}
+
+// Sets e's height from its children's; refuses a tree taller than
+// kMaxExprHeight before anything deeper is built on it.
+ExprPtr sealed(ExprPtr e) {
+  int below = 0;
+  if (e->target) below = e->target->height;
+  for (const ExprPtr& item : e->items)
+    if (item) below = std::max(below, item->height);
+  for (const KeywordArg& kw : e->keywords) below = std::max(below, kw.value->height);
+  e->height = below + 1;
+  if (e->height > kMaxExprHeight)
+    throw TemplateError(e->line,
+                        "expression nests deeper than " + std::to_string(kMaxExprHeight) +
+                            " levels (a chain of '.', '[]', '()', '|', 'is' or operators)");
   return e;
 }
 
@@ -263,7 +280,7 @@ class Parser {
       c->target = parse_or();
       c->items.push_back(std::move(e));
       c->items.push_back(skip_name("else") ? parse_expression() : nullptr);
-      e = std::move(c);
+      e = sealed(std::move(c));
     }
     return e;
   }
@@ -273,7 +290,7 @@ class Parser {
     b->name = std::move(op);
     b->target = std::move(left);
     b->items.push_back(std::move(right));
-    return b;
+    return sealed(std::move(b));
   }
 
   ExprPtr parse_or() {
@@ -298,7 +315,7 @@ class Parser {
       auto u = make_expr(Expr::Kind::kUnary, next().line);
       u->name = "not";
       u->target = parse_not();
-      return u;
+      return sealed(std::move(u));
     }
     return parse_compare();
   }
@@ -350,7 +367,7 @@ class Parser {
       auto u = make_expr(Expr::Kind::kUnary, peek().line);
       u->name = next().text;
       u->target = parse_unary();
-      return u;
+      return sealed(std::move(u));
     }
     return parse_filters(parse_postfix(parse_primary()));
   }
@@ -415,7 +432,7 @@ class Parser {
       list->items.push_back(parse_expression());
     }
     expect_op(")", "to close the parenthesis");
-    return list;
+    return sealed(std::move(list));
   }
 
   ExprPtr parse_list(std::string_view close, std::string_view what) {
@@ -425,7 +442,7 @@ class Parser {
       if (!skip_op(",")) break;
     }
     expect_op(close, "to close the " + std::string(what));
-    return list;
+    return sealed(std::move(list));
   }
 
   ExprPtr parse_dict() {
@@ -437,7 +454,7 @@ class Parser {
       if (!skip_op(",")) break;
     }
     expect_op("}", "to close the dict");
-    return dict;
+    return sealed(std::move(dict));
   }
 
   // An integer token's value; past int64 it is the template's error, not an exception of stoll.
@@ -459,13 +476,13 @@ class Parser {
           index->value = Value(int_literal(next()));
           item->target = std::move(e);
           item->items.push_back(std::move(index));
-          e = std::move(item);
+          e = sealed(std::move(item));
           continue;
         }
         auto attr = make_expr(Expr::Kind::kGetAttr, line);
         attr->name = expect_name("after '.'");
         attr->target = std::move(e);
-        e = std::move(attr);
+        e = sealed(std::move(attr));
       } else if (at_op("[")) {
         e = parse_subscript(std::move(e));
       } else if (at_op("(")) {
@@ -495,12 +512,12 @@ class Parser {
       auto e = make_expr(Expr::Kind::kGetItem, line);
       e->target = std::move(target);
       e->items.push_back(std::move(parts[0]));
-      return e;
+      return sealed(std::move(e));
     }
     auto e = make_expr(Expr::Kind::kSlice, line);
     e->target = std::move(target);
     for (auto& p : parts) e->items.push_back(std::move(p));
-    return e;
+    return sealed(std::move(e));
   }
 
   // Arguments after '(' (consumed here) up to ')'.
@@ -528,7 +545,7 @@ class Parser {
     auto call = make_expr(Expr::Kind::kCall, peek().line);
     call->target = std::move(target);
     parse_args(*call);
-    return call;
+    return sealed(std::move(call));
   }
 
   ExprPtr parse_filters(ExprPtr e) {
@@ -540,7 +557,7 @@ class Parser {
         f->name = expect_name("after '|'");
         f->target = std::move(e);
         if (at_op("(")) parse_args(*f);
-        e = std::move(f);
+        e = sealed(std::move(f));
       } else if (skip_name("is")) {
         DepthGuard guard(*this);
         auto t = make_expr(Expr::Kind::kTest, line);
@@ -552,7 +569,7 @@ class Parser {
         } else if (starts_test_argument()) {
           t->items.push_back(parse_postfix(parse_primary()));
         }
-        e = std::move(t);
+        e = sealed(std::move(t));
       } else if (at_op("(")) {
         e = parse_call(std::move(e));
       } else {

@@ -15,6 +15,10 @@ namespace kvforge::jinja {
 
 // Deepest nesting of statements or expression terms a template may have.
 constexpr int kMaxParseDepth = 128;
+// Tallest expression tree a template may have (Expr::height): bounds chains
+// the parser builds without recursing (`a.b.c...`, `x|f|g...`, `f()()...`,
+// `a + b + c...`), which evaluation and destruction would recurse through.
+constexpr int kMaxExprHeight = 128;
 
 // Throws TemplateError naming the line and the construct on a syntax error or
 // an unsupported tag.

@@ -29,6 +29,28 @@ class Renderer {
 
   // ---- state ------------------------------------------------------------
 
+  // Counts the statements and expressions being evaluated, one inside the
+  // other, across macro calls: the parser bounds each tree's height, and this
+  // bounds the stack they take together (a macro's body inside an expression
+  // inside a block...).
+  class EvalDepth {
+   public:
+    EvalDepth(Renderer& r, int line) : r_(r) {
+      if (++r_.eval_depth_ > r_.limits_.max_eval_depth) {
+        --r_.eval_depth_;
+        throw TemplateError(line, "template evaluation nests deeper than " +
+                                      std::to_string(r_.limits_.max_eval_depth) +
+                                      " levels (blocks, expressions and macro calls together)");
+      }
+    }
+    ~EvalDepth() { --r_.eval_depth_; }
+    EvalDepth(const EvalDepth&) = delete;
+    EvalDepth& operator=(const EvalDepth&) = delete;
+
+   private:
+    Renderer& r_;
+  };
+
   void step(int line) { budget_.work(RenderBudget::kStepUnits, line); }
 
   void emit(const std::string& s, int line) {
@@ -53,6 +75,12 @@ class Renderer {
   }
 
   // ---- statements -------------------------------------------------------
+  //
+  // exec/exec_node and eval/eval_unchecked are the recursion: each level of
+  // a template's nesting is one frame of each. What a construct needs beyond
+  // dispatch lives in its own function, kept out of line ([[gnu::noinline]]),
+  // so those frames stay small: max_eval_depth times their size is the stack
+  // a render may take.
 
   Flow exec(const NodeList& nodes) {
     for (const NodePtr& n : nodes) {
@@ -63,17 +91,17 @@ class Renderer {
   }
 
   Flow exec_node(const Node& n) {
+    const EvalDepth depth(*this, n.line);
     switch (n.kind) {
       case Node::Kind::kText:
         emit(n.text, n.line);
         return Flow::kNormal;
       case Node::Kind::kOutput:
-        step(n.line);
-        emit(python_str(eval(*n.expr)), n.line);
+        exec_output(n);
         return Flow::kNormal;
       case Node::Kind::kIf:
         for (size_t i = 0; i < n.conditions.size(); ++i)
-          if (eval(*n.conditions[i]).truthy()) return exec(n.bodies[i]);
+          if (eval_truthy(*n.conditions[i])) return exec(n.bodies[i]);
         if (n.bodies.size() > n.conditions.size()) return exec(n.bodies.back());
         return Flow::kNormal;
       case Node::Kind::kFor:
@@ -82,15 +110,9 @@ class Renderer {
       case Node::Kind::kSet:
         exec_set(n);
         return Flow::kNormal;
-      case Node::Kind::kSetBlock: {
-        std::string saved = std::move(out_);
-        out_.clear();
-        exec(n.bodies[0]);
-        std::string captured = std::move(out_);
-        out_ = std::move(saved);
-        scopes_.back()[n.targets[0]] = Value(std::move(captured));
+      case Node::Kind::kSetBlock:
+        exec_set_block(n);
         return Flow::kNormal;
-      }
       case Node::Kind::kMacro:
         scopes_.back()[n.text] = make_macro(n);
         return Flow::kNormal;
@@ -102,6 +124,22 @@ class Renderer {
         return exec(n.bodies[0]);
     }
     return Flow::kNormal;
+  }
+
+  [[gnu::noinline]] void exec_output(const Node& n) {
+    step(n.line);
+    emit(python_str(eval(*n.expr)), n.line);
+  }
+
+  [[gnu::noinline]] bool eval_truthy(const Expr& e) { return eval(e).truthy(); }
+
+  [[gnu::noinline]] void exec_set_block(const Node& n) {
+    std::string saved = std::move(out_);
+    out_.clear();
+    exec(n.bodies[0]);
+    std::string captured = std::move(out_);
+    out_ = std::move(saved);
+    scopes_.back()[n.targets[0]] = Value(std::move(captured));
   }
 
   void bind_targets(const Node& n, const Value& item) {
@@ -118,7 +156,7 @@ class Renderer {
     for (size_t i = 0; i < parts.size(); ++i) scope[n.targets[i]] = parts[i];
   }
 
-  void exec_for(const Node& n) {
+  [[gnu::noinline]] void exec_for(const Node& n) {
     Array items = iterate(eval(*n.expr), n.line);
     if (!n.conditions.empty()) {  // `for x in xs if cond`: loop.* counts kept items only
       Array kept;
@@ -148,7 +186,7 @@ class Renderer {
     }
   }
 
-  static Value loop_object(const Array& items, int64_t i) {
+  [[gnu::noinline]] static Value loop_object(const Array& items, int64_t i) {
     const int64_t len = static_cast<int64_t>(items.size());
     Object loop{
         {"index", Value(i + 1)},
@@ -170,7 +208,7 @@ class Renderer {
     return Value(std::move(loop));
   }
 
-  void exec_set(const Node& n) {
+  [[gnu::noinline]] void exec_set(const Node& n) {
     Value v = eval(*n.expr);
     if (n.attribute.empty()) {
       scopes_.back()[n.targets[0]] = std::move(v);
@@ -193,7 +231,7 @@ class Renderer {
     ns.emplace_back(n.attribute, std::move(v));
   }
 
-  Value make_macro(const Node& n) {
+  [[gnu::noinline]] Value make_macro(const Node& n) {
     const Node* macro = &n;
     return Value::function(
         n.text, [this, macro](const CallArgs& args) { return call_macro(*macro, args); });
@@ -256,6 +294,7 @@ class Renderer {
   }
 
   Value eval(const Expr& e) {
+    const EvalDepth depth(*this, e.line);
     try {
       Value v = eval_unchecked(e);
       charge_result(e, v);
@@ -289,56 +328,88 @@ class Renderer {
         return e.value;
       case Expr::Kind::kName:
         return lookup(e.name);
-      case Expr::Kind::kList: {
-        Array items;
-        for (const ExprPtr& item : e.items) items.push_back(eval(*item));
-        return Value(std::move(items));
-      }
-      case Expr::Kind::kDict: {
-        Object obj;
-        for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
-          const Value key = eval(*e.items[i]);
-          if (!key.is_string())
-            throw TemplateError(e.line, "dict keys must be strings, got " + key.type_name());
-          Value val = eval(*e.items[i + 1]);
-          bool replaced = false;
-          for (auto& [k, v] : obj) {
-            if (k == key.as_string()) {
-              v = val;
-              replaced = true;
-            }
-          }
-          if (!replaced) obj.emplace_back(key.as_string(), std::move(val));
-        }
-        return Value(std::move(obj));
-      }
+      case Expr::Kind::kList:
+        return eval_list(e);
+      case Expr::Kind::kDict:
+        return eval_dict(e);
       case Expr::Kind::kGetAttr:
-        return get_attr(eval(*e.target), e.name, e.line);
+        return eval_get_attr(e);
       case Expr::Kind::kGetItem:
-        return get_item(eval(*e.target), eval(*e.items[0]), e.line);
-      case Expr::Kind::kSlice: {
-        auto part = [&](size_t i) { return e.items[i] ? eval(*e.items[i]) : Value(); };
-        return get_slice(eval(*e.target), part(0), part(1), part(2), e.line);
-      }
+        return eval_get_item(e);
+      case Expr::Kind::kSlice:
+        return eval_slice(e);
       case Expr::Kind::kCall:
         return eval_call(e);
       case Expr::Kind::kFilter:
-        return apply_filter(e.name, eval(*e.target), eval_args(e), e.line);
+        return eval_filter(e);
       case Expr::Kind::kTest:
-        return Value(apply_test(e.name, eval(*e.target), eval_args(e), e.line) != e.negated);
+        return eval_test(e);
       case Expr::Kind::kUnary:
         return eval_unary(e);
-      case Expr::Kind::kBinary: {
-        const Value left = eval(*e.target);
-        if (e.name == "and") return left.truthy() ? eval(*e.items[0]) : left;
-        if (e.name == "or") return left.truthy() ? left : eval(*e.items[0]);
-        return apply_binary(e.name, left, eval(*e.items[0]), e.line);
-      }
+      case Expr::Kind::kBinary:
+        return eval_binary(e);
       case Expr::Kind::kCondition:
-        if (eval(*e.target).truthy()) return eval(*e.items[0]);
+        if (eval_truthy(*e.target)) return eval(*e.items[0]);
         return e.items[1] ? eval(*e.items[1]) : Value::undefined("else");
     }
     return Value();
+  }
+
+  [[gnu::noinline]] Value eval_list(const Expr& e) {
+    Array items;
+    for (const ExprPtr& item : e.items) items.push_back(eval(*item));
+    return Value(std::move(items));
+  }
+
+  [[gnu::noinline]] Value eval_dict(const Expr& e) {
+    Object obj;
+    for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
+      const Value key = eval(*e.items[i]);
+      if (!key.is_string())
+        throw TemplateError(e.line, "dict keys must be strings, got " + key.type_name());
+      Value val = eval(*e.items[i + 1]);
+      bool replaced = false;
+      for (auto& [k, v] : obj) {
+        if (k == key.as_string()) {
+          v = val;
+          replaced = true;
+        }
+      }
+      if (!replaced) obj.emplace_back(key.as_string(), std::move(val));
+    }
+    return Value(std::move(obj));
+  }
+
+  [[gnu::noinline]] Value eval_get_attr(const Expr& e) {
+    return get_attr(eval(*e.target), e.name, e.line);
+  }
+
+  [[gnu::noinline]] Value eval_get_item(const Expr& e) {
+    const Value target = eval(*e.target);
+    return get_item(target, eval(*e.items[0]), e.line);
+  }
+
+  [[gnu::noinline]] Value eval_slice(const Expr& e) {
+    const Value target = eval(*e.target);
+    auto part = [&](size_t i) { return e.items[i] ? eval(*e.items[i]) : Value(); };
+    return get_slice(target, part(0), part(1), part(2), e.line);
+  }
+
+  [[gnu::noinline]] Value eval_filter(const Expr& e) {
+    const Value target = eval(*e.target);
+    return apply_filter(e.name, target, eval_args(e), e.line);
+  }
+
+  [[gnu::noinline]] Value eval_test(const Expr& e) {
+    const Value target = eval(*e.target);
+    return Value(apply_test(e.name, target, eval_args(e), e.line) != e.negated);
+  }
+
+  [[gnu::noinline]] Value eval_binary(const Expr& e) {
+    const Value left = eval(*e.target);
+    if (e.name == "and") return left.truthy() ? eval(*e.items[0]) : left;
+    if (e.name == "or") return left.truthy() ? left : eval(*e.items[0]);
+    return apply_binary(e.name, left, eval(*e.items[0]), e.line);
   }
 
   static Value get_attr(const Value& obj, const std::string& name, int line) {
@@ -351,7 +422,7 @@ class Renderer {
     return Value::undefined(name);
   }
 
-  Value eval_call(const Expr& e) {
+  [[gnu::noinline]] Value eval_call(const Expr& e) {
     if (e.target->kind == Expr::Kind::kGetAttr) {
       const Value obj = eval(*e.target->target);
       const Value* member = obj.is_object() ? obj.find(e.target->name) : nullptr;
@@ -375,7 +446,7 @@ class Renderer {
     }
   }
 
-  Value eval_unary(const Expr& e) {
+  [[gnu::noinline]] Value eval_unary(const Expr& e) {
     const Value v = eval(*e.target);
     if (e.name == "not") return Value(!v.truthy());
     if (v.kind() == Value::Kind::kBool)
@@ -394,6 +465,7 @@ class Renderer {
   std::vector<Scope> scopes_;
   size_t barrier_ = 0;  // scopes below it (except the global one) are invisible: a macro call
   int call_depth_ = 0;
+  int eval_depth_ = 0;
   std::string out_;
 };
 
@@ -403,9 +475,14 @@ std::string render_template(const NodeList& root, const Object& globals, const R
                             RenderUsage* usage) {
   RenderBudget budget(limits);
   const BudgetScope scope(budget);
-  std::string out = Renderer(globals, limits, budget).run(root);
-  if (usage) *usage = budget.usage();
-  return out;
+  try {
+    std::string out = Renderer(globals, limits, budget).run(root);
+    if (usage) *usage = budget.usage();
+    return out;
+  } catch (...) {
+    if (usage) *usage = budget.usage();  // what a stopped render had used, for the tests
+    throw;
+  }
 }
 
 }  // namespace kvforge::jinja

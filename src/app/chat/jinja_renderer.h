@@ -1,9 +1,10 @@
 // Evaluates a parsed template against a set of global variables, with
 // Jinja's scoping (a for-loop body has its own scope, so `set` inside a loop
 // does not leak out; namespaces are the way out), loop variables, macros and
-// break/continue. Bounded: output size and macro call depth are capped, and
-// every render runs on a budget of work and bytes (jinja_budget.h), so a
-// hostile template fails with an error instead of eating the machine.
+// break/continue. Bounded: output size, macro call depth and evaluation depth
+// (blocks, expressions and calls one inside the other) are capped, and every
+// render runs on a budget of work and bytes (jinja_budget.h), so a hostile
+// template fails with an error instead of eating the machine or its stack.
 #pragma once
 
 #include <cstddef>
@@ -20,7 +21,7 @@ namespace kvforge::jinja {
 // as raise_exception...). Throws TemplateError, or TemplateRaised when the
 // template calls raise_exception, TemplateBudgetExceeded past a limit, or
 // RenderAbandoned when limits.abandoned says stop. `usage` (optional)
-// receives what the render used.
+// receives what the render used, also when it throws.
 
 std::string render_template(const NodeList& root, const Object& globals,
                             const RenderLimits& limits = {}, RenderUsage* usage = nullptr);
