@@ -112,8 +112,10 @@ after(async () => {
     browser.kill('SIGTERM');
     await exited;
   }
-  if (profile) rmSync(profile, { recursive: true, force: true });
   if (server) await stopServer(server.proc);
+  // Chromium's helper processes may still be writing the profile as the browser exits:
+  // rmdir then meets files that were not there when it listed the directory.
+  if (profile) rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
 });
 
 test('the page streams replies, keeps the conversation, shows tok/s and KV', { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
