@@ -103,6 +103,13 @@ TEST_F(DeadlineServerFraming, AVersionlessRequestLineGetsOneAnswer) {
   EXPECT_EQ(status_lines(server_, "GET /health\r\n\r\n"), std::vector<std::string>{"HTTP/1.1 400"});
 }
 
+// httplib refuses a method it does not know after reading only the request line: the
+// rest of that head is not a request (found by fuzz_http_request).
+TEST_F(DeadlineServerFraming, AnUnknownMethodEndsTheConnection) {
+  EXPECT_EQ(status_lines(server_, "POS /x HTTP/1.1\r\nHost: a\r\n\r\n" + kInner),
+            std::vector<std::string>{"HTTP/1.1 400"});
+}
+
 TEST_F(DeadlineServerFraming, GzipBodiesAre415) {
   EXPECT_EQ(
       status_lines(server_, post_with("Content-Encoding: gzip\r\nContent-Length: 2\r\n", "{}")),

@@ -184,8 +184,8 @@ bool DeadlineServer::serve_connection(DeadlineStream& stream) {
     // (a client that connects, then prepares a large body, is not idle); later ones wait
     // for the keep-alive time.
     const bool first = left == keep_alive_max_count_;
-    if (!stream.wait_for_bytes(ready + (first ? deadlines_.header : std::min<milliseconds>(
-                                                                      idle, deadlines_.header))))
+    if (!stream.wait_for_bytes(
+            ready + (first ? deadlines_.header : std::min<milliseconds>(idle, deadlines_.header))))
       return false;
     if (request_begin_) request_begin_();
     std::string head;
@@ -224,7 +224,9 @@ bool DeadlineServer::serve_connection(DeadlineStream& stream) {
       if (stream.bytes_written() == written) answer_stopped(stream);
       return true;  // the rest of the request is unread: the connection cannot go on
     }
-    if (tl_served.close_after) return true;
+    // httplib refused the head before its end (an unknown method, say): the rest of it
+    // must not be read as the next request.
+    if (tl_served.close_after || stream.replay_pending()) return true;
     if (!ok || closed) return false;
   }
   return false;

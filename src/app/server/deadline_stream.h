@@ -46,6 +46,8 @@ class DeadlineStream final : public httplib::Stream {
   // Makes the next reads return `bytes` before anything else, outside the
   // read limits: a request head the server read and checked, for httplib to parse.
   void replay(std::string bytes);
+  // Whether replayed bytes are left unread (httplib stopped inside a head it was given).
+  bool replay_pending() const { return replay_pos_ < replay_.size(); }
 
   bool is_readable() const override;
   bool is_writable() const override;
