@@ -24,8 +24,8 @@ ctest --test-dir build --output-on-failure -j"$jobs"
 stage "ASan + UBSan build and tests (clang), libFuzzer smoke runs among them"
 # -O1 (asserts on): fast enough to run every test, cheaper to compile than -O3. The same build
 # links the fuzz targets with libFuzzer (the libraries carry its coverage instrumentation),
-# so ctest fuzzes the GGUF reader, chat templates, OpenAI requests and tokenizers for 20000
-# inputs each beside the other tests: one sanitizer build of the libraries, not two.
+# so ctest fuzzes the GGUF reader, chat templates, OpenAI requests, tokenizers and HTTP framing
+# for 20000 inputs each beside the other tests: one sanitizer build of the libraries, not two.
 CXX=clang++ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_FLAGS_RELEASE=-O1 -DKVFORGE_SANITIZE=ON -DKVFORGE_FUZZ=ON -DKVFORGE_BENCH=OFF >/dev/null
 cmake --build build-asan -j"$jobs"
