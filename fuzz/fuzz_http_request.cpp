@@ -7,7 +7,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -43,29 +42,51 @@ DeadlineServer& server() {
   return *instance;
 }
 
+// Where a chunked body at the start of `in` ends (RFC 9112 §7.1, trailers
+// checked as field lines); npos when it is malformed or incomplete.
+size_t chunked_body_end(std::string_view in) {
+  size_t at = 0;
+  std::string_view l;
+  const auto next_line = [&] {
+    const size_t crlf = in.find("\r\n", at);
+    if (crlf == std::string_view::npos) return false;
+    l = in.substr(at, crlf - at);
+    at = crlf + 2;
+    return l.find_first_of("\r\n") == std::string_view::npos;
+  };
+  while (true) {
+    if (!next_line()) return std::string_view::npos;
+    const std::string_view hex = l.substr(0, l.find_first_not_of("0123456789abcdefABCDEF"));
+    if (hex.empty() || hex.size() > 15) return std::string_view::npos;
+    const size_t size = std::stoull(std::string(hex), nullptr, 16);
+    if (size == 0) break;
+    if (in.size() - at < size + 2 || in.substr(at + size, 2) != "\r\n")
+      return std::string_view::npos;
+    at += size + 2;
+  }
+  while (true) {
+    if (!next_line()) return std::string_view::npos;
+    if (l.empty()) return at;
+    if (field_line_problem(l)) return std::string_view::npos;
+  }
+}
+
 // How many requests the input frames well, counted by the rules the server
-// states (http_framing.h), independently of how it reads them; a chunked body
-// ends the count (its end is the server's to find), as does a refused head.
+// states (http_framing.h), independently of how it reads them; a refused
+// head or body ends the count.
 size_t well_framed_requests(std::string_view in) {
   size_t count = 0;
   while (true) {
     while (!in.empty() && (in.front() == '\r' || in.front() == '\n')) in.remove_prefix(1);
     const size_t end = request_head_end(in);
     if (end == std::string_view::npos) return count;
-    const std::string_view head = in.substr(0, end);
-    if (check_request_head(head)) return count;
+    BodyFraming framing;
+    if (check_request_head(in.substr(0, end), &framing)) return count;
     ++count;
-    size_t body = 0;
-    for (size_t at = 0; (at = head.find('\n', at)) != std::string_view::npos;) {
-      ++at;
-      std::string line(head.substr(at, head.find('\n', at) - at));
-      for (char& c : line) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (line.rfind("transfer-encoding:", 0) == 0) return count;
-      if (line.rfind("content-length:", 0) == 0)
-        body = std::strtoull(line.c_str() + 15, nullptr, 10);
-    }
-    if (body > in.size() - end) return count;
-    in.remove_prefix(end + body);
+    in.remove_prefix(end);
+    const size_t body = framing.chunked ? chunked_body_end(in) : framing.content_length.value_or(0);
+    if (body == std::string_view::npos || body > in.size()) return count;
+    in.remove_prefix(body);
   }
 }
 

@@ -118,9 +118,10 @@ TEST_F(DeadlineServerFraming, GzipBodiesAre415) {
 
 // cpp-httplib alone read a chunk size of "zz" as 0, a last chunk: the rest was a new request.
 TEST_F(DeadlineServerFraming, ChunkSizesAreReadStrictly) {
-  for (const std::string& body : std::vector<std::string>{
-           "zz\r\n{}\r\n0\r\n\r\n", "0x2\r\n{}\r\n0\r\n\r\n", "2\r\n{}x\r\n0\r\n\r\n",
-           "2\n{}\n0\n\n", "-2\r\n{}\r\n0\r\n\r\n", "1234567890abcdef0\r\n"})
+  for (const std::string& body :
+       std::vector<std::string>{"zz\r\n{}\r\n0\r\n\r\n", "0x2\r\n{}\r\n0\r\n\r\n",
+                                "2\r\n{}x\r\n0\r\n\r\n", "2\n{}\n0\n\n", "-2\r\n{}\r\n0\r\n\r\n",
+                                "1234567890abcdef0\r\n", "2\r\n{}\r\n0\r\nnot a field\r\n\r\n"})
     EXPECT_EQ(status_lines(server_, post_with("Transfer-Encoding: chunked\r\n", body) + kInner),
               std::vector<std::string>{"HTTP/1.1 400"})
         << body;

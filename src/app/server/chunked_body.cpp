@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "app/server/http_framing.h"
+
 namespace kvforge::server {
 namespace {
 
@@ -87,6 +89,8 @@ ChunkedRead read_chunked_body(httplib::Stream& in, size_t max_bytes, std::string
   for (size_t trailers = 0;; ++trailers) {
     if (ChunkedRead r = read_line(in, line); r.end != End::kComplete) return r;
     if (line.empty()) return {};
+    if (const auto problem = field_line_problem(line))
+      return failed(End::kMalformed, "trailer: " + *problem);
     if (trailers == kMaxTrailerLines)
       return failed(End::kMalformed, "the chunked body has more than " +
                                          std::to_string(kMaxTrailerLines) + " trailer fields");

@@ -8,7 +8,7 @@
 //
 // Accepted: chunk-size in hex (at most 15 digits) with optional extensions
 // after ';', CRLF, the data, CRLF; a last chunk of size 0, trailer fields
-// (dropped, each at most 8 KiB), and the final CRLF.
+// (checked as header fields are, then dropped), and the final CRLF.
 #pragma once
 
 #include <httplib.h>

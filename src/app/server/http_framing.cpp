@@ -176,6 +176,12 @@ std::optional<HeadRefusal> check_field(std::string_view line, Framing& f) {
 
 }  // namespace
 
+std::optional<std::string> field_line_problem(std::string_view line) {
+  Framing unused;
+  if (auto refusal = check_field(line, unused)) return refusal->message;
+  return std::nullopt;
+}
+
 size_t request_head_end(std::string_view bytes) {
   for (size_t lf = bytes.find('\n'); lf != std::string_view::npos; lf = bytes.find('\n', lf + 1)) {
     // The empty line: LF right after the previous line's LF, with or without a CR between.

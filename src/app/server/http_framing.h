@@ -54,6 +54,10 @@ struct BodyFraming {
 std::optional<HeadRefusal> check_request_head(std::string_view head,
                                               BodyFraming* framing = nullptr);
 
+// Why a field line (a header, or a trailer of a chunked body; without its
+// CRLF) breaks the rules above; nullopt when it keeps them.
+std::optional<std::string> field_line_problem(std::string_view line);
+
 // `head` (which passed check_request_head) with its Transfer-Encoding and
 // Content-Length fields replaced by "Content-Length: <length>": a chunked body
 // decoded here, or no body at all, as cpp-httplib then reads it (left to
