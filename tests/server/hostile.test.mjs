@@ -552,7 +552,8 @@ test('badly framed requests get exactly one answer and a closed connection', asy
   assert.ok((await healthy(main.base)).ok);
 });
 
-// Finding "smaller": a stalled request was a 400 "malformed" at the 5 s read timeout.
+// Finding "smaller": a stalled request was a 400 "malformed" at httplib's 5 s read timeout;
+// it is a 408 at the header timeout (10 s by default).
 test('a request that stops arriving is a 408', { timeout: 30000 * SLOW }, async () => {
   const head = `POST /v1/completions HTTP/1.1\r\nHost: x\r\nAuthorization: ${AUTH.Authorization}\r\n`;
   const [inHead, inBody] = await Promise.all([
@@ -561,7 +562,7 @@ test('a request that stops arriving is a 408', { timeout: 30000 * SLOW }, async 
   ]);
   for (const [what, r] of [['head', inHead], ['body', inBody]]) {
     assert.deepEqual(r.statuses, [408], `${what}: ${r.answer}`);
-    assert.match(r.answer, /stalled: no byte arrived for 5 s|did not arrive within/, what);
+    assert.match(r.answer, /stalled: no byte arrived for 10 s|did not arrive within 10 s/, what);
   }
 });
 
@@ -577,7 +578,8 @@ test('huge JSON objects are refused in linear time; duplicate keys are refused',
   console.log(`# 80,000 unknown keys refused in ${(unknown.seconds * 1000).toFixed(0)} ms, ` +
               `a 150,000-entry logit_bias in ${(biased.seconds * 1000).toFixed(0)} ms`);
   assert.ok(unknown.seconds < 1 * SLOW, `80,000 keys took ${unknown.seconds} s`);
-  assert.ok(biased.seconds < 1 * SLOW, `150,000 logit_bias entries took ${biased.seconds} s`);
+  // 0.2-0.4 s here idle, 1.5 s once beside a 2-thread busy loop; quadratic took 16.9 s.
+  assert.ok(biased.seconds < 4 * SLOW, `150,000 logit_bias entries took ${biased.seconds} s`);
   const dup = await post(main.base, '/v1/completions', '{"prompt":"a","max_tokens":1,"max_tokens":2}');
   assert.equal(dup.status, 400, dup.text);
   assert.match(dup.json.error.message, /'max_tokens' twice/);

@@ -126,6 +126,11 @@ struct HttpServer::Impl {
     http.set_tcp_nodelay(true);
     // Short: an idle keep-alive connection holds a thread and a place under the cap.
     http.set_keep_alive_timeout(5);
+    // A request whose bytes stop coming is cut (408) after as long as its head may take
+    // in all: httplib's 5 s cut uploads from clients that a loaded machine starves for a
+    // moment, where the whole-request deadlines already bound the slow ones.
+    http.set_read_timeout(
+        std::chrono::milliseconds(static_cast<int64_t>(options.header_timeout_s * 1000)));
     // Keeps the listening socket's descriptor, so bind() can widen its backlog.
     // Not httplib's default options: they set SO_REUSEPORT, with which a
     // second server on the same port also "listens" and takes half the requests.

@@ -1,6 +1,7 @@
 #include "app/server/json_body_parser.h"
 
-#include <unordered_set>
+#include <algorithm>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -17,7 +18,8 @@ constexpr size_t kValuesBetweenCancelChecks = 4096;
 
 // nlohmann's SAX interface, building the document as its DOM parser does
 // (a stack of the open containers; ancestors of the innermost are never
-// appended to while it is open, so the pointers stay valid).
+// appended to while it is open, so the pointers stay valid). Duplicate keys
+// are looked for when an object closes.
 class LinearDomBuilder {
  public:
   explicit LinearDomBuilder(const JsonBodyChecks& checks) : checks_(checks) {}
@@ -34,27 +36,24 @@ class LinearDomBuilder {
 
   bool start_object(std::size_t) {
     put(Json::object());
-    open_.push_back(Open{pending_, {}});
+    open_.push_back(pending_);
     return true;
   }
   bool key(Json::string_t& k) {
-    Open& o = open_.back();
-    if (!o.keys.insert(k).second)
-      throw ApiError(400, "the request body has the key '" + k +
-                              "' twice in one object; each key may appear once");
     if (open_.size() == 1 && checks_.top_level_key) checks_.top_level_key(k);
-    auto& items = static_cast<ObjectItems&>(o.container->get_ref<Json::object_t&>());
+    auto& items = static_cast<ObjectItems&>(open_.back()->get_ref<Json::object_t&>());
     items.emplace_back(std::move(k), nullptr);
     pending_ = &items.back().second;
     return true;
   }
   bool end_object() {
+    refuse_duplicate_keys(open_.back()->get_ref<const Json::object_t&>());
     open_.pop_back();
     return true;
   }
   bool start_array(std::size_t) {
     put(Json::array());
-    open_.push_back(Open{pending_, {}});
+    open_.push_back(pending_);
     return true;
   }
   bool end_array() {
@@ -67,10 +66,17 @@ class LinearDomBuilder {
   }
 
  private:
-  struct Open {
-    Json* container;
-    std::unordered_set<std::string> keys;  // an object's keys so far
-  };
+  // Sorting views of the keys finds a duplicate without a hash node per key.
+  void refuse_duplicate_keys(const Json::object_t& items) {
+    if (items.size() < 2) return;
+    keys_.clear();
+    for (const auto& item : items) keys_.push_back(item.first);
+    std::sort(keys_.begin(), keys_.end());
+    const auto twice = std::adjacent_find(keys_.begin(), keys_.end());
+    if (twice != keys_.end())
+      throw ApiError(400, "the request body has the key '" + std::string(*twice) +
+                              "' twice in one object; each key may appear once");
+  }
 
   // Places a value where the document expects the next one; pending_ then points at it.
   template <class Value>
@@ -84,7 +90,7 @@ class LinearDomBuilder {
     if (open_.empty()) {
       root_ = Json(std::forward<Value>(v));
       pending_ = &root_;
-    } else if (Json& top = *open_.back().container; top.is_array()) {
+    } else if (Json& top = *open_.back(); top.is_array()) {
       auto& items = top.get_ref<Json::array_t&>();
       items.emplace_back(std::forward<Value>(v));
       pending_ = &items.back();
@@ -96,7 +102,8 @@ class LinearDomBuilder {
 
   const JsonBodyChecks& checks_;
   Json root_;
-  std::vector<Open> open_;
+  std::vector<Json*> open_;             // the containers being filled, outermost first
+  std::vector<std::string_view> keys_;  // scratch for refuse_duplicate_keys
   Json* pending_ = nullptr;
   size_t values_ = 0;
 };

@@ -4,8 +4,9 @@
 // linear search for an earlier equal key, so an object of n keys costs n²/2
 // comparisons: 80,000 keys (0.9 MB) took seconds to parse before the first
 // could be refused. Here the values are appended without that search, and
-// duplicate keys are found with a hash set per object and refused, as OpenAI
-// refuses them (a JSON object with two equal keys has no agreed meaning).
+// duplicate keys are found by sorting each object's keys when it closes and
+// refused, as OpenAI refuses them (a JSON object with two equal keys has no
+// agreed meaning).
 // Along the way the parse stops early: at a nesting deeper than the limit,
 // at the first top-level key the caller refuses, and when the client has gone.
 #pragma once
