@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "app/ascii_case.h"
 #include "core/formats/row_codec.h"
 
 namespace kvforge {
@@ -54,15 +55,6 @@ std::optional<LlamaFtype> single_type_ftype(GgmlType t) {
   }
 }
 
-bool same_name(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
-  return true;
-}
-
 }  // namespace
 
 std::span<const QuantMixture> quant_mixtures() { return kMixtures; }
@@ -85,7 +77,7 @@ std::string quant_mixture_list() {
 
 QuantRecipe parse_quant_recipe(std::string_view name, bool pure) {
   for (const QuantMixture& m : kMixtures)
-    if (same_name(name, m.name)) return {std::string(m.name), m.ftype, m.base, pure};
+    if (equals_ignoring_case(name, m.name)) return {std::string(m.name), m.ftype, m.base, pure};
   const std::optional<GgmlType> t = parse_type_name(name);
   const std::optional<LlamaFtype> ftype = t ? single_type_ftype(*t) : std::nullopt;
   if (!t || !ftype || !is_quantizable_type(*t))

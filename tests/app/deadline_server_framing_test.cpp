@@ -15,9 +15,9 @@
 namespace kvforge::server {
 namespace {
 
-// The status lines of everything `server` answers to `bytes` sent at once
-// on a fresh connection, the client's side then closed for writing.
-std::vector<std::string> status_lines(DeadlineServer& server, const std::string& bytes) {
+// Everything `server` answers to `bytes` sent at once on a fresh connection,
+// the client's side then closed for writing.
+std::string served_answer(DeadlineServer& server, const std::string& bytes) {
   int fds[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
   std::thread serve([&] { server.serve_accepted(fds[1]); });
@@ -34,6 +34,12 @@ std::vector<std::string> status_lines(DeadlineServer& server, const std::string&
   while ((n = ::read(fds[0], buf, sizeof buf)) > 0) answer.append(buf, static_cast<size_t>(n));
   serve.join();
   ::close(fds[0]);
+  return answer;
+}
+
+// The status lines of served_answer().
+std::vector<std::string> status_lines(DeadlineServer& server, const std::string& bytes) {
+  const std::string answer = served_answer(server, bytes);
   std::vector<std::string> lines;
   const std::regex status_line("HTTP/1\\.1 \\d\\d\\d");
   for (auto it = std::sregex_iterator(answer.begin(), answer.end(), status_line);
@@ -128,21 +134,10 @@ TEST_F(DeadlineServerFraming, ChunkSizesAreReadStrictly) {
 }
 
 TEST_F(DeadlineServerFraming, ChunkedBodiesAreDecoded) {
-  int fds[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds), 0);
-  std::thread serve([&] { server_.serve_accepted(fds[1]); });
-  const std::string request =
-      post_with("Transfer-Encoding: chunked\r\n",
-                "3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n") +
-      kInner;
-  ASSERT_EQ(::write(fds[0], request.data(), request.size()), ssize_t(request.size()));
-  ::shutdown(fds[0], SHUT_WR);
-  std::string answer;
-  char buf[4096];
-  ssize_t n;
-  while ((n = ::read(fds[0], buf, sizeof buf)) > 0) answer.append(buf, static_cast<size_t>(n));
-  serve.join();
-  ::close(fds[0]);
+  const std::string answer =
+      served_answer(server_, post_with("Transfer-Encoding: chunked\r\n",
+                                       "3;ext=1\r\nabc\r\nA\r\n0123456789\r\n0\r\nX-T: 1\r\n\r\n") +
+                                 kInner);
   EXPECT_NE(answer.find("body:abc0123456789"), std::string::npos) << answer;
   EXPECT_NE(answer.find("models"), std::string::npos) << answer;  // the next request, in turn
 }

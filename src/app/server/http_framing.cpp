@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <vector>
 
+#include "app/ascii_case.h"
+
 namespace kvforge::server {
 namespace {
 
@@ -36,15 +38,6 @@ bool is_token(std::string_view s) {
   if (s.empty()) return false;
   for (unsigned char c : s)
     if (!token_char(c)) return false;
-  return true;
-}
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
-      return false;
   return true;
 }
 

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string_view>
 
+#include "app/ascii_case.h"
 #include "app/server/chat_page.h"
 #include "app/server/connection_guard.h"
 #include "app/server/connection_watch.h"
@@ -50,8 +51,7 @@ bool same_key(const std::string& given, const std::string& key) {
 std::string bearer_token(const std::string& header) {
   constexpr std::string_view kScheme = "bearer";
   if (header.size() <= kScheme.size() || header[kScheme.size()] != ' ') return {};
-  for (size_t i = 0; i < kScheme.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(header[i])) != kScheme[i]) return {};
+  if (!equals_ignoring_case(std::string_view(header).substr(0, kScheme.size()), kScheme)) return {};
   const size_t start = header.find_first_not_of(' ', kScheme.size());
   return start == std::string::npos ? std::string() : header.substr(start);
 }
