@@ -10,8 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "app/perplexity.h"
 #include "app/tokenizer/tokenizer.h"
+#include "app/tools/perplexity.h"
 #include "engine/sequence_runner.h"
 #include "sanitized.h"
 #include "testdata.h"

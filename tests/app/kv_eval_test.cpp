@@ -1,7 +1,7 @@
 // The int8 KV acceptance thresholds on the shipped default model, over 1024
 // tokens of its validation text (4 windows of 256, 1020 predictions): logits cosine ≥ 0.999 and
 // top-1 agreement ≥ 99 % against an f32 KV cache.
-#include "app/kv_eval.h"
+#include "app/tools/kv_eval.h"
 
 #include <gtest/gtest.h>
 

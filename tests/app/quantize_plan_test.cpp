@@ -4,7 +4,7 @@
 // data/quantize_mixtures come from tools/quantize_mixtures/make_tables.py
 // (which runs llama-quantize and reads the types back with gguf-py); the
 // models are rebuilt here in memory from the shape and seed in each table.
-#include "app/quantize_plan.h"
+#include "app/tools/quantize_plan.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <map>
 #include <sstream>
 
-#include "app/quantize_model.h"
-#include "app/quantize_recipe.h"
+#include "app/tools/quantize_model.h"
+#include "app/tools/quantize_recipe.h"
 #include "model/random_model.h"
 #include "testdata.h"
 

@@ -1,4 +1,4 @@
-#include "app/cli/bench_kv_tiers.h"
+#include "app/bench/bench_kv_tiers.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,9 +10,9 @@
 #include <map>
 #include <random>
 
+#include "app/bench/token_digest.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/engine_flags.h"
-#include "app/cli/token_digest.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "engine/kv/kv_disk_tier.h"

@@ -28,13 +28,13 @@
 #include <random>
 #include <sstream>
 
-#include "app/cli/bench_kv_tiers.h"
+#include "app/bench/bench_kv_tiers.h"
+#include "app/bench/token_digest.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
-#include "app/cli/token_digest.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"

@@ -4,8 +4,8 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
-#include "app/kv_eval.h"
 #include "app/tokenizer/tokenizer.h"
+#include "app/tools/kv_eval.h"
 #include "model/model.h"
 
 namespace kvforge::cli {

@@ -5,8 +5,8 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
-#include "app/perplexity.h"
 #include "app/tokenizer/tokenizer.h"
+#include "app/tools/perplexity.h"
 #include "model/model.h"
 
 namespace kvforge::cli {

@@ -6,9 +6,9 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
-#include "app/quantize_model.h"
-#include "app/quantize_plan.h"
-#include "app/quantize_recipe.h"
+#include "app/tools/quantize_model.h"
+#include "app/tools/quantize_plan.h"
+#include "app/tools/quantize_recipe.h"
 
 namespace kvforge::cli {
 namespace {

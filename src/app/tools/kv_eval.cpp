@@ -1,4 +1,4 @@
-#include "app/kv_eval.h"
+#include "app/tools/kv_eval.h"
 
 #include <algorithm>
 #include <chrono>

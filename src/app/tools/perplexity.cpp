@@ -1,4 +1,4 @@
-#include "app/perplexity.h"
+#include "app/tools/perplexity.h"
 
 #include <algorithm>
 #include <chrono>

@@ -1,8 +1,8 @@
-#include "app/quantize_model.h"
+#include "app/tools/quantize_model.h"
 
 #include <stdexcept>
 
-#include "app/quantize_recipe.h"
+#include "app/tools/quantize_recipe.h"
 #include "core/formats/row_codec.h"
 #include "core/gguf/gguf_writer.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "app/quantize_plan.h"
+#include "app/tools/quantize_plan.h"
 #include "core/dtype.h"
 #include "core/gguf/gguf_file.h"
 

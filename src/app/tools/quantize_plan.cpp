@@ -1,11 +1,11 @@
-#include "app/quantize_plan.h"
+#include "app/tools/quantize_plan.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
 
-#include "app/quantize_rules.h"
+#include "app/tools/quantize_rules.h"
 
 namespace kvforge {
 namespace {

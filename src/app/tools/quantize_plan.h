@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "app/quantize_recipe.h"
+#include "app/tools/quantize_recipe.h"
 #include "core/dtype.h"
 #include "core/gguf/gguf_file.h"
 

@@ -1,4 +1,4 @@
-#include "app/quantize_recipe.h"
+#include "app/tools/quantize_recipe.h"
 
 #include <array>
 #include <cctype>

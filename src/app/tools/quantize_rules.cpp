@@ -1,4 +1,4 @@
-#include "app/quantize_rules.h"
+#include "app/tools/quantize_rules.h"
 
 #include <stdexcept>
 #include <string>

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "app/quantize_recipe.h"
+#include "app/tools/quantize_recipe.h"
 #include "core/dtype.h"
 
 namespace kvforge {
