@@ -15,8 +15,8 @@ PACKAGES=(
   libedit-dev                # line editing and history in kvforge chat
   clang-format
   libopenmpi-dev openmpi-bin # tensor parallelism across processes (mpirun -np N kvforge run)
-  python3                    # tests/cli/chat_pty.py drives kvforge chat in a pty
-  chromium                   # headless: tests/server/page.test.mjs loads serve's chat page
+  python3                    # tests/app/cli/chat_pty.py drives kvforge chat in a pty
+  chromium                   # headless: tests/app/server/page.test.mjs loads serve's chat page
 )
 
 missing=()
@@ -35,15 +35,15 @@ else
 fi
 
 # The server's integration tests drive it with the official OpenAI client
-# (tests/server/package-lock.json pins it), installed into tests/server/node_modules.
+# (tests/app/server/package-lock.json pins it), installed into tests/app/server/node_modules.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if command -v npm >/dev/null; then
-  if [ ! -d "$root/tests/server/node_modules/openai" ]; then
-    echo "setup: installing the openai npm package for tests/server"
-    npm ci --prefix "$root/tests/server" --no-audit --no-fund --loglevel=error
+  if [ ! -d "$root/tests/app/server/node_modules/openai" ]; then
+    echo "setup: installing the openai npm package for tests/app/server"
+    npm ci --prefix "$root/tests/app/server" --no-audit --no-fund --loglevel=error
   else
-    echo "setup: tests/server npm packages present"
+    echo "setup: tests/app/server npm packages present"
   fi
 else
-  echo "setup: npm not found; the server integration test (tests/server) will be skipped"
+  echo "setup: npm not found; the server integration test (tests/app/server) will be skipped"
 fi

@@ -34,12 +34,13 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 stage "ThreadSanitizer: thread pool, multi-threaded forward passes, kvforge serve (clang)"
 CXX=clang++ cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE=-O1 \
   -DKVFORGE_TSAN=ON -DKVFORGE_BENCH=OFF >/dev/null
-cmake --build build-tsan -j"$jobs" --target threadpool_tests engine_tests kvforge
+cmake --build build-tsan -j"$jobs" --target threadpool_tests model_tests engine_tests kvforge
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/threadpool_tests
+TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/model_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/engine_tests
 # kvforge serve (HTTP threads, engine loop, queues; paged and static engines) under the
 # whole server test, load test included (about 35 s; KVFORGE_SERVER_LOAD_CLIENTS=16 lightens it).
 # tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (see the file).
-TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/server/tsan.supp" \
-  tests/server/run_server_tests.sh build-tsan/kvforge
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/app/server/tsan.supp" \
+  tests/app/server/run_server_tests.sh build-tsan/kvforge
 stage "all tests passed in ${SECONDS} s"

@@ -6,7 +6,7 @@
 #   batching engine        kvforge bench-serve  C = 1, 4, 16, 64 and a shared prefix (issue 3)
 #   KV formats             kvforge kv-bench     f16 / int8 / q4 at 2048 and 4096 (issue 5)
 #   static pipeline        kvforge bench-static (issue 4)
-#   server                 kvforge serve + tests/server/throughput.mjs, 16 clients (issue 6)
+#   server                 kvforge serve + tests/app/server/throughput.mjs, 16 clients (issue 6)
 # Each command prints its own ratios against a baseline measured in the same
 # run. Run it on an otherwise idle machine; outputs land in OUT (default
 # docs/bench). Usage: tools/bench_headline.sh [BUILD_DIR] [OUT]
@@ -70,11 +70,11 @@ serve_throughput() {  # label, then serve flags
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && break
     sleep 0.1
   done
-  node tests/server/throughput.mjs "http://127.0.0.1:$port" 16 30 64 | tee "$out/serve-$label.json"
+  node tests/app/server/throughput.mjs "http://127.0.0.1:$port" 16 30 64 | tee "$out/serve-$label.json"
   kill $pid
   wait $pid || true
 }
-if command -v node >/dev/null && [ -d tests/server/node_modules ]; then
+if command -v node >/dev/null && [ -d tests/app/server/node_modules ]; then
   serve_throughput paged
   serve_throughput static16 --static --static-slots 16 --max-prompt-len 256 --min-response-len 128
 fi

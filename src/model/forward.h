@@ -4,9 +4,9 @@
 // attention reads each token's own sequence through the KvStore.
 //
 // Its oracle is the plain scalar single-sequence pass in llama2.c's shape,
-// tests/engine/reference_forward.cpp: the model tests hold this one to it
-// (tests/engine/forward_oracle_test.cpp) and to llama.cpp's logits
-// (tests/engine/golden_logits_test.cpp).
+// tests/model/reference_forward.cpp: the model tests hold this one to it
+// (tests/model/forward_oracle_test.cpp) and to llama.cpp's logits
+// (tests/model/golden_logits_test.cpp).
 #pragma once
 
 #include <cstdint>

@@ -13,7 +13,7 @@
 
 #include "engine/static_pipeline/plan_compiler.h"
 #include "engine/static_pipeline/static_batch_engine.h"
-#include "engine/test_models.h"
+#include "test_models.h"
 
 namespace kvforge {
 namespace {

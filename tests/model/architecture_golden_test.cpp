@@ -46,7 +46,7 @@ namespace {
 const std::filesystem::path kDir =
     std::getenv("KVFORGE_ARCH_GOLDEN_DIR")
         ? std::filesystem::path(std::getenv("KVFORGE_ARCH_GOLDEN_DIR"))
-        : testing::source_dir() / "tests/engine/data/architectures";
+        : testing::source_dir() / "tests/model/data/architectures";
 constexpr float kBound = 1e-4f;
 constexpr float kGeluFlipBound = 1e-2f;
 

@@ -31,7 +31,7 @@
 namespace kvforge {
 namespace {
 
-struct Case {
+struct QuantizedCase {
   GgmlType type;
   float tolerance;  // absolute for f16/bf16; a fraction of the logits' RMS for quantized types
   bool relative;
@@ -43,10 +43,10 @@ float rms(const std::vector<float>& v) {
   return float(std::sqrt(ss / double(v.size())));
 }
 
-class ForwardQuantizedTest : public ::testing::TestWithParam<Case> {};
+class ForwardQuantizedTest : public ::testing::TestWithParam<QuantizedCase> {};
 
 TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
-  const Case c = GetParam();
+  const QuantizedCase c = GetParam();
   RandomModelSpec spec;  // rows of 256 so that the K-quants' super-blocks fit
   spec.name = std::string(type_name(c.type));
   spec.n_embd = 256;
@@ -102,13 +102,14 @@ TEST_P(ForwardQuantizedTest, LogitsMatchReferenceOnDequantizedWeights) {
 
 INSTANTIATE_TEST_SUITE_P(
     Types, ForwardQuantizedTest,
-    ::testing::Values(Case{GgmlType::F16, 1e-4f, false}, Case{GgmlType::BF16, 1e-4f, false},
-                      Case{GgmlType::Q8_0, 0.08f, true}, Case{GgmlType::Q4_0, 0.08f, true},
-                      Case{GgmlType::Q4_K, 0.08f, true}, Case{GgmlType::Q6_K, 0.08f, true},
-                      Case{GgmlType::IQ4_NL, 0.08f, true}, Case{GgmlType::Q5_0, 0.08f, true},
-                      Case{GgmlType::Q5_1, 0.08f, true}, Case{GgmlType::Q4_1, 0.08f, true},
-                      Case{GgmlType::Q2_K, 0.08f, true}, Case{GgmlType::Q3_K, 0.08f, true},
-                      Case{GgmlType::IQ4_XS, 0.08f, true}),
+    ::testing::Values(
+        QuantizedCase{GgmlType::F16, 1e-4f, false}, QuantizedCase{GgmlType::BF16, 1e-4f, false},
+        QuantizedCase{GgmlType::Q8_0, 0.08f, true}, QuantizedCase{GgmlType::Q4_0, 0.08f, true},
+        QuantizedCase{GgmlType::Q4_K, 0.08f, true}, QuantizedCase{GgmlType::Q6_K, 0.08f, true},
+        QuantizedCase{GgmlType::IQ4_NL, 0.08f, true}, QuantizedCase{GgmlType::Q5_0, 0.08f, true},
+        QuantizedCase{GgmlType::Q5_1, 0.08f, true}, QuantizedCase{GgmlType::Q4_1, 0.08f, true},
+        QuantizedCase{GgmlType::Q2_K, 0.08f, true}, QuantizedCase{GgmlType::Q3_K, 0.08f, true},
+        QuantizedCase{GgmlType::IQ4_XS, 0.08f, true}),
     [](const auto& param_info) { return std::string(type_name(param_info.param.type)); });
 
 }  // namespace

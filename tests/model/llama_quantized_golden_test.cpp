@@ -46,11 +46,12 @@
 namespace kvforge {
 namespace {
 
-const std::filesystem::path kDir = testing::source_dir() / "tests/engine/data/llama_quantized";
+const std::filesystem::path kLlamaQuantizedDir =
+    testing::source_dir() / "tests/model/data/llama_quantized";
 
-std::vector<std::string> golden_names() {
+std::vector<std::string> llama_quantized_names() {
   std::vector<std::string> names;
-  for (const auto& entry : std::filesystem::directory_iterator(kDir)) {
+  for (const auto& entry : std::filesystem::directory_iterator(kLlamaQuantizedDir)) {
     const std::string file = entry.path().filename().string();
     if (file.ends_with(".logits.bin")) names.push_back(file.substr(0, file.size() - 11));
   }
@@ -105,10 +106,11 @@ class LlamaQuantizedGoldenTest : public ::testing::TestWithParam<std::string> {}
 
 TEST_P(LlamaQuantizedGoldenTest, LogitsAndGreedyTokensMatchLlamaCpp) {
   const std::string name = GetParam();
-  const testing::GoldenLogits g = testing::read_golden_logits(kDir / (name + ".logits.bin"));
-  const auto model = Model::load(kDir / (name + ".gguf"));
+  const testing::GoldenLogits g =
+      testing::read_golden_logits(kLlamaQuantizedDir / (name + ".logits.bin"));
+  const auto model = Model::load(kLlamaQuantizedDir / (name + ".gguf"));
   ASSERT_EQ(model->config().n_vocab, g.n_vocab);
-  const float bound = logit_bound(gguf::GgufFile::open(kDir / (name + ".gguf")), g);
+  const float bound = logit_bound(gguf::GgufFile::open(kLlamaQuantizedDir / (name + ".gguf")), g);
   for (int threads : {1, 2}) {
     const std::vector<float> ours = testing::run_golden_tokens(*model, g, threads);
     float worst = 0, min_margin = INFINITY;
@@ -133,7 +135,8 @@ TEST_P(LlamaQuantizedGoldenTest, LogitsAndGreedyTokensMatchLlamaCpp) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Files, LlamaQuantizedGoldenTest, ::testing::ValuesIn(golden_names()),
+INSTANTIATE_TEST_SUITE_P(Files, LlamaQuantizedGoldenTest,
+                         ::testing::ValuesIn(llama_quantized_names()),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes one random-weight model per architecture and RoPE variant, with
-llama.cpp's logits for it (tests/engine/data/architectures, checked by
+llama.cpp's logits for it (tests/model/data/architectures, checked by
 architecture_golden_test).
 
 Development-time only (needs llama.cpp's dump_logits and gguf-py, see
@@ -8,7 +8,7 @@ Development-time only (needs llama.cpp's dump_logits and gguf-py, see
 
   PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tools/arch_goldens/make_goldens.py \
       --kvforge build/kvforge --dump-logits $REF/dump_logits \
-      --out tests/engine/data/architectures
+      --out tests/model/data/architectures
 
 Each model is `kvforge make-model` (f32, 259-token byte vocabulary, n_embd 64,
 4 heads / 2 KV heads) with its architecture's tensors and keys, made to

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes the llama-quantize'd golden models and llama.cpp's logits for them
-(tests/engine/data/llama_quantized, checked by llama_quantized_golden_test).
+(tests/model/data/llama_quantized, checked by llama_quantized_golden_test).
 
 Development-time only (needs llama.cpp's llama-quantize, dump_logits and gguf-py,
 see ../shared/peer/README.md):
 
   PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tools/llama_golden/make_goldens.py \
       --kvforge build/kvforge --llama-quantize $LLAMA/build/bin/llama-quantize \
-      --dump-logits $REF/dump_logits --out tests/engine/data/llama_quantized
+      --dump-logits $REF/dump_logits --out tests/model/data/llama_quantized
 
 The model: `kvforge make-model` (random weights; shape in MODEL below) made to
 predict the next byte so that its logits are peaked: the token embeddings are

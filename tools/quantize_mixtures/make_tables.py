@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Writes the per-tensor types llama-quantize chooses for each mixture, as tables
-that tests/app/quantize_plan_test.cpp compares kvforge's plan against.
+that tests/app/tools/quantize_plan_test.cpp compares kvforge's plan against.
 
 Development-time only (needs llama.cpp's llama-quantize and gguf-py, see
 ../shared/peer/README.md):
 
   PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tools/quantize_mixtures/make_tables.py \
       --kvforge build/kvforge --llama-quantize $LLAMA/build/bin/llama-quantize \
-      --out tests/app/data/quantize_mixtures
+      --out tests/app/tools/data/quantize_mixtures
 
 For each model below: `kvforge make-model` writes the F32 file, llama-quantize
 converts it to every mixture (and, in a second table, to every mixture with

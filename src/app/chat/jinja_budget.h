@@ -27,7 +27,7 @@ struct RenderLimits {
   size_t max_output_bytes = 8u << 20;
   // Well above what the real templates of ../shared/testdata/chat-templates
   // need with tools and the longest conversation their models take (a
-  // 512 KiB message: tests/app/chat_budget_test.cpp checks the margin), and
+  // 512 KiB message: tests/app/chat/chat_budget_test.cpp checks the margin), and
   // small enough that a render that exhausts either ends within a small
   // fraction of the 2 s a request may take, on a core several times slower
   // than a current one. They are sized on the costliest unit (a loop

@@ -1,6 +1,6 @@
 // f16 rows with the F16C instructions (part of the AVX2 level, cpu_features.h),
 // 8 values per instruction; the last n % 8 through a zero-padded copy. These
-// give the same bits as the scalar functions in f16.h (tests/core/formats_f16_test.cpp).
+// give the same bits as the scalar functions in f16.h (tests/core/formats/formats_f16_test.cpp).
 #include <immintrin.h>
 #include <string.h>
 

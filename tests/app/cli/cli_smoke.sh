@@ -151,5 +151,5 @@ expect_in "a 32 GiB card per rank: does NOT fit" kvplan-tp.out
 "$kv" kv-plan --preset llama-2-70b --tp 16 >kvplan-tp16.out
 expect_in "each held by 2 ranks (replicated" kvplan-tp16.out
 # chat: three turns through stdin, paged and static, each reusing the earlier turns' K/V.
-bash "$here/chat_turns.sh" "$kv" "$here/../../models/kvforge-kjv-4m.gguf" "$work/chat"
+bash "$here/chat_turns.sh" "$kv" "$here/../../../models/kvforge-kjv-4m.gguf" "$work/chat"
 echo "cli smoke: ok"

@@ -9,7 +9,7 @@
 set -euo pipefail
 kv="$1"
 work="$2"
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 rm -rf "$work" && mkdir -p "$work/build" && cd "$work"
 ln -s "$kv" build/kvforge
 ln -s "$root/models" models

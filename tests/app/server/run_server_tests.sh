@@ -1,21 +1,21 @@
 #!/usr/bin/env bash
 # Integration tests of `kvforge serve`: starts the real server on a free
 # loopback port and drives it with the official `openai` npm client and raw
-# HTTP (tests/server/server.test.mjs), once on the paged batching engine and
+# HTTP (tests/app/server/server.test.mjs), once on the paged batching engine and
 # once on the static slots (`serve --static`).
 # Usage: run_server_tests.sh KVFORGE_BINARY [MODEL]
 # KVFORGE_SERVER_MODES="paged static" (default) picks the engines.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 kvforge="$1"
-model="${2:-$here/../../models/kvforge-kjv-4m.gguf}"
+model="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
 
 if ! command -v node >/dev/null; then
   echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
   exit 77
 fi
 if [ ! -d "$here/node_modules/openai" ]; then
-  echo "FAIL: $here/node_modules/openai is missing; run scripts/setup.sh (npm ci in tests/server)" >&2
+  echo "FAIL: $here/node_modules/openai is missing; run scripts/setup.sh (npm ci in tests/app/server)" >&2
   exit 1
 fi
 export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"

@@ -10,8 +10,8 @@ if ! command -v node >/dev/null; then
   exit 77
 fi
 if [ ! -d "$here/node_modules/openai" ]; then
-  echo "FAIL: $here/node_modules/openai is missing; run scripts/setup.sh (npm ci in tests/server)" >&2
+  echo "FAIL: $here/node_modules/openai is missing; run scripts/setup.sh (npm ci in tests/app/server)" >&2
   exit 1
 fi
-export KVFORGE_BIN="$1" KVFORGE_MODEL="${2:-$here/../../models/kvforge-kjv-4m.gguf}"
+export KVFORGE_BIN="$1" KVFORGE_MODEL="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
 node --test --test-concurrency=1 "$here/ux.test.mjs" "$here/page.test.mjs"

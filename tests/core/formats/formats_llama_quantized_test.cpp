@@ -1,7 +1,7 @@
 // Our dequantizers against files that nobody on this project wrote: tensors
 // quantized by llama.cpp's llama-quantize, and gguf-py's numpy dequantization
 // of them, cut into fixtures by tools/quant_fixtures/make_fixture.py (layout
-// there). Every fixture in tests/core/data/llama_quantized must match bit for
+// there). Every fixture in tests/core/formats/data/llama_quantized must match bit for
 // bit; adding a fixture for a type is how a type's layout gets checked.
 #include <gtest/gtest.h>
 
@@ -56,7 +56,7 @@ Fixture read_fixture(const std::filesystem::path& path) {
 
 std::vector<std::filesystem::path> fixtures() {
   std::vector<std::filesystem::path> out;
-  const auto dir = testing::source_dir() / "tests/core/data/llama_quantized";
+  const auto dir = testing::source_dir() / "tests/core/formats/data/llama_quantized";
   for (const auto& e : std::filesystem::directory_iterator(dir))
     if (e.path().extension() == ".bin") out.push_back(e.path());
   std::sort(out.begin(), out.end());

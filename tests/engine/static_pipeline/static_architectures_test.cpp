@@ -167,7 +167,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, StaticArchitectures, ::testing::ValuesIn
 // architecture_golden_test.cpp): static equals dynamic on each, past the
 // windows (8) and the original contexts (16).
 TEST(StaticArchitectureGoldens, EveryGoldenFileRunsStaticallyWithTheDynamicBits) {
-  const auto dir = testing::source_dir() / "tests/engine/data/architectures";
+  const auto dir = testing::source_dir() / "tests/model/data/architectures";
   int files = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".gguf") continue;
