@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/tp_memory_plan.h"
+#include "model/random_model.h"
 
 namespace kvforge::cli {
 namespace {
@@ -59,6 +62,35 @@ void print_format_table(const ModelShape& s, uint64_t weights, const KvPlanFlags
   }
 }
 
+// The random-weight models of `kvforge make-model`, planned with the byte vocabulary (259
+// tokens); the planner itself knows only the published shapes (ModelShape::preset).
+const char* const kRandomModelPresets[] = {"small", "tiny"};
+
+std::optional<ModelShape> random_model_shape(const std::string& name) {
+  const auto spec = RandomModelSpec::preset(name);
+  if (!spec) return std::nullopt;
+  ModelShape s;
+  s.name = name;
+  s.n_vocab = kByteVocabTokens;
+  s.n_embd = spec->n_embd;
+  s.n_layer = spec->n_layer;
+  s.n_head = spec->n_head;
+  s.n_kv_head = spec->n_kv_head;
+  s.head_dim = spec->head_dim > 0 ? spec->head_dim : spec->n_embd / spec->n_head;
+  s.n_ff = spec->n_ff;
+  s.n_ctx_train = spec->n_ctx;
+  s.tied_output = spec->tied_output;
+  return s;
+}
+
+// Every name --preset accepts, comma-separated.
+std::string preset_list() {
+  std::string names;
+  for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
+  for (const char* n : kRandomModelPresets) names += std::string(", ") + n;
+  return names;
+}
+
 // The model's shape and weight bytes, from the preset or the file.
 struct PlannedModel {
   ModelShape shape;
@@ -77,13 +109,11 @@ PlannedModel planned_model(const KvPlanFlags& f) {
     m.split = weight_split_bytes(gguf::GgufFile::open(f.model));
     return m;
   }
-  const auto p = ModelShape::preset(f.preset);
-  if (!p) {
-    std::string names;
-    for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
-    throw std::invalid_argument("kv-plan: unknown preset '" + f.preset + "' (known: " + names +
-                                ")");
-  }
+  auto p = ModelShape::preset(f.preset);
+  if (!p) p = random_model_shape(f.preset);
+  if (!p)
+    throw std::invalid_argument("kv-plan: unknown preset '" + f.preset +
+                                "' (known: " + preset_list() + ")");
   m.shape = *p;
   const auto type = parse_type_name(f.weight_type);
   if (!type) throw std::invalid_argument("kv-plan: unknown --weight-type '" + f.weight_type + "'");
@@ -184,9 +214,7 @@ void add_kv_plan_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "kv-plan", "weight + KV memory at a context and batch; what fits a memory budget");
   f->add_model_flag(*sub, "GGUF model (its metadata and tensor sizes)");
-  std::string names;
-  for (const auto& n : ModelShape::preset_names()) names += (names.empty() ? "" : ", ") + n;
-  sub->add_option("--preset", f->preset, "a named shape: " + names);
+  sub->add_option("--preset", f->preset, "a named shape: " + preset_list());
   sub->add_option("--weight-type", f->weight_type, "matrix type for a preset (f32, f16, q8_0, ...)")
       ->capture_default_str();
   f->kv.add_to(*sub);

@@ -4,7 +4,6 @@
 #include <stdexcept>
 
 #include "core/gguf/gguf_file.h"
-#include "model/random_model.h"
 
 namespace kvforge {
 namespace {
@@ -21,15 +20,6 @@ ModelShape shape(std::string name, int64_t vocab, int64_t embd, int64_t layers, 
   s.head_dim = embd / heads;
   s.n_ff = ff;
   s.n_ctx_train = ctx;
-  return s;
-}
-
-// The random-weight presets of `kvforge make-model` (byte vocabulary: 259 tokens).
-ModelShape from_random_preset(const std::string& name) {
-  const RandomModelSpec spec = *RandomModelSpec::preset(name);
-  ModelShape s = shape(name, 259, spec.n_embd, spec.n_layer, spec.n_head, spec.n_kv_head, spec.n_ff,
-                       spec.n_ctx);
-  s.tied_output = spec.tied_output;
   return s;
 }
 
@@ -91,14 +81,13 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
     return windowed(shape(name, 262208, 2560, 34, 8, 4, 10240, 131072), 256, 1024, 29, true);
   if (name == "phi-3-mini")
     return windowed(shape(name, 32064, 3072, 32, 32, 32, 8192, 4096), 96, 2047, 32, false);
-  if (name == "small" || name == "tiny") return from_random_preset(name);
   return std::nullopt;
 }
 
 std::vector<std::string> ModelShape::preset_names() {
-  return {"llama-7b",    "llama-2-7b",     "llama-2-13b",  "llama-2-70b", "llama-3-8b",
-          "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b", "qwen3-8b",    "gemma-2-2b",
-          "gemma-3-4b",  "phi-3-mini",     "small",        "tiny"};
+  return {"llama-7b",   "llama-2-7b",  "llama-2-13b",    "llama-2-70b",
+          "llama-3-8b", "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b",
+          "qwen3-8b",   "gemma-2-2b",  "gemma-3-4b",     "phi-3-mini"};
 }
 
 ModelShape ModelShape::from_config(const ModelConfig& c) {

@@ -55,10 +55,10 @@ struct ModelShape {
   int64_t n_matrix_params() const;
   int64_t n_norm_params() const { return (2 * n_layer + 1) * n_embd; }
 
-  // Named shapes of published models and of the benchmark preset:
-  // llama-7b, llama-2-7b, llama-2-13b, llama-2-70b, llama-3-8b, llama-3-70b,
-  // tinyllama-1.1b, llama-3.1-8b, qwen3-8b, gemma-2-2b, gemma-3-4b,
-  // phi-3-mini, small, tiny. nullopt for unknown names. (Gemma's four norm
+  // Named shapes of published models: llama-7b, llama-2-7b, llama-2-13b,
+  // llama-2-70b, llama-3-8b, llama-3-70b, tinyllama-1.1b, llama-3.1-8b,
+  // qwen3-8b, gemma-2-2b, gemma-3-4b, phi-3-mini. nullopt for unknown names
+  // (the CLI resolves its random-model presets to a shape itself). (Gemma's four norm
   // vectors per layer count as two: too few parameters to matter.)
   static std::optional<ModelShape> preset(const std::string& name);
   static std::vector<std::string> preset_names();
