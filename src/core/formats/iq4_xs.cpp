@@ -11,11 +11,7 @@
 
 // The dequantizer's two products are rounded separately, and the quantizer's
 // choices must not depend on whether a compiler fuses multiply-adds.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// src/core/CMakeLists.txt builds this file with -ffp-contract=off.
 
 namespace kvforge {
 namespace {

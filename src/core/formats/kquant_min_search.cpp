@@ -12,11 +12,7 @@
 
 // The choices must not depend on whether a compiler fuses the error sums'
 // multiply-adds (GCC would when targeting FMA).
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// src/core/CMakeLists.txt builds this file with -ffp-contract=off.
 
 namespace kvforge {
 namespace {

@@ -10,11 +10,7 @@
 
 // The definition rounds d * (sc - 32) before multiplying by the quant; a
 // compiler building for FMA hardware must not contract anything here either.
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// src/core/CMakeLists.txt builds this file with -ffp-contract=off.
 
 namespace kvforge {
 namespace {

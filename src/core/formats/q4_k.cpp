@@ -8,11 +8,7 @@
 
 // The definition rounds d*sc*q and dmin*m separately before subtracting; a
 // compiler building for FMA hardware must not fuse them (GCC would by default).
-#if defined(__clang__)
-#pragma clang fp contract(off)
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+// src/core/CMakeLists.txt builds this file with -ffp-contract=off.
 
 namespace kvforge {
 namespace {

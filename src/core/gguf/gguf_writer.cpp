@@ -1,12 +1,12 @@
 #include "core/gguf/gguf_writer.h"
 
 #include <bit>
-#include <cstring>
 #include <fstream>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
+#include "core/byte_codec.h"
 #include "core/gguf/gguf_file.h"
 
 namespace kvforge::gguf {
@@ -119,73 +119,51 @@ void validate_value(const std::string& where, const Value& v, int depth) {
   invalid(where + ": unknown value type " + std::to_string(uint32_t(v.type)));
 }
 
-// Little-endian serialization into a growing buffer.
-class ByteSink {
- public:
-  explicit ByteSink(std::vector<uint8_t>& out) : out_(out) {}
+uint64_t align_up(uint64_t n, uint64_t alignment) {
+  return (n + alignment - 1) / alignment * alignment;
+}
 
-  template <class T>
-  void scalar(T v) {
-    append(&v, sizeof(T));
-  }
-  void string(std::string_view s) {
-    scalar<uint64_t>(s.size());
-    append(s.data(), s.size());
-  }
-  // resize + memcpy rather than insert: GCC 12 misreports insert into an empty
-  // vector as an overflow (-Wstringop-overflow).
-  void append(const void* p, size_t n) {
-    if (n == 0) return;
-    const size_t at = out_.size();
-    out_.resize(at + n);
-    std::memcpy(out_.data() + at, p, n);
-  }
+void pad_to(ByteWriter& w, uint64_t alignment) {
+  w.zeros(align_up(w.size(), alignment) - w.size());
+}
 
-  void value(const Value& v) {
-    switch (v.type) {
-      case ValueType::UINT8:
-        return scalar(static_cast<uint8_t>(std::get<uint64_t>(v.data)));
-      case ValueType::UINT16:
-        return scalar(static_cast<uint16_t>(std::get<uint64_t>(v.data)));
-      case ValueType::UINT32:
-        return scalar(static_cast<uint32_t>(std::get<uint64_t>(v.data)));
-      case ValueType::UINT64:
-        return scalar(std::get<uint64_t>(v.data));
-      case ValueType::INT8:
-        return scalar(static_cast<int8_t>(std::get<int64_t>(v.data)));
-      case ValueType::INT16:
-        return scalar(static_cast<int16_t>(std::get<int64_t>(v.data)));
-      case ValueType::INT32:
-        return scalar(static_cast<int32_t>(std::get<int64_t>(v.data)));
-      case ValueType::INT64:
-        return scalar(std::get<int64_t>(v.data));
-      case ValueType::FLOAT32:
-        return scalar(static_cast<float>(std::get<double>(v.data)));
-      case ValueType::FLOAT64:
-        return scalar(std::get<double>(v.data));
-      case ValueType::BOOL:
-        return scalar(static_cast<uint8_t>(std::get<bool>(v.data) ? 1 : 0));
-      case ValueType::STRING:
-        return string(std::get<std::string>(v.data));
-      case ValueType::ARRAY: {
-        const Array& a = std::get<Array>(v.data);
-        scalar(static_cast<uint32_t>(a.element_type));
-        scalar<uint64_t>(a.items.size());
-        for (const Value& item : a.items) value(item);
-        return;
-      }
+void write_string(ByteWriter& w, std::string_view s) { w.sized_bytes(s.data(), s.size()); }
+
+void write_value(ByteWriter& w, const Value& v) {
+  switch (v.type) {
+    case ValueType::UINT8:
+      return w.put(static_cast<uint8_t>(std::get<uint64_t>(v.data)));
+    case ValueType::UINT16:
+      return w.put(static_cast<uint16_t>(std::get<uint64_t>(v.data)));
+    case ValueType::UINT32:
+      return w.put(static_cast<uint32_t>(std::get<uint64_t>(v.data)));
+    case ValueType::UINT64:
+      return w.put(std::get<uint64_t>(v.data));
+    case ValueType::INT8:
+      return w.put(static_cast<int8_t>(std::get<int64_t>(v.data)));
+    case ValueType::INT16:
+      return w.put(static_cast<int16_t>(std::get<int64_t>(v.data)));
+    case ValueType::INT32:
+      return w.put(static_cast<int32_t>(std::get<int64_t>(v.data)));
+    case ValueType::INT64:
+      return w.put(std::get<int64_t>(v.data));
+    case ValueType::FLOAT32:
+      return w.put(static_cast<float>(std::get<double>(v.data)));
+    case ValueType::FLOAT64:
+      return w.put(std::get<double>(v.data));
+    case ValueType::BOOL:
+      return w.put(static_cast<uint8_t>(std::get<bool>(v.data) ? 1 : 0));
+    case ValueType::STRING:
+      return write_string(w, std::get<std::string>(v.data));
+    case ValueType::ARRAY: {
+      const Array& a = std::get<Array>(v.data);
+      w.put(static_cast<uint32_t>(a.element_type));
+      w.put<uint64_t>(a.items.size());
+      for (const Value& item : a.items) write_value(w, item);
+      return;
     }
   }
-
-  void pad_to(uint64_t alignment) { out_.resize(align_up(out_.size(), alignment), 0); }
-
-  static uint64_t align_up(uint64_t n, uint64_t alignment) {
-    return (n + alignment - 1) / alignment * alignment;
-  }
-
- private:
-  std::vector<uint8_t>& out_;
-};
+}
 
 uint64_t alignment_from_value(const Value& v) {
   validate_value("key 'general.alignment'", v, 0);
@@ -270,39 +248,37 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
 }
 
 std::vector<uint8_t> GgufWriter::metadata_bytes() const {
-  std::vector<uint8_t> out;
-  ByteSink sink(out);
-  sink.scalar(kMagic);
-  sink.scalar(version_);
-  sink.scalar<uint64_t>(tensors_.size());
-  sink.scalar<uint64_t>(kvs_.size());
+  ByteWriter w;
+  w.put(kMagic);
+  w.put(version_);
+  w.put<uint64_t>(tensors_.size());
+  w.put<uint64_t>(kvs_.size());
   for (const KeyValue& kv : kvs_) {
-    sink.string(kv.key);
-    sink.scalar(static_cast<uint32_t>(kv.value.type));
-    sink.value(kv.value);
+    write_string(w, kv.key);
+    w.put(static_cast<uint32_t>(kv.value.type));
+    write_value(w, kv.value);
   }
   uint64_t offset = 0;  // relative to the data section; each tensor starts aligned
   for (const PendingTensor& t : tensors_) {
-    sink.string(t.name);
-    sink.scalar(static_cast<uint32_t>(t.dims.size()));
-    for (uint64_t d : t.dims) sink.scalar(d);
-    sink.scalar(static_cast<uint32_t>(t.type));
-    sink.scalar(offset);
-    offset = ByteSink::align_up(offset + t.data.size(), alignment_);
+    write_string(w, t.name);
+    w.put(static_cast<uint32_t>(t.dims.size()));
+    for (uint64_t d : t.dims) w.put(d);
+    w.put(static_cast<uint32_t>(t.type));
+    w.put(offset);
+    offset = align_up(offset + t.data.size(), alignment_);
   }
   // A file with only metadata ends here, as gguf-py writes vocabulary files.
-  if (!tensors_.empty()) sink.pad_to(alignment_);
-  return out;
+  if (!tensors_.empty()) pad_to(w, alignment_);
+  return w.take();
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
-  std::vector<uint8_t> out = metadata_bytes();
-  ByteSink sink(out);
+  ByteWriter w(metadata_bytes());
   for (const PendingTensor& t : tensors_) {
-    sink.append(t.data.data(), t.data.size());
-    sink.pad_to(alignment_);
+    w.bytes(t.data.data(), t.data.size());
+    pad_to(w, alignment_);
   }
-  return out;
+  return w.take();
 }
 
 void GgufWriter::write(const std::filesystem::path& path) const {
@@ -315,7 +291,7 @@ void GgufWriter::write(const std::filesystem::path& path) const {
   for (const PendingTensor& t : tensors_) {
     out.write(reinterpret_cast<const char*>(t.data.data()),
               static_cast<std::streamsize>(t.data.size()));
-    uint64_t pad = ByteSink::align_up(t.data.size(), alignment_) - t.data.size();
+    uint64_t pad = align_up(t.data.size(), alignment_) - t.data.size();
     while (pad > 0) {
       const uint64_t n = std::min<uint64_t>(pad, sizeof kZeros);
       out.write(kZeros, static_cast<std::streamsize>(n));

@@ -31,8 +31,9 @@ namespace kvforge {
 namespace {
 
 // Tile shape: 4 rows x 3 tokens = 12 accumulators, 12 vectors of row data
-// (lo, hi, dw), a token's 4 vectors and temporaries fit the 32 zmm registers.
-// 4 x 4 spills accumulators; both it and 2 x 8 were slower.
+// (lo, hi, dw), a token's 4 vectors and temporaries fit the 32 zmm registers;
+// a 4 x 4 tile would spill accumulators (docs/bench/design-measurements.md
+// compares the shapes).
 inline constexpr int kQ8RowTile = 4;
 inline constexpr int kQ8TokenTile = 3;
 

@@ -1,10 +1,10 @@
 // SwiGLU gating: h = silu(gate) * up, silu(x) = x / (1 + e^-x).
 //
-// A decode step gates n_ff values per layer on one thread; with std::exp that
-// takes ~5 us per layer (bench/activation_bench, n_ff 2048), ~60 us of a
-// ~1.2 ms token on the small preset's 12 layers, so the AVX2 / AVX-512 levels evaluate e^x as a
-// polynomial, 8 / 16 lanes at a time (core/ops/avx512_exp.h, avx2_exp.h: relative error ~2e-7, +inf
-// where std::exp overflows): the results differ from the scalar reference by
+// A decode step gates n_ff values per layer on one thread, and std::exp per
+// element is a visible share of that step (docs/bench/design-measurements.md),
+// so the AVX2 / AVX-512 levels evaluate e^x as a polynomial, 8 / 16 lanes at a
+// time (core/ops/avx512_exp.h, avx2_exp.h: relative error ~2e-7, +inf where
+// std::exp overflows): the results differ from the scalar reference by
 // float rounding only. Each element's result depends on its own inputs only,
 // not on n or its index.
 #pragma once

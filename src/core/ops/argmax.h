@@ -1,10 +1,10 @@
 // Greedy decoding's pass over a vocabulary of logits: the index of the
 // largest value, checking on the way that no value is NaN or +inf.
 //
-// A scalar loop whose every step compares against the best so far (a
-// dependent load, compare and select) took ~54 us per 32000 logits here, so
-// a batched decode step of 16 sequences spent ~0.9 ms on the main thread
-// while the pool's other threads waited. The SIMD levels take two passes
+// It runs on the main thread while the pool's other threads wait, once per
+// sequence of a decode step, so a scalar loop whose every step compares
+// against the best so far (a dependent load, compare and select) would hold
+// the whole step up (docs/bench/design-measurements.md). The SIMD levels take two passes
 // instead: the maximum of all values (and whether any is invalid), then the
 // first index holding it. Both passes read 32 or 64 bytes per instruction
 // from memory the output matmul has just written.

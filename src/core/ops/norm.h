@@ -9,9 +9,9 @@ namespace kvforge {
 // x, y: [n]; may alias. Sum of squares in double so the result does not depend
 // on n's size in any way that matters for f32 tolerances. Eight running sums
 // (element i goes to sum i % 8, added up in a fixed order at the end) let the
-// compiler keep them in vector registers: one chain of dependent double adds
-// took ~1 us per 768 values, run serially between the matmuls of every layer
-// (~25 times per decoded token). The order is fixed, so the result is the
+// compiler keep them in vector registers rather than wait on one chain of
+// dependent double adds: the norm runs on one thread between the matmuls of
+// every layer (docs/bench/design-measurements.md). The order is fixed, so the result is the
 // same for every batch, thread count and schedule.
 inline void rms_norm(const float* x, const float* weight, int64_t n, float eps, float* y) {
   constexpr int kLanes = 8;

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/byte_codec.h"
 #include "engine/kv/kv_checksum.h"
 
 namespace kvforge {
@@ -11,16 +12,36 @@ constexpr uint8_t kMagic[8] = {'K', 'V', 'F', 'B', 'L', 'K', 0, 1};
 constexpr uint32_t kVersion = 1;
 constexpr size_t kHeaderBytes = 64;
 
-template <typename T>
-void put(std::vector<uint8_t>& out, size_t at, T v) {
-  std::memcpy(out.data() + at, &v, sizeof v);
-}
+// The header's fields (kv_block_file.h), reserved ones left out.
+struct BlockFileHeader {
+  std::span<const uint8_t> magic;
+  uint32_t version = 0;
+  uint32_t header_bytes = 0;
+  uint64_t fingerprint = 0;
+  uint8_t k_dtype = 0, v_dtype = 0;
+  uint32_t block_size = 0;
+  uint32_t n_tokens = 0;
+  uint64_t chain_hash = 0;
+  uint64_t payload_bytes = 0;
+};
 
-template <typename T>
-T get(std::span<const uint8_t> in, size_t at) {
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof v);
-  return v;
+// `r` holds at least kHeaderBytes.
+BlockFileHeader read_header(ByteReader& r) {
+  BlockFileHeader h;
+  h.magic = r.bytes(sizeof kMagic, "magic");
+  h.version = r.get<uint32_t>("version");
+  h.header_bytes = r.get<uint32_t>("header bytes");
+  h.fingerprint = r.get<uint64_t>("fingerprint");
+  h.k_dtype = r.get<uint8_t>("K dtype");
+  h.v_dtype = r.get<uint8_t>("V dtype");
+  r.skip(2, "reserved");
+  h.block_size = r.get<uint32_t>("block size");
+  h.n_tokens = r.get<uint32_t>("token count");
+  r.skip(4, "reserved");
+  h.chain_hash = r.get<uint64_t>("chain hash");
+  h.payload_bytes = r.get<uint64_t>("payload bytes");
+  r.skip(8, "reserved");
+  return h;
 }
 
 }  // namespace
@@ -38,22 +59,25 @@ size_t block_file_bytes(const KvBlockIdentity& id, size_t n_prefix_tokens) {
 std::vector<uint8_t> encode_block_file(const KvBlockIdentity& id, uint64_t chain_hash,
                                        std::span<const int32_t> prefix_tokens,
                                        std::span<const uint8_t> payload) {
-  std::vector<uint8_t> out(block_file_bytes(id, prefix_tokens.size()), 0);
-  std::memcpy(out.data(), kMagic, sizeof kMagic);
-  put<uint32_t>(out, 8, kVersion);
-  put<uint32_t>(out, 12, uint32_t(kHeaderBytes));
-  put<uint64_t>(out, 16, id.fingerprint());
-  out[24] = uint8_t(id.format.k);
-  out[25] = uint8_t(id.format.v);
-  put<uint32_t>(out, 28, uint32_t(id.block_size));
-  put<uint32_t>(out, 32, uint32_t(prefix_tokens.size()));
-  put<uint64_t>(out, 40, chain_hash);
-  put<uint64_t>(out, 48, uint64_t(payload.size()));
-  std::memcpy(out.data() + kHeaderBytes, prefix_tokens.data(), 4 * prefix_tokens.size());
-  const size_t payload_at = kHeaderBytes + 4 * prefix_tokens.size();
-  std::memcpy(out.data() + payload_at, payload.data(), payload.size());
-  put<uint64_t>(out, out.size() - 8, xxh64(out.data(), out.size() - 8));
-  return out;
+  ByteWriter w;
+  w.reserve(block_file_bytes(id, prefix_tokens.size()));
+  w.bytes(kMagic, sizeof kMagic);
+  w.put(kVersion);
+  w.put(uint32_t(kHeaderBytes));
+  w.put(id.fingerprint());
+  w.put(uint8_t(id.format.k));
+  w.put(uint8_t(id.format.v));
+  w.zeros(2);
+  w.put(uint32_t(id.block_size));
+  w.put(uint32_t(prefix_tokens.size()));
+  w.zeros(4);
+  w.put(chain_hash);
+  w.put(uint64_t(payload.size()));
+  w.zeros(8);
+  w.bytes(prefix_tokens.data(), 4 * prefix_tokens.size());
+  w.bytes(payload.data(), payload.size());
+  w.put(xxh64(w.data(), w.size()));
+  return w.take();
 }
 
 const char* block_file_check_name(BlockFileCheck c) {
@@ -78,24 +102,27 @@ BlockFileCheck decode_block_file(std::span<const uint8_t> file, const KvBlockIde
                                  uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
                                  std::span<const uint8_t>& payload) {
   if (file.size() < kHeaderBytes + 8) return BlockFileCheck::kTruncated;
-  if (std::memcmp(file.data(), kMagic, sizeof kMagic) != 0 || get<uint32_t>(file, 8) != kVersion ||
-      get<uint32_t>(file, 12) != kHeaderBytes)
+  ByteReader r(file.first(file.size() - 8));
+  const BlockFileHeader h = read_header(r);
+  if (std::memcmp(h.magic.data(), kMagic, sizeof kMagic) != 0 || h.version != kVersion ||
+      h.header_bytes != kHeaderBytes)
     return BlockFileCheck::kBadMagic;
   // Sizes from the header are checked against the file before they index it.
-  const uint64_t n_tokens = get<uint32_t>(file, 32);
-  const uint64_t payload_bytes = get<uint64_t>(file, 48);
-  if (payload_bytes > file.size() || kHeaderBytes + 4 * n_tokens + payload_bytes + 8 != file.size())
+  const uint64_t n_tokens = h.n_tokens;
+  if (h.payload_bytes > file.size() ||
+      kHeaderBytes + 4 * n_tokens + h.payload_bytes + 8 != file.size())
     return BlockFileCheck::kTruncated;
-  if (get<uint64_t>(file, file.size() - 8) != xxh64(file.data(), file.size() - 8))
+  if (ByteReader(file.last(8)).get<uint64_t>("checksum") != xxh64(file.data(), file.size() - 8))
     return BlockFileCheck::kChecksum;
-  if (get<uint64_t>(file, 16) != id.fingerprint() || file[24] != uint8_t(id.format.k) ||
-      file[25] != uint8_t(id.format.v) || get<uint32_t>(file, 28) != uint32_t(id.block_size) ||
-      payload_bytes != id.payload_bytes)
+  if (h.fingerprint != id.fingerprint() || h.k_dtype != uint8_t(id.format.k) ||
+      h.v_dtype != uint8_t(id.format.v) || h.block_size != uint32_t(id.block_size) ||
+      h.payload_bytes != id.payload_bytes)
     return BlockFileCheck::kOtherIdentity;
-  if (get<uint64_t>(file, 40) != chain_hash || n_tokens != prefix_tokens.size() ||
-      std::memcmp(file.data() + kHeaderBytes, prefix_tokens.data(), 4 * n_tokens) != 0)
+  const std::span<const uint8_t> tokens = r.bytes(4 * n_tokens, "token ids");
+  if (h.chain_hash != chain_hash || n_tokens != prefix_tokens.size() ||
+      std::memcmp(tokens.data(), prefix_tokens.data(), tokens.size()) != 0)
     return BlockFileCheck::kOtherTokens;
-  payload = file.subspan(kHeaderBytes + 4 * n_tokens, payload_bytes);
+  payload = r.bytes(h.payload_bytes, "payload");
   return BlockFileCheck::kOk;
 }
 

@@ -2,70 +2,32 @@
 
 #include <cstring>
 #include <stdexcept>
-#include <type_traits>
+
+#include "core/byte_codec.h"
 
 namespace kvforge {
 namespace {
 
-class Writer {
- public:
-  template <class T>
-  void put(T v) {
-    static_assert(std::is_trivially_copyable_v<T>);
-    const size_t at = out_.size();
-    out_.resize(at + sizeof v);
-    std::memcpy(out_.data() + at, &v, sizeof v);
-  }
-  void put_bytes(const void* p, size_t n) {
-    put(uint64_t(n));
-    const auto* b = static_cast<const uint8_t*>(p);
-    out_.insert(out_.end(), b, b + n);
-  }
-  std::vector<uint8_t> take() { return std::move(out_); }
+[[noreturn]] void bad_message(std::string_view field, const char* why) {
+  throw std::runtime_error("step message from rank 0: " + std::string(field) + " " + why);
+}
 
- private:
-  std::vector<uint8_t> out_;
-};
+ByteReader message_reader(const uint8_t* data, size_t bytes) {
+  return ByteReader({data, bytes}, [](const ShortRead& s) {
+    bad_message(s.what, "runs past the end of the message");
+  });
+}
 
-class Reader {
- public:
-  Reader(const uint8_t* p, size_t n) : p_(p), left_(n) {}
-  template <class T>
-  T get(const char* field) {
-    T v;
-    need(sizeof v, field);
-    std::memcpy(&v, p_, sizeof v);
-    advance(sizeof v);
-    return v;
-  }
-  // A length-prefixed run of `elem`-byte elements, copied into `out`.
-  template <class T>
-  void get_array(std::vector<T>& out, const char* field) {
-    const uint64_t bytes = get<uint64_t>(field);
-    need(bytes, field);
-    if (bytes % sizeof(T) != 0) fail(field, "not a whole number of elements");
-    out.resize(bytes / sizeof(T));
-    if (bytes) std::memcpy(out.data(), p_, bytes);
-    advance(bytes);
-  }
-  size_t left() const { return left_; }
+// A u64 byte count, then that many bytes of whole `T`s, copied into `out`.
+template <class T>
+void get_array(ByteReader& r, std::vector<T>& out, const char* field) {
+  const std::span<const uint8_t> bytes = r.sized_bytes(field);
+  if (bytes.size() % sizeof(T) != 0) bad_message(field, "not a whole number of elements");
+  out.resize(bytes.size() / sizeof(T));
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+}
 
- private:
-  void need(uint64_t n, const char* field) const {
-    if (n > left_) fail(field, "runs past the end of the message");
-  }
-  [[noreturn]] static void fail(const char* field, const char* why) {
-    throw std::runtime_error(std::string("step message from rank 0: ") + field + " " + why);
-  }
-  void advance(size_t n) {
-    p_ += n;
-    left_ -= n;
-  }
-  const uint8_t* p_;
-  size_t left_;
-};
-
-void put_params(Writer& w, const SamplingParams& p) {
+void put_params(ByteWriter& w, const SamplingParams& p) {
   w.put(p.temperature);
   w.put(p.top_k);
   w.put(p.top_p);
@@ -80,10 +42,10 @@ void put_params(Writer& w, const SamplingParams& p) {
   w.put(int32_t(p.max_tokens.value_or(0)));
   w.put(uint8_t(p.ignore_eos));
   w.put(uint32_t(p.stop.size()));
-  for (const std::string& s : p.stop) w.put_bytes(s.data(), s.size());
+  for (const std::string& s : p.stop) w.sized_bytes(s.data(), s.size());
 }
 
-SamplingParams get_params(Reader& r) {
+SamplingParams get_params(ByteReader& r) {
   SamplingParams p;
   p.temperature = r.get<float>("temperature");
   p.top_k = r.get<int>("top_k");
@@ -103,7 +65,7 @@ SamplingParams get_params(Reader& r) {
   const uint32_t n_stop = r.get<uint32_t>("stop count");
   for (uint32_t i = 0; i < n_stop; ++i) {
     std::vector<char> s;
-    r.get_array(s, "stop string");
+    get_array(r, s, "stop string");
     p.stop.emplace_back(s.begin(), s.end());
   }
   return p;
@@ -112,12 +74,12 @@ SamplingParams get_params(Reader& r) {
 }  // namespace
 
 std::vector<uint8_t> encode_commands(const std::vector<StepCommand>& commands) {
-  Writer w;
+  ByteWriter w;
   for (const StepCommand& c : commands) {
     w.put(uint8_t(c.op));
     if (c.op == StepCommand::Op::Add) {
       w.put(c.add.id);
-      w.put_bytes(c.add.prompt.data(), c.add.prompt.size() * sizeof(int32_t));
+      w.sized_bytes(c.add.prompt.data(), c.add.prompt.size() * sizeof(int32_t));
       put_params(w, c.add.params);
       w.put(int32_t(c.add.n));
       w.put(uint8_t(c.add.logprobs.enabled));
@@ -131,7 +93,7 @@ std::vector<uint8_t> encode_commands(const std::vector<StepCommand>& commands) {
 }
 
 std::vector<StepCommand> decode_commands(const uint8_t* data, size_t bytes, uint32_t count) {
-  Reader r(data, bytes);
+  ByteReader r = message_reader(data, bytes);
   std::vector<StepCommand> out(count);
   for (StepCommand& c : out) {
     const auto op = r.get<uint8_t>("command op");
@@ -140,7 +102,7 @@ std::vector<StepCommand> decode_commands(const uint8_t* data, size_t bytes, uint
     c.op = StepCommand::Op(op);
     if (c.op == StepCommand::Op::Add) {
       c.add.id = r.get<RequestId>("request id");
-      r.get_array(c.add.prompt, "prompt");
+      get_array(r, c.add.prompt, "prompt");
       c.add.params = get_params(r);
       c.add.n = r.get<int32_t>("n");
       c.add.logprobs.enabled = r.get<uint8_t>("logprobs");
@@ -150,8 +112,8 @@ std::vector<StepCommand> decode_commands(const uint8_t* data, size_t bytes, uint
       c.branch = r.get<int32_t>("branch");
     }
   }
-  if (r.left() != 0)
-    throw std::runtime_error("step message from rank 0: " + std::to_string(r.left()) +
+  if (r.remaining() != 0)
+    throw std::runtime_error("step message from rank 0: " + std::to_string(r.remaining()) +
                              " bytes after " + std::to_string(count) + " commands");
   return out;
 }
