@@ -111,9 +111,9 @@ void serve(const ServeFlags& f) {
   std::signal(SIGPIPE, SIG_IGN);
   // Request bodies and their copies (up to --max-body each, on many threads)
   // are mapped and unmapped on their own rather than left in glibc's arenas:
-  // by default the threshold grows to the largest freed block, and 32
-  // concurrent 7 MB requests (all refused) left the peak RSS at 565-910 MiB
-  // instead of ~300 MiB.
+  // by default the threshold grows to the largest freed block, so a burst of
+  // large requests, even refused ones, would leave their memory resident
+  // (docs/bench/design-measurements.md).
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
