@@ -295,11 +295,9 @@ size_t ModelWeights::regroup_for_kernels(
   const auto* embd = static_cast<const uint8_t*>(token_embd.data);
   const size_t embd_bytes = bytes_of(&token_embd);
   // One block for all of them, in 2 MiB transparent huge pages where the
-  // kernel offers them (core/huge_page_buffer.h): 512x fewer page faults
-  // while copying. Load plus one token, small Q4_0 (`/usr/bin/time kvforge
-  // run -n 1`, three runs; KVFORGE_SIMD=avx2 does not regroup): 0.29-0.42 s
-  // and 195 MB resident against 0.28-0.29 s and 140 MB. Decode speed did not
-  // measurably change with huge pages for the weights.
+  // kernel offers them (core/huge_page_buffer.h): one page fault per 2 MiB
+  // instead of per 4 KiB while copying. The load-time and memory cost of the
+  // copies is in docs/bench/design-measurements.md.
   size_t total = 0;
   for (const auto& m : matrices) total += (bytes_of(m.first) + 63) & ~size_t(63);
   if (total == 0) return 0;

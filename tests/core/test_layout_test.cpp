@@ -1,7 +1,7 @@
 // tests/ mirrors src/: the tests of src/<layer>/<dir>/ sit in tests/<layer>/<dir>/, so that
 // a reader finds a piece's tests by its path. This test walks tests/ and fails on every file
 // in a folder that has no counterpart under src/, naming the file. tests/ itself holds what
-// every layer shares (CMakeLists.txt, testdata.h, sanitized.h).
+// every layer shares (CMakeLists.txt, testdata.h, sanitized.h), never a test.
 //
 // Allowed besides the mirror (keep this list short):
 // - a folder named `data` below a mirrored folder holds fixtures (models, logits, tables) for
@@ -39,7 +39,11 @@ std::string misplacement(const fs::path& rel, const fs::path& src_root) {
     }
     mirrored /= *it;
   }
-  if (mirrored.empty() || fs::is_directory(src_root / mirrored)) return "";
+  if (mirrored.empty())
+    return rel.filename().string().find("_test.") == std::string::npos
+               ? ""
+               : "a test at the top of tests/ (it belongs in the folder mirroring what it tests)";
+  if (fs::is_directory(src_root / mirrored)) return "";
   return "tests/" + mirrored.string() + "/ has no counterpart src/" + mirrored.string() + "/";
 }
 
@@ -66,8 +70,8 @@ TEST(TestLayout, TestsMirrorSrc) {
     ADD_FAILURE() << file;
 }
 
-// The checker itself: a test in an unmirrored folder, and test code under data/, are caught;
-// mirrored folders, data fixtures and the shared files at the top are not.
+// The checker itself: a test in an unmirrored folder or at the top, and test code under data/,
+// are caught; mirrored folders, data fixtures and the shared files at the top are not.
 TEST(TestLayout, TheCheckerCatchesUnmirroredFolders) {
   const fs::path dir =
       fs::temp_directory_path() / ("kvforge_test_layout_" + std::to_string(::getpid()));
@@ -75,20 +79,23 @@ TEST(TestLayout, TheCheckerCatchesUnmirroredFolders) {
   for (const char* folder : {"src/engine/kv", "tests/engine/kv/data", "tests/engine/kvcache",
                              "tests/engine/kv/node_modules/x"})
     fs::create_directories(dir / folder);
-  for (const char* file :
-       {"tests/CMakeLists.txt", "tests/engine/kv/block_test.cpp", "tests/engine/kv/data/a.bin",
-        "tests/engine/kvcache/block_test.cpp", "tests/engine/kv/data/helper.h",
-        "tests/engine/kv/node_modules/x/index.mjs"})
+  for (const char* file : {"tests/CMakeLists.txt", "tests/testdata.h", "tests/stray_test.cpp",
+                           "tests/engine/kv/block_test.cpp", "tests/engine/kv/data/a.bin",
+                           "tests/engine/kvcache/block_test.cpp", "tests/engine/kv/data/helper.h",
+                           "tests/engine/kv/node_modules/x/index.mjs"})
     std::ofstream(dir / file) << "\n";
   const std::vector<std::string> found = misplaced_files(dir / "tests", dir / "src");
   fs::remove_all(dir);
-  ASSERT_EQ(found.size(), 2u) << ::testing::PrintToString(found);
+  ASSERT_EQ(found.size(), 3u) << ::testing::PrintToString(found);
   const std::set<std::string> files(found.begin(), found.end());
   EXPECT_TRUE(
       files.count("tests/engine/kvcache/block_test.cpp: tests/engine/kvcache/ has no "
                   "counterpart src/engine/kvcache/"));
   EXPECT_TRUE(files.count(
       "tests/engine/kv/data/helper.h: test code in a data folder (data/ holds fixtures only)"));
+  EXPECT_TRUE(
+      files.count("tests/stray_test.cpp: a test at the top of tests/ (it belongs in the "
+                  "folder mirroring what it tests)"));
 }
 
 }  // namespace

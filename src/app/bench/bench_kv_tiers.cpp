@@ -245,6 +245,29 @@ void bench_tier_ttft(const Model& model, const Tokenizer& tok, ThreadPool& pool,
   }
 }
 
+namespace {
+
+// Block files in `dir` for the prefix `tokens`, one per `bs` tokens, of random payload bytes;
+// returns their chain hashes.
+std::vector<uint64_t> write_random_blocks(const std::filesystem::path& dir,
+                                          const KvBlockIdentity& id,
+                                          const std::vector<int32_t>& tokens, int32_t bs,
+                                          std::mt19937& rng) {
+  std::vector<uint64_t> hashes;
+  KvDiskTier writer(dir, uint64_t(1) << 40, id);
+  std::vector<uint8_t> payload(id.payload_bytes);
+  uint64_t h = PrefixCache::kRootHash;
+  for (size_t b = 0; b < tokens.size() / size_t(bs); ++b) {
+    for (auto& x : payload) x = uint8_t(rng());
+    h = PrefixCache::chain_hash(h, std::span(tokens).subspan(b * size_t(bs), size_t(bs)));
+    hashes.push_back(h);
+    writer.store(h, std::span(tokens).first((b + 1) * size_t(bs)), payload);
+  }
+  return hashes;
+}
+
+}  // namespace
+
 void bench_tier_read_modes(const Model& model, EngineOptions options, const KvTierBenchOptions& o) {
   const int32_t bs = options.block_size;
   const int32_t n_blocks = o.prefix_len / bs;
@@ -259,18 +282,7 @@ void bench_tier_read_modes(const Model& model, EngineOptions options, const KvTi
   TierDir dir(o.parent_dir);
   std::mt19937 rng(o.seed * 65537u);
   const std::vector<int32_t> tokens = random_ids(rng, n_blocks * bs, model.config().n_vocab);
-  std::vector<uint64_t> hashes;
-  {
-    KvDiskTier writer(dir.path, uint64_t(1) << 40, id);
-    std::vector<uint8_t> payload(id.payload_bytes);
-    uint64_t h = PrefixCache::kRootHash;
-    for (int32_t b = 0; b < n_blocks; ++b) {
-      for (auto& x : payload) x = uint8_t(rng());
-      h = PrefixCache::chain_hash(h, std::span(tokens).subspan(size_t(b * bs), size_t(bs)));
-      hashes.push_back(h);
-      writer.store(h, std::span(tokens).first(size_t((b + 1) * bs)), payload);
-    }
-  }
+  const std::vector<uint64_t> hashes = write_random_blocks(dir.path, id, tokens, bs, rng);
   struct Case {
     KvReadMode mode;
     bool drop;

@@ -82,4 +82,18 @@ struct Node {
   std::vector<MacroParam> params;
 };
 
+// A new expression or statement of `kind` at template line `line`, its other fields empty.
+inline ExprPtr make_expr(Expr::Kind kind, int line) {
+  auto e = std::make_unique<Expr>();
+  e->kind = kind;
+  e->line = line;
+  return e;
+}
+inline NodePtr make_node(Node::Kind kind, int line) {
+  auto n = std::make_unique<Node>();
+  n->kind = kind;
+  n->line = line;
+  return n;
+}
+
 }  // namespace kvforge::jinja

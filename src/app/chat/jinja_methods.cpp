@@ -157,6 +157,36 @@ bool affix_match(const std::string& s, const Value& affix, bool prefix, int line
 
 namespace {
 
+// str.join: the strings of `items` with `sep` between them.
+std::string join(const std::string& sep, const Value& items, int line) {
+  std::string out;
+  bool first = true;
+  for (const Value& v : iterate(items, line)) {
+    charge_work(1, line);
+    if (!first) out += sep;
+    first = false;
+    out += need_string(v, line, "str.join()");
+    check_size(out.size(), line, "join()");
+  }
+  return out;
+}
+
+// str.isdigit / isalpha / isspace / isalnum (`name`) over ASCII classes;
+// false for the empty string, as in Python.
+bool is_char_class(const std::string& s, const std::string& name) {
+  if (s.empty()) return false;
+  for (char c : s) {
+    const bool digit = c >= '0' && c <= '9';
+    const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+    const bool ok = name == "isdigit"   ? digit
+                    : name == "isalpha" ? alpha
+                    : name == "isspace" ? is_py_space(c)
+                                        : digit || alpha;
+    if (!ok) return false;
+  }
+  return true;
+}
+
 Value string_method(const std::string& s, const std::string& name, const CallArgs& a, int line) {
   if (name == "strip") return Value(strip(s, arg(a, 0, "chars"), true, true, line));
   if (name == "lstrip") return Value(strip(s, arg(a, 0, "chars"), true, false, line));
@@ -191,31 +221,9 @@ Value string_method(const std::string& s, const std::string& name, const CallArg
     for (size_t p = search.find(s); p != std::string::npos; p = search.find(s, p + sub.size())) ++n;
     return Value(n);
   }
-  if (name == "join") {
-    std::string out;
-    bool first = true;
-    for (const Value& v : iterate(arg(a, 0, "iterable"), line)) {
-      charge_work(1, line);
-      if (!first) out += s;
-      first = false;
-      out += need_string(v, line, "str.join()");
-      check_size(out.size(), line, "join()");
-    }
-    return Value(std::move(out));
-  }
-  if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum") {
-    if (s.empty()) return Value(false);
-    for (char c : s) {
-      const bool digit = c >= '0' && c <= '9';
-      const bool alpha = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-      const bool ok = name == "isdigit"   ? digit
-                      : name == "isalpha" ? alpha
-                      : name == "isspace" ? is_py_space(c)
-                                          : digit || alpha;
-      if (!ok) return Value(false);
-    }
-    return Value(true);
-  }
+  if (name == "join") return Value(join(s, arg(a, 0, "iterable"), line));
+  if (name == "isdigit" || name == "isalpha" || name == "isspace" || name == "isalnum")
+    return Value(is_char_class(s, name));
   type_error(line, "unsupported string method '" + name + "'");
 }
 

@@ -10,13 +10,6 @@
 namespace kvforge::jinja {
 namespace {
 
-ExprPtr make_expr(Expr::Kind kind, int line) {
-  auto e = std::make_unique<Expr>();
-  e->kind = kind;
-  e->line = line;
-  return e;
-}
-
 // Sets e's height from its children's; refuses a tree taller than
 // kMaxExprHeight before anything deeper is built on it.
 ExprPtr sealed(ExprPtr e) {
@@ -33,21 +26,13 @@ ExprPtr sealed(ExprPtr e) {
   return e;
 }
 
-NodePtr make_node(Node::Kind kind, int line) {
-  auto n = std::make_unique<Node>();
-  n->kind = kind;
-  n->line = line;
-  return n;
-}
-
 class Parser {
  public:
   explicit Parser(const std::vector<Token>& tokens) : t_(tokens) {}
 
   NodeList parse_all() {
     std::string end_tag;
-    NodeList body = parse_body({}, end_tag);
-    return body;
+    return parse_body({}, end_tag);
   }
 
  private:

@@ -104,23 +104,47 @@ std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
   return buf;
 }
 
-void serve(const ServeFlags& f) {
-  // Before any thread starts: every thread inherits the mask, and the waiter
-  // below is the only one that receives SIGINT/SIGTERM. A vanished client
-  // must give EPIPE on write, not kill the process.
+// Before any thread starts: every thread inherits the mask, and the waiter
+// of serve_until_signal is the only one that receives SIGINT/SIGTERM (the set
+// returned). A vanished client must give EPIPE on write, not kill the process.
+sigset_t prepare_process_for_serving() {
   std::signal(SIGPIPE, SIG_IGN);
   // Request bodies and their copies (up to --max-body each, on many threads)
   // are mapped and unmapped on their own rather than left in glibc's arenas:
-  // by default the threshold grows to the largest freed block, and 32
-  // concurrent 7 MB requests (all refused) left the peak RSS at 565-910 MiB
-  // instead of ~300 MiB.
+  // by default the threshold grows to the largest freed block, so a burst of
+  // large requests, even refused ones, would leave their memory resident
+  // (docs/bench/design-measurements.md).
   mallopt(M_MMAP_THRESHOLD, 256 << 10);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
 
+// Serves on `http`'s bound `port` until SIGINT/SIGTERM (or a failed socket); a signal
+// starts the exit watchdog and stops the server.
+void serve_until_signal(server::HttpServer& http, const sigset_t& stop_signals,
+                        const std::string& host, int port) {
+  std::thread signal_waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (sig != 0) {
+      server::start_exit_watchdog(std::chrono::milliseconds(4500));
+      http.stop();
+    }
+  });
+  std::fprintf(stderr, "kvforge serve: listening on http://%s:%d\n", host.c_str(), port);
+  std::fflush(stderr);
+  http.serve();
+  // serve() returned: a signal arrived (or the socket failed). Wake the waiter if needed.
+  pthread_kill(signal_waiter.native_handle(), SIGTERM);
+  signal_waiter.join();
+}
+
+void serve(const ServeFlags& f) {
+  const sigset_t stop_signals = prepare_process_for_serving();
   auto [path, model, tokenizer] = load_model(f);
   check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
   ChatTemplate chat_template = load_chat_template(f, model->file());
@@ -165,23 +189,9 @@ void serve(const ServeFlags& f) {
   http_options.access_log = !f.no_access_log;
   server::HttpServer http(http_options, service, metrics);
   const int port = http.bind();
-
-  std::thread signal_waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    if (sig != 0) {
-      server::start_exit_watchdog(std::chrono::milliseconds(4500));
-      http.stop();
-    }
-  });
   std::fprintf(stderr, "kvforge serve: model %s (%s); %s\n", limits.model_ids[0].c_str(),
                path.c_str(), engine_line.c_str());
-  std::fprintf(stderr, "kvforge serve: listening on http://%s:%d\n", f.http.host.c_str(), port);
-  std::fflush(stderr);
-  http.serve();
-  // serve() returned: a signal arrived (or the socket failed). Wake the waiter if needed.
-  pthread_kill(signal_waiter.native_handle(), SIGTERM);
-  signal_waiter.join();
+  serve_until_signal(http, stop_signals, f.http.host, port);
   loop.stop();
   std::fprintf(stderr, "kvforge serve: stopped\n");
   if (const std::string why = loop.broken(); !why.empty()) throw std::runtime_error(why);

@@ -53,44 +53,35 @@ bool runs_tensor_parallel(int argc, char** argv) {
   return false;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Under mpirun every rank runs this executable; MPI starts here and ends
-  // when `world` is destroyed.
-  // The threads MPI starts inherit SIGINT and SIGTERM blocked, so that those
-  // reach this thread (or the server's signal waiter) and not a thread of
-  // MPI's, where they would kill the process before the server can drain.
+// Under mpirun every rank runs this executable; MPI starts here and ends
+// when the returned communicator is destroyed.
+// The threads MPI starts inherit SIGINT and SIGTERM blocked, so that those
+// reach this thread (or the server's signal waiter) and not a thread of
+// MPI's, where they would kill the process before the server can drain.
+std::unique_ptr<kvforge::Communicator> start_world(int* argc, char*** argv) {
   sigset_t stop_signals, old_mask;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);
-  std::unique_ptr<kvforge::Communicator> world = kvforge::make_world_communicator(&argc, &argv);
+  std::unique_ptr<kvforge::Communicator> world = kvforge::make_world_communicator(argc, argv);
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  kvforge::cli::set_world(world.get());
-  FILE* errors = world->rank() == 0 ? stderr : silence_output();
-  // An error on one rank ends every rank: the others would wait for it forever.
-  const auto fail = [&](const char* what) {
-    std::fflush(stdout);
-    if (world->size() > 1)
-      std::fprintf(errors, "kvforge: error: rank %d of %d: %s\n", world->rank(), world->size(),
-                   what);
-    else
-      std::fprintf(errors, "kvforge: error: %s\n", what);
-    std::fflush(errors);
-    if (world->size() > 1) world->abort(1);
-    return 1;
-  };
-  if (world->size() > 1 && !runs_tensor_parallel(argc, argv))
-    return fail(
-        "under mpirun only run, batch, chat, serve, bench, bench-serve and perplexity run "
-        "tensor-parallel");
+  return world;
+}
 
-  CLI::App app{"kvforge: LLaMA-family inference engine (GGUF models)", "kvforge"};
-  app.require_subcommand(1);
-  app.set_help_all_flag("--help-all", "help for every subcommand");
-  app.set_version_flag("--version", version_line(), "the commit and SIMD level, then exit");
+// An error on one rank ends every rank: the others would wait for it forever.
+int fail(kvforge::Communicator& world, FILE* errors, const char* what) {
+  std::fflush(stdout);
+  if (world.size() > 1)
+    std::fprintf(errors, "kvforge: error: rank %d of %d: %s\n", world.rank(), world.size(), what);
+  else
+    std::fprintf(errors, "kvforge: error: %s\n", what);
+  std::fflush(errors);
+  if (world.size() > 1) world.abort(1);
+  return 1;
+}
+
+void add_commands(CLI::App& app) {
   kvforge::cli::add_run_command(app);
   kvforge::cli::add_info_command(app);
   kvforge::cli::add_tokenize_command(app);
@@ -108,6 +99,24 @@ int main(int argc, char** argv) {
   kvforge::cli::add_bench_command(app);
   kvforge::cli::add_compile_command(app);
   kvforge::cli::add_bench_static_command(app);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::unique_ptr<kvforge::Communicator> world = start_world(&argc, &argv);
+  kvforge::cli::set_world(world.get());
+  FILE* errors = world->rank() == 0 ? stderr : silence_output();
+  if (world->size() > 1 && !runs_tensor_parallel(argc, argv))
+    return fail(*world, errors,
+                "under mpirun only run, batch, chat, serve, bench, bench-serve and perplexity run "
+                "tensor-parallel");
+
+  CLI::App app{"kvforge: LLaMA-family inference engine (GGUF models)", "kvforge"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "help for every subcommand");
+  app.set_version_flag("--version", version_line(), "the commit and SIMD level, then exit");
+  add_commands(app);
   // llama.cpp's -ctk, -fa, -ngl, ... as the long flags the commands declare.
   std::vector<std::string> args = kvforge::cli::spell_llama_flags(argc, argv);
   std::vector<char*> arg_ptrs;
@@ -122,9 +131,9 @@ int main(int argc, char** argv) {
     // A peer is gone or hung. Rank 0 ends the run itself (a server first
     // answers 503 and closes); the others give it a moment to, then end it.
     if (world->rank() != 0) std::this_thread::sleep_for(std::chrono::seconds(2));
-    return fail(e.what());
+    return fail(*world, errors, e.what());
   } catch (const std::exception& e) {
-    return fail(e.what());
+    return fail(*world, errors, e.what());
   }
   return 0;
 }

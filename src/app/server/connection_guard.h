@@ -3,8 +3,8 @@
 //
 // - ConnectionThreads: one thread per connection up to a cap
 //   (HttpServerOptions::threads), instead of cpp-httplib's fixed pool, which
-//   queues every new connection behind the busy ones: 130 clients sending a
-//   header line every 2 s left /health unanswered for 30 s with 128 threads.
+//   queues every new connection behind the busy ones: slow clients holding
+//   every pool thread left /health unanswered (docs/bench/design-measurements.md).
 //   An idle connection thread costs the few touched pages of its stack.
 // - Beyond the cap no thread is started: the connection is handed, on the
 //   accepting thread, to whatever the server does with it (over_capacity()

@@ -2,8 +2,9 @@
 //
 // nlohmann's own parser inserts each key of an ordered_json object with a
 // linear search for an earlier equal key, so an object of n keys costs n²/2
-// comparisons: 80,000 keys (0.9 MB) took seconds to parse before the first
-// could be refused. Here the values are appended without that search, and
+// comparisons, and a body within the size limit could hold enough keys to
+// keep a thread parsing for seconds before the first could be refused
+// (docs/bench/design-measurements.md). Here the values are appended without that search, and
 // duplicate keys are found by sorting each object's keys when it closes and
 // refused, as OpenAI refuses them (a JSON object with two equal keys has no
 // agreed meaning).

@@ -1,8 +1,8 @@
 // A global limit on the request bytes being prepared at once (JSON parsed,
 // chat template rendered, prompt tokenized) by the HTTP threads. Preparing
-// costs a multiple of the body in memory (a 7 MB prompt took ~300 MB to
-// tokenize), so without a limit many large requests at once, even ones that
-// are all refused in the end, exhaust the machine's memory.
+// costs a multiple of the body in memory (docs/bench/design-measurements.md), so without a limit
+// many large requests at once, even ones that are all refused in the end, exhaust the machine's
+// memory.
 //
 // A request waits until its bytes fit beside those in flight; a request
 // larger than the whole capacity runs alone. Waiting gives up (503) after

@@ -129,7 +129,7 @@ class KvDiskTier {
   WarnFn warn_;
   std::list<uint64_t> lru_;  // chain hashes, least recently used first
   std::unordered_map<uint64_t, Entry> index_;
-  // Buffered, measured best overall: O_DIRECT wins only cold (docs/bench/kv-tiers.md).
+  // Buffered, the best overall: O_DIRECT wins only cold (docs/bench/kv-tiers.md).
   BlockFileReader reader_{KvReadMode::kBuffered};  // load()'s; the loader thread copies its mode
   KvDiskStats stats_;
 };

@@ -3,9 +3,9 @@
 // never decides which blocks a sequence gets. The storage is reserved at
 // construction in 2 MiB huge pages that the kernel faults in (zeroed) as
 // blocks are first written (core/huge_page_buffer.h): a pool sized for the
-// worst case costs resident memory as far as it is used, and nothing up
-// front (a 4 GiB pool: 4.2-5.2 s and 3.4 GB resident to build when it was
-// zero-filled at construction, 0.10-0.13 s and 305 MB now).
+// worst case costs resident memory as far as it is used, and building it
+// touches no page (zero-filling it up front would write, and keep resident,
+// all of it: docs/bench/design-measurements.md).
 //
 // Layout, K and V alike (each in its own format, core/formats/kv_format.h):
 //   [slots][n_blocks][n_kv_head][block_size] head records, record bytes fastest.

@@ -77,8 +77,8 @@ class QuantizePlanTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(QuantizePlanTest, MatchesLlamaQuantize) {
   const std::string name = GetParam();
   const bool pure = name.ends_with(".pure");
-  const MixtureTable table =
-      read_table(testing::source_dir() / "tests/app/tools/data/quantize_mixtures" / (name + ".txt"));
+  const MixtureTable table = read_table(testing::source_dir() /
+                                        "tests/app/tools/data/quantize_mixtures" / (name + ".txt"));
   ASSERT_EQ(table.mixtures.size(), quant_mixtures().size()) << "a mixture without a column";
   const gguf::GgufFile model = rebuild_model(table);
   const QuantModelFacts facts = read_quant_facts(model);
