@@ -15,7 +15,7 @@
 #include "engine/request_table.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
-#include "engine/static_pipeline/fingerprint.h"
+#include "model/model_fingerprint.h"
 
 namespace kvforge {
 

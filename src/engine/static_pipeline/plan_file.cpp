@@ -4,7 +4,7 @@
 #include <fstream>
 #include <iterator>
 
-#include "engine/static_pipeline/fingerprint.h"
+#include "model/model_fingerprint.h"
 
 namespace kvforge {
 namespace {

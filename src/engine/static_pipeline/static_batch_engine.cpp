@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "engine/static_pipeline/fingerprint.h"
+#include "model/model_fingerprint.h"
 
 namespace kvforge {
 

@@ -38,6 +38,10 @@ struct StaticConfig {
   bool operator==(const StaticConfig&) const = default;
 };
 
+// Ties a plan file to the configuration it was compiled for: covers the
+// fields that shape plans (lengths, chunk, variants, slots, KV formats).
+uint64_t config_fingerprint(const StaticConfig& config);
+
 // "256,512,1024" → {256, 512, 1024}; throws std::invalid_argument on anything else.
 std::vector<int32_t> parse_variant_list(const std::string& text);
 std::string format_variant_list(const std::vector<int32_t>& variants);
