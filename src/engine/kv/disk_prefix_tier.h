@@ -29,6 +29,7 @@ class DiskPrefixTier final : public PrefixTier {
   // blocks and cache must outlive this; blocks gets record_new_entries().
   DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCache& cache);
 
+  int32_t block_size() const override { return block_size_; }
   int32_t available(std::span<const int32_t> tokens, int32_t from_block,
                     int32_t max_blocks) override;
   void start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block, int32_t n,

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "engine/kv/block_manager.h"
+#include "engine/kv/kv_manager.h"
 
 namespace kvforge {
 
@@ -26,6 +26,8 @@ struct LoadedPrefix {
 class PrefixTier {
  public:
   virtual ~PrefixTier() = default;
+  // Tokens per block: the pool's block size.
+  virtual int32_t block_size() const = 0;
   // Blocks from_block, from_block + 1, ... (at most max_blocks) of `tokens`
   // the tier has an entry for. No I/O: a load may still find fewer.
   virtual int32_t available(std::span<const int32_t> tokens, int32_t from_block,

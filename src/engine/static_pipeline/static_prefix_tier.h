@@ -7,14 +7,14 @@
 //
 // Restores stay synchronous here, unlike the paged engine's (prefix_loader.h):
 // a static step admits a request and prefills its slot in one go
-// (StaticBatchEngine::fill_slot) with plans fixed at compile time over the
+// (the Engine's static mode, engine_static.cpp) with plans fixed at compile time over the
 // whole static cache, and a slot that another thread fills while a generate
 // plan runs would need a loading state the zero-replanning step loop does
 // not have. Each admission already stalls the other slots for its prefill
 // chunks; the read adds to that stall, it does not create one.
 //
 // Models without sliding-window layers only (a ring slot keeps only its
-// window): StaticBatchEngine checks, as the paged Engine does.
+// window): the Engine checks, in both modes.
 #pragma once
 
 #include <cstdint>
