@@ -59,6 +59,7 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
   }
   max_len = int32_t(lo);
   if (paged->tier) scheduler.set_prefix_tier(paged->tier.get());
+  tier = paged->tier.get();
 }
 
 // The scheduler's static policy needs no token budget: a step decodes every
@@ -73,6 +74,7 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
       max_len(fixed->runner.capacity()),
       requests(m.config().n_vocab, options.eos_token_ids) {
   options.max_seqs = fixed->runner.slots();
+  tier = fixed->tier.get();
 }
 
 void Engine::Impl::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
@@ -128,10 +130,15 @@ void Engine::Impl::remove(Sequence* seq) {
 }
 
 void Engine::Impl::record_computed(std::span<const ScheduledChunk> chunks) {
+  computed.clear();
   for (const ScheduledChunk& c : chunks) {
-    c.seq->n_computed = c.start + c.n;
-    kv.mark_computed(c.seq->id, c.seq->tokens, c.seq->n_computed);
+    Sequence& seq = *c.seq;
+    seq.n_computed = c.start + c.n;
+    kv.mark_computed(seq.id, seq.tokens, seq.n_computed);
+    if (tier) computed.push_back({seq.id, seq.tokens, c.start, seq.n_computed, seq.n_prompt});
   }
+  // While the new full blocks still hold what was just computed.
+  if (tier) tier->store_computed(computed);
 }
 
 Engine::Engine(const Model& model, ThreadPool& pool, EngineOptions options)

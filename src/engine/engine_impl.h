@@ -72,6 +72,8 @@ struct Engine::Impl {
   int64_t steps = 0, tokens_computed = 0, tokens_reused = 0;
   int32_t blocks_used_peak = 0;
   double step_seconds = 0;                 // whole step() calls that ran a forward pass
+  PrefixTierWriter* tier = nullptr;        // the disk tier's write side, either mode; null: none
+  std::vector<ComputedRun> computed;       // record_computed's, reused every step
   std::unique_ptr<LockstepLeader> leader;  // last: it goes first, telling the others
 
   void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
@@ -83,7 +85,7 @@ struct Engine::Impl {
               std::vector<Sequence*>& finished);
   void remove(Sequence* seq);
   // Post-processing of what a pass computed: each chunk's n_computed, the
-  // KV manager's record of it.
+  // KV manager's record of it, the new full blocks written through to the tier.
   void record_computed(std::span<const ScheduledChunk> chunks);
 
   // engine_paged.cpp

@@ -114,14 +114,6 @@ void Engine::Impl::step_paged(std::vector<StepEvent>& events) {
   const std::span<const float> logits =
       paged->runner.run(blocks.take_pending_copies(), plan.chunks, argmax_only(plan));
   record_computed(plan.chunks);
-  // While the new full blocks still hold what was just computed.
-  if (paged->tier)
-    paged->tier->store_new([&plan](SeqId id) -> std::span<const int32_t> {
-      for (const ScheduledChunk& c : plan.chunks)
-        if (c.seq->id == id) return c.seq->tokens;
-      throw std::logic_error("engine: a block of sequence " + std::to_string(id) +
-                             " was cached outside this step");
-    });
   ++steps;
   tokens_computed += plan.n_tokens;
   const size_t n_vocab = size_t(model.config().n_vocab);

@@ -21,7 +21,7 @@ SlotKv::SlotKv(const Model& model, ThreadPool& pool, PlanSet plans, const Engine
       kv_bytes(runner.cache().bytes()),
       step_tokens(size_t(runner.slots()), kIdleSlot),
       step_seqs(size_t(runner.slots()), nullptr) {
-  if (disk) tier = std::make_unique<StaticPrefixTier>(*disk, runner);
+  if (disk) tier = std::make_unique<StaticPrefixTier>(*disk, runner, slots);
 }
 
 void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
@@ -111,9 +111,9 @@ std::span<const float> Engine::Impl::fill_slot(Sequence& seq) {
     for (size_t i = size_t(kept); i < prompt.size(); ++i)
       logits = s.runner.decode_one(slot, prompt[i]);
   }
+  // The tier's write-through reads the cache only: `logits` stays valid.
   const ScheduledChunk filled{&seq, kept, seq.len() - kept, true};
   record_computed({&filled, 1});
-  if (s.tier) s.tier->store(slot, prompt);  // reads the cache only: `logits` stays valid
   return logits;
 }
 

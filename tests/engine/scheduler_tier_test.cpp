@@ -58,6 +58,7 @@ class FakeTier final : public PrefixTier {
   }
   void cancel_load(SeqId seq) override { cancelled.push_back(seq); }
   void note_misses(int32_t n) override { misses += n; }
+  void store_computed(std::span<const ComputedRun>) override {}  // the scheduler never writes
   int takes = 0;
 };
 
