@@ -40,8 +40,8 @@
 #include <vector>
 
 #include "core/formats/kv_format.h"
-#include "engine/static_pipeline/static_config.h"
 #include "kvforge/engine_stats.h"
+#include "kvforge/overflow_policy.h"
 #include "kvforge/request.h"
 #include "kvforge/sampling_params.h"
 
