@@ -67,25 +67,25 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
 Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
     : model(m),
       options(std::move(o)),
-      fixed(std::move(s)),
-      kv(fixed->slots),
-      scheduler(kv, {fixed->runner.slots(), INT32_MAX}),
-      n_ctx(fixed->runner.capacity()),
-      max_len(fixed->runner.capacity()),
+      slot_kv(std::move(s)),
+      kv(slot_kv->slots),
+      scheduler(kv, {slot_kv->runner.slots(), INT32_MAX}),
+      n_ctx(slot_kv->runner.capacity()),
+      max_len(slot_kv->runner.capacity()),
       requests(m.config().n_vocab, options.eos_token_ids) {
-  options.max_seqs = fixed->runner.slots();
-  tier = fixed->tier.get();
+  options.max_seqs = slot_kv->runner.slots();
+  tier = slot_kv->tier.get();
 }
 
 void Engine::Impl::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
                                  int n, LogprobOptions lp) const {
-  const int max_n = fixed ? fixed->runner.slots() : options.max_seqs;
-  const std::string range = fixed ? "[1, " + std::to_string(max_n) +
-                                        "] (one static slot per branch, --static-slots " +
-                                        std::to_string(max_n) + ")"
-                                  : "[1, max_seqs = " + std::to_string(max_n) + "]";
+  const int max_n = slot_kv ? slot_kv->runner.slots() : options.max_seqs;
+  const std::string range = slot_kv ? "[1, " + std::to_string(max_n) +
+                                          "] (one static slot per branch, --static-slots " +
+                                          std::to_string(max_n) + ")"
+                                    : "[1, max_seqs = " + std::to_string(max_n) + "]";
   requests.check(prompt, params, n, lp, max_n, range);
-  if (fixed)
+  if (slot_kv)
     check_static_request(prompt, params, n);
   else
     check_paged_request(prompt, params, n);
@@ -156,7 +156,7 @@ RequestId Engine::add_request(std::span<const int32_t> prompt, const SamplingPar
   Impl& m = *impl_;
   m.check_request(prompt, params, n, logprobs);
   const std::span<const int32_t> kept =
-      m.fixed ? fit_prompt(prompt, m.fixed->runner.config(), m.options.overflow) : prompt;
+      m.slot_kv ? fit_prompt(prompt, m.slot_kv->runner.config(), m.options.overflow) : prompt;
   const RequestId id = m.requests.add(kept, params, n, logprobs);
   auto seq = m.make_sequence(id, 0);
   seq->pending_forks = n - 1;
@@ -172,7 +172,7 @@ std::vector<StepEvent> Engine::step() {
   if (m.scheduler.empty()) return events;
   const auto start = std::chrono::steady_clock::now();
   try {
-    if (m.fixed)
+    if (m.slot_kv)
       m.step_static(events);
     else
       m.step_paged(events);
@@ -215,7 +215,7 @@ EngineStats Engine::stats() const {
   const Impl& m = *impl_;
   EngineStats s;
   s.running = m.scheduler.n_running();
-  if (m.fixed)
+  if (m.slot_kv)
     m.static_stats(s);
   else
     m.paged_stats(s);
@@ -232,23 +232,23 @@ EngineStats Engine::stats() const {
 }
 
 int32_t Engine::block_size() const {
-  return impl_->fixed ? impl_->fixed->runner.capacity() : impl_->paged->blocks.block_size();
+  return impl_->slot_kv ? impl_->slot_kv->runner.capacity() : impl_->paged->blocks.block_size();
 }
 int32_t Engine::n_blocks() const {
-  return impl_->fixed ? impl_->fixed->runner.slots() : impl_->paged->blocks.n_blocks();
+  return impl_->slot_kv ? impl_->slot_kv->runner.slots() : impl_->paged->blocks.n_blocks();
 }
 size_t Engine::kv_pool_bytes() const {
-  return impl_->fixed ? impl_->fixed->kv_bytes : impl_->paged->cache.bytes();
+  return impl_->slot_kv ? impl_->slot_kv->kv_bytes : impl_->paged->cache.bytes();
 }
 int32_t Engine::max_sequence_tokens() const { return impl_->max_len; }
 int32_t Engine::prompt_tokens_kept(int32_t n) const {
   const Impl& m = *impl_;
-  if (!m.fixed || m.options.overflow != OverflowPolicy::TruncateLeft) return n;
-  return std::min(n, m.fixed->runner.config().max_prompt_len);
+  if (!m.slot_kv || m.options.overflow != OverflowPolicy::TruncateLeft) return n;
+  return std::min(n, m.slot_kv->runner.config().max_prompt_len);
 }
 const EngineOptions& Engine::options() const { return impl_->options; }
 const StaticRunner* Engine::static_runner() const {
-  return impl_->fixed ? &impl_->fixed->runner : nullptr;
+  return impl_->slot_kv ? &impl_->slot_kv->runner : nullptr;
 }
 
 }  // namespace kvforge

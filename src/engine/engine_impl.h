@@ -61,8 +61,8 @@ struct Engine::Impl {
 
   const Model& model;
   EngineOptions options;
-  std::unique_ptr<PagedKv> paged;  // exactly one of the two
-  std::unique_ptr<SlotKv> fixed;
+  std::unique_ptr<PagedKv> paged;  // exactly one of the two modes
+  std::unique_ptr<SlotKv> slot_kv;
   KvManager& kv;
   Scheduler scheduler;
   int32_t n_ctx;

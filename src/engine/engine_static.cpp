@@ -8,16 +8,27 @@
 
 namespace kvforge {
 
+namespace {
+
+// The disk tier for slots of `runner`, or null (see open_disk_tier). A
+// window layer's ring keeps only its window: no whole prefix to write.
+std::unique_ptr<KvDiskTier> open_slots_disk_tier(const Model& model, const EngineOptions& o,
+                                                 StaticRunner& runner) {
+  const StaticKvCache& cache = runner.cache();
+  if (cache.ring_positions() > 0)
+    return open_disk_tier(model, o, runner.config().kv_format, o.block_size, 0,
+                          "the model has sliding-window layers, whose slots keep only their "
+                          "window");
+  return open_disk_tier(model, o, runner.config().kv_format, o.block_size,
+                        cache.run_bytes(o.block_size), "");
+}
+
+}  // namespace
+
 SlotKv::SlotKv(const Model& model, ThreadPool& pool, PlanSet plans, const EngineOptions& o)
     : runner(model, pool, std::move(plans)),
       slots(runner, o.reuse_slots),
-      disk(open_disk_tier(
-          model, o, runner.config().kv_format, o.block_size,
-          runner.cache().ring_positions() > 0 ? 0 : runner.cache().run_bytes(o.block_size),
-          runner.cache().ring_positions() > 0
-              ? "the model has sliding-window layers, whose slots keep only "
-                "their window"
-              : "")),
+      disk(open_slots_disk_tier(model, o, runner)),
       kv_bytes(runner.cache().bytes()),
       step_tokens(size_t(runner.slots()), kIdleSlot),
       step_seqs(size_t(runner.slots()), nullptr) {
@@ -26,7 +37,7 @@ SlotKv::SlotKv(const Model& model, ThreadPool& pool, PlanSet plans, const Engine
 
 void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
                                         const SamplingParams& params, int) const {
-  const StaticConfig& c = fixed->runner.config();
+  const StaticConfig& c = slot_kv->runner.config();
   if (int64_t(prompt.size()) > c.max_prompt_len && options.overflow == OverflowPolicy::Error)
     throw RequestRejected("request: prompt of " + std::to_string(prompt.size()) +
                           " tokens exceeds the static pipeline's max_prompt_len of " +
@@ -51,7 +62,7 @@ void Engine::Impl::step_static(std::vector<StepEvent>& events) {
 // One generate plan for every slot holding a sampled token; idle slots are
 // padding rows. Branches sample in slot order.
 void Engine::Impl::decode_slots(const SchedulerOutput& plan, std::vector<StepEvent>& events) {
-  SlotKv& s = *fixed;
+  SlotKv& s = *slot_kv;
   std::fill(s.step_tokens.begin(), s.step_tokens.end(), kIdleSlot);
   std::fill(s.step_seqs.begin(), s.step_seqs.end(), nullptr);
   for (const ScheduledChunk& c : plan.chunks) {
@@ -90,7 +101,7 @@ void Engine::Impl::admit_to_slots(const ScheduledChunk& admitted, std::vector<St
 }
 
 std::span<const float> Engine::Impl::fill_slot(Sequence& seq) {
-  SlotKv& s = *fixed;
+  SlotKv& s = *slot_kv;
   const int32_t slot = s.slots.slot_of(seq.id);
   const std::span<const int32_t> prompt(seq.tokens);
   int32_t kept = seq.n_computed;  // what the slot manager keeps of the slot
@@ -118,15 +129,15 @@ std::span<const float> Engine::Impl::fill_slot(Sequence& seq) {
 }
 
 void Engine::Impl::static_stats(EngineStats& s) const {
-  const StaticSlotManager& slots = fixed->slots;
+  const StaticSlotManager& slots = slot_kv->slots;
   s.waiting = scheduler.waiting_width();
   s.kv_blocks_total = slots.slots();
   s.kv_blocks_used = slots.occupied();
   s.kv_blocks_free = slots.slots() - slots.occupied();
-  s.kv_slots_allocated = int64_t(slots.occupied()) * fixed->runner.capacity();
+  s.kv_slots_allocated = int64_t(slots.occupied()) * slot_kv->runner.capacity();
   s.kv_slots_used = slots.positions_filled();
   s.prefix.tokens_reused = tokens_reused;
-  if (fixed->disk) s.disk = fixed->disk->stats();
+  if (slot_kv->disk) s.disk = slot_kv->disk->stats();
 }
 
 }  // namespace kvforge

@@ -166,7 +166,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
     // Restored blocks first, computed ones once they landed (a later step).
     const int32_t cached = ram + on_tier * bs;
     const int32_t most = on_tier > 0 ? cached : ram + std::min(seq.len() - ram, budget);
-    int32_t lo = ram + 1, hi = most + 1;  // can_allocate(lo) holds; hi is out of range or fails
+    int32_t lo = ram + 1, hi = most + 1;  // can_admit(lo) holds; hi is out of range or fails
     if (kv_.can_admit(tokens, most, seq.width())) lo = most;
     while (hi - lo > 1) {
       const int32_t mid = lo + (hi - lo) / 2;
