@@ -1,7 +1,22 @@
-// The batching engine, public face: many requests share one paged KV pool and
-// one forward pass per step (continuous batching, chunked prefill, prefix
-// caching, preemption by recompute). Token ids in, token ids out; text lives
-// in the app layer (app/text_engine.h).
+// The batching engine, public face. Token ids in, token ids out; text lives
+// in the app layer (app/text_engine.h). One engine, two KV modes under one
+// scheduler (engine/scheduler.h) and one request table:
+//   - paged (the first constructor): many requests share one paged KV pool
+//     and one forward pass per step (continuous batching, chunked prefill,
+//     prefix caching, preemption by recompute);
+//   - static slots (the constructor taking compiled plans): the static
+//     pipeline's B fixed slots of max_prompt_len + min_response_len
+//     positions, one per branch; each step decodes every slot holding a
+//     sampled token through ONE generate plan (idle slots are padding rows),
+//     then admits waiting requests first come, first served (a request of n
+//     branches waits for n free slots), each branch's slot prefilled through
+//     the prefill plan. With a KV disk tier, the longest prefix of whole
+//     blocks the tier holds (when longer than what the slot keeps) is
+//     restored into the slot first; the prompt's full blocks are written
+//     through. A slot reused under EngineOptions::reuse_slots keeps the
+//     prefix it shares with the prompt (engine/static_pipeline/
+//     static_slot_manager.h). A branch ends "length" at max_tokens or when
+//     prompt + generated reaches the slot capacity.
 //
 // Driving it: add_request() any time, then call step() until
 // has_unfinished() is false. Each step() schedules up to max_batched_tokens
@@ -26,13 +41,17 @@
 
 #include "core/formats/kv_format.h"
 #include "kvforge/engine_stats.h"
+#include "kvforge/overflow_policy.h"
 #include "kvforge/request.h"
 #include "kvforge/sampling_params.h"
 
 namespace kvforge {
 
+class Communicator;
 class Model;
+class StaticRunner;
 class ThreadPool;
+struct PlanSet;
 
 struct EngineOptions {
   // KV pool: kv_blocks blocks of block_size positions (power of two, 1..256).
@@ -49,20 +68,30 @@ struct EngineOptions {
   // it on a RAM miss, across processes of the same model and KV format. Off
   // (with a warning) for models with sliding-window layers, tensor-parallel
   // runs and without the prefix cache.
-  std::string kv_disk_dir;
+  std::string kv_disk_dir{};
   double kv_disk_gib = 4;  // size limit of this model's files there
 
-  int32_t max_seqs = 64;               // sequences (branches) in the running set
-  int32_t max_batched_tokens = 512;    // tokens per forward pass (decodes + prefill chunks)
-  int32_t n_ctx = 0;                   // per-sequence context; 0 = the model's training context
-  std::vector<int32_t> eos_token_ids;  // end generation ("stop") unless ignore_eos
+  int32_t max_seqs = 64;                 // sequences (branches) in the running set
+  int32_t max_batched_tokens = 512;      // tokens per forward pass (decodes + prefill chunks)
+  int32_t n_ctx = 0;                     // per-sequence context; 0 = the model's training context
+  std::vector<int32_t> eos_token_ids{};  // end generation ("stop") unless ignore_eos
 
   // Warnings (the disk tier turning off); nullptr: stderr.
-  std::function<void(const std::string&)> on_warning;
+  std::function<void(const std::string&)> on_warning{};
 
   // For tests and debugging: called with the raw logits ([n_vocab]) each
   // branch samples from, before sampling.
-  std::function<void(RequestId, int branch, std::span<const float> logits)> on_logits;
+  std::function<void(RequestId, int branch, std::span<const float> logits)> on_logits{};
+
+  // Static slots only. The plans fix the slots, their capacity and the KV
+  // format; max_seqs, max_batched_tokens, n_ctx and the pool sizes do not
+  // apply, and block_size is the disk tier's (files shared with the paged
+  // mode when the block sizes agree).
+  OverflowPolicy overflow = OverflowPolicy::Error;  // a prompt over max_prompt_len
+  // Free slots keep their K/V for the next request sharing a prefix (the
+  // static counterpart of the prefix cache; `chat --static` keeps a
+  // conversation in its slot between turns this way).
+  bool reuse_slots = false;
 };
 
 class Engine {
@@ -70,13 +99,19 @@ class Engine {
   // The model and pool must outlive the engine. Throws std::invalid_argument
   // for bad options (block size, zero budget, a pool of no blocks).
   Engine(const Model& model, ThreadPool& pool, EngineOptions options);
+  // Static slots running `plans` (validated for `model`: compile_plans and
+  // load_plan_file guarantee it); `pool` must have plans.n_threads threads.
+  Engine(const Model& model, ThreadPool& pool, PlanSet plans, EngineOptions options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
   // Queues a request of n branches (parallel sampling: the prompt is
   // computed once, then forked; branch b samples with seed + b when a seed
-  // is set). Throws RequestRejected when it can never be served.
+  // is set). Throws RequestRejected naming the limit when it can never be
+  // served (nothing is queued then). Static slots: n > slots, a prompt over
+  // max_prompt_len (unless OverflowPolicy::TruncateLeft, which keeps its last
+  // max_prompt_len tokens), or prompt + max_tokens over the capacity.
   RequestId add_request(std::span<const int32_t> prompt, const SamplingParams& params, int n = 1,
                         LogprobOptions logprobs = {});
   // One scheduling iteration and forward pass; empty when nothing is unfinished.
@@ -91,14 +126,32 @@ class Engine {
   bool stop_branch(RequestId id, int branch);
   bool has_unfinished() const;
 
+  // Tensor parallel, rank 0: from now on every command this engine takes is
+  // sent to the other ranks, which follow it (engine/lockstep/). `comm` must
+  // outlive the engine.
+  void lead(Communicator& comm);
+  // Nothing to run for now: a leading engine tells the other ranks it is
+  // alive (the server calls it about once a second); otherwise nothing.
+  void idle();
+
+  // Static slots: a slot stands for a KV block. kv_blocks_total = B,
+  // kv_blocks_used = occupied slots, kv_slots_allocated = occupied *
+  // capacity, kv_slots_used = positions filled; running and waiting count
+  // branches; prefix.tokens_reused: prompt tokens whose K/V a reused slot
+  // kept (restored ones are disk.tokens_restored).
   EngineStats stats() const;
-  int32_t block_size() const;
-  int32_t n_blocks() const;
+  int32_t block_size() const;  // static slots: the slot capacity
+  int32_t n_blocks() const;    // static slots: the slots
   size_t kv_pool_bytes() const;
   // Longest sequence (prompt + generated) a request may reach:
-  // min(context, pool capacity).
+  // min(context, pool capacity); static slots: the slot capacity.
   int32_t max_sequence_tokens() const;
+  // Tokens of an n-token prompt a request computes: n, or the last
+  // max_prompt_len on static slots under OverflowPolicy::TruncateLeft.
+  int32_t prompt_tokens_kept(int32_t n) const;
   const EngineOptions& options() const;
+  // The static slots' plans and runner; null in the paged mode.
+  const StaticRunner* static_runner() const;
 
  private:
   struct Impl;

@@ -22,10 +22,10 @@ void take_result(BranchResult& branch, GenerationResult& result) {
 GenerationResult generate(TextEngine& engine, std::span<const int32_t> prompt,
                           const SamplingParams& params, const TextSink& on_text,
                           const StopCheck& should_stop) {
-  const GenerationBackend& backend = engine.backend();
-  const int kept = backend.prompt_tokens_kept(int(prompt.size()));
+  const Engine& e = engine.engine();
+  const int kept = e.prompt_tokens_kept(int(prompt.size()));
   SamplingParams p = params;
-  const int room = backend.max_sequence_tokens() - kept;
+  const int room = e.max_sequence_tokens() - kept;
   if (p.max_tokens && room > 0 && *p.max_tokens > room) p.max_tokens = room;
   const RequestId id = engine.add_tokens(prompt, p);
   GenerationResult result;

@@ -27,24 +27,12 @@ TextEngine::Branch::Branch(const Tokenizer& t, const std::vector<std::string>& s
 TextEngine::TextEngine(const Model& model, Tokenizer tokenizer, ThreadPool& pool,
                        EngineOptions options)
     : tokenizer_(std::move(tokenizer)) {
-  backend_ = std::make_unique<PagedBackend>(model, pool, with_eos(std::move(options), tokenizer_));
-  paged_ = backend_->paged_engine();
+  engine_ = std::make_unique<Engine>(model, pool, with_eos(std::move(options), tokenizer_));
 }
 
-TextEngine::TextEngine(Tokenizer tokenizer, std::unique_ptr<GenerationBackend> backend)
-    : tokenizer_(std::move(tokenizer)), backend_(std::move(backend)) {
-  if (!backend_) throw std::invalid_argument("TextEngine: no backend");
-  paged_ = backend_->paged_engine();
-}
-
-Engine& TextEngine::engine() {
-  if (!paged_) throw std::logic_error("TextEngine::engine(): this engine runs the static slots");
-  return *paged_;
-}
-
-const Engine& TextEngine::engine() const {
-  if (!paged_) throw std::logic_error("TextEngine::engine(): this engine runs the static slots");
-  return *paged_;
+TextEngine::TextEngine(Tokenizer tokenizer, std::unique_ptr<Engine> engine)
+    : tokenizer_(std::move(tokenizer)), engine_(std::move(engine)) {
+  if (!engine_) throw std::invalid_argument("TextEngine: no engine");
 }
 
 RequestId TextEngine::add(std::string_view prompt, const SamplingParams& params,
@@ -60,7 +48,7 @@ RequestId TextEngine::add_tokens(std::span<const int32_t> prompt, const Sampling
   SamplingParams p = params;
   if (!p.seed) p.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
   const auto added = Clock::now();
-  const RequestId id = backend_->add_request(prompt, p, options.n, options.logprobs);
+  const RequestId id = engine_->add_request(prompt, p, options.n, options.logprobs);
   Request& req = requests_[id];
   req.added = added;
   req.seed = *p.seed;
@@ -74,7 +62,7 @@ RequestId TextEngine::add_tokens(std::span<const int32_t> prompt, const Sampling
 }
 
 std::vector<TextEvent> TextEngine::step() {
-  const std::vector<StepEvent> events = backend_->step();
+  const std::vector<StepEvent> events = engine_->step();
   const auto now = Clock::now();
   std::vector<TextEvent> out;
   out.reserve(events.size());
@@ -99,7 +87,7 @@ void TextEngine::on_event(const StepEvent& ev, Clock::time_point now, std::vecto
     b.result.tokens.push_back(ev.token->id);
     te.text = b.stops.feed(b.detok.push(ev.token->id));
     if (b.stops.stopped()) {
-      backend_->stop_branch(ev.request, ev.branch);
+      engine_->stop_branch(ev.request, ev.branch);
       finish(req, b, te, FinishReason::Stop, now);
     }
   }
@@ -125,7 +113,7 @@ void TextEngine::finish(Request& req, Branch& b, TextEvent& ev, FinishReason rea
 
 bool TextEngine::abort(RequestId id) {
   requests_.erase(id);
-  return backend_->abort(id);
+  return engine_->abort(id);
 }
 
 uint64_t TextEngine::seed(RequestId id) const {

@@ -1,5 +1,5 @@
-// Text in, text out, over a GenerationBackend (the paged batching Engine, or
-// the static pipeline's batch slots): tokenizes prompts, streams
+// Text in, text out, over the Engine (paged blocks or the static pipeline's
+// batch slots, possibly leading tensor-parallel ranks): tokenizes prompts, streams
 // UTF-8-safe text deltas per request branch (StreamingDetokenizer), applies
 // stop strings (the branch is stopped in the engine as soon as one matches,
 // finish "stop") and times every branch (time to first token, inter-token
@@ -23,7 +23,6 @@
 #include "app/stop_strings.h"
 #include "app/tokenizer/streaming_detokenizer.h"
 #include "app/tokenizer/tokenizer.h"
-#include "engine/generation_backend.h"
 #include "kvforge/engine.h"
 
 namespace kvforge {
@@ -63,8 +62,9 @@ class TextEngine {
   // On the paged Engine; EngineOptions::eos_token_ids is filled from the
   // tokenizer when empty.
   TextEngine(const Model& model, Tokenizer tokenizer, ThreadPool& pool, EngineOptions options);
-  // On any backend (e.g. StaticBatchEngine, built with the tokenizer's eog_ids()).
-  TextEngine(Tokenizer tokenizer, std::unique_ptr<GenerationBackend> backend);
+  // On an engine built elsewhere (static slots, a leading engine), with the
+  // tokenizer's eog_ids() as its end-of-generation tokens.
+  TextEngine(Tokenizer tokenizer, std::unique_ptr<Engine> engine);
 
   // Throws RequestRejected (engine limits, invalid sampling) or TokenizerError
   // (invalid UTF-8) with the reason; nothing is queued then.
@@ -74,13 +74,10 @@ class TextEngine {
                        const TextRequestOptions& options = {});
   std::vector<TextEvent> step();
   bool abort(RequestId id);
-  bool has_unfinished() const { return backend_->has_unfinished(); }
+  bool has_unfinished() const { return engine_->has_unfinished(); }
 
-  GenerationBackend& backend() { return *backend_; }
-  const GenerationBackend& backend() const { return *backend_; }
-  // The paged Engine; throws std::logic_error when this TextEngine runs another backend.
-  Engine& engine();
-  const Engine& engine() const;
+  Engine& engine() { return *engine_; }
+  const Engine& engine() const { return *engine_; }
   const Tokenizer& tokenizer() const { return tokenizer_; }
   // The seed a request's branch 0 samples with (branch b: seed + b).
   uint64_t seed(RequestId id) const;
@@ -106,8 +103,7 @@ class TextEngine {
   void finish(Request& req, Branch& b, TextEvent& ev, FinishReason reason, Clock::time_point now);
 
   Tokenizer tokenizer_;
-  std::unique_ptr<GenerationBackend> backend_;
-  Engine* paged_ = nullptr;  // the paged Engine under backend_, if that is what it runs
+  std::unique_ptr<Engine> engine_;
   std::unordered_map<RequestId, Request> requests_;
 };
 

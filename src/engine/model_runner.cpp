@@ -5,19 +5,18 @@
 
 namespace kvforge {
 
-ModelRunner::ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache& cache,
-                         ThreadPool& pool, int32_t max_step_tokens)
-    : model_(model), blocks_(blocks), cache_(cache), pool_(pool), scratch_(model.rank_config()) {
+ModelRunner::ModelRunner(const Model& model, PagedKvCache& cache, ThreadPool& pool,
+                         int32_t max_step_tokens)
+    : model_(model), cache_(cache), pool_(pool), scratch_(model.rank_config()) {
   scratch_.reserve(max_step_tokens, pool.size());
   tokens_.reserve(size_t(max_step_tokens));
   positions_.reserve(size_t(max_step_tokens));
   seq_ids_.reserve(size_t(max_step_tokens));
 }
 
-std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks, bool argmax_only) {
-  // Copies first: a shared partial block must be duplicated before either
-  // owner writes its next position into it.
-  for (const BlockCopy& c : blocks_.take_pending_copies()) cache_.copy_block(c.src, c.dst);
+std::span<const float> ModelRunner::run(std::span<const BlockCopy> copies,
+                                        std::span<const ScheduledChunk> chunks, bool argmax_only) {
+  for (const BlockCopy& c : copies) cache_.copy_block(c.src, c.dst);
 
   tokens_.clear();
   positions_.clear();
@@ -44,18 +43,6 @@ std::span<const float> ModelRunner::run(std::span<const ScheduledChunk> chunks, 
   logits_.resize(logit_rows_.size() * n_vocab);
   const StepInputs in{tokens_, positions_, seq_ids_, logit_rows_, argmax_only};
   forward(model_, in, cache_, scratch_, pool_, logits_.data());
-
-  for (const ScheduledChunk& c : chunks) {
-    c.seq->n_computed += c.n;
-    blocks_.mark_computed(c.seq->id, c.seq->tokens, c.seq->n_computed);
-  }
-  if (disk_)
-    disk_->store_new([chunks](SeqId id) -> std::span<const int32_t> {
-      for (const ScheduledChunk& c : chunks)
-        if (c.seq->id == id) return c.seq->tokens;
-      throw std::logic_error("model runner: a block of sequence " + std::to_string(id) +
-                             " was cached outside this step");
-    });
   return logits_;
 }
 

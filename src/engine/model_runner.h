@@ -1,8 +1,9 @@
 // Turns a step's scheduled chunks into one batched forward pass over the
-// paged KV pool: performs the copy-on-write block copies the block manager
-// asked for, lays out tokens / positions / sequence ids / logit rows
-// (StepInputs), runs the model, then records the newly computed positions
-// (BlockManager::mark_computed feeds the prefix cache).
+// paged KV pool: performs the block copies copy-on-write asked for, lays out
+// tokens / positions / sequence ids / logit rows (StepInputs) and runs the
+// model. What the pass computed is the engine's post-processing to record
+// (n_computed, the block manager's prefix cache, the disk tier): the runner
+// knows the cache, not who keeps track of it.
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,6 @@
 
 #include "core/threadpool.h"
 #include "engine/kv/block_manager.h"
-#include "engine/kv/disk_prefix_tier.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/scheduler.h"
 #include "model/forward.h"
@@ -22,28 +22,23 @@ namespace kvforge {
 class ModelRunner {
  public:
   // max_step_tokens: the scheduler's token budget; buffers are sized for it.
-  ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache& cache, ThreadPool& pool,
-              int32_t max_step_tokens);
+  ModelRunner(const Model& model, PagedKvCache& cache, ThreadPool& pool, int32_t max_step_tokens);
 
-  // Runs the chunks and advances each sequence's n_computed. Returns the
-  // logits of the chunks that want them, in chunk order:
-  // [rows][n_vocab], valid until the next call. argmax_only: they feed only
-  // an argmax (StepInputs::argmax_only).
-  std::span<const float> run(std::span<const ScheduledChunk> chunks, bool argmax_only = false);
-
-  // Writes newly cached full blocks through to this tier after each pass
-  // (nullptr: none). It must outlive the runner.
-  void set_disk_tier(DiskPrefixTier* tier) { disk_ = tier; }
+  // Performs `copies` (a shared partial block duplicated before either owner
+  // writes into it), then computes the chunks, each starting at its
+  // sequence's n_computed. Returns the logits of the chunks that want them,
+  // in chunk order: [rows][n_vocab], valid until the next call. argmax_only:
+  // they feed only an argmax (StepInputs::argmax_only).
+  std::span<const float> run(std::span<const BlockCopy> copies,
+                             std::span<const ScheduledChunk> chunks, bool argmax_only = false);
 
   // Where the forward passes of all run() calls so far spent their time.
   const ForwardTimes& forward_times() const { return scratch_.times(); }
 
  private:
   const Model& model_;
-  BlockManager& blocks_;
   PagedKvCache& cache_;
   ThreadPool& pool_;
-  DiskPrefixTier* disk_ = nullptr;
   ForwardScratch scratch_;
   std::vector<int32_t> tokens_;      // [n_tokens]
   std::vector<int32_t> positions_;   // [n_tokens]

@@ -1,10 +1,11 @@
-// The requests an engine is serving, and the rules the paged Engine and the
-// static pipeline's StaticBatchEngine apply to them alike: what a request may
+// The requests an engine is serving, and the rules both KV modes of the
+// Engine (paged blocks, static slots) apply to them alike: what a request may
 // ask for, the seed each branch samples with, each branch's sampler, and
 // what one sample does to a branch (keeps a token; ends it "stop" at an
 // end-of-generation token, not emitted, unless ignore_eos; ends it "length"
 // at max_tokens or at the longest sequence the engine holds). Where a
-// branch's K/V lives and when it runs stay with each engine.
+// branch's K/V lives and when it runs are the KV manager's and the
+// scheduler's.
 #pragma once
 
 #include <cstdint>

@@ -6,8 +6,7 @@
 
 namespace kvforge {
 
-Scheduler::Scheduler(BlockManager& blocks, SchedulerOptions options)
-    : blocks_(blocks), options_(options) {
+Scheduler::Scheduler(KvManager& kv, SchedulerOptions options) : kv_(kv), options_(options) {
   if (options_.max_seqs < 1)
     throw std::invalid_argument("scheduler: max_seqs must be >= 1, got " +
                                 std::to_string(options_.max_seqs));
@@ -52,9 +51,9 @@ void Scheduler::land_loads(bool wait) {
       throw std::logic_error("scheduler: a load ended for sequence " + std::to_string(l.seq) +
                              ", which is not loading");
     Sequence& seq = **it;
-    const int32_t n = seq.n_computed + l.blocks * blocks_.block_size();
-    blocks_.truncate(seq.id, n);  // blocks whose files failed are recomputed
-    blocks_.mark_computed(seq.id, seq.tokens, n);
+    const int32_t n = seq.n_computed + l.blocks * tier_->block_size();
+    kv_.truncate(seq.id, n);  // blocks whose files failed are recomputed
+    kv_.mark_computed(seq.id, seq.tokens, n);
     seq.n_computed = n;
     seq.loading = false;
     --n_loading_;
@@ -67,7 +66,7 @@ void Scheduler::release(Sequence& seq) {
     seq.loading = false;
     --n_loading_;
   }
-  blocks_.free(seq.id);
+  kv_.free(seq.id);
 }
 
 int Scheduler::running_width() const {
@@ -87,11 +86,11 @@ void Scheduler::preempt_last() {
 
 int32_t Scheduler::appendable(const Sequence& seq, int32_t want) const {
   if (want <= 0) return 0;
-  if (blocks_.can_append(seq.id, want)) return want;
+  if (kv_.can_append(seq.id, want)) return want;
   int32_t lo = 0, hi = want;  // can_append(lo) holds, can_append(hi) does not
   while (hi - lo > 1) {
     const int32_t mid = lo + (hi - lo) / 2;
-    (blocks_.can_append(seq.id, mid) ? lo : hi) = mid;
+    (kv_.can_append(seq.id, mid) ? lo : hi) = mid;
   }
   return lo;
 }
@@ -103,14 +102,14 @@ void Scheduler::schedule_decodes(SchedulerOutput& out, int32_t& budget) {
     // Everything behind i is newer and not yet scheduled: preempt from the
     // back until the decode fits, this sequence itself last.
     bool preempted_self = false;
-    while (!blocks_.can_append(seq.id, 1)) {
+    while (!kv_.can_append(seq.id, 1)) {
       preempted_self = i + 1 == running_.size();
       preempt_last();
       ++out.n_preempted;
       if (preempted_self) break;
     }
     if (preempted_self) break;
-    blocks_.append(seq.id, 1);
+    kv_.append(seq.id, 1);
     out.chunks.push_back({&seq, seq.n_computed, 1, true});
     --budget;
     ++out.n_tokens;
@@ -131,7 +130,7 @@ void Scheduler::schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget) {
       n = appendable(seq, want);
     }
     if (n == 0) continue;
-    blocks_.append(seq.id, n);
+    kv_.append(seq.id, n);
     out.chunks.push_back({&seq, seq.n_computed, n, n == seq.n_pending()});
     budget -= n;
     out.n_tokens += n;
@@ -140,7 +139,7 @@ void Scheduler::schedule_prefill_chunks(SchedulerOutput& out, int32_t& budget) {
 
 int32_t Scheduler::tier_blocks(const Sequence& seq, int32_t ram) const {
   if (!tier_) return 0;
-  const int32_t bs = blocks_.block_size();
+  const int32_t bs = tier_->block_size();
   const std::span<const int32_t> tokens(seq.tokens);
   // As in RAM: whole blocks only, and the last token is always computed.
   const int32_t eligible = (seq.len() - 1) / bs - ram / bs;
@@ -149,32 +148,32 @@ int32_t Scheduler::tier_blocks(const Sequence& seq, int32_t ram) const {
   int32_t lo = 0, hi = on_tier + 1;  // lo blocks fit beside one computed token; hi do not
   while (hi - lo > 1) {
     const int32_t mid = lo + (hi - lo) / 2;
-    (blocks_.can_allocate(tokens, ram + mid * bs + 1) ? lo : hi) = mid;
+    (kv_.can_admit(tokens, ram + mid * bs + 1, seq.width()) ? lo : hi) = mid;
   }
   return lo;
 }
 
 void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
   if (out.n_preempted > 0) return;
-  const int32_t bs = blocks_.block_size();
+  const int32_t bs = tier_ ? tier_->block_size() : 1;  // only tier admissions count blocks
   while (!waiting_.empty() && budget > 0) {
     Sequence& seq = *waiting_.front();
     if (!running_.empty() && running_width() + seq.width() > options_.max_seqs) break;
     const std::span<const int32_t> tokens(seq.tokens);
-    const int32_t ram = blocks_.cached_prefix(tokens);
-    if (!blocks_.can_allocate(tokens, ram + 1)) break;  // first come, first served
+    const int32_t ram = kv_.cached_prefix(tokens);
+    if (!kv_.can_admit(tokens, ram + 1, seq.width())) break;  // first come, first served
     const int32_t on_tier = tier_blocks(seq, ram);
     // Restored blocks first, computed ones once they landed (a later step).
     const int32_t cached = ram + on_tier * bs;
     const int32_t most = on_tier > 0 ? cached : ram + std::min(seq.len() - ram, budget);
-    int32_t lo = ram + 1, hi = most + 1;  // can_allocate(lo) holds; hi is out of range or fails
-    if (blocks_.can_allocate(tokens, most)) lo = most;
+    int32_t lo = ram + 1, hi = most + 1;  // can_admit(lo) holds; hi is out of range or fails
+    if (kv_.can_admit(tokens, most, seq.width())) lo = most;
     while (hi - lo > 1) {
       const int32_t mid = lo + (hi - lo) / 2;
-      (blocks_.can_allocate(tokens, mid) ? lo : hi) = mid;
+      (kv_.can_admit(tokens, mid, seq.width()) ? lo : hi) = mid;
     }
     const int32_t target = lo;
-    const int32_t reused = blocks_.allocate(seq.id, tokens, target);
+    const int32_t reused = kv_.admit(seq.id, tokens, target);
     if (reused != ram)
       throw std::logic_error("scheduler: block manager reused " + std::to_string(reused) + " of " +
                              std::to_string(target) + " tokens, cached_prefix said " +
@@ -195,6 +194,31 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
     budget -= n;
     out.n_tokens += n;
   }
+}
+
+SchedulerOutput Scheduler::schedule_decodes() {
+  SchedulerOutput out;
+  int32_t budget = options_.max_batched_tokens;
+  schedule_decodes(out, budget);
+  return out;
+}
+
+std::optional<ScheduledChunk> Scheduler::admit_next() {
+  if (waiting_.empty()) return std::nullopt;
+  Sequence& seq = *waiting_.front();
+  if (running_width() + seq.width() > options_.max_seqs) return std::nullopt;
+  const std::span<const int32_t> tokens(seq.tokens);
+  if (!kv_.can_admit(tokens, seq.len(), seq.width())) return std::nullopt;
+  seq.n_computed = kv_.admit(seq.id, tokens, seq.len());
+  running_.push_back(std::move(waiting_.front()));
+  waiting_.pop_front();
+  return ScheduledChunk{&seq, seq.n_computed, seq.n_pending(), true};
+}
+
+int32_t Scheduler::waiting_width() const {
+  int32_t w = 0;
+  for (const auto& s : waiting_) w += s->width();
+  return w;
 }
 
 void Scheduler::remove(const Sequence* seq) {

@@ -23,15 +23,24 @@
 //      Only when nothing else can run does schedule() wait for a load.
 //      A loading sequence counts against max_seqs and can be preempted or
 //      removed like a running one (its load is cancelled first).
-// Blocks are reserved here (allocate / append); the runner computes them.
+// K/V room is reserved here (KvManager admit / append); the step executor
+// computes it.
+//
+// That is the paged policy (schedule()). The static slots (the engine's
+// static mode) take the other one, in two phases a step runs one after the
+// other: schedule_decodes() gives every running sequence its decode (one
+// generate plan for all slots), then admit_next() admits waiting sequences
+// first come, first served, each with its whole prompt (the static runner
+// chunks it) as soon as the manager holds all its branches (width).
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <vector>
 
-#include "engine/kv/block_manager.h"
+#include "engine/kv/kv_manager.h"
 #include "engine/kv/prefix_tier.h"
 #include "engine/sequence.h"
 
@@ -59,7 +68,8 @@ struct SchedulerOutput {
 
 class Scheduler {
  public:
-  Scheduler(BlockManager& blocks, SchedulerOptions options);
+  // `kv` must outlive the scheduler.
+  Scheduler(KvManager& kv, SchedulerOptions options);
 
   // Queues a new sequence at the back of the waiting queue.
   void add(std::unique_ptr<Sequence> seq);
@@ -69,9 +79,16 @@ class Scheduler {
   // Reserves blocks and picks the chunks of the next step. Pointers stay
   // valid until the next call that removes sequences.
   SchedulerOutput schedule();
+  // The static policy: the decodes of the running sequences (no budget: the
+  // manager grants every one), then whole-prompt admissions one by one.
+  SchedulerOutput schedule_decodes();
+  // Admits the oldest waiting sequence with its whole prompt past what the
+  // manager reuses, if the manager can hold it and max_seqs its width; its
+  // forks are the caller's business. Nothing (no overtaking) otherwise.
+  std::optional<ScheduledChunk> admit_next();
 
   // A running sequence joins right behind its parent (a fork after prefill).
-  // Its blocks are the caller's business (BlockManager::fork).
+  // Its K/V is the caller's business (BlockManager::fork, or a static slot).
   void add_running(std::unique_ptr<Sequence> seq);
   // Removes a sequence, running or waiting, and frees its blocks.
   void remove(const Sequence* seq);
@@ -81,6 +98,8 @@ class Scheduler {
   bool empty() const { return running_.empty() && waiting_.empty(); }
   int32_t n_running() const { return int32_t(running_.size()); }
   int32_t n_waiting() const { return int32_t(waiting_.size()); }
+  // Branches the waiting sequences stand for (a request of n waits as one).
+  int32_t waiting_width() const;
   int32_t n_loading() const { return n_loading_; }
   int64_t preemptions() const { return preemptions_; }
   const std::vector<std::unique_ptr<Sequence>>& running() const { return running_; }
@@ -102,7 +121,7 @@ class Scheduler {
   // Frees a running (or loading) sequence's blocks, its load cancelled first.
   void release(Sequence& seq);
 
-  BlockManager& blocks_;
+  KvManager& kv_;
   PrefixTier* tier_ = nullptr;
   SchedulerOptions options_;
   std::deque<std::unique_ptr<Sequence>> waiting_;

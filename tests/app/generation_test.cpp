@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "engine/static_pipeline/plan_compiler.h"
-#include "engine/static_pipeline/static_batch_engine.h"
+#include "kvforge/engine.h"
 #include "test_models.h"
 
 namespace kvforge {
@@ -37,11 +37,10 @@ class GenerationTest : public ::testing::Test {
     c.prefill_chunk = 8;
     c.generate_variants = {16, 32, 48};
     return std::make_unique<TextEngine>(
-        *tokenizer_, std::make_unique<StaticBatchEngine>(
-                         *model_, pool_, compile_plans(*model_, c, 1),
-                         StaticBatchOptions{.eos_token_ids = tokenizer_->eog_ids(),
-                                            .overflow = overflow,
-                                            .reuse_slots = reuse_slots}));
+        *tokenizer_, std::make_unique<Engine>(*model_, pool_, compile_plans(*model_, c, 1),
+                                              EngineOptions{.eos_token_ids = tokenizer_->eog_ids(),
+                                                            .overflow = overflow,
+                                                            .reuse_slots = reuse_slots}));
   }
   std::unique_ptr<TextEngine> paged_engine() {
     EngineOptions o;
@@ -115,7 +114,7 @@ TEST_F(GenerationTest, AReusedSlotServesTheNextTurnWithTheSameText) {
   second.insert(second.end(), r1.tokens.begin(), r1.tokens.end());
   for (int32_t t : {70, 71, 72}) second.push_back(t);  // three more bytes of text
   const GenerationResult r2 = generate(*engine, second, greedy(6), nullptr);
-  EXPECT_EQ(engine->backend().stats().prefix.tokens_reused, int64_t(first.size() + 5))
+  EXPECT_EQ(engine->engine().stats().prefix.tokens_reused, int64_t(first.size() + 5))
       << "the prompt and the decoded replies' tokens stay in the slot";
   EXPECT_EQ(r2.text, generate(*paged, second, greedy(6), nullptr).text);
 }

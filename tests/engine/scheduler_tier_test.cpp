@@ -38,6 +38,7 @@ class FakeTier final : public PrefixTier {
   std::vector<SeqId> cancelled;
   int32_t misses = 0;
 
+  int32_t block_size() const override { return 4; }  // the tests' pools
   int32_t available(std::span<const int32_t>, int32_t, int32_t max_blocks) override {
     return std::min(on_tier, max_blocks);
   }
@@ -57,6 +58,7 @@ class FakeTier final : public PrefixTier {
   }
   void cancel_load(SeqId seq) override { cancelled.push_back(seq); }
   void note_misses(int32_t n) override { misses += n; }
+  void store_computed(std::span<const ComputedRun>) override {}  // the scheduler never writes
   int takes = 0;
 };
 

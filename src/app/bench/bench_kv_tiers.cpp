@@ -18,7 +18,7 @@
 #include "engine/kv/kv_disk_tier.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/kv/prefix_cache.h"
-#include "engine/static_pipeline/fingerprint.h"
+#include "model/model_fingerprint.h"
 
 namespace kvforge::cli {
 namespace {

@@ -4,7 +4,7 @@
 // K/V of the earlier turns instead of recomputing them (the "reused" figure
 // after each reply). With --static/--plan the same requests go to the static
 // pipeline's slots, which keep the conversation's K/V between turns and cut
-// it back to the prefix the new prompt shares (StaticBatchOptions::reuse_slots).
+// it back to the prefix the new prompt shares (EngineOptions::reuse_slots).
 // On a terminal lines are edited with libedit (history on Up/Down); Ctrl-C
 // stops the reply being written and keeps the conversation, Ctrl-D quits.
 // Commands: /help, /reset, /save FILE, /load FILE, /exit; "//text" sends "/text".
@@ -60,8 +60,8 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
   if (f.static_mode.active()) {
     CommandEngine e = make_static_engine(f.static_mode, model, tokenizer, f.kv.format(), f.threads,
                                          /*reuse_slots=*/true, f.disk);
-    std::fprintf(stderr, "static pipeline: %s; plans %s\n",
-                 e.slots->runner().config().describe().c_str(), e.plans_source.c_str());
+    std::fprintf(stderr, "static pipeline: %s; plans %s\n", e.slots->config().describe().c_str(),
+                 e.plans_source.c_str());
     return e;
   }
   check_context_size(model.config(), f.ctx, "-c/--ctx-size");
@@ -77,7 +77,7 @@ std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& pr
                           const SamplingParams& p, InterruptLatch& ctrl_c) {
   // K/V not recomputed: kept in RAM (prefix cache, static slot) or restored from disk.
   const auto reused = [&e] {
-    const EngineStats s = e.engine->backend().stats();
+    const EngineStats s = e.engine->engine().stats();
     return s.prefix.tokens_reused + s.disk.tokens_restored;
   };
   const int64_t reused_before = reused();
@@ -253,13 +253,13 @@ void chat(const ChatFlags& flags) {
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
   if (!f.session.empty()) resume_session(f.session, f.disk.dir, conversation);
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
-  const GenerationBackend& backend = engine.engine->backend();
+  const Engine& backend = engine.engine->engine();
   // The prompt may fill `context` up to `room` tokens for the reply; a reply
   // is at most `reply_limit` tokens.
   const int context = backend.max_sequence_tokens();
   int room = 0, reply_limit = 0;
   if (engine.slots) {
-    room = engine.slots->runner().config().min_response_len;  // prompts stay in max_prompt_len
+    room = engine.slots->config().min_response_len;  // prompts stay in max_prompt_len
     reply_limit = f.n_predict > 0 ? f.n_predict : context;
   } else {
     room = f.n_predict > 0 ? std::min(f.n_predict, context / 2) : context / 2;

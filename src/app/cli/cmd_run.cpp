@@ -41,7 +41,7 @@ std::string variants_used(const StaticRunner& runner) {
   return out.empty() ? " (none)" : out;
 }
 
-void print_timing(const GenerationResult& r, const StaticBatchEngine* slots) {
+void print_timing(const GenerationResult& r, const StaticRunner* slots) {
   const double pf_ms = r.prefill_seconds * 1e3;
   std::fprintf(
       stderr,
@@ -53,8 +53,7 @@ void print_timing(const GenerationResult& r, const StaticBatchEngine* slots) {
                  per * 1e3, 1.0 / per);
   }
   if (slots)
-    std::fprintf(stderr, "variants  steps per KV length%s\n",
-                 variants_used(slots->runner()).c_str());
+    std::fprintf(stderr, "variants  steps per KV length%s\n", variants_used(*slots).c_str());
   std::fprintf(stderr, "generated %5zu tokens  finish: %s  seed: %llu\n", r.tokens.size(),
                r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed));
 }
@@ -108,7 +107,7 @@ void run(const RunFlags& f) {
   if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
   if (!f.quiet) {
     print_timing(r, engine.slots);
-    if (const std::string tiers = describe_kv_tiers(engine.engine->backend().stats());
+    if (const std::string tiers = describe_kv_tiers(engine.engine->engine().stats());
         !tiers.empty())
       std::fprintf(stderr, "%s\n", tiers.c_str());
   } else

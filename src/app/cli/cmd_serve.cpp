@@ -1,5 +1,5 @@
 // kvforge serve: an OpenAI-compatible HTTP server on the batching engine, or
-// with --static/--plan on the static pipeline's batch slots (StaticBatchEngine).
+// with --static/--plan on the static pipeline's batch slots (the Engine's static slots).
 // One engine-loop thread owns the engine; HTTP threads talk to it through
 // queues (app/server/engine_loop.h). SIGINT/SIGTERM stop it cleanly.
 #include <malloc.h>
@@ -158,14 +158,13 @@ void serve(const ServeFlags& f) {
                                /*reuse_slots=*/false, f.engine.disk)
           : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *chosen.engine;
-  const StaticBatchEngine* slots = chosen.slots;
+  const StaticRunner* slots = chosen.slots;
   const std::string engine_line = slots ? chosen.describe_static() : describe_paged(f, chosen);
-  const size_t max_running =
-      static_cast<size_t>(slots ? slots->runner().slots() : f.engine.max_seqs);
-  const int max_sequence_tokens = engine.backend().max_sequence_tokens();
+  const size_t max_running = static_cast<size_t>(slots ? slots->slots() : f.engine.max_seqs);
+  const int max_sequence_tokens = engine.engine().max_sequence_tokens();
 
   server::ServerMetrics metrics;
-  metrics.publish_engine_stats(engine.backend().stats());
+  metrics.publish_engine_stats(engine.engine().stats());
   // A tensor-parallel run that lost a rank answers 503 and stops as on SIGTERM,
   // a moment later: the HTTP threads first write the 503s the loop just gave.
   server::EngineLoop loop(engine, metrics, max_running + static_cast<size_t>(f.max_queue), [] {
@@ -180,7 +179,7 @@ void serve(const ServeFlags& f) {
   limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
   if (slots) {
-    limits.max_prompt_tokens = slots->runner().config().max_prompt_len;
+    limits.max_prompt_tokens = slots->config().max_prompt_len;
     limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
   }
   server::CompletionService service(tokenizer, chat_template, limits, max_sequence_tokens, loop);

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "app/cli/cli_common.h"
-#include "engine/lockstep/lockstep_backend.h"
+#include "engine/lockstep/lockstep_leader.h"
 
 namespace kvforge::cli {
 
@@ -12,15 +12,15 @@ namespace {
 // Tensor parallel: every rank runs `own`; rank 0 leads the others, which
 // follow it to the end and then leave through FollowerFinished. One process:
 // `own` as it is.
-std::unique_ptr<GenerationBackend> lead_or_follow(const Model& model,
-                                                  std::unique_ptr<GenerationBackend> own) {
+std::unique_ptr<Engine> lead_or_follow(const Model& model, std::unique_ptr<Engine> own) {
   if (model.tp() == 1) return own;
   Communicator& comm = model.communicator();
   if (comm.rank() != 0) {
     follow_leader(*own, comm);
     throw FollowerFinished{};
   }
-  return std::make_unique<LockstepLeader>(std::move(own), comm);
+  own->lead(comm);
+  return own;
 }
 
 }  // namespace
@@ -36,7 +36,7 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
   out.engine = std::make_unique<TextEngine>(
       tokenizer,
-      lead_or_follow(model, std::make_unique<PagedBackend>(model, *out.pool, std::move(options))));
+      lead_or_follow(model, std::make_unique<Engine>(model, *out.pool, std::move(options))));
   return out;
 }
 
@@ -45,14 +45,14 @@ std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Token
   if (model.tp() == 1)
     return std::make_unique<TextEngine>(model, tokenizer, pool, std::move(options));
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
-  auto own = std::make_unique<PagedBackend>(model, pool, std::move(options));
+  auto own = std::make_unique<Engine>(model, pool, std::move(options));
   Communicator& comm = model.communicator();
   if (comm.rank() != 0) {
     follow_leader(*own, comm);
     return nullptr;
   }
-  return std::make_unique<TextEngine>(tokenizer,
-                                      std::make_unique<LockstepLeader>(std::move(own), comm));
+  own->lead(comm);
+  return std::make_unique<TextEngine>(tokenizer, std::move(own));
 }
 
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
@@ -63,30 +63,32 @@ CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
   CommandEngine out;
   out.plans_source = prepared.source;
   out.pool = std::make_unique<ThreadPool>(prepared.plans.n_threads);
-  StaticBatchOptions options{
-      .eos_token_ids = tokenizer.eog_ids(), .overflow = overflow, .reuse_slots = reuse_slots};
+  EngineOptions options;
+  options.eos_token_ids = tokenizer.eog_ids();
+  options.overflow = overflow;
+  options.reuse_slots = reuse_slots;
   options.kv_disk_dir = disk.dir;
   options.kv_disk_gib = disk.gib;
-  auto slots = std::make_unique<StaticBatchEngine>(model, *out.pool, std::move(prepared.plans),
-                                                   std::move(options));
-  out.slots = slots.get();
+  auto slots =
+      std::make_unique<Engine>(model, *out.pool, std::move(prepared.plans), std::move(options));
+  out.slots = slots->static_runner();
   out.engine = std::make_unique<TextEngine>(tokenizer, lead_or_follow(model, std::move(slots)));
   return out;
 }
 
 std::string CommandEngine::describe_static() const {
-  const StaticRunner& r = slots->runner();
+  const StaticRunner& r = *slots;
   char buf[160];
   std::snprintf(buf, sizeof buf, "; plans %s; %d threads; arena %.1f KiB, KV %.1f MiB",
                 plans_source.c_str(), pool->size(),
                 double(r.plans().largest_arena_bytes()) / 1024.0,
-                double(slots->kv_bytes()) / (1024.0 * 1024.0));
+                double(engine->engine().kv_pool_bytes()) / (1024.0 * 1024.0));
   return "static pipeline: " + r.config().describe() + buf;
 }
 
 std::string CommandEngine::notice(const GenerationResult& r) const {
   if (!slots) return "";
-  const StaticConfig& c = slots->runner().config();
+  const StaticConfig& c = slots->config();
   std::string out;
   if (r.prompt_tokens_dropped > 0)
     out = "prompt truncated on the left: " + std::to_string(r.prompt_tokens_dropped) + " of " +

@@ -1,6 +1,6 @@
-// The engine a command (run, chat, serve) drives: a TextEngine on the paged
-// batching engine, or with --static/--plan on the static pipeline's batch
-// slots (StaticBatchEngine), with the thread pool it computes on.
+// The engine a command (run, chat, serve) drives: a TextEngine on the Engine,
+// paged or with --static/--plan on the static pipeline's batch slots, with
+// the thread pool it computes on.
 #pragma once
 
 #include <memory>
@@ -12,7 +12,7 @@
 #include "app/text_engine.h"
 #include "app/tokenizer/tokenizer.h"
 #include "core/threadpool.h"
-#include "engine/static_pipeline/static_batch_engine.h"
+#include "engine/static_pipeline/static_runner.h"
 #include "model/model.h"
 
 namespace kvforge::cli {
@@ -21,8 +21,8 @@ namespace kvforge::cli {
 struct CommandEngine {
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<TextEngine> engine;
-  const StaticBatchEngine* slots = nullptr;  // engine's backend on the static pipeline, else null
-  std::string plans_source;                  // static: StaticPlans::source
+  const StaticRunner* slots = nullptr;  // the engine's static slots' runner, else null
+  std::string plans_source;             // static: StaticPlans::source
 
   // "static pipeline: <config>; plans compiled in 3.1 ms; 2 threads; arena 1.0 KiB, KV 4.5 MiB"
   std::string describe_static() const;
@@ -45,8 +45,8 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
 // number of times with the same options.
 std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Tokenizer& tokenizer,
                                                  ThreadPool& pool, EngineOptions options);
-// The plans of prepare_static_plans run by a StaticBatchEngine on a pool of
-// the plans' thread count; reuse_slots: see StaticBatchOptions; disk: the
+// The plans of prepare_static_plans run by the Engine's static slots on a pool
+// of the plans' thread count; reuse_slots: see EngineOptions; disk: the
 // KV disk tier (--kv-disk), off when its directory is empty. Tensor
 // parallel: as make_paged_engine (each rank compiles the plans of its share).
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,

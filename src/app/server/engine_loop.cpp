@@ -101,7 +101,7 @@ void EngineLoop::run() {
     apply_cancels(cancels);
     admit(pending);
     if (engine_.has_unfinished()) step_engine();
-    metrics_.publish_engine_stats(engine_.backend().stats());
+    metrics_.publish_engine_stats(engine_.engine().stats());
     metrics_.in_flight.set(static_cast<double>(active_.size()));
   }
 }
@@ -146,7 +146,7 @@ void EngineLoop::apply_cancels(std::vector<std::shared_ptr<RequestStream>>& canc
 void EngineLoop::beat() {
   if (!broken().empty()) return;
   try {
-    engine_.backend().idle();
+    engine_.engine().idle();
   } catch (const CommunicationError& e) {
     fail_all(e.what());
   }

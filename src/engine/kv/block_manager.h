@@ -51,20 +51,20 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/kv/kv_manager.h"
 #include "engine/kv/prefix_cache.h"
 #include "kvforge/engine_stats.h"
 
 namespace kvforge {
 
 using BlockId = int32_t;
-using SeqId = int32_t;  // the KvStore's sequence id
 
 struct BlockCopy {
   BlockId src;
   BlockId dst;
 };
 
-class BlockManager {
+class BlockManager final : public KvManager {
  public:
   static constexpr BlockId kNoBlock = -1;  // a table entry released by a window
 
@@ -94,7 +94,7 @@ class BlockManager {
   // Prompt tokens whose K/V the prefix cache already holds for `tokens`: a
   // multiple of block_size, and always < tokens.size() so at least one token
   // is computed (its logits are needed). Pure question, no counters touched.
-  int32_t cached_prefix(std::span<const int32_t> tokens) const;
+  int32_t cached_prefix(std::span<const int32_t> tokens) const override;
   // Can `seq` be created holding the first n_tokens of `tokens` (reusing the
   // cached prefix, fresh blocks for the rest)?
   bool can_allocate(std::span<const int32_t> tokens, int32_t n_tokens) const;
@@ -103,19 +103,27 @@ class BlockManager {
   // prefix, ≤ n_tokens), which the caller must not recompute. Updates the
   // prefix-cache counters.
   int32_t allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens);
+  // KvManager's names for the two: the branches forked off a sequence share
+  // its blocks, so `width` asks for nothing more.
+  bool can_admit(std::span<const int32_t> tokens, int32_t n_tokens, int) const override {
+    return can_allocate(tokens, n_tokens);
+  }
+  int32_t admit(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens) override {
+    return allocate(seq, tokens, n_tokens);
+  }
 
   // --- growth --------------------------------------------------------------
   // Room for n more positions after the seq's current length, counting the
   // copy a shared partial last block needs before it can be written.
-  bool can_append(SeqId seq, int32_t n) const;
+  bool can_append(SeqId seq, int32_t n) const override;
   // Reserves n more positions; the seq's token ids for them come with
   // mark_computed. If the last block of a group is shared (refcount > 1) and
   // partial, it is replaced by a private copy, recorded for take_pending_copies().
-  void append(SeqId seq, int32_t n);
+  void append(SeqId seq, int32_t n) override;
   // Gives back the positions past n_tokens (≤ seq_tokens, and no fewer than
   // the seq's registered full blocks cover): the blocks wholly past it are
   // released. For a prefix a lower tier failed to restore in full.
-  void truncate(SeqId seq, int32_t n_tokens);
+  void truncate(SeqId seq, int32_t n_tokens) override;
   // Block copies the store must perform before the next forward pass; the
   // caller takes and clears them. A copy into a block released meanwhile
   // (its sequence freed) is dropped.
@@ -126,14 +134,14 @@ class BlockManager {
   // n_computed ≤ seq_tokens(seq); call it after each step with the count so
   // far (blocks already registered are skipped). Then releases the blocks of
   // windowed groups that no query at a position ≥ n_computed reads.
-  void mark_computed(SeqId seq, std::span<const int32_t> tokens, int32_t n_computed);
+  void mark_computed(SeqId seq, std::span<const int32_t> tokens, int32_t n_computed) override;
 
   // --- sharing and release -------------------------------------------------
   // `child` (must not exist) shares every block of `parent`; the next append
   // to either side copies a shared partial last block (copy-on-write).
   void fork(SeqId parent, SeqId child);
   // Releases the seq's blocks (refcount −1; cached ones stay reusable).
-  void free(SeqId seq);
+  void free(SeqId seq) override;
 
   bool has_seq(SeqId seq) const;
   int32_t seq_tokens(SeqId seq) const;  // positions reserved

@@ -1,5 +1,6 @@
 #include "engine/kv/disk_prefix_tier.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -73,6 +74,18 @@ std::vector<LoadedPrefix> DiskPrefixTier::take_loaded(bool wait) {
 }
 
 void DiskPrefixTier::cancel_load(SeqId seq) { loader_.cancel(seq); }
+
+void DiskPrefixTier::store_computed(std::span<const ComputedRun> runs) {
+  for (const BlockManager::NewEntry& e : blocks_.take_new_entries()) {
+    if (!disk_.enabled() || disk_.contains(e.hash)) continue;
+    const auto run = std::find_if(runs.begin(), runs.end(),
+                                  [&](const ComputedRun& r) { return r.seq == e.seq; });
+    if (run == runs.end())
+      throw std::logic_error("DiskPrefixTier: a block of sequence " + std::to_string(e.seq) +
+                             " was cached outside this step");
+    store(e, run->tokens);
+  }
+}
 
 void DiskPrefixTier::store(const BlockManager::NewEntry& e, std::span<const int32_t> tokens) {
   const size_t n_tokens = size_t(e.depth + 1) * size_t(block_size_);

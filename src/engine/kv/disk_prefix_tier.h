@@ -1,9 +1,9 @@
 // The disk tier wired to the paged pool: restores prefix blocks from
 // KvDiskTier files into pool blocks (PrefixTier, asked by the scheduler at
 // admission; the reads run on a PrefixLoader thread, the accounting here on
-// the engine thread when a load is taken) and writes every newly cached full block through to disk
-// (store_new, called by the model runner after each forward pass, while the
-// blocks still hold what was just computed).
+// the engine thread when a load is taken) and writes every newly cached full
+// block through to disk (store_computed, called by the engine after each
+// forward pass, while the blocks still hold what was just computed).
 //
 // Write-through rather than write-on-evict: a block's token ids are at hand
 // when it is computed, but not when the pool evicts it (its parent may be
@@ -29,6 +29,7 @@ class DiskPrefixTier final : public PrefixTier {
   // blocks and cache must outlive this; blocks gets record_new_entries().
   DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCache& cache);
 
+  int32_t block_size() const override { return block_size_; }
   int32_t available(std::span<const int32_t> tokens, int32_t from_block,
                     int32_t max_blocks) override;
   void start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block, int32_t n,
@@ -38,14 +39,9 @@ class DiskPrefixTier final : public PrefixTier {
   void note_misses(int32_t n) override { disk_.note_misses(n); }
 
   // Writes the blocks the manager registered since the last call that the
-  // tier lacks; tokens_of gives a sequence's token ids (it must know every
-  // sequence of those: restored blocks, registered when their load landed,
-  // are on disk already).
-  template <typename TokensOf>
-  void store_new(TokensOf&& tokens_of) {
-    for (const BlockManager::NewEntry& e : blocks_.take_new_entries())
-      if (disk_.enabled() && !disk_.contains(e.hash)) store(e, tokens_of(e.seq));
-  }
+  // tier lacks; `runs` must name every sequence of those (restored blocks,
+  // registered when their load landed, are on disk already).
+  void store_computed(std::span<const ComputedRun> runs) override;
 
  private:
   void store(const BlockManager::NewEntry& e, std::span<const int32_t> tokens);

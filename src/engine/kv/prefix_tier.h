@@ -1,20 +1,45 @@
-// A tier below the pool's prefix cache that the scheduler can restore full
-// prefix blocks from instead of recomputing them (the disk tier:
-// disk_prefix_tier.h). The scheduler asks how many blocks the tier could
-// serve (no I/O), allocates them for the sequence, and starts a load into
-// them; the load runs off the engine thread while the sequence waits in the
-// loading state, and lands at the start of a later step. A sequence is never
-// half-allocated: the blocks of files that fail to verify are given back
-// when the load lands, and the sequence computes those positions instead.
+// A tier below the KV in RAM (the disk: kv_disk_tier.h), in two sides.
+//
+// Write side (PrefixTierWriter), for both KV modes: after every step the
+// engine's post-processing hands the tier what the step computed, while it
+// is still in the cache, and the tier writes through the full blocks it
+// lacks (the paged pool: every block the prefix cache registered,
+// disk_prefix_tier.h; the static slots: the prompt's,
+// static_pipeline/static_prefix_tier.h).
+//
+// Read side (PrefixTier), for the paged scheduler, which can restore full
+// prefix blocks from it instead of recomputing them. The scheduler asks how many blocks the tier
+// could serve (no I/O), allocates them for the sequence, and starts a load into them; the load runs
+// off the engine thread while the sequence waits in the loading state, and lands at the start of a
+// later step. A sequence is never half-allocated: the blocks of files that fail to verify are given
+// back when the load lands, and the sequence computes those positions instead.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "engine/kv/block_manager.h"
+#include "engine/kv/kv_manager.h"
 
 namespace kvforge {
+
+// What one step computed of a sequence: K/V of positions [first,
+// n_computed) of `tokens` (all its token ids), the first n_prompt of which
+// are its prompt.
+struct ComputedRun {
+  SeqId seq;
+  std::span<const int32_t> tokens;
+  int32_t first;
+  int32_t n_computed;
+  int32_t n_prompt;
+};
+
+class PrefixTierWriter {
+ public:
+  virtual ~PrefixTierWriter() = default;
+  // Writes the full blocks among `runs` (the whole step's) that the tier lacks.
+  virtual void store_computed(std::span<const ComputedRun> runs) = 0;
+};
 
 // A load that ended: the first `blocks` of the blocks asked for hold
 // restored K/V (possibly fewer than asked, possibly none).
@@ -23,9 +48,10 @@ struct LoadedPrefix {
   int32_t blocks;
 };
 
-class PrefixTier {
+class PrefixTier : public PrefixTierWriter {
  public:
-  virtual ~PrefixTier() = default;
+  // Tokens per block: the pool's block size.
+  virtual int32_t block_size() const = 0;
   // Blocks from_block, from_block + 1, ... (at most max_blocks) of `tokens`
   // the tier has an entry for. No I/O: a load may still find fewer.
   virtual int32_t available(std::span<const int32_t> tokens, int32_t from_block,

@@ -6,10 +6,10 @@
 #include <string>
 
 #include "core/ops/attention.h"
-#include "engine/static_pipeline/fingerprint.h"
 #include "engine/static_pipeline/memory_planner.h"
 #include "engine/static_pipeline/plan_validation.h"
 #include "engine/static_pipeline/plan_weights.h"
+#include "model/model_fingerprint.h"
 
 namespace kvforge {
 namespace {

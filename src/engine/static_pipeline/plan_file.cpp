@@ -5,7 +5,7 @@
 #include <iterator>
 
 #include "core/byte_codec.h"
-#include "engine/static_pipeline/fingerprint.h"
+#include "model/model_fingerprint.h"
 
 namespace kvforge {
 namespace {

@@ -3,6 +3,8 @@
 #include <charconv>
 #include <stdexcept>
 
+#include "model/model_fingerprint.h"
+
 namespace kvforge {
 namespace {
 
@@ -79,6 +81,20 @@ OverflowPolicy parse_overflow_policy(const std::string& text) {
   if (text == "error") return OverflowPolicy::Error;
   if (text == "truncate-left") return OverflowPolicy::TruncateLeft;
   throw std::invalid_argument("--overflow '" + text + "': expected error or truncate-left");
+}
+
+uint64_t config_fingerprint(const StaticConfig& c) {
+  Fnv1a64 h;
+  h.str("kvforge static config v1");
+  h.u64(uint64_t(c.max_prompt_len));
+  h.u64(uint64_t(c.min_response_len));
+  h.u64(uint64_t(c.prefill_chunk));
+  h.u64(c.generate_variants.size());
+  for (int32_t v : c.generate_variants) h.u64(uint64_t(v));
+  h.u64(uint64_t(c.slots));
+  h.u64(uint64_t(c.kv_format.k));
+  h.u64(uint64_t(c.kv_format.v));
+  return h.value();
 }
 
 }  // namespace kvforge

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/formats/kv_format.h"
+#include "kvforge/overflow_policy.h"
 
 namespace kvforge {
 
@@ -38,15 +39,13 @@ struct StaticConfig {
   bool operator==(const StaticConfig&) const = default;
 };
 
+// Ties a plan file to the configuration it was compiled for: covers the
+// fields that shape plans (lengths, chunk, variants, slots, KV formats).
+uint64_t config_fingerprint(const StaticConfig& config);
+
 // "256,512,1024" → {256, 512, 1024}; throws std::invalid_argument on anything else.
 std::vector<int32_t> parse_variant_list(const std::string& text);
 std::string format_variant_list(const std::vector<int32_t>& variants);
-
-// What to do with a prompt longer than max_prompt_len.
-enum class OverflowPolicy {
-  Error,         // refuse with a message naming both lengths (the default)
-  TruncateLeft,  // keep the last max_prompt_len tokens (explicit opt-in)
-};
 
 // "error" / "truncate-left"; throws std::invalid_argument for anything else.
 OverflowPolicy parse_overflow_policy(const std::string& text);

@@ -7,9 +7,11 @@
 
 namespace kvforge {
 
-StaticPrefixTier::StaticPrefixTier(KvDiskTier& disk, StaticRunner& runner)
+StaticPrefixTier::StaticPrefixTier(KvDiskTier& disk, StaticRunner& runner,
+                                   const StaticSlotManager& slots)
     : disk_(disk),
       runner_(runner),
+      slots_(slots),
       block_size_(disk.identity().block_size),
       block_bytes_(runner.cache().run_bytes(block_size_)) {
   if (block_bytes_ != disk.identity().payload_bytes)
@@ -48,6 +50,11 @@ void StaticPrefixTier::install(int32_t slot) {
         slot, block_size_,
         std::span<const uint8_t>(staged_.data() + size_t(i) * block_bytes_, block_bytes_));
   n_staged_ = 0;
+}
+
+void StaticPrefixTier::store_computed(std::span<const ComputedRun> runs) {
+  for (const ComputedRun& r : runs)
+    if (r.first < r.n_prompt) store(slots_.slot_of(r.seq), r.tokens.first(size_t(r.n_prompt)));
 }
 
 void StaticPrefixTier::store(int32_t slot, std::span<const int32_t> tokens) {

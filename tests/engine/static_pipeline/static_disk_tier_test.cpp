@@ -7,7 +7,6 @@
 
 #include <filesystem>
 
-#include "engine/static_pipeline/static_batch_engine.h"
 #include "engine_test_util.h"
 #include "static_test_util.h"
 #include "temp_dir.h"
@@ -20,7 +19,7 @@ namespace fs = std::filesystem;
 // Each generated token with its log-probability and top-5 alternatives.
 using Tokens = std::vector<GeneratedToken>;
 
-Tokens run_one(GenerationBackend& e, std::span<const int32_t> prompt, int max_tokens) {
+Tokens run_one(Engine& e, std::span<const int32_t> prompt, int max_tokens) {
   const RequestId id = e.add_request(prompt, greedy(max_tokens), 1, {true, 5});
   Tokens out;
   while (e.has_unfinished())
@@ -45,11 +44,11 @@ void expect_same(const Tokens& got, const Tokens& want, const char* what) {
 
 class StaticDiskTier : public ::testing::TestWithParam<KvFormat> {
  protected:
-  std::unique_ptr<StaticBatchEngine> make_static(const fs::path& dir) {
-    StaticBatchOptions o;
+  std::unique_ptr<Engine> make_static(const fs::path& dir) {
+    EngineOptions o;
     o.kv_disk_dir = dir.string();
-    o.kv_disk_block_size = 8;
-    return std::make_unique<StaticBatchEngine>(
+    o.block_size = 8;
+    return std::make_unique<Engine>(
         *model_, pool_, compile_plans(*model_, small_static_config(1, GetParam()), 1), o);
   }
   std::unique_ptr<Model> model_ = make_engine_test_model();

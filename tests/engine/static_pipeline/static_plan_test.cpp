@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "engine/static_pipeline/fingerprint.h"
 #include "engine/static_pipeline/plan_file.h"
+#include "engine/static_pipeline/static_config.h"
+#include "model/model_fingerprint.h"
 #include "static_test_util.h"
 
 namespace kvforge {

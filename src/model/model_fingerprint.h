@@ -1,14 +1,15 @@
-// Fingerprints that tie a plan file to the model and configuration it was
-// compiled for. FNV-1a 64: not cryptographic (a plan file is not a security
-// boundary; the loader bounds-checks everything regardless), but any change
-// to what it covers changes it with overwhelming probability.
+// The fingerprint that identifies a model (and, on several ranks, the share
+// of it this rank holds): the KV disk tier's files and the static pipeline's
+// plan files record it, and are refused for any other model. FNV-1a 64: not
+// cryptographic (neither file is a security boundary; their readers
+// bounds-check everything regardless), but any change to what it covers
+// changes it with overwhelming probability.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "engine/static_pipeline/static_config.h"
 #include "model/model.h"
 
 namespace kvforge {
@@ -32,8 +33,5 @@ class Fnv1a64 {
 // last 256 bytes), so two random models of one shape but different seeds
 // differ. Cost: independent of the weights' total size.
 uint64_t model_fingerprint(const Model& model);
-
-// Covers the fields that shape plans: lengths, chunk, variants, slots, KV formats.
-uint64_t config_fingerprint(const StaticConfig& config);
 
 }  // namespace kvforge

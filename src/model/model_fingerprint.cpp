@@ -1,4 +1,4 @@
-#include "engine/static_pipeline/fingerprint.h"
+#include "model/model_fingerprint.h"
 
 #include <algorithm>
 #include <variant>
@@ -66,20 +66,6 @@ uint64_t model_fingerprint(const Model& model) {
     h.bytes(data.data() + (data.size() - n) / 2, n);
     h.bytes(data.data() + data.size() - n, n);
   }
-  return h.value();
-}
-
-uint64_t config_fingerprint(const StaticConfig& c) {
-  Fnv1a64 h;
-  h.str("kvforge static config v1");
-  h.u64(uint64_t(c.max_prompt_len));
-  h.u64(uint64_t(c.min_response_len));
-  h.u64(uint64_t(c.prefill_chunk));
-  h.u64(c.generate_variants.size());
-  for (int32_t v : c.generate_variants) h.u64(uint64_t(v));
-  h.u64(uint64_t(c.slots));
-  h.u64(uint64_t(c.kv_format.k));
-  h.u64(uint64_t(c.kv_format.v));
   return h.value();
 }
 

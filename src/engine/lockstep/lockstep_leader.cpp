@@ -1,7 +1,6 @@
-#include "engine/lockstep/lockstep_backend.h"
+#include "engine/lockstep/lockstep_leader.h"
 
 #include <cstring>
-#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -36,10 +35,10 @@ StepMessage receive(Communicator& comm, bool prompt, Header& h) {
   return {StepKind(h.kind), decode_commands(payload.data(), payload.size(), h.n_commands)};
 }
 
-void apply(const StepCommand& c, GenerationBackend& backend, int rank) {
+void apply(const StepCommand& c, Engine& engine, int rank) {
   switch (c.op) {
     case StepCommand::Op::Add: {
-      const RequestId id = backend.add_request(c.add.prompt, c.add.params, c.add.n, c.add.logprobs);
+      const RequestId id = engine.add_request(c.add.prompt, c.add.params, c.add.n, c.add.logprobs);
       if (id != c.add.id)
         throw std::runtime_error("tensor parallel: rank " + std::to_string(rank) +
                                  " gave a request id " + std::to_string(id) + ", rank 0 gave " +
@@ -47,20 +46,18 @@ void apply(const StepCommand& c, GenerationBackend& backend, int rank) {
       break;
     }
     case StepCommand::Op::Abort:
-      backend.abort(c.id);
+      engine.abort(c.id);
       break;
     case StepCommand::Op::StopBranch:
-      backend.stop_branch(c.id, c.branch);
+      engine.stop_branch(c.id, c.branch);
       break;
   }
 }
 
 }  // namespace
 
-LockstepLeader::LockstepLeader(std::unique_ptr<GenerationBackend> inner, Communicator& comm)
-    : inner_(std::move(inner)), comm_(comm) {
-  if (!inner_) throw std::invalid_argument("LockstepLeader: no backend");
-}
+LockstepLeader::LockstepLeader(Communicator& comm, std::function<bool()> unfinished)
+    : comm_(comm), unfinished_(std::move(unfinished)) {}
 
 LockstepLeader::~LockstepLeader() {
   if (broken_) return;  // the others end on their own (their deadline, or MPI_Abort)
@@ -71,46 +68,30 @@ LockstepLeader::~LockstepLeader() {
   }
 }
 
-RequestId LockstepLeader::add_request(std::span<const int32_t> prompt, const SamplingParams& params,
-                                      int n, LogprobOptions logprobs) {
+void LockstepLeader::added(RequestId id, std::span<const int32_t> prompt,
+                           const SamplingParams& params, int n, LogprobOptions logprobs) {
   StepCommand c;
+  c.add.id = id;
   c.add.params = params;
-  // Every rank samples in lockstep, so all need the seed rank 0 samples with.
-  if (!c.add.params.seed)
-    c.add.params.seed = (uint64_t(std::random_device{}()) << 32) | std::random_device{}();
-  c.add.id = inner_->add_request(prompt, c.add.params, n, logprobs);  // a rejection sends nothing
   c.add.prompt.assign(prompt.begin(), prompt.end());
   c.add.n = n;
   c.add.logprobs = logprobs;
   pending_.push_back(std::move(c));
-  return pending_.back().add.id;
 }
 
-std::vector<StepEvent> LockstepLeader::step() {
-  send(StepKind::Step);
-  try {
-    return inner_->step();
-  } catch (const CommunicationError&) {
-    broken_ = true;
-    throw;
-  }
-}
-
-bool LockstepLeader::abort(RequestId id) {
+void LockstepLeader::aborted(RequestId id) {
   StepCommand c;
   c.op = StepCommand::Op::Abort;
   c.id = id;
   pending_.push_back(c);
-  return inner_->abort(id);
 }
 
-bool LockstepLeader::stop_branch(RequestId id, int branch) {
+void LockstepLeader::stopped(RequestId id, int branch) {
   StepCommand c;
   c.op = StepCommand::Op::StopBranch;
   c.id = id;
   c.branch = branch;
   pending_.push_back(c);
-  return inner_->stop_branch(id, branch);
 }
 
 void LockstepLeader::idle() {
@@ -126,7 +107,7 @@ void LockstepLeader::shutdown() {
 
 void LockstepLeader::send(StepKind kind) {
   std::vector<uint8_t> payload = encode_commands(pending_);
-  const bool prompt = heartbeats_ || inner_->has_unfinished();
+  const bool prompt = heartbeats_ || unfinished_();
   Header h{uint32_t(kind), uint32_t(pending_.size()), payload.size(), prompt, 0};
   pending_.clear();
   try {
@@ -138,13 +119,13 @@ void LockstepLeader::send(StepKind kind) {
   }
 }
 
-void follow_leader(GenerationBackend& backend, Communicator& comm) {
+void follow_leader(Engine& engine, Communicator& comm) {
   Header h{};
   for (;;) {
     const StepMessage m = receive(comm, h.prompt != 0, h);
-    for (const StepCommand& c : m.commands) apply(c, backend, comm.rank());
+    for (const StepCommand& c : m.commands) apply(c, engine, comm.rank());
     if (m.kind == StepKind::Shutdown) return;
-    if (m.kind == StepKind::Step) backend.step();
+    if (m.kind == StepKind::Step) engine.step();
   }
 }
 

@@ -1,12 +1,11 @@
-// StaticBatchEngine: requests on B static slots behind the GenerationBackend
-// interface. Greedy tokens must equal the single-sequence oracle whatever
+// The Engine on static slots: requests on the B slots of compiled plans.
+// Greedy tokens must equal the single-sequence oracle whatever
 // shares the batch or waits in the queue; slots must come back free after
 // finishing, aborting and stopping; requests no slot can serve are rejected.
-#include "engine/static_pipeline/static_batch_engine.h"
-
 #include <gtest/gtest.h>
 
 #include "engine_test_util.h"
+#include "kvforge/engine.h"
 #include "static_test_util.h"
 
 namespace kvforge::testing {
@@ -16,13 +15,13 @@ class StaticBatchEngineTest : public ::testing::Test {
  protected:
   void SetUp() override { model_ = make_engine_test_model(); }
 
-  std::unique_ptr<StaticBatchEngine> make(int32_t slots, StaticBatchOptions options = {}) {
-    return std::make_unique<StaticBatchEngine>(
-        *model_, pool_, compile_plans(*model_, small_static_config(slots), 1), options);
+  std::unique_ptr<Engine> make(int32_t slots, EngineOptions options = {}) {
+    return std::make_unique<Engine>(*model_, pool_,
+                                    compile_plans(*model_, small_static_config(slots), 1), options);
   }
 
   // Steps until done; checks the slot accounting after every step.
-  static void drain(StaticBatchEngine& e, EngineRecorder& rec) {
+  static void drain(Engine& e, EngineRecorder& rec) {
     for (int guard = 0; e.has_unfinished(); ++guard) {
       ASSERT_LT(guard, 10000) << "engine does not finish";
       rec.record(e.step());
@@ -229,9 +228,8 @@ TEST(StaticBatchEngineWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheR
   spec.final_softcap = 30.0f;
   const auto model = make_test_model(spec);
   ThreadPool pool(2);
-  StaticBatchEngine engine(
-      *model, pool, compile_plans(*model, small_static_config(2), 2),
-      {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
+  Engine engine(*model, pool, compile_plans(*model, small_static_config(2), 2),
+                {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
   const std::vector<std::pair<int, int>> shapes = {{1, 12}, {7, 20}, {40, 24}, {20, 6}};
   std::vector<RequestId> ids;
   std::vector<std::vector<int32_t>> prompts;

@@ -1,0 +1,109 @@
+// Inside the Engine (kvforge/engine.h): what both KV modes share (the
+// scheduler over a KvManager, the request table, sampling, forks, the
+// lockstep leader, the counters) and each mode's KV and step executor:
+//   PagedKv:  BlockManager + PagedKvCache + ModelRunner (engine_paged.cpp);
+//   SlotKv:   StaticSlotManager + StaticRunner and its plans (engine_static.cpp).
+// A step is: schedule, run, post-process (record what was computed with the
+// KV manager, hand new full blocks to the disk tier), sample.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/kv/disk_prefix_tier.h"
+#include "engine/kv/kv_disk_tier.h"
+#include "engine/kv/paged_kv_cache.h"
+#include "engine/lockstep/lockstep_leader.h"
+#include "engine/model_runner.h"
+#include "engine/request_table.h"
+#include "engine/scheduler.h"
+#include "engine/sequence.h"
+#include "engine/static_pipeline/static_prefix_tier.h"
+#include "engine/static_pipeline/static_runner.h"
+#include "engine/static_pipeline/static_slot_manager.h"
+#include "kvforge/engine.h"
+
+namespace kvforge {
+
+// The KV disk tier under `o.kv_disk_dir` for blocks of `block_size` tokens
+// and `block_bytes` bytes, or null: without a directory, or (with a warning)
+// when `refusal` says why this engine cannot use one.
+std::unique_ptr<KvDiskTier> open_disk_tier(const Model& model, const EngineOptions& o,
+                                           KvFormat format, int32_t block_size, size_t block_bytes,
+                                           const std::string& refusal);
+
+struct PagedKv {
+  PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o);
+  BlockManager blocks;
+  PagedKvCache cache;
+  ModelRunner runner;
+  std::unique_ptr<KvDiskTier> disk;  // null without --kv-disk
+  std::unique_ptr<DiskPrefixTier> tier;
+};
+
+struct SlotKv {
+  SlotKv(const Model& model, ThreadPool& pool, PlanSet plans, const EngineOptions& o);
+  StaticRunner runner;
+  StaticSlotManager slots;
+  std::unique_ptr<KvDiskTier> disk;  // null without --kv-disk
+  std::unique_ptr<StaticPrefixTier> tier;
+  size_t kv_bytes;                   // the static cache, all slots
+  std::vector<int32_t> step_tokens;  // [B] decode input, reused every step
+  std::vector<Sequence*> step_seqs;  // [B] who each decode row belongs to
+};
+
+struct Engine::Impl {
+  Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p);
+  Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s);
+
+  const Model& model;
+  EngineOptions options;
+  std::unique_ptr<PagedKv> paged;  // exactly one of the two modes
+  std::unique_ptr<SlotKv> slot_kv;
+  KvManager& kv;
+  Scheduler scheduler;
+  int32_t n_ctx;
+  int32_t max_len;
+  RequestTable requests;
+  SeqId next_seq = 0;
+  int64_t steps = 0, tokens_computed = 0, tokens_reused = 0;
+  int32_t blocks_used_peak = 0;
+  double step_seconds = 0;                 // whole step() calls that ran a forward pass
+  PrefixTierWriter* tier = nullptr;        // the disk tier's write side, either mode; null: none
+  std::vector<ComputedRun> computed;       // record_computed's, reused every step
+  std::unique_ptr<LockstepLeader> leader;  // last: it goes first, telling the others
+
+  void check_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
+                     LogprobOptions lp) const;
+  std::unique_ptr<Sequence> make_sequence(RequestId id, int branch);
+  // A new branch b of `root`'s request with root's tokens, running behind it.
+  Sequence& add_branch(const Sequence& root, int branch);
+  void sample(Sequence& seq, std::span<const float> logits, std::vector<StepEvent>& events,
+              std::vector<Sequence*>& finished);
+  void remove(Sequence* seq);
+  // Post-processing of what a pass computed: each chunk's n_computed, the
+  // KV manager's record of it, the new full blocks written through to the tier.
+  void record_computed(std::span<const ScheduledChunk> chunks);
+
+  // engine_paged.cpp
+  void check_paged_request(std::span<const int32_t> prompt, const SamplingParams& params,
+                           int n) const;
+  void step_paged(std::vector<StepEvent>& events);
+  bool argmax_only(const SchedulerOutput& plan) const;
+  void paged_stats(EngineStats& s) const;
+
+  // engine_static.cpp
+  void check_static_request(std::span<const int32_t> prompt, const SamplingParams& params,
+                            int n) const;
+  void step_static(std::vector<StepEvent>& events);
+  void decode_slots(const SchedulerOutput& plan, std::vector<StepEvent>& events);
+  void admit_to_slots(const ScheduledChunk& admitted, std::vector<StepEvent>& events);
+  // Brings the slot's K/V to seq's prompt; returns the last prompt token's logits.
+  std::span<const float> fill_slot(Sequence& seq);
+  void static_stats(EngineStats& s) const;
+};
+
+}  // namespace kvforge
