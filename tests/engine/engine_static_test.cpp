@@ -11,7 +11,7 @@
 namespace kvforge::testing {
 namespace {
 
-class StaticBatchEngineTest : public ::testing::Test {
+class EngineStaticTest : public ::testing::Test {
  protected:
   void SetUp() override { model_ = make_engine_test_model(); }
 
@@ -38,7 +38,7 @@ class StaticBatchEngineTest : public ::testing::Test {
   ThreadPool pool_{1};
 };
 
-TEST_F(StaticBatchEngineTest, GreedyTokensEqualTheOracleWithQueueingAndSharedSteps) {
+TEST_F(EngineStaticTest, GreedyTokensEqualTheOracleWithQueueingAndSharedSteps) {
   auto engine = make(2);
   // More requests than slots, different prompt lengths (below, at and above
   // the prefill chunk of 8, up to max_prompt_len 40) and lengths of output,
@@ -62,7 +62,7 @@ TEST_F(StaticBatchEngineTest, GreedyTokensEqualTheOracleWithQueueingAndSharedSte
   EXPECT_GT(engine->stats().tokens_generated, 0);
 }
 
-TEST_F(StaticBatchEngineTest, WithoutMaxTokensABranchEndsAtTheSlotCapacity) {
+TEST_F(EngineStaticTest, WithoutMaxTokensABranchEndsAtTheSlotCapacity) {
   auto engine = make(1);
   SamplingParams p = greedy(8);
   p.max_tokens.reset();
@@ -76,7 +76,7 @@ TEST_F(StaticBatchEngineTest, WithoutMaxTokensABranchEndsAtTheSlotCapacity) {
   EXPECT_EQ(t.tokens, run_alone(*model_, prompt, int(t.tokens.size())).tokens);
 }
 
-TEST_F(StaticBatchEngineTest, AbortFreesTheSlotForTheNextRequest) {
+TEST_F(EngineStaticTest, AbortFreesTheSlotForTheNextRequest) {
   auto engine = make(1);
   const auto a = make_prompt(10, 1), b = make_prompt(12, 2), c = make_prompt(6, 3);
   const RequestId ra = engine->add_request(a, greedy(20), 1, {});
@@ -98,7 +98,7 @@ TEST_F(StaticBatchEngineTest, AbortFreesTheSlotForTheNextRequest) {
   EXPECT_EQ(rec.at(rc, 0).tokens, run_alone(*model_, c, 6).tokens);
 }
 
-TEST_F(StaticBatchEngineTest, BranchesSampleWithSeedPlusBranchAndStopIndividually) {
+TEST_F(EngineStaticTest, BranchesSampleWithSeedPlusBranchAndStopIndividually) {
   auto engine = make(3);
   const auto prompt = make_prompt(9, 4);
   SamplingParams p;
@@ -126,7 +126,7 @@ TEST_F(StaticBatchEngineTest, BranchesSampleWithSeedPlusBranchAndStopIndividuall
   EXPECT_EQ(rec.at(stopped, 0).tokens.size(), 10u);
 }
 
-TEST_F(StaticBatchEngineTest, EndOfGenerationStopsWithoutEmittingTheToken) {
+TEST_F(EngineStaticTest, EndOfGenerationStopsWithoutEmittingTheToken) {
   const auto prompt = make_prompt(5, 9);
   const int32_t first = run_alone(*model_, prompt, 1).tokens[0];
   auto engine = make(1, {.eos_token_ids = {first}, .overflow = OverflowPolicy::Error});
@@ -139,7 +139,7 @@ TEST_F(StaticBatchEngineTest, EndOfGenerationStopsWithoutEmittingTheToken) {
   EXPECT_EQ(rec.at(id, 0).finish, FinishReason::Stop);
 }
 
-TEST_F(StaticBatchEngineTest, RejectsWhatNoSlotCanServeAndTruncatesOnlyWhenAsked) {
+TEST_F(EngineStaticTest, RejectsWhatNoSlotCanServeAndTruncatesOnlyWhenAsked) {
   auto engine = make(2);
   const auto too_long = make_prompt(41, 1);  // max_prompt_len 40
   auto message = [&](auto&& call) {
@@ -172,7 +172,7 @@ TEST_F(StaticBatchEngineTest, RejectsWhatNoSlotCanServeAndTruncatesOnlyWhenAsked
   EXPECT_EQ(rec.at(id, 0).tokens, run_alone(*model_, last40, 6).tokens);
 }
 
-TEST_F(StaticBatchEngineTest, AReusedSlotKeepsTheSharedPrefixAndGivesTheOraclesTokens) {
+TEST_F(EngineStaticTest, AReusedSlotKeepsTheSharedPrefixAndGivesTheOraclesTokens) {
   auto engine =
       make(2, {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
   const auto first = make_prompt(20, 7), other = make_prompt(12, 8);
@@ -202,7 +202,7 @@ TEST_F(StaticBatchEngineTest, AReusedSlotKeepsTheSharedPrefixAndGivesTheOraclesT
   EXPECT_EQ(rec.at(c, 0).tokens, run_alone(*model_, longer, 4).tokens);
 }
 
-TEST_F(StaticBatchEngineTest, WithoutReuseNoSlotKeepsAnything) {
+TEST_F(EngineStaticTest, WithoutReuseNoSlotKeepsAnything) {
   auto engine = make(1);
   const auto prompt = make_prompt(10, 3);
   engine->add_request(prompt, greedy(4), 1, {});
@@ -217,7 +217,7 @@ TEST_F(StaticBatchEngineTest, WithoutReuseNoSlotKeepsAnything) {
 // gemma2 with a window of 5 on a ring: queueing, shared decode steps and
 // slot reuse give the oracle's tokens; a slot whose ring no longer holds the
 // window before the shared prefix's end is prefilled again instead.
-TEST(StaticBatchEngineWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheRingHolds) {
+TEST(EngineStaticWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheRingHolds) {
   RandomModelSpec spec;
   spec.name = "engine-gemma2";
   spec.arch = "gemma2";
@@ -267,7 +267,7 @@ TEST(StaticBatchEngineWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheR
   EXPECT_EQ(rec.at(c, 0).tokens, run_alone(*model, branch, 6).tokens);
 }
 
-TEST_F(StaticBatchEngineTest, PromptTokensKeptFollowTheOverflowPolicy) {
+TEST_F(EngineStaticTest, PromptTokensKeptFollowTheOverflowPolicy) {
   EXPECT_EQ(make(1)->prompt_tokens_kept(41), 41);
   auto truncating = make(1, {.eos_token_ids = {}, .overflow = OverflowPolicy::TruncateLeft});
   EXPECT_EQ(truncating->prompt_tokens_kept(41), 40);
