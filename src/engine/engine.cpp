@@ -126,7 +126,8 @@ struct Engine::Impl {
                group_windows(m)),
         cache(m.rank_config(), blocks, options.kv_format),
         scheduler(blocks, {options.max_seqs, options.max_batched_tokens}),
-        runner(m, blocks, cache, pool, options.max_batched_tokens),
+        runner(m, blocks, cache, pool, options.comm ? *options.comm : one_process_communicator(),
+               options.max_batched_tokens),
         n_ctx(context_of(m, options)),
         max_len(longest_sequence(blocks, n_ctx)),
         requests(m.config().n_vocab, options.eos_token_ids),
@@ -335,7 +336,7 @@ EngineStats Engine::stats() const {
   s.weight_matmul_seconds = f.weight_matmuls;
   s.output_matmul_seconds = f.output_matmul;
   s.attention_seconds = f.attention;
-  const CommStats c = m.model.communicator().stats();
+  const CommStats c = m.options.comm ? m.options.comm->stats() : CommStats{};
   s.comm_messages = c.messages;
   s.comm_bytes_sent = c.bytes_sent;
   s.comm_bytes_received = c.bytes_received;

@@ -22,8 +22,9 @@ namespace kvforge {
 class ModelRunner {
  public:
   // max_step_tokens: the scheduler's token budget; buffers are sized for it.
+  // `comm`: the channel between the ranks the model was loaded for.
   ModelRunner(const Model& model, BlockManager& blocks, PagedKvCache& cache, ThreadPool& pool,
-              int32_t max_step_tokens);
+              Communicator& comm, int32_t max_step_tokens);
 
   // Runs the chunks and advances each sequence's n_computed. Returns the
   // logits of the chunks that want them, in chunk order:
@@ -43,6 +44,7 @@ class ModelRunner {
   BlockManager& blocks_;
   PagedKvCache& cache_;
   ThreadPool& pool_;
+  Communicator& comm_;
   DiskPrefixTier* disk_ = nullptr;
   ForwardScratch scratch_;
   std::vector<int32_t> tokens_;      // [n_tokens]

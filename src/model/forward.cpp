@@ -79,11 +79,11 @@ class ForwardPass {
   static constexpr int kMaxRun = 8;
 
   ForwardPass(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& s,
-              ThreadPool& pool)
+              ThreadPool& pool, Communicator& comm)
       : m_(model),
         c_(model.rank_config()),
         split_(model.split()),
-        comm_(model.communicator()),
+        comm_(comm),
         in_(in),
         kv_(kv),
         s_(s),
@@ -414,8 +414,14 @@ class ForwardPass {
 };
 
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
+             ThreadPool& pool, Communicator& comm, float* logits) {
+  check_communicator(model, comm, "forward");
+  ForwardPass(model, in, kv, scratch, pool, comm).run(logits);
+}
+
+void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
              ThreadPool& pool, float* logits) {
-  ForwardPass(model, in, kv, scratch, pool).run(logits);
+  forward(model, in, kv, scratch, pool, one_process_communicator(), logits);
 }
 
 }  // namespace kvforge

@@ -92,6 +92,11 @@ class ForwardScratch {
 // gathered so that every rank gets all the logits. The logits are bitwise
 // those of one process (core/kernels/column_parts.h); with argmax_only, their
 // argmax is (model/vocab_argmax.h).
+//
+// `comm` is the channel the model was loaded for (checked: std::invalid_argument
+// otherwise); the overload without one is for a model of one process.
+void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
+             ThreadPool& pool, Communicator& comm, float* logits);
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
              ThreadPool& pool, float* logits);
 

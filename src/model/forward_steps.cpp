@@ -2,12 +2,28 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "core/formats/row_codec.h"
 #include "core/ops/activation.h"
 #include "core/ops/norm.h"
 
 namespace kvforge {
+
+Communicator& one_process_communicator() {
+  static SingleProcessCommunicator alone;
+  return alone;
+}
+
+void check_communicator(const Model& model, const Communicator& comm, const char* who) {
+  const TensorSplit& s = model.split();
+  if (comm.size() != s.n_ranks || comm.rank() != s.rank)
+    throw std::invalid_argument(std::string(who) + ": the model was loaded as rank " +
+                                std::to_string(s.rank) + " of " + std::to_string(s.n_ranks) +
+                                ", the communicator is rank " + std::to_string(comm.rank()) +
+                                " of " + std::to_string(comm.size()));
+}
 
 void embed_token(const Model& model, int32_t token, float* x) {
   const ModelConfig& c = model.rank_config();

@@ -82,6 +82,13 @@ inline KeyRange attended_keys(int32_t window, int32_t pos) {
   return {window > 0 ? std::max(0, pos - window + 1) : 0, pos + 1};
 }
 
+// The channel of a one-process run (stateless, shared by every caller).
+Communicator& one_process_communicator();
+
+// Throws std::invalid_argument unless `comm` is the channel `model` was
+// loaded for: its size the model's ranks and its rank the model's share.
+void check_communicator(const Model& model, const Communicator& comm, const char* who);
+
 // Tensor parallel only: what the ranks' exchanges gather into. Grows on the
 // first steps of each size, then stays.
 struct TpExchange {

@@ -22,9 +22,11 @@ bool continues_run(const PlanInputs& in, int32_t t) {
 // One run of a plan; methods are the op kinds.
 class PlanRun {
  public:
-  PlanRun(const Model& model, const Plan& plan, const PlanInputs& in, StaticKvCache& cache,
-          uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool, TpExchange& tp)
+  PlanRun(const Model& model, Communicator& comm, const Plan& plan, const PlanInputs& in,
+          StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
+          TpExchange& tp)
       : m_(model),
+        comm_(comm),
         c_(model.rank_config()),
         p_(plan),
         in_(in),
@@ -234,7 +236,7 @@ class PlanRun {
       matmul(*w.whole, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
     else
       row_parallel_matmul(
-          m_.split(), m_.communicator(), *w.parts,
+          m_.split(), comm_, *w.parts,
           op.weight == WeightRef::AttnOutput ? m_.split().attn_parts : m_.split().ffn_parts,
           f32(op.src0), op.rows, f32(op.dst), tp_, pool_, scratch_, nullptr);
   }
@@ -244,11 +246,12 @@ class PlanRun {
   void output_rows(const PlanOp& op, const WeightView& w) {
     const TensorSplit& s = m_.split();
     matmul(w, f32(op.src0), op.rows, vocab_slice(s, op.rows, c_.n_vocab, 0, tp_), pool_, scratch_);
-    gather_vocab_logits(s, m_.communicator(), op.rows, c_.n_vocab, tp_, f32(op.dst), nullptr);
+    gather_vocab_logits(s, comm_, op.rows, c_.n_vocab, tp_, f32(op.dst), nullptr);
   }
 
  private:
   const Model& m_;
+  Communicator& comm_;
   const ModelConfig& c_;
   const Plan& p_;
   const PlanInputs& in_;
@@ -265,8 +268,9 @@ class PlanRun {
 
 }  // namespace
 
-PlanExecutor::PlanExecutor(const Model& model, const Plan& plan, int32_t n_threads)
-    : model_(model), plan_(plan), n_threads_(n_threads) {
+PlanExecutor::PlanExecutor(const Model& model, Communicator& comm, const Plan& plan,
+                           int32_t n_threads)
+    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {
   ops_.reserve(plan.ops.size());
   for (const PlanOp& op : plan.ops) {
     ResolvedOp r{op, {}, nullptr};
@@ -342,7 +346,7 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, plan_, in, cache, arena, scratch, pool, tp_);
+  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_);
   for (const ResolvedOp& r : ops_) {
     const PlanOp& op = r.op;
     switch (op.code) {

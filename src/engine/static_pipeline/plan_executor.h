@@ -43,8 +43,9 @@ struct PlanInputs {
 class PlanExecutor {
  public:
   // `plan` must have passed validate_plan for this model and n_threads and
-  // must outlive the executor.
-  PlanExecutor(const Model& model, const Plan& plan, int32_t n_threads);
+  // must outlive the executor, as must `comm`, the channel between the
+  // ranks the model was loaded for.
+  PlanExecutor(const Model& model, Communicator& comm, const Plan& plan, int32_t n_threads);
 
   const Plan& plan() const { return plan_; }
 
@@ -67,6 +68,7 @@ class PlanExecutor {
   void check_runs(const PlanInputs& in, const StaticKvCache& cache) const;
 
   const Model& model_;
+  Communicator& comm_;
   const Plan& plan_;
   int32_t n_threads_;
   std::vector<ResolvedOp> ops_;

@@ -12,7 +12,7 @@ namespace kvforge {
 StaticBatchEngine::StaticBatchEngine(const Model& model, ThreadPool& pool, PlanSet plans,
                                      StaticBatchOptions options)
     : model_(model),
-      runner_(model, pool, std::move(plans)),
+      runner_(model, pool, std::move(plans), options.comm),
       options_(std::move(options)),
       requests_(model.config().n_vocab, options_.eos_token_ids),
       slots_(size_t(runner_.slots())),

@@ -63,6 +63,9 @@ struct StaticBatchOptions {
   double kv_disk_gib = 4;
   int32_t kv_disk_block_size = 16;
   std::function<void(const std::string&)> on_warning{};  // nullptr: stderr
+  // Tensor parallel: the channel between the ranks the model was loaded for
+  // (it must outlive the engine); nullptr: one process.
+  Communicator* comm = nullptr;
 };
 
 class StaticBatchEngine final : public GenerationBackend {
