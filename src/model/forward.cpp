@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/ops/norm.h"
+#include "model/layer_walk.h"
 #include "model/vocab_argmax.h"
 
 namespace kvforge {
@@ -75,6 +76,9 @@ auto attention_cuts(const std::vector<int64_t>& run_work, int64_t heads, int n_t
 // One forward call; methods are the phases of a transformer block.
 class ForwardPass {
  public:
+  template <class Steps>
+  friend void walk_forward(const Model& model, Steps& s);
+
   // Query tokens sharing one attention walk over the K/V tiles (see attend()).
   static constexpr int kMaxRun = 8;
 
@@ -97,20 +101,29 @@ class ForwardPass {
     s_.reserve(int(n_), pool_.size());
     group_sequences();
     group_query_runs();
-    embed();
-    const std::vector<LayerWeights>& layers = m_.weights().layers;
-    norm_all(layers[0].attn_norm);  // xn = attn_norm(x)
-    for (int l = 0; l < c_.n_layer; ++l) {
-      const LayerWeights& w = layers[size_t(l)];
-      attention_block(l);  // proj = attention(xn)
-      // x += post_norm(proj) (gemma; else x += proj); xn = ffn_norm(x)
-      add_residual_then_norm(w.attn_post_norm, &w.ffn_norm);
-      ffn_block(l);  // proj = ffn(xn)
-      // x += post_norm(proj); xn = the next layer's attn_norm(x) (output() norms its own rows)
-      add_residual_then_norm(w.ffn_post_norm,
-                             l + 1 < c_.n_layer ? &layers[size_t(l + 1)].attn_norm : nullptr);
+    logits_ = logits;
+    walk_forward(m_, *this);
+  }
+
+  // The steps walk_forward() calls (model/layer_walk.h).
+  void norm(LayerNorm which, int l) { norm_all(layer_norm_weight(m_, which, l)); }
+  void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
+    add_residual_then_norm(layer_norm_weight(m_, post, l),
+                           &layer_norm_weight(m_, next, next_layer));
+  }
+  void residual(LayerNorm post, int l) {
+    add_residual_then_norm(layer_norm_weight(m_, post, l), nullptr);
+  }
+
+  // x = the tokens' embeddings (times embd_scale); the RoPE angles of each
+  // token's position in every table.
+  void embed() {
+    const std::vector<RopeTable>& tables = m_.rope_tables();
+    for (int64_t t = 0; t < n_; ++t) {
+      embed_token(m_, in_.tokens[size_t(t)], s_.x_.data() + t * c_.n_embd);
+      for (size_t r = 0; r < tables.size(); ++r)
+        tables[r].angles(in_.positions[size_t(t)], cos_sin(int(r), t));
     }
-    output(logits);
   }
 
  private:
@@ -174,17 +187,6 @@ class ForwardPass {
       const size_t slot = size_t(it - s_.step_seqs_.begin());
       s_.token_seq_slot_[size_t(t)] = int32_t(slot);
       s_.seq_n_keys_[slot] = std::max(s_.seq_n_keys_[slot], in_.positions[size_t(t)] + 1);
-    }
-  }
-
-  // x = the tokens' embeddings (times embd_scale); the RoPE angles of each
-  // token's position in every table.
-  void embed() {
-    const std::vector<RopeTable>& tables = m_.rope_tables();
-    for (int64_t t = 0; t < n_; ++t) {
-      embed_token(m_, in_.tokens[size_t(t)], s_.x_.data() + t * c_.n_embd);
-      for (size_t r = 0; r < tables.size(); ++r)
-        tables[r].angles(in_.positions[size_t(t)], cos_sin(int(r), t));
     }
   }
 
@@ -359,7 +361,8 @@ class ForwardPass {
 
   // Only the rows that need logits go through the final norm and the output
   // matrix (on several ranks: each its vocabulary rows, then gathered).
-  void output(float* logits) {
+  void output() {
+    float* logits = logits_;
     const int64_t rows = int64_t(in_.logit_rows.size());
     if (rows == 0) return;
     const PhaseTimer timer(&s_.times_.output_matmul);
@@ -411,6 +414,7 @@ class ForwardPass {
   ThreadPool& pool_;
   const int64_t n_;
   int32_t keys_window_ = -1;  // the window s_.token_keys_ hold ranges for (-1: none yet)
+  float* logits_ = nullptr;   // [logit rows][n_vocab] run()'s output
 };
 
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,

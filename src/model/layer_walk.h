@@ -31,8 +31,7 @@ namespace kvforge {
 enum class LayerNorm { Attn, AttnPost, Ffn, FfnPost };
 
 // The norm's weight: [n_embd]; empty for a post norm the model does not have.
-inline const std::vector<float>& layer_norm_weight(const Model& model, LayerNorm which,
-                                                   int layer) {
+inline const std::vector<float>& layer_norm_weight(const Model& model, LayerNorm which, int layer) {
   const LayerWeights& w = model.weights().layers[size_t(layer)];
   switch (which) {
     case LayerNorm::Attn:
