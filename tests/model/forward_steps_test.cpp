@@ -6,26 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/gguf/gguf_file.h"
 #include "core/ops/activation.h"
 #include "model/forward.h"
-#include "model/random_model.h"
+#include "tiny_model.h"
 
 namespace kvforge {
 namespace {
 
-std::unique_ptr<Model> tiny_model(const char* arch, float final_softcap = 0.0f) {
-  RandomModelSpec spec;
-  spec.name = std::string("steps-") + arch;
-  spec.arch = arch;
-  spec.final_softcap = final_softcap;
-  const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
-  return Model::from_file(gguf::GgufFile::from_bytes(bytes, spec.name));
-}
+using testing::tiny_model;
 
 // Claims to be one rank of two; never exchanges anything.
 class TwoRankClaim final : public Communicator {
@@ -60,7 +51,7 @@ TEST(ForwardSteps, ForwardRefusesACommunicatorTheModelWasNotLoadedFor) {
 
 TEST(ForwardSteps, SoftCapOnlyWhereTheModelCapsItsLogits) {
   const auto llama = tiny_model("llama");
-  const auto gemma = tiny_model("gemma2", 30.0f);
+  const auto gemma = tiny_model("gemma2", 2, 30.0f);
   std::vector<float> v = {-1000.0f, -3.0f, 0.0f, 0.5f, 7.0f, 1000.0f};
   const std::vector<float> before = v;
   soft_cap_logits(llama->rank_config(), v.data(), int64_t(v.size()));

@@ -4,24 +4,15 @@
 
 #include <gtest/gtest.h>
 
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/gguf/gguf_file.h"
-#include "model/random_model.h"
+#include "tiny_model.h"
 
 namespace kvforge {
 namespace {
 
-std::unique_ptr<Model> tiny_model(const char* arch, int n_layer) {
-  RandomModelSpec spec;
-  spec.name = std::string("walk-") + arch;
-  spec.arch = arch;
-  spec.n_layer = n_layer;
-  const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
-  return Model::from_file(gguf::GgufFile::from_bytes(bytes, spec.name));
-}
+using testing::tiny_model;
 
 const char* name(LayerNorm n) {
   switch (n) {
