@@ -334,7 +334,7 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
                          " are not one run of consecutive positions, which a plan with "
                          "sliding-window layers needs");
     const int32_t first = in.positions[t];
-    const int32_t from = std::max(0, first - window + 1);
+    const int32_t from = attended_keys(window, first).begin;
     if (!cache.holds(slot, from, first))
       bad_input(p, "slot " + std::to_string(slot) + ": positions [" + std::to_string(from) + ", " +
                        std::to_string(first) + ") of the sliding window of position " +

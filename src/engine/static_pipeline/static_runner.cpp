@@ -198,7 +198,8 @@ std::span<const float> StaticRunner::decode_one(int32_t slot, int32_t token) {
 
 bool StaticRunner::window_intact(int32_t slot, int32_t length) const {
   const int32_t window = model_.config().sliding_window;
-  return length == 0 || window == 0 || cache_.holds(slot, std::max(0, length - window + 1), length);
+  return length == 0 || window == 0 ||
+         cache_.holds(slot, attended_keys(window, length).begin, length);
 }
 
 void StaticRunner::truncate(int32_t slot, int32_t length) {
