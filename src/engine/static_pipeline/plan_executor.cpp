@@ -262,6 +262,49 @@ class PlanRun {
   TpExchange& tp_;
 };
 
+// One op of a plan: the PlanRun method of its code. `matrix` and `vec` are
+// the op's weights, resolved when the executor was built.
+void run_op(PlanRun& run, const PlanOp& op, const PlanMatrix& matrix,
+            const std::vector<float>* vec) {
+  switch (op.code) {
+    case OpCode::UpdateMask:
+      return run.update_mask();
+    case OpCode::BuildAttnMask:
+      return run.build_attn_mask(op);
+    case OpCode::Embed:
+      return run.embed(op);
+    case OpCode::RmsNorm:
+      return run.rms_norm_rows(op, *vec);
+    case OpCode::MatMul:
+      return run.matmul_rows(op, matrix);
+    case OpCode::AddBias:
+      return run.add_bias_rows(op, *vec);
+    case OpCode::Rope:
+      return run.rope(op);
+    case OpCode::KvWrite:
+      return run.kv_write(op);
+    case OpCode::Attention:
+      return run.attention(op);
+    case OpCode::AddInto:
+      return run.add_into(op);
+    case OpCode::SwiGlu:
+    case OpCode::GeGlu:
+      return run.gated_rows(op);
+    case OpCode::GatherRows:
+      return run.gather_rows(op);
+    case OpCode::HeadNorm:
+      return run.head_norm_rows(op, *vec);
+    case OpCode::SoftCap:
+      return run.soft_cap(op);
+    case OpCode::RowRuns:
+      return run.row_runs(op);
+    case OpCode::KvStage:
+      return run.kv_stage(op);
+    case OpCode::WindowAttention:
+      return run.window_attention(op);
+  }
+}
+
 [[noreturn]] void bad_input(const Plan& p, const std::string& what) {
   throw std::invalid_argument("plan " + p.label() + ": " + what);
 }
@@ -347,63 +390,7 @@ std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& ca
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
   PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_);
-  for (const ResolvedOp& r : ops_) {
-    const PlanOp& op = r.op;
-    switch (op.code) {
-      case OpCode::UpdateMask:
-        run.update_mask();
-        break;
-      case OpCode::BuildAttnMask:
-        run.build_attn_mask(op);
-        break;
-      case OpCode::Embed:
-        run.embed(op);
-        break;
-      case OpCode::RmsNorm:
-        run.rms_norm_rows(op, *r.vec);
-        break;
-      case OpCode::MatMul:
-        run.matmul_rows(op, r.matrix);
-        break;
-      case OpCode::AddBias:
-        run.add_bias_rows(op, *r.vec);
-        break;
-      case OpCode::Rope:
-        run.rope(op);
-        break;
-      case OpCode::KvWrite:
-        run.kv_write(op);
-        break;
-      case OpCode::Attention:
-        run.attention(op);
-        break;
-      case OpCode::AddInto:
-        run.add_into(op);
-        break;
-      case OpCode::SwiGlu:
-      case OpCode::GeGlu:
-        run.gated_rows(op);
-        break;
-      case OpCode::GatherRows:
-        run.gather_rows(op);
-        break;
-      case OpCode::HeadNorm:
-        run.head_norm_rows(op, *r.vec);
-        break;
-      case OpCode::SoftCap:
-        run.soft_cap(op);
-        break;
-      case OpCode::RowRuns:
-        run.row_runs(op);
-        break;
-      case OpCode::KvStage:
-        run.kv_stage(op);
-        break;
-      case OpCode::WindowAttention:
-        run.window_attention(op);
-        break;
-    }
-  }
+  for (const ResolvedOp& r : ops_) run_op(run, r.op, r.matrix, r.vec);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
 }
 
