@@ -33,17 +33,9 @@ enum class LayerNorm { Attn, AttnPost, Ffn, FfnPost };
 // The norm's weight: [n_embd]; empty for a post norm the model does not have.
 inline const std::vector<float>& layer_norm_weight(const Model& model, LayerNorm which, int layer) {
   const LayerWeights& w = model.weights().layers[size_t(layer)];
-  switch (which) {
-    case LayerNorm::Attn:
-      return w.attn_norm;
-    case LayerNorm::AttnPost:
-      return w.attn_post_norm;
-    case LayerNorm::Ffn:
-      return w.ffn_norm;
-    case LayerNorm::FfnPost:
-      break;
-  }
-  return w.ffn_post_norm;
+  const std::vector<float>* by_kind[] = {&w.attn_norm, &w.attn_post_norm, &w.ffn_norm,
+                                         &w.ffn_post_norm};  // LayerNorm's order
+  return *by_kind[int(which)];
 }
 
 template <class Steps>
