@@ -71,6 +71,10 @@ struct EngineOptions {
   std::string kv_disk_dir{};
   double kv_disk_gib = 4;  // size limit of this model's files there
 
+  // Tensor parallel: the channel between the ranks the model was loaded for
+  // (it must outlive the engine); nullptr: one process.
+  Communicator* comm = nullptr;
+
   int32_t max_seqs = 64;                 // sequences (branches) in the running set
   int32_t max_batched_tokens = 512;      // tokens per forward pass (decodes + prefill chunks)
   int32_t n_ctx = 0;                     // per-sequence context; 0 = the model's training context

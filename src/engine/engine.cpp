@@ -223,7 +223,7 @@ EngineStats Engine::stats() const {
   s.tokens_computed = m.tokens_computed;
   s.tokens_generated = m.requests.tokens_generated();
   s.step_seconds = m.step_seconds;
-  const CommStats c = m.model.communicator().stats();
+  const CommStats c = m.options.comm ? m.options.comm->stats() : CommStats{};
   s.comm_messages = c.messages;
   s.comm_bytes_sent = c.bytes_sent;
   s.comm_bytes_received = c.bytes_received;

@@ -71,7 +71,8 @@ std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
 PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
     : blocks(pool_blocks(model, o), o.block_size, o.enable_prefix_cache, group_windows(model)),
       cache(model.rank_config(), blocks, o.kv_format),
-      runner(model, cache, pool, o.max_batched_tokens),
+      runner(model, cache, pool, o.comm ? *o.comm : one_process_communicator(),
+             o.max_batched_tokens),
       disk(open_disk_tier(model, o, o.kv_format, blocks.block_size(), cache.block_bytes(),
                           o.kv_disk_dir.empty() ? "" : disk_tier_refusal(model, o, blocks))) {
   if (disk) tier = std::make_unique<DiskPrefixTier>(*disk, blocks, cache);

@@ -26,7 +26,7 @@ std::unique_ptr<KvDiskTier> open_slots_disk_tier(const Model& model, const Engin
 }  // namespace
 
 SlotKv::SlotKv(const Model& model, ThreadPool& pool, PlanSet plans, const EngineOptions& o)
-    : runner(model, pool, std::move(plans)),
+    : runner(model, pool, std::move(plans), o.comm),
       slots(runner, o.reuse_slots),
       disk(open_slots_disk_tier(model, o, runner)),
       kv_bytes(runner.cache().bytes()),

@@ -6,8 +6,9 @@
 namespace kvforge {
 
 ModelRunner::ModelRunner(const Model& model, PagedKvCache& cache, ThreadPool& pool,
-                         int32_t max_step_tokens)
-    : model_(model), cache_(cache), pool_(pool), scratch_(model.rank_config()) {
+                         Communicator& comm, int32_t max_step_tokens)
+    : model_(model), cache_(cache), pool_(pool), comm_(comm), scratch_(model.rank_config()) {
+  check_communicator(model, comm, "model runner");
   scratch_.reserve(max_step_tokens, pool.size());
   tokens_.reserve(size_t(max_step_tokens));
   positions_.reserve(size_t(max_step_tokens));
@@ -42,7 +43,7 @@ std::span<const float> ModelRunner::run(std::span<const BlockCopy> copies,
   const size_t n_vocab = size_t(model_.config().n_vocab);
   logits_.resize(logit_rows_.size() * n_vocab);
   const StepInputs in{tokens_, positions_, seq_ids_, logit_rows_, argmax_only};
-  forward(model_, in, cache_, scratch_, pool_, logits_.data());
+  forward(model_, in, cache_, scratch_, pool_, comm_, logits_.data());
   return logits_;
 }
 

@@ -22,7 +22,9 @@ namespace kvforge {
 class ModelRunner {
  public:
   // max_step_tokens: the scheduler's token budget; buffers are sized for it.
-  ModelRunner(const Model& model, PagedKvCache& cache, ThreadPool& pool, int32_t max_step_tokens);
+  // `comm`: the channel between the ranks the model was loaded for.
+  ModelRunner(const Model& model, PagedKvCache& cache, ThreadPool& pool, Communicator& comm,
+              int32_t max_step_tokens);
 
   // Performs `copies` (a shared partial block duplicated before either owner
   // writes into it), then computes the chunks, each starting at its
@@ -39,6 +41,7 @@ class ModelRunner {
   const Model& model_;
   PagedKvCache& cache_;
   ThreadPool& pool_;
+  Communicator& comm_;
   ForwardScratch scratch_;
   std::vector<int32_t> tokens_;      // [n_tokens]
   std::vector<int32_t> positions_;   // [n_tokens]

@@ -10,11 +10,13 @@ namespace kvforge {
 SequenceRunner::SequenceRunner(const Model& model, ThreadPool& pool, SequenceRunnerOptions options)
     : model_(model),
       pool_(pool),
+      comm_(options.comm ? *options.comm : one_process_communicator()),
       max_batch_(std::max(1, options.max_batch)),
       argmax_only_(options.argmax_only),
       cache_(model.rank_config(), options.n_ctx > 0 ? options.n_ctx : model.config().n_ctx_train,
              options.kv_format),
       scratch_(model.rank_config()) {
+  check_communicator(model, comm_, "sequence runner");
   max_batch_ = std::min(max_batch_, cache_.capacity());
   scratch_.reserve(max_batch_, pool.size());
   positions_.resize(size_t(max_batch_));
@@ -50,7 +52,7 @@ std::span<const float> SequenceRunner::prefill(std::span<const int32_t> tokens, 
                         {},
                         rows,
                         argmax_only_};
-    forward(model_, in, cache_, scratch_, pool_, out);
+    forward(model_, in, cache_, scratch_, pool_, comm_, out);
     n_past_ += int32_t(n);
     done += n;
   }

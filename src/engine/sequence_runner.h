@@ -22,6 +22,9 @@ struct SequenceRunnerOptions {
   // The logits returned feed only an argmax (StepInputs::argmax_only): on
   // several ranks, only each vocabulary slice's maximum is exchanged.
   bool argmax_only = false;
+  // The channel between the ranks the model was loaded for (it must outlive
+  // the runner); nullptr: one process.
+  Communicator* comm = nullptr;
 };
 
 class SequenceRunner {
@@ -31,6 +34,7 @@ class SequenceRunner {
   int32_t n_ctx() const { return cache_.capacity(); }
   int32_t n_past() const { return n_past_; }
   const Model& model() const { return model_; }
+  Communicator& communicator() const { return comm_; }
 
   // Appends `tokens` to the sequence. Returns the logits of the last token
   // ([n_vocab]); with all_logits, logits of every token ([tokens.size()][n_vocab])
@@ -45,6 +49,7 @@ class SequenceRunner {
  private:
   const Model& model_;
   ThreadPool& pool_;
+  Communicator& comm_;
   int32_t max_batch_;
   bool argmax_only_;
   ContiguousKvCache cache_;

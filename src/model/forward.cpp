@@ -1,15 +1,12 @@
 #include "model/forward.h"
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
-#include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "core/formats/row_codec.h"
-#include "core/ops/activation.h"
 #include "core/ops/norm.h"
+#include "model/layer_walk.h"
 #include "model/vocab_argmax.h"
 
 namespace kvforge {
@@ -79,15 +76,18 @@ auto attention_cuts(const std::vector<int64_t>& run_work, int64_t heads, int n_t
 // One forward call; methods are the phases of a transformer block.
 class ForwardPass {
  public:
+  template <class Steps>
+  friend void walk_forward(const Model& model, Steps& s);
+
   // Query tokens sharing one attention walk over the K/V tiles (see attend()).
   static constexpr int kMaxRun = 8;
 
   ForwardPass(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& s,
-              ThreadPool& pool)
+              ThreadPool& pool, Communicator& comm)
       : m_(model),
         c_(model.rank_config()),
         split_(model.split()),
-        comm_(model.communicator()),
+        comm_(comm),
         in_(in),
         kv_(kv),
         s_(s),
@@ -95,26 +95,35 @@ class ForwardPass {
         n_(int64_t(in.tokens.size())) {}
 
   void run(float* logits) {
-    const Timer whole(s_.times_.total);
+    const PhaseTimer whole(&s_.times_.total);
     validate();
     if (split_.n_ranks > 1) check_lockstep();
     s_.reserve(int(n_), pool_.size());
     group_sequences();
     group_query_runs();
-    embed();
-    const std::vector<LayerWeights>& layers = m_.weights().layers;
-    norm_all(layers[0].attn_norm);  // xn = attn_norm(x)
-    for (int l = 0; l < c_.n_layer; ++l) {
-      const LayerWeights& w = layers[size_t(l)];
-      attention_block(l);  // proj = attention(xn)
-      // x += post_norm(proj) (gemma; else x += proj); xn = ffn_norm(x)
-      add_residual_then_norm(w.attn_post_norm, &w.ffn_norm);
-      ffn_block(l);  // proj = ffn(xn)
-      // x += post_norm(proj); xn = the next layer's attn_norm(x) (output() norms its own rows)
-      add_residual_then_norm(w.ffn_post_norm,
-                             l + 1 < c_.n_layer ? &layers[size_t(l + 1)].attn_norm : nullptr);
+    logits_ = logits;
+    walk_forward(m_, *this);
+  }
+
+  // The steps walk_forward() calls (model/layer_walk.h).
+  void norm(LayerNorm which, int l) { norm_all(layer_norm_weight(m_, which, l)); }
+  void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
+    add_residual_then_norm(layer_norm_weight(m_, post, l),
+                           &layer_norm_weight(m_, next, next_layer));
+  }
+  void residual(LayerNorm post, int l) {
+    add_residual_then_norm(layer_norm_weight(m_, post, l), nullptr);
+  }
+
+  // x = the tokens' embeddings (times embd_scale); the RoPE angles of each
+  // token's position in every table.
+  void embed() {
+    const std::vector<RopeTable>& tables = m_.rope_tables();
+    for (int64_t t = 0; t < n_; ++t) {
+      embed_token(m_, in_.tokens[size_t(t)], s_.x_.data() + t * c_.n_embd);
+      for (size_t r = 0; r < tables.size(); ++r)
+        tables[r].angles(in_.positions[size_t(t)], cos_sin(int(r), t));
     }
-    output(logits);
   }
 
  private:
@@ -153,7 +162,7 @@ class ForwardPass {
     s_.digests_.assign(size_t(split_.n_ranks), 0);
     s_.digests_[size_t(split_.rank)] = h;
     {
-      const Timer t(s_.times_.communication);
+      const PhaseTimer t(&s_.times_.communication);
       comm_.all_gather(s_.digests_.data());
     }
     for (int r = 1; r < split_.n_ranks; ++r)
@@ -162,21 +171,6 @@ class ForwardPass {
                                  " was given a different step (tokens, positions, sequences) "
                                  "than rank 0: the ranks diverged");
   }
-
-  // Adds the wall time from its construction to its destruction to `into`.
-  class Timer {
-   public:
-    explicit Timer(double& into) : into_(into), start_(std::chrono::steady_clock::now()) {}
-    ~Timer() {
-      into_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    }
-    Timer(const Timer&) = delete;
-    Timer& operator=(const Timer&) = delete;
-
-   private:
-    double& into_;
-    std::chrono::steady_clock::time_point start_;
-  };
 
   int32_t seq_of(int64_t t) const { return in_.seq_ids.empty() ? 0 : in_.seq_ids[size_t(t)]; }
 
@@ -193,23 +187,6 @@ class ForwardPass {
       const size_t slot = size_t(it - s_.step_seqs_.begin());
       s_.token_seq_slot_[size_t(t)] = int32_t(slot);
       s_.seq_n_keys_[slot] = std::max(s_.seq_n_keys_[slot], in_.positions[size_t(t)] + 1);
-    }
-  }
-
-  // x = the tokens' embeddings (times embd_scale); the RoPE angles of each
-  // token's position in every table.
-  void embed() {
-    const WeightView& e = m_.weights().token_embd;
-    const size_t rb = row_bytes(e.type, size_t(e.cols));
-    const std::vector<RopeTable>& tables = m_.rope_tables();
-    for (int64_t t = 0; t < n_; ++t) {
-      const auto* row = static_cast<const uint8_t*>(e.data) + size_t(in_.tokens[size_t(t)]) * rb;
-      float* x = s_.x_.data() + t * c_.n_embd;
-      dequantize_row(e.type, row, x, c_.n_embd);
-      if (c_.embd_scale != 1.0f)
-        for (int i = 0; i < c_.n_embd; ++i) x[i] *= c_.embd_scale;
-      for (size_t r = 0; r < tables.size(); ++r)
-        tables[r].angles(in_.positions[size_t(t)], cos_sin(int(r), t));
     }
   }
 
@@ -250,15 +227,8 @@ class ForwardPass {
   }
 
   void matmul_batch_into(std::span<const MatmulOutput> outputs, const float* x) {
-    const Timer t(s_.times_.weight_matmuls);
+    const PhaseTimer t(&s_.times_.weight_matmuls);
     matmul_batch(outputs, x, n_, pool_, s_.matmul_);
-  }
-
-  static void add_bias(float* y, const std::vector<float>& bias, int64_t n_rows) {
-    if (bias.empty()) return;
-    const size_t d = bias.size();
-    for (int64_t t = 0; t < n_rows; ++t)
-      for (size_t i = 0; i < d; ++i) y[size_t(t) * d + i] += bias[i];
   }
 
   // proj = attention(xn), writing this step's K and V into the store.
@@ -273,17 +243,14 @@ class ForwardPass {
     add_bias(s_.v_.data(), w.bias_v, n_);
     // Q/K norms and RoPE over the pool; the K/V writes stay on this thread,
     // where their checks' exceptions reach the caller.
-    const RopeTable& rope = m_.rope(l);
     for_tokens([&](int64_t t) {
       float* q = s_.q_.data() + t * c_.q_dim();
       float* k = s_.k_.data() + t * c_.kv_dim();
       if (c_.qk_norm) {
-        norm_heads(q, c_.n_head, w.attn_q_norm);
-        norm_heads(k, c_.n_kv_head, w.attn_k_norm);
+        norm_heads(c_, q, c_.n_head, w.attn_q_norm);
+        norm_heads(c_, k, c_.n_kv_head, w.attn_k_norm);
       }
-      const float* cs = cos_sin(m_.rope_index(l), t);
-      rope.apply(q, c_.n_head, c_.head_dim, cs);
-      rope.apply(k, c_.n_kv_head, c_.head_dim, cs);
+      rope_token(m_, l, q, k, cos_sin(m_.rope_index(l), t));
     });
     for (int64_t t = 0; t < n_; ++t)
       kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
@@ -292,37 +259,10 @@ class ForwardPass {
     row_parallel(w.attn_output, split_.attn_parts, s_.attn_.data());  // proj = attn_output(attn)
   }
 
-  // proj = W x for a row-parallel W ([n_embd rows][this rank's columns], as
-  // its fixed column parts of `total_parts`): each part's product, the
-  // parts of all ranks gathered, then added in part order on every rank.
+  // proj = W x for a row-parallel W (model/forward_steps.h).
   void row_parallel(const ColumnParts& w, int total_parts, const float* x) {
-    if (split_.n_ranks == 1) {
-      const Timer t(s_.times_.weight_matmuls);
-      matmul_column_parts(w, x, n_, s_.proj_.data(), pool_, s_.matmul_);
-      return;
-    }
-    const size_t count = size_t(n_) * size_t(c_.n_embd);
-    const size_t local = w.parts.size();
-    if (s_.gathered_.size() < size_t(total_parts) * count)
-      s_.gathered_.resize(size_t(total_parts) * count);
-    {
-      const Timer t(s_.times_.weight_matmuls);
-      matmul_parts(w, x, n_, s_.gathered_.data() + size_t(split_.rank) * local * count, pool_,
-                   s_.matmul_);
-    }
-    {
-      const Timer t(s_.times_.communication);
-      comm_.all_gather(s_.gathered_.data(), local * count);
-    }
-    sum_parts(s_.gathered_.data(), total_parts, count, s_.proj_.data());
-  }
-
-  // Each of the n_heads heads of one token (back to back) RMS-normed with `weight` ([head_dim]).
-  void norm_heads(float* heads, int n_heads, const std::vector<float>& weight) {
-    for (int h = 0; h < n_heads; ++h) {
-      float* x = heads + size_t(h) * size_t(c_.head_dim);
-      rms_norm(x, weight.data(), c_.head_dim, c_.rms_eps, x);
-    }
+    row_parallel_matmul(split_, comm_, w, total_parts, x, n_, s_.proj_.data(), s_.tp_, pool_,
+                        s_.matmul_, &s_.times_);
   }
 
   // Work items are (run of query tokens, kv head), split over threads. A run
@@ -334,7 +274,7 @@ class ForwardPass {
   // layer reads each sequence from the first position any of its tokens
   // still sees.
   void attend(int l) {
-    const Timer timer(s_.times_.attention);
+    const PhaseTimer timer(&s_.times_.attention);
     key_ranges(c_.window(l));
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
@@ -391,7 +331,7 @@ class ForwardPass {
     s_.seq_first_key_.assign(s_.step_seqs_.size(), INT32_MAX);
     for (int64_t t = 0; t < n_; ++t) {
       const int32_t pos = in_.positions[size_t(t)];
-      const KeyRange keys{window > 0 ? std::max(0, pos - window + 1) : 0, pos + 1};
+      const KeyRange keys = attended_keys(window, pos);
       s_.token_keys_[size_t(t)] = keys;
       int32_t& first = s_.seq_first_key_[size_t(s_.token_seq_slot_[size_t(t)])];
       first = std::min(first, keys.begin);
@@ -414,76 +354,54 @@ class ForwardPass {
     const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
     matmul_batch_into(gate_up, s_.xn_.data());
     for_tokens([&](int64_t t) {
-      float* gate = s_.gate_.data() + t * c_.n_ff;
-      if (c_.ffn_act == FfnActivation::GeluTanh)
-        geglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
-      else
-        swiglu(gate, s_.up_.data() + t * c_.n_ff, c_.n_ff, gate);
+      gated_activation(c_, s_.gate_.data() + t * c_.n_ff, s_.up_.data() + t * c_.n_ff, c_.n_ff);
     });
     row_parallel(w.ffn_down, split_.ffn_parts, s_.gate_.data());  // proj = ffn_down(gate)
   }
 
   // Only the rows that need logits go through the final norm and the output
   // matrix (on several ranks: each its vocabulary rows, then gathered).
-  void output(float* logits) {
+  void output() {
+    float* logits = logits_;
     const int64_t rows = int64_t(in_.logit_rows.size());
     if (rows == 0) return;
-    const Timer timer(s_.times_.output_matmul);
+    const PhaseTimer timer(&s_.times_.output_matmul);
     for (int64_t i = 0; i < rows; ++i)
       rms_norm(s_.x_.data() + int64_t(in_.logit_rows[size_t(i)]) * c_.n_embd,
                m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps,
                s_.xn_.data() + i * c_.n_embd);
     if (split_.n_ranks == 1) {
       matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
-      soft_cap(logits, rows * c_.n_vocab);
+      soft_cap_logits(c_, logits, rows * c_.n_vocab);
       return;
     }
-    // gathered_: [rank][rows][rank's vocab rows]; rank r's block starts at rows * vocab_first[r].
-    // Greedy-only: the slice summaries of every rank follow ([rank][rows][kSliceMaxFloats]).
+    // tp_.gathered: [rank][rows][rank's vocab rows]; rank r's block starts at rows *
+    // vocab_first[r]. Greedy-only: the slice summaries of every rank follow
+    // ([rank][rows][kSliceMaxFloats]).
     const size_t r = size_t(split_.rank);
     const bool argmax = in_.argmax_only && fits_vocab_argmax(c_.n_vocab);
     const size_t summaries = argmax ? size_t(split_.n_ranks * rows * kSliceMaxFloats) : 0;
-    s_.gathered_.resize(
-        std::max(s_.gathered_.size(), size_t(rows) * size_t(c_.n_vocab) + summaries));
-    float* mine = s_.gathered_.data() + size_t(rows) * size_t(split_.vocab_first[r]);
+    float* mine = vocab_slice(split_, rows, c_.n_vocab, summaries, s_.tp_);
     matmul(m_.weights().output, s_.xn_.data(), rows, mine, pool_, s_.matmul_);
-    soft_cap(mine, rows * split_.vocab_rows[r]);
+    soft_cap_logits(c_, mine, rows * split_.vocab_rows[r]);
     if (argmax) return gather_argmax(mine, rows, logits);
-    s_.gather_counts_.clear();
-    for (int64_t v : split_.vocab_rows) s_.gather_counts_.push_back(rows * v);
-    {
-      const Timer t(s_.times_.communication);
-      comm_.all_gather_v(s_.gathered_.data(), s_.gather_counts_);
-    }
-    for (size_t k = 0; k < split_.vocab_rows.size(); ++k) {
-      const int64_t first = split_.vocab_first[k], n = split_.vocab_rows[k];
-      const float* block = s_.gathered_.data() + size_t(rows) * size_t(first);
-      for (int64_t i = 0; i < rows; ++i)
-        std::copy_n(block + i * n, n, logits + i * c_.n_vocab + first);
-    }
+    gather_vocab_logits(split_, comm_, rows, c_.n_vocab, s_.tp_, logits, &s_.times_);
   }
 
   // Greedy-only rows: every rank's slice summary, gathered, then the rows
   // rebuilt from them (model/vocab_argmax.h). The summaries sit in
-  // gathered_ after the space of all logits, which output() sized for them.
+  // tp_.gathered after the space of all logits, which output() sized for them.
   void gather_argmax(const float* mine, int64_t rows, float* logits) {
     const size_t r = size_t(split_.rank), n_ranks = size_t(split_.n_ranks);
     const size_t block = size_t(rows * kSliceMaxFloats);
-    float* summaries = s_.gathered_.data() + size_t(rows) * size_t(c_.n_vocab);
+    float* summaries = s_.tp_.gathered.data() + size_t(rows) * size_t(c_.n_vocab);
     summarize_vocab_slice(mine, rows, split_.vocab_rows[r], split_.vocab_first[r],
                           summaries + r * block);
     {
-      const Timer t(s_.times_.communication);
+      const PhaseTimer t(&s_.times_.communication);
       comm_.all_gather(summaries, block);
     }
     rebuild_argmax_rows(summaries, int64_t(n_ranks), rows, c_.n_vocab, logits);
-  }
-
-  // logits → c·tanh(logits / c) where the model caps them.
-  void soft_cap(float* logits, int64_t n) const {
-    if (c_.final_softcap <= 0.0f) return;
-    const float cap = c_.final_softcap, inv = 1.0f / cap;
-    for (int64_t i = 0; i < n; ++i) logits[i] = cap * std::tanh(logits[i] * inv);
   }
 
   const Model& m_;
@@ -496,11 +414,18 @@ class ForwardPass {
   ThreadPool& pool_;
   const int64_t n_;
   int32_t keys_window_ = -1;  // the window s_.token_keys_ hold ranges for (-1: none yet)
+  float* logits_ = nullptr;   // [logit rows][n_vocab] run()'s output
 };
 
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
+             ThreadPool& pool, Communicator& comm, float* logits) {
+  check_communicator(model, comm, "forward");
+  ForwardPass(model, in, kv, scratch, pool, comm).run(logits);
+}
+
+void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
              ThreadPool& pool, float* logits) {
-  ForwardPass(model, in, kv, scratch, pool).run(logits);
+  forward(model, in, kv, scratch, pool, one_process_communicator(), logits);
 }
 
 }  // namespace kvforge

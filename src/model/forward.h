@@ -16,6 +16,7 @@
 #include "core/kernels/column_parts.h"
 #include "core/kernels/matmul.h"
 #include "core/threadpool.h"
+#include "model/forward_steps.h"
 #include "model/kv_store.h"
 #include "model/model.h"
 
@@ -31,18 +32,6 @@ struct StepInputs {
   // sends a summary of its vocabulary slice instead of its logits, and the
   // rows hold only what the argmax reads (model/vocab_argmax.h).
   bool argmax_only = false;
-};
-
-// Where forward passes spend their wall time, summed over calls, in seconds
-// (a steady_clock read at each phase boundary: ~100 reads per step, ~3 us).
-// What the three phases leave of `total` is the per-token vector work:
-// embedding, norms, residual adds, RoPE, K/V writes and SwiGLU.
-struct ForwardTimes {
-  double weight_matmuls = 0;  // every layer's Q/K/V, output, gate/up and down projections
-  double output_matmul = 0;   // the logits' matmul (with the final norm of its rows)
-  double attention = 0;       // attention over the KV store (its spans included)
-  double communication = 0;   // tensor-parallel exchanges between ranks (0 on one process)
-  double total = 0;           // whole forward() calls
 };
 
 // Activation buffers for up to `max_tokens` tokens per step. Sized once by
@@ -84,9 +73,8 @@ class ForwardScratch {
   // Tensor parallel only: every rank's column-part products ([parts][n_tokens][n_embd]) or
   // logits ([ranks][logit rows][rank's vocab rows]) or argmax_only's slice summaries
   // ([ranks][logit rows][kSliceMaxFloats]), this rank's block filled in, then gathered.
-  std::vector<float> gathered_;
-  std::vector<int64_t> gather_counts_;  // [ranks] floats of each rank's block
-  std::vector<uint64_t> digests_;       // [ranks] step digests (lockstep check)
+  TpExchange tp_;
+  std::vector<uint64_t> digests_;  // [ranks] step digests (lockstep check)
   MatmulScratch matmul_;
   ForwardTimes times_;
 };
@@ -104,6 +92,11 @@ class ForwardScratch {
 // gathered so that every rank gets all the logits. The logits are bitwise
 // those of one process (core/kernels/column_parts.h); with argmax_only, their
 // argmax is (model/vocab_argmax.h).
+//
+// `comm` is the channel the model was loaded for (checked: std::invalid_argument
+// otherwise); the overload without one is for a model of one process.
+void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
+             ThreadPool& pool, Communicator& comm, float* logits);
 void forward(const Model& model, const StepInputs& in, KvStore& kv, ForwardScratch& scratch,
              ThreadPool& pool, float* logits);
 

@@ -21,11 +21,10 @@ bool same_rope(const RopeConfig& a, const RopeConfig& b) {
 
 }  // namespace
 
-Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights, Communicator* comm)
+Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
     : file_(std::move(file)),
       config_(std::move(config)),
       rank_config_(weights.split.rank_config(config_)),
-      comm_(comm ? comm : &alone_),
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
   const bool neox = c.rope_style == RopeStyle::Neox;
@@ -49,8 +48,7 @@ std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, Communicator* comm)
   // The file's pages of the matrices copied are dropped from resident memory
   // (small F16: ~200 MB that would otherwise be counted twice).
   weights.regroup_for_kernels([&](std::span<const uint8_t> src) { file.release_pages(src); });
-  return std::unique_ptr<Model>(
-      new Model(std::move(file), std::move(config), std::move(weights), comm));
+  return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(weights)));
 }
 
 uint64_t Model::n_params() const {

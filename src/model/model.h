@@ -1,6 +1,7 @@
 // A loaded model: the mapped GGUF file, its hyperparameters and weight views.
-// Immutable after load; all mutable state (KV cache, scratch, RNG) lives
-// outside and is passed in explicitly.
+// Immutable after load; all mutable state (KV cache, scratch, RNG, the
+// channel between tensor-parallel ranks) lives outside and is passed in
+// explicitly.
 #pragma once
 
 #include <filesystem>
@@ -19,8 +20,9 @@ class Model {
  public:
   // Throws gguf::GgufError or std::runtime_error naming the file and the problem.
   // With a communicator of n ranks, loads this rank's share of a tensor-
-  // parallel run (model/tensor_split.h); forward() then exchanges partial
-  // results through it, so it must outlive the model. Without: all of it.
+  // parallel run (model/tensor_split.h): only its rank and size are read,
+  // the model does not keep it; forward() is then given it to exchange
+  // partial results. Without: all of it.
   static std::unique_ptr<Model> load(const std::filesystem::path& path,
                                      Communicator* comm = nullptr);
   static std::unique_ptr<Model> from_file(gguf::GgufFile file, Communicator* comm = nullptr);
@@ -33,9 +35,8 @@ class Model {
   // built from it, so they hold this rank's KV heads only.
   const ModelConfig& rank_config() const { return rank_config_; }
   const TensorSplit& split() const { return weights_.split; }
-  // Ranks of the tensor-parallel run (1: one process) and the channel between them.
+  // Ranks of the tensor-parallel run (1: one process).
   int tp() const { return weights_.split.n_ranks; }
-  Communicator& communicator() const { return *comm_; }
   const ModelWeights& weights() const { return weights_; }
   // The distinct RoPE tables (one, or two when sliding-window layers have
   // their own) and which one each layer uses.
@@ -46,12 +47,10 @@ class Model {
   uint64_t n_params() const;
 
  private:
-  Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights, Communicator* comm);
+  Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights);
   gguf::GgufFile file_;
   ModelConfig config_;
   ModelConfig rank_config_;
-  mutable SingleProcessCommunicator alone_;  // comm_ when none was given
-  Communicator* comm_;
   ModelWeights weights_;
   std::vector<RopeTable> ropes_;
   std::vector<int> layer_rope_;  // [n_layer] index into ropes_

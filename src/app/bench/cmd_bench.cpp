@@ -156,7 +156,7 @@ double timed(Communicator& comm, CommUse& use, int64_t tokens, int64_t steps, Ru
 double time_prefill(SequenceRunner& runner, const std::vector<int32_t>& tokens, int n, int batch,
                     CommUse& use) {
   runner.reset();
-  return timed(runner.model().communicator(), use, n, (n + batch - 1) / batch,
+  return timed(runner.communicator(), use, n, (n + batch - 1) / batch,
                [&] { runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n))); });
 }
 
@@ -165,7 +165,7 @@ double time_decodes(SequenceRunner& runner, const std::vector<int32_t>& tokens, 
                     CommUse& use) {
   runner.reset();
   if (n_past > 0) runner.prefill(std::span<const int32_t>(tokens.data(), size_t(n_past)));
-  return timed(runner.model().communicator(), use, n, n, [&] {
+  return timed(runner.communicator(), use, n, n, [&] {
     for (int i = 0; i < n; ++i) runner.decode(tokens[size_t(n_past + i)]);
   });
 }
@@ -440,9 +440,12 @@ void bench(BenchFlags f) {
   ThreadPool pool(f.threads);
   const int longest =
       std::max({f.n_prompt, f.n_gen, f.ctx_sweep > 0 ? f.ctx_sweep + f.sweep_decodes : 0, 1});
-  SequenceRunner runner(
-      *model, pool,
-      {.n_ctx = longest, .max_batch = f.batch, .kv_format = kv, .argmax_only = f.greedy});
+  SequenceRunner runner(*model, pool,
+                        {.n_ctx = longest,
+                         .max_batch = f.batch,
+                         .kv_format = kv,
+                         .argmax_only = f.greedy,
+                         .comm = comm});
   const std::vector<int32_t> tokens = bench_tokens(longest, model->config().n_vocab);
 
   std::fprintf(stderr, "bench: measuring memory read bandwidth on %d threads\n", f.threads);

@@ -335,6 +335,7 @@ void bench_serve(const BenchServeFlags& f) {
   const auto [path, model, tok] = load_model(f);
   ThreadPool pool(f.threads);
   EngineOptions options = f.engine.to_options();
+  if (model->tp() > 1) options.comm = &world();
   {
     const Engine probe(*model, pool, options);
     std::printf("# bench-serve: %s (%s, %d layers, n_embd %d), %d threads%s\n%s\n",

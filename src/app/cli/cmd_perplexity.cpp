@@ -22,12 +22,13 @@ void perplexity(const PerplexityFlags& f) {
   const auto [path, model, tokenizer] = load_model(f);
   // Under mpirun rank 0 reads the text and every rank evaluates it in lockstep.
   std::vector<int32_t> tokens;
-  if (model->communicator().rank() == 0)
+  if (world().rank() == 0)
     tokens = tokenizer.encode(read_text_file(f.file), tokenizer.add_bos(), /*parse_special=*/false);
-  broadcast_tokens(model->communicator(), tokens);
+  broadcast_tokens(world(), tokens);
   const int window = f.ctx > 0 ? f.ctx : std::min(model->config().n_ctx_train, 512);
   ThreadPool pool(f.threads);
-  SequenceRunner runner(*model, pool, {.n_ctx = window, .max_batch = f.batch, .kv_format = {}});
+  SequenceRunner runner(*model, pool,
+                        {.n_ctx = window, .max_batch = f.batch, .kv_format = {}, .comm = &world()});
   std::fprintf(stderr, "perplexity: %zu tokens, windows of %d\n", tokens.size(), window);
   ProgressLine progress;
   const PerplexityResult r =

@@ -14,7 +14,7 @@ namespace {
 // `own` as it is.
 std::unique_ptr<Engine> lead_or_follow(const Model& model, std::unique_ptr<Engine> own) {
   if (model.tp() == 1) return own;
-  Communicator& comm = model.communicator();
+  Communicator& comm = world();
   if (comm.rank() != 0) {
     follow_leader(*own, comm);
     throw FollowerFinished{};
@@ -34,6 +34,7 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
     return out;
   }
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
+  options.comm = &world();
   out.engine = std::make_unique<TextEngine>(
       tokenizer,
       lead_or_follow(model, std::make_unique<Engine>(model, *out.pool, std::move(options))));
@@ -45,8 +46,9 @@ std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Token
   if (model.tp() == 1)
     return std::make_unique<TextEngine>(model, tokenizer, pool, std::move(options));
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
+  options.comm = &world();
   auto own = std::make_unique<Engine>(model, pool, std::move(options));
-  Communicator& comm = model.communicator();
+  Communicator& comm = world();
   if (comm.rank() != 0) {
     follow_leader(*own, comm);
     return nullptr;
@@ -69,6 +71,7 @@ CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
   options.reuse_slots = reuse_slots;
   options.kv_disk_dir = disk.dir;
   options.kv_disk_gib = disk.gib;
+  if (model.tp() > 1) options.comm = &world();
   auto slots =
       std::make_unique<Engine>(model, *out.pool, std::move(prepared.plans), std::move(options));
   out.slots = slots->static_runner();

@@ -9,6 +9,7 @@
 #include "engine/static_pipeline/memory_planner.h"
 #include "engine/static_pipeline/plan_validation.h"
 #include "engine/static_pipeline/plan_weights.h"
+#include "model/layer_walk.h"
 #include "model/model_fingerprint.h"
 
 namespace kvforge {
@@ -61,76 +62,141 @@ class PlanBuilder {
 
 constexpr uint64_t kF32 = sizeof(float);
 
-// The buffers every layer shares.
-struct LayerInputs {
-  uint16_t x = kNoBuffer;                        // [rows][n_embd] the residual stream
-  uint16_t cos_sin[2] = {kNoBuffer, kNoBuffer};  // per RoPE table [rows][rope_dim]
-  uint16_t attn_mask = kNoBuffer;                // [rows][kv_len]
-};
+// Records the forward pass's walk (model/layer_walk.h) as the plan's ops:
+// each step becomes the ops that compute it over `rows` rows, on buffers
+// placed in the arena.
+class PlanRecorder {
+ public:
+  PlanRecorder(PlanBuilder& b, const Model& m, Plan& plan)
+      : b_(b), m_(m), c_(m.rank_config()), plan_(plan), rows_(plan.rows) {}
 
-// Attention of layer l on q, k, v ([rows][q_dim], [rows][kv_dim] ×2) into a new buffer.
-uint16_t emit_attention(PlanBuilder& b, const ModelConfig& c, int l, int32_t rows,
-                        const LayerInputs& in, uint16_t q, uint16_t k, uint16_t v) {
-  const std::string p = "blk." + std::to_string(l) + ".";
-  const uint64_t r = uint64_t(rows);
-  const uint16_t attn = b.buffer(p + "attn", r * c.q_dim() * kF32);
-  if (c.window(l) == 0) {
-    b.op(OpCode::KvWrite, rows, WeightRef::None, l, k, v);
-    b.op(OpCode::Attention, rows, WeightRef::None, l, q, in.attn_mask, attn);
+  // The mask and row inputs, then x = embeddings and the RoPE angles of each table.
+  void embed() {
+    const uint64_t r = uint64_t(rows_);
+    x_ = b_.buffer("x", r * c_.n_embd * kF32);
+    cos_sin_[0] = b_.buffer("rope.cos_sin", r * c_.rope_dim * kF32);
+    if (m_.rope_tables().size() > 1)
+      cos_sin_[1] = b_.buffer("rope.cos_sin.swa", r * c_.rope_dim * kF32);
+    attn_mask_ = b_.buffer("attn_mask", r * uint64_t(plan_.kv_len));
+    const bool windows = c_.sliding_window > 0;
+    // attend_queries (WindowAttention) needs the larger scratch.
+    plan_.attention_scratch_buffer =
+        b_.buffer("attn.scratch", uint64_t(plan_.attention_split.size() - 1) *
+                                      (windows ? attention_queries_scratch_floats(c_.head_dim)
+                                               : attention_scratch_floats(c_.head_dim)) *
+                                      kF32);
+    if (windows) plan_.row_runs_buffer = b_.buffer("attn.row_runs", r * sizeof(int32_t));
+    b_.op(OpCode::UpdateMask, rows_);
+    b_.op(OpCode::BuildAttnMask, rows_, WeightRef::None, -1, kNoBuffer, kNoBuffer, attn_mask_);
+    if (windows)
+      b_.op(OpCode::RowRuns, rows_, WeightRef::None, -1, kNoBuffer, kNoBuffer,
+            plan_.row_runs_buffer);
+    b_.op(OpCode::Embed, rows_, WeightRef::None, -1, cos_sin_[0], cos_sin_[1], x_);
+  }
+
+  void norm(LayerNorm which, int l) {
+    const bool attn = which == LayerNorm::Attn;
+    xn_ = b_.buffer(prefix(l) + (attn ? "attn_in" : "ffn_in"), uint64_t(rows_) * c_.n_embd * kF32);
+    b_.op(OpCode::RmsNorm, rows_, attn ? WeightRef::AttnNorm : WeightRef::FfnNorm, l, x_, kNoBuffer,
+          xn_);
+  }
+
+  void attention_block(int l) {
+    const uint64_t r = uint64_t(rows_);
+    const uint16_t q = b_.buffer(prefix(l) + "q", r * c_.q_dim() * kF32);
+    const uint16_t k = b_.buffer(prefix(l) + "k", r * c_.kv_dim() * kF32);
+    const uint16_t v = b_.buffer(prefix(l) + "v", r * c_.kv_dim() * kF32);
+    b_.op(OpCode::MatMul, rows_, WeightRef::AttnQ, l, xn_, kNoBuffer, q);
+    b_.op(OpCode::MatMul, rows_, WeightRef::AttnK, l, xn_, kNoBuffer, k);
+    b_.op(OpCode::MatMul, rows_, WeightRef::AttnV, l, xn_, kNoBuffer, v);
+    if (c_.qkv_bias) {
+      b_.op(OpCode::AddBias, rows_, WeightRef::BiasQ, l, kNoBuffer, kNoBuffer, q);
+      b_.op(OpCode::AddBias, rows_, WeightRef::BiasK, l, kNoBuffer, kNoBuffer, k);
+      b_.op(OpCode::AddBias, rows_, WeightRef::BiasV, l, kNoBuffer, kNoBuffer, v);
+    }
+    if (c_.qk_norm) {
+      b_.op(OpCode::HeadNorm, rows_, WeightRef::AttnQNorm, l, q, kNoBuffer, q);
+      b_.op(OpCode::HeadNorm, rows_, WeightRef::AttnKNorm, l, k, kNoBuffer, k);
+    }
+    b_.op(OpCode::Rope, rows_, WeightRef::None, l, q, cos_sin_[m_.rope_index(l)], k);
+    const uint16_t attn = attention(l, q, k, v);
+    proj_ = b_.buffer(prefix(l) + "attn_out", r * c_.n_embd * kF32);
+    b_.op(OpCode::MatMul, rows_, WeightRef::AttnOutput, l, attn, kNoBuffer, proj_);
+  }
+
+  void residual(LayerNorm post, int l) {
+    if (c_.post_norms)
+      b_.op(OpCode::RmsNorm, rows_,
+            post == LayerNorm::AttnPost ? WeightRef::AttnPostNorm : WeightRef::FfnPostNorm, l,
+            proj_, kNoBuffer, proj_);
+    b_.op(OpCode::AddInto, rows_, WeightRef::None, l, proj_, kNoBuffer, x_);
+  }
+
+  void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
+    residual(post, l);
+    norm(next, next_layer);
+  }
+
+  void ffn_block(int l) {
+    const uint64_t r = uint64_t(rows_);
+    const uint16_t gate = b_.buffer(prefix(l) + "gate", r * c_.n_ff * kF32);
+    const uint16_t up = b_.buffer(prefix(l) + "up", r * c_.n_ff * kF32);
+    b_.op(OpCode::MatMul, rows_, WeightRef::FfnGate, l, xn_, kNoBuffer, gate);
+    b_.op(OpCode::MatMul, rows_, WeightRef::FfnUp, l, xn_, kNoBuffer, up);
+    b_.op(c_.ffn_act == FfnActivation::GeluTanh ? OpCode::GeGlu : OpCode::SwiGlu, rows_,
+          WeightRef::None, l, up, kNoBuffer, gate);
+    proj_ = b_.buffer(prefix(l) + "ffn_out", r * c_.n_embd * kF32);
+    b_.op(OpCode::MatMul, rows_, WeightRef::FfnDown, l, gate, kNoBuffer, proj_);
+  }
+
+  // The logit rows gathered, normed, multiplied by the output matrix and soft-capped.
+  void output() {
+    const int32_t n = plan_.n_logit_rows;
+    const uint64_t r = uint64_t(n);
+    const uint16_t out_x = b_.buffer("output.x", r * c_.n_embd * kF32);
+    b_.op(OpCode::GatherRows, n, WeightRef::None, -1, x_, kNoBuffer, out_x);
+    const uint16_t out_norm = b_.buffer("output.norm", r * c_.n_embd * kF32);
+    b_.op(OpCode::RmsNorm, n, WeightRef::OutputNorm, -1, out_x, kNoBuffer, out_norm);
+    plan_.logits_buffer = b_.buffer("logits", r * c_.n_vocab * kF32);
+    b_.op(OpCode::MatMul, n, WeightRef::Output, -1, out_norm, kNoBuffer, plan_.logits_buffer);
+    if (c_.final_softcap > 0.0f)
+      b_.op(OpCode::SoftCap, n, WeightRef::None, -1, kNoBuffer, kNoBuffer, plan_.logits_buffer);
+    b_.keep_to_end(plan_.logits_buffer);
+  }
+
+ private:
+  static std::string prefix(int l) { return "blk." + std::to_string(l) + "."; }
+
+  // Attention of layer l on q, k, v into a new buffer: full layers write K/V
+  // then attend over the mask; a window's ring is written only after its
+  // rows attended their staged records (plan.h).
+  uint16_t attention(int l, uint16_t q, uint16_t k, uint16_t v) {
+    const uint64_t r = uint64_t(rows_);
+    const uint16_t attn = b_.buffer(prefix(l) + "attn", r * c_.q_dim() * kF32);
+    if (c_.window(l) == 0) {
+      b_.op(OpCode::KvWrite, rows_, WeightRef::None, l, k, v);
+      b_.op(OpCode::Attention, rows_, WeightRef::None, l, q, attn_mask_, attn);
+      return attn;
+    }
+    const uint16_t staged = b_.buffer(
+        prefix(l) + "kv_staged", r * uint64_t(c_.n_kv_head) * 2 * max_kv_record_bytes(c_.head_dim));
+    b_.op(OpCode::KvStage, rows_, WeightRef::None, l, k, v, staged);
+    b_.op(OpCode::WindowAttention, rows_, WeightRef::None, l, q, staged, attn);
+    b_.op(OpCode::KvWrite, rows_, WeightRef::None, l, k, v);
     return attn;
   }
-  const uint16_t staged =
-      b.buffer(p + "kv_staged", r * uint64_t(c.n_kv_head) * 2 * max_kv_record_bytes(c.head_dim));
-  b.op(OpCode::KvStage, rows, WeightRef::None, l, k, v, staged);
-  b.op(OpCode::WindowAttention, rows, WeightRef::None, l, q, staged, attn);
-  b.op(OpCode::KvWrite, rows, WeightRef::None, l, k, v);
-  return attn;
-}
 
-void emit_layer(PlanBuilder& b, const Model& m, int l, int32_t rows, const LayerInputs& in) {
-  const ModelConfig& c = m.rank_config();
-  const std::string p = "blk." + std::to_string(l) + ".";
-  const uint64_t r = uint64_t(rows);
-  const uint16_t x = in.x;
-  const uint16_t attn_in = b.buffer(p + "attn_in", r * c.n_embd * kF32);
-  b.op(OpCode::RmsNorm, rows, WeightRef::AttnNorm, l, x, kNoBuffer, attn_in);
-  const uint16_t q = b.buffer(p + "q", r * c.q_dim() * kF32);
-  const uint16_t k = b.buffer(p + "k", r * c.kv_dim() * kF32);
-  const uint16_t v = b.buffer(p + "v", r * c.kv_dim() * kF32);
-  b.op(OpCode::MatMul, rows, WeightRef::AttnQ, l, attn_in, kNoBuffer, q);
-  b.op(OpCode::MatMul, rows, WeightRef::AttnK, l, attn_in, kNoBuffer, k);
-  b.op(OpCode::MatMul, rows, WeightRef::AttnV, l, attn_in, kNoBuffer, v);
-  if (c.qkv_bias) {
-    b.op(OpCode::AddBias, rows, WeightRef::BiasQ, l, kNoBuffer, kNoBuffer, q);
-    b.op(OpCode::AddBias, rows, WeightRef::BiasK, l, kNoBuffer, kNoBuffer, k);
-    b.op(OpCode::AddBias, rows, WeightRef::BiasV, l, kNoBuffer, kNoBuffer, v);
-  }
-  if (c.qk_norm) {
-    b.op(OpCode::HeadNorm, rows, WeightRef::AttnQNorm, l, q, kNoBuffer, q);
-    b.op(OpCode::HeadNorm, rows, WeightRef::AttnKNorm, l, k, kNoBuffer, k);
-  }
-  b.op(OpCode::Rope, rows, WeightRef::None, l, q, in.cos_sin[m.rope_index(l)], k);
-  const uint16_t attn = emit_attention(b, c, l, rows, in, q, k, v);
-  const uint16_t attn_out = b.buffer(p + "attn_out", r * c.n_embd * kF32);
-  b.op(OpCode::MatMul, rows, WeightRef::AttnOutput, l, attn, kNoBuffer, attn_out);
-  if (c.post_norms)
-    b.op(OpCode::RmsNorm, rows, WeightRef::AttnPostNorm, l, attn_out, kNoBuffer, attn_out);
-  b.op(OpCode::AddInto, rows, WeightRef::None, l, attn_out, kNoBuffer, x);
-
-  const uint16_t ffn_in = b.buffer(p + "ffn_in", r * c.n_embd * kF32);
-  b.op(OpCode::RmsNorm, rows, WeightRef::FfnNorm, l, x, kNoBuffer, ffn_in);
-  const uint16_t gate = b.buffer(p + "gate", r * c.n_ff * kF32);
-  const uint16_t up = b.buffer(p + "up", r * c.n_ff * kF32);
-  b.op(OpCode::MatMul, rows, WeightRef::FfnGate, l, ffn_in, kNoBuffer, gate);
-  b.op(OpCode::MatMul, rows, WeightRef::FfnUp, l, ffn_in, kNoBuffer, up);
-  b.op(c.ffn_act == FfnActivation::GeluTanh ? OpCode::GeGlu : OpCode::SwiGlu, rows, WeightRef::None,
-       l, up, kNoBuffer, gate);
-  const uint16_t ffn_out = b.buffer(p + "ffn_out", r * c.n_embd * kF32);
-  b.op(OpCode::MatMul, rows, WeightRef::FfnDown, l, gate, kNoBuffer, ffn_out);
-  if (c.post_norms)
-    b.op(OpCode::RmsNorm, rows, WeightRef::FfnPostNorm, l, ffn_out, kNoBuffer, ffn_out);
-  b.op(OpCode::AddInto, rows, WeightRef::None, l, ffn_out, kNoBuffer, x);
-}
+  PlanBuilder& b_;
+  const Model& m_;
+  const ModelConfig& c_;  // this rank's share (model.rank_config())
+  Plan& plan_;
+  const int32_t rows_;
+  uint16_t x_ = kNoBuffer;                        // [rows][n_embd] the residual stream
+  uint16_t xn_ = kNoBuffer;                       // [rows][n_embd] the last norm's output
+  uint16_t proj_ = kNoBuffer;                     // [rows][n_embd] the last block's output
+  uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // per RoPE table [rows][rope_dim]
+  uint16_t attn_mask_ = kNoBuffer;                // [rows][kv_len]
+};
 
 // Attention items (row, query head) split evenly over the threads, fixed now
 // so that every run of the plan hands each thread the same work.
@@ -162,41 +228,8 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   plan.n_logit_rows = n_logit_rows;
   plan.attention_split = split_attention(rows, c.n_head, n_threads);
   PlanBuilder b(plan);
-  const uint64_t r = uint64_t(rows);
-  const bool windows = c.sliding_window > 0;
-  LayerInputs in;
-  in.x = b.buffer("x", r * c.n_embd * kF32);
-  in.cos_sin[0] = b.buffer("rope.cos_sin", r * c.rope_dim * kF32);
-  if (model.rope_tables().size() > 1)
-    in.cos_sin[1] = b.buffer("rope.cos_sin.swa", r * c.rope_dim * kF32);
-  in.attn_mask = b.buffer("attn_mask", r * uint64_t(kv_len));
-  // attend_queries (WindowAttention) needs the larger scratch.
-  plan.attention_scratch_buffer =
-      b.buffer("attn.scratch", uint64_t(n_threads) *
-                                   (windows ? attention_queries_scratch_floats(c.head_dim)
-                                            : attention_scratch_floats(c.head_dim)) *
-                                   kF32);
-  if (windows) plan.row_runs_buffer = b.buffer("attn.row_runs", r * sizeof(int32_t));
-
-  b.op(OpCode::UpdateMask, rows);
-  b.op(OpCode::BuildAttnMask, rows, WeightRef::None, -1, kNoBuffer, kNoBuffer, in.attn_mask);
-  if (windows)
-    b.op(OpCode::RowRuns, rows, WeightRef::None, -1, kNoBuffer, kNoBuffer, plan.row_runs_buffer);
-  b.op(OpCode::Embed, rows, WeightRef::None, -1, in.cos_sin[0], in.cos_sin[1], in.x);
-  for (int l = 0; l < c.n_layer; ++l) emit_layer(b, model, l, rows, in);
-
-  const uint64_t n_out = uint64_t(n_logit_rows);
-  const uint16_t out_x = b.buffer("output.x", n_out * c.n_embd * kF32);
-  b.op(OpCode::GatherRows, n_logit_rows, WeightRef::None, -1, in.x, kNoBuffer, out_x);
-  const uint16_t out_norm = b.buffer("output.norm", n_out * c.n_embd * kF32);
-  b.op(OpCode::RmsNorm, n_logit_rows, WeightRef::OutputNorm, -1, out_x, kNoBuffer, out_norm);
-  plan.logits_buffer = b.buffer("logits", n_out * c.n_vocab * kF32);
-  b.op(OpCode::MatMul, n_logit_rows, WeightRef::Output, -1, out_norm, kNoBuffer,
-       plan.logits_buffer);
-  if (c.final_softcap > 0.0f)
-    b.op(OpCode::SoftCap, n_logit_rows, WeightRef::None, -1, kNoBuffer, kNoBuffer,
-         plan.logits_buffer);
-  b.keep_to_end(plan.logits_buffer);
+  PlanRecorder recorder(b, model, plan);
+  walk_forward(model, recorder);
   b.place();
 
   for (const PlanOp& op : plan.ops)

@@ -1,13 +1,11 @@
 #include "engine/static_pipeline/plan_executor.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
 #include "core/formats/row_codec.h"
-#include "core/ops/activation.h"
 #include "core/ops/attention.h"
 #include "core/ops/norm.h"
 #include "engine/static_pipeline/plan_weights.h"
@@ -24,9 +22,11 @@ bool continues_run(const PlanInputs& in, int32_t t) {
 // One run of a plan; methods are the op kinds.
 class PlanRun {
  public:
-  PlanRun(const Model& model, const Plan& plan, const PlanInputs& in, StaticKvCache& cache,
-          uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool, TpBuffers& tp)
+  PlanRun(const Model& model, Communicator& comm, const Plan& plan, const PlanInputs& in,
+          StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
+          TpExchange& tp)
       : m_(model),
+        comm_(comm),
         c_(model.rank_config()),
         p_(plan),
         in_(in),
@@ -70,15 +70,9 @@ class PlanRun {
   }
 
   void embed(const PlanOp& op) {
-    const WeightView& e = m_.weights().token_embd;
-    const size_t rb = row_bytes(e.type, size_t(e.cols));
     const std::vector<RopeTable>& tables = m_.rope_tables();
     for (int32_t t = 0; t < p_.rows; ++t) {
-      const auto* row = static_cast<const uint8_t*>(e.data) + size_t(in_.tokens[t]) * rb;
-      float* x = f32(op.dst) + size_t(t) * c_.n_embd;
-      dequantize_row(e.type, row, x, c_.n_embd);
-      if (c_.embd_scale != 1.0f)
-        for (int i = 0; i < c_.n_embd; ++i) x[i] *= c_.embd_scale;
+      embed_token(m_, in_.tokens[t], f32(op.dst) + size_t(t) * c_.n_embd);
       tables[0].angles(in_.positions[t], f32(op.src0) + size_t(t) * c_.rope_dim);
       if (op.src1 != kNoBuffer)
         tables[1].angles(in_.positions[t], f32(op.src1) + size_t(t) * c_.rope_dim);
@@ -94,28 +88,20 @@ class PlanRun {
   // Q/K norms: every head of every row, in place.
   void head_norm_rows(const PlanOp& op, const std::vector<float>& w) {
     const int heads = op.weight == WeightRef::AttnQNorm ? c_.n_head : c_.n_kv_head;
-    const size_t hd = size_t(c_.head_dim);
-    for (int32_t t = 0; t < op.rows; ++t)
-      for (int h = 0; h < heads; ++h) {
-        const size_t at = (size_t(t) * size_t(heads) + size_t(h)) * hd;
-        rms_norm(f32(op.src0) + at, w.data(), c_.head_dim, c_.rms_eps, f32(op.dst) + at);
-      }
+    const size_t row = size_t(heads) * size_t(c_.head_dim);
+    if (op.src0 != op.dst)
+      std::memcpy(f32(op.dst), f32(op.src0), sizeof(float) * row * size_t(op.rows));
+    for (int32_t t = 0; t < op.rows; ++t) norm_heads(c_, f32(op.dst) + size_t(t) * row, heads, w);
   }
 
-  void add_bias(const PlanOp& op, const std::vector<float>& bias) {
-    const size_t d = bias.size();
-    float* y = f32(op.dst);
-    for (int32_t t = 0; t < op.rows; ++t)
-      for (size_t i = 0; i < d; ++i) y[size_t(t) * d + i] += bias[i];
+  void add_bias_rows(const PlanOp& op, const std::vector<float>& bias) {
+    add_bias(f32(op.dst), bias, op.rows);
   }
 
   void rope(const PlanOp& op) {
-    const RopeTable& table = m_.rope(op.layer);
-    for (int32_t t = 0; t < op.rows; ++t) {
-      const float* cs = f32(op.src1) + size_t(t) * c_.rope_dim;
-      table.apply(f32(op.src0) + size_t(t) * c_.q_dim(), c_.n_head, c_.head_dim, cs);
-      table.apply(f32(op.dst) + size_t(t) * c_.kv_dim(), c_.n_kv_head, c_.head_dim, cs);
-    }
+    for (int32_t t = 0; t < op.rows; ++t)
+      rope_token(m_, op.layer, f32(op.src0) + size_t(t) * c_.q_dim(),
+                 f32(op.dst) + size_t(t) * c_.kv_dim(), f32(op.src1) + size_t(t) * c_.rope_dim);
   }
 
   void kv_write(const PlanOp& op) {
@@ -174,7 +160,7 @@ class PlanRun {
         const int32_t pos = in_.positions[t];
         const int32_t run = runs[t];
         const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
-        const KeyRange keys{std::max(0, pos - window + 1), pos + 1};
+        const KeyRange keys = attended_keys(window, pos);
         KvSpan spans[3];
         const int n_cached =
             keys.begin < run_first
@@ -228,20 +214,13 @@ class PlanRun {
     for (size_t i = 0; i < n; ++i) x[i] += y[i];
   }
 
-  void swiglu_rows(const PlanOp& op) {
-    swiglu(f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff, f32(op.dst));
+  // SwiGlu and GeGlu: validation made sure the op is the model's gate.
+  void gated_rows(const PlanOp& op) {
+    gated_activation(c_, f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff);
   }
 
-  void geglu_rows(const PlanOp& op) {
-    geglu(f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff, f32(op.dst));
-  }
-
-  // logits → c·tanh(logits / c), as the dynamic forward pass computes it.
   void soft_cap(const PlanOp& op) {
-    const float cap = c_.final_softcap, inv = 1.0f / cap;
-    float* x = f32(op.dst);
-    const size_t n = size_t(op.rows) * size_t(c_.n_vocab);
-    for (size_t i = 0; i < n; ++i) x[i] = cap * std::tanh(x[i] * inv);
+    soft_cap_logits(c_, f32(op.dst), int64_t(op.rows) * c_.n_vocab);
   }
 
   void gather_rows(const PlanOp& op) {
@@ -255,47 +234,24 @@ class PlanRun {
       output_rows(op, *w.whole);
     else if (w.whole)
       matmul(*w.whole, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
-    else if (m_.tp() > 1)
-      row_parallel(op, *w.parts);
     else
-      matmul_column_parts(*w.parts, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
-  }
-
-  // Tensor parallel, as model/forward.cpp: this rank's column-part products,
-  // every rank's gathered, added in part order (the bits of one process).
-  void row_parallel(const PlanOp& op, const ColumnParts& w) {
-    const TensorSplit& s = m_.split();
-    const int total = op.weight == WeightRef::AttnOutput ? s.attn_parts : s.ffn_parts;
-    const size_t count = size_t(op.rows) * size_t(c_.n_embd), local = w.parts.size();
-    if (tp_.gathered.size() < size_t(total) * count) tp_.gathered.resize(size_t(total) * count);
-    matmul_parts(w, f32(op.src0), op.rows, tp_.gathered.data() + size_t(s.rank) * local * count,
-                 pool_, scratch_);
-    m_.communicator().all_gather(tp_.gathered.data(), local * count);
-    sum_parts(tp_.gathered.data(), total, count, f32(op.dst));
+      row_parallel_matmul(
+          m_.split(), comm_, *w.parts,
+          op.weight == WeightRef::AttnOutput ? m_.split().attn_parts : m_.split().ffn_parts,
+          f32(op.src0), op.rows, f32(op.dst), tp_, pool_, scratch_, nullptr);
   }
 
   // Tensor parallel: this rank's vocabulary rows of the logits, every rank's
-  // gathered ([rank][rows][its vocab rows]) and laid out as [rows][n_vocab].
+  // gathered and laid out as [rows][n_vocab].
   void output_rows(const PlanOp& op, const WeightView& w) {
     const TensorSplit& s = m_.split();
-    const size_t rows = size_t(op.rows), n_vocab = size_t(c_.n_vocab);
-    if (tp_.gathered.size() < rows * n_vocab) tp_.gathered.resize(rows * n_vocab);
-    const size_t r = size_t(s.rank);
-    matmul(w, f32(op.src0), op.rows, tp_.gathered.data() + rows * size_t(s.vocab_first[r]), pool_,
-           scratch_);
-    tp_.counts.clear();
-    for (int64_t v : s.vocab_rows) tp_.counts.push_back(int64_t(rows) * v);
-    m_.communicator().all_gather_v(tp_.gathered.data(), tp_.counts);
-    float* logits = f32(op.dst);
-    for (size_t k = 0; k < s.vocab_rows.size(); ++k) {
-      const size_t first = size_t(s.vocab_first[k]), n = size_t(s.vocab_rows[k]);
-      const float* block = tp_.gathered.data() + rows * first;
-      for (size_t i = 0; i < rows; ++i) std::copy_n(block + i * n, n, logits + i * n_vocab + first);
-    }
+    matmul(w, f32(op.src0), op.rows, vocab_slice(s, op.rows, c_.n_vocab, 0, tp_), pool_, scratch_);
+    gather_vocab_logits(s, comm_, op.rows, c_.n_vocab, tp_, f32(op.dst), nullptr);
   }
 
  private:
   const Model& m_;
+  Communicator& comm_;
   const ModelConfig& c_;
   const Plan& p_;
   const PlanInputs& in_;
@@ -303,8 +259,51 @@ class PlanRun {
   uint8_t* arena_;
   MatmulScratch& scratch_;
   ThreadPool& pool_;
-  TpBuffers& tp_;
+  TpExchange& tp_;
 };
+
+// One op of a plan: the PlanRun method of its code. `matrix` and `vec` are
+// the op's weights, resolved when the executor was built.
+void run_op(PlanRun& run, const PlanOp& op, const PlanMatrix& matrix,
+            const std::vector<float>* vec) {
+  switch (op.code) {
+    case OpCode::UpdateMask:
+      return run.update_mask();
+    case OpCode::BuildAttnMask:
+      return run.build_attn_mask(op);
+    case OpCode::Embed:
+      return run.embed(op);
+    case OpCode::RmsNorm:
+      return run.rms_norm_rows(op, *vec);
+    case OpCode::MatMul:
+      return run.matmul_rows(op, matrix);
+    case OpCode::AddBias:
+      return run.add_bias_rows(op, *vec);
+    case OpCode::Rope:
+      return run.rope(op);
+    case OpCode::KvWrite:
+      return run.kv_write(op);
+    case OpCode::Attention:
+      return run.attention(op);
+    case OpCode::AddInto:
+      return run.add_into(op);
+    case OpCode::SwiGlu:
+    case OpCode::GeGlu:
+      return run.gated_rows(op);
+    case OpCode::GatherRows:
+      return run.gather_rows(op);
+    case OpCode::HeadNorm:
+      return run.head_norm_rows(op, *vec);
+    case OpCode::SoftCap:
+      return run.soft_cap(op);
+    case OpCode::RowRuns:
+      return run.row_runs(op);
+    case OpCode::KvStage:
+      return run.kv_stage(op);
+    case OpCode::WindowAttention:
+      return run.window_attention(op);
+  }
+}
 
 [[noreturn]] void bad_input(const Plan& p, const std::string& what) {
   throw std::invalid_argument("plan " + p.label() + ": " + what);
@@ -312,8 +311,9 @@ class PlanRun {
 
 }  // namespace
 
-PlanExecutor::PlanExecutor(const Model& model, const Plan& plan, int32_t n_threads)
-    : model_(model), plan_(plan), n_threads_(n_threads) {
+PlanExecutor::PlanExecutor(const Model& model, Communicator& comm, const Plan& plan,
+                           int32_t n_threads)
+    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {
   ops_.reserve(plan.ops.size());
   for (const PlanOp& op : plan.ops) {
     ResolvedOp r{op, {}, nullptr};
@@ -377,7 +377,7 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
                          " are not one run of consecutive positions, which a plan with "
                          "sliding-window layers needs");
     const int32_t first = in.positions[t];
-    const int32_t from = std::max(0, first - window + 1);
+    const int32_t from = attended_keys(window, first).begin;
     if (!cache.holds(slot, from, first))
       bad_input(p, "slot " + std::to_string(slot) + ": positions [" + std::to_string(from) + ", " +
                        std::to_string(first) + ") of the sliding window of position " +
@@ -389,66 +389,8 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, plan_, in, cache, arena, scratch, pool, tp_);
-  for (const ResolvedOp& r : ops_) {
-    const PlanOp& op = r.op;
-    switch (op.code) {
-      case OpCode::UpdateMask:
-        run.update_mask();
-        break;
-      case OpCode::BuildAttnMask:
-        run.build_attn_mask(op);
-        break;
-      case OpCode::Embed:
-        run.embed(op);
-        break;
-      case OpCode::RmsNorm:
-        run.rms_norm_rows(op, *r.vec);
-        break;
-      case OpCode::MatMul:
-        run.matmul_rows(op, r.matrix);
-        break;
-      case OpCode::AddBias:
-        run.add_bias(op, *r.vec);
-        break;
-      case OpCode::Rope:
-        run.rope(op);
-        break;
-      case OpCode::KvWrite:
-        run.kv_write(op);
-        break;
-      case OpCode::Attention:
-        run.attention(op);
-        break;
-      case OpCode::AddInto:
-        run.add_into(op);
-        break;
-      case OpCode::SwiGlu:
-        run.swiglu_rows(op);
-        break;
-      case OpCode::GatherRows:
-        run.gather_rows(op);
-        break;
-      case OpCode::HeadNorm:
-        run.head_norm_rows(op, *r.vec);
-        break;
-      case OpCode::GeGlu:
-        run.geglu_rows(op);
-        break;
-      case OpCode::SoftCap:
-        run.soft_cap(op);
-        break;
-      case OpCode::RowRuns:
-        run.row_runs(op);
-        break;
-      case OpCode::KvStage:
-        run.kv_stage(op);
-        break;
-      case OpCode::WindowAttention:
-        run.window_attention(op);
-        break;
-    }
-  }
+  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_);
+  for (const ResolvedOp& r : ops_) run_op(run, r.op, r.matrix, r.vec);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
 }
 

@@ -1,7 +1,8 @@
-// Runs a plan: interprets its op list with the same kernels as the dynamic
-// forward pass (matmul, rms_norm, RoPE, swiglu/geglu, attend_one_head with
-// the mask, attend_queries over a sliding window), so static and dynamic
-// results are the same bits.
+// Runs a plan: each op is a call into the forward pass's own steps
+// (model/forward_steps.h: embedding, Q/K norms, RoPE, the gated activation,
+// the soft-cap, the row-parallel and logits gathers) or its kernels
+// (matmul, rms_norm, attend_one_head with the mask, attend_queries over a
+// sliding window), so static and dynamic results are the same bits.
 //
 // Nothing is allocated per run: weights are resolved once at construction,
 // activations live in the caller's arena at the plan's offsets, and the
@@ -21,6 +22,7 @@
 #include "engine/static_pipeline/plan.h"
 #include "engine/static_pipeline/plan_weights.h"
 #include "engine/static_pipeline/static_kv_cache.h"
+#include "model/forward_steps.h"
 #include "model/model.h"
 
 namespace kvforge {
@@ -30,12 +32,6 @@ namespace kvforge {
 // never attend: give them any in-vocabulary token (0) and position 0. With
 // sliding-window layers, each slot's valid rows must be consecutive rows at
 // consecutive positions (a prefill chunk; one row per slot in decode).
-// Tensor parallel only: what the ranks' exchanges gather into.
-struct TpBuffers {
-  std::vector<float> gathered;  // [parts][rows][n_embd] products, or [ranks][rows][vocab rows]
-  std::vector<int64_t> counts;  // [ranks] floats of each rank's logits block
-};
-
 struct PlanInputs {
   std::span<const int32_t> tokens;      // [rows]
   std::span<const int32_t> positions;   // [rows] < kv_len for valid rows
@@ -47,8 +43,9 @@ struct PlanInputs {
 class PlanExecutor {
  public:
   // `plan` must have passed validate_plan for this model and n_threads and
-  // must outlive the executor.
-  PlanExecutor(const Model& model, const Plan& plan, int32_t n_threads);
+  // must outlive the executor, as must `comm`, the channel between the
+  // ranks the model was loaded for.
+  PlanExecutor(const Model& model, Communicator& comm, const Plan& plan, int32_t n_threads);
 
   const Plan& plan() const { return plan_; }
 
@@ -71,10 +68,11 @@ class PlanExecutor {
   void check_runs(const PlanInputs& in, const StaticKvCache& cache) const;
 
   const Model& model_;
+  Communicator& comm_;
   const Plan& plan_;
   int32_t n_threads_;
   std::vector<ResolvedOp> ops_;
-  mutable TpBuffers tp_;  // run() is const: the buffers are scratch, not state
+  mutable TpExchange tp_;  // run() is const: the buffers are scratch, not state
 };
 
 }  // namespace kvforge

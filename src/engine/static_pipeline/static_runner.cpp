@@ -18,9 +18,10 @@ std::span<const int32_t> fit_prompt(std::span<const int32_t> prompt, const Stati
                           std::to_string(max) + " tokens, or compile with a larger limit)");
 }
 
-StaticRunner::StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans)
+StaticRunner::StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans, Communicator* comm)
     : model_(model),
       pool_(pool),
+      comm_(comm ? *comm : one_process_communicator()),
       plans_(std::move(plans)),
       cache_(model.rank_config(), plans_.config.capacity(), plans_.config.slots,
              plans_.config.kv_format) {
@@ -28,9 +29,10 @@ StaticRunner::StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans)
     throw std::invalid_argument("static runner: plans compiled for " +
                                 std::to_string(plans_.n_threads) + " threads, the pool has " +
                                 std::to_string(pool.size()));
-  prefill_exec_ = std::make_unique<PlanExecutor>(model, plans_.prefill, plans_.n_threads);
+  check_communicator(model, comm_, "static runner");
+  prefill_exec_ = std::make_unique<PlanExecutor>(model, comm_, plans_.prefill, plans_.n_threads);
   for (const Plan& p : plans_.generate)
-    generate_exec_.push_back(std::make_unique<PlanExecutor>(model, p, plans_.n_threads));
+    generate_exec_.push_back(std::make_unique<PlanExecutor>(model, comm_, p, plans_.n_threads));
   const size_t arena_bytes = size_t(plans_.largest_arena_bytes());
   arena_storage_ = std::make_unique<uint8_t[]>(arena_bytes + 64);
   arena_ =
@@ -196,7 +198,8 @@ std::span<const float> StaticRunner::decode_one(int32_t slot, int32_t token) {
 
 bool StaticRunner::window_intact(int32_t slot, int32_t length) const {
   const int32_t window = model_.config().sliding_window;
-  return length == 0 || window == 0 || cache_.holds(slot, std::max(0, length - window + 1), length);
+  return length == 0 || window == 0 ||
+         cache_.holds(slot, attended_keys(window, length).begin, length);
 }
 
 void StaticRunner::truncate(int32_t slot, int32_t length) {

@@ -42,7 +42,9 @@ class StaticRunner {
  public:
   // `plans` must have passed validate_plan_set for `model` (compile_plans and
   // load_plan_file guarantee it); `pool` must have plans.n_threads threads.
-  StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans);
+  // `comm`: the channel between the ranks the model was loaded for (it must
+  // outlive the runner); nullptr: one process.
+  StaticRunner(const Model& model, ThreadPool& pool, PlanSet plans, Communicator* comm = nullptr);
   StaticRunner(const StaticRunner&) = delete;
   StaticRunner& operator=(const StaticRunner&) = delete;
 
@@ -101,6 +103,7 @@ class StaticRunner {
 
   const Model& model_;
   ThreadPool& pool_;
+  Communicator& comm_;
   PlanSet plans_;
   StaticKvCache cache_;
   std::unique_ptr<PlanExecutor> prefill_exec_;

@@ -58,14 +58,15 @@ std::string argmax_line(const char* what, int step, std::span<const float> logit
 }
 
 // Greedy generation on the static pipeline's slots, every logits row digested.
-std::string static_workload(const kvforge::Model& model, kvforge::ThreadPool& pool) {
+std::string static_workload(const kvforge::Model& model, kvforge::ThreadPool& pool,
+                            kvforge::Communicator& world) {
   kvforge::StaticConfig c;
   c.max_prompt_len = 32;
   c.min_response_len = 32;
   c.prefill_chunk = 8;
   c.generate_variants = {32, 64};
   c.slots = 2;
-  kvforge::StaticRunner runner(model, pool, kvforge::compile_plans(model, c, pool.size()));
+  kvforge::StaticRunner runner(model, pool, kvforge::compile_plans(model, c, pool.size()), &world);
   const size_t n_vocab = size_t(model.config().n_vocab);
   const auto greedy = [&](std::span<const float> row) {
     return int32_t(std::max_element(row.begin(), row.end()) - row.begin());
@@ -93,7 +94,7 @@ std::string static_workload(const kvforge::Model& model, kvforge::ThreadPool& po
 // logits), else only the tokens and counts (greedy steps: the ranks gather
 // each vocabulary slice's maximum, model/vocab_argmax.h).
 std::string paged_workload(const kvforge::Model& model, kvforge::ThreadPool& pool,
-                           bool digest_logits) {
+                           kvforge::Communicator& world, bool digest_logits) {
   std::string lines;
   kvforge::EngineOptions o;
   o.block_size = 4;
@@ -101,6 +102,7 @@ std::string paged_workload(const kvforge::Model& model, kvforge::ThreadPool& poo
   o.max_seqs = 4;
   o.max_batched_tokens = 8;
   o.n_ctx = 128;
+  o.comm = &world;
   if (digest_logits)
     o.on_logits = [&](RequestId id, int branch, std::span<const float> logits) {
       char line[96];
@@ -156,9 +158,9 @@ int run(int argc, char** argv, kvforge::Communicator& world) {
   const auto model = kvforge::Model::load(argv[1], world.size() > 1 ? &world : nullptr);
   kvforge::ThreadPool pool(1);
   const int64_t sent_before = world.stats().bytes_sent;
-  std::string lines = paged_workload(*model, pool, /*digest_logits=*/true);
+  std::string lines = paged_workload(*model, pool, world, /*digest_logits=*/true);
   const int64_t sent_full = world.stats().bytes_sent - sent_before;
-  const std::string greedy = paged_workload(*model, pool, /*digest_logits=*/false);
+  const std::string greedy = paged_workload(*model, pool, world, /*digest_logits=*/false);
   const int64_t sent_greedy = world.stats().bytes_sent - sent_before - sent_full;
   if (greedy != without_logits(lines))
     throw std::runtime_error("greedy steps gave other tokens than full logits:\n" + greedy +
@@ -168,7 +170,7 @@ int run(int argc, char** argv, kvforge::Communicator& world) {
     throw std::runtime_error("greedy steps sent " + std::to_string(sent_greedy) +
                              " bytes, full logits " + std::to_string(sent_full));
   lines += "greedy steps: the same tokens\n";
-  lines += static_workload(*model, pool);
+  lines += static_workload(*model, pool, world);
   if (world.rank() == 0) {
     FILE* out = std::fopen(argv[2], "w");
     if (!out) throw std::runtime_error(std::string(argv[2]) + ": cannot write");

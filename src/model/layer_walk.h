@@ -1,0 +1,59 @@
+// The forward pass as one sequence of steps, written once: forward()
+// (model/forward.cpp) runs each step over the step's tokens, and the static
+// plan compiler (engine/static_pipeline/plan_compiler.cpp) records each as
+// ops with fixed shapes and pre-bound buffers, which the plan executor runs
+// through the same step functions (model/forward_steps.h).
+//
+// A `Steps` has, for x [rows][n_embd] the residual stream and xn its
+// normalised copy:
+//   embed()                        x = the tokens' embeddings, RoPE angles of their positions
+//   norm(which, layer)             xn = rms_norm(x) * the layer's norm `which`
+//   attention_block(layer)         proj = attention(xn): Q/K/V, biases, Q/K norms, RoPE,
+//                                  K/V written, attention (full or windowed), output projection
+//   residual_then_norm(post, layer, next, next_layer)
+//                                  x += post(proj) (proj as it is without post norms),
+//                                  then xn = next(x), in one pass over each token's row
+//   residual(post, layer)          the same without a norm after it (the last layer)
+//   ffn_block(layer)               proj = ffn_down(act(gate(xn)) * up(xn))
+//   output()                       logits of the wanted rows: final norm, output matrix,
+//                                  soft-cap, gathered over tensor-parallel ranks
+// Which weight each norm uses is decided here; each step's own features
+// (biases, Q/K norms, window, activation) by the model's config.
+#pragma once
+
+#include <vector>
+
+#include "model/model.h"
+
+namespace kvforge {
+
+// Which norm of a layer a step applies (the static plan records it by name).
+enum class LayerNorm { Attn, AttnPost, Ffn, FfnPost };
+
+// The norm's weight: [n_embd]; empty for a post norm the model does not have.
+inline const std::vector<float>& layer_norm_weight(const Model& model, LayerNorm which, int layer) {
+  const LayerWeights& w = model.weights().layers[size_t(layer)];
+  const std::vector<float>* by_kind[] = {&w.attn_norm, &w.attn_post_norm, &w.ffn_norm,
+                                         &w.ffn_post_norm};  // LayerNorm's order
+  return *by_kind[int(which)];
+}
+
+template <class Steps>
+void walk_forward(const Model& model, Steps& s) {
+  const int n_layer = model.rank_config().n_layer;
+  s.embed();
+  s.norm(LayerNorm::Attn, 0);
+  for (int l = 0; l < n_layer; ++l) {
+    s.attention_block(l);
+    s.residual_then_norm(LayerNorm::AttnPost, l, LayerNorm::Ffn, l);
+    s.ffn_block(l);
+    // The next layer's attention norm; output() norms its own rows.
+    if (l + 1 < n_layer)
+      s.residual_then_norm(LayerNorm::FfnPost, l, LayerNorm::Attn, l + 1);
+    else
+      s.residual(LayerNorm::FfnPost, l);
+  }
+  s.output();
+}
+
+}  // namespace kvforge
