@@ -20,9 +20,9 @@
 // store per block, group and token; the adds of one lane are 16 blocks
 // apart, so their latency hides behind the blocks between). Walking the
 // blocks lane class by lane class instead (l, l + 16, ..., one accumulator
-// per (group, token), the tree combined as the classes complete) ran
-// batches about half as fast (matmul_bench prefill64/512, IQ4_NL and Q5_1,
-// Zen 4): the blocks read out of order and the pending tree sums spilled.
+// per (group, token), the tree combined as the classes complete) reads the
+// blocks out of order and spills the pending tree sums
+// (docs/bench/design-measurements.md).
 //
 // Decode (1 or 2 tokens): 4 groups per tile, one from each quarter of the
 // range, 4 long sequential streams, each tile prefetching the streams' next
