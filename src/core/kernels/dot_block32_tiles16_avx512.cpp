@@ -127,9 +127,13 @@ static inline __m512 fold_tree(const __m512* s, int64_t n) {
 // fold_tree at the end (tiles16_walk_avx512.h walks the groups and tokens).
 template <class F>
 struct Block32Kernel : Tiles16Kernel<F, true> {
+  // Not inlined into the walk: one register tile per function keeps its
+  // registers to itself.
   template <int G, int T>
-  static void tile(const Tiles16Tile<F, G, T>& c) {
+  [[gnu::noinline]] static void tile(const Tiles16Tile<F, G, T>& c) {
     const TilesView<F>& v = c.v;
+    // Local copies: the compiler keeps them in registers across the blocks.
+    const Tiles16Tile<F, G, T> job = c;
     // The fold's lane sums S_l of each (group, token): [G][T][16] registers.
     // Blocks 0..15 set their lanes to +0 + p_b; lanes no block reaches stay +0.
     alignas(64) __m512 lanes[G][T][kFoldLanes];
@@ -137,11 +141,11 @@ struct Block32Kernel : Tiles16Kernel<F, true> {
       for (int j = 0; j < G; ++j)
         for (int t = 0; t < T; ++t) lanes[j][t][l] = _mm512_setzero_ps();
     for (int64_t b = 0; b < v.blocks; ++b) {
-      prefetch_block_share(c.pf, b);
+      prefetch_block_share(job.pf, b);
       __m512i isum[G][T];
       for (int t = 0; t < T; ++t) {
         __m512i o = _mm512_setzero_si512();
-        if constexpr (F::kOffsets) o = _mm512_set1_epi32(F::offset(c.tok.offsets[t][b]));
+        if constexpr (F::kOffsets) o = _mm512_set1_epi32(F::offset(job.tok.offsets[t][b]));
         for (int j = 0; j < G; ++j) isum[j][t] = o;
       }
       // Unrolled, so that each register's unpacking is straight-line code with
@@ -150,15 +154,15 @@ struct Block32Kernel : Tiles16Kernel<F, true> {
       for (int k = 0; k < 8; ++k) {
 #pragma GCC unroll 4
         for (int j = 0; j < G; ++j) {
-          const __m512i wv = F::levels(c.w[j] + b * F::kQuantBytes, k);
+          const __m512i wv = F::levels(job.w[j] + b * F::kQuantBytes, k);
           for (int t = 0; t < T; ++t)
             isum[j][t] =
-                _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(c.tok.quads[t][8 * b + k]));
+                _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(job.tok.quads[t][8 * b + k]));
         }
       }
       const int l = int(b % kFoldLanes);
       for (int j = 0; j < G; ++j) {
-        const uint8_t* scales = v.scales(c.w[j]) + b * F::kScaleBytes;
+        const uint8_t* scales = v.scales(job.w[j]) + b * F::kScaleBytes;
         const __m512 dw =
             _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
         const __m512 mw = F::kMin
@@ -166,18 +170,19 @@ struct Block32Kernel : Tiles16Kernel<F, true> {
                                     reinterpret_cast<const __m256i*>(scales + kTiles16ScaleBytes)))
                               : _mm512_setzero_ps();
         for (int t = 0; t < T; ++t) {
-          __m512 term = unfused(_mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(c.tok.scales[t][b])),
-                                              _mm512_cvtepi32_ps(isum[j][t])));
+          __m512 term =
+              unfused(_mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(job.tok.scales[t][b])),
+                                    _mm512_cvtepi32_ps(isum[j][t])));
           if constexpr (F::kMin)
             term = _mm512_add_ps(
-                term, unfused(_mm512_mul_ps(mw, _mm512_set1_ps(c.tok.block_sums[t][b]))));
+                term, unfused(_mm512_mul_ps(mw, _mm512_set1_ps(job.tok.block_sums[t][b]))));
           lanes[j][t][l] =
               _mm512_add_ps(b < kFoldLanes ? _mm512_setzero_ps() : lanes[j][t][l], term);
         }
       }
     }
     for (int j = 0; j < G; ++j)
-      for (int t = 0; t < T; ++t) _mm512_storeu_ps(c.y(j, t), fold_tree(lanes[j][t], v.blocks));
+      for (int t = 0; t < T; ++t) _mm512_storeu_ps(job.y(j, t), fold_tree(lanes[j][t], v.blocks));
   }
 };
 

@@ -44,40 +44,44 @@ static inline void prefetch_scales_ahead(const TilesView<Q>& v, const uint8_t* g
 // block (tiles16_walk_avx512.h walks the groups and tokens).
 template <class Q>
 struct VnniKernel : Tiles16Kernel<Q, false> {
+  // Not inlined into the walk: one register tile per function keeps its
+  // registers to itself.
   template <int G, int T>
-  static void tile(const Tiles16Tile<Q, G, T>& c) {
+  [[gnu::noinline]] static void tile(const Tiles16Tile<Q, G, T>& c) {
     const TilesView<Q>& v = c.v;
+    // Local copies: the compiler keeps them in registers across the blocks.
+    const Tiles16Tile<Q, G, T> job = c;
     __m512 acc[G][T];
     for (int j = 0; j < G; ++j)
       for (int t = 0; t < T; ++t) acc[j][t] = _mm512_setzero_ps();
     for (int64_t b = 0; b < v.blocks; ++b) {
-      prefetch_block_share(c.pf, b);
+      prefetch_block_share(job.pf, b);
       if (Q::kQuantBytes == kTiles16Q4QuantBytes && T <= kTiles16DecodeMaxTokens && b % 2 == 0)
-        for (int j = 0; j < G; ++j) prefetch_scales_ahead(v, c.w[j], b);
+        for (int j = 0; j < G; ++j) prefetch_scales_ahead(v, job.w[j], b);
       __m512i isum[G][T];
       for (int t = 0; t < T; ++t) {
-        const __m512i o = _mm512_set1_epi32(Q::offset(c.tok.offsets[t][b]));
+        const __m512i o = _mm512_set1_epi32(Q::offset(job.tok.offsets[t][b]));
         for (int j = 0; j < G; ++j) isum[j][t] = o;
       }
       for (int k = 0; k < 8; ++k) {
         for (int j = 0; j < G; ++j) {
-          const __m512i wv = Q::quads(c.w[j] + b * Q::kQuantBytes, k);
+          const __m512i wv = Q::quads(job.w[j] + b * Q::kQuantBytes, k);
           for (int t = 0; t < T; ++t)
             isum[j][t] =
-                _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(c.tok.quads[t][8 * b + k]));
+                _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(job.tok.quads[t][8 * b + k]));
         }
       }
       for (int j = 0; j < G; ++j) {
         const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
-            reinterpret_cast<const __m256i*>(v.scales(c.w[j]) + b * kScaleBytes)));
+            reinterpret_cast<const __m256i*>(v.scales(job.w[j]) + b * kScaleBytes)));
         for (int t = 0; t < T; ++t)
           acc[j][t] =
               _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j][t]),
-                              _mm512_mul_ps(dw, _mm512_set1_ps(c.tok.scales[t][b])), acc[j][t]);
+                              _mm512_mul_ps(dw, _mm512_set1_ps(job.tok.scales[t][b])), acc[j][t]);
       }
     }
     for (int j = 0; j < G; ++j)
-      for (int t = 0; t < T; ++t) _mm512_storeu_ps(c.y(j, t), acc[j][t]);
+      for (int t = 0; t < T; ++t) _mm512_storeu_ps(job.y(j, t), acc[j][t]);
   }
 };
 
