@@ -127,12 +127,9 @@ static inline __m512 fold_tree(const __m512* s, int64_t n) {
 // fold_tree at the end (tiles16_walk_avx512.h walks the groups and tokens).
 template <class F>
 struct Block32Kernel : Tiles16Kernel<F, true> {
-  // Not inlined into the walk: one register tile per function keeps its
-  // registers to itself.
   template <int G, int T>
   [[gnu::noinline]] static void tile(const Tiles16Tile<F, G, T>& c) {
     const TilesView<F>& v = c.v;
-    // Local copies: the compiler keeps them in registers across the blocks.
     const Tiles16Tile<F, G, T> job = c;
     // The fold's lane sums S_l of each (group, token): [G][T][16] registers.
     // Blocks 0..15 set their lanes to +0 + p_b; lanes no block reaches stay +0.

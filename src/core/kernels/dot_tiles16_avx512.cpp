@@ -44,12 +44,9 @@ static inline void prefetch_scales_ahead(const TilesView<Q>& v, const uint8_t* g
 // block (tiles16_walk_avx512.h walks the groups and tokens).
 template <class Q>
 struct VnniKernel : Tiles16Kernel<Q, false> {
-  // Not inlined into the walk: one register tile per function keeps its
-  // registers to itself.
   template <int G, int T>
   [[gnu::noinline]] static void tile(const Tiles16Tile<Q, G, T>& c) {
     const TilesView<Q>& v = c.v;
-    // Local copies: the compiler keeps them in registers across the blocks.
     const Tiles16Tile<Q, G, T> job = c;
     __m512 acc[G][T];
     for (int j = 0; j < G; ++j)

@@ -10,7 +10,12 @@
 //   Kernel::tile<G, T>(tile)
 //                          the G groups x T tokens of `tile` (Tiles16Tile),
 //                          results to tile.y(j, t), prefetching tile.pf a
-//                          share per block
+//                          share per block; [[gnu::noinline]], so each
+//                          tile shape has the registers to itself instead of
+//                          sharing them with the walk it would be inlined
+//                          into (docs/bench/design-measurements.md), and
+//                          working on a local copy of `tile`, whose pointers
+//                          then stay in registers across the blocks
 //
 // For the ISA-flagged kernel files only: everything here has internal
 // linkage (see core/cpu_features.h).
