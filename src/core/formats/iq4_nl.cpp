@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/iq4_codebook.h"
 #include "core/formats/quantize_checks.h"
@@ -105,15 +106,13 @@ void quantize_block(const float* x, BlockIQ4_NL& out) {
 }  // namespace
 
 void dequantize_row_iq4_nl(const BlockIQ4_NL* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockIQ4_NL::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = fp16_to_fp32(src[b].d);
-    float* out = dst + b * BlockIQ4_NL::kElems;
+  for_each_block(src, dst, n, [](const BlockIQ4_NL& block, float* out) {
+    const float d = fp16_to_fp32(block.d);
     for (int j = 0; j < kHalf; ++j) {
-      out[j] = d * float(kIq4Codebook[src[b].qs[j] & 15]);
-      out[j + kHalf] = d * float(kIq4Codebook[src[b].qs[j] >> 4]);
+      out[j] = d * float(kIq4Codebook[block.qs[j] & 15]);
+      out[j + kHalf] = d * float(kIq4Codebook[block.qs[j] >> 4]);
     }
-  }
+  });
 }
 
 void quantize_row_iq4_nl(const float* src, BlockIQ4_NL* dst, int64_t n) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/importance_weights.h"
 #include "core/formats/iq4_codebook.h"
@@ -172,11 +173,8 @@ void quantize_block(const float* x, BlockIQ4_XS& out) {
 }  // namespace
 
 void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockIQ4_XS::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockIQ4_XS& block = src[b];
+  for_each_block(src, dst, n, [](const BlockIQ4_XS& block, float* out) {
     const float d = fp16_to_fp32(block.d);
-    float* out = dst + b * BlockIQ4_XS::kElems;
     for (int j = 0; j < kSubBlocks; ++j) {
       const float dl = d * float(iq4_xs_scale(block, j) - kScaleOffset);
       const uint8_t* q = block.qs + 16 * j;
@@ -185,7 +183,7 @@ void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, int64_t n) {
         out[32 * j + 16 + l] = dl * float(kIq4Codebook[q[l] >> 4]);
       }
     }
-  }
+  });
 }
 
 void quantize_row_iq4_xs(const float* src, BlockIQ4_XS* dst, int64_t n) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/kquant_min_search.h"
 #include "core/formats/quantize_checks.h"
@@ -134,12 +135,9 @@ void quantize_block(const float* x, BlockQ2_K& out) {
 }  // namespace
 
 void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ2_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ2_K& block = src[b];
+  for_each_block(src, dst, n, [](const BlockQ2_K& block, float* out) {
     const float d = fp16_to_fp32(block.d);
     const float dmin = fp16_to_fp32(block.dmin);
-    float* out = dst + b * BlockQ2_K::kElems;
     for (int j = 0; j < kSubBlocks; ++j) {
       const float step = d * float(block.scales[j] & 15);
       const float min = dmin * float(block.scales[j] >> 4);
@@ -150,7 +148,7 @@ void dequantize_row_q2_k(const BlockQ2_K* src, float* dst, int64_t n) {
         out[16 * j + l] = step * float((q[l] >> (2 * k)) & 3) - min;
       }
     }
-  }
+  });
 }
 
 void quantize_row_q2_k(const float* src, BlockQ2_K* dst, int64_t n) {

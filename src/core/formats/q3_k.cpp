@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/importance_weights.h"
 #include "core/formats/quantize_checks.h"
@@ -172,11 +173,8 @@ void quantize_block(const float* x, BlockQ3_K& out) {
 }  // namespace
 
 void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ3_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ3_K& block = src[b];
+  for_each_block(src, dst, n, [](const BlockQ3_K& block, float* out) {
     const float d = fp16_to_fp32(block.d);
-    float* out = dst + b * BlockQ3_K::kElems;
     for (int j = 0; j < kSubBlocks; ++j) {
       const float step = d * float(q3_k_scale(block.scales, j) - kScaleBias);
       for (int i = 0; i < kSubElems; ++i) {
@@ -187,7 +185,7 @@ void dequantize_row_q3_k(const BlockQ3_K* src, float* dst, int64_t n) {
         out[e] = step * float(low - (high ? 0 : 4));
       }
     }
-  }
+  });
 }
 
 void quantize_row_q3_k(const float* src, BlockQ3_K* dst, int64_t n) {

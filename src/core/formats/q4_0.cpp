@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/quantize_checks.h"
 
@@ -10,15 +11,13 @@ namespace kvforge {
 
 void dequantize_row_q4_0(const BlockQ4_0* src, float* dst, int64_t n) {
   constexpr int kHalf = BlockQ4_0::kElems / 2;
-  const int64_t n_blocks = n / BlockQ4_0::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = fp16_to_fp32(src[b].d);
-    float* out = dst + b * BlockQ4_0::kElems;
+  for_each_block(src, dst, n, [](const BlockQ4_0& block, float* out) {
+    const float d = fp16_to_fp32(block.d);
     for (int i = 0; i < kHalf; ++i) {
-      out[i] = float((src[b].qs[i] & 0x0f) - 8) * d;
-      out[i + kHalf] = float((src[b].qs[i] >> 4) - 8) * d;
+      out[i] = float((block.qs[i] & 0x0f) - 8) * d;
+      out[i + kHalf] = float((block.qs[i] >> 4) - 8) * d;
     }
-  }
+  });
 }
 
 void quantize_row_q4_0(const float* src, BlockQ4_0* dst, int64_t n) {

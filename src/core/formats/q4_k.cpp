@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/kquant_min_search.h"
 #include "core/formats/quantize_checks.h"
@@ -30,12 +31,9 @@ void quantize_block(const float* x, BlockQ4_K& out) {
 }  // namespace
 
 void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ4_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ4_K& block = src[b];
+  for_each_block(src, dst, n, [](const BlockQ4_K& block, float* out) {
     const float d = fp16_to_fp32(block.d);
     const float dmin = fp16_to_fp32(block.dmin);
-    float* out = dst + b * BlockQ4_K::kElems;
     for (int g = 0; g < BlockQ4_K::kElems / 64; ++g) {
       const uint8_t* q = block.qs + 32 * g;
       float step_lo = 0, min_lo = 0, step_hi = 0, min_hi = 0;
@@ -44,7 +42,7 @@ void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, int64_t n) {
       for (int l = 0; l < 32; ++l) out[64 * g + l] = step_lo * float(q[l] & 15) - min_lo;
       for (int l = 0; l < 32; ++l) out[64 * g + 32 + l] = step_hi * float(q[l] >> 4) - min_hi;
     }
-  }
+  });
 }
 
 void quantize_row_q4_k(const float* src, BlockQ4_K* dst, int64_t n) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/quantize_checks.h"
 
@@ -87,19 +88,17 @@ void quantize_block(const float* x, BlockQ5_0& out) {
 }  // namespace
 
 void dequantize_row_q5_0(const BlockQ5_0* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ5_0::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = fp16_to_fp32(src[b].d);
+  for_each_block(src, dst, n, [](const BlockQ5_0& block, float* out) {
+    const float d = fp16_to_fp32(block.d);
     uint32_t h;
-    std::memcpy(&h, src[b].qh, sizeof(h));
-    float* out = dst + b * BlockQ5_0::kElems;
+    std::memcpy(&h, block.qh, sizeof(h));
     for (int j = 0; j < kHalf; ++j) {
-      const int lo = (src[b].qs[j] & 15) | int((h >> j) & 1) << 4;
-      const int hi = (src[b].qs[j] >> 4) | int((h >> (j + kHalf)) & 1) << 4;
+      const int lo = (block.qs[j] & 15) | int((h >> j) & 1) << 4;
+      const int hi = (block.qs[j] >> 4) | int((h >> (j + kHalf)) & 1) << 4;
       out[j] = float(lo - 16) * d;
       out[j + kHalf] = float(hi - 16) * d;
     }
-  }
+  });
 }
 
 void quantize_row_q5_0(const float* src, BlockQ5_0* dst, int64_t n) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/formats/affine_fit.h"
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/quantize_checks.h"
 
@@ -10,20 +11,18 @@ namespace kvforge {
 
 void dequantize_row_q5_1(const BlockQ5_1* src, float* dst, int64_t n) {
   constexpr int kHalf = BlockQ5_1::kElems / 2;
-  const int64_t n_blocks = n / BlockQ5_1::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = fp16_to_fp32(src[b].d);
-    const float m = fp16_to_fp32(src[b].m);
+  for_each_block(src, dst, n, [](const BlockQ5_1& block, float* out) {
+    const float d = fp16_to_fp32(block.d);
+    const float m = fp16_to_fp32(block.m);
     uint32_t h;
-    std::memcpy(&h, src[b].qh, sizeof(h));
-    float* out = dst + b * BlockQ5_1::kElems;
+    std::memcpy(&h, block.qh, sizeof(h));
     for (int i = 0; i < kHalf; ++i) {
-      const int lo = (src[b].qs[i] & 0x0f) | int((h >> i) & 1) << 4;
-      const int hi = (src[b].qs[i] >> 4) | int((h >> (i + kHalf)) & 1) << 4;
+      const int lo = (block.qs[i] & 0x0f) | int((h >> i) & 1) << 4;
+      const int hi = (block.qs[i] >> 4) | int((h >> (i + kHalf)) & 1) << 4;
       out[i] = float(lo) * d + m;
       out[i + kHalf] = float(hi) * d + m;
     }
-  }
+  });
 }
 
 void quantize_row_q5_1(const float* src, BlockQ5_1* dst, int64_t n) {

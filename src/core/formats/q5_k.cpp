@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/kquant_min_search.h"
 #include "core/formats/q4_k.h"
@@ -36,12 +37,9 @@ void quantize_block(const float* x, BlockQ5_K& out) {
 }  // namespace
 
 void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ5_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ5_K& block = src[b];
+  for_each_block(src, dst, n, [](const BlockQ5_K& block, float* out) {
     const float d = fp16_to_fp32(block.d);
     const float dmin = fp16_to_fp32(block.dmin);
-    float* out = dst + b * BlockQ5_K::kElems;
     for (int g = 0; g < BlockQ5_K::kElems / 64; ++g) {
       const uint8_t* q = block.qs + 32 * g;
       float step_lo = 0, min_lo = 0, step_hi = 0, min_hi = 0;
@@ -56,7 +54,7 @@ void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n) {
         out[64 * g + 32 + l] = step_hi * float(level) - min_hi;
       }
     }
-  }
+  });
 }
 
 void quantize_row_q5_k(const float* src, BlockQ5_K* dst, int64_t n) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/quantize_checks.h"
 
@@ -110,15 +111,13 @@ void quantize_block(const float* x, BlockQ6_K& out) {
 }  // namespace
 
 void dequantize_row_q6_k(const BlockQ6_K* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ6_K::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const BlockQ6_K& block = src[b];
+  for_each_block(src, dst, n, [](const BlockQ6_K& block, float* values) {
     const float d = fp16_to_fp32(block.d);
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = block.ql + 64 * h;
       const uint8_t* qh = block.qh + 32 * h;
       const int8_t* sc = block.scales + 8 * h;
-      float* out = dst + b * BlockQ6_K::kElems + 128 * h;
+      float* out = values + 128 * h;
       for (int l = 0; l < 32; ++l) {
         const int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
         const int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
@@ -131,7 +130,7 @@ void dequantize_row_q6_k(const BlockQ6_K* src, float* dst, int64_t n) {
         out[l + 96] = d * float(sc[s + 6]) * float(q4);
       }
     }
-  }
+  });
 }
 
 void quantize_row_q6_k(const float* src, BlockQ6_K* dst, int64_t n) {

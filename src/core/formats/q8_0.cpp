@@ -2,18 +2,17 @@
 
 #include <cmath>
 
+#include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
 #include "core/formats/quantize_checks.h"
 
 namespace kvforge {
 
 void dequantize_row_q8_0(const BlockQ8_0* src, float* dst, int64_t n) {
-  const int64_t n_blocks = n / BlockQ8_0::kElems;
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const float d = fp16_to_fp32(src[b].d);
-    float* out = dst + b * BlockQ8_0::kElems;
-    for (int i = 0; i < BlockQ8_0::kElems; ++i) out[i] = float(src[b].qs[i]) * d;
-  }
+  for_each_block(src, dst, n, [](const BlockQ8_0& block, float* out) {
+    const float d = fp16_to_fp32(block.d);
+    for (int i = 0; i < BlockQ8_0::kElems; ++i) out[i] = float(block.qs[i]) * d;
+  });
 }
 
 void quantize_row_q8_0(const float* src, BlockQ8_0* dst, int64_t n) {

@@ -9,44 +9,31 @@
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
-namespace {
 
-struct IQ4_XSDot {
-  const MatmulTask& task;
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockIQ4_XS>(task, row);
-    const int64_t n_blocks = task.cols / BlockIQ4_XS::kElems;
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockIQ4_XS& blk = w[b];
-      const float d = fp16_to_fp32(blk.d);
-      int factor[8];
-      for (int j = 0; j < 8; ++j) factor[j] = iq4_xs_scale(blk, j) - 32;
-      for (int k = 0; k < NT; ++k) {
-        const BlockQ8_K& a = task.act_k[(t0 + k) * n_blocks + b];
-        int32_t isum = 0;
-        for (int j = 0; j < 8; ++j) {
-          const uint8_t* q = blk.qs + 16 * j;
-          const int8_t* aq = a.qs + 32 * j;
-          int32_t sum = 0;
-          for (int l = 0; l < 16; ++l) {
-            sum += kIq4Codebook[q[l] & 15] * aq[l] + kIq4Codebook[q[l] >> 4] * aq[16 + l];
-          }
-          isum += factor[j] * sum;
-        }
-        acc[k] = kquant_accumulate_scaled(acc[k], d, a.d, isum);
+// Block blk's products with NT tokens added to their sums acc[k].
+template <int NT>
+static void add_block(const BlockIQ4_XS& blk, const TokenBlocks& tok, float* acc) {
+  const float d = fp16_to_fp32(blk.d);
+  int factor[8];
+  for (int j = 0; j < 8; ++j) factor[j] = iq4_xs_scale(blk, j) - 32;
+  for (int k = 0; k < NT; ++k) {
+    const BlockQ8_K& a = tok.q8_k(k);
+    int32_t isum = 0;
+    for (int j = 0; j < 8; ++j) {
+      const uint8_t* q = blk.qs + 16 * j;
+      const int8_t* aq = a.qs + 32 * j;
+      int32_t sum = 0;
+      for (int l = 0; l < 16; ++l) {
+        sum += kIq4Codebook[q[l] & 15] * aq[l] + kIq4Codebook[q[l] >> 4] * aq[16 + l];
       }
+      isum += factor[j] * sum;
     }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    acc[k] = kquant_accumulate_scaled(acc[k], d, a.d, isum);
   }
-};
-
-}  // namespace
+}
 
 void matmul_rows_iq4_xs_scalar(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, IQ4_XSDot{task});
+  run_row_tiles<4>(task, r0, r1, BlockRowDot<BlockIQ4_XS>{task});
 }
 
 }  // namespace kvforge

@@ -86,16 +86,14 @@ static inline void line_levels(const uint8_t* tile, int c, __m512i table, __m512
   hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(w, 4), low4));
 }
 
-// NT tokens (blocks a[k], start values starts[k]) over one group of n_sb
-// super-blocks; row sums to y (token k's 16 rows at y[k * rows]).
-template <int NT>
-void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
-                 const int32_t* const* starts, float* y, int64_t rows) {
-  const __m512i table = level_table();
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_sb; ++b) {
-    const uint8_t* tile = group + b * kIQ4_XSTileBytes;
+// The IQ4_XS super-block math of kquant_tiles16_avx512.h's walk.
+struct IQ4_XSTiles : KquantTilesShape<8, kPanelIQ4_XS, kIQ4_XSTileBytes, false, sub_block_starts> {
+  // Super-block b for NT tokens: token k's 16 row sums added to acc[k].
+  template <int NT>
+  [[gnu::always_inline]] static void block(KquantTile t, const BlockQ8_K* const* a,
+                                           const int32_t* const* starts, int64_t b, __m512* acc) {
+    const uint8_t* tile = t.tile;
+    const __m512i table = level_table();
     for (int64_t l = 0; l < kIQ4_XSTileQs; l += 64)
       _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + l), _MM_HINT_T0);
     const TileFactors f = tile_factors(tile);
@@ -139,47 +137,30 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
       acc[k] = _mm512_add_ps(acc[k], scaled);
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
-}
 
-// A tile as a kPanelIQ4_XS panel: quants the levels + 128, factors ls - 32,
-// coefs the same factors as int16 pairs (the + 128's share).
-void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
-  const __m512i table = level_table();
-  for (int c = 0; c < 32; ++c) {
-    __m512i lo, hi;
-    line_levels(tile, c, table, lo, hi);
-    _mm512_store_si512(p.quants[8 * (c / 4) + c % 4], lo);
-    _mm512_store_si512(p.quants[8 * (c / 4) + 4 + c % 4], hi);
-  }
-  const TileFactors f = tile_factors(tile);
-  const __m512i fs[8] = {factor<0>(f), factor<1>(f), factor<2>(f), factor<3>(f),
-                         factor<4>(f), factor<5>(f), factor<6>(f), factor<7>(f)};
-  for (int s = 0; s < 8; ++s) _mm512_store_si512(p.factors[s], fs[s]);
-  for (int q = 0; q < 4; ++q)
-    _mm512_store_si512(p.coefs[q],
-                       _mm512_or_si512(_mm512_and_si512(fs[2 * q], _mm512_set1_epi32(0xffff)),
-                                       _mm512_slli_epi32(fs[2 * q + 1], 16)));
-  _mm512_store_ps(
-      p.d,
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kIQ4_XSTileD))));
-  _mm512_store_ps(p.dmin, _mm512_setzero_ps());
-}
-
-struct IQ4_XSTiles {
-  static constexpr int kPairs = 8;
-  static constexpr PanelKind kPanel = kPanelIQ4_XS;
-  static void pairs(const BlockQ8_K& a, int32_t* out) { sub_block_starts(a, out); }
-  static const uint8_t* group(const MatmulTask& task, int64_t g) {
-    return task.weights + g * (task.cols / 256) * kIQ4_XSTileBytes;
-  }
-  template <int NT>
-  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
-                     const int32_t* const* starts, float* y) {
-    tile_tokens<NT>(group(task, g), task.cols / 256, a, starts, y, task.rows);
-  }
-  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
-    decode_tile_panel(group(task, g) + b * kIQ4_XSTileBytes, p);
+  // A tile as a kPanelIQ4_XS panel: quants the levels + 128, factors ls - 32,
+  // coefs the same factors as int16 pairs (the + 128's share).
+  static void panel(KquantTile t, KquantPanelBlock& p) {
+    const uint8_t* tile = t.tile;
+    const __m512i table = level_table();
+    for (int c = 0; c < 32; ++c) {
+      __m512i lo, hi;
+      line_levels(tile, c, table, lo, hi);
+      _mm512_store_si512(p.quants[8 * (c / 4) + c % 4], lo);
+      _mm512_store_si512(p.quants[8 * (c / 4) + 4 + c % 4], hi);
+    }
+    const TileFactors f = tile_factors(tile);
+    const __m512i fs[8] = {factor<0>(f), factor<1>(f), factor<2>(f), factor<3>(f),
+                           factor<4>(f), factor<5>(f), factor<6>(f), factor<7>(f)};
+    for (int s = 0; s < 8; ++s) _mm512_store_si512(p.factors[s], fs[s]);
+    for (int q = 0; q < 4; ++q)
+      _mm512_store_si512(p.coefs[q],
+                         _mm512_or_si512(_mm512_and_si512(fs[2 * q], _mm512_set1_epi32(0xffff)),
+                                         _mm512_slli_epi32(fs[2 * q + 1], 16)));
+    _mm512_store_ps(
+        p.d,
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kIQ4_XSTileD))));
+    _mm512_store_ps(p.dmin, _mm512_setzero_ps());
   }
 };
 

@@ -10,47 +10,34 @@
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
-namespace {
 
-struct Q2_KDot {
-  const MatmulTask& task;
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ2_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ2_K::kElems;
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockQ2_K& blk = w[b];
-      const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
-      for (int k = 0; k < NT; ++k) {
-        const BlockQ8_K& a = task.act_k[(t0 + k) * n_blocks + b];
-        int32_t isum = 0, msum = 0;
-        // Bit pair f of qs[32h + l] is element 128h + 32f + l: sub-block
-        // 8h + 2f for l < 16, 8h + 2f + 1 for l >= 16.
-        for (int h = 0; h < 2; ++h) {
-          const uint8_t* q = blk.qs + 32 * h;
-          for (int f = 0; f < 4; ++f) {
-            const int8_t* aq = a.qs + 128 * h + 32 * f;
-            int32_t lo = 0, hi = 0;
-            for (int l = 0; l < 16; ++l) lo += ((q[l] >> (2 * f)) & 3) * aq[l];
-            for (int l = 16; l < 32; ++l) hi += ((q[l] >> (2 * f)) & 3) * aq[l];
-            const int j = 8 * h + 2 * f;
-            isum += (blk.scales[j] & 15) * lo + (blk.scales[j + 1] & 15) * hi;
-          }
-        }
-        for (int j = 0; j < 16; ++j) msum += (blk.scales[j] >> 4) * a.bsums[j];
-        acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
+// Block blk's products with NT tokens added to their sums acc[k].
+template <int NT>
+static void add_block(const BlockQ2_K& blk, const TokenBlocks& tok, float* acc) {
+  const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
+  for (int k = 0; k < NT; ++k) {
+    const BlockQ8_K& a = tok.q8_k(k);
+    int32_t isum = 0, msum = 0;
+    // Bit pair f of qs[32h + l] is element 128h + 32f + l: sub-block
+    // 8h + 2f for l < 16, 8h + 2f + 1 for l >= 16.
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* q = blk.qs + 32 * h;
+      for (int f = 0; f < 4; ++f) {
+        const int8_t* aq = a.qs + 128 * h + 32 * f;
+        int32_t lo = 0, hi = 0;
+        for (int l = 0; l < 16; ++l) lo += ((q[l] >> (2 * f)) & 3) * aq[l];
+        for (int l = 16; l < 32; ++l) hi += ((q[l] >> (2 * f)) & 3) * aq[l];
+        const int j = 8 * h + 2 * f;
+        isum += (blk.scales[j] & 15) * lo + (blk.scales[j + 1] & 15) * hi;
       }
     }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    for (int j = 0; j < 16; ++j) msum += (blk.scales[j] >> 4) * a.bsums[j];
+    acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
   }
-};
-
-}  // namespace
+}
 
 void matmul_rows_q2_k_scalar(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q2_KDot{task});
+  run_row_tiles<4>(task, r0, r1, BlockRowDot<BlockQ2_K>{task});
 }
 
 }  // namespace kvforge

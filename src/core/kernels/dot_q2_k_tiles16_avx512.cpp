@@ -68,15 +68,13 @@ static inline void block_sum_bytes(const BlockQ8_K& a, int32_t out[8]) {
   }
 }
 
-// NT tokens (blocks a[k], sum bytes pairs[k]) over one group of n_sb
-// super-blocks; row sums to y (token k's 16 rows at y[k * rows]).
-template <int NT>
-void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
-                 const int32_t* const* pairs, float* y, int64_t rows) {
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_sb; ++b) {
-    const uint8_t* tile = group + b * kQ2_KTileBytes;
+// The Q2_K super-block math of kquant_tiles16_avx512.h's walk.
+struct Q2_KTiles : KquantTilesShape<8, kPanelQ2_K, kQ2_KTileBytes, false, block_sum_bytes> {
+  // Super-block b for NT tokens: token k's 16 row sums added to acc[k].
+  template <int NT>
+  [[gnu::always_inline]] static void block(KquantTile t, const BlockQ8_K* const* a,
+                                           const int32_t* const* pairs, int64_t b, __m512* acc) {
+    const uint8_t* tile = t.tile;
     __m512i lines[4];
     for (int i = 0; i < 4; ++i) {
       _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + 64 * i), _MM_HINT_T0);
@@ -121,6 +119,17 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
     half_parity.template operator()<0, 1>();
     half_parity.template operator()<1, 0>();
     half_parity.template operator()<1, 1>();
+    fold_mins<NT>(tile, lines, a, pairs, b, isum64, acc);
+  }
+
+  // acc[k] += the super-block's 64 x isum (isum64) and the mins' term msum
+  // (the scale lines' high nibbles against the block sum bytes), folded as
+  // the scalar kernel does.
+  template <int NT>
+  [[gnu::always_inline]] static void fold_mins(const uint8_t* tile, const __m512i* lines,
+                                               const BlockQ8_K* const* a,
+                                               const int32_t* const* pairs, int64_t b,
+                                               const __m512i* isum64, __m512* acc) {
     _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + kQ2_KTileD), _MM_HINT_T0);
     __m512i mins[4];
     for (int i = 0; i < 4; ++i) mins[i] = _mm512_and_si512(lines[i], _mm512_set1_epi8(char(0xf0)));
@@ -140,56 +149,42 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
                                  _mm512_srai_epi32(msum16, 4));
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
-}
 
-// A tile as a kPanelQ2_K panel (kquant_panels_avx512.h): the 2-bit levels,
-// factors sc[j], coefs the int16 pairs m[2q] | m[2q + 1] << 16.
-void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
-  const __m512i low2 = _mm512_set1_epi8(0x03), low4 = _mm512_set1_epi32(0x0f);
-  for (int k = 0; k < 16; ++k) {  // line k = 8h + 4p + c: column quads 32h + 8f + 4p + c
-    const __m512i w = _mm512_loadu_si512(tile + kQ2_KTileQs + 64 * k);
-    const int h = k / 8, pc = k % 8;
-    _mm512_store_si512(p.quants[32 * h + pc], _mm512_and_si512(w, low2));
-    _mm512_store_si512(p.quants[32 * h + 8 + pc], _mm512_and_si512(_mm512_srli_epi16(w, 2), low2));
-    _mm512_store_si512(p.quants[32 * h + 16 + pc], _mm512_and_si512(_mm512_srli_epi16(w, 4), low2));
-    _mm512_store_si512(p.quants[32 * h + 24 + pc], _mm512_and_si512(_mm512_srli_epi16(w, 6), low2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    const __m512i v = _mm512_loadu_si512(tile + 64 * i);
-    for (int s = 0; s < 4; ++s)
-      _mm512_store_si512(p.factors[4 * i + s], _mm512_and_si512(_mm512_srli_epi32(v, 8 * s), low4));
-    // m[4i + 2u] | m[4i + 2u + 1] << 16: the high nibbles of bytes 2u, 2u + 1.
-    for (int u = 0; u < 2; ++u) {
-      const __m512i pair = _mm512_srli_epi32(v, 16 * u);
-      _mm512_store_si512(p.coefs[2 * i + u],
-                         _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(pair, 4), low4),
-                                         _mm512_and_si512(_mm512_slli_epi32(pair, 4),
-                                                          _mm512_set1_epi32(0xf0000))));
+  // A tile as a kPanelQ2_K panel (kquant_panels_avx512.h): the 2-bit levels,
+  // factors sc[j], coefs the int16 pairs m[2q] | m[2q + 1] << 16.
+  static void panel(KquantTile t, KquantPanelBlock& p) {
+    const uint8_t* tile = t.tile;
+    const __m512i low2 = _mm512_set1_epi8(0x03), low4 = _mm512_set1_epi32(0x0f);
+    for (int k = 0; k < 16; ++k) {  // line k = 8h + 4p + c: column quads 32h + 8f + 4p + c
+      const __m512i w = _mm512_loadu_si512(tile + kQ2_KTileQs + 64 * k);
+      const int h = k / 8, pc = k % 8;
+      _mm512_store_si512(p.quants[32 * h + pc], _mm512_and_si512(w, low2));
+      _mm512_store_si512(p.quants[32 * h + 8 + pc],
+                         _mm512_and_si512(_mm512_srli_epi16(w, 2), low2));
+      _mm512_store_si512(p.quants[32 * h + 16 + pc],
+                         _mm512_and_si512(_mm512_srli_epi16(w, 4), low2));
+      _mm512_store_si512(p.quants[32 * h + 24 + pc],
+                         _mm512_and_si512(_mm512_srli_epi16(w, 6), low2));
     }
-  }
-  _mm512_store_ps(
-      p.d,
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ2_KTileD))));
-  _mm512_store_ps(
-      p.dmin,
-      _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ2_KTileDmin))));
-}
-
-struct Q2_KTiles {
-  static constexpr int kPairs = 8;
-  static constexpr PanelKind kPanel = kPanelQ2_K;
-  static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_bytes(a, out); }
-  static const uint8_t* group(const MatmulTask& task, int64_t g) {
-    return task.weights + g * (task.cols / 256) * kQ2_KTileBytes;
-  }
-  template <int NT>
-  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
-                     const int32_t* const* pairs, float* y) {
-    tile_tokens<NT>(group(task, g), task.cols / 256, a, pairs, y, task.rows);
-  }
-  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
-    decode_tile_panel(group(task, g) + b * kQ2_KTileBytes, p);
+    for (int i = 0; i < 4; ++i) {
+      const __m512i v = _mm512_loadu_si512(tile + 64 * i);
+      for (int s = 0; s < 4; ++s)
+        _mm512_store_si512(p.factors[4 * i + s],
+                           _mm512_and_si512(_mm512_srli_epi32(v, 8 * s), low4));
+      // m[4i + 2u] | m[4i + 2u + 1] << 16: the high nibbles of bytes 2u, 2u + 1.
+      for (int u = 0; u < 2; ++u) {
+        const __m512i pair = _mm512_srli_epi32(v, 16 * u);
+        _mm512_store_si512(p.coefs[2 * i + u],
+                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(pair, 4), low4),
+                                           _mm512_and_si512(_mm512_slli_epi32(pair, 4),
+                                                            _mm512_set1_epi32(0xf0000))));
+      }
+    }
+    _mm512_store_ps(
+        p.d,
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + kQ2_KTileD))));
+    _mm512_store_ps(p.dmin, _mm512_cvtph_ps(_mm256_loadu_si256(
+                                reinterpret_cast<const __m256i*>(tile + kQ2_KTileDmin))));
   }
 };
 

@@ -99,15 +99,13 @@ static inline Q3Quants chunk_quants(const uint8_t* tile, int c) {
            stored_quants<H, 3>(q, hm)}};
 }
 
-// NT tokens over group g's tiles (from `tiles`, their d from `d`): token k's
-// 16 row sums to y + k * rows.
-template <int NT>
-void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const BlockQ8_K* const* a,
-                 const int32_t* const* pairs, float* y, int64_t rows) {
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_sb; ++b) {
-    const uint8_t* tile = tiles + b * kQ3_KTileBytes;
+// The Q3_K super-block math of kquant_tiles16_avx512.h's walk.
+struct Q3_KTiles : KquantTilesShape<8, kPanelQ3_K, kQ3_KTileBytes, true, int8_scale_sum_pairs> {
+  // Super-block b for NT tokens: token k's 16 row sums added to acc[k].
+  template <int NT>
+  [[gnu::always_inline]] static void block(KquantTile t, const BlockQ8_K* const* a,
+                                           const int32_t* const* pairs, int64_t b, __m512* acc) {
+    const uint8_t* tile = t.tile;
     // The next tile's scale lines a whole tile ahead: they sit at a tile's
     // end but are read first (tile_scales).
     for (int i = 0; i < 3; ++i)
@@ -151,8 +149,7 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
     pass.template operator()<1, 1>();
     // sum_j s[j] * bsums[j] (kquant_int8_scales_avx512.h).
     const Int8ScalePairs sp = int8_scale_pairs(s.w);
-    const __m512 dv =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 16 * b)));
+    const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.d)));
     for (int k = 0; k < NT; ++k) {
       const __m512i csum = int8_scale_bsum_dot(sp, pairs[k] + 8 * b);
       const __m512i exact = _mm512_sub_epi32(isum[k], _mm512_slli_epi32(csum, 2));
@@ -163,42 +160,27 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
       acc[k] = _mm512_add_ps(acc[k], scaled);
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
-}
 
-// A tile (its d at `d`) as a kPanelQ3_K panel: the stored quants u in
-// [0, 7], factors the signed scales, coefs the same scales as int16 pairs
-// (the + 4 offset's).
-void decode_tile_panel(const uint8_t* tile, const uint16_t* d, KquantPanelBlock& p) {
-  const auto half = [&]<int H>() {
-    for (int c = 0; c < 8; ++c) {
-      const Q3Quants w = chunk_quants<H>(tile, c);
-      const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(w.u[1], quant_shift(1)),
-                                          _mm512_set1_epi8(7)),
-                    u2 = _mm512_and_si512(_mm512_srli_epi16(w.u[2], quant_shift(2)),
-                                          _mm512_set1_epi8(7));
-      _mm512_store_si512(p.quants[32 * H + c], w.u[0]);
-      _mm512_store_si512(p.quants[32 * H + 8 + c], u1);
-      _mm512_store_si512(p.quants[32 * H + 16 + c], u2);
-      _mm512_store_si512(p.quants[32 * H + 24 + c], w.u[3]);
-    }
-  };
-  half.template operator()<0>();
-  half.template operator()<1>();
-  store_int8_scale_panel(tile_scales(tile).w, d, p);
-}
-
-struct Q3_KTiles : TilesThenD<kQ3_KTileBytes> {
-  static constexpr int kPairs = 8;
-  static constexpr PanelKind kPanel = kPanelQ3_K;
-  static void pairs(const BlockQ8_K& a, int32_t* out) { int8_scale_sum_pairs(a, out); }
-  template <int NT>
-  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
-                     const int32_t* const* pairs, float* y) {
-    tile_tokens<NT>(tiles(task, g), d(task, g), task.cols / 256, a, pairs, y, task.rows);
-  }
-  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
-    decode_tile_panel(tiles(task, g) + b * kQ3_KTileBytes, d(task, g) + b * kTiles16Rows, p);
+  // A tile as a kPanelQ3_K panel: the stored quants u in [0, 7], factors the
+  // signed scales, coefs the same scales as int16 pairs (the + 4 offset's).
+  static void panel(KquantTile t, KquantPanelBlock& p) {
+    const uint8_t* tile = t.tile;
+    const auto half = [&]<int H>() {
+      for (int c = 0; c < 8; ++c) {
+        const Q3Quants w = chunk_quants<H>(tile, c);
+        const __m512i u1 = _mm512_and_si512(_mm512_srli_epi16(w.u[1], quant_shift(1)),
+                                            _mm512_set1_epi8(7)),
+                      u2 = _mm512_and_si512(_mm512_srli_epi16(w.u[2], quant_shift(2)),
+                                            _mm512_set1_epi8(7));
+        _mm512_store_si512(p.quants[32 * H + c], w.u[0]);
+        _mm512_store_si512(p.quants[32 * H + 8 + c], u1);
+        _mm512_store_si512(p.quants[32 * H + 16 + c], u2);
+        _mm512_store_si512(p.quants[32 * H + 24 + c], w.u[3]);
+      }
+    };
+    half.template operator()<0>();
+    half.template operator()<1>();
+    store_int8_scale_panel(tile_scales(tile).w, t.d, p);
   }
 };
 

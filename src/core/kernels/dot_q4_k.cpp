@@ -8,44 +8,31 @@
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
-namespace {
 
-struct Q4_KDot {
-  const MatmulTask& task;
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ4_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ4_K::kElems;
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockQ4_K& blk = w[b];
-      const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
-      uint8_t sc[8], m[8];
-      for (int j = 0; j < 8; ++j) q4_k_scale_min(blk.scales, j, sc[j], m[j]);
-      for (int k = 0; k < NT; ++k) {
-        const BlockQ8_K& a = task.act_k[(t0 + k) * n_blocks + b];
-        int32_t isum = 0, msum = 0;
-        for (int g = 0; g < 4; ++g) {
-          int32_t lo = 0, hi = 0;
-          for (int l = 0; l < 32; ++l) {
-            lo += (blk.qs[32 * g + l] & 15) * a.qs[64 * g + l];
-            hi += (blk.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
-          }
-          isum += sc[2 * g] * lo + sc[2 * g + 1] * hi;
-        }
-        for (int j = 0; j < 8; ++j) msum += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-        acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
+// Block blk's products with NT tokens added to their sums acc[k].
+template <int NT>
+static void add_block(const BlockQ4_K& blk, const TokenBlocks& tok, float* acc) {
+  const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
+  uint8_t sc[8], m[8];
+  for (int j = 0; j < 8; ++j) q4_k_scale_min(blk.scales, j, sc[j], m[j]);
+  for (int k = 0; k < NT; ++k) {
+    const BlockQ8_K& a = tok.q8_k(k);
+    int32_t isum = 0, msum = 0;
+    for (int g = 0; g < 4; ++g) {
+      int32_t lo = 0, hi = 0;
+      for (int l = 0; l < 32; ++l) {
+        lo += (blk.qs[32 * g + l] & 15) * a.qs[64 * g + l];
+        hi += (blk.qs[32 * g + l] >> 4) * a.qs[64 * g + 32 + l];
       }
+      isum += sc[2 * g] * lo + sc[2 * g + 1] * hi;
     }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    for (int j = 0; j < 8; ++j) msum += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+    acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
   }
-};
-
-}  // namespace
+}
 
 void matmul_rows_q4_k_scalar(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q4_KDot{task});
+  run_row_tiles<4>(task, r0, r1, BlockRowDot<BlockQ4_K>{task});
 }
 
 }  // namespace kvforge

@@ -96,8 +96,6 @@ static inline void block_sum_pairs(const BlockQ8_K& a, int32_t pairs[4]) {
   }
 }
 
-// NT tokens (blocks a[k], sum pairs pairs[k]) over one group of n_sb
-// super-blocks; row sums to y (token k's 16 rows at y[k * rows]).
 // Quants of sub-blocks 2G (lo) and 2G + 1 (hi), 4 of each row, from line C
 // of the tile's nibbles (and for Q5_K line C of its qh bytes).
 template <TileLayout L, int G>
@@ -113,16 +111,17 @@ static inline void chunk_quants(const uint8_t* tile, int c, __m512i& lo, __m512i
   }
 }
 
-template <TileLayout L, int NT>
-void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
-                 const int32_t* const* pairs, float* y, int64_t rows) {
-  // How far ahead of its loads a pass prefetches (one tile): decode streams
-  // the weights once, and the hardware prefetchers alone left it waiting on DRAM.
-  constexpr int64_t kPrefetchBytes = L.bytes;
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_sb; ++b) {
-    const uint8_t* tile = group + b * L.bytes;
+// The Q4_K / Q5_K super-block math of kquant_tiles16_avx512.h's walk.
+template <TileLayout L>
+struct MinTiles : KquantTilesShape<4, kPanelWithMin, L.bytes, false, block_sum_pairs> {
+  // Super-block b for NT tokens: token k's 16 row sums added to acc[k].
+  template <int NT>
+  [[gnu::always_inline]] static void block(KquantTile t, const BlockQ8_K* const* a,
+                                           const int32_t* const* pairs, int64_t b, __m512* acc) {
+    // How far ahead of its loads a pass prefetches (one tile): decode streams
+    // the weights once, and the hardware prefetchers alone left it waiting on DRAM.
+    constexpr int64_t kPrefetchBytes = L.bytes;
+    const uint8_t* tile = t.tile;
     const TileScales s = tile_scales(tile + L.scales);
     for (int64_t l = 2048; l < L.bytes; l += 64)
       _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchBytes + l), _MM_HINT_T0);
@@ -168,54 +167,36 @@ void tile_tokens(const uint8_t* group, int64_t n_sb, const BlockQ8_K* const* a,
       acc[k] = kquant_fold_min16(acc[k], d, dmin, a[k][b].d, isum[k], csum);
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
-}
 
-// A tile as a panel (kquant_panels_avx512.h).
-template <TileLayout L>
-void decode_tile_panel(const uint8_t* tile, KquantPanelBlock& p) {
-  const auto quarter = [&]<int G>() {
-    for (int c = 0; c < 8; ++c) {
-      __m512i lo, hi;
-      chunk_quants<L, G>(tile, c, lo, hi);
-      _mm512_store_si512(p.quants[16 * G + c], lo);
-      _mm512_store_si512(p.quants[16 * G + 8 + c], hi);
+  // A tile as a panel (kquant_panels_avx512.h).
+  static void panel(KquantTile t, KquantPanelBlock& p) {
+    const uint8_t* tile = t.tile;
+    const auto quarter = [&]<int G>() {
+      for (int c = 0; c < 8; ++c) {
+        __m512i lo, hi;
+        chunk_quants<L, G>(tile, c, lo, hi);
+        _mm512_store_si512(p.quants[16 * G + c], lo);
+        _mm512_store_si512(p.quants[16 * G + 8 + c], hi);
+      }
+    };
+    quarter.template operator()<0>();
+    quarter.template operator()<1>();
+    quarter.template operator()<2>();
+    quarter.template operator()<3>();
+    const TileScales s = tile_scales(tile + L.scales);
+    [&]<int... J>(std::integer_sequence<int, J...>) {
+      (_mm512_store_si512(p.factors[J], lane_byte<J>(s.sc)), ...);
     }
-  };
-  quarter.template operator()<0>();
-  quarter.template operator()<1>();
-  quarter.template operator()<2>();
-  quarter.template operator()<3>();
-  const TileScales s = tile_scales(tile + L.scales);
-  [&]<int... J>(std::integer_sequence<int, J...>) {
-    (_mm512_store_si512(p.factors[J], lane_byte<J>(s.sc)), ...);
-  }
-  (std::make_integer_sequence<int, 8>{});
-  [&]<int... Q>(std::integer_sequence<int, Q...>) {
-    (_mm512_store_si512(p.coefs[Q], min_pair<Q>(s.m)), ...);
-  }
-  (std::make_integer_sequence<int, 4>{});
-  _mm512_store_ps(
-      p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.d))));
-  _mm512_store_ps(
-      p.dmin, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.dmin))));
-}
-
-template <TileLayout L>
-struct MinTiles {
-  static constexpr int kPairs = 4;
-  static constexpr PanelKind kPanel = kPanelWithMin;
-  static void pairs(const BlockQ8_K& a, int32_t* out) { block_sum_pairs(a, out); }
-  static const uint8_t* group(const MatmulTask& task, int64_t g) {
-    return task.weights + g * (task.cols / 256) * L.bytes;
-  }
-  template <int NT>
-  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
-                     const int32_t* const* pairs, float* y) {
-    tile_tokens<L, NT>(group(task, g), task.cols / 256, a, pairs, y, task.rows);
-  }
-  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
-    decode_tile_panel<L>(group(task, g) + b * L.bytes, p);
+    (std::make_integer_sequence<int, 8>{});
+    [&]<int... Q>(std::integer_sequence<int, Q...>) {
+      (_mm512_store_si512(p.coefs[Q], min_pair<Q>(s.m)), ...);
+    }
+    (std::make_integer_sequence<int, 4>{});
+    _mm512_store_ps(
+        p.d, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.d))));
+    _mm512_store_ps(
+        p.dmin,
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(tile + L.dmin))));
   }
 };
 

@@ -10,51 +10,38 @@
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
-namespace {
 
-struct Q5_KDot {
-  const MatmulTask& task;
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ5_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockQ5_K& blk = w[b];
-      const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
-      uint8_t sc[8], m[8];
-      for (int j = 0; j < 8; ++j) q4_k_scale_min(blk.scales, j, sc[j], m[j]);
-      // The block's 5-bit levels in element order, once for all tokens (the
-      // per-token loop over them then vectorizes).
-      uint8_t levels[BlockQ5_K::kElems];
-      for (int g = 0; g < 4; ++g) {
-        for (int l = 0; l < 32; ++l) {
-          const int q = blk.qs[32 * g + l], h = blk.qh[l] >> (2 * g);
-          levels[64 * g + l] = uint8_t((q & 15) | (h & 1) << 4);
-          levels[64 * g + 32 + l] = uint8_t((q >> 4) | (h & 2) << 3);
-        }
-      }
-      for (int k = 0; k < NT; ++k) {
-        const BlockQ8_K& a = task.act_k[(t0 + k) * n_blocks + b];
-        int32_t isum = 0, msum = 0;
-        for (int j = 0; j < 8; ++j) {
-          int32_t sum = 0;
-          for (int l = 0; l < 32; ++l) sum += levels[32 * j + l] * a.qs[32 * j + l];
-          isum += sc[j] * sum;
-        }
-        for (int j = 0; j < 8; ++j) msum += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
-        acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
-      }
+// Block blk's products with NT tokens added to their sums acc[k].
+template <int NT>
+static void add_block(const BlockQ5_K& blk, const TokenBlocks& tok, float* acc) {
+  const float d = fp16_to_fp32(blk.d), dmin = fp16_to_fp32(blk.dmin);
+  uint8_t sc[8], m[8];
+  for (int j = 0; j < 8; ++j) q4_k_scale_min(blk.scales, j, sc[j], m[j]);
+  // The block's 5-bit levels in element order, once for all tokens (the
+  // per-token loop over them then vectorizes).
+  uint8_t levels[BlockQ5_K::kElems];
+  for (int g = 0; g < 4; ++g) {
+    for (int l = 0; l < 32; ++l) {
+      const int q = blk.qs[32 * g + l], h = blk.qh[l] >> (2 * g);
+      levels[64 * g + l] = uint8_t((q & 15) | (h & 1) << 4);
+      levels[64 * g + 32 + l] = uint8_t((q >> 4) | (h & 2) << 3);
     }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }
-};
-
-}  // namespace
+  for (int k = 0; k < NT; ++k) {
+    const BlockQ8_K& a = tok.q8_k(k);
+    int32_t isum = 0, msum = 0;
+    for (int j = 0; j < 8; ++j) {
+      int32_t sum = 0;
+      for (int l = 0; l < 32; ++l) sum += levels[32 * j + l] * a.qs[32 * j + l];
+      isum += sc[j] * sum;
+    }
+    for (int j = 0; j < 8; ++j) msum += m[j] * (a.bsums[2 * j] + a.bsums[2 * j + 1]);
+    acc[k] = kquant_accumulate(acc[k], d, dmin, a.d, isum, msum);
+  }
+}
 
 void matmul_rows_q5_k_scalar(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q5_KDot{task});
+  run_row_tiles<4>(task, r0, r1, BlockRowDot<BlockQ5_K>{task});
 }
 
 }  // namespace kvforge

@@ -55,15 +55,13 @@ static inline Q6Quants chunk_quants(const uint8_t* tile, int q, int c) {
   return r;
 }
 
-// NT tokens over group g's tiles (from `tiles`, their d from `d`): token k's
-// 16 row sums to y + k * rows.
-template <int NT>
-void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const BlockQ8_K* const* a,
-                 const int32_t* const* pairs, float* y, int64_t rows) {
-  __m512 acc[NT];
-  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_sb; ++b) {
-    const uint8_t* tile = tiles + b * kQ6_KTileBytes;
+// The Q6_K super-block math of kquant_tiles16_avx512.h's walk.
+struct Q6_KTiles : KquantTilesShape<8, kPanelQ6_K, kQ6_KTileBytes, true, int8_scale_sum_pairs> {
+  // Super-block b for NT tokens: token k's 16 row sums added to acc[k].
+  template <int NT>
+  [[gnu::always_inline]] static void block(KquantTile t, const BlockQ8_K* const* a,
+                                           const int32_t* const* pairs, int64_t b, __m512* acc) {
+    const uint8_t* tile = t.tile;
     // The next tile's scale lines now: this tile's are read first (the
     // quarters' row scales), so fetching them after the quarters left each
     // tile's start waiting on DRAM.
@@ -106,8 +104,7 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
     __m512i words[4];
     for (int i = 0; i < 4; ++i) words[i] = _mm512_loadu_si512(tile + kQ6_KTileScales + 64 * i);
     const Int8ScalePairs sp = int8_scale_pairs(words);
-    const __m512 dv =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(d + 16 * b)));
+    const __m512 dv = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.d)));
     for (int k = 0; k < NT; ++k) {
       const __m512i csum = int8_scale_bsum_dot(sp, pairs[k] + 8 * b);
       const __m512i exact = _mm512_sub_epi32(isum[k], _mm512_slli_epi32(csum, 5));
@@ -115,34 +112,20 @@ void tile_tokens(const uint8_t* tiles, const uint16_t* d, int64_t n_sb, const Bl
                                  _mm512_setzero_si512());
     }
   }
-  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * rows, acc[k]);
-}
 
-// A tile (its d at `d`) as a kPanelQ6_K panel: quants 0..63, factors the
-// scales, coefs the same scales as int16 pairs (the offset's).
-void decode_tile_panel(const uint8_t* tile, const uint16_t* d, KquantPanelBlock& p) {
-  for (int q = 0; q < 4; ++q)
-    for (int c = 0; c < 4; ++c) {
-      const Q6Quants w = chunk_quants(tile, q, c);
-      const int h = q / 2, l = 16 * (q % 2) + 4 * c;
-      for (int j = 0; j < 4; ++j) _mm512_store_si512(p.quants[32 * h + 8 * j + l / 4], w.q[j]);
-    }
-  __m512i words[4];
-  for (int i = 0; i < 4; ++i) words[i] = _mm512_loadu_si512(tile + kQ6_KTileScales + 64 * i);
-  store_int8_scale_panel(words, d, p);
-}
-
-struct Q6_KTiles : TilesThenD<kQ6_KTileBytes> {
-  static constexpr int kPairs = 8;
-  static constexpr PanelKind kPanel = kPanelQ6_K;
-  static void pairs(const BlockQ8_K& a, int32_t* out) { int8_scale_sum_pairs(a, out); }
-  template <int NT>
-  static void tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
-                     const int32_t* const* pairs, float* y) {
-    tile_tokens<NT>(tiles(task, g), d(task, g), task.cols / 256, a, pairs, y, task.rows);
-  }
-  static void panel(const MatmulTask& task, int64_t g, int64_t b, KquantPanelBlock& p) {
-    decode_tile_panel(tiles(task, g) + b * kQ6_KTileBytes, d(task, g) + b * kTiles16Rows, p);
+  // A tile as a kPanelQ6_K panel: quants 0..63, factors the scales, coefs the
+  // same scales as int16 pairs (the offset's).
+  static void panel(KquantTile t, KquantPanelBlock& p) {
+    const uint8_t* tile = t.tile;
+    for (int q = 0; q < 4; ++q)
+      for (int c = 0; c < 4; ++c) {
+        const Q6Quants w = chunk_quants(tile, q, c);
+        const int h = q / 2, l = 16 * (q % 2) + 4 * c;
+        for (int j = 0; j < 4; ++j) _mm512_store_si512(p.quants[32 * h + 8 * j + l / 4], w.q[j]);
+      }
+    __m512i words[4];
+    for (int i = 0; i < 4; ++i) words[i] = _mm512_loadu_si512(tile + kQ6_KTileScales + 64 * i);
+    store_int8_scale_panel(words, t.d, p);
   }
 };
 

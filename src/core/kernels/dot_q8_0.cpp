@@ -5,33 +5,21 @@
 #include "core/kernels/tile_loop.h"
 
 namespace kvforge {
-namespace {
 
-struct Q8_0Dot {
-  const MatmulTask& task;
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ8_0>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ8_0::kElems;
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const float dw = fp16_to_fp32(w[b].d);
-      for (int k = 0; k < NT; ++k) {
-        const int8_t* a = task.act_quants + (t0 + k) * task.cols + b * BlockQ8_0::kElems;
-        int32_t isum = 0;
-        for (int i = 0; i < BlockQ8_0::kElems; ++i) isum += int32_t(w[b].qs[i]) * a[i];
-        acc[k] += float(isum) * (dw * task.act_scales[(t0 + k) * n_blocks + b]);
-      }
-    }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+// Block blk's products with NT tokens added to their sums acc[k].
+template <int NT>
+static void add_block(const BlockQ8_0& blk, const TokenBlocks& tok, float* acc) {
+  const float dw = fp16_to_fp32(blk.d);
+  for (int k = 0; k < NT; ++k) {
+    const int8_t* a = tok.q8(k);
+    int32_t isum = 0;
+    for (int i = 0; i < BlockQ8_0::kElems; ++i) isum += int32_t(blk.qs[i]) * a[i];
+    acc[k] += float(isum) * (dw * tok.q8_scale(k));
   }
-};
-
-}  // namespace
+}
 
 void matmul_rows_q8_0_scalar(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q8_0Dot{task});
+  run_row_tiles<4>(task, r0, r1, BlockRowDot<BlockQ8_0>{task});
 }
 
 }  // namespace kvforge

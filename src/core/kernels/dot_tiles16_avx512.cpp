@@ -16,30 +16,12 @@
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
 #include "core/kernels/tiles16_quants.h"
+#include "core/kernels/tiles16_walk_avx512.h"
 
 namespace kvforge {
 namespace {
 
 constexpr int64_t kScaleBytes = kTiles16ScaleBytes;  // a block's 16 f16 scales
-
-template <class Q>
-struct TilesView {
-  const MatmulTask& task;
-  int64_t blocks;       // cols / 32
-  int64_t group_bytes;  // 16 rows
-
-  const uint8_t* group(int64_t g) const { return task.weights + g * group_bytes; }
-  const uint8_t* scales(const uint8_t* group) const { return group + blocks * Q::kQuantBytes; }
-};
-
-// Bytes a tile prefetches into L2 while it runs (the next groups of a batch):
-// `lines` cache lines from `first`, `per_block` of them per block of 32
-// columns, so they spread over the tile's arithmetic.
-struct TilePrefetch {
-  const uint8_t* first = nullptr;
-  int64_t lines = 0;
-  int64_t per_block = 0;
-};
 
 // Q4_0 decode tiles read a group's scales (after its quants) 32 bytes per
 // 256 bytes of quants, a stream too thin for the hardware prefetchers to run
@@ -58,110 +40,47 @@ static inline void prefetch_scales_ahead(const TilesView<Q>& v, const uint8_t* g
   _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
 }
 
-// G groups (their first bytes in g) x T tokens from t0; results to y.
-template <class Q, int G, int T>
-void vnni_tile(const TilesView<Q>& v, const int64_t* groups, int64_t t0,
-               const TilePrefetch& pf = {}) {
-  const MatmulTask& task = v.task;
-  const uint8_t* w[G];
-  for (int j = 0; j < G; ++j) w[j] = v.group(groups[j]);
-  const int32_t* a[T];
-  const float* da[T];
-  const int32_t* off[T];
-  for (int t = 0; t < T; ++t) {
-    a[t] = reinterpret_cast<const int32_t*>(task.act_quants + (t0 + t) * task.cols);
-    da[t] = task.act_scales + (t0 + t) * v.blocks;
-    off[t] = task.act_offsets + (t0 + t) * v.blocks;
-  }
-  __m512 acc[G][T];
-  for (int j = 0; j < G; ++j)
-    for (int t = 0; t < T; ++t) acc[j][t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < v.blocks; ++b) {
-    const int64_t pf_end = (b + 1) * pf.per_block < pf.lines ? (b + 1) * pf.per_block : pf.lines;
-    for (int64_t l = b * pf.per_block; l < pf_end; ++l)
-      _mm_prefetch(reinterpret_cast<const char*>(pf.first + 64 * l), _MM_HINT_T1);
-    if (Q::kQuantBytes == kTiles16Q4QuantBytes && T <= kTiles16DecodeMaxTokens && b % 2 == 0)
-      for (int j = 0; j < G; ++j) prefetch_scales_ahead(v, w[j], b);
-    __m512i isum[G][T];
-    for (int t = 0; t < T; ++t) {
-      const __m512i o = _mm512_set1_epi32(Q::offset(off[t][b]));
-      for (int j = 0; j < G; ++j) isum[j][t] = o;
-    }
-    for (int k = 0; k < 8; ++k) {
+// The Q8_0 / Q4_0 tile: acc = fma(float(isum_b), dw_b * da_b, acc) per
+// block (tiles16_walk_avx512.h walks the groups and tokens).
+template <class Q>
+struct VnniKernel : Tiles16Kernel<Q, false> {
+  template <int G, int T>
+  [[gnu::noinline]] static void tile(const Tiles16Tile<Q, G, T>& c) {
+    const TilesView<Q>& v = c.v;
+    const Tiles16Tile<Q, G, T> job = c;
+    __m512 acc[G][T];
+    for (int j = 0; j < G; ++j)
+      for (int t = 0; t < T; ++t) acc[j][t] = _mm512_setzero_ps();
+    for (int64_t b = 0; b < v.blocks; ++b) {
+      prefetch_block_share(job.pf, b);
+      if (Q::kQuantBytes == kTiles16Q4QuantBytes && T <= kTiles16DecodeMaxTokens && b % 2 == 0)
+        for (int j = 0; j < G; ++j) prefetch_scales_ahead(v, job.w[j], b);
+      __m512i isum[G][T];
+      for (int t = 0; t < T; ++t) {
+        const __m512i o = _mm512_set1_epi32(Q::offset(job.tok.offsets[t][b]));
+        for (int j = 0; j < G; ++j) isum[j][t] = o;
+      }
+      for (int k = 0; k < 8; ++k) {
+        for (int j = 0; j < G; ++j) {
+          const __m512i wv = Q::quads(job.w[j] + b * Q::kQuantBytes, k);
+          for (int t = 0; t < T; ++t)
+            isum[j][t] =
+                _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(job.tok.quads[t][8 * b + k]));
+        }
+      }
       for (int j = 0; j < G; ++j) {
-        const __m512i wv = Q::quads(w[j] + b * Q::kQuantBytes, k);
+        const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(v.scales(job.w[j]) + b * kScaleBytes)));
         for (int t = 0; t < T; ++t)
-          isum[j][t] = _mm512_dpbusd_epi32(isum[j][t], wv, _mm512_set1_epi32(a[t][8 * b + k]));
+          acc[j][t] =
+              _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j][t]),
+                              _mm512_mul_ps(dw, _mm512_set1_ps(job.tok.scales[t][b])), acc[j][t]);
       }
     }
-    for (int j = 0; j < G; ++j) {
-      const __m512 dw = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(v.scales(w[j]) + b * kScaleBytes)));
-      for (int t = 0; t < T; ++t)
-        acc[j][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[j][t]),
-                                    _mm512_mul_ps(dw, _mm512_set1_ps(da[t][b])), acc[j][t]);
-    }
+    for (int j = 0; j < G; ++j)
+      for (int t = 0; t < T; ++t) _mm512_storeu_ps(job.y(j, t), acc[j][t]);
   }
-  for (int j = 0; j < G; ++j)
-    for (int t = 0; t < T; ++t)
-      _mm512_storeu_ps(task.y + (t0 + t) * task.rows + groups[j] * kTiles16Rows, acc[j][t]);
-}
-
-// A tile of G groups and a run-time nt <= T tokens.
-template <class Q, int G, int T>
-void vnni_tile_upto(const TilesView<Q>& v, const int64_t* groups, int64_t t0, int nt,
-                    const TilePrefetch& pf = {}) {
-  if constexpr (T > 1) {
-    if (nt < T) return vnni_tile_upto<Q, G, T - 1>(v, groups, t0, nt, pf);
-  }
-  vnni_tile<Q, G, T>(v, groups, t0, pf);
-}
-
-// Decode (1 or 2 tokens: kTiles16DecodeMaxTokens): 4 groups per tile, one
-// from each quarter of the range, so a tile reads 4 long sequential streams
-// (as register_tile_loop.h does for the other layouts).
-template <class Q>
-void vnni_decode(const TilesView<Q>& v, int64_t g0, int64_t g1) {
-  const int nt = int(v.task.n_tokens);
-  const int64_t stream = (g1 - g0) / 4;
-  for (int64_t i = 0; i < stream; ++i) {
-    const int64_t groups[4] = {g0 + i, g0 + i + stream, g0 + i + 2 * stream, g0 + i + 3 * stream};
-    vnni_tile_upto<Q, 4, 2>(v, groups, 0, nt);
-  }
-  for (int64_t g = g0 + 4 * stream; g < g1; ++g) vnni_tile_upto<Q, 1, 2>(v, &g, 0, nt);
-}
-
-// Tokens [t0, t1) of groups [g0, g1): pairs of groups x 6 tokens (12
-// accumulators and 12 block sums in registers; the fastest of the shapes
-// tried, docs/bench/design-measurements.md). A pair's first tile reads its weights from memory, the
-// others from L1; the tiles of each pair prefetch the next pair into L2, a share each, so that
-// first tile does not wait on DRAM (the hardware prefetchers, which follow the pair's stream only
-// once it starts, left the kernel waiting on these loads).
-template <class Q>
-void vnni_batch(const TilesView<Q>& v, int64_t g0, int64_t g1, int64_t t0, int64_t t1) {
-  constexpr int kTokens = 6;
-  const int64_t tiles = (t1 - t0 + kTokens - 1) / kTokens;
-  // Past g1 too: the next piece of a thread's rows usually starts there
-  // (matmul_batch's Stealing split).
-  const int64_t n_groups = v.task.rows / kTiles16Rows;
-  int64_t g = g0;
-  for (; g + 2 <= g1; g += 2) {
-    const int64_t groups[2] = {g, g + 1};
-    const int64_t next_groups = n_groups - g - 2 < 2 ? n_groups - g - 2 : 2;
-    const int64_t next_lines = (next_groups * v.group_bytes + 63) / 64;
-    const int64_t tile_lines = (next_lines + tiles - 1) / tiles;
-    TilePrefetch pf{v.group(g + 2), 0, (tile_lines + v.blocks - 1) / v.blocks};
-    for (int64_t t = t0; t < t1; t += kTokens) {
-      const int64_t left = next_lines - (t - t0) / kTokens * tile_lines;
-      pf.lines = left < 0 ? 0 : left < tile_lines ? left : tile_lines;
-      vnni_tile_upto<Q, 2, kTokens>(v, groups, t, int(t1 - t < kTokens ? t1 - t : kTokens), pf);
-      pf.first += 64 * tile_lines;
-    }
-  }
-  for (; g < g1; ++g)
-    for (int64_t t = t0; t < t1; t += kTokens)
-      vnni_tile_upto<Q, 1, kTokens>(v, &g, t, int(t1 - t < kTokens ? t1 - t : kTokens));
-}
+};
 
 }  // namespace
 
@@ -197,11 +116,11 @@ void matmul_rows_tiles16(const MatmulTask& task, int64_t r0, int64_t r1, AmxTile
                 g1 = (r1 + kTiles16Rows - 1) / kTiles16Rows;
   if (g0 >= g1) return;
   if (task.n_tokens <= kTiles16DecodeMaxTokens) {
-    vnni_decode(v, g0, g1);
+    tiles16_decode<VnniKernel<Q>>(v, g0, g1);
     return;
   }
   if (!tiles16_batch_on_amx(task.n_tokens)) {
-    vnni_batch(v, g0, g1, 0, task.n_tokens);
+    tiles16_batch<VnniKernel<Q>>(v, g0, g1, 0, task.n_tokens);
     return;
   }
   // Whole tiles of 16 tokens, then the rest: on AMX when it is worth it.
@@ -210,7 +129,7 @@ void matmul_rows_tiles16(const MatmulTask& task, int64_t r0, int64_t r1, AmxTile
   if (task.n_tokens - full >= kAmxMinTokens) {
     amx(task, g0, g1, full, task.n_tokens);
   } else if (full < task.n_tokens) {
-    vnni_batch(v, g0, g1, full, task.n_tokens);
+    tiles16_batch<VnniKernel<Q>>(v, g0, g1, full, task.n_tokens);
   }
 }
 

@@ -78,19 +78,4 @@ static inline void store_int8_scale_panel(const __m512i words[4], const uint16_t
   _mm512_store_ps(p.dmin, _mm512_setzero_ps());
 }
 
-// Tiles of kTileBytes per group and super-block, then every tile's 16 d:
-// group g's first tile and its first tile's d.
-template <int64_t kTileBytes>
-struct TilesThenD {
-  static const uint8_t* tiles(const MatmulTask& task, int64_t g) {
-    return task.weights + g * (task.cols / 256) * kTileBytes;
-  }
-  static const uint16_t* d(const MatmulTask& task, int64_t g) {
-    const int64_t n_sb = task.cols / 256;
-    return reinterpret_cast<const uint16_t*>(task.weights +
-                                             task.rows / kTiles16Rows * n_sb * kTileBytes) +
-           g * n_sb * kTiles16Rows;
-  }
-};
-
 }  // namespace kvforge

@@ -1,18 +1,24 @@
-// What the K-quant Tiles16 kernels (Q4_KTiles16, Q6_KTiles16; matmul.h)
-// share: the walk over a thread's 16-row groups, tokens in tiles of
-// kTilesTokens, each token's activation pairs formed once per call, and
+// The one driver of the K-quant and IQ4_XS Tiles16 kernels (Q2_K .. Q6_K,
+// IQ4_XS Tiles16; matmul.h): the walk over a thread's 16-row groups, tokens
+// in tiles of kTilesTokens, each token's activation pairs formed once per
+// call, the super-blocks of a group summed into one register per token, and
 // batches of kPanelMinTokens or more on panels (kquant_panels_avx512.h)
 // decoded from the tiles.
 //
-// A type's Tiles struct gives:
+// A type's Tiles struct, derived from KquantTilesShape, gives only its
+// super-block math:
 //   kPairs          int32 values per token and super-block that pairs() forms
 //   kPanel          its PanelKind
+//   kTileBytes      bytes of one super-block's tile (16 rows)
+//   kSeparateD      true: a group's d (16 f16 per super-block) follow all the
+//                   tiles of the matrix; false: inside each tile
 //   pairs(a, out)   out[kPairs] from a token's Q8_K block (its block sums, paired;
 //                   IQ4_XS: -128 times its sub-block sums)
-//   tokens<NT>(task, g, a, pairs, y)
-//                   NT tokens over group g: a[k] and pairs[k] are token k's
-//                   blocks and pairs, its 16 row sums go to y + k * task.rows
-//   panel(task, g, b, p)  super-block b of group g as a panel
+//   block<NT>(t, a, pairs, b, acc)
+//                   adds super-block b (its tile t.tile, d t.d when kSeparateD)
+//                   to NT tokens' 16 row sums acc[k]: a[k] and pairs[k] are
+//                   token k's blocks and pairs
+//   panel(t, p)     the super-block's tile as a panel
 //
 // `static`: each including kernel file gets its own copy (see avx512_helpers.h).
 #pragma once
@@ -27,6 +33,46 @@
 namespace kvforge {
 
 inline constexpr int kTilesTokens = 4;  // tokens per pass over a group's bytes
+
+// The constants of a Tiles struct (above).
+template <int kPairsPerBlock, PanelKind kPanelKind, int64_t kBytes, bool kDAfterTiles,
+          void (*kPairsOf)(const BlockQ8_K&, int32_t*)>
+struct KquantTilesShape {
+  static constexpr int kPairs = kPairsPerBlock;
+  static constexpr PanelKind kPanel = kPanelKind;
+  static constexpr int64_t kTileBytes = kBytes;
+  static constexpr bool kSeparateD = kDAfterTiles;
+  static void pairs(const BlockQ8_K& a, int32_t* out) { kPairsOf(a, out); }
+};
+
+// One super-block of a group: its tile and, for kSeparateD types, its d.
+struct KquantTile {
+  const uint8_t* tile;
+  const uint16_t* d;
+};
+
+// Super-block b of group g.
+template <class Tiles>
+static inline KquantTile kquant_tile(const MatmulTask& task, int64_t g, int64_t b) {
+  const int64_t n_sb = task.cols / 256;
+  const uint8_t* tiles = task.weights + g * n_sb * Tiles::kTileBytes;
+  if constexpr (!Tiles::kSeparateD) return {tiles + b * Tiles::kTileBytes, nullptr};
+  const auto* d = reinterpret_cast<const uint16_t*>(task.weights + task.rows / kTiles16Rows * n_sb *
+                                                                       Tiles::kTileBytes);
+  return {tiles + b * Tiles::kTileBytes, d + (g * n_sb + b) * kTiles16Rows};
+}
+
+// NT tokens over group g: token k's 16 row sums to y + k * task.rows.
+template <class Tiles, int NT>
+static void kquant_tile_tokens(const MatmulTask& task, int64_t g, const BlockQ8_K* const* a,
+                               const int32_t* const* pairs, float* y) {
+  __m512 acc[NT];
+  for (int k = 0; k < NT; ++k) acc[k] = _mm512_setzero_ps();
+  const int64_t n_sb = task.cols / 256;
+  for (int64_t b = 0; b < n_sb; ++b)
+    Tiles::template block<NT>(kquant_tile<Tiles>(task, g, b), a, pairs, b, acc);
+  for (int k = 0; k < NT; ++k) _mm512_storeu_ps(y + k * task.rows, acc[k]);
+}
 
 template <class Tiles>
 static void kquant_tiles16_groups(const MatmulTask& task, int64_t g0, int64_t g1) {
@@ -47,16 +93,16 @@ static void kquant_tiles16_groups(const MatmulTask& task, int64_t g0, int64_t g1
       float* y = task.y + t0 * task.rows + g * kTiles16Rows;
       switch (n) {
         case 1:
-          Tiles::template tokens<1>(task, g, a, p, y);
+          kquant_tile_tokens<Tiles, 1>(task, g, a, p, y);
           break;
         case 2:
-          Tiles::template tokens<2>(task, g, a, p, y);
+          kquant_tile_tokens<Tiles, 2>(task, g, a, p, y);
           break;
         case 3:
-          Tiles::template tokens<3>(task, g, a, p, y);
+          kquant_tile_tokens<Tiles, 3>(task, g, a, p, y);
           break;
         default:
-          Tiles::template tokens<4>(task, g, a, p, y);
+          kquant_tile_tokens<Tiles, 4>(task, g, a, p, y);
           break;
       }
     }
@@ -73,7 +119,7 @@ static void run_kquant_tiles16(const MatmulTask& task, int64_t r0, int64_t r1) {
   run_kquant_panel_rows<Tiles::kPanel>(
       task, g0 * kTiles16Rows, g1 * kTiles16Rows,
       [&](int64_t row0, int64_t b, KquantPanelBlock& p, KquantPanelRow*) {
-        Tiles::panel(task, row0 / kTiles16Rows, b, p);
+        Tiles::panel(kquant_tile<Tiles>(task, row0 / kTiles16Rows, b), p);
       });
 }
 

@@ -87,96 +87,68 @@ size_t q8_lane_bytes(int64_t cols, int64_t n_tokens) {
   return align64(size_t(n_tokens * q8_quads(cols) * kQ8QuadLanes) * sizeof(float));
 }
 
-// The regrouped layouts have one kernel each, at the AVX-512 level; the
-// other levels' entries are never used (checked_layout refuses them).
-#define KVFORGE_GROUPS8_SET(type)                                                            \
-  KernelSet {                                                                                \
-    ActivationForm::Q8, matmul_rows_##type##_groups8_avx512, quantize_activations_q8_avx512, \
-        quantize_activations_q8_k_avx512, quantize_activations_q8_blocks_avx512              \
-  }
-const TypeKernels kQ4_0Groups8Kernels = {
-    GgmlType::Q4_0,
-    {KVFORGE_GROUPS8_SET(q4_0), KVFORGE_GROUPS8_SET(q4_0), KVFORGE_GROUPS8_SET(q4_0)}};
-const TypeKernels kQ8_0Groups8Kernels = {
-    GgmlType::Q8_0,
-    {KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0), KVFORGE_GROUPS8_SET(q8_0)}};
-#undef KVFORGE_GROUPS8_SET
-// Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
-const KernelSet kQ8_0Tiles16Set{
-    ActivationForm::Q8Rows, matmul_rows_q8_0_tiles16_avx512, nullptr, nullptr, nullptr, true};
-const TypeKernels kQ8_0Tiles16Kernels = {GgmlType::Q8_0,
-                                         {kQ8_0Tiles16Set, kQ8_0Tiles16Set, kQ8_0Tiles16Set}};
-const KernelSet kQ4_0Tiles16Set{
-    ActivationForm::Q8Rows, matmul_rows_q4_0_tiles16_avx512, nullptr, nullptr, nullptr, true};
-const TypeKernels kQ4_0Tiles16Kernels = {GgmlType::Q4_0,
-                                         {kQ4_0Tiles16Set, kQ4_0Tiles16Set, kQ4_0Tiles16Set}};
+// A regrouped layout's one kernel, at the AVX-512 level: the same set at
+// every level, the other levels' entries never used (checked_layout refuses
+// them).
+struct LayoutKernels {
+  WeightLayout layout;
+  TypeKernels kernels;
+};
 
-// Q4_KTiles16, Q5_KTiles16, Q6_KTiles16: Q8_K activations, as the native kernels.
-const KernelSet kQ4_KTiles16Set{ActivationForm::Q8K, matmul_rows_q4_k_tiles16_avx512, nullptr,
-                                quantize_activations_q8_k_avx512, nullptr};
-const TypeKernels kQ4_KTiles16Kernels = {GgmlType::Q4_K,
-                                         {kQ4_KTiles16Set, kQ4_KTiles16Set, kQ4_KTiles16Set}};
+constexpr LayoutKernels regrouped(WeightLayout layout, GgmlType type, ActivationForm form,
+                                  RowKernel rows, bool tiles16) {
+  const KernelSet set{form,
+                      rows,
+                      quantize_activations_q8_avx512,
+                      quantize_activations_q8_k_avx512,
+                      quantize_activations_q8_blocks_avx512,
+                      tiles16};
+  return {layout, {type, {set, set, set}}};
+}
 
-const KernelSet kQ5_KTiles16Set{ActivationForm::Q8K, matmul_rows_q5_k_tiles16_avx512, nullptr,
-                                quantize_activations_q8_k_avx512, nullptr};
-const TypeKernels kQ5_KTiles16Kernels = {GgmlType::Q5_K,
-                                         {kQ5_KTiles16Set, kQ5_KTiles16Set, kQ5_KTiles16Set}};
-const KernelSet kQ6_KTiles16Set{ActivationForm::Q8K, matmul_rows_q6_k_tiles16_avx512, nullptr,
-                                quantize_activations_q8_k_avx512, nullptr};
-const TypeKernels kQ6_KTiles16Kernels = {GgmlType::Q6_K,
-                                         {kQ6_KTiles16Set, kQ6_KTiles16Set, kQ6_KTiles16Set}};
-const KernelSet kQ2_KTiles16Set{ActivationForm::Q8K, matmul_rows_q2_k_tiles16_avx512, nullptr,
-                                quantize_activations_q8_k_avx512, nullptr};
-const TypeKernels kQ2_KTiles16Kernels = {GgmlType::Q2_K,
-                                         {kQ2_KTiles16Set, kQ2_KTiles16Set, kQ2_KTiles16Set}};
-const KernelSet kQ3_KTiles16Set{ActivationForm::Q8K, matmul_rows_q3_k_tiles16_avx512, nullptr,
-                                quantize_activations_q8_k_avx512, nullptr};
-const TypeKernels kQ3_KTiles16Kernels = {GgmlType::Q3_K,
-                                         {kQ3_KTiles16Set, kQ3_KTiles16Set, kQ3_KTiles16Set}};
+using enum ActivationForm;
+constexpr bool kTiles16 = true;  // batches split as batch_split says (KernelSet::tiles16)
 
-// IQ4_NLTiles16, Q5_0Tiles16: the Q8-rows form, whose offsets undo the
-// levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as the
-// native kernels. Batches split as the other VNNI tiles (Stealing).
-const KernelSet kIQ4_NLTiles16Set{
-    ActivationForm::Q8Rows, matmul_rows_iq4_nl_tiles16_avx512, nullptr, nullptr, nullptr, true};
-const TypeKernels kIQ4_NLTiles16Kernels = {
-    GgmlType::IQ4_NL, {kIQ4_NLTiles16Set, kIQ4_NLTiles16Set, kIQ4_NLTiles16Set}};
-const KernelSet kQ5_0Tiles16Set{
-    ActivationForm::Q8Rows, matmul_rows_q5_0_tiles16_avx512, nullptr, nullptr, nullptr, true};
-const TypeKernels kQ5_0Tiles16Kernels = {GgmlType::Q5_0,
-                                         {kQ5_0Tiles16Set, kQ5_0Tiles16Set, kQ5_0Tiles16Set}};
-const KernelSet kQ5_1Tiles16Set{ActivationForm::Q8Blocks,
-                                matmul_rows_q5_1_tiles16_avx512,
-                                nullptr,
-                                nullptr,
-                                quantize_activations_q8_blocks_avx512,
-                                true};
-const TypeKernels kQ5_1Tiles16Kernels = {GgmlType::Q5_1,
-                                         {kQ5_1Tiles16Set, kQ5_1Tiles16Set, kQ5_1Tiles16Set}};
-const KernelSet kQ4_1Tiles16Set{ActivationForm::Q8Blocks,
-                                matmul_rows_q4_1_tiles16_avx512,
-                                nullptr,
-                                nullptr,
-                                quantize_activations_q8_blocks_avx512,
-                                true};
-const TypeKernels kQ4_1Tiles16Kernels = {GgmlType::Q4_1,
-                                         {kQ4_1Tiles16Set, kQ4_1Tiles16Set, kQ4_1Tiles16Set}};
-
-// IQ4_XSTiles16: Q8_K activations, as the K-quant tiles.
-const KernelSet kIQ4_XSTiles16Set{ActivationForm::Q8K, matmul_rows_iq4_xs_tiles16_avx512, nullptr,
-                                  quantize_activations_q8_k_avx512, nullptr};
-const TypeKernels kIQ4_XSTiles16Kernels = {
-    GgmlType::IQ4_XS, {kIQ4_XSTiles16Set, kIQ4_XSTiles16Set, kIQ4_XSTiles16Set}};
-
-// F16Interleaved16, BF16Interleaved16: f32 activations as given.
-const KernelSet kF16Interleaved16Set{ActivationForm::F32, matmul_rows_f16_interleaved16_avx512,
-                                     nullptr, nullptr};
-const TypeKernels kF16Interleaved16Kernels = {
-    GgmlType::F16, {kF16Interleaved16Set, kF16Interleaved16Set, kF16Interleaved16Set}};
-const KernelSet kBf16Interleaved16Set{ActivationForm::F32, matmul_rows_bf16_interleaved16_avx512,
-                                      nullptr, nullptr};
-const TypeKernels kBf16Interleaved16Kernels = {
-    GgmlType::BF16, {kBf16Interleaved16Set, kBf16Interleaved16Set, kBf16Interleaved16Set}};
+const LayoutKernels kRegroupedKernels[] = {
+    regrouped(WeightLayout::Q4_0Groups8, GgmlType::Q4_0, Q8, matmul_rows_q4_0_groups8_avx512,
+              false),
+    regrouped(WeightLayout::Q8_0Groups8, GgmlType::Q8_0, Q8, matmul_rows_q8_0_groups8_avx512,
+              false),
+    // Q8_0 / Q4_0 Tiles16: one kernel (VNNI, AMX for batches where usable), the Q8-rows form.
+    regrouped(WeightLayout::Q8_0Tiles16, GgmlType::Q8_0, Q8Rows, matmul_rows_q8_0_tiles16_avx512,
+              kTiles16),
+    regrouped(WeightLayout::Q4_0Tiles16, GgmlType::Q4_0, Q8Rows, matmul_rows_q4_0_tiles16_avx512,
+              kTiles16),
+    // F16Interleaved16, BF16Interleaved16: f32 activations as given.
+    regrouped(WeightLayout::F16Interleaved16, GgmlType::F16, F32,
+              matmul_rows_f16_interleaved16_avx512, false),
+    regrouped(WeightLayout::BF16Interleaved16, GgmlType::BF16, F32,
+              matmul_rows_bf16_interleaved16_avx512, false),
+    // K-quant and IQ4_XS Tiles16: Q8_K activations, as the native kernels.
+    regrouped(WeightLayout::Q4_KTiles16, GgmlType::Q4_K, Q8K, matmul_rows_q4_k_tiles16_avx512,
+              false),
+    regrouped(WeightLayout::Q5_KTiles16, GgmlType::Q5_K, Q8K, matmul_rows_q5_k_tiles16_avx512,
+              false),
+    regrouped(WeightLayout::Q6_KTiles16, GgmlType::Q6_K, Q8K, matmul_rows_q6_k_tiles16_avx512,
+              false),
+    regrouped(WeightLayout::Q2_KTiles16, GgmlType::Q2_K, Q8K, matmul_rows_q2_k_tiles16_avx512,
+              false),
+    regrouped(WeightLayout::Q3_KTiles16, GgmlType::Q3_K, Q8K, matmul_rows_q3_k_tiles16_avx512,
+              false),
+    regrouped(WeightLayout::IQ4_XSTiles16, GgmlType::IQ4_XS, Q8K, matmul_rows_iq4_xs_tiles16_avx512,
+              false),
+    // IQ4_NLTiles16, Q5_0Tiles16: the Q8-rows form, whose offsets undo the
+    // levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as
+    // the native kernels. Batches split as the other VNNI tiles (Stealing).
+    regrouped(WeightLayout::IQ4_NLTiles16, GgmlType::IQ4_NL, Q8Rows,
+              matmul_rows_iq4_nl_tiles16_avx512, kTiles16),
+    regrouped(WeightLayout::Q5_0Tiles16, GgmlType::Q5_0, Q8Rows, matmul_rows_q5_0_tiles16_avx512,
+              kTiles16),
+    regrouped(WeightLayout::Q5_1Tiles16, GgmlType::Q5_1, Q8Blocks, matmul_rows_q5_1_tiles16_avx512,
+              kTiles16),
+    regrouped(WeightLayout::Q4_1Tiles16, GgmlType::Q4_1, Q8Blocks, matmul_rows_q4_1_tiles16_avx512,
+              kTiles16),
+};
 
 const TypeKernels& checked_layout(const WeightView& w) {
   const std::string name = layout_name(w.layout);
@@ -192,40 +164,9 @@ const TypeKernels& checked_layout(const WeightView& w) {
                                 ") at SIMD level " + simd_level_name(simd_level()) +
                                 "; load the model at the level that will run it");
   }
-  switch (w.layout) {
-    case WeightLayout::Q4_0Groups8:
-      return kQ4_0Groups8Kernels;
-    case WeightLayout::Q8_0Tiles16:
-      return kQ8_0Tiles16Kernels;
-    case WeightLayout::Q4_0Tiles16:
-      return kQ4_0Tiles16Kernels;
-    case WeightLayout::F16Interleaved16:
-      return kF16Interleaved16Kernels;
-    case WeightLayout::BF16Interleaved16:
-      return kBf16Interleaved16Kernels;
-    case WeightLayout::Q4_KTiles16:
-      return kQ4_KTiles16Kernels;
-    case WeightLayout::Q5_KTiles16:
-      return kQ5_KTiles16Kernels;
-    case WeightLayout::Q6_KTiles16:
-      return kQ6_KTiles16Kernels;
-    case WeightLayout::IQ4_NLTiles16:
-      return kIQ4_NLTiles16Kernels;
-    case WeightLayout::Q5_0Tiles16:
-      return kQ5_0Tiles16Kernels;
-    case WeightLayout::Q5_1Tiles16:
-      return kQ5_1Tiles16Kernels;
-    case WeightLayout::Q4_1Tiles16:
-      return kQ4_1Tiles16Kernels;
-    case WeightLayout::Q2_KTiles16:
-      return kQ2_KTiles16Kernels;
-    case WeightLayout::Q3_KTiles16:
-      return kQ3_KTiles16Kernels;
-    case WeightLayout::IQ4_XSTiles16:
-      return kIQ4_XSTiles16Kernels;
-    default:
-      return kQ8_0Groups8Kernels;
-  }
+  for (const LayoutKernels& k : kRegroupedKernels)
+    if (k.layout == w.layout) return k.kernels;
+  throw std::logic_error("matmul: no kernel for the " + name + " layout");
 }
 
 const TypeKernels& checked_kernels(const WeightView& w, int64_t n_tokens) {
@@ -264,8 +205,8 @@ int64_t rows_per_claim(int64_t total_rows, int threads) {
 }
 
 // Whether every weight is in a Tiles16 layout and the batch runs on AMX.
-// By the sets' flag: the TypeKernels tables hold copies of the sets, so
-// their addresses never equal kQ8_0Tiles16Set's.
+// By the sets' flag, not by comparing set addresses: every table entry
+// holds its own copy of a set.
 bool all_tiles16_on_amx(const KernelSet* const* sets, size_t n, int64_t n_tokens) {
   if (!tiles16_batch_on_amx(n_tokens)) return false;
   for (size_t i = 0; i < n; ++i)

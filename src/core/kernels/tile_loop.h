@@ -32,6 +32,37 @@ static inline void q8_k_token_rows(const MatmulTask& task, int64_t t0, int64_t n
   for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks;
 }
 
+// Block b of tokens t0 .. t0 + NT - 1, in each activation form the block
+// kernels read (matmul_task.h).
+struct TokenBlocks {
+  const MatmulTask& task;
+  int64_t t0, b, n_blocks, block_elems;
+
+  const BlockQ8_K& q8_k(int k) const { return task.act_k[(t0 + k) * n_blocks + b]; }
+  const int8_t* q8(int k) const { return task.act_quants + (t0 + k) * task.cols + b * block_elems; }
+  float q8_scale(int k) const { return task.act_scales[(t0 + k) * n_blocks + b]; }
+};
+
+// The row tile of a kernel that takes a row block by block: weight row
+// `row` x NT tokens from t0, the blocks in order, each token's running sum
+// acc[k] updated by the format's add_block<NT>(blk, tokens, acc) (found by
+// argument-dependent lookup: `static` in namespace kvforge, next to the
+// kernel), which must apply the same operations to each token alone.
+template <class Block>
+struct BlockRowDot {
+  const MatmulTask& task;
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    const Block* w = weight_row<Block>(task, row);
+    const int64_t n_blocks = task.cols / Block::kElems;
+    float acc[NT] = {};
+    for (int64_t b = 0; b < n_blocks; ++b)
+      add_block<NT>(w[b], TokenBlocks{task, t0, b, n_blocks, Block::kElems}, acc);
+    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+  }
+};
+
 // Weight bytes per row block: half of a 32 KiB L1, leaving room for activations.
 inline constexpr int64_t kRowBlockBytes = 16 * 1024;
 
