@@ -263,13 +263,16 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
   return w;
 }
 
-size_t ModelWeights::regroup_for_kernels(
-    const std::function<void(std::span<const uint8_t>)>& copied) {
-  if (!regrouping_preferred()) return 0;
-  // Each matrix with the rows of the whole matrix it is this rank's share of.
-  const int64_t n = split.n_ranks;
+namespace {
+
+// The matrices regroup_for_kernels copies, each with the rows of the whole
+// matrix it is this rank's share of; a share that cannot take a layout
+// computing the native bits stays native and is not listed.
+std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
+  const int64_t n = w.split.n_ranks;
+  const TensorSplit& split = w.split;
   std::vector<std::pair<WeightView*, int64_t>> matrices;
-  for (LayerWeights& l : layers) {
+  for (LayerWeights& l : w.layers) {
     for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
     // A replicated KV head's rows are 1/(n / replicas) of the whole matrix.
     for (WeightView* v : {&l.attn_k, &l.attn_v})
@@ -277,14 +280,23 @@ size_t ModelWeights::regroup_for_kernels(
     for (ColumnParts* parts : {&l.attn_output, &l.ffn_down})
       for (WeightView& v : parts->parts) matrices.emplace_back(&v, v.rows);
   }
-  matrices.emplace_back(&output, token_embd.rows);
+  matrices.emplace_back(&w.output, w.token_embd.rows);
   std::erase_if(matrices, [](const auto& m) {
     const WeightView& v = *m.first;
     const WeightLayout layout = regrouped_layout(v.type, m.second, v.cols);
-    // A share that cannot take a layout computing the native bits stays native.
     return v.layout != WeightLayout::Native || layout == WeightLayout::Native ||
            (layout_keeps_results(layout) && !layout_fits(layout, v.rows, v.cols));
   });
+  return matrices;
+}
+
+}  // namespace
+
+size_t ModelWeights::regroup_for_kernels(
+    const std::function<void(std::span<const uint8_t>)>& copied) {
+  if (!regrouping_preferred()) return 0;
+  const int64_t n = split.n_ranks;
+  std::vector<std::pair<WeightView*, int64_t>> matrices = regroupable(*this);
   const auto bytes_of = [](const WeightView* v) {
     return row_bytes(v->type, size_t(v->cols)) * size_t(v->rows);
   };
