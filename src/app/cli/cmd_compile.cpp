@@ -8,6 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/static_flags.h"
+#include "app/cli/subcommand.h"
 #include "engine/static_pipeline/plan_compiler.h"
 #include "engine/static_pipeline/plan_file.h"
 #include "model/model.h"
@@ -49,16 +50,15 @@ void compile(const CompileFlags& f) {
 }  // namespace
 
 void add_compile_command(CLI::App& app) {
-  auto flags = std::make_shared<CompileFlags>();
-  CLI::App* sub =
-      app.add_subcommand("compile", "compile static-pipeline plans for a model into a plan file");
-  flags->add_model_flag(*sub);
-  sub->add_option("-o,--output", flags->output, "plan file to write (e.g. model.kvfplan)")
-      ->required();
-  flags->add_threads_flag(*sub, "threads the plans are partitioned for");
-  flags->kv.add_to(*sub);
-  flags->shape.add_to(*sub, /*with_mode_flags=*/false);
-  sub->callback([flags] { compile(*flags); });
+  add_model_command<CompileFlags>(
+      app, "compile", "compile static-pipeline plans for a model into a plan file", compile,
+      [](CLI::App& sub, CompileFlags& flags) {
+        sub.add_option("-o,--output", flags.output, "plan file to write (e.g. model.kvfplan)")
+            ->required();
+        flags.add_threads_flag(sub, "threads the plans are partitioned for");
+        flags.kv.add_to(sub);
+        flags.shape.add_to(sub, /*with_mode_flags=*/false);
+      });
 }
 
 }  // namespace kvforge::cli
