@@ -386,44 +386,44 @@ void add_tier_flags(CLI::App& sub, BenchServeFlags& f) {
       ->capture_default_str();
 }
 
+void declare_flags(CLI::App& sub, BenchServeFlags& flags) {
+  sub.add_option("--concurrency", flags.concurrency, "concurrent requests per level")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub.add_option("--prompt-len", flags.prompt_len, "prompt tokens per request (sweep)")
+      ->capture_default_str();
+  sub.add_option("--gen-len", flags.gen_len, "generated tokens per request (sweep)")
+      ->capture_default_str();
+  sub.add_option("--prefix-requests", flags.prefix_requests, "requests sharing the prefix")
+      ->capture_default_str();
+  sub.add_option("--prefix-len", flags.prefix_len, "shared system-prompt tokens")
+      ->capture_default_str();
+  sub.add_option("--suffix-len", flags.suffix_len, "own prompt tokens after the prefix")
+      ->capture_default_str();
+  sub.add_option("--prefix-gen-len", flags.prefix_gen_len,
+                 "generated tokens per shared-prefix request")
+      ->capture_default_str();
+  sub.add_option("--rounds", flags.rounds,
+                 "run the concurrency sweep this many times, levels taking turns; report each "
+                 "level's decode ratio per round and its median")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  sub.add_flag("--skip-prefix", flags.skip_prefix, "skip the shared-prefix workload");
+  sub.add_flag("--skip-sweep", flags.skip_sweep, "skip the concurrency sweep");
+  add_tier_flags(sub, flags);
+  flags.add_threads_flag(sub);
+  flags.add_tp_flag(sub);
+  sub.add_option("-s,--seed", flags.seed, "seed of the synthetic prompts")->capture_default_str();
+  flags.engine.add_to(sub);
+}
+
 }  // namespace
 
 void add_bench_serve_command(CLI::App& app) {
   add_model_command<BenchServeFlags>(
       app, "bench-serve",
       "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT", bench_serve,
-      [](CLI::App& sub, BenchServeFlags& flags) {
-        sub.add_option("--concurrency", flags.concurrency, "concurrent requests per level")
-            ->delimiter(',')
-            ->capture_default_str();
-        sub.add_option("--prompt-len", flags.prompt_len, "prompt tokens per request (sweep)")
-            ->capture_default_str();
-        sub.add_option("--gen-len", flags.gen_len, "generated tokens per request (sweep)")
-            ->capture_default_str();
-        sub.add_option("--prefix-requests", flags.prefix_requests, "requests sharing the prefix")
-            ->capture_default_str();
-        sub.add_option("--prefix-len", flags.prefix_len, "shared system-prompt tokens")
-            ->capture_default_str();
-        sub.add_option("--suffix-len", flags.suffix_len, "own prompt tokens after the prefix")
-            ->capture_default_str();
-        sub.add_option("--prefix-gen-len", flags.prefix_gen_len,
-                       "generated tokens per shared-prefix request")
-            ->capture_default_str();
-        sub.add_option(
-               "--rounds", flags.rounds,
-               "run the concurrency sweep this many times, levels taking turns; report each "
-               "level's decode ratio per round and its median")
-            ->check(CLI::Range(1, 100))
-            ->capture_default_str();
-        sub.add_flag("--skip-prefix", flags.skip_prefix, "skip the shared-prefix workload");
-        sub.add_flag("--skip-sweep", flags.skip_sweep, "skip the concurrency sweep");
-        add_tier_flags(sub, flags);
-        flags.add_threads_flag(sub);
-        flags.add_tp_flag(sub);
-        sub.add_option("-s,--seed", flags.seed, "seed of the synthetic prompts")
-            ->capture_default_str();
-        flags.engine.add_to(sub);
-      });
+      declare_flags);
 }
 
 }  // namespace kvforge::cli

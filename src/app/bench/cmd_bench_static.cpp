@@ -169,25 +169,27 @@ void bench(const BenchStaticFlags& f) {
   if (st.tokens != dy.tokens) throw std::runtime_error("static and dynamic greedy tokens differ");
 }
 
+void declare_flags(CLI::App& sub, BenchStaticFlags& flags) {
+  flags.add_threads_flag(sub);
+  sub.add_option("--context", flags.context, "context length of the per-variant step timing")
+      ->capture_default_str();
+  sub.add_option("--generate", flags.generate, "tokens of the long generation")
+      ->capture_default_str();
+  sub.add_option("--prompt-len", flags.prompt, "prompt tokens before the long generation")
+      ->capture_default_str();
+  sub.add_option("-r,--repetitions,--reps", flags.reps, "timed steps per variant")
+      ->capture_default_str();
+  flags.kv.add_to(sub);
+  flags.shape.add_to(sub, /*with_mode_flags=*/false);
+}
+
 }  // namespace
 
 void add_bench_static_command(CLI::App& app) {
   add_model_command<BenchStaticFlags>(
       app, "bench-static",
       "static pipeline: compile time, step time per variant, static vs dynamic", bench,
-      [](CLI::App& sub, BenchStaticFlags& flags) {
-        flags.add_threads_flag(sub);
-        sub.add_option("--context", flags.context, "context length of the per-variant step timing")
-            ->capture_default_str();
-        sub.add_option("--generate", flags.generate, "tokens of the long generation")
-            ->capture_default_str();
-        sub.add_option("--prompt-len", flags.prompt, "prompt tokens before the long generation")
-            ->capture_default_str();
-        sub.add_option("-r,--repetitions,--reps", flags.reps, "timed steps per variant")
-            ->capture_default_str();
-        flags.kv.add_to(sub);
-        flags.shape.add_to(sub, /*with_mode_flags=*/false);
-      });
+      declare_flags);
 }
 
 }  // namespace kvforge::cli

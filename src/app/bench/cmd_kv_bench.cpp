@@ -110,23 +110,25 @@ void kv_bench(const KvBenchFlags& f) {
   }
 }
 
+void declare_flags(CLI::App& sub, KvBenchFlags& f) {
+  sub.add_option("--contexts", f.contexts, "tokens already in cache")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub.add_option("--kv-types", f.types, "KV formats to compare (include f16 for ratios)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub.add_option("-n,--n-decode", f.n_decode, "timed decode steps per measurement")
+      ->capture_default_str();
+  sub.add_option("-r,--repetitions,--reps", f.reps, "repetitions")->capture_default_str();
+  f.add_threads_flag(sub);
+}
+
 }  // namespace
 
 void add_kv_bench_command(CLI::App& app) {
-  add_model_command<KvBenchFlags>(
-      app, "kv-bench", "decode speed at long context per KV format (ratios to f16)", kv_bench,
-      [](CLI::App& sub, KvBenchFlags& f) {
-        sub.add_option("--contexts", f.contexts, "tokens already in cache")
-            ->delimiter(',')
-            ->capture_default_str();
-        sub.add_option("--kv-types", f.types, "KV formats to compare (include f16 for ratios)")
-            ->delimiter(',')
-            ->capture_default_str();
-        sub.add_option("-n,--n-decode", f.n_decode, "timed decode steps per measurement")
-            ->capture_default_str();
-        sub.add_option("-r,--repetitions,--reps", f.reps, "repetitions")->capture_default_str();
-        f.add_threads_flag(sub);
-      });
+  add_model_command<KvBenchFlags>(app, "kv-bench",
+                                  "decode speed at long context per KV format (ratios to f16)",
+                                  kv_bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -51,6 +51,14 @@ void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
       ->capture_default_str();
 }
 
+void add_ctx_size_flag(CLI::App& app, int& ctx, const std::string& help) {
+  app.add_option("-c,--ctx-size", ctx, help)->capture_default_str();
+}
+
+void add_batch_size_flag(CLI::App& app, int& batch, const std::string& help) {
+  app.add_option("-b,--batch-size", batch, help)->capture_default_str();
+}
+
 void add_n_predict_flag(CLI::App& app, int& n, const std::string& help) {
   const CLI::Validator n_check(
       [](std::string& text) -> std::string {

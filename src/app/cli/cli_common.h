@@ -96,6 +96,10 @@ struct FollowerFinished {};
 // (an end-of-generation token or the full context). 0 and other negatives
 // are refused with the flag's name.
 void add_n_predict_flag(CLI::App& app, int& n, const std::string& help);
+// -c/--ctx-size and -b/--batch-size: llama.cpp's names for a context length
+// and for the tokens of one forward pass, the default shown in --help.
+void add_ctx_size_flag(CLI::App& app, int& ctx, const std::string& help);
+void add_batch_size_flag(CLI::App& app, int& batch, const std::string& help);
 // The warning (beyond the training context) or error (beyond what the
 // model's RoPE scaling covers) for a context of `ctx` tokens set by `flag`.
 void check_context_size(const ModelConfig& config, int ctx, const char* flag);

@@ -127,22 +127,24 @@ void batch(const BatchFlags& f) {
   print_totals(results, engine.engine().stats(), peak_blocks, seconds);
 }
 
+void declare_flags(CLI::App& sub, BatchFlags& flags) {
+  sub.add_option("-f,--file", flags.prompt_file, "prompts, one per line")->required();
+  add_n_predict_flag(sub, flags.n_predict, "tokens to generate per output");
+  sub.add_option("--samples", flags.samples, "outputs per prompt (parallel sampling, n)")
+      ->capture_default_str();
+  flags.add_threads_flag(sub);
+  flags.add_tp_flag(sub);
+  sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
+  flags.engine.add_to(sub);
+  flags.sampling.add_to(sub);
+}
+
 }  // namespace
 
 void add_batch_command(CLI::App& app) {
   add_model_command<BatchFlags>(
       app, "batch", "generate for every line of a file at once (continuous batching), with totals",
-      batch, [](CLI::App& sub, BatchFlags& flags) {
-        sub.add_option("-f,--file", flags.prompt_file, "prompts, one per line")->required();
-        add_n_predict_flag(sub, flags.n_predict, "tokens to generate per output");
-        sub.add_option("--samples", flags.samples, "outputs per prompt (parallel sampling, n)")
-            ->capture_default_str();
-        flags.add_threads_flag(sub);
-        flags.add_tp_flag(sub);
-        sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
-        flags.engine.add_to(sub);
-        flags.sampling.add_to(sub);
-      });
+      batch, declare_flags);
 }
 
 }  // namespace kvforge::cli

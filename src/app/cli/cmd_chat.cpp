@@ -305,28 +305,29 @@ void chat(const ChatFlags& flags) {
   if (!f.session.empty()) save_session(f.session, conversation);
 }
 
+void declare_flags(CLI::App& sub, ChatFlags& f) {
+  sub.add_option("--system,--system-prompt", f.system, "system message (llama.cpp's -sys)");
+  sub.add_option("--chat-template", f.chat_template_file,
+                 "Jinja chat template file (default: the model's)");
+  add_n_predict_flag(sub, f.n_predict, "largest reply in tokens");
+  f.add_threads_flag(sub);
+  f.add_tp_flag(sub);
+  add_ctx_size_flag(sub, f.ctx, "context size; 0 = the model's");
+  f.kv.add_to(sub);
+  f.disk.add_to(sub);
+  sub.add_option("--session", f.session,
+                 "keep the conversation in FILE: resumed at start, saved on exit; its K/V "
+                 "persists in --kv-disk (default FILE.kv)");
+  f.sampling.add_to(sub);
+  f.static_mode.add_to(sub);
+}
+
 }  // namespace
 
 void add_chat_command(CLI::App& app) {
   add_model_command<ChatFlags>(
       app, "chat", "interactive chat in the terminal, reusing the KV cache of earlier turns", chat,
-      [](CLI::App& sub, ChatFlags& f) {
-        sub.add_option("--system,--system-prompt", f.system, "system message (llama.cpp's -sys)");
-        sub.add_option("--chat-template", f.chat_template_file,
-                       "Jinja chat template file (default: the model's)");
-        add_n_predict_flag(sub, f.n_predict, "largest reply in tokens");
-        f.add_threads_flag(sub);
-        f.add_tp_flag(sub);
-        sub.add_option("-c,--ctx-size", f.ctx, "context size; 0 = the model's")
-            ->capture_default_str();
-        f.kv.add_to(sub);
-        f.disk.add_to(sub);
-        sub.add_option("--session", f.session,
-                       "keep the conversation in FILE: resumed at start, saved on exit; its K/V "
-                       "persists in --kv-disk (default FILE.kv)");
-        f.sampling.add_to(sub);
-        f.static_mode.add_to(sub);
-      });
+      declare_flags);
 }
 
 }  // namespace kvforge::cli

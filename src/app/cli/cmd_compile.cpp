@@ -47,18 +47,20 @@ void compile(const CompileFlags& f) {
                f.output.c_str(), human_bytes(double(std::filesystem::file_size(f.output))).c_str());
 }
 
+void declare_flags(CLI::App& sub, CompileFlags& flags) {
+  sub.add_option("-o,--output", flags.output, "plan file to write (e.g. model.kvfplan)")
+      ->required();
+  flags.add_threads_flag(sub, "threads the plans are partitioned for");
+  flags.kv.add_to(sub);
+  flags.shape.add_to(sub, /*with_mode_flags=*/false);
+}
+
 }  // namespace
 
 void add_compile_command(CLI::App& app) {
-  add_model_command<CompileFlags>(
-      app, "compile", "compile static-pipeline plans for a model into a plan file", compile,
-      [](CLI::App& sub, CompileFlags& flags) {
-        sub.add_option("-o,--output", flags.output, "plan file to write (e.g. model.kvfplan)")
-            ->required();
-        flags.add_threads_flag(sub, "threads the plans are partitioned for");
-        flags.kv.add_to(sub);
-        flags.shape.add_to(sub, /*with_mode_flags=*/false);
-      });
+  add_model_command<CompileFlags>(app, "compile",
+                                  "compile static-pipeline plans for a model into a plan file",
+                                  compile, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -64,23 +64,23 @@ void kv_eval(const KvEvalFlags& f) {
               100.0 * (r.ppl_candidate / r.ppl_reference - 1.0));
 }
 
+void declare_flags(CLI::App& sub, KvEvalFlags& f) {
+  sub.add_option("-f,--file", f.file, "text file")->required();
+  f.kv.add_to(sub);
+  add_ctx_size_flag(sub, f.ctx, "window length in tokens; 0 = min(train ctx, 512)");
+  sub.add_option("-n,--max-tokens", f.max_tokens, "use at most this many tokens; 0 = all")
+      ->capture_default_str();
+  f.add_threads_flag(sub);
+  add_batch_size_flag(sub, f.batch, "tokens per forward pass");
+  sub.add_flag("--no-per-head", f.no_per_head, "skip the per-layer / per-head K and V table");
+}
+
 }  // namespace
 
 void add_kv_eval_command(CLI::App& app) {
   add_model_command<KvEvalFlags>(
       app, "kv-eval", "accuracy of a KV storage format against an f32 KV cache on a text", kv_eval,
-      [](CLI::App& sub, KvEvalFlags& f) {
-        sub.add_option("-f,--file", f.file, "text file")->required();
-        f.kv.add_to(sub);
-        sub.add_option("-c,--ctx-size", f.ctx, "window length in tokens; 0 = min(train ctx, 512)")
-            ->capture_default_str();
-        sub.add_option("-n,--max-tokens", f.max_tokens, "use at most this many tokens; 0 = all")
-            ->capture_default_str();
-        f.add_threads_flag(sub);
-        sub.add_option("-b,--batch-size", f.batch, "tokens per forward pass")
-            ->capture_default_str();
-        sub.add_flag("--no-per-head", f.no_per_head, "skip the per-layer / per-head K and V table");
-      });
+      declare_flags);
 }
 
 }  // namespace kvforge::cli

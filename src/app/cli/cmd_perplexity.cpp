@@ -43,20 +43,19 @@ void perplexity(const PerplexityFlags& f) {
       r.seconds);
 }
 
+void declare_flags(CLI::App& sub, PerplexityFlags& f) {
+  sub.add_option("-f,--file", f.file, "text file")->required();
+  add_ctx_size_flag(sub, f.ctx, "window length in tokens; 0 = min(train ctx, 512)");
+  f.add_threads_flag(sub);
+  f.add_tp_flag(sub);
+  add_batch_size_flag(sub, f.batch, "tokens per forward pass");
+}
+
 }  // namespace
 
 void add_perplexity_command(CLI::App& app) {
-  add_model_command<PerplexityFlags>(
-      app, "perplexity", "perplexity of a model on a text file", perplexity,
-      [](CLI::App& sub, PerplexityFlags& f) {
-        sub.add_option("-f,--file", f.file, "text file")->required();
-        sub.add_option("-c,--ctx-size", f.ctx, "window length in tokens; 0 = min(train ctx, 512)")
-            ->capture_default_str();
-        f.add_threads_flag(sub);
-        f.add_tp_flag(sub);
-        sub.add_option("-b,--batch-size", f.batch, "tokens per forward pass")
-            ->capture_default_str();
-      });
+  add_model_command<PerplexityFlags>(app, "perplexity", "perplexity of a model on a text file",
+                                     perplexity, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -58,27 +58,26 @@ void quantize(const QuantizeFlags& f) {
                human_bytes(double(r.bytes_out)).c_str());
 }
 
+void declare_flags(CLI::App& sub, QuantizeFlags& f) {
+  sub.add_option("input", f.in, "source GGUF")->required();
+  sub.add_option("output", f.out, "destination GGUF")->required();
+  sub.add_option("--type", f.type,
+                 "a single type for every matrix (" + quantizable_type_list() +
+                     ") or a llama.cpp mixture (" + quant_mixture_list() +
+                     "), case-insensitive; a mixture name wins over the type of the same name")
+      ->capture_default_str();
+  sub.add_flag("--pure", f.pure,
+               "every matrix in the mixture's base type, as llama-quantize --pure (rows that "
+               "the type's blocks do not divide still fall back)");
+  sub.add_flag("--dry-run", f.dry_run,
+               "print each tensor's planned type and write nothing (output is still required)");
+}
+
 }  // namespace
 
 void add_quantize_command(CLI::App& app) {
-  add_command<QuantizeFlags>(
-      app, "quantize", "convert weight matrices to another format", quantize,
-      [](CLI::App& sub, QuantizeFlags& f) {
-        sub.add_option("input", f.in, "source GGUF")->required();
-        sub.add_option("output", f.out, "destination GGUF")->required();
-        sub.add_option(
-               "--type", f.type,
-               "a single type for every matrix (" + quantizable_type_list() +
-                   ") or a llama.cpp mixture (" + quant_mixture_list() +
-                   "), case-insensitive; a mixture name wins over the type of the same name")
-            ->capture_default_str();
-        sub.add_flag("--pure", f.pure,
-                     "every matrix in the mixture's base type, as llama-quantize --pure (rows that "
-                     "the type's blocks do not divide still fall back)");
-        sub.add_flag(
-            "--dry-run", f.dry_run,
-            "print each tensor's planned type and write nothing (output is still required)");
-      });
+  add_command<QuantizeFlags>(app, "quantize", "convert weight matrices to another format", quantize,
+                             declare_flags);
 }
 
 }  // namespace kvforge::cli

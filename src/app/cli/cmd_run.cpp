@@ -116,28 +116,27 @@ void run(const RunFlags& f) {
     std::fputc('\n', stdout);
 }
 
+void declare_flags(CLI::App& sub, RunFlags& flags) {
+  sub.add_option("-p,--prompt", flags.prompt, "prompt text")->capture_default_str();
+  sub.add_option("-f,--file", flags.prompt_file, "read the prompt from a file");
+  add_n_predict_flag(sub, flags.n_predict, "tokens to generate");
+  flags.add_threads_flag(sub);
+  add_ctx_size_flag(sub, flags.ctx, "context size; 0 = model's, at most 4096");
+  add_batch_size_flag(sub, flags.batch, "prompt tokens per forward pass");
+  flags.add_tp_flag(sub);
+  flags.kv.add_to(sub);
+  flags.disk.add_to(sub);
+  sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
+  sub.add_flag("-q,--quiet", flags.quiet, "print only the text");
+  flags.sampling.add_to(sub);
+  flags.static_flags.add_to(sub);
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
-  add_model_command<RunFlags>(
-      app, "run", "generate text from a prompt, with timing", run,
-      [](CLI::App& sub, RunFlags& flags) {
-        sub.add_option("-p,--prompt", flags.prompt, "prompt text")->capture_default_str();
-        sub.add_option("-f,--file", flags.prompt_file, "read the prompt from a file");
-        add_n_predict_flag(sub, flags.n_predict, "tokens to generate");
-        flags.add_threads_flag(sub);
-        sub.add_option("-c,--ctx-size", flags.ctx, "context size; 0 = model's, at most 4096")
-            ->capture_default_str();
-        sub.add_option("-b,--batch-size", flags.batch, "prompt tokens per forward pass")
-            ->capture_default_str();
-        flags.add_tp_flag(sub);
-        flags.kv.add_to(sub);
-        flags.disk.add_to(sub);
-        sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
-        sub.add_flag("-q,--quiet", flags.quiet, "print only the text");
-        flags.sampling.add_to(sub);
-        flags.static_flags.add_to(sub);
-      });
+  add_model_command<RunFlags>(app, "run", "generate text from a prompt, with timing", run,
+                              declare_flags);
 }
 
 }  // namespace kvforge::cli
