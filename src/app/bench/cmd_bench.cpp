@@ -493,10 +493,8 @@ void declare_flags(CLI::App& sub, BenchFlags& f) {
 
 }  // namespace
 
-void add_bench_command(CLI::App& app) {
-  add_model_command<BenchFlags>(
-      app, "bench", "prefill (pp) and decode (tg) speed against the measured memory bandwidth",
-      bench, declare_flags);
+void declare_bench_command(CLI::App& sub) {
+  declare_model_command<BenchFlags>(sub, bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -419,11 +419,8 @@ void declare_flags(CLI::App& sub, BenchServeFlags& flags) {
 
 }  // namespace
 
-void add_bench_serve_command(CLI::App& app) {
-  add_model_command<BenchServeFlags>(
-      app, "bench-serve",
-      "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT", bench_serve,
-      declare_flags);
+void declare_bench_serve_command(CLI::App& sub) {
+  declare_model_command<BenchServeFlags>(sub, bench_serve, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -185,11 +185,8 @@ void declare_flags(CLI::App& sub, BenchStaticFlags& flags) {
 
 }  // namespace
 
-void add_bench_static_command(CLI::App& app) {
-  add_model_command<BenchStaticFlags>(
-      app, "bench-static",
-      "static pipeline: compile time, step time per variant, static vs dynamic", bench,
-      declare_flags);
+void declare_bench_static_command(CLI::App& sub) {
+  declare_model_command<BenchStaticFlags>(sub, bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -125,10 +125,8 @@ void declare_flags(CLI::App& sub, KvBenchFlags& f) {
 
 }  // namespace
 
-void add_kv_bench_command(CLI::App& app) {
-  add_model_command<KvBenchFlags>(app, "kv-bench",
-                                  "decode speed at long context per KV format (ratios to f16)",
-                                  kv_bench, declare_flags);
+void declare_kv_bench_command(CLI::App& sub) {
+  declare_model_command<KvBenchFlags>(sub, kv_bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

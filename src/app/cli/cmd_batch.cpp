@@ -141,10 +141,8 @@ void declare_flags(CLI::App& sub, BatchFlags& flags) {
 
 }  // namespace
 
-void add_batch_command(CLI::App& app) {
-  add_model_command<BatchFlags>(
-      app, "batch", "generate for every line of a file at once (continuous batching), with totals",
-      batch, declare_flags);
+void declare_batch_command(CLI::App& sub) {
+  declare_model_command<BatchFlags>(sub, batch, declare_flags);
 }
 
 }  // namespace kvforge::cli

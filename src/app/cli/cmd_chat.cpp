@@ -324,10 +324,8 @@ void declare_flags(CLI::App& sub, ChatFlags& f) {
 
 }  // namespace
 
-void add_chat_command(CLI::App& app) {
-  add_model_command<ChatFlags>(
-      app, "chat", "interactive chat in the terminal, reusing the KV cache of earlier turns", chat,
-      declare_flags);
+void declare_chat_command(CLI::App& sub) {
+  declare_model_command<ChatFlags>(sub, chat, declare_flags);
 }
 
 }  // namespace kvforge::cli

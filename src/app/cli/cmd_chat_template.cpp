@@ -69,10 +69,8 @@ void declare_flags(CLI::App& sub, ChatTemplateFlags& f) {
 
 }  // namespace
 
-void add_chat_template_command(CLI::App& app) {
-  add_command<ChatTemplateFlags>(app, "chat-template",
-                                 "render messages through a chat template (debugging)", render,
-                                 declare_flags);
+void declare_chat_template_command(CLI::App& sub) {
+  declare_command<ChatTemplateFlags>(sub, render, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -57,10 +57,8 @@ void declare_flags(CLI::App& sub, CompileFlags& flags) {
 
 }  // namespace
 
-void add_compile_command(CLI::App& app) {
-  add_model_command<CompileFlags>(app, "compile",
-                                  "compile static-pipeline plans for a model into a plan file",
-                                  compile, declare_flags);
+void declare_compile_command(CLI::App& sub) {
+  declare_model_command<CompileFlags>(sub, compile, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -77,10 +77,8 @@ void declare_flags(CLI::App& sub, KvEvalFlags& f) {
 
 }  // namespace
 
-void add_kv_eval_command(CLI::App& app) {
-  add_model_command<KvEvalFlags>(
-      app, "kv-eval", "accuracy of a KV storage format against an f32 KV cache on a text", kv_eval,
-      declare_flags);
+void declare_kv_eval_command(CLI::App& sub) {
+  declare_model_command<KvEvalFlags>(sub, kv_eval, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -229,10 +229,8 @@ void declare_flags(CLI::App& sub, KvPlanFlags& f) {
 
 }  // namespace
 
-void add_kv_plan_command(CLI::App& app) {
-  add_command<KvPlanFlags>(app, "kv-plan",
-                           "weight + KV memory at a context and batch; what fits a memory budget",
-                           kv_plan, declare_flags);
+void declare_kv_plan_command(CLI::App& sub) {
+  declare_command<KvPlanFlags>(sub, kv_plan, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -116,10 +116,8 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
 
 }  // namespace
 
-void add_make_model_command(CLI::App& app) {
-  add_command<MakeModelFlags>(app, "make-model",
-                              "write a random-weight GGUF model of any supported architecture",
-                              make_model, declare_flags);
+void declare_make_model_command(CLI::App& sub) {
+  declare_command<MakeModelFlags>(sub, make_model, declare_flags);
 }
 
 }  // namespace kvforge::cli

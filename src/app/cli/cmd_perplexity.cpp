@@ -53,9 +53,8 @@ void declare_flags(CLI::App& sub, PerplexityFlags& f) {
 
 }  // namespace
 
-void add_perplexity_command(CLI::App& app) {
-  add_model_command<PerplexityFlags>(app, "perplexity", "perplexity of a model on a text file",
-                                     perplexity, declare_flags);
+void declare_perplexity_command(CLI::App& sub) {
+  declare_model_command<PerplexityFlags>(sub, perplexity, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -75,9 +75,8 @@ void declare_flags(CLI::App& sub, QuantizeFlags& f) {
 
 }  // namespace
 
-void add_quantize_command(CLI::App& app) {
-  add_command<QuantizeFlags>(app, "quantize", "convert weight matrices to another format", quantize,
-                             declare_flags);
+void declare_quantize_command(CLI::App& sub) {
+  declare_command<QuantizeFlags>(sub, quantize, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -134,9 +134,8 @@ void declare_flags(CLI::App& sub, RunFlags& flags) {
 
 }  // namespace
 
-void add_run_command(CLI::App& app) {
-  add_model_command<RunFlags>(app, "run", "generate text from a prompt, with timing", run,
-                              declare_flags);
+void declare_run_command(CLI::App& sub) {
+  declare_model_command<RunFlags>(sub, run, declare_flags);
 }
 
 }  // namespace kvforge::cli

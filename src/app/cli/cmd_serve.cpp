@@ -237,10 +237,8 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
 
 }  // namespace
 
-void add_serve_command(CLI::App& app) {
-  add_model_command<ServeFlags>(app, "serve",
-                                "OpenAI-compatible HTTP server (completions, chat, SSE, metrics)",
-                                serve, declare_flags);
+void declare_serve_command(CLI::App& sub) {
+  declare_model_command<ServeFlags>(sub, serve, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -77,9 +77,8 @@ void declare_flags(CLI::App& sub, TokenizeFlags& flags) {
 
 }  // namespace
 
-void add_tokenize_command(CLI::App& app) {
-  add_command<TokenizeFlags>(app, "tokenize", "split text into tokens with a model's tokenizer",
-                             tokenize, declare_flags);
+void declare_tokenize_command(CLI::App& sub) {
+  declare_command<TokenizeFlags>(sub, tokenize, declare_flags);
 }
 
 }  // namespace kvforge::cli
