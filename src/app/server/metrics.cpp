@@ -133,28 +133,29 @@ MetricsRegistry::Series& MetricsRegistry::series(const std::string& name, const 
   return *fam->series.back();
 }
 
+namespace {
+// The series' metric in `slot`, made from `args` on first use (under `mu`).
+template <class Metric, class... Args>
+Metric& made_once(std::mutex& mu, std::unique_ptr<Metric>& slot, const Args&... args) {
+  std::lock_guard lock(mu);
+  if (!slot) slot = std::make_unique<Metric>(args...);
+  return *slot;
+}
+}  // namespace
+
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const Labels& labels) {
-  Series& s = series(name, help, Type::kCounter, labels);
-  std::lock_guard lock(mu_);
-  if (!s.counter) s.counter = std::make_unique<Counter>();
-  return *s.counter;
+  return made_once(mu_, series(name, help, Type::kCounter, labels).counter);
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const Labels& labels) {
-  Series& s = series(name, help, Type::kGauge, labels);
-  std::lock_guard lock(mu_);
-  if (!s.gauge) s.gauge = std::make_unique<Gauge>();
-  return *s.gauge;
+  return made_once(mu_, series(name, help, Type::kGauge, labels).gauge);
 }
 
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       const std::vector<double>& bounds, const Labels& labels) {
-  Series& s = series(name, help, Type::kHistogram, labels);
-  std::lock_guard lock(mu_);
-  if (!s.histogram) s.histogram = std::make_unique<Histogram>(bounds);
-  return *s.histogram;
+  return made_once(mu_, series(name, help, Type::kHistogram, labels).histogram, bounds);
 }
 
 std::string MetricsRegistry::render() const {
