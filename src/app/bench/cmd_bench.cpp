@@ -24,6 +24,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/subcommand.h"
 #include "core/cpu_features.h"
 #include "core/formats/row_codec.h"
 #include "core/memory_bandwidth.h"
@@ -427,8 +428,9 @@ void validate(const BenchFlags& f) {
           "--ctx-sweep must be >= 0, --ctx-step and --sweep-decodes >= 1");
 }
 
-void bench(BenchFlags f) {
-  validate(f);
+void bench(const BenchFlags& flags) {
+  validate(flags);
+  BenchFlags f = flags;
   f.model = resolve_model_path(f.model).string();
   // Under mpirun every rank runs the same deterministic tests on its share.
   Communicator* comm = tensor_parallel_world(f.tp);
@@ -469,35 +471,33 @@ void bench(BenchFlags f) {
   }
 }
 
+void declare_flags(CLI::App& sub, BenchFlags& f) {
+  sub.add_option("-p,--n-prompt", f.n_prompt, "prefill test length in tokens (0: skip)")
+      ->capture_default_str();
+  sub.add_option("-n,--n-gen", f.n_gen, "decode test length in tokens (0: skip)")
+      ->capture_default_str();
+  f.add_threads_flag(sub);
+  f.add_tp_flag(sub);
+  sub.add_option("-r,--repetitions", f.repetitions, "timed runs per test, after one warm-up")
+      ->capture_default_str();
+  add_batch_size_flag(sub, f.batch, "tokens per prefill forward pass");
+  sub.add_option("--ctx-sweep", f.ctx_sweep,
+                 "also time decode with 0, step, ..., N tokens already cached")
+      ->capture_default_str();
+  sub.add_option("--ctx-step", f.ctx_step, "spacing of the context sweep")->capture_default_str();
+  sub.add_option("--sweep-decodes", f.sweep_decodes, "decodes timed per sweep point")
+      ->capture_default_str();
+  sub.add_flag("--json", f.json, "JSON on stdout instead of a table");
+  sub.add_flag("--greedy", f.greedy,
+               "logits for greedy sampling only: under mpirun each rank sends its vocabulary "
+               "slice's maximum instead of its logits");
+  f.kv.add_to(sub);
+}
+
 }  // namespace
 
-void add_bench_command(CLI::App& app) {
-  auto f = std::make_shared<BenchFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "bench", "prefill (pp) and decode (tg) speed against the measured memory bandwidth");
-  f->add_model_flag(*sub);
-  sub->add_option("-p,--n-prompt", f->n_prompt, "prefill test length in tokens (0: skip)")
-      ->capture_default_str();
-  sub->add_option("-n,--n-gen", f->n_gen, "decode test length in tokens (0: skip)")
-      ->capture_default_str();
-  f->add_threads_flag(*sub);
-  f->add_tp_flag(*sub);
-  sub->add_option("-r,--repetitions", f->repetitions, "timed runs per test, after one warm-up")
-      ->capture_default_str();
-  sub->add_option("-b,--batch-size", f->batch, "tokens per prefill forward pass")
-      ->capture_default_str();
-  sub->add_option("--ctx-sweep", f->ctx_sweep,
-                  "also time decode with 0, step, ..., N tokens already cached")
-      ->capture_default_str();
-  sub->add_option("--ctx-step", f->ctx_step, "spacing of the context sweep")->capture_default_str();
-  sub->add_option("--sweep-decodes", f->sweep_decodes, "decodes timed per sweep point")
-      ->capture_default_str();
-  sub->add_flag("--json", f->json, "JSON on stdout instead of a table");
-  sub->add_flag("--greedy", f->greedy,
-                "logits for greedy sampling only: under mpirun each rank sends its vocabulary "
-                "slice's maximum instead of its logits");
-  f->kv.add_to(*sub);
-  sub->callback([f] { bench(*f); });
+void declare_bench_command(CLI::App& sub) {
+  declare_model_command<BenchFlags>(sub, bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -35,6 +35,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/subcommand.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"
@@ -386,42 +387,41 @@ void add_tier_flags(CLI::App& sub, BenchServeFlags& f) {
       ->capture_default_str();
 }
 
-}  // namespace
-
-void add_bench_serve_command(CLI::App& app) {
-  auto flags = std::make_shared<BenchServeFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "bench-serve", "continuous-batching throughput/latency vs concurrency; prefix-cache TTFT");
-  flags->add_model_flag(*sub);
-  sub->add_option("--concurrency", flags->concurrency, "concurrent requests per level")
+void declare_flags(CLI::App& sub, BenchServeFlags& flags) {
+  sub.add_option("--concurrency", flags.concurrency, "concurrent requests per level")
       ->delimiter(',')
       ->capture_default_str();
-  sub->add_option("--prompt-len", flags->prompt_len, "prompt tokens per request (sweep)")
+  sub.add_option("--prompt-len", flags.prompt_len, "prompt tokens per request (sweep)")
       ->capture_default_str();
-  sub->add_option("--gen-len", flags->gen_len, "generated tokens per request (sweep)")
+  sub.add_option("--gen-len", flags.gen_len, "generated tokens per request (sweep)")
       ->capture_default_str();
-  sub->add_option("--prefix-requests", flags->prefix_requests, "requests sharing the prefix")
+  sub.add_option("--prefix-requests", flags.prefix_requests, "requests sharing the prefix")
       ->capture_default_str();
-  sub->add_option("--prefix-len", flags->prefix_len, "shared system-prompt tokens")
+  sub.add_option("--prefix-len", flags.prefix_len, "shared system-prompt tokens")
       ->capture_default_str();
-  sub->add_option("--suffix-len", flags->suffix_len, "own prompt tokens after the prefix")
+  sub.add_option("--suffix-len", flags.suffix_len, "own prompt tokens after the prefix")
       ->capture_default_str();
-  sub->add_option("--prefix-gen-len", flags->prefix_gen_len,
-                  "generated tokens per shared-prefix request")
+  sub.add_option("--prefix-gen-len", flags.prefix_gen_len,
+                 "generated tokens per shared-prefix request")
       ->capture_default_str();
-  sub->add_option("--rounds", flags->rounds,
-                  "run the concurrency sweep this many times, levels taking turns; report each "
-                  "level's decode ratio per round and its median")
+  sub.add_option("--rounds", flags.rounds,
+                 "run the concurrency sweep this many times, levels taking turns; report each "
+                 "level's decode ratio per round and its median")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  sub->add_flag("--skip-prefix", flags->skip_prefix, "skip the shared-prefix workload");
-  sub->add_flag("--skip-sweep", flags->skip_sweep, "skip the concurrency sweep");
-  add_tier_flags(*sub, *flags);
-  flags->add_threads_flag(*sub);
-  flags->add_tp_flag(*sub);
-  sub->add_option("-s,--seed", flags->seed, "seed of the synthetic prompts")->capture_default_str();
-  flags->engine.add_to(*sub);
-  sub->callback([flags] { bench_serve(*flags); });
+  sub.add_flag("--skip-prefix", flags.skip_prefix, "skip the shared-prefix workload");
+  sub.add_flag("--skip-sweep", flags.skip_sweep, "skip the concurrency sweep");
+  add_tier_flags(sub, flags);
+  flags.add_threads_flag(sub);
+  flags.add_tp_flag(sub);
+  sub.add_option("-s,--seed", flags.seed, "seed of the synthetic prompts")->capture_default_str();
+  flags.engine.add_to(sub);
+}
+
+}  // namespace
+
+void declare_bench_serve_command(CLI::App& sub) {
+  declare_model_command<BenchServeFlags>(sub, bench_serve, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -16,6 +16,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/static_flags.h"
+#include "app/cli/subcommand.h"
 #include "engine/sequence_runner.h"
 #include "engine/static_pipeline/plan_compiler.h"
 #include "engine/static_pipeline/static_runner.h"
@@ -168,25 +169,24 @@ void bench(const BenchStaticFlags& f) {
   if (st.tokens != dy.tokens) throw std::runtime_error("static and dynamic greedy tokens differ");
 }
 
+void declare_flags(CLI::App& sub, BenchStaticFlags& flags) {
+  flags.add_threads_flag(sub);
+  sub.add_option("--context", flags.context, "context length of the per-variant step timing")
+      ->capture_default_str();
+  sub.add_option("--generate", flags.generate, "tokens of the long generation")
+      ->capture_default_str();
+  sub.add_option("--prompt-len", flags.prompt, "prompt tokens before the long generation")
+      ->capture_default_str();
+  sub.add_option("-r,--repetitions,--reps", flags.reps, "timed steps per variant")
+      ->capture_default_str();
+  flags.kv.add_to(sub);
+  flags.shape.add_to(sub, /*with_mode_flags=*/false);
+}
+
 }  // namespace
 
-void add_bench_static_command(CLI::App& app) {
-  auto flags = std::make_shared<BenchStaticFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "bench-static", "static pipeline: compile time, step time per variant, static vs dynamic");
-  flags->add_model_flag(*sub);
-  flags->add_threads_flag(*sub);
-  sub->add_option("--context", flags->context, "context length of the per-variant step timing")
-      ->capture_default_str();
-  sub->add_option("--generate", flags->generate, "tokens of the long generation")
-      ->capture_default_str();
-  sub->add_option("--prompt-len", flags->prompt, "prompt tokens before the long generation")
-      ->capture_default_str();
-  sub->add_option("-r,--repetitions,--reps", flags->reps, "timed steps per variant")
-      ->capture_default_str();
-  flags->kv.add_to(*sub);
-  flags->shape.add_to(*sub, /*with_mode_flags=*/false);
-  sub->callback([flags] { bench(*flags); });
+void declare_bench_static_command(CLI::App& sub) {
+  declare_model_command<BenchStaticFlags>(sub, bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -18,6 +18,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/subcommand.h"
 #include "engine/kv/contiguous_kv_cache.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "model/forward.h"
@@ -109,24 +110,23 @@ void kv_bench(const KvBenchFlags& f) {
   }
 }
 
+void declare_flags(CLI::App& sub, KvBenchFlags& f) {
+  sub.add_option("--contexts", f.contexts, "tokens already in cache")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub.add_option("--kv-types", f.types, "KV formats to compare (include f16 for ratios)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub.add_option("-n,--n-decode", f.n_decode, "timed decode steps per measurement")
+      ->capture_default_str();
+  sub.add_option("-r,--repetitions,--reps", f.reps, "repetitions")->capture_default_str();
+  f.add_threads_flag(sub);
+}
+
 }  // namespace
 
-void add_kv_bench_command(CLI::App& app) {
-  auto f = std::make_shared<KvBenchFlags>();
-  CLI::App* sub =
-      app.add_subcommand("kv-bench", "decode speed at long context per KV format (ratios to f16)");
-  f->add_model_flag(*sub);
-  sub->add_option("--contexts", f->contexts, "tokens already in cache")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--kv-types", f->types, "KV formats to compare (include f16 for ratios)")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("-n,--n-decode", f->n_decode, "timed decode steps per measurement")
-      ->capture_default_str();
-  sub->add_option("-r,--repetitions,--reps", f->reps, "repetitions")->capture_default_str();
-  f->add_threads_flag(*sub);
-  sub->callback([f] { kv_bench(*f); });
+void declare_kv_bench_command(CLI::App& sub) {
+  declare_model_command<KvBenchFlags>(sub, kv_bench, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -51,6 +51,14 @@ void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
       ->capture_default_str();
 }
 
+void add_ctx_size_flag(CLI::App& app, int& ctx, const std::string& help) {
+  app.add_option("-c,--ctx-size", ctx, help)->capture_default_str();
+}
+
+void add_batch_size_flag(CLI::App& app, int& batch, const std::string& help) {
+  app.add_option("-b,--batch-size", batch, help)->capture_default_str();
+}
+
 void add_n_predict_flag(CLI::App& app, int& n, const std::string& help) {
   const CLI::Validator n_check(
       [](std::string& text) -> std::string {
@@ -277,40 +285,43 @@ std::string human_bytes(double bytes) {
   return buf;
 }
 
+SamplingParams llama_cpp_sampling_defaults() {
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_k = 40;
+  p.top_p = 0.95f;
+  p.min_p = 0.05f;
+  return p;
+}
+
 void SamplingFlags::add_to(CLI::App& app) {
-  app.add_option("--temp", temperature, "sampling temperature; 0 = greedy")->capture_default_str();
-  app.add_option("--top-k", top_k, "keep the k most likely tokens; 0 = off")->capture_default_str();
-  app.add_option("--top-p", top_p, "nucleus sampling threshold; 1 = off")->capture_default_str();
-  app.add_option("--min-p", min_p, "drop tokens below min_p * p(best); 0 = off")
+  SamplingParams& p = params;
+  app.add_option("--temp", p.temperature, "sampling temperature; 0 = greedy")
       ->capture_default_str();
-  app.add_option("--repeat-penalty", repeat_penalty, "repetition penalty; 1 = off")
+  app.add_option("--top-k", p.top_k, "keep the k most likely tokens; 0 = off")
       ->capture_default_str();
-  app.add_option("--repeat-last-n", repeat_last_n, "penalty window in tokens; -1 = whole context")
+  app.add_option("--top-p", p.top_p, "nucleus sampling threshold; 1 = off")->capture_default_str();
+  app.add_option("--min-p", p.min_p, "drop tokens below min_p * p(best); 0 = off")
       ->capture_default_str();
-  app.add_option("--presence-penalty", presence_penalty, "OpenAI presence penalty")
+  app.add_option("--repeat-penalty", p.repetition_penalty, "repetition penalty; 1 = off")
       ->capture_default_str();
-  app.add_option("--frequency-penalty", frequency_penalty, "OpenAI frequency penalty")
+  app.add_option("--repeat-last-n", p.penalty_last_n,
+                 "penalty window in tokens; -1 = whole context")
+      ->capture_default_str();
+  app.add_option("--presence-penalty", p.presence_penalty, "OpenAI presence penalty")
+      ->capture_default_str();
+  app.add_option("--frequency-penalty", p.frequency_penalty, "OpenAI frequency penalty")
       ->capture_default_str();
   app.add_option("-s,--seed", seed, "RNG seed; -1 = random (the seed used is printed)")
       ->capture_default_str();
-  app.add_option("--stop", stop, "stop string (repeatable)");
-  app.add_flag("--ignore-eos", ignore_eos, "keep generating after an end-of-generation token");
+  app.add_option("--stop", p.stop, "stop string (repeatable)");
+  app.add_flag("--ignore-eos", p.ignore_eos, "keep generating after an end-of-generation token");
 }
 
 SamplingParams SamplingFlags::to_params(int max_tokens) const {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = top_k;
-  p.top_p = top_p;
-  p.min_p = min_p;
-  p.repetition_penalty = repeat_penalty;
-  p.penalty_last_n = repeat_last_n;
-  p.presence_penalty = presence_penalty;
-  p.frequency_penalty = frequency_penalty;
+  SamplingParams p = params;
   if (seed >= 0) p.seed = uint64_t(seed);
   if (max_tokens >= 0) p.max_tokens = max_tokens;
-  p.stop = stop;
-  p.ignore_eos = ignore_eos;
   if (auto err = p.validate()) throw std::invalid_argument(with_flag_names(*err));
   return p;
 }

@@ -96,25 +96,24 @@ struct FollowerFinished {};
 // (an end-of-generation token or the full context). 0 and other negatives
 // are refused with the flag's name.
 void add_n_predict_flag(CLI::App& app, int& n, const std::string& help);
+// -c/--ctx-size and -b/--batch-size: llama.cpp's names for a context length
+// and for the tokens of one forward pass, the default shown in --help.
+void add_ctx_size_flag(CLI::App& app, int& ctx, const std::string& help);
+void add_batch_size_flag(CLI::App& app, int& batch, const std::string& help);
 // The warning (beyond the training context) or error (beyond what the
 // model's RoPE scaling covers) for a context of `ctx` tokens set by `flag`.
 void check_context_size(const ModelConfig& config, int ctx, const char* flag);
 std::string human_bytes(double bytes);
 
-// Sampling flags shared by run (and later chat/serve): declared once, driving
-// parsing, help and defaults.
+// llama.cpp's sampling defaults: temperature 0.8, top-k 40, top-p 0.95, min-p 0.05.
+SamplingParams llama_cpp_sampling_defaults();
+
+// Sampling flags shared by run, chat and batch: declared once, driving
+// parsing, help and defaults. They set the request's SamplingParams directly,
+// from llama.cpp's defaults; only the seed has a CLI form of its own.
 struct SamplingFlags {
-  float temperature = 0.8f;
-  int top_k = 40;
-  float top_p = 0.95f;
-  float min_p = 0.05f;
-  float repeat_penalty = 1.0f;
-  int repeat_last_n = 64;
-  float presence_penalty = 0.0f;
-  float frequency_penalty = 0.0f;
-  int64_t seed = -1;
-  std::vector<std::string> stop;
-  bool ignore_eos = false;
+  SamplingParams params = llama_cpp_sampling_defaults();
+  int64_t seed = -1;  // -1: a fresh seed (SamplingParams::seed unset)
 
   void add_to(CLI::App& app);
   // Throws std::invalid_argument with the validation message, naming the flag.

@@ -12,6 +12,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/subcommand.h"
 #include "app/percentiles.h"
 #include "app/text_engine.h"
 #include "model/model.h"
@@ -126,23 +127,22 @@ void batch(const BatchFlags& f) {
   print_totals(results, engine.engine().stats(), peak_blocks, seconds);
 }
 
+void declare_flags(CLI::App& sub, BatchFlags& flags) {
+  sub.add_option("-f,--file", flags.prompt_file, "prompts, one per line")->required();
+  add_n_predict_flag(sub, flags.n_predict, "tokens to generate per output");
+  sub.add_option("--samples", flags.samples, "outputs per prompt (parallel sampling, n)")
+      ->capture_default_str();
+  flags.add_threads_flag(sub);
+  flags.add_tp_flag(sub);
+  sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
+  flags.engine.add_to(sub);
+  flags.sampling.add_to(sub);
+}
+
 }  // namespace
 
-void add_batch_command(CLI::App& app) {
-  auto flags = std::make_shared<BatchFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "batch", "generate for every line of a file at once (continuous batching), with totals");
-  flags->add_model_flag(*sub);
-  sub->add_option("-f,--file", flags->prompt_file, "prompts, one per line")->required();
-  add_n_predict_flag(*sub, flags->n_predict, "tokens to generate per output");
-  sub->add_option("--samples", flags->samples, "outputs per prompt (parallel sampling, n)")
-      ->capture_default_str();
-  flags->add_threads_flag(*sub);
-  flags->add_tp_flag(*sub);
-  sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
-  flags->engine.add_to(*sub);
-  flags->sampling.add_to(*sub);
-  sub->callback([flags] { batch(*flags); });
+void declare_batch_command(CLI::App& sub) {
+  declare_model_command<BatchFlags>(sub, batch, declare_flags);
 }
 
 }  // namespace kvforge::cli

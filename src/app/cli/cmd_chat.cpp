@@ -21,6 +21,7 @@
 #include "app/cli/engine_flags.h"
 #include "app/cli/line_editor.h"
 #include "app/cli/static_flags.h"
+#include "app/cli/subcommand.h"
 #include "app/generation.h"
 #include "model/model.h"
 
@@ -304,28 +305,27 @@ void chat(const ChatFlags& flags) {
   if (!f.session.empty()) save_session(f.session, conversation);
 }
 
+void declare_flags(CLI::App& sub, ChatFlags& f) {
+  sub.add_option("--system,--system-prompt", f.system, "system message (llama.cpp's -sys)");
+  sub.add_option("--chat-template", f.chat_template_file,
+                 "Jinja chat template file (default: the model's)");
+  add_n_predict_flag(sub, f.n_predict, "largest reply in tokens");
+  f.add_threads_flag(sub);
+  f.add_tp_flag(sub);
+  add_ctx_size_flag(sub, f.ctx, "context size; 0 = the model's");
+  f.kv.add_to(sub);
+  f.disk.add_to(sub);
+  sub.add_option("--session", f.session,
+                 "keep the conversation in FILE: resumed at start, saved on exit; its K/V "
+                 "persists in --kv-disk (default FILE.kv)");
+  f.sampling.add_to(sub);
+  f.static_mode.add_to(sub);
+}
+
 }  // namespace
 
-void add_chat_command(CLI::App& app) {
-  auto f = std::make_shared<ChatFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "chat", "interactive chat in the terminal, reusing the KV cache of earlier turns");
-  f->add_model_flag(*sub);
-  sub->add_option("--system,--system-prompt", f->system, "system message (llama.cpp's -sys)");
-  sub->add_option("--chat-template", f->chat_template_file,
-                  "Jinja chat template file (default: the model's)");
-  add_n_predict_flag(*sub, f->n_predict, "largest reply in tokens");
-  f->add_threads_flag(*sub);
-  f->add_tp_flag(*sub);
-  sub->add_option("-c,--ctx-size", f->ctx, "context size; 0 = the model's")->capture_default_str();
-  f->kv.add_to(*sub);
-  f->disk.add_to(*sub);
-  sub->add_option("--session", f->session,
-                  "keep the conversation in FILE: resumed at start, saved on exit; its K/V "
-                  "persists in --kv-disk (default FILE.kv)");
-  f->sampling.add_to(*sub);
-  f->static_mode.add_to(*sub);
-  sub->callback([f] { chat(*f); });
+void declare_chat_command(CLI::App& sub) {
+  declare_model_command<ChatFlags>(sub, chat, declare_flags);
 }
 
 }  // namespace kvforge::cli

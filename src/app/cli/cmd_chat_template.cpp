@@ -6,6 +6,7 @@
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/subcommand.h"
 #include "app/tokenizer/tokenizer.h"
 #include "core/gguf/gguf_file.h"
 
@@ -57,19 +58,19 @@ void render(const ChatTemplateFlags& f) {
   }
 }
 
+void declare_flags(CLI::App& sub, ChatTemplateFlags& f) {
+  f.add_model_flag(sub, "GGUF model whose tokenizer.chat_template to use");
+  sub.add_option("--template", f.template_file, "Jinja template file instead of the model's");
+  sub.add_option("--messages", f.messages, "messages as a JSON array");
+  sub.add_option("--messages-file", f.messages_file, "read the messages JSON from a file");
+  sub.add_flag("--no-generation-prompt", f.no_generation_prompt, "add_generation_prompt = false");
+  sub.add_flag("--tokens", f.tokens, "also print the token ids (needs the model)");
+}
+
 }  // namespace
 
-void add_chat_template_command(CLI::App& app) {
-  auto f = std::make_shared<ChatTemplateFlags>();
-  CLI::App* sub =
-      app.add_subcommand("chat-template", "render messages through a chat template (debugging)");
-  f->add_model_flag(*sub, "GGUF model whose tokenizer.chat_template to use");
-  sub->add_option("--template", f->template_file, "Jinja template file instead of the model's");
-  sub->add_option("--messages", f->messages, "messages as a JSON array");
-  sub->add_option("--messages-file", f->messages_file, "read the messages JSON from a file");
-  sub->add_flag("--no-generation-prompt", f->no_generation_prompt, "add_generation_prompt = false");
-  sub->add_flag("--tokens", f->tokens, "also print the token ids (needs the model)");
-  sub->callback([f] { render(*f); });
+void declare_chat_template_command(CLI::App& sub) {
+  declare_command<ChatTemplateFlags>(sub, render, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -8,6 +8,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/static_flags.h"
+#include "app/cli/subcommand.h"
 #include "engine/static_pipeline/plan_compiler.h"
 #include "engine/static_pipeline/plan_file.h"
 #include "model/model.h"
@@ -46,19 +47,18 @@ void compile(const CompileFlags& f) {
                f.output.c_str(), human_bytes(double(std::filesystem::file_size(f.output))).c_str());
 }
 
+void declare_flags(CLI::App& sub, CompileFlags& flags) {
+  sub.add_option("-o,--output", flags.output, "plan file to write (e.g. model.kvfplan)")
+      ->required();
+  flags.add_threads_flag(sub, "threads the plans are partitioned for");
+  flags.kv.add_to(sub);
+  flags.shape.add_to(sub, /*with_mode_flags=*/false);
+}
+
 }  // namespace
 
-void add_compile_command(CLI::App& app) {
-  auto flags = std::make_shared<CompileFlags>();
-  CLI::App* sub =
-      app.add_subcommand("compile", "compile static-pipeline plans for a model into a plan file");
-  flags->add_model_flag(*sub);
-  sub->add_option("-o,--output", flags->output, "plan file to write (e.g. model.kvfplan)")
-      ->required();
-  flags->add_threads_flag(*sub, "threads the plans are partitioned for");
-  flags->kv.add_to(*sub);
-  flags->shape.add_to(*sub, /*with_mode_flags=*/false);
-  sub->callback([flags] { compile(*flags); });
+void declare_compile_command(CLI::App& sub) {
+  declare_model_command<CompileFlags>(sub, compile, declare_flags);
 }
 
 }  // namespace kvforge::cli

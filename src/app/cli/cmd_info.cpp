@@ -204,16 +204,15 @@ void info(const std::string& path, bool all_tensors) {
 
 }  // namespace
 
-void add_info_command(CLI::App& app) {
+void declare_info_command(CLI::App& sub) {
   auto path = std::make_shared<std::string>();
   auto all = std::make_shared<bool>(false);
-  CLI::App* sub = app.add_subcommand("info", "describe a GGUF file");
   // -m as every other command; the positional form stays. Neither: the default model.
   CLI::Option* flag =
-      sub->add_option("-m,--model", *path, "GGUF file (default: the model in models/)");
-  sub->add_option("model", *path, "GGUF file, as -m")->excludes(flag);
-  sub->add_flag("--all", *all, "list every tensor");
-  sub->callback([path, all] { info(resolve_model_path(*path).string(), *all); });
+      sub.add_option("-m,--model", *path, "GGUF file (default: the model in models/)");
+  sub.add_option("model", *path, "GGUF file, as -m")->excludes(flag);
+  sub.add_flag("--all", *all, "list every tensor");
+  sub.callback([path, all] { info(resolve_model_path(*path).string(), *all); });
 }
 
 }  // namespace kvforge::cli

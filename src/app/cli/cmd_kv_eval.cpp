@@ -4,6 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/subcommand.h"
 #include "app/tokenizer/tokenizer.h"
 #include "app/tools/kv_eval.h"
 #include "model/model.h"
@@ -29,7 +30,7 @@ void print_grid(const char* what, const std::vector<std::vector<double>>& g) {
   }
 }
 
-void kv_eval(KvEvalFlags f) {
+void kv_eval(const KvEvalFlags& f) {
   const KvFormat format = f.kv.format();
   const auto [path, model, tokenizer] = load_model(f);
   std::vector<int32_t> tokens =
@@ -63,23 +64,21 @@ void kv_eval(KvEvalFlags f) {
               100.0 * (r.ppl_candidate / r.ppl_reference - 1.0));
 }
 
+void declare_flags(CLI::App& sub, KvEvalFlags& f) {
+  sub.add_option("-f,--file", f.file, "text file")->required();
+  f.kv.add_to(sub);
+  add_ctx_size_flag(sub, f.ctx, "window length in tokens; 0 = min(train ctx, 512)");
+  sub.add_option("-n,--max-tokens", f.max_tokens, "use at most this many tokens; 0 = all")
+      ->capture_default_str();
+  f.add_threads_flag(sub);
+  add_batch_size_flag(sub, f.batch, "tokens per forward pass");
+  sub.add_flag("--no-per-head", f.no_per_head, "skip the per-layer / per-head K and V table");
+}
+
 }  // namespace
 
-void add_kv_eval_command(CLI::App& app) {
-  auto f = std::make_shared<KvEvalFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "kv-eval", "accuracy of a KV storage format against an f32 KV cache on a text");
-  f->add_model_flag(*sub);
-  sub->add_option("-f,--file", f->file, "text file")->required();
-  f->kv.add_to(*sub);
-  sub->add_option("-c,--ctx-size", f->ctx, "window length in tokens; 0 = min(train ctx, 512)")
-      ->capture_default_str();
-  sub->add_option("-n,--max-tokens", f->max_tokens, "use at most this many tokens; 0 = all")
-      ->capture_default_str();
-  f->add_threads_flag(*sub);
-  sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
-  sub->add_flag("--no-per-head", f->no_per_head, "skip the per-layer / per-head K and V table");
-  sub->callback([f] { kv_eval(*f); });
+void declare_kv_eval_command(CLI::App& sub) {
+  declare_model_command<KvEvalFlags>(sub, kv_eval, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -9,6 +9,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/subcommand.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/tp_memory_plan.h"
 #include "model/random_model.h"
@@ -207,29 +208,29 @@ void kv_plan(const KvPlanFlags& f) {
   print_format_table(s, m.weight_bytes, f);
 }
 
-}  // namespace
-
-void add_kv_plan_command(CLI::App& app) {
-  auto f = std::make_shared<KvPlanFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "kv-plan", "weight + KV memory at a context and batch; what fits a memory budget");
-  f->add_model_flag(*sub, "GGUF model (its metadata and tensor sizes)");
-  sub->add_option("--preset", f->preset, "a named shape: " + preset_list());
-  sub->add_option("--weight-type", f->weight_type, "matrix type for a preset (f32, f16, q8_0, ...)")
+void declare_flags(CLI::App& sub, KvPlanFlags& f) {
+  f.add_model_flag(sub, "GGUF model (its metadata and tensor sizes)");
+  sub.add_option("--preset", f.preset, "a named shape: " + preset_list());
+  sub.add_option("--weight-type", f.weight_type, "matrix type for a preset (f32, f16, q8_0, ...)")
       ->capture_default_str();
-  f->kv.add_to(*sub);
-  sub->add_option("-c,--ctx-size", f->ctx, "tokens per sequence")->capture_default_str();
-  sub->add_option("--parallel,--batch", f->batch, "concurrent sequences (llama.cpp's -np)")
+  f.kv.add_to(sub);
+  sub.add_option("-c,--ctx-size", f.ctx, "tokens per sequence")->capture_default_str();
+  sub.add_option("--parallel,--batch", f.batch, "concurrent sequences (llama.cpp's -np)")
       ->capture_default_str();
-  sub->add_option("--block-size", f->block_size,
-                  "paged KV block (tokens): a windowed layer keeps window + block positions")
+  sub.add_option("--block-size", f.block_size,
+                 "paged KV block (tokens): a windowed layer keeps window + block positions")
       ->capture_default_str();
-  sub->add_option("--budget-gib", f->budget_gib,
-                  "memory budget in GiB (weights + KV); with --tp, per rank (default 32)");
-  sub->add_option("--tp", f->tp, "tensor-parallel ranks: also print one rank's share")
+  sub.add_option("--budget-gib", f.budget_gib,
+                 "memory budget in GiB (weights + KV); with --tp, per rank (default 32)");
+  sub.add_option("--tp", f.tp, "tensor-parallel ranks: also print one rank's share")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));
-  sub->callback([f] { kv_plan(*f); });
+}
+
+}  // namespace
+
+void declare_kv_plan_command(CLI::App& sub) {
+  declare_command<KvPlanFlags>(sub, kv_plan, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -7,6 +7,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/subcommand.h"
 #include "core/formats/row_codec.h"
 #include "core/gguf/gguf_file.h"
 #include "model/random_model.h"
@@ -73,50 +74,50 @@ void make_model(const MakeModelFlags& f) {
   std::fprintf(stderr, "wrote %s\n", f.out.c_str());
 }
 
+void declare_flags(CLI::App& sub, MakeModelFlags& f) {
+  sub.add_option("-o,--output", f.out, "output GGUF file")->required();
+  sub.add_option("--preset", f.preset,
+                 "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
+      ->capture_default_str();
+  sub.add_option("--vocab", f.vocab, "take the tokenizer from this GGUF (default: byte vocab)");
+  sub.add_option("--type", f.type, "matrix type: " + supported_weight_type_names())
+      ->capture_default_str();
+  sub.add_option("-s,--seed", f.seed, "weights seed")->capture_default_str();
+  sub.add_option("--n-embd", f.n_embd, "override the preset");
+  sub.add_option("--n-layer", f.n_layer, "override the preset");
+  sub.add_option("--n-head", f.n_head, "override the preset");
+  sub.add_option("--n-kv-head", f.n_kv_head, "override the preset");
+  sub.add_option("--n-ff", f.n_ff, "override the preset");
+  sub.add_option("--n-ctx", f.n_ctx, "override the preset");
+  sub.add_option("--n-vocab", f.n_vocab,
+                 "override the preset: byte vocabulary padded with unused tokens to this size");
+  sub.add_flag("--tied", f.tied, "tie the output projection to the token embedding");
+  RandomModelSpec& a = f.arch;
+  sub.add_option("--arch", a.arch, std::string("architecture: ") + random_model_architectures())
+      ->capture_default_str();
+  sub.add_option("--head-dim", a.head_dim, "head size (default n_embd / n_head)");
+  sub.add_flag("--fused-qkv", a.fused_qkv, "one attn_qkv matrix instead of attn_q/k/v");
+  sub.add_option("--sliding-window", a.sliding_window, "attention.sliding_window");
+  sub.add_option("--swa-pattern", a.swa_pattern,
+                 "attention.sliding_window_pattern (every n-th layer global)");
+  sub.add_option("--rope-base", a.rope_freq_base, "rope.freq_base")->capture_default_str();
+  sub.add_option("--rope-base-swa", a.rope_freq_base_swa, "rope.freq_base_swa (gemma)");
+  sub.add_option("--attn-softcap", a.attn_softcap, "attn_logit_softcapping (gemma2)");
+  sub.add_option("--final-softcap", a.final_softcap, "final_logit_softcapping (gemma)");
+  sub.add_option("--rope-scaling", a.rope_scaling,
+                 "rope.scaling.type: none, linear, yarn, longrope");
+  sub.add_option("--rope-factor", a.rope_factor, "rope.scaling.factor");
+  sub.add_option("--rope-orig-ctx", a.rope_orig_ctx, "rope.scaling.original_context_length");
+  sub.add_flag("--llama3-rope-freqs", a.llama3_rope_freqs,
+               "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
+  sub.add_flag("--longrope-factors", a.longrope_factors,
+               "write Phi-3's rope_factors_long/short.weight");
+}
+
 }  // namespace
 
-void add_make_model_command(CLI::App& app) {
-  auto f = std::make_shared<MakeModelFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "make-model", "write a random-weight GGUF model of any supported architecture");
-  sub->add_option("-o,--output", f->out, "output GGUF file")->required();
-  sub->add_option("--preset", f->preset,
-                  "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
-      ->capture_default_str();
-  sub->add_option("--vocab", f->vocab, "take the tokenizer from this GGUF (default: byte vocab)");
-  sub->add_option("--type", f->type, "matrix type: " + supported_weight_type_names())
-      ->capture_default_str();
-  sub->add_option("-s,--seed", f->seed, "weights seed")->capture_default_str();
-  sub->add_option("--n-embd", f->n_embd, "override the preset");
-  sub->add_option("--n-layer", f->n_layer, "override the preset");
-  sub->add_option("--n-head", f->n_head, "override the preset");
-  sub->add_option("--n-kv-head", f->n_kv_head, "override the preset");
-  sub->add_option("--n-ff", f->n_ff, "override the preset");
-  sub->add_option("--n-ctx", f->n_ctx, "override the preset");
-  sub->add_option("--n-vocab", f->n_vocab,
-                  "override the preset: byte vocabulary padded with unused tokens to this size");
-  sub->add_flag("--tied", f->tied, "tie the output projection to the token embedding");
-  RandomModelSpec& a = f->arch;
-  sub->add_option("--arch", a.arch, std::string("architecture: ") + random_model_architectures())
-      ->capture_default_str();
-  sub->add_option("--head-dim", a.head_dim, "head size (default n_embd / n_head)");
-  sub->add_flag("--fused-qkv", a.fused_qkv, "one attn_qkv matrix instead of attn_q/k/v");
-  sub->add_option("--sliding-window", a.sliding_window, "attention.sliding_window");
-  sub->add_option("--swa-pattern", a.swa_pattern,
-                  "attention.sliding_window_pattern (every n-th layer global)");
-  sub->add_option("--rope-base", a.rope_freq_base, "rope.freq_base")->capture_default_str();
-  sub->add_option("--rope-base-swa", a.rope_freq_base_swa, "rope.freq_base_swa (gemma)");
-  sub->add_option("--attn-softcap", a.attn_softcap, "attn_logit_softcapping (gemma2)");
-  sub->add_option("--final-softcap", a.final_softcap, "final_logit_softcapping (gemma)");
-  sub->add_option("--rope-scaling", a.rope_scaling,
-                  "rope.scaling.type: none, linear, yarn, longrope");
-  sub->add_option("--rope-factor", a.rope_factor, "rope.scaling.factor");
-  sub->add_option("--rope-orig-ctx", a.rope_orig_ctx, "rope.scaling.original_context_length");
-  sub->add_flag("--llama3-rope-freqs", a.llama3_rope_freqs,
-                "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
-  sub->add_flag("--longrope-factors", a.longrope_factors,
-                "write Phi-3's rope_factors_long/short.weight");
-  sub->callback([f] { make_model(*f); });
+void declare_make_model_command(CLI::App& sub) {
+  declare_command<MakeModelFlags>(sub, make_model, declare_flags);
 }
 
 }  // namespace kvforge::cli

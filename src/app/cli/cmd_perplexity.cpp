@@ -5,6 +5,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/subcommand.h"
 #include "app/tokenizer/tokenizer.h"
 #include "app/tools/perplexity.h"
 #include "model/model.h"
@@ -43,19 +44,18 @@ void perplexity(const PerplexityFlags& f) {
       r.seconds);
 }
 
+void declare_flags(CLI::App& sub, PerplexityFlags& f) {
+  sub.add_option("-f,--file", f.file, "text file")->required();
+  add_ctx_size_flag(sub, f.ctx, "window length in tokens; 0 = min(train ctx, 512)");
+  f.add_threads_flag(sub);
+  f.add_tp_flag(sub);
+  add_batch_size_flag(sub, f.batch, "tokens per forward pass");
+}
+
 }  // namespace
 
-void add_perplexity_command(CLI::App& app) {
-  auto f = std::make_shared<PerplexityFlags>();
-  CLI::App* sub = app.add_subcommand("perplexity", "perplexity of a model on a text file");
-  f->add_model_flag(*sub);
-  sub->add_option("-f,--file", f->file, "text file")->required();
-  sub->add_option("-c,--ctx-size", f->ctx, "window length in tokens; 0 = min(train ctx, 512)")
-      ->capture_default_str();
-  f->add_threads_flag(*sub);
-  f->add_tp_flag(*sub);
-  sub->add_option("-b,--batch-size", f->batch, "tokens per forward pass")->capture_default_str();
-  sub->callback([f] { perplexity(*f); });
+void declare_perplexity_command(CLI::App& sub) {
+  declare_model_command<PerplexityFlags>(sub, perplexity, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -6,6 +6,7 @@
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
+#include "app/cli/subcommand.h"
 #include "app/tools/quantize_model.h"
 #include "app/tools/quantize_plan.h"
 #include "app/tools/quantize_recipe.h"
@@ -57,24 +58,25 @@ void quantize(const QuantizeFlags& f) {
                human_bytes(double(r.bytes_out)).c_str());
 }
 
+void declare_flags(CLI::App& sub, QuantizeFlags& f) {
+  sub.add_option("input", f.in, "source GGUF")->required();
+  sub.add_option("output", f.out, "destination GGUF")->required();
+  sub.add_option("--type", f.type,
+                 "a single type for every matrix (" + quantizable_type_list() +
+                     ") or a llama.cpp mixture (" + quant_mixture_list() +
+                     "), case-insensitive; a mixture name wins over the type of the same name")
+      ->capture_default_str();
+  sub.add_flag("--pure", f.pure,
+               "every matrix in the mixture's base type, as llama-quantize --pure (rows that "
+               "the type's blocks do not divide still fall back)");
+  sub.add_flag("--dry-run", f.dry_run,
+               "print each tensor's planned type and write nothing (output is still required)");
+}
+
 }  // namespace
 
-void add_quantize_command(CLI::App& app) {
-  auto f = std::make_shared<QuantizeFlags>();
-  CLI::App* sub = app.add_subcommand("quantize", "convert weight matrices to another format");
-  sub->add_option("input", f->in, "source GGUF")->required();
-  sub->add_option("output", f->out, "destination GGUF")->required();
-  sub->add_option("--type", f->type,
-                  "a single type for every matrix (" + quantizable_type_list() +
-                      ") or a llama.cpp mixture (" + quant_mixture_list() +
-                      "), case-insensitive; a mixture name wins over the type of the same name")
-      ->capture_default_str();
-  sub->add_flag("--pure", f->pure,
-                "every matrix in the mixture's base type, as llama-quantize --pure (rows that "
-                "the type's blocks do not divide still fall back)");
-  sub->add_flag("--dry-run", f->dry_run,
-                "print each tensor's planned type and write nothing (output is still required)");
-  sub->callback([f] { quantize(*f); });
+void declare_quantize_command(CLI::App& sub) {
+  declare_command<QuantizeFlags>(sub, quantize, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -10,6 +10,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
+#include "app/cli/subcommand.h"
 #include "app/generation.h"
 #include "app/tokenizer/tokenizer.h"
 #include "model/model.h"
@@ -114,28 +115,26 @@ void run(const RunFlags& f) {
     std::fputc('\n', stdout);
 }
 
+void declare_flags(CLI::App& sub, RunFlags& flags) {
+  sub.add_option("-p,--prompt", flags.prompt, "prompt text")->capture_default_str();
+  sub.add_option("-f,--file", flags.prompt_file, "read the prompt from a file");
+  add_n_predict_flag(sub, flags.n_predict, "tokens to generate");
+  flags.add_threads_flag(sub);
+  add_ctx_size_flag(sub, flags.ctx, "context size; 0 = model's, at most 4096");
+  add_batch_size_flag(sub, flags.batch, "prompt tokens per forward pass");
+  flags.add_tp_flag(sub);
+  flags.kv.add_to(sub);
+  flags.disk.add_to(sub);
+  sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
+  sub.add_flag("-q,--quiet", flags.quiet, "print only the text");
+  flags.sampling.add_to(sub);
+  flags.static_flags.add_to(sub);
+}
+
 }  // namespace
 
-void add_run_command(CLI::App& app) {
-  auto flags = std::make_shared<RunFlags>();
-  CLI::App* sub = app.add_subcommand("run", "generate text from a prompt, with timing");
-  flags->add_model_flag(*sub);
-  sub->add_option("-p,--prompt", flags->prompt, "prompt text")->capture_default_str();
-  sub->add_option("-f,--file", flags->prompt_file, "read the prompt from a file");
-  add_n_predict_flag(*sub, flags->n_predict, "tokens to generate");
-  flags->add_threads_flag(*sub);
-  sub->add_option("-c,--ctx-size", flags->ctx, "context size; 0 = model's, at most 4096")
-      ->capture_default_str();
-  sub->add_option("-b,--batch-size", flags->batch, "prompt tokens per forward pass")
-      ->capture_default_str();
-  flags->add_tp_flag(*sub);
-  flags->kv.add_to(*sub);
-  flags->disk.add_to(*sub);
-  sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS even if the model wants it");
-  sub->add_flag("-q,--quiet", flags->quiet, "print only the text");
-  flags->sampling.add_to(*sub);
-  flags->static_flags.add_to(*sub);
-  sub->callback([flags] { run(*flags); });
+void declare_run_command(CLI::App& sub) {
+  declare_model_command<RunFlags>(sub, run, declare_flags);
 }
 
 }  // namespace kvforge::cli

@@ -21,6 +21,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/static_flags.h"
+#include "app/cli/subcommand.h"
 #include "app/server/completion_service.h"
 #include "app/server/engine_loop.h"
 #include "app/server/exit_watchdog.h"
@@ -196,49 +197,47 @@ void serve(const ServeFlags& f) {
   if (const std::string why = loop.broken(); !why.empty()) throw std::runtime_error(why);
 }
 
+void declare_flags(CLI::App& sub, ServeFlags& f) {
+  sub.add_option("--host", f.http.host, "address to listen on")->capture_default_str();
+  sub.add_option("--port", f.http.port, "port; 0 = any free port")->capture_default_str();
+  sub.add_option("--api-key", f.http.api_key,
+                 "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
+  sub.add_flag("--metrics-public", f.http.metrics_public, "serve /metrics without the API key");
+  sub.add_option("--alias", f.alias, "model id in /v1/models and responses (default: file name)");
+  sub.add_option("--log-format", f.log_format,
+                 "access log, one line per request on stderr: text or json")
+      ->capture_default_str();
+  sub.add_flag("--no-access-log", f.no_access_log, "do not log each request");
+  f.add_tp_flag(sub);
+  f.add_threads_flag(sub, "compute threads");
+  f.engine.add_to(sub);
+  sub.add_option("--max-queue", f.max_queue,
+                 "requests waiting beyond --max-seqs (static: --static-slots) before 429")
+      ->capture_default_str();
+  sub.add_option("--max-n", f.max_n, "largest 'n' (parallel samples) per request")
+      ->capture_default_str();
+  sub.add_option("--http-threads", f.http.threads, "HTTP connections served at once")
+      ->capture_default_str();
+  sub.add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (413 beyond)")
+      ->capture_default_str();
+  sub.add_option("--header-timeout", f.http.header_timeout_s,
+                 "seconds for a request's line and headers to arrive (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--body-timeout", f.http.body_timeout_s,
+                 "seconds for a body of --max-body bytes to arrive; a smaller body gets its "
+                 "share, at least --header-timeout (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--chat-template", f.chat_template_file,
+                 "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  f.static_mode.add_to(sub);
+}
+
 }  // namespace
 
-void add_serve_command(CLI::App& app) {
-  auto f = std::make_shared<ServeFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "serve", "OpenAI-compatible HTTP server (completions, chat, SSE, metrics)");
-  f->add_model_flag(*sub);
-  sub->add_option("--host", f->http.host, "address to listen on")->capture_default_str();
-  sub->add_option("--port", f->http.port, "port; 0 = any free port")->capture_default_str();
-  sub->add_option("--api-key", f->http.api_key,
-                  "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
-  sub->add_flag("--metrics-public", f->http.metrics_public, "serve /metrics without the API key");
-  sub->add_option("--alias", f->alias, "model id in /v1/models and responses (default: file name)");
-  sub->add_option("--log-format", f->log_format,
-                  "access log, one line per request on stderr: text or json")
-      ->capture_default_str();
-  sub->add_flag("--no-access-log", f->no_access_log, "do not log each request");
-  f->add_tp_flag(*sub);
-  f->add_threads_flag(*sub, "compute threads");
-  f->engine.add_to(*sub);
-  sub->add_option("--max-queue", f->max_queue,
-                  "requests waiting beyond --max-seqs (static: --static-slots) before 429")
-      ->capture_default_str();
-  sub->add_option("--max-n", f->max_n, "largest 'n' (parallel samples) per request")
-      ->capture_default_str();
-  sub->add_option("--http-threads", f->http.threads, "HTTP connections served at once")
-      ->capture_default_str();
-  sub->add_option("--max-body", f->http.max_body_bytes,
-                  "largest request body in bytes (413 beyond)")
-      ->capture_default_str();
-  sub->add_option("--header-timeout", f->http.header_timeout_s,
-                  "seconds for a request's line and headers to arrive (408 beyond)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--body-timeout", f->http.body_timeout_s,
-                  "seconds for a body of --max-body bytes to arrive; a smaller body gets its "
-                  "share, at least --header-timeout (408 beyond)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub->add_option("--chat-template", f->chat_template_file,
-                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
-  f->static_mode.add_to(*sub);
-  sub->callback([f] { serve(*f); });
+void declare_serve_command(CLI::App& sub) {
+  declare_model_command<ServeFlags>(sub, serve, declare_flags);
 }
 
 }  // namespace kvforge::cli

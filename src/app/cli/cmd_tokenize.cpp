@@ -4,6 +4,7 @@
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/subcommand.h"
 #include "app/tokenizer/tokenizer.h"
 #include "core/gguf/gguf_file.h"
 
@@ -49,34 +50,35 @@ void tokenize(const TokenizeFlags& f) {
   std::printf("%zu tokens\n", pieces.size());
 }
 
-}  // namespace
-
-void add_tokenize_command(CLI::App& app) {
-  auto flags = std::make_shared<TokenizeFlags>();
-  CLI::App* sub = app.add_subcommand("tokenize", "split text into tokens with a model's tokenizer");
+void declare_flags(CLI::App& sub, TokenizeFlags& flags) {
   // kvforge tokenize [-m] MODEL TEXT, or -m MODEL -p TEXT as llama-tokenize.
   auto positional = std::make_shared<std::vector<std::string>>();
-  sub->add_option("-m,--model", flags->model, "GGUF model or vocabulary file");
-  sub->add_option("-p,--prompt", flags->text, "text to tokenize (or the last positional)");
-  sub->add_option("args", *positional, "[MODEL] TEXT")->expected(0, 2);
-  sub->parse_complete_callback([sub, flags, positional] {
+  sub.add_option("-m,--model", flags.model, "GGUF model or vocabulary file");
+  sub.add_option("-p,--prompt", flags.text, "text to tokenize (or the last positional)");
+  sub.add_option("args", *positional, "[MODEL] TEXT")->expected(0, 2);
+  sub.parse_complete_callback([&sub, &flags, positional] {
     std::vector<std::string> args = *positional;
-    if (sub->count("--prompt") == 0) {
+    if (sub.count("--prompt") == 0) {
       if (args.empty()) throw CLI::ValidationError("tokenize", "give the text to tokenize");
-      flags->text = args.back();
+      flags.text = args.back();
       args.pop_back();
     }
     if (!args.empty()) {
-      if (sub->count("--model") > 0)
+      if (sub.count("--model") > 0)
         throw CLI::ValidationError("tokenize", "the model is given twice (-m and " + args[0] + ")");
-      flags->model = args[0];
+      flags.model = args[0];
     }
     if (args.size() > 1) throw CLI::ValidationError("tokenize", "too many arguments");
   });
-  sub->add_flag("--ids", flags->ids_only, "print only the ids, space separated");
-  sub->add_flag("--no-bos", flags->no_bos, "do not prepend BOS");
-  sub->add_flag("--no-special", flags->no_special, "treat special-token text as plain text");
-  sub->callback([flags] { tokenize(*flags); });
+  sub.add_flag("--ids", flags.ids_only, "print only the ids, space separated");
+  sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS");
+  sub.add_flag("--no-special", flags.no_special, "treat special-token text as plain text");
+}
+
+}  // namespace
+
+void declare_tokenize_command(CLI::App& sub) {
+  declare_command<TokenizeFlags>(sub, tokenize, declare_flags);
 }
 
 }  // namespace kvforge::cli

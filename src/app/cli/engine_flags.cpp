@@ -16,8 +16,7 @@ void EngineFlags::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--block-size", block_size, "tokens per KV block (power of two, 1..256)")
       ->capture_default_str();
-  app.add_option("-c,--ctx-size", ctx, "context per sequence; 0 = the model's")
-      ->capture_default_str();
+  add_ctx_size_flag(app, ctx, "context per sequence; 0 = the model's");
   app.add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse K/V of shared prompt prefixes");
   kv.add_to(app);
   disk.add_to(app);

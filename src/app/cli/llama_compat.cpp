@@ -61,21 +61,27 @@ void LlamaLoadFlags::lock_memory() const {
 }
 
 std::optional<KvDtype> kv_dtype_from_user_name(const std::string& name) {
-  // Each note once: the format is read more than once per command.
-  static bool q8_noted = false, q4_noted = false;
-  if (name == "q8_0") {
-    if (!std::exchange(q8_noted, true))
-      std::fprintf(stderr,
-                   "note: KV type q8_0 is kvforge's int8: one f16 scale per head of each token "
-                   "rather than per 32 values, about the same bytes\n");
-    return KvDtype::Int8;
-  }
-  if (name == "q4_0") {
-    if (!std::exchange(q4_noted, true))
-      std::fprintf(stderr,
-                   "note: KV type q4_0 is kvforge's q4: 32 values per group as q4_0, with an f16 "
-                   "offset besides the step (affine, as q4_1), 20 bytes a group instead of 18\n");
-    return KvDtype::Q4;
+  // llama.cpp's KV type names for kvforge's nearest formats, and how they differ.
+  struct LlamaKvName {
+    const char* name;
+    KvDtype dtype;
+    const char* note;
+    bool noted;  // each note once: the format is read more than once per command
+  };
+  static LlamaKvName llama_names[] = {
+      {"q8_0", KvDtype::Int8,
+       "note: KV type q8_0 is kvforge's int8: one f16 scale per head of each token "
+       "rather than per 32 values, about the same bytes\n",
+       false},
+      {"q4_0", KvDtype::Q4,
+       "note: KV type q4_0 is kvforge's q4: 32 values per group as q4_0, with an f16 "
+       "offset besides the step (affine, as q4_1), 20 bytes a group instead of 18\n",
+       false},
+  };
+  for (LlamaKvName& n : llama_names) {
+    if (name != n.name) continue;
+    if (!std::exchange(n.noted, true)) std::fputs(n.note, stderr);
+    return n.dtype;
   }
   return kv_dtype_from_name(name);
 }

@@ -82,23 +82,8 @@ int fail(kvforge::Communicator& world, FILE* errors, const char* what) {
 }
 
 void add_commands(CLI::App& app) {
-  kvforge::cli::add_run_command(app);
-  kvforge::cli::add_info_command(app);
-  kvforge::cli::add_tokenize_command(app);
-  kvforge::cli::add_make_model_command(app);
-  kvforge::cli::add_quantize_command(app);
-  kvforge::cli::add_perplexity_command(app);
-  kvforge::cli::add_batch_command(app);
-  kvforge::cli::add_bench_serve_command(app);
-  kvforge::cli::add_serve_command(app);
-  kvforge::cli::add_chat_command(app);
-  kvforge::cli::add_chat_template_command(app);
-  kvforge::cli::add_kv_eval_command(app);
-  kvforge::cli::add_kv_plan_command(app);
-  kvforge::cli::add_kv_bench_command(app);
-  kvforge::cli::add_bench_command(app);
-  kvforge::cli::add_compile_command(app);
-  kvforge::cli::add_bench_static_command(app);
+  for (const kvforge::cli::Subcommand& c : kvforge::cli::kSubcommands)
+    c.declare(*app.add_subcommand(c.name, c.help));
 }
 
 }  // namespace

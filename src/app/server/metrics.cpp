@@ -19,26 +19,15 @@ bool valid_name(const std::string& s, bool allow_colon) {
   return true;
 }
 
-std::string escape_label_value(const std::string& v) {
+// Prometheus text-format escaping: backslash and newline everywhere, the
+// double quote too inside a label value (HELP text is not quoted).
+std::string escape_text(const std::string& v, bool quoted) {
   std::string out;
   for (char c : v) {
     if (c == '\\')
       out += "\\\\";
-    else if (c == '"')
+    else if (quoted && c == '"')
       out += "\\\"";
-    else if (c == '\n')
-      out += "\\n";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string escape_help(const std::string& v) {
-  std::string out;
-  for (char c : v) {
-    if (c == '\\')
-      out += "\\\\";
     else if (c == '\n')
       out += "\\n";
     else
@@ -56,7 +45,7 @@ std::string label_text(const Labels& labels,
   auto add = [&](const std::pair<std::string, std::string>& l) {
     if (!first) out += ',';
     first = false;
-    out += l.first + "=\"" + escape_label_value(l.second) + "\"";
+    out += l.first + "=\"" + escape_text(l.second, /*quoted=*/true) + "\"";
   };
   for (const auto& l : labels) add(l);
   if (extra) add(*extra);
@@ -144,35 +133,36 @@ MetricsRegistry::Series& MetricsRegistry::series(const std::string& name, const 
   return *fam->series.back();
 }
 
+namespace {
+// The series' metric in `slot`, made from `args` on first use (under `mu`).
+template <class Metric, class... Args>
+Metric& made_once(std::mutex& mu, std::unique_ptr<Metric>& slot, const Args&... args) {
+  std::lock_guard lock(mu);
+  if (!slot) slot = std::make_unique<Metric>(args...);
+  return *slot;
+}
+}  // namespace
+
 Counter& MetricsRegistry::counter(const std::string& name, const std::string& help,
                                   const Labels& labels) {
-  Series& s = series(name, help, Type::kCounter, labels);
-  std::lock_guard lock(mu_);
-  if (!s.counter) s.counter = std::make_unique<Counter>();
-  return *s.counter;
+  return made_once(mu_, series(name, help, Type::kCounter, labels).counter);
 }
 
 Gauge& MetricsRegistry::gauge(const std::string& name, const std::string& help,
                               const Labels& labels) {
-  Series& s = series(name, help, Type::kGauge, labels);
-  std::lock_guard lock(mu_);
-  if (!s.gauge) s.gauge = std::make_unique<Gauge>();
-  return *s.gauge;
+  return made_once(mu_, series(name, help, Type::kGauge, labels).gauge);
 }
 
 Histogram& MetricsRegistry::histogram(const std::string& name, const std::string& help,
                                       const std::vector<double>& bounds, const Labels& labels) {
-  Series& s = series(name, help, Type::kHistogram, labels);
-  std::lock_guard lock(mu_);
-  if (!s.histogram) s.histogram = std::make_unique<Histogram>(bounds);
-  return *s.histogram;
+  return made_once(mu_, series(name, help, Type::kHistogram, labels).histogram, bounds);
 }
 
 std::string MetricsRegistry::render() const {
   std::lock_guard lock(mu_);
   std::string out;
   for (const auto& f : families_) {
-    out += "# HELP " + f->name + " " + escape_help(f->help) + "\n";
+    out += "# HELP " + f->name + " " + escape_text(f->help, /*quoted=*/false) + "\n";
     out += "# TYPE " + f->name + " " + type_name(static_cast<int>(f->type)) + "\n";
     for (const auto& s : f->series) {
       if (s->counter) {

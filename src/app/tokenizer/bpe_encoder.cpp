@@ -1,8 +1,9 @@
 #include "app/tokenizer/bpe_encoder.h"
 
-#include <queue>
+#include <optional>
 #include <string>
 
+#include "app/tokenizer/pair_merge.h"
 #include "app/tokenizer/tokenizer_error.h"
 #include "app/tokenizer/utf8.h"
 
@@ -95,29 +96,25 @@ void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) c
   }
   symbols.back().next = -1;
 
-  std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
-  const auto consider = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0) return;
-    const MergeRule* rule = merges_.find(symbols[left].id, symbols[right].id);
-    if (rule == nullptr) return;
-    queue.push({rule->rank, left, right, symbols[left].id, symbols[right].id, rule->result});
-  };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i, i + 1);
-
-  while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
-    Symbol& left = symbols[top.left];
-    Symbol& right = symbols[top.right];
-    if (left.id != top.left_id || right.id != top.right_id || left.next != top.right) continue;
-    left.id = top.result;
-    left.len += right.len;
-    left.next = right.next;
-    right.id = kMergedAway;
-    if (right.next >= 0) symbols[right.next].prev = top.left;
-    consider(left.prev, top.left);
-    consider(top.left, left.next);
-  }
+  merge_best_pairs<Candidate, LowerPriority>(
+      symbols,
+      [&](int32_t left, int32_t right) -> std::optional<Candidate> {
+        if (symbols[left].id < 0 || symbols[right].id < 0) return std::nullopt;
+        const MergeRule* rule = merges_.find(symbols[left].id, symbols[right].id);
+        if (rule == nullptr) return std::nullopt;
+        return Candidate{rule->rank,        left,        right, symbols[left].id,
+                         symbols[right].id, rule->result};
+      },
+      [&](const Candidate& top) {
+        return symbols[top.left].id != top.left_id || symbols[top.right].id != top.right_id;
+      },
+      [&](const Candidate& top) {
+        Symbol& left = symbols[top.left];
+        Symbol& right = symbols[top.right];
+        left.id = top.result;
+        left.len += right.len;
+        right.id = kMergedAway;
+      });
 
   for (int32_t i = 0; i >= 0; i = symbols[i].next) {
     if (symbols[i].id >= 0) {

@@ -1,10 +1,11 @@
 #include "app/tokenizer/spm_encoder.h"
 
 #include <cstdio>
-#include <queue>
+#include <optional>
 #include <string>
 #include <unordered_map>
 
+#include "app/tokenizer/pair_merge.h"
 #include "app/tokenizer/tokenizer_error.h"
 #include "app/tokenizer/utf8.h"
 
@@ -143,35 +144,28 @@ void SpmEncoder::encode(std::string_view text, std::vector<int32_t>& out) const 
   if (text.empty()) return;
   std::vector<Symbol> symbols = character_symbols(text);
   UnusedSplits unused_splits;
-  std::priority_queue<Candidate, std::vector<Candidate>, LowerPriority> queue;
-  const auto consider = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return;
-    const uint32_t len = symbols[left].len + symbols[right].len;
-    const int32_t id = mergeable_piece(text.substr(symbols[left].start, len));
-    if (id < 0) return;
-    queue.push({vocab_.score_of(id), left, right, len, id});
-  };
-  for (int32_t i = 0; i + 1 < static_cast<int32_t>(symbols.size()); ++i) consider(i, i + 1);
-
-  while (!queue.empty()) {
-    const Candidate top = queue.top();
-    queue.pop();
-    Symbol& left = symbols[top.left];
-    Symbol& right = symbols[top.right];
-    if (left.len == 0 || right.len == 0 || left.next != top.right ||
-        left.len + right.len != top.len) {
-      continue;  // one side changed since this pair was queued
-    }
-    if (vocab_.type_of(top.piece) == TokenType::Unused) {
-      unused_splits[span_key(left.start, top.len)] = left.len;
-    }
-    left.len += right.len;
-    right.len = 0;
-    left.next = right.next;
-    if (right.next >= 0) symbols[right.next].prev = top.left;
-    consider(left.prev, top.left);
-    consider(top.left, left.next);
-  }
+  merge_best_pairs<Candidate, LowerPriority>(
+      symbols,
+      [&](int32_t left, int32_t right) -> std::optional<Candidate> {
+        const uint32_t len = symbols[left].len + symbols[right].len;
+        const int32_t id = mergeable_piece(text.substr(symbols[left].start, len));
+        if (id < 0) return std::nullopt;
+        return Candidate{vocab_.score_of(id), left, right, len, id};
+      },
+      [&](const Candidate& top) {  // one side changed since this pair was queued
+        const Symbol& left = symbols[top.left];
+        const Symbol& right = symbols[top.right];
+        return left.len == 0 || right.len == 0 || left.len + right.len != top.len;
+      },
+      [&](const Candidate& top) {
+        Symbol& left = symbols[top.left];
+        Symbol& right = symbols[top.right];
+        if (vocab_.type_of(top.piece) == TokenType::Unused) {
+          unused_splits[span_key(left.start, top.len)] = left.len;
+        }
+        left.len += right.len;
+        right.len = 0;
+      });
   for_each_piece(symbols, unused_splits, [&](uint32_t start, uint32_t len) {
     append_piece_or_bytes(text.substr(start, len), out);
   });
