@@ -108,7 +108,7 @@ wait_up() {
   done
   fail "no server on $1"
 }
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 "$kv" serve -m m.gguf --port "$port" -t 1 2>serve.1.err &
 one=$!
 wait_up "$port"

@@ -71,7 +71,7 @@ grep -q "process rank 0 .* exited on signal 9" chat.err ||
   { cat chat.err >&2; fail "no error naming rank 0"; }
 echo "chat: rank 0 killed while waiting for input ended the run in ${took}s, named"
 
-port=$((20000 + RANDOM % 20000))
+port=$(free_port)
 timeout 60 "${mpi[@]}" -np 2 "$kv" serve -m m.gguf --port "$port" -t 1 -c 100000 \
   --tp-timeout 2 2>serve.err &
 launcher=$!

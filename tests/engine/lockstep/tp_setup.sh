@@ -15,3 +15,8 @@ mpi=(env "ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
   "$mpirun" --oversubscribe --mca mpi_yield_when_idle 1 --bind-to none)
 "$kv" make-model -o m.gguf --preset tiny --n-layer 2 --n-embd 64 --n-head 4 --n-kv-head 4 \
   2>/dev/null
+# A TCP port nothing listens on now, picked by the kernel (a random number
+# could meet a server another test runs at the same time).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
