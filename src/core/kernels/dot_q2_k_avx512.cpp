@@ -95,20 +95,12 @@ struct Q2_KAvx512Dot {
   // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
   template <int kCount>
   __m256 group_terms(const BlockQ2_K* w, const BlockQ8_K* a) const {
-    __m512i isum[4];
-    __m256i msum[4];
-    uint32_t scales[4] = {};
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = _mm512_setzero_si512();
-      msum[i] = _mm256_setzero_si256();
-      if (i < kCount) {
-        block_sums(weights(w[i]), a[i], isum[i], msum[i]);
-        scales[i] = scale_pair(w[i]);
-        da[i] = a[i].d;
-      }
-    }
-    return avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, msum));
+    const auto pair = [&](int i, __m512i& isum, __m256i& msum, uint32_t& scale, float& da) {
+      block_sums(weights(w[i]), a[i], isum, msum);
+      scale = scale_pair(w[i]);
+      da = a[i].d;
+    };
+    return avx512_four_pair_terms(kCount, pair, KquantLanesAsSummed{});
   }
 
   template <int NT>
@@ -121,27 +113,12 @@ struct Q2_KAvx512Dot {
       float acc[NT] = {};
       for (int64_t b = 0; b < n_blocks; ++b) {
         const Q2_KWeights wt = weights(w[b]);
-        for (int k0 = 0; k0 < NT; k0 += 4) {  // four tokens per group
-          __m512i isum[4];
-          __m256i msum[4];
-          uint32_t scales[4] = {};
-          float da[4] = {};
-          for (int i = 0; i < 4; ++i) {
-            isum[i] = _mm512_setzero_si512();
-            msum[i] = _mm256_setzero_si256();
-            if (k0 + i < NT) {
-              const BlockQ8_K& ak = task.act_k[(t0 + k0 + i) * n_blocks + b];
-              block_sums(wt, ak, isum[i], msum[i]);
-              scales[i] = scale_pair(w[b]);
-              da[i] = ak.d;
-            }
-          }
-          alignas(32) float terms[8];
-          _mm256_store_ps(terms,
-                          avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, msum)));
-          for (int i = 0; i < 4 && k0 + i < NT; ++i)
-            acc[k0 + i] = kquant_accumulate_terms(acc[k0 + i], terms + 2 * i, 1);
-        }
+        const auto sums = [&](int k, __m512i& isum, __m256i& msum) {
+          const BlockQ8_K& ak = task.act_k[(t0 + k) * n_blocks + b];
+          block_sums(wt, ak, isum, msum);
+          return ak.d;
+        };
+        avx512_fold_token_groups<NT, true>(scale_pair(w[b]), acc, sums, KquantLanesAsSummed{});
       }
       for (int k = 0; k < NT; ++k) out[k] = acc[k];
     }
@@ -171,10 +148,7 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
 }  // namespace
 
 void matmul_rows_q2_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelQ2_K>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, Q2_KAvx512Dot{task});
+  run_kquant_rows_avx512<kPanelQ2_K, decode_panel_row>(task, r0, r1, Q2_KAvx512Dot{task});
 }
 
 }  // namespace kvforge

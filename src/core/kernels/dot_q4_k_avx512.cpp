@@ -14,10 +14,9 @@ namespace kvforge {
 namespace {
 
 struct Q4_KAvx512Block {
-  const __m512i low4 = _mm512_set1_epi8(0x0f);
-
   template <int NT>
-  void add_block(const BlockQ4_K& blk, const BlockQ8_K* const* a, int64_t b, float* acc) const {
+  static void add_block(const BlockQ4_K& blk, const BlockQ8_K* const* a, int64_t b, float* acc) {
+    const __m512i low4 = _mm512_set1_epi8(0x0f);
     const Q4_KScalesAvx512 scales = q4_k_scales_avx512(blk.scales);
     __m512i nibbles[4];
     for (int g = 0; g < 4; ++g) {
@@ -46,10 +45,8 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
 }  // namespace
 
 void matmul_rows_q4_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelWithMin>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, KquantRowDot<BlockQ4_K, Q4_KAvx512Block>{task});
+  run_kquant_rows_avx512<kPanelWithMin, decode_panel_row>(
+      task, r0, r1, KquantRowDot<BlockQ4_K, Q4_KAvx512Block>{task});
 }
 
 }  // namespace kvforge

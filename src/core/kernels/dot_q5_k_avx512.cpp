@@ -65,10 +65,8 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
 }  // namespace
 
 void matmul_rows_q5_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelWithMin>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, KquantRowDot<BlockQ5_K, Q5_KAvx512Block>{task});
+  run_kquant_rows_avx512<kPanelWithMin, decode_panel_row>(
+      task, r0, r1, KquantRowDot<BlockQ5_K, Q5_KAvx512Block>{task});
 }
 
 }  // namespace kvforge

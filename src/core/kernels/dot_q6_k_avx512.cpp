@@ -118,18 +118,15 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
     _mm256_store_si256(q + 2, _mm256_or_si256(hi0, high(qh, 2)));
     _mm256_store_si256(q + 3, _mm256_or_si256(hi1, high(qh, 3)));
   }
-  for (int s = 0; s < 16; ++s) out.factors[s] = out.coefs[s] = blk.scales[s];
-  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-  out.dmin = 0.0f;
+  kquant_panel_row_signed_scales<16>(
+      blk.d, [&](int j) { return blk.scales[j]; }, out);
 }
 
 }  // namespace
 
 void matmul_rows_q6_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelQ6_K>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, KquantRowDot<BlockQ6_K, Q6_KAvx512Block>{task});
+  run_kquant_rows_avx512<kPanelQ6_K, decode_panel_row>(
+      task, r0, r1, KquantRowDot<BlockQ6_K, Q6_KAvx512Block>{task});
 }
 
 }  // namespace kvforge

@@ -50,31 +50,40 @@ static inline __m256 avx512_kquant_terms(const uint32_t scales[4], const float d
   return terms;
 }
 
+// The terms (avx512_kquant_terms) of four pairs, those from `count` on
+// zero: pair(n, isum, msum, scale, da) sets pair n's lane sums, its block's
+// d | dmin << 16 as stored and its activation scale; adjust maps the
+// reduced lanes [i0 m0 i1 m1 ...] to the integers whose products are formed.
+template <class Pair, class Adjust>
+static inline __m256 avx512_four_pair_terms(int count, Pair&& pair, Adjust&& adjust) {
+  __m512i isum[4];
+  __m256i msum[4];
+  uint32_t scales[4] = {};
+  float da[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    isum[i] = _mm512_setzero_si512();
+    msum[i] = _mm256_setzero_si256();
+    if (i < count) pair(i, isum[i], msum[i], scales[i], da[i]);
+  }
+  return avx512_kquant_terms(scales, da, adjust(avx512_reduce_four_pairs(isum, msum)));
+}
+
 // Folds one super-block into the accumulators of tokens [0, NT), four at a
 // time: sums(k, isum, msum) sets token k's lane sums (isum, and msum for the
-// min or offset term) and returns its activation scale; adjust maps the
-// reduced lanes [i0 m0 i1 m1 ...] to the integers whose products are
-// folded; d_dmin is the block's d | dmin << 16 as stored. With kMin the
-// fold is kquant_accumulate's (minus the second product), else
+// min or offset term) and returns its activation scale; adjust as for
+// avx512_four_pair_terms; d_dmin is the block's d | dmin << 16 as stored.
+// With kMin the fold is kquant_accumulate's (minus the second product), else
 // kquant_accumulate_scaled's, so acc gets the bits of token by token.
 template <int NT, bool kMin, class Sums, class Adjust>
 static inline void avx512_fold_token_groups(uint32_t d_dmin, float* acc, Sums&& sums,
                                             Adjust&& adjust) {
   for (int k0 = 0; k0 < NT; k0 += 4) {
-    __m512i isum[4];
-    __m256i msum[4];
-    uint32_t scales[4] = {};
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = _mm512_setzero_si512();
-      msum[i] = _mm256_setzero_si256();
-      if (k0 + i >= NT) continue;
-      da[i] = sums(k0 + i, isum[i], msum[i]);
-      scales[i] = d_dmin;
-    }
+    const auto pair = [&](int i, __m512i& isum, __m256i& msum, uint32_t& scale, float& da) {
+      da = sums(k0 + i, isum, msum);
+      scale = d_dmin;
+    };
     alignas(32) float terms[8];
-    _mm256_store_ps(terms,
-                    avx512_kquant_terms(scales, da, adjust(avx512_reduce_four_pairs(isum, msum))));
+    _mm256_store_ps(terms, avx512_four_pair_terms(NT - k0, pair, adjust));
     for (int i = 0; i < 4 && k0 + i < NT; ++i)
       acc[k0 + i] = kMin ? kquant_accumulate_terms(acc[k0 + i], terms + 2 * i, 1)
                          : kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
