@@ -14,6 +14,8 @@
 
 #include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_decode_row.h"
+#include "core/kernels/tile_loop.h"
 
 namespace kvforge {
 
@@ -93,6 +95,51 @@ static inline void avx512_fold_token_groups(uint32_t d_dmin, float* acc, Sums&& 
 // adjust for avx512_fold_token_groups when the lanes are folded as they are.
 struct KquantLanesAsSummed {
   __m256i operator()(__m256i ints) const { return ints; }
+};
+
+// The row tile of the kernels that unpack a super-block's weights once and
+// finish their sums four pairs at a time (Q2_K, Q3_K): one token four
+// super-blocks a group (kquant_decode_row), more tokens four at a time per
+// super-block (avx512_fold_token_groups). Format gives kMin (the terms carry
+// a subtracted min term), weights(blk) (its members hold the constants),
+// sums(wt, ak, isum, msum), scales(blk) (d | dmin << 16 as stored) and
+// adjust(ints), as avx512_four_pair_terms takes it.
+template <class Block, class Format>
+struct KquantGroupsAvx512Dot {
+  const MatmulTask& task;
+  Format format = {};
+
+  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
+  template <int kCount>
+  __m256 group_terms(const Block* w, const BlockQ8_K* a) const {
+    const auto pair = [&](int i, __m512i& isum, __m256i& msum, uint32_t& scale, float& da) {
+      Format::sums(format.weights(w[i]), a[i], isum, msum);
+      scale = Format::scales(w[i]);
+      da = a[i].d;
+    };
+    return avx512_four_pair_terms(kCount, pair, Format::adjust);
+  }
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    const Block* w = weight_row<Block>(task, row);
+    const int64_t n_blocks = task.cols / Block::kElems;
+    if constexpr (NT == 1) {
+      out[0] = kquant_decode_row<Format::kMin>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
+    } else {
+      float acc[NT] = {};
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const auto wt = format.weights(w[b]);
+        const auto sums = [&](int k, __m512i& isum, __m256i& msum) {
+          const BlockQ8_K& ak = task.act_k[(t0 + k) * n_blocks + b];
+          Format::sums(wt, ak, isum, msum);
+          return ak.d;
+        };
+        avx512_fold_token_groups<NT, Format::kMin>(Format::scales(w[b]), acc, sums, Format::adjust);
+      }
+      for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    }
+  }
 };
 
 }  // namespace kvforge
