@@ -84,32 +84,33 @@ struct KquantGroupsAvx2Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const Block* w = weight_row<Block>(task, row);
-    const int64_t n_blocks = task.cols / Block::kElems;
-    if constexpr (NT == 1) {
-      out[0] = kquant_decode_row<Format::kMin>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
-    } else {
-      static_assert(NT <= 4, "one group of four tokens per super-block");
-      float acc[NT] = {};
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const BlockQ8_K* a[NT];
-        for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks + b;
-        __m256i isum[4], msum[4];
-        uint32_t scales[4] = {};
-        float da[4] = {};
-        for (int i = NT; i < 4; ++i) isum[i] = msum[i] = _mm256_setzero_si256();
-        Format::template block_sums<NT>(w[b], a, isum, msum);
-        for (int k = 0; k < NT; ++k) {
-          scales[k] = Format::scales(w[b]);
-          da[k] = a[k]->d;
-        }
-        alignas(32) float terms[8];
-        _mm256_store_ps(terms, avx2_kquant_terms(
-                                   scales, da, Format::adjust(avx2_reduce_four_pairs(isum, msum))));
-        for (int k = 0; k < NT; ++k) acc[k] = fold(acc[k], terms + 2 * k);
+    kquant_group_tile<NT, Format::kMin, Block>(*this, task, row, t0, out);
+  }
+
+  // NT of 2-4 tokens from t0 against the row's blocks w: one group of four
+  // pairs per super-block, the weights unpacked once for all tokens.
+  template <int NT>
+  void tokens(const Block* w, int64_t t0, int64_t n_blocks, float* out) const {
+    static_assert(NT <= 4, "one group of four tokens per super-block");
+    float acc[NT] = {};
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const BlockQ8_K* a[NT];
+      for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks + b;
+      __m256i isum[4], msum[4];
+      uint32_t scales[4] = {};
+      float da[4] = {};
+      for (int i = NT; i < 4; ++i) isum[i] = msum[i] = _mm256_setzero_si256();
+      Format::template block_sums<NT>(w[b], a, isum, msum);
+      for (int k = 0; k < NT; ++k) {
+        scales[k] = Format::scales(w[b]);
+        da[k] = a[k]->d;
       }
-      for (int k = 0; k < NT; ++k) out[k] = acc[k];
+      alignas(32) float terms[8];
+      _mm256_store_ps(
+          terms, avx2_kquant_terms(scales, da, Format::adjust(avx2_reduce_four_pairs(isum, msum))));
+      for (int k = 0; k < NT; ++k) acc[k] = fold(acc[k], terms + 2 * k);
     }
+    for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }
 };
 

@@ -122,23 +122,24 @@ struct KquantGroupsAvx512Dot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const Block* w = weight_row<Block>(task, row);
-    const int64_t n_blocks = task.cols / Block::kElems;
-    if constexpr (NT == 1) {
-      out[0] = kquant_decode_row<Format::kMin>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
-    } else {
-      float acc[NT] = {};
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const auto wt = format.weights(w[b]);
-        const auto sums = [&](int k, __m512i& isum, __m256i& msum) {
-          const BlockQ8_K& ak = task.act_k[(t0 + k) * n_blocks + b];
-          Format::sums(wt, ak, isum, msum);
-          return ak.d;
-        };
-        avx512_fold_token_groups<NT, Format::kMin>(Format::scales(w[b]), acc, sums, Format::adjust);
-      }
-      for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    kquant_group_tile<NT, Format::kMin, Block>(*this, task, row, t0, out);
+  }
+
+  // NT > 1 tokens from t0 against the row's blocks w, four at a time per
+  // super-block, its weights unpacked once.
+  template <int NT>
+  void tokens(const Block* w, int64_t t0, int64_t n_blocks, float* out) const {
+    float acc[NT] = {};
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const auto wt = format.weights(w[b]);
+      const auto sums = [&](int k, __m512i& isum, __m256i& msum) {
+        const BlockQ8_K& ak = task.act_k[(t0 + k) * n_blocks + b];
+        Format::sums(wt, ak, isum, msum);
+        return ak.d;
+      };
+      avx512_fold_token_groups<NT, Format::kMin>(Format::scales(w[b]), acc, sums, Format::adjust);
     }
+    for (int k = 0; k < NT; ++k) out[k] = acc[k];
   }
 };
 
