@@ -21,6 +21,17 @@ namespace {
 inline constexpr int kFloatRowTile = 4;
 inline constexpr int kFloatTokenTile = 4;
 
+// The Widen of rows of 16-bit floats: widen16(bits) turns 16 of them to f32.
+template <__m512 (*widen16)(__m256i)>
+struct WidenHalves {
+  static __m512 load16(const uint8_t* row, int64_t c) {
+    return widen16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
+  }
+  static __m512 load16_masked(const uint8_t* row, int64_t c, __mmask16 m) {
+    return widen16(_mm256_maskz_loadu_epi16(m, row + 2 * c));
+  }
+};
+
 // Widen: __m512 load16(const uint8_t* row, int64_t c) and
 //        __m512 load16_masked(const uint8_t* row, int64_t c, __mmask16 m) (zeros elsewhere).
 template <class Widen>

@@ -9,14 +9,7 @@ __m512 widen_bf16(__m256i h) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-struct WidenBf16 {
-  static __m512 load16(const uint8_t* row, int64_t c) {
-    return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
-  }
-  static __m512 load16_masked(const uint8_t* row, int64_t c, __mmask16 m) {
-    return widen_bf16(_mm256_maskz_loadu_epi16(m, row + 2 * c));
-  }
-};
+using WidenBf16 = WidenHalves<widen_bf16>;
 
 }  // namespace
 

@@ -4,14 +4,9 @@
 namespace kvforge {
 namespace {
 
-struct WidenF16 {
-  static __m512 load16(const uint8_t* row, int64_t c) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * c)));
-  }
-  static __m512 load16_masked(const uint8_t* row, int64_t c, __mmask16 m) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * c));
-  }
-};
+__m512 widen_f16(__m256i h) { return _mm512_cvtph_ps(h); }
+
+using WidenF16 = WidenHalves<widen_f16>;
 
 }  // namespace
 

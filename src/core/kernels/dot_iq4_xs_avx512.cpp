@@ -193,18 +193,14 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
     _mm512_store_si512(out.quants + 128 * h + 64,
                        _mm512_shuffle_epi8(table, _mm512_permutex2var_epi64(lo, second_pair, hi)));
   }
-  for (int j = 0; j < 8; ++j) out.factors[j] = out.coefs[j] = iq4_xs_scale(blk, j) - 32;
-  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-  out.dmin = 0.0f;
+  kquant_panel_row_signed_scales<8>(
+      blk.d, [&](int j) { return iq4_xs_scale(blk, j) - 32; }, out);
 }
 
 }  // namespace
 
 void matmul_rows_iq4_xs_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelIQ4_XS>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, IQ4_XSAvx512Dot{task});
+  run_kquant_rows_avx512<kPanelIQ4_XS, decode_panel_row>(task, r0, r1, IQ4_XSAvx512Dot{task});
 }
 
 }  // namespace kvforge

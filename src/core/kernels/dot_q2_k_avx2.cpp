@@ -29,7 +29,8 @@ inline uint32_t scale_pair(const BlockQ2_K& blk) {
 // lanes of isum[k] add up to sum_j sc[j] * sum q * a, those of msum[k] to
 // sum_j m[j] * bsums[j]. The weights are unpacked once for all N tokens.
 template <int N>
-void block_sums(const BlockQ2_K& blk, const BlockQ8_K* const* a, __m256i* isum, __m256i* msum) {
+void q2_k_block_sums(const BlockQ2_K& blk, const BlockQ8_K* const* a, __m256i* isum,
+                     __m256i* msum) {
   const __m128i low4 = _mm_set1_epi8(0x0f);
   const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales));
   // int16 lanes: sc[0], sc[2], ..., sc[14] | sc[1], sc[3], ..., sc[15]; lane
@@ -60,61 +61,22 @@ void block_sums(const BlockQ2_K& blk, const BlockQ8_K* const* a, __m256i* isum, 
   }
 }
 
-struct Q2_KAvx2Dot {
-  const MatmulTask& task;
+struct Q2_KAvx2Format {
+  static constexpr bool kMin = true;
 
-  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
-  template <int kCount>
-  __m256 group_terms(const BlockQ2_K* w, const BlockQ8_K* a) const {
-    __m256i isum[4], msum[4];
-    uint32_t scales[4] = {};
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = msum[i] = _mm256_setzero_si256();
-      if (i < kCount) {
-        const BlockQ8_K* ai = a + i;
-        block_sums<1>(w[i], &ai, isum + i, msum + i);
-        scales[i] = scale_pair(w[i]);
-        da[i] = a[i].d;
-      }
-    }
-    return avx2_kquant_terms(scales, da, avx2_reduce_four_pairs(isum, msum));
+  template <int N>
+  static void block_sums(const BlockQ2_K& blk, const BlockQ8_K* const* a, __m256i* isum,
+                         __m256i* msum) {
+    q2_k_block_sums<N>(blk, a, isum, msum);
   }
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ2_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ2_K::kElems;
-    if constexpr (NT == 1) {
-      out[0] = kquant_decode_row<true>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
-    } else {
-      static_assert(NT <= 4, "one group of four tokens per super-block");
-      float acc[NT] = {};
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const BlockQ8_K* a[NT];
-        for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks + b;
-        __m256i isum[4], msum[4];
-        uint32_t scales[4] = {};
-        float da[4] = {};
-        for (int i = NT; i < 4; ++i) isum[i] = msum[i] = _mm256_setzero_si256();
-        block_sums<NT>(w[b], a, isum, msum);
-        for (int k = 0; k < NT; ++k) {
-          scales[k] = scale_pair(w[b]);
-          da[k] = a[k]->d;
-        }
-        alignas(32) float terms[8];
-        _mm256_store_ps(terms, avx2_kquant_terms(scales, da, avx2_reduce_four_pairs(isum, msum)));
-        for (int k = 0; k < NT; ++k) acc[k] = kquant_accumulate_terms(acc[k], terms + 2 * k, 1);
-      }
-      for (int k = 0; k < NT; ++k) out[k] = acc[k];
-    }
-  }
+  static uint32_t scales(const BlockQ2_K& blk) { return scale_pair(blk); }
+  static __m256i adjust(__m256i ints) { return ints; }
 };
 
 }  // namespace
 
 void matmul_rows_q2_k_avx2(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q2_KAvx2Dot{task});
+  run_row_tiles<4>(task, r0, r1, KquantGroupsAvx2Dot<BlockQ2_K, Q2_KAvx2Format>{task});
 }
 
 }  // namespace kvforge

@@ -51,13 +51,17 @@ inline void block_sums(const Q2_KWeights& wt, const BlockQ8_K& a, __m512i& isum,
   msum = _mm256_madd_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)), wt.mins);
 }
 
-// d | dmin << 16, as avx512_kquant_terms takes them.
-inline uint32_t scale_pair(const BlockQ2_K& blk) {
-  return uint32_t(blk.d) | uint32_t(blk.dmin) << 16;
-}
+struct Q2_KAvx512Format {
+  static constexpr bool kMin = true;
+  static void sums(const Q2_KWeights& wt, const BlockQ8_K& a, __m512i& isum, __m256i& msum) {
+    block_sums(wt, a, isum, msum);
+  }
+  // d | dmin << 16, as avx512_kquant_terms takes them.
+  static uint32_t scales(const BlockQ2_K& blk) {
+    return uint32_t(blk.d) | uint32_t(blk.dmin) << 16;
+  }
+  static __m256i adjust(__m256i ints) { return ints; }
 
-struct Q2_KAvx512Dot {
-  const MatmulTask& task;
   // Lane k, byte 4q + m <- scale byte 4m + k.
   const __m512i table_pick = _mm512_add_epi8(
       _mm512_broadcast_i32x4(_mm_setr_epi8(0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12, 0, 4, 8, 12)),
@@ -91,61 +95,6 @@ struct Q2_KAvx512Dot {
     }
     return wt;
   }
-
-  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
-  template <int kCount>
-  __m256 group_terms(const BlockQ2_K* w, const BlockQ8_K* a) const {
-    __m512i isum[4];
-    __m256i msum[4];
-    uint32_t scales[4] = {};
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = _mm512_setzero_si512();
-      msum[i] = _mm256_setzero_si256();
-      if (i < kCount) {
-        block_sums(weights(w[i]), a[i], isum[i], msum[i]);
-        scales[i] = scale_pair(w[i]);
-        da[i] = a[i].d;
-      }
-    }
-    return avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, msum));
-  }
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ2_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ2_K::kElems;
-    if constexpr (NT == 1) {
-      out[0] = kquant_decode_row<true>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
-    } else {
-      float acc[NT] = {};
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const Q2_KWeights wt = weights(w[b]);
-        for (int k0 = 0; k0 < NT; k0 += 4) {  // four tokens per group
-          __m512i isum[4];
-          __m256i msum[4];
-          uint32_t scales[4] = {};
-          float da[4] = {};
-          for (int i = 0; i < 4; ++i) {
-            isum[i] = _mm512_setzero_si512();
-            msum[i] = _mm256_setzero_si256();
-            if (k0 + i < NT) {
-              const BlockQ8_K& ak = task.act_k[(t0 + k0 + i) * n_blocks + b];
-              block_sums(wt, ak, isum[i], msum[i]);
-              scales[i] = scale_pair(w[b]);
-              da[i] = ak.d;
-            }
-          }
-          alignas(32) float terms[8];
-          _mm256_store_ps(terms,
-                          avx512_kquant_terms(scales, da, avx512_reduce_four_pairs(isum, msum)));
-          for (int i = 0; i < 4 && k0 + i < NT; ++i)
-            acc[k0 + i] = kquant_accumulate_terms(acc[k0 + i], terms + 2 * i, 1);
-        }
-      }
-      for (int k = 0; k < NT; ++k) out[k] = acc[k];
-    }
-  }
 };
 
 // Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the 2-bit
@@ -171,10 +120,8 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
 }  // namespace
 
 void matmul_rows_q2_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelQ2_K>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, Q2_KAvx512Dot{task});
+  run_kquant_rows_avx512<kPanelQ2_K, decode_panel_row>(
+      task, r0, r1, KquantGroupsAvx512Dot<BlockQ2_K, Q2_KAvx512Format>{task});
 }
 
 }  // namespace kvforge

@@ -34,7 +34,8 @@ __m256i high_bit_to_4(__m256i v, int bit) {
 // lanes of isum[k] add up to sum_j s[j] * sum u * a, those of offset[k] to
 // sum_j s[j] * bsums[j]. The weights are unpacked once for all N tokens.
 template <int N>
-void block_sums(const BlockQ3_K& blk, const BlockQ8_K* const* a, __m256i* isum, __m256i* offset) {
+void q3_k_block_sums(const BlockQ3_K& blk, const BlockQ8_K* const* a, __m256i* isum,
+                     __m256i* offset) {
   const __m128i s8 = _mm_sub_epi8(q3_k_scales_avx2(blk), _mm_set1_epi8(32));
   // int16 lanes: s[0], s[2], ..., s[14] | s[1], s[3], ..., s[15]; lane pair k
   // of the two 128-bit halves is (s[2k], s[2k+1]).
@@ -71,63 +72,22 @@ inline __m256i totals(__m256i ints) {
   return _mm256_sub_epi32(ints, _mm256_slli_epi32(_mm256_srli_epi64(ints, 32), 2));
 }
 
-struct Q3_KAvx2Dot {
-  const MatmulTask& task;
+struct Q3_KAvx2Format {
+  static constexpr bool kMin = false;
 
-  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
-  template <int kCount>
-  __m256 group_terms(const BlockQ3_K* w, const BlockQ8_K* a) const {
-    __m256i isum[4], offset[4];
-    uint32_t scales[4] = {};  // d, no min
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = offset[i] = _mm256_setzero_si256();
-      if (i < kCount) {
-        const BlockQ8_K* ai = a + i;
-        block_sums<1>(w[i], &ai, isum + i, offset + i);
-        scales[i] = w[i].d;
-        da[i] = a[i].d;
-      }
-    }
-    return avx2_kquant_terms(scales, da, totals(avx2_reduce_four_pairs(isum, offset)));
+  template <int N>
+  static void block_sums(const BlockQ3_K& blk, const BlockQ8_K* const* a, __m256i* isum,
+                         __m256i* msum) {
+    q3_k_block_sums<N>(blk, a, isum, msum);
   }
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ3_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ3_K::kElems;
-    if constexpr (NT == 1) {
-      out[0] = kquant_decode_row<false>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
-    } else {
-      static_assert(NT <= 4, "one group of four tokens per super-block");
-      float acc[NT] = {};
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const BlockQ8_K* a[NT];
-        for (int k = 0; k < NT; ++k) a[k] = task.act_k + (t0 + k) * n_blocks + b;
-        __m256i isum[4], offset[4];
-        uint32_t scales[4] = {};
-        float da[4] = {};
-        for (int i = NT; i < 4; ++i) isum[i] = offset[i] = _mm256_setzero_si256();
-        block_sums<NT>(w[b], a, isum, offset);
-        for (int k = 0; k < NT; ++k) {
-          scales[k] = w[b].d;
-          da[k] = a[k]->d;
-        }
-        alignas(32) float terms[8];
-        _mm256_store_ps(
-            terms, avx2_kquant_terms(scales, da, totals(avx2_reduce_four_pairs(isum, offset))));
-        for (int k = 0; k < NT; ++k)
-          acc[k] = kquant_accumulate_scaled_terms(acc[k], terms + 2 * k, 1);
-      }
-      for (int k = 0; k < NT; ++k) out[k] = acc[k];
-    }
-  }
+  static uint32_t scales(const BlockQ3_K& blk) { return blk.d; }
+  static __m256i adjust(__m256i ints) { return totals(ints); }
 };
 
 }  // namespace
 
 void matmul_rows_q3_k_avx2(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q3_KAvx2Dot{task});
+  run_row_tiles<4>(task, r0, r1, KquantGroupsAvx2Dot<BlockQ3_K, Q3_KAvx2Format>{task});
 }
 
 }  // namespace kvforge

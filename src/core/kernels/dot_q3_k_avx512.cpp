@@ -57,8 +57,14 @@ inline __m256i totals(__m256i ints) {
   return _mm256_sub_epi32(ints, _mm256_slli_epi32(_mm256_srli_epi64(ints, 32), 2));
 }
 
-struct Q3_KAvx512Dot {
-  const MatmulTask& task;
+struct Q3_KAvx512Format {
+  static constexpr bool kMin = false;
+  static void sums(const Q3_KWeights& wt, const BlockQ8_K& a, __m512i& isum, __m256i& msum) {
+    block_sums(wt, a, isum, msum);
+  }
+  static uint32_t scales(const BlockQ3_K& blk) { return blk.d; }
+  static __m256i adjust(__m256i ints) { return totals(ints); }
+
   // Per half of the register: shift bit pair 0 / 1 (p even) or 2 / 3 (p odd)
   // of each byte to bits 0-1.
   const __m512i shift_even = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
@@ -90,61 +96,6 @@ struct Q3_KAvx512Dot {
     }
     return wt;
   }
-
-  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
-  template <int kCount>
-  __m256 group_terms(const BlockQ3_K* w, const BlockQ8_K* a) const {
-    __m512i isum[4];
-    __m256i offset[4];
-    uint32_t scales[4] = {};  // d, no min
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = _mm512_setzero_si512();
-      offset[i] = _mm256_setzero_si256();
-      if (i < kCount) {
-        block_sums(weights(w[i]), a[i], isum[i], offset[i]);
-        scales[i] = w[i].d;
-        da[i] = a[i].d;
-      }
-    }
-    return avx512_kquant_terms(scales, da, totals(avx512_reduce_four_pairs(isum, offset)));
-  }
-
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ3_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ3_K::kElems;
-    if constexpr (NT == 1) {
-      out[0] = kquant_decode_row<false>(*this, w, task.act_k + t0 * n_blocks, n_blocks);
-    } else {
-      float acc[NT] = {};
-      for (int64_t b = 0; b < n_blocks; ++b) {
-        const Q3_KWeights wt = weights(w[b]);
-        for (int k0 = 0; k0 < NT; k0 += 4) {  // four tokens per group
-          __m512i isum[4];
-          __m256i offset[4];
-          uint32_t scales[4] = {};
-          float da[4] = {};
-          for (int i = 0; i < 4; ++i) {
-            isum[i] = _mm512_setzero_si512();
-            offset[i] = _mm256_setzero_si256();
-            if (k0 + i < NT) {
-              const BlockQ8_K& ak = task.act_k[(t0 + k0 + i) * n_blocks + b];
-              block_sums(wt, ak, isum[i], offset[i]);
-              scales[i] = w[b].d;
-              da[i] = ak.d;
-            }
-          }
-          alignas(32) float terms[8];
-          _mm256_store_ps(terms, avx512_kquant_terms(
-                                     scales, da, totals(avx512_reduce_four_pairs(isum, offset))));
-          for (int i = 0; i < 4 && k0 + i < NT; ++i)
-            acc[k0 + i] = kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
-        }
-      }
-      for (int k = 0; k < NT; ++k) out[k] = acc[k];
-    }
-  }
 };
 
 // Row `row`'s super-block b for a panel (kquant_panels_avx512.h): the levels
@@ -166,18 +117,15 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
   }
   uint8_t sc[16];
   q3_k_unpack_scales(blk.scales, sc);
-  for (int j = 0; j < 16; ++j) out.factors[j] = out.coefs[j] = sc[j] - 32;
-  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-  out.dmin = 0.0f;
+  kquant_panel_row_signed_scales<16>(
+      blk.d, [&](int j) { return sc[j] - 32; }, out);
 }
 
 }  // namespace
 
 void matmul_rows_q3_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelQ3_K>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, Q3_KAvx512Dot{task});
+  run_kquant_rows_avx512<kPanelQ3_K, decode_panel_row>(
+      task, r0, r1, KquantGroupsAvx512Dot<BlockQ3_K, Q3_KAvx512Format>{task});
 }
 
 }  // namespace kvforge

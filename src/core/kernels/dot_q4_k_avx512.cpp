@@ -13,30 +13,19 @@
 namespace kvforge {
 namespace {
 
-struct Q4_KAvx512Dot {
-  const MatmulTask& task;
-
+struct Q4_KAvx512Block {
   template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ4_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ4_K::kElems;
-    const BlockQ8_K* a[NT];
-    q8_k_token_rows<NT>(task, t0, n_blocks, a);
-    float acc[NT] = {};
+  static void add_block(const BlockQ4_K& blk, const BlockQ8_K* const* a, int64_t b, float* acc) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockQ4_K& blk = w[b];
-      const Q4_KScalesAvx512 scales = q4_k_scales_avx512(blk.scales);
-      __m512i nibbles[4];
-      for (int g = 0; g < 4; ++g) {
-        const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
-        const __m512i both =
-            _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
-        nibbles[g] = _mm512_and_si512(both, low4);  // [sub-block 2g | sub-block 2g+1]
-      }
-      q4_k_fold_block_avx512<NT>(nibbles, scales, blk, a, b, acc);
+    const Q4_KScalesAvx512 scales = q4_k_scales_avx512(blk.scales);
+    __m512i nibbles[4];
+    for (int g = 0; g < 4; ++g) {
+      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qs + 32 * g));
+      const __m512i both =
+          _mm512_inserti64x4(_mm512_castsi256_si512(q), _mm256_srli_epi16(q, 4), 1);
+      nibbles[g] = _mm512_and_si512(both, low4);  // [sub-block 2g | sub-block 2g+1]
     }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    q4_k_fold_block_avx512<NT>(nibbles, scales, blk, a, b, acc);
   }
 };
 
@@ -56,10 +45,8 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
 }  // namespace
 
 void matmul_rows_q4_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelWithMin>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, Q4_KAvx512Dot{task});
+  run_kquant_rows_avx512<kPanelWithMin, decode_panel_row>(
+      task, r0, r1, KquantRowDot<BlockQ4_K, Q4_KAvx512Block>{task});
 }
 
 }  // namespace kvforge

@@ -37,12 +37,10 @@ void group_quants(const BlockQ5_K& blk, __m256i qh, __m256i& lo, __m256i& hi) {
                        high_bit_at_4<2 * g + 1>(qh));
 }
 
-struct Q5_KAvx2Dot {
-  const MatmulTask& task;
-
+struct Q5_KAvx2Block {
   template <int NT, int g>
-  void group(const BlockQ5_K& blk, __m256i qh, const Q4_KScalesAvx2& scales,
-             const BlockQ8_K* const* a, int64_t b, __m256i* isum) const {
+  static void group(const BlockQ5_K& blk, __m256i qh, const Q4_KScalesAvx2& scales,
+                    const BlockQ8_K* const* a, int64_t b, __m256i* isum) {
     __m256i lo, hi;
     group_quants<g>(blk, qh, lo, hi);
     const __m256i sc_lo = q4_k_scale_avx2(scales, 2 * g);
@@ -54,32 +52,23 @@ struct Q5_KAvx2Dot {
   }
 
   template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ5_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ5_K::kElems;
-    const BlockQ8_K* a[NT];
-    q8_k_token_rows<NT>(task, t0, n_blocks, a);
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockQ5_K& blk = w[b];
-      const Q4_KScalesAvx2 scales = q4_k_scales_avx2(blk.scales);
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
-      __m256i isum[NT];
-      for (int k = 0; k < NT; ++k) isum[k] = _mm256_setzero_si256();
-      group<NT, 0>(blk, qh, scales, a, b, isum);
-      group<NT, 1>(blk, qh, scales, a, b, isum);
-      group<NT, 2>(blk, qh, scales, a, b, isum);
-      group<NT, 3>(blk, qh, scales, a, b, isum);
-      q4_k_fold_block_avx2<NT>(isum, scales, blk, a, b, acc);
-    }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+  static void add_block(const BlockQ5_K& blk, const BlockQ8_K* const* a, int64_t b, float* acc) {
+    const Q4_KScalesAvx2 scales = q4_k_scales_avx2(blk.scales);
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh));
+    __m256i isum[NT];
+    for (int k = 0; k < NT; ++k) isum[k] = _mm256_setzero_si256();
+    group<NT, 0>(blk, qh, scales, a, b, isum);
+    group<NT, 1>(blk, qh, scales, a, b, isum);
+    group<NT, 2>(blk, qh, scales, a, b, isum);
+    group<NT, 3>(blk, qh, scales, a, b, isum);
+    q4_k_fold_block_avx2<NT>(isum, scales, blk, a, b, acc);
   }
 };
 
 }  // namespace
 
 void matmul_rows_q5_k_avx2(const MatmulTask& task, int64_t r0, int64_t r1) {
-  run_row_tiles<4>(task, r0, r1, Q5_KAvx2Dot{task});
+  run_row_tiles<4>(task, r0, r1, KquantRowDot<BlockQ5_K, Q5_KAvx2Block>{task});
 }
 
 }  // namespace kvforge

@@ -25,9 +25,7 @@ struct Q6_KTotals {
   }
 };
 
-struct Q6_KAvx512Dot {
-  const MatmulTask& task;
-
+struct Q6_KAvx512Block {
   // A super-block's lane sums against token block ak: isum of scale * q * a,
   // offset of scale * bsums (the -32 comes off as 32 * offset).
   static void token_vectors(const __m512i q[4], const __m512i scales[4], __m256i scales16,
@@ -41,62 +39,59 @@ struct Q6_KAvx512Dot {
     offset = _mm256_madd_epi16(bsums, scales16);
   }
 
-  template <int NT>
-  void tile(int64_t row, int64_t t0, float* out) const {
-    const auto* w = weight_row<BlockQ6_K>(task, row);
-    const int64_t n_blocks = task.cols / BlockQ6_K::kElems;
-    const BlockQ8_K* a[NT];
-    q8_k_token_rows<NT>(task, t0, n_blocks, a);
-    float acc[NT] = {};
+  // The super-block's quants (q[2h]: elements 128h + 0..63, q[2h+1]:
+  // 128h + 64..127) and each vpmaddubsw lane's sub-block scale.
+  static void weights(const BlockQ6_K& blk, __m256i scales16, __m512i q[4], __m512i scales[4]) {
     const __m512i low4 = _mm512_set1_epi8(0x0f);
     const __m512i bits45 = _mm512_set1_epi8(0x30);
     // int16 lane i of a vpmaddubsw result covers bytes 2i, 2i+1: element
     // 2i of the vector, so sub-block (i / 8) of the vector's four.
     const __m512i pick_scale = _mm512_set_epi16(3, 3, 3, 3, 3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1,
                                                 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      const BlockQ6_K& blk = w[b];
-      const __m256i scales16 =
-          _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
-      const __m512i all_scales = _mm512_castsi256_si512(scales16);
-      __m512i q[4], scales[4];  // q[2h]: elements 128h + 0..63, q[2h+1]: 128h + 64..127
-      for (int h = 0; h < 2; ++h) {
-        const __m512i ql = _mm512_loadu_si512(blk.ql + 64 * h);
-        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
-        // qh bits (0,1) / (2,3) / (4,5) / (6,7) go to bits 4,5 of elements in
-        // quarters 0 / 1 / 2 / 3 of the half.
-        const __m512i high_lo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(qh, 4)),
-                                                   _mm256_slli_epi16(qh, 2), 1);
-        const __m512i high_hi =
-            _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-        q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(high_lo, bits45));
-        q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
-                                       _mm512_and_si512(high_hi, bits45));
-        for (int part = 0; part < 2; ++part) {
-          const __m512i first = _mm512_set1_epi16(short(8 * h + 4 * part));
-          scales[2 * h + part] =
-              _mm512_permutexvar_epi16(_mm512_add_epi16(pick_scale, first), all_scales);
-        }
-      }
-      if constexpr (NT == 1) {
-        const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-        __m512i isum;
-        __m256i offset_lanes;
-        token_vectors(q, scales, scales16, a[0][b], isum, offset_lanes);
-        int32_t dot = 0, offset = 0;
-        avx512_hsum2_epi32(isum, offset_lanes, dot, offset);
-        acc[0] = kquant_accumulate(acc[0], d, 0.0f, a[0][b].d, dot - 32 * offset, 0);
-      } else {  // four tokens at a time share the reductions and products
-        avx512_fold_token_groups<NT, true>(
-            blk.d, acc,
-            [&](int k, __m512i& isum, __m256i& offset) {
-              token_vectors(q, scales, scales16, a[k][b], isum, offset);
-              return a[k][b].d;
-            },
-            Q6_KTotals{});
+    const __m512i all_scales = _mm512_castsi256_si512(scales16);
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = _mm512_loadu_si512(blk.ql + 64 * h);
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(blk.qh + 32 * h));
+      // qh bits (0,1) / (2,3) / (4,5) / (6,7) go to bits 4,5 of elements in
+      // quarters 0 / 1 / 2 / 3 of the half.
+      const __m512i high_lo = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_slli_epi16(qh, 4)),
+                                                 _mm256_slli_epi16(qh, 2), 1);
+      const __m512i high_hi =
+          _mm512_inserti64x4(_mm512_castsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+      q[2 * h] = _mm512_or_si512(_mm512_and_si512(ql, low4), _mm512_and_si512(high_lo, bits45));
+      q[2 * h + 1] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                                     _mm512_and_si512(high_hi, bits45));
+      for (int part = 0; part < 2; ++part) {
+        const __m512i first = _mm512_set1_epi16(short(8 * h + 4 * part));
+        scales[2 * h + part] =
+            _mm512_permutexvar_epi16(_mm512_add_epi16(pick_scale, first), all_scales);
       }
     }
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+  }
+
+  template <int NT>
+  static void add_block(const BlockQ6_K& blk, const BlockQ8_K* const* a, int64_t b, float* acc) {
+    const __m256i scales16 =
+        _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk.scales)));
+    __m512i q[4], scales[4];
+    weights(blk, scales16, q, scales);
+    if constexpr (NT == 1) {
+      const float d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
+      __m512i isum;
+      __m256i offset_lanes;
+      token_vectors(q, scales, scales16, a[0][b], isum, offset_lanes);
+      int32_t dot = 0, offset = 0;
+      avx512_hsum2_epi32(isum, offset_lanes, dot, offset);
+      acc[0] = kquant_accumulate(acc[0], d, 0.0f, a[0][b].d, dot - 32 * offset, 0);
+    } else {  // four tokens at a time share the reductions and products
+      avx512_fold_token_groups<NT, true>(
+          blk.d, acc,
+          [&](int k, __m512i& isum, __m256i& offset) {
+            token_vectors(q, scales, scales16, a[k][b], isum, offset);
+            return a[k][b].d;
+          },
+          Q6_KTotals{});
+    }
   }
 };
 
@@ -123,18 +118,15 @@ void decode_panel_row(const MatmulTask& task, int64_t row, int64_t b, KquantPane
     _mm256_store_si256(q + 2, _mm256_or_si256(hi0, high(qh, 2)));
     _mm256_store_si256(q + 3, _mm256_or_si256(hi1, high(qh, 3)));
   }
-  for (int s = 0; s < 16; ++s) out.factors[s] = out.coefs[s] = blk.scales[s];
-  out.d = avx512_load_half(reinterpret_cast<const uint8_t*>(&blk.d));
-  out.dmin = 0.0f;
+  kquant_panel_row_signed_scales<16>(
+      blk.d, [&](int j) { return blk.scales[j]; }, out);
 }
 
 }  // namespace
 
 void matmul_rows_q6_k_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
-  const int64_t rest = run_kquant_panels<kPanelQ6_K>(
-      task, r0, r1,
-      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_panel_row(task, row, b, out); });
-  run_row_tiles<8>(task, rest, r1, Q6_KAvx512Dot{task});
+  run_kquant_rows_avx512<kPanelQ6_K, decode_panel_row>(
+      task, r0, r1, KquantRowDot<BlockQ6_K, Q6_KAvx512Block>{task});
 }
 
 }  // namespace kvforge

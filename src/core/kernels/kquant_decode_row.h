@@ -16,6 +16,7 @@
 
 #include "core/formats/q8_k.h"
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/tile_loop.h"
 
 namespace kvforge {
 
@@ -52,6 +53,20 @@ static inline float kquant_decode_row(const Dot& dot, const Block* w, const Bloc
       return fold(acc, pending, 3);
     default:
       return acc;
+  }
+}
+
+// The row tile of such a kernel: one token through kquant_decode_row, NT > 1
+// tokens through dot.tokens<NT>(w, t0, n_blocks, out).
+template <int NT, bool kMin, class Block, class Dot>
+static inline void kquant_group_tile(const Dot& dot, const MatmulTask& task, int64_t row,
+                                     int64_t t0, float* out) {
+  const Block* w = weight_row<Block>(task, row);
+  const int64_t n_blocks = task.cols / Block::kElems;
+  if constexpr (NT == 1) {
+    out[0] = kquant_decode_row<kMin>(dot, w, task.act_k + t0 * n_blocks, n_blocks);
+  } else {
+    dot.template tokens<NT>(w, t0, n_blocks, out);
   }
 }
 

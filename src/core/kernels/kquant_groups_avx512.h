@@ -14,6 +14,8 @@
 
 #include "core/kernels/avx512_helpers.h"  // first: its pragmas must precede <immintrin.h>
 #include "core/kernels/kquant_accumulate.h"
+#include "core/kernels/kquant_decode_row.h"
+#include "core/kernels/tile_loop.h"
 
 namespace kvforge {
 
@@ -50,31 +52,40 @@ static inline __m256 avx512_kquant_terms(const uint32_t scales[4], const float d
   return terms;
 }
 
+// The terms (avx512_kquant_terms) of four pairs, those from `count` on
+// zero: pair(n, isum, msum, scale, da) sets pair n's lane sums, its block's
+// d | dmin << 16 as stored and its activation scale; adjust maps the
+// reduced lanes [i0 m0 i1 m1 ...] to the integers whose products are formed.
+template <class Pair, class Adjust>
+static inline __m256 avx512_four_pair_terms(int count, Pair&& pair, Adjust&& adjust) {
+  __m512i isum[4];
+  __m256i msum[4];
+  uint32_t scales[4] = {};
+  float da[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    isum[i] = _mm512_setzero_si512();
+    msum[i] = _mm256_setzero_si256();
+    if (i < count) pair(i, isum[i], msum[i], scales[i], da[i]);
+  }
+  return avx512_kquant_terms(scales, da, adjust(avx512_reduce_four_pairs(isum, msum)));
+}
+
 // Folds one super-block into the accumulators of tokens [0, NT), four at a
 // time: sums(k, isum, msum) sets token k's lane sums (isum, and msum for the
-// min or offset term) and returns its activation scale; adjust maps the
-// reduced lanes [i0 m0 i1 m1 ...] to the integers whose products are
-// folded; d_dmin is the block's d | dmin << 16 as stored. With kMin the
-// fold is kquant_accumulate's (minus the second product), else
+// min or offset term) and returns its activation scale; adjust as for
+// avx512_four_pair_terms; d_dmin is the block's d | dmin << 16 as stored.
+// With kMin the fold is kquant_accumulate's (minus the second product), else
 // kquant_accumulate_scaled's, so acc gets the bits of token by token.
 template <int NT, bool kMin, class Sums, class Adjust>
 static inline void avx512_fold_token_groups(uint32_t d_dmin, float* acc, Sums&& sums,
                                             Adjust&& adjust) {
   for (int k0 = 0; k0 < NT; k0 += 4) {
-    __m512i isum[4];
-    __m256i msum[4];
-    uint32_t scales[4] = {};
-    float da[4] = {};
-    for (int i = 0; i < 4; ++i) {
-      isum[i] = _mm512_setzero_si512();
-      msum[i] = _mm256_setzero_si256();
-      if (k0 + i >= NT) continue;
-      da[i] = sums(k0 + i, isum[i], msum[i]);
-      scales[i] = d_dmin;
-    }
+    const auto pair = [&](int i, __m512i& isum, __m256i& msum, uint32_t& scale, float& da) {
+      da = sums(k0 + i, isum, msum);
+      scale = d_dmin;
+    };
     alignas(32) float terms[8];
-    _mm256_store_ps(terms,
-                    avx512_kquant_terms(scales, da, adjust(avx512_reduce_four_pairs(isum, msum))));
+    _mm256_store_ps(terms, avx512_four_pair_terms(NT - k0, pair, adjust));
     for (int i = 0; i < 4 && k0 + i < NT; ++i)
       acc[k0 + i] = kMin ? kquant_accumulate_terms(acc[k0 + i], terms + 2 * i, 1)
                          : kquant_accumulate_scaled_terms(acc[k0 + i], terms + 2 * i, 1);
@@ -84,6 +95,52 @@ static inline void avx512_fold_token_groups(uint32_t d_dmin, float* acc, Sums&& 
 // adjust for avx512_fold_token_groups when the lanes are folded as they are.
 struct KquantLanesAsSummed {
   __m256i operator()(__m256i ints) const { return ints; }
+};
+
+// The row tile of the kernels that unpack a super-block's weights once and
+// finish their sums four pairs at a time (Q2_K, Q3_K): one token four
+// super-blocks a group (kquant_decode_row), more tokens four at a time per
+// super-block (avx512_fold_token_groups). Format gives kMin (the terms carry
+// a subtracted min term), weights(blk) (its members hold the constants),
+// sums(wt, ak, isum, msum), scales(blk) (d | dmin << 16 as stored) and
+// adjust(ints), as avx512_four_pair_terms takes it.
+template <class Block, class Format>
+struct KquantGroupsAvx512Dot {
+  const MatmulTask& task;
+  Format format = {};
+
+  // The terms of super-blocks w[0 .. kCount) (kCount <= 4) against one token.
+  template <int kCount>
+  __m256 group_terms(const Block* w, const BlockQ8_K* a) const {
+    const auto pair = [&](int i, __m512i& isum, __m256i& msum, uint32_t& scale, float& da) {
+      Format::sums(format.weights(w[i]), a[i], isum, msum);
+      scale = Format::scales(w[i]);
+      da = a[i].d;
+    };
+    return avx512_four_pair_terms(kCount, pair, Format::adjust);
+  }
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    kquant_group_tile<NT, Format::kMin, Block>(*this, task, row, t0, out);
+  }
+
+  // NT > 1 tokens from t0 against the row's blocks w, four at a time per
+  // super-block, its weights unpacked once.
+  template <int NT>
+  void tokens(const Block* w, int64_t t0, int64_t n_blocks, float* out) const {
+    float acc[NT] = {};
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const auto wt = format.weights(w[b]);
+      const auto sums = [&](int k, __m512i& isum, __m256i& msum) {
+        const BlockQ8_K& ak = task.act_k[(t0 + k) * n_blocks + b];
+        Format::sums(wt, ak, isum, msum);
+        return ak.d;
+      };
+      avx512_fold_token_groups<NT, Format::kMin>(Format::scales(w[b]), acc, sums, Format::adjust);
+    }
+    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+  }
 };
 
 }  // namespace kvforge

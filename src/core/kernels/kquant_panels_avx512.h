@@ -86,6 +86,16 @@ static inline void kquant_panel_row_q4_k_scales(const uint8_t* scales, uint16_t 
   out.dmin = _cvtsh_ss(dmin);
 }
 
+// A panel row's scales for types without a min, whose sub-block factors
+// and coefs are the same signed numbers scale(j) (the coefs taking an
+// offset in the levels back out); d the block's IEEE half.
+template <int kSubBlocks, class Scale>
+static inline void kquant_panel_row_signed_scales(uint16_t d, Scale&& scale, KquantPanelRow& out) {
+  for (int j = 0; j < kSubBlocks; ++j) out.factors[j] = out.coefs[j] = scale(j);
+  out.d = _cvtsh_ss(d);
+  out.dmin = 0.0f;
+}
+
 // Moves 16 decoded rows into panel block p (rows[r] is panel row r) for
 // sub-blocks of `sub_block` elements.
 static inline void kquant_panel_interleave(const KquantPanelRow* rows, int sub_block,
@@ -273,6 +283,18 @@ static int64_t run_kquant_panels(const MatmulTask& task, int64_t r0, int64_t r1,
                              kquant_panel_interleave(rows, K.sub_block, p);
                            });
   return end;
+}
+
+// A native K-quant kernel's rows [r0, r1): whole panels for batches where
+// kquant_panels_pay, decode_row(task, row, b, out) filling one row's
+// super-block b, and the rows left in row tiles of up to 8 tokens (dot, as
+// run_row_tiles takes it).
+template <PanelKind K, auto decode_row, class Dot>
+static void run_kquant_rows_avx512(const MatmulTask& task, int64_t r0, int64_t r1, const Dot& dot) {
+  const int64_t rest = run_kquant_panels<K>(
+      task, r0, r1,
+      [&](int64_t row, int64_t b, KquantPanelRow& out) { decode_row(task, row, b, out); });
+  run_row_tiles<8>(task, rest, r1, dot);
 }
 
 }  // namespace kvforge

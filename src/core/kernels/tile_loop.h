@@ -43,6 +43,18 @@ struct TokenBlocks {
   float q8_scale(int k) const { return task.act_scales[(t0 + k) * n_blocks + b]; }
 };
 
+// Weight row `row` x NT tokens, the row's blocks in order: out[k] is the
+// sum that add(blk, b, n_blocks, acc) builds in acc[k], starting from 0.
+template <int NT, class Block, class AddBlock>
+static inline void sum_row_blocks(const MatmulTask& task, int64_t row, float* out,
+                                  const AddBlock& add) {
+  const Block* w = weight_row<Block>(task, row);
+  const int64_t n_blocks = task.cols / Block::kElems;
+  float acc[NT] = {};
+  for (int64_t b = 0; b < n_blocks; ++b) add(w[b], b, n_blocks, acc);
+  for (int k = 0; k < NT; ++k) out[k] = acc[k];
+}
+
 // The row tile of a kernel that takes a row block by block: weight row
 // `row` x NT tokens from t0, the blocks in order, each token's running sum
 // acc[k] updated by the format's add_block<NT>(blk, tokens, acc) (found by
@@ -54,12 +66,31 @@ struct BlockRowDot {
 
   template <int NT>
   void tile(int64_t row, int64_t t0, float* out) const {
-    const Block* w = weight_row<Block>(task, row);
-    const int64_t n_blocks = task.cols / Block::kElems;
-    float acc[NT] = {};
-    for (int64_t b = 0; b < n_blocks; ++b)
-      add_block<NT>(w[b], TokenBlocks{task, t0, b, n_blocks, Block::kElems}, acc);
-    for (int k = 0; k < NT; ++k) out[k] = acc[k];
+    sum_row_blocks<NT, Block>(task, row, out,
+                              [&](const Block& blk, int64_t b, int64_t n, float* acc) {
+                                add_block<NT>(blk, TokenBlocks{task, t0, b, n, Block::kElems}, acc);
+                              });
+  }
+};
+
+// The row tile of a K-quant kernel (Q8_K activations) that takes a row
+// super-block by super-block: Math::add_block<NT>(blk, a, b, acc) adds
+// super-block b of the row (blk) against a[k][b] to acc[k] for each token
+// k < NT, with the same operations for each token alone. Math's members
+// hold the constants its block math reuses.
+template <class Block, class Math>
+struct KquantRowDot {
+  const MatmulTask& task;
+  Math math = {};
+
+  template <int NT>
+  void tile(int64_t row, int64_t t0, float* out) const {
+    const BlockQ8_K* a[NT];
+    q8_k_token_rows<NT>(task, t0, task.cols / Block::kElems, a);
+    sum_row_blocks<NT, Block>(task, row, out,
+                              [&](const Block& blk, int64_t b, int64_t, float* acc) {
+                                math.template add_block<NT>(blk, a, b, acc);
+                              });
   }
 };
 
