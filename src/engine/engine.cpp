@@ -41,42 +41,6 @@ std::unique_ptr<KvDiskTier> open_disk_tier(const Model& model, const EngineOptio
                                       o.on_warning);
 }
 
-Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
-    : model(m),
-      options(std::move(o)),
-      paged(std::move(p)),
-      kv(paged->blocks),
-      scheduler(kv, {options.max_seqs, options.max_batched_tokens}),
-      n_ctx(options.n_ctx > 0 ? options.n_ctx : m.config().n_ctx_train),
-      max_len(0),
-      requests(m.config().n_vocab, options.eos_token_ids) {
-  // Longest sequence the pool can hold alone, capped at the context: it can
-  // always be fed one token at a time. Without windows: n_blocks * block_size.
-  int64_t lo = 0, hi = int64_t(n_ctx) + 1;  // lo fits, hi does not (or is past the context)
-  while (hi - lo > 1) {
-    const int64_t mid = lo + (hi - lo) / 2;
-    (paged->blocks.max_blocks_for_seq(mid, 1) <= paged->blocks.n_blocks() ? lo : hi) = mid;
-  }
-  max_len = int32_t(lo);
-  if (paged->tier) scheduler.set_prefix_tier(paged->tier.get());
-  tier = paged->tier.get();
-}
-
-// The scheduler's static policy needs no token budget: a step decodes every
-// slot, and admissions take whole prompts.
-Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
-    : model(m),
-      options(std::move(o)),
-      slot_kv(std::move(s)),
-      kv(slot_kv->slots),
-      scheduler(kv, {slot_kv->runner.slots(), INT32_MAX}),
-      n_ctx(slot_kv->runner.capacity()),
-      max_len(slot_kv->runner.capacity()),
-      requests(m.config().n_vocab, options.eos_token_ids) {
-  options.max_seqs = slot_kv->runner.slots();
-  tier = slot_kv->tier.get();
-}
-
 void Engine::Impl::check_request(std::span<const int32_t> prompt, const SamplingParams& params,
                                  int n, LogprobOptions lp) const {
   const int max_n = slot_kv ? slot_kv->runner.slots() : options.max_seqs;

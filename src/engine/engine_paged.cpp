@@ -55,6 +55,17 @@ int32_t pool_blocks(const Model& model, const EngineOptions& o) {
   return int32_t(std::min<double>({by_memory, double(needed), double(INT32_MAX / 2)}));
 }
 
+// Longest sequence the pool can hold alone, capped at the context: it can
+// always be fed one token at a time. Without windows: n_blocks * block_size.
+int32_t longest_sequence(const BlockManager& blocks, int32_t n_ctx) {
+  int64_t lo = 0, hi = int64_t(n_ctx) + 1;  // lo fits, hi does not (or is past the context)
+  while (hi - lo > 1) {
+    const int64_t mid = lo + (hi - lo) / 2;
+    (blocks.max_blocks_for_seq(mid, 1) <= blocks.n_blocks() ? lo : hi) = mid;
+  }
+  return int32_t(lo);
+}
+
 // Why the disk tier cannot serve this engine; empty when it can.
 std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
                               const BlockManager& blocks) {
@@ -76,6 +87,19 @@ PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
       disk(open_disk_tier(model, o, o.kv_format, blocks.block_size(), cache.block_bytes(),
                           o.kv_disk_dir.empty() ? "" : disk_tier_refusal(model, o, blocks))) {
   if (disk) tier = std::make_unique<DiskPrefixTier>(*disk, blocks, cache);
+}
+
+Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
+    : model(m),
+      options(std::move(o)),
+      paged(std::move(p)),
+      kv(paged->blocks),
+      scheduler(kv, {options.max_seqs, options.max_batched_tokens}),
+      n_ctx(context_of(m, options)),
+      max_len(longest_sequence(paged->blocks, n_ctx)),
+      requests(m.config().n_vocab, options.eos_token_ids) {
+  tier = paged->tier.get();
+  if (tier) scheduler.set_prefix_tier(paged->tier.get());
 }
 
 void Engine::Impl::check_paged_request(std::span<const int32_t> prompt,

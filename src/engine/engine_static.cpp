@@ -35,6 +35,21 @@ SlotKv::SlotKv(const Model& model, ThreadPool& pool, PlanSet plans, const Engine
   if (disk) tier = std::make_unique<StaticPrefixTier>(*disk, runner, slots);
 }
 
+// The scheduler's static policy needs no token budget: a step decodes every
+// slot, and admissions take whole prompts.
+Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
+    : model(m),
+      options(std::move(o)),
+      slot_kv(std::move(s)),
+      kv(slot_kv->slots),
+      scheduler(kv, {slot_kv->runner.slots(), INT32_MAX}),
+      n_ctx(slot_kv->runner.capacity()),
+      max_len(slot_kv->runner.capacity()),
+      requests(m.config().n_vocab, options.eos_token_ids) {
+  options.max_seqs = slot_kv->runner.slots();
+  tier = slot_kv->tier.get();
+}
+
 void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
                                         const SamplingParams& params, int) const {
   const StaticConfig& c = slot_kv->runner.config();
