@@ -67,6 +67,7 @@ batch=("$kv" batch -m "$model" -f prompts.txt -n 8 --temp 0 --block-size 4)
 "${batch[@]}" >cold-batch.out 2>/dev/null
 grep '^output' cold-batch.out >cold-batch.txt
 mkdir killed
+counts=()
 for round in 1 2 3; do
   "${batch[@]}" --kv-disk killed >/dev/null 2>&1 &
   pid=$!
@@ -75,11 +76,16 @@ for round in 1 2 3; do
   kill -9 "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   n=$(ls killed | wc -l)
+  counts+=("$n")
   echo "kill -9 round $round: $n files"
 done
 "${batch[@]}" --kv-disk killed >after.out 2>after.err
 total=$(ls killed | wc -l)
-[ "$n" -lt "$total" ] || fail "the kills did not land during the writes ($n of $total files)"
+# On a fast machine a round may finish its burst between two polls; the test
+# needs one kill that landed mid-burst, whichever round it was.
+landed=0
+for c in "${counts[@]}"; do [ "$c" -lt "$total" ] && landed=$((landed + 1)); done
+[ "$landed" -gt 0 ] || fail "no kill landed during the writes (${counts[*]} of $total files)"
 grep '^output' after.out >after.txt
 cmp -s cold-batch.txt after.txt || fail "batch after kill -9 differs from the cold run"
 [ "$(rejected after.out)" = 0 ] || { tail -3 after.out >&2; fail "a file written before kill -9 was rejected"; }
