@@ -1,5 +1,6 @@
 #include "engine/static_pipeline/static_prefix_tier.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -54,13 +55,14 @@ void StaticPrefixTier::install(int32_t slot) {
 
 void StaticPrefixTier::store_computed(std::span<const ComputedRun> runs) {
   for (const ComputedRun& r : runs)
-    if (r.first < r.n_prompt) store(slots_.slot_of(r.seq), r.tokens.first(size_t(r.n_prompt)));
+    if (r.first < r.n_prompt)
+      store(slots_.slot_of(r.seq), r.tokens.first(size_t(std::min(r.n_prompt, r.n_computed))));
 }
 
 void StaticPrefixTier::store(int32_t slot, std::span<const int32_t> tokens) {
   if (!disk_.enabled()) return;
   const size_t bs = size_t(block_size_);
-  const size_t full = std::min(tokens.size(), size_t(runner_.length(slot))) / bs;
+  const size_t full = tokens.size() / bs;
   uint64_t hash = PrefixCache::kRootHash;
   for (size_t i = 0; i < full; ++i) {
     const std::span<const int32_t> prefix = tokens.first((i + 1) * bs);

@@ -42,11 +42,12 @@ class StaticPrefixTier final : public PrefixTierWriter {
   // Empties `slot` and fills it with the fetched tokens' K/V.
   void install(int32_t slot);
   // For each run that computed prompt tokens (a slot's fill; decodes write
-  // nothing), the full prompt blocks its slot holds that the tier lacks.
+  // nothing), the full blocks of its computed prompt positions
+  // [0, min(n_prompt, n_computed)) that the tier lacks.
   void store_computed(std::span<const ComputedRun> runs) override;
 
  private:
-  // Writes the full blocks of tokens[0, slot length) the tier lacks.
+  // Writes the full blocks of `tokens` (all in the slot) the tier lacks.
   void store(int32_t slot, std::span<const int32_t> tokens);
 
   KvDiskTier& disk_;
