@@ -70,7 +70,7 @@ void print_totals(const std::vector<std::vector<BranchResult>>& results, const E
 void batch(const BatchFlags& f) {
   const SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
-  check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
+  check_context_size(model->config(), f.engine.options.n_ctx, "-c/--ctx-size");
   // Ranks other than 0 follow rank 0's engine inside make_paged_engine and end there.
   const CommandEngine made = make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *made.engine;

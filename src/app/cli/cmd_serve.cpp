@@ -101,7 +101,8 @@ std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
                 "sequences",
                 chosen.pool->size(), e.max_sequence_tokens(), e.n_blocks(), e.block_size(),
                 f.engine.kv.describe().c_str(),
-                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.max_seqs);
+                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(),
+                f.engine.options.max_seqs);
   return buf;
 }
 
@@ -147,7 +148,7 @@ void serve_until_signal(server::HttpServer& http, const sigset_t& stop_signals,
 void serve(const ServeFlags& f) {
   const sigset_t stop_signals = prepare_process_for_serving();
   auto [path, model, tokenizer] = load_model(f);
-  check_context_size(model->config(), f.engine.ctx, "-c/--ctx-size");
+  check_context_size(model->config(), f.engine.options.n_ctx, "-c/--ctx-size");
   ChatTemplate chat_template = load_chat_template(f, model->file());
   test_render(chat_template, f.chat_template_file.empty()
                                  ? path.string() + " (tokenizer.chat_template)"
@@ -161,7 +162,8 @@ void serve(const ServeFlags& f) {
   TextEngine& engine = *chosen.engine;
   const StaticRunner* slots = chosen.slots;
   const std::string engine_line = slots ? chosen.describe_static() : describe_paged(f, chosen);
-  const size_t max_running = static_cast<size_t>(slots ? slots->slots() : f.engine.max_seqs);
+  const size_t max_running =
+      static_cast<size_t>(slots ? slots->slots() : f.engine.options.max_seqs);
   const int max_sequence_tokens = engine.engine().max_sequence_tokens();
 
   server::ServerMetrics metrics;

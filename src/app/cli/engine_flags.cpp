@@ -5,19 +5,22 @@
 namespace kvforge::cli {
 
 void EngineFlags::add_to(CLI::App& app) {
-  app.add_option("--max-seqs,--parallel", max_seqs, "sequences running at once (llama.cpp's -np)")
+  EngineOptions& o = options;
+  app.add_option("--max-seqs,--parallel", o.max_seqs, "sequences running at once (llama.cpp's -np)")
       ->capture_default_str();
-  app.add_option("--max-batched-tokens", max_batched_tokens,
+  app.add_option("--max-batched-tokens", o.max_batched_tokens,
                  "tokens per forward pass (decodes + prefill chunks)")
       ->capture_default_str();
-  app.add_option("--kv-memory", kv_memory_mib, "KV pool size in MiB (unless --kv-blocks)")
+  app.add_option("--kv-memory", o.kv_memory_mib, "KV pool size in MiB (unless --kv-blocks)")
       ->capture_default_str();
-  app.add_option("--kv-blocks", kv_blocks, "KV pool size in blocks; 0 = from --kv-memory")
+  app.add_option("--kv-blocks", o.kv_blocks, "KV pool size in blocks; 0 = from --kv-memory")
       ->capture_default_str();
-  app.add_option("--block-size", block_size, "tokens per KV block (power of two, 1..256)")
+  app.add_option("--block-size", o.block_size, "tokens per KV block (power of two, 1..256)")
       ->capture_default_str();
-  add_ctx_size_flag(app, ctx, "context per sequence; 0 = the model's");
-  app.add_flag("--no-prefix-cache", no_prefix_cache, "do not reuse K/V of shared prompt prefixes");
+  add_ctx_size_flag(app, o.n_ctx, "context per sequence; 0 = the model's");
+  app.add_flag_callback(
+      "--no-prefix-cache", [&o] { o.enable_prefix_cache = false; },
+      "do not reuse K/V of shared prompt prefixes");
   kv.add_to(app);
   disk.add_to(app);
 }
@@ -55,14 +58,7 @@ std::string describe_kv_tiers(const EngineStats& st) {
 }
 
 EngineOptions EngineFlags::to_options() const {
-  EngineOptions o;
-  o.max_seqs = max_seqs;
-  o.max_batched_tokens = max_batched_tokens;
-  o.kv_memory_mib = kv_memory_mib;
-  o.kv_blocks = kv_blocks;
-  o.block_size = block_size;
-  o.n_ctx = ctx;
-  o.enable_prefix_cache = !no_prefix_cache;
+  EngineOptions o = options;
   o.kv_format = kv.format();
   disk.apply(o);
   return o;

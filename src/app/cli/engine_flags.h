@@ -20,14 +20,11 @@ struct KvDiskFlags {
   void apply(EngineOptions& o) const;
 };
 
+// The flags bind to `options`' fields (their defaults are its defaults);
+// the KV type and the disk tier are flag groups of their own, folded in by
+// to_options().
 struct EngineFlags {
-  int max_seqs = 64;
-  int max_batched_tokens = 512;
-  double kv_memory_mib = 512;
-  int kv_blocks = 0;
-  int block_size = 16;
-  int ctx = 0;
-  bool no_prefix_cache = false;
+  EngineOptions options;
   KvTypeFlags kv;
   KvDiskFlags disk;
 
