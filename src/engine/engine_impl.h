@@ -101,8 +101,9 @@ struct Engine::Impl {
   void step_static(std::vector<StepEvent>& events);
   void decode_slots(const SchedulerOutput& plan, std::vector<StepEvent>& events);
   void admit_to_slots(const ScheduledChunk& admitted, std::vector<StepEvent>& events);
-  // Brings the slot's K/V to seq's prompt; returns the last prompt token's logits.
-  std::span<const float> fill_slot(Sequence& seq);
+  // Computes seq's prompt past its n_computed into its slot (which holds
+  // those positions: kept, or `restored` from the tier) and samples.
+  void fill_slot(Sequence& seq, bool restored, std::vector<StepEvent>& events);
   void static_stats(EngineStats& s) const;
 };
 

@@ -12,15 +12,20 @@ namespace {
 
 // The disk tier for slots of `runner`, or null (see open_disk_tier). A
 // window layer's ring keeps only its window: no whole prefix to write.
+// Tensor-parallel ranks load off their engine threads: a load could land
+// in different steps on different ranks, whose steps must match.
 std::unique_ptr<KvDiskTier> open_slots_disk_tier(const Model& model, const EngineOptions& o,
                                                  StaticRunner& runner) {
   const StaticKvCache& cache = runner.cache();
+  const KvFormat format = runner.config().kv_format;
   if (cache.ring_positions() > 0)
-    return open_disk_tier(model, o, runner.config().kv_format, o.block_size, 0,
+    return open_disk_tier(model, o, format, o.block_size, 0,
                           "the model has sliding-window layers, whose slots keep only their "
                           "window");
-  return open_disk_tier(model, o, runner.config().kv_format, o.block_size,
-                        cache.run_bytes(o.block_size), "");
+  if (model.tp() > 1)
+    return open_disk_tier(model, o, format, o.block_size, 0,
+                          "tensor-parallel ranks could restore a prefix in different steps");
+  return open_disk_tier(model, o, format, o.block_size, cache.run_bytes(o.block_size), "");
 }
 
 }  // namespace
@@ -48,6 +53,7 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
       requests(m.config().n_vocab, options.eos_token_ids) {
   options.max_seqs = slot_kv->runner.slots();
   tier = slot_kv->tier.get();
+  if (tier) scheduler.set_prefix_tier(slot_kv->tier.get());
 }
 
 void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
@@ -66,11 +72,16 @@ void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
                                  " + min_response_len " + std::to_string(c.min_response_len) + ")");
 }
 
+// Decodes, then the slots whose prefix loads landed are filled, then
+// admissions. With nothing else to run, the step waits for a load.
 void Engine::Impl::step_static(std::vector<StepEvent>& events) {
   const SchedulerOutput decodes = scheduler.schedule_decodes();
   if (!decodes.chunks.empty()) decode_slots(decodes, events);
+  for (Sequence* seq : scheduler.land_loads(false)) fill_slot(*seq, true, events);
   while (const std::optional<ScheduledChunk> admitted = scheduler.admit_next())
     admit_to_slots(*admitted, events);
+  if (events.empty() && scheduler.n_loading() > 0)
+    for (Sequence* seq : scheduler.land_loads(true)) fill_slot(*seq, true, events);
   ++steps;
 }
 
@@ -97,7 +108,9 @@ void Engine::Impl::decode_slots(const SchedulerOutput& plan, std::vector<StepEve
 }
 
 // Every branch takes its own slot before any is filled (the plans have no
-// slot-to-slot copy); then each is filled and samples its first token.
+// slot-to-slot copy); then each loads its prompt blocks past what its slot
+// keeps from the tier (filled when the load lands) or is filled now. A later
+// branch finds on the tier what an earlier one wrote through.
 void Engine::Impl::admit_to_slots(const ScheduledChunk& admitted, std::vector<StepEvent>& events) {
   Sequence& root = *admitted.seq;
   std::vector<Sequence*> branches{&root};
@@ -107,31 +120,26 @@ void Engine::Impl::admit_to_slots(const ScheduledChunk& admitted, std::vector<St
     branches.push_back(&child);
   }
   root.pending_forks = 0;
-  std::vector<Sequence*> finished;
   for (Sequence* seq : branches) {
-    sample(*seq, fill_slot(*seq), events, finished);
-    for (Sequence* f : finished) remove(f);
-    finished.clear();
+    const int32_t kept = seq->n_computed;  // what the slot manager keeps of the slot
+    if (scheduler.load_prefix(*seq)) {
+      tokens_reused += seq->n_computed;  // the kept whole blocks
+      continue;
+    }
+    slot_kv->slots.truncate(seq->id, kept);
+    tokens_reused += kept;
+    fill_slot(*seq, false, events);
   }
 }
 
-std::span<const float> Engine::Impl::fill_slot(Sequence& seq) {
+void Engine::Impl::fill_slot(Sequence& seq, bool restored, std::vector<StepEvent>& events) {
   SlotKv& s = *slot_kv;
   const int32_t slot = s.slots.slot_of(seq.id);
   const std::span<const int32_t> prompt(seq.tokens);
-  int32_t kept = seq.n_computed;  // what the slot manager keeps of the slot
-  const int32_t restored = s.tier ? s.tier->fetch(prompt, kept) : 0;
-  const bool from_disk = restored > kept;  // stats().disk counts these tokens
-  if (from_disk) {
-    s.tier->install(slot);
-    kept = restored;
-  } else {
-    s.slots.truncate(seq.id, kept);
-    tokens_reused += kept;
-  }
+  const int32_t kept = seq.n_computed;
   tokens_computed += int64_t(prompt.size()) - kept;
   std::span<const float> logits;
-  if (kept == 0 || from_disk) {
+  if (kept == 0 || restored) {
     logits = s.runner.prefill(slot, prompt, kept);
   } else {
     for (size_t i = size_t(kept); i < prompt.size(); ++i)
@@ -140,7 +148,9 @@ std::span<const float> Engine::Impl::fill_slot(Sequence& seq) {
   // The tier's write-through reads the cache only: `logits` stays valid.
   const ScheduledChunk filled{&seq, kept, seq.len() - kept, true};
   record_computed({&filled, 1});
-  return logits;
+  std::vector<Sequence*> finished;
+  sample(seq, logits, events, finished);
+  for (Sequence* f : finished) remove(f);
 }
 
 void Engine::Impl::static_stats(EngineStats& s) const {

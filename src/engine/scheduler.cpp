@@ -42,8 +42,9 @@ SchedulerOutput Scheduler::schedule() {
   return out;
 }
 
-void Scheduler::land_loads(bool wait) {
-  if (n_loading_ == 0) return;
+std::vector<Sequence*> Scheduler::land_loads(bool wait) {
+  std::vector<Sequence*> landed;
+  if (n_loading_ == 0) return landed;
   for (const LoadedPrefix& l : tier_->take_loaded(wait)) {
     const auto it = std::find_if(running_.begin(), running_.end(),
                                  [&](const auto& s) { return s->id == l.seq && s->loading; });
@@ -57,7 +58,31 @@ void Scheduler::land_loads(bool wait) {
     seq.n_computed = n;
     seq.loading = false;
     --n_loading_;
+    landed.push_back(&seq);
   }
+  return landed;
+}
+
+bool Scheduler::begin_load(Sequence& seq, int32_t from_block, int32_t n, int32_t eligible) {
+  if (n == 0) {
+    if (tier_ && eligible > 0) tier_->note_misses(eligible);
+    return false;
+  }
+  tier_->start_load(seq.id, seq.tokens, from_block, n, eligible);
+  seq.loading = true;
+  ++n_loading_;
+  return true;
+}
+
+bool Scheduler::load_prefix(Sequence& seq) {
+  if (!tier_) return false;
+  const int32_t bs = tier_->block_size();
+  const int32_t from_block = seq.n_computed / bs;
+  // As in the paged policy: whole blocks past the kept ones, never the last token.
+  const int32_t eligible = (seq.len() - 1) / bs - from_block;
+  const int32_t n = eligible > 0 ? tier_->available(seq.tokens, from_block, eligible) : 0;
+  if (n > 0) seq.n_computed = from_block * bs;  // the load lands after the kept whole blocks
+  return begin_load(seq, from_block, n, eligible);
 }
 
 void Scheduler::release(Sequence& seq) {
@@ -182,13 +207,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
     const int32_t eligible = (seq.len() - 1) / bs - ram / bs;  // prompt blocks past RAM's
-    if (tier_ && on_tier == 0 && eligible > 0) tier_->note_misses(eligible);
-    if (on_tier > 0) {
-      tier_->start_load(seq.id, tokens, ram / bs, on_tier, eligible);
-      seq.loading = true;
-      ++n_loading_;
-      continue;
-    }
+    if (begin_load(seq, ram / bs, on_tier, eligible)) continue;
     const int32_t n = target - ram;
     out.chunks.push_back({&seq, ram, n, target == seq.len()});
     budget -= n;

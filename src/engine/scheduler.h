@@ -31,7 +31,10 @@
 // other: schedule_decodes() gives every running sequence its decode (one
 // generate plan for all slots), then admit_next() admits waiting sequences
 // first come, first served, each with its whole prompt (the static runner
-// chunks it) as soon as the manager holds all its branches (width).
+// chunks it) as soon as the manager holds all its branches (width). With a
+// tier, each admitted branch may load its prompt blocks past what its slot
+// keeps (load_prefix) through the same loading state, and the step fills its
+// slot once land_loads() reports it.
 #pragma once
 
 #include <cstdint>
@@ -86,6 +89,16 @@ class Scheduler {
   // manager reuses, if the manager can hold it and max_seqs its width; its
   // forks are the caller's business. Nothing (no overtaking) otherwise.
   std::optional<ScheduledChunk> admit_next();
+  // The static policy, for an admitted branch whose slot is not filled yet:
+  // starts loading its prompt blocks past the whole blocks it keeps (its
+  // n_computed, cut back to them) from the tier and returns true (it is
+  // loading); false, with the blocks counted as misses, when the tier holds
+  // none of them.
+  bool load_prefix(Sequence& seq);
+  // Loading sequences whose loads ended leave the loading state, holding
+  // what was restored; returns them. Never blocks unless `wait` (then until
+  // one has ended, if any is loading). schedule() calls it itself.
+  std::vector<Sequence*> land_loads(bool wait);
 
   // A running sequence joins right behind its parent (a fork after prefill).
   // Its K/V is the caller's business (BlockManager::fork, or a static slot).
@@ -116,8 +129,9 @@ class Scheduler {
   // Blocks past the RAM prefix of `ram` tokens that the tier could restore
   // for `seq`, as many as the pool can hold next to one computed token.
   int32_t tier_blocks(const Sequence& seq, int32_t ram) const;
-  // Running sequences whose loads ended leave the loading state.
-  void land_loads(bool wait);
+  // Starts loading n tier blocks of seq from from_block on (true), or, for
+  // n = 0, counts the `eligible` prompt blocks as tier misses.
+  bool begin_load(Sequence& seq, int32_t from_block, int32_t n, int32_t eligible);
   // Frees a running (or loading) sequence's blocks, its load cancelled first.
   void release(Sequence& seq);
 

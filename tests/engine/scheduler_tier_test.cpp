@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
+#include <optional>
 
 #include "engine/scheduler.h"
 #include "scheduler_chunks.h"
@@ -169,6 +171,43 @@ TEST(SchedulerTier, APreemptedLoadingSequenceIsCancelledAndWaitsAgain) {
   EXPECT_EQ(sched.n_waiting(), 1);
   EXPECT_EQ(sched.preemptions(), 1);
   EXPECT_FALSE(blocks.has_seq(1));
+}
+
+// The static policy (whole-prompt admissions, the engine's static mode) goes
+// through the same tier calls and loading state as the paged one: an admitted
+// branch loads its blocks past the whole blocks it keeps, is not decoded while
+// loading, and lands with them; a branch whose blocks the tier lacks counts
+// them as misses.
+TEST(SchedulerTier, TheStaticPolicyLoadsThroughTheSameTierCalls) {
+  BlockManager blocks(64, 4, true);
+  Scheduler sched(blocks, {.max_seqs = 4, .max_batched_tokens = INT32_MAX});
+  FakeTier tier;
+  sched.set_prefix_tier(&tier);
+  sched.add(make_seq(0, 5));
+  std::optional<ScheduledChunk> admitted = sched.admit_next();
+  ASSERT_TRUE(admitted);
+  EXPECT_FALSE(sched.load_prefix(*admitted->seq));
+  EXPECT_EQ(tier.misses, 1) << "seq 0's one full prompt block was on no tier";
+  run_step(blocks, {{*admitted}, admitted->n, 0});  // the engine fills its slot
+  tier.on_tier = 3;
+  sched.add(make_seq(1, 17));  // 4 full prompt blocks, 3 of them on the tier
+  admitted = sched.admit_next();
+  ASSERT_TRUE(admitted);
+  Sequence& seq = *admitted->seq;
+  EXPECT_TRUE(sched.load_prefix(seq));
+  ASSERT_EQ(tier.started.size(), 1u);
+  EXPECT_EQ(tier.started[0].seq, 1);
+  EXPECT_EQ(tier.started[0].from_block, 0);
+  EXPECT_EQ(tier.started[0].n, 3);
+  EXPECT_TRUE(seq.loading);
+  EXPECT_EQ(chunks_of(sched.schedule_decodes()), (std::vector<Chunk>{{0, 5, 1}}))
+      << "the loading branch is not decoded";
+  EXPECT_TRUE(sched.land_loads(false).empty()) << "nothing landed yet";
+  tier.ready.push_back({1, 2});  // the third file failed
+  EXPECT_EQ(sched.land_loads(false), (std::vector<Sequence*>{&seq}));
+  EXPECT_FALSE(seq.loading);
+  EXPECT_EQ(seq.n_computed, 8) << "two blocks restored, the rest to compute";
+  EXPECT_EQ(sched.n_loading(), 0);
 }
 
 }  // namespace scheduler_tier_test

@@ -1,9 +1,9 @@
 // The disk tier wired to the paged pool: restores prefix blocks from
-// KvDiskTier files into pool blocks (PrefixTier, asked by the scheduler at
-// admission; the reads run on a PrefixLoader thread, the accounting here on
-// the engine thread when a load is taken) and writes every newly cached full
-// block through to disk (store_computed, called by the engine after each
-// forward pass, while the blocks still hold what was just computed).
+// KvDiskTier files straight into the pool blocks the scheduler reserved for
+// them (the read side both modes share, disk_tier_reader.h) and writes
+// every newly cached full block through to disk (store_computed, called by
+// the engine after each forward pass, while the blocks still hold what was
+// just computed).
 //
 // Write-through rather than write-on-evict: a block's token ids are at hand
 // when it is computed, but not when the pool evicts it (its parent may be
@@ -17,26 +17,16 @@
 
 #include <vector>
 
-#include "engine/kv/kv_disk_tier.h"
+#include "engine/kv/block_manager.h"
+#include "engine/kv/disk_tier_reader.h"
 #include "engine/kv/paged_kv_cache.h"
-#include "engine/kv/prefix_loader.h"
-#include "engine/kv/prefix_tier.h"
 
 namespace kvforge {
 
-class DiskPrefixTier final : public PrefixTier {
+class DiskPrefixTier final : public DiskTierReader {
  public:
   // blocks and cache must outlive this; blocks gets record_new_entries().
   DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCache& cache);
-
-  int32_t block_size() const override { return block_size_; }
-  int32_t available(std::span<const int32_t> tokens, int32_t from_block,
-                    int32_t max_blocks) override;
-  void start_load(SeqId seq, std::span<const int32_t> tokens, int32_t from_block, int32_t n,
-                  int32_t eligible) override;
-  std::vector<LoadedPrefix> take_loaded(bool wait) override;
-  void cancel_load(SeqId seq) override;
-  void note_misses(int32_t n) override { disk_.note_misses(n); }
 
   // Writes the blocks the manager registered since the last call that the
   // tier lacks; `runs` must name every sequence of those (restored blocks,
@@ -44,16 +34,16 @@ class DiskPrefixTier final : public PrefixTier {
   void store_computed(std::span<const ComputedRun> runs) override;
 
  private:
+  // Blocks [from_block, from_block + n) of seq's block table.
+  std::function<void(size_t, std::span<const uint8_t>)> destination(SeqId seq, int32_t from_block,
+                                                                    int32_t n) override;
+  void landed(SeqId, int32_t, int32_t) override {}  // the pool holds them already
+  void dropped(SeqId) override {}
   void store(const BlockManager::NewEntry& e, std::span<const int32_t> tokens);
-  // Chain hashes of blocks [0, n_blocks) of `tokens` (a few ns per token).
-  std::vector<uint64_t> hashes(std::span<const int32_t> tokens, int32_t n_blocks) const;
 
-  KvDiskTier& disk_;
   BlockManager& blocks_;
   PagedKvCache& cache_;
-  int32_t block_size_;
   std::vector<uint8_t> out_;  // [block_bytes] one block being stored
-  PrefixLoader loader_;       // last: its thread stops first
 };
 
 }  // namespace kvforge

@@ -11,10 +11,9 @@ int32_t PrefixLoadResult::n_good() const {
   return n;
 }
 
-PrefixLoader::PrefixLoader(const KvDiskTier& disk, PagedKvCache& cache, KvReadMode mode,
+PrefixLoader::PrefixLoader(const KvDiskTier& disk, KvReadMode mode,
                            std::chrono::milliseconds stall_timeout, ReadBlockFn read)
     : disk_(disk),
-      cache_(cache),
       stall_timeout_(stall_timeout),
       read_(read ? std::move(read)
                  : ReadBlockFn([&disk](uint64_t h, std::span<const int32_t> prefix,
@@ -115,7 +114,7 @@ void PrefixLoader::load(const PrefixLoadJob& job, std::unique_lock<std::mutex>& 
     if (!hit) return;
     copying_ = true;
     lock.unlock();
-    cache_.import_block(job.dst[i], payload);
+    job.import(i, payload);
     lock.lock();
     copying_ = false;
     done_.notify_all();  // a detach_running() may wait for the copy

@@ -1,21 +1,23 @@
 // One I/O thread that restores a sequence's prefix blocks from the disk tier
-// into pool blocks reserved for it, so the engine's other sequences keep
-// stepping while the files are read (DiskPrefixTier owns it).
+// into room reserved for them (pool blocks of the paged engine, a staging
+// buffer of a static slot), so the engine's other sequences keep stepping
+// while the files are read (the disk tier's read side, disk_tier_reader.h,
+// owns it).
 //
 // The thread blocks on reads and copies; it computes nothing, so it runs
 // beside the compute thread pool without taking a core from it for long,
 // and it never uses that pool. It touches only what a job names: the files
-// (KvDiskTier::read_block) and the job's destination blocks of the pool
-// (PagedKvCache::import_block), which no one else reads or writes while the
-// job is queued or running: they belong to a sequence in the loading state
-// and carry no prefix-cache entry yet.
+// (KvDiskTier::read_block) and the job's destination (its `import`), which
+// no one else reads or writes while the job is queued or running: pool
+// blocks of a sequence in the loading state that carry no prefix-cache
+// entry yet, or a staging buffer only the loading sequence's landing reads.
 //
 // Hand-over: a finished job's result is published under the mutex, after
-// the thread's last write into its blocks, and take() reads it under the
-// same mutex; that orders the pool bytes before anything the engine thread
+// the thread's last write into its destination, and take() reads it under
+// the same mutex; that orders those bytes before anything the engine thread
 // (and the compute threads it starts afterwards) does with them. cancel()
-// returns only once the thread no longer writes into the job's blocks, so
-// the caller may free them.
+// returns only once the thread no longer writes into the job's destination,
+// so the caller may free it.
 //
 // Stalls: a read can block (a hung network file system, a dying disk), and
 // the engine waits on loads when it has nothing else to compute. When the
@@ -39,9 +41,8 @@
 #include <thread>
 #include <vector>
 
-#include "engine/kv/block_manager.h"
 #include "engine/kv/kv_disk_tier.h"
-#include "engine/kv/paged_kv_cache.h"
+#include "engine/kv/kv_manager.h"
 
 namespace kvforge {
 
@@ -50,8 +51,10 @@ struct PrefixLoadJob {
   int32_t from_block = 0;        // depth of the first block to load
   std::vector<int32_t> tokens;   // [(from_block + n) * block_size] the prefix it ends
   std::vector<uint64_t> hashes;  // [n] chain hashes of blocks from_block ...
-  std::vector<BlockId> dst;      // [n] pool blocks reserved for them
-  int32_t eligible = 0;          // prompt blocks past the RAM prefix (miss count)
+  // Copies block i's verified payload (block_bytes) to where it goes; runs
+  // on the loader thread.
+  std::function<void(size_t i, std::span<const uint8_t> payload)> import;
+  int32_t eligible = 0;  // prompt blocks past the prefix held in RAM (miss count)
 };
 
 struct PrefixLoadResult {
@@ -59,7 +62,7 @@ struct PrefixLoadResult {
   std::vector<uint64_t> hashes;              // the job's
   std::vector<KvDiskTier::BlockRead> reads;  // [≤ n] in order; all but the last are hits
   int32_t eligible = 0;
-  // Leading blocks whose bytes are now in the pool.
+  // Leading blocks whose bytes are now at their destination.
   int32_t n_good() const;
 };
 
@@ -75,9 +78,9 @@ class PrefixLoader {
       uint64_t chain_hash, std::span<const int32_t> prefix_tokens, BlockFileReader& reader,
       std::span<const uint8_t>& payload)>;
 
-  // disk and cache must outlive this; `mode`: how the thread reads files;
+  // disk must outlive this; `mode`: how the thread reads files;
   // read: how it reads one block (disk.read_block when null).
-  PrefixLoader(const KvDiskTier& disk, PagedKvCache& cache, KvReadMode mode,
+  PrefixLoader(const KvDiskTier& disk, KvReadMode mode,
                std::chrono::milliseconds stall_timeout = kPrefixLoadStallTimeout,
                ReadBlockFn read = nullptr);
   // Stops after the job in flight (if any); queued jobs are dropped.
@@ -91,7 +94,7 @@ class PrefixLoader {
   // or running; never longer than about stall_timeout.
   std::vector<PrefixLoadResult> take(bool wait);
   // Forgets seq's job, queued, running or finished; returns once the thread
-  // writes into none of its blocks any more (without waiting for a read).
+  // writes to its destination no more (without waiting for a read).
   void cancel(SeqId seq);
   // Jobs submitted and not yet taken or cancelled.
   int32_t pending() const;
@@ -100,7 +103,7 @@ class PrefixLoader {
   using Clock = std::chrono::steady_clock;
   void run();
   void load(const PrefixLoadJob& job, std::unique_lock<std::mutex>& lock);
-  // Under mu_: the running job stops writing into its blocks and its result
+  // Under mu_: the running job stops writing to its destination and its result
   // is dropped; returns once no block copy is in progress.
   void detach_running(std::unique_lock<std::mutex>& lock);
   // Under mu_: abandons the running and queued jobs if no read finished for
@@ -110,7 +113,6 @@ class PrefixLoader {
   bool idle() const { return queue_.empty() && (!running_ || detached_); }
 
   const KvDiskTier& disk_;
-  PagedKvCache& cache_;
   const std::chrono::milliseconds stall_timeout_;
   const ReadBlockFn read_;
   BlockFileReader reader_;  // the thread's
@@ -120,8 +122,8 @@ class PrefixLoader {
   std::deque<PrefixLoadJob> queue_;
   std::optional<SeqId> running_;   // the job being read
   PrefixLoadResult current_;       // its reads so far
-  bool detached_ = false;          // its result is dropped; no more copies into its blocks
-  bool copying_ = false;           // the thread is copying a block into the pool
+  bool detached_ = false;          // its result is dropped; no more copies to its destination
+  bool copying_ = false;           // the thread is copying a block to its destination
   Clock::time_point progress_at_;  // the running job started or its last read finished
   std::vector<PrefixLoadResult> finished_;
   bool stop_ = false;

@@ -1,18 +1,21 @@
-// A tier below the KV in RAM (the disk: kv_disk_tier.h), in two sides.
+// A tier below the KV in RAM (the disk: kv_disk_tier.h), in two sides, each
+// one path for both KV modes.
 //
-// Write side (PrefixTierWriter), for both KV modes: after every step the
-// engine's post-processing hands the tier what the step computed, while it
-// is still in the cache, and the tier writes through the full blocks it
-// lacks (the paged pool: every block the prefix cache registered,
-// disk_prefix_tier.h; the static slots: the prompt's,
-// static_pipeline/static_prefix_tier.h).
+// Write side (PrefixTierWriter): after every step the engine's
+// post-processing hands the tier what the step computed, while it is still
+// in the cache, and the tier writes through the full blocks it lacks (the
+// paged pool: every block the prefix cache registered, disk_prefix_tier.h;
+// the static slots: the prompt's, static_pipeline/static_prefix_tier.h).
 //
-// Read side (PrefixTier), for the paged scheduler, which can restore full
-// prefix blocks from it instead of recomputing them. The scheduler asks how many blocks the tier
-// could serve (no I/O), allocates them for the sequence, and starts a load into them; the load runs
-// off the engine thread while the sequence waits in the loading state, and lands at the start of a
-// later step. A sequence is never half-allocated: the blocks of files that fail to verify are given
-// back when the load lands, and the sequence computes those positions instead.
+// Read side (PrefixTier), for the scheduler, which can restore full prefix
+// blocks from it instead of recomputing them (disk_tier_reader.h). At
+// admission it asks how many blocks past those held in RAM (the prefix
+// cache's, or what a static slot keeps) the tier could serve (no I/O), and
+// starts a load of them; the load runs off the engine thread while the
+// sequence waits in the loading state, and lands at the start of a later
+// step. A sequence is never half-allocated: positions of files that fail to
+// verify are given back when the load lands, and the sequence computes them
+// instead. Prompt blocks past RAM's that no load restores count as misses.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "engine/static_pipeline/static_prefix_tier.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -8,12 +9,10 @@
 
 namespace kvforge {
 
-StaticPrefixTier::StaticPrefixTier(KvDiskTier& disk, StaticRunner& runner,
-                                   const StaticSlotManager& slots)
-    : disk_(disk),
+StaticPrefixTier::StaticPrefixTier(KvDiskTier& disk, StaticRunner& runner, StaticSlotManager& slots)
+    : DiskTierReader(disk, disk.identity().block_size),
       runner_(runner),
       slots_(slots),
-      block_size_(disk.identity().block_size),
       block_bytes_(runner.cache().run_bytes(block_size_)) {
   if (block_bytes_ != disk.identity().payload_bytes)
     throw std::invalid_argument("StaticPrefixTier: a block of the static cache is " +
@@ -22,35 +21,27 @@ StaticPrefixTier::StaticPrefixTier(KvDiskTier& disk, StaticRunner& runner,
   out_.resize(block_bytes_);
 }
 
-int32_t StaticPrefixTier::fetch(std::span<const int32_t> prompt, int32_t beyond) {
-  n_staged_ = 0;
-  if (!disk_.enabled() || prompt.empty()) return 0;
-  const size_t bs = size_t(block_size_);
-  const int32_t eligible = int32_t((prompt.size() - 1) / bs);
-  std::vector<uint64_t> hashes;  // chained, of the blocks the index holds
-  for (uint64_t h = PrefixCache::kRootHash; int32_t(hashes.size()) < eligible;) {
-    h = PrefixCache::chain_hash(h, prompt.subspan(hashes.size() * bs, bs));
-    if (!disk_.contains(h)) break;
-    hashes.push_back(h);
-  }
-  disk_.note_misses(eligible - int32_t(hashes.size()));
-  if (int64_t(hashes.size()) * block_size_ <= beyond) return 0;
-  staged_.resize(hashes.size() * block_bytes_);
-  for (; n_staged_ < int32_t(hashes.size()); ++n_staged_) {
-    const std::span<uint8_t> dst(staged_.data() + size_t(n_staged_) * block_bytes_, block_bytes_);
-    if (!disk_.load(hashes[size_t(n_staged_)], prompt.first(size_t(n_staged_ + 1) * bs), dst))
-      break;
-  }
-  return n_staged_ * block_size_;
+StaticPrefixTier::~StaticPrefixTier() {
+  while (!staged_.empty()) cancel_load(staged_.begin()->first);
 }
 
-void StaticPrefixTier::install(int32_t slot) {
-  runner_.release(slot);
-  for (int32_t i = 0; i < n_staged_; ++i)
-    runner_.import_run(
-        slot, block_size_,
-        std::span<const uint8_t>(staged_.data() + size_t(i) * block_bytes_, block_bytes_));
-  n_staged_ = 0;
+std::function<void(size_t, std::span<const uint8_t>)> StaticPrefixTier::destination(SeqId seq,
+                                                                                    int32_t,
+                                                                                    int32_t n) {
+  std::vector<uint8_t>& buffer = staged_[seq];
+  buffer.resize(size_t(n) * block_bytes_);
+  return [dst = buffer.data(), bytes = block_bytes_](size_t i, std::span<const uint8_t> payload) {
+    std::memcpy(dst + i * bytes, payload.data(), bytes);
+  };
+}
+
+void StaticPrefixTier::landed(SeqId seq, int32_t from_block, int32_t good) {
+  const int32_t slot = slots_.slot_of(seq);
+  slots_.truncate(seq, from_block * block_size_);
+  const std::vector<uint8_t>& buffer = staged_.at(seq);
+  for (int32_t i = 0; i < good; ++i)
+    runner_.import_run(slot, block_size_,
+                       std::span(buffer.data() + size_t(i) * block_bytes_, block_bytes_));
 }
 
 void StaticPrefixTier::store_computed(std::span<const ComputedRun> runs) {

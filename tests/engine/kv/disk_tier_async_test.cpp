@@ -1,10 +1,12 @@
-// Prefix blocks restored from disk off the engine thread: a sequence whose
-// prefix is on disk loads while another decodes (the step that admits it
-// does not compute it), and both outputs stay bit-identical to cold runs;
-// aborting a loading request frees its blocks, destroying the engine stops
-// the load first; a corrupt file met by the load ends the restore there and
-// the rest is recomputed; a FIFO, a directory or a link under a block's name
-// (before or after the engine's scan) costs that block alone.
+// Prefix blocks restored from disk off the engine thread, in both KV modes
+// (the one read path, kv/disk_tier_reader.h): a sequence whose prefix is on
+// disk loads while another decodes (the step that admits it does not compute
+// it), and both outputs stay bit-identical to cold runs; aborting a loading
+// request frees its blocks or slot, destroying the engine stops the load
+// first; a corrupt file met by the load ends the restore there and the rest
+// is recomputed, with the same hit and miss counts in both modes; a FIFO, a
+// directory or a link under a block's name (before or after the engine's
+// scan) costs that block alone.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -17,6 +19,7 @@
 #include <tuple>
 
 #include "engine/kv/prefix_cache.h"
+#include "engine/static_pipeline/plan_compiler.h"
 #include "engine_test_util.h"
 #include "fifo_watchdog.h"
 #include "temp_dir.h"
@@ -64,23 +67,48 @@ fs::path block_file(const fs::path& dir, const std::vector<int32_t>& prompt, siz
   return {};
 }
 
+enum class Mode { kPaged, kStatic };
+
+// Two static slots holding doc (83 + 4 tokens) and chat (9 + 12).
+StaticConfig slots_config() {
+  StaticConfig c;
+  c.max_prompt_len = 88;
+  c.min_response_len = 16;
+  c.prefill_chunk = 16;
+  c.generate_variants = {32, 64, 104};
+  c.slots = 2;
+  c.kv_format = {KvDtype::F16, KvDtype::F16};
+  return c;
+}
+
 struct Fixture {
   std::unique_ptr<Model> model = testing::make_engine_test_model();
   ThreadPool pool{1};
+  Mode mode;
+  PlanSet plans;  // the static mode's
   TempDir dir{"kvforge-disk-async"};
   std::vector<int32_t> doc = make_prompt(83, 5);  // 10 full blocks before its last token
   std::vector<int32_t> chat = make_prompt(9, 6);
   Trace want_doc, want_chat;
 
-  // Cold traces, and doc's blocks written to disk by an engine now gone.
-  Fixture() {
+  // Cold traces in `m`, and doc's blocks written to disk by a paged engine
+  // now gone (the static slots read the pool's files).
+  explicit Fixture(Mode m = Mode::kPaged) : mode(m) {
+    if (mode == Mode::kStatic) plans = compile_plans(*model, slots_config(), 1);
     EngineRecorder cold_rec;
-    Engine cold(*model, pool, cold_rec.hook(options("")));
-    want_doc = run_alone(cold, cold_rec, doc, 4);
-    want_chat = run_alone(cold, cold_rec, chat, 12);
+    auto cold = make("", cold_rec);
+    want_doc = run_alone(*cold, cold_rec, doc, 4);
+    want_chat = run_alone(*cold, cold_rec, chat, 12);
     EngineRecorder rec;
     Engine writer(*model, pool, rec.hook(options(dir.path)));
     run_alone(writer, rec, doc, 1);
+  }
+
+  // An engine of the fixture's mode over the tier in `disk` ("": none).
+  std::unique_ptr<Engine> make(const fs::path& disk, EngineRecorder& rec) {
+    if (mode == Mode::kStatic)
+      return std::make_unique<Engine>(*model, pool, plans, rec.hook(options(disk)));
+    return std::make_unique<Engine>(*model, pool, rec.hook(options(disk)));
   }
 
   // A new engine: `chat` starts decoding, then `doc` arrives; returns doc's id
@@ -99,10 +127,13 @@ struct Fixture {
   }
 };
 
-TEST(DiskTierAsync, ASequenceLoadsWhileAnotherDecodesAndBothMatchColdRuns) {
-  Fixture f;
+class DiskTierAsync : public ::testing::TestWithParam<Mode> {};
+
+TEST_P(DiskTierAsync, ASequenceLoadsWhileAnotherDecodesAndBothMatchColdRuns) {
+  Fixture f(GetParam());
   EngineRecorder rec;
-  Engine engine(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  const std::unique_ptr<Engine> owned = f.make(f.dir.path, rec);
+  Engine& engine = *owned;
   const RequestId d = f.start_both(engine, rec);
   EXPECT_EQ(engine.stats().disk.hits, 0) << "a load is counted when it lands";
   while (engine.has_unfinished()) rec.record(engine.step());
@@ -114,10 +145,11 @@ TEST(DiskTierAsync, ASequenceLoadsWhileAnotherDecodesAndBothMatchColdRuns) {
   EXPECT_EQ(st.kv_blocks_free, engine.n_blocks()) << "nothing leaks";
 }
 
-TEST(DiskTierAsync, AbortingALoadingRequestFreesItsBlocks) {
-  Fixture f;
+TEST_P(DiskTierAsync, AbortingALoadingRequestFreesItsBlocks) {
+  Fixture f(GetParam());
   EngineRecorder rec;
-  Engine engine(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  const std::unique_ptr<Engine> owned = f.make(f.dir.path, rec);
+  Engine& engine = *owned;
   const RequestId d = f.start_both(engine, rec);
   EXPECT_TRUE(engine.abort(d));
   while (engine.has_unfinished()) rec.record(engine.step());
@@ -131,21 +163,21 @@ TEST(DiskTierAsync, AbortingALoadingRequestFreesItsBlocks) {
 
 // The loader thread may still be writing into the pool: the engine stops
 // it before the pool goes (ASan and TSan builds check).
-TEST(DiskTierAsync, DestroyingTheEngineDuringALoadIsSafe) {
-  Fixture f;
+TEST_P(DiskTierAsync, DestroyingTheEngineDuringALoadIsSafe) {
+  Fixture f(GetParam());
   EngineRecorder rec;
-  auto engine = std::make_unique<Engine>(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  std::unique_ptr<Engine> engine = f.make(f.dir.path, rec);
   f.start_both(*engine, rec);
   engine.reset();
   // The files outlive it, whole: a new engine restores the prefix in full.
   EngineRecorder rec2;
-  Engine again(*f.model, f.pool, rec2.hook(options(f.dir.path)));
-  EXPECT_EQ(run_alone(again, rec2, f.doc, 4).logits, f.want_doc.logits);
-  EXPECT_EQ(again.stats().disk.hits, 10);
+  const std::unique_ptr<Engine> again = f.make(f.dir.path, rec2);
+  EXPECT_EQ(run_alone(*again, rec2, f.doc, 4).logits, f.want_doc.logits);
+  EXPECT_EQ(again->stats().disk.hits, 10);
 }
 
-TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
-  Fixture f;
+TEST_P(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
+  Fixture f(GetParam());
   // Flip a byte of the file of doc's fifth block (depth 4).
   const fs::path path = block_file(f.dir.path, f.doc, 4);
   int damaged = 0;
@@ -159,7 +191,8 @@ TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
   }
   ASSERT_EQ(damaged, 1);
   EngineRecorder rec;
-  Engine engine(*f.model, f.pool, rec.hook(options(f.dir.path)));
+  const std::unique_ptr<Engine> owned = f.make(f.dir.path, rec);
+  Engine& engine = *owned;
   const RequestId d = f.start_both(engine, rec);
   while (engine.has_unfinished()) rec.record(engine.step());
   const EngineStats st = engine.stats();
@@ -170,6 +203,11 @@ TEST(DiskTierAsync, ACorruptFileEndsTheLoadAndTheRestIsRecomputed) {
   EXPECT_EQ(rec.at(d - 1, 0).logits, f.want_chat.logits);
   EXPECT_EQ(st.kv_blocks_free, engine.n_blocks()) << "nothing leaks";
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, DiskTierAsync, ::testing::Values(Mode::kPaged, Mode::kStatic),
+                         [](const auto& p) {
+                           return std::string(p.param == Mode::kPaged ? "Paged" : "Static");
+                         });
 
 // A file's size, a digest of its bytes and its modification time
 // (nanoseconds), through links.
@@ -188,7 +226,7 @@ std::tuple<size_t, size_t, int64_t> snapshot(const fs::path& p) {
 // depths 0-2 and stops there, doc and an unrelated prompt give their cold
 // logits, nothing blocks or turns the tier off, and the outside files keep
 // their bytes and times.
-TEST(DiskTierAsync, AFifoADirectoryOrALinkCostsOnlyItsBlock) {
+TEST(DiskTierAsyncPaged, AFifoADirectoryOrALinkCostsOnlyItsBlock) {
   Fixture f;
   enum Plant { kFifo, kDirectory, kLinkOut, kLinkPasswd };
   for (const Plant kind : {kFifo, kDirectory, kLinkOut, kLinkPasswd}) {

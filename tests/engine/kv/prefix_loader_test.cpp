@@ -11,6 +11,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "engine/kv/block_manager.h"
+#include "engine/kv/paged_kv_cache.h"
 #include "engine/kv/prefix_cache.h"
 #include "temp_dir.h"
 
@@ -86,12 +88,19 @@ struct Fixture {
     cache.export_block(b, out);
     return out;
   }
-  PrefixLoadJob job(SeqId seq, std::vector<BlockId> dst) const {
-    return {seq, 0, tokens, hashes, std::move(dst), 3};
+  PrefixLoadJob job(SeqId seq, std::vector<BlockId> dst) {
+    return {seq,
+            0,
+            tokens,
+            hashes,
+            [this, dst = std::move(dst)](size_t i, std::span<const uint8_t> payload) {
+              cache.import_block(dst[i], payload);
+            },
+            3};
   }
   std::unique_ptr<PrefixLoader> loader(milliseconds stall_timeout, size_t stuck_at) {
     return std::make_unique<PrefixLoader>(
-        tier, cache, KvReadMode::kBuffered, stall_timeout,
+        tier, KvReadMode::kBuffered, stall_timeout,
         [this, stuck_at](uint64_t h, std::span<const int32_t> prefix, BlockFileReader& reader,
                          std::span<const uint8_t>& payload) {
           if (h == hashes[stuck_at]) gate.pass();
