@@ -1,0 +1,111 @@
+#include "engine/sampling/grammar/grammar_constraint.h"
+
+#include <algorithm>
+
+namespace kvforge {
+
+namespace {
+
+// An end token's text, if it has one, must never be matched as grammar bytes.
+std::vector<std::string> without_ends(std::vector<std::string> bytes,
+                                      const std::vector<int32_t>& ends) {
+  for (int32_t e : ends)
+    if (e >= 0 && size_t(e) < bytes.size()) bytes[size_t(e)].clear();
+  return bytes;
+}
+
+}  // namespace
+
+GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends)
+    : token_bytes(without_ends(std::move(bytes), ends)),
+      end_ids(std::move(ends)),
+      trie(token_bytes) {}
+
+bool GrammarVocabulary::is_end(int32_t token) const {
+  return std::find(end_ids.begin(), end_ids.end(), token) != end_ids.end();
+}
+
+GrammarConstraint::GrammarConstraint(Grammar grammar,
+                                     std::shared_ptr<const GrammarVocabulary> vocab,
+                                     ConstraintLimits limits)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      limits_(limits),
+      arena_(grammar_, limits.max_stacks, limits.max_expansion),
+      levels_(vocab_->trie.max_depth() + 2) {}
+
+std::vector<uint32_t> GrammarConstraint::initial_stacks() const {
+  std::lock_guard lock(mu_);
+  return arena_.initial();
+}
+
+std::vector<uint32_t> GrammarConstraint::advance(std::span<const uint32_t> from,
+                                                 std::string_view bytes) const {
+  std::lock_guard lock(mu_);
+  std::vector<uint32_t> cur(from.begin(), from.end()), next;
+  for (char c : bytes) {
+    arena_.advance(cur, uint8_t(c), next);
+    cur.swap(next);
+    if (cur.empty()) break;
+  }
+  return cur;
+}
+
+std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
+    std::span<const uint32_t> stacks) const {
+  std::lock_guard lock(mu_);
+  auto with_ends = [&](TokenMask& m) {
+    for (int32_t e : vocab_->end_ids)
+      if (e >= 0 && size_t(e) < vocab_->n_vocab()) mask_set(m, e);
+  };
+  if (stacks.size() == 1 && stacks[0] != kEmptyStack) return stack_mask(stacks[0]);
+  auto out = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
+  for (uint32_t s : stacks) {
+    if (s == kEmptyStack) {
+      with_ends(*out);
+      continue;
+    }
+    const TokenMask& m = *stack_mask(s);
+    for (size_t i = 0; i < out->size(); ++i) (*out)[i] |= m[i];
+  }
+  return out;
+}
+
+std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) const {
+  const auto hit = masks_.find(stack);
+  if (hit != masks_.end()) return hit->second;
+  auto mask = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
+  levels_[0].assign(1, stack);
+  walk(vocab_->trie.root(), 0, *mask);
+  if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
+  masks_.emplace(stack, mask);
+  return mask;
+}
+
+// levels_[depth]: the stacks after the node's bytes. Tokens end where any
+// stack survives; a child is walked only if some stack takes its byte.
+void GrammarConstraint::walk(const TokenTrie::Node& node, size_t depth, TokenMask& mask) const {
+  const std::vector<uint32_t>& cur = levels_[depth];
+  std::vector<uint32_t>& next = levels_[depth + 1];
+  for (const TokenTrie::Node& child : vocab_->trie.children(node)) {
+    bool any = false;
+    for (uint32_t s : cur) any = any || arena_.top_accepts(s, child.byte);
+    if (!any) continue;
+    arena_.advance(cur, child.byte, next);
+    if (next.empty()) continue;
+    for (int32_t t : vocab_->trie.tokens(child)) mask_set(mask, t);
+    if (child.child_begin != child.child_end) walk(child, depth + 1, mask);
+  }
+}
+
+size_t GrammarConstraint::stack_count() const {
+  std::lock_guard lock(mu_);
+  return arena_.size();
+}
+
+size_t GrammarConstraint::cached_masks() const {
+  std::lock_guard lock(mu_);
+  return masks_.size();
+}
+
+}  // namespace kvforge
