@@ -16,7 +16,7 @@ namespace {
 // Nesting of objects and arrays where the schema does not say (any value,
 // json_object): bounded, so even a model that never closes a bracket by
 // choice is led to a whole value.
-constexpr int kAnyValueDepth = 4;
+constexpr int kAnyValueDepth = 3;
 // Open-ended numbers: at most this many integer digits (JavaScript keeps 15
 // exactly), fraction digits and exponent digits.
 constexpr int64_t kBoundClamp = 999999999999999;
@@ -35,13 +35,16 @@ std::vector<std::pair<std::string, std::string>> make_primitives() {
        "\"-\"? (\"0\" | [1-9] [0-9]{0,15}) (\".\" [0-9]{1,16})? ([eE] [-+]? [0-9]{1,3})? space"},
       {"boolean", "(\"true\" | \"false\") space"},
       {"null", "\"null\" space"},
-      {"value-0", "string | number | boolean | null"},
+      {"any-string", "\"\\\"\" char{0,32} \"\\\"\" space"},
+      {"value-0", "any-string | number | boolean | null"},
   };
   for (int d = 1; d <= kAnyValueDepth; ++d) {
     const std::string in = "value-" + std::to_string(d - 1), s = std::to_string(d);
-    r.push_back({"object-" + s, "\"{\" space (string \":\" space " + in +
-                                    " (\",\" space string \":\" space " + in + ")*)? \"}\" space"});
-    r.push_back({"array-" + s, "\"[\" space (" + in + " (\",\" space " + in + ")*)? \"]\" space"});
+    r.push_back({"object-" + s, "\"{\" space (any-string \":\" space " + in +
+                                    " (\",\" space any-string \":\" space " + in +
+                                    "){0,5})? \"}\" space"});
+    r.push_back(
+        {"array-" + s, "\"[\" space (" + in + " (\",\" space " + in + "){0,5})? \"]\" space"});
     r.push_back({"value-" + s, "object-" + s + " | array-" + s + " | " + in});
   }
   const std::string top = std::to_string(kAnyValueDepth);

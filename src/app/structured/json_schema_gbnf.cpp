@@ -282,8 +282,8 @@ std::string SchemaConverter::visit_object(const Json& s, const std::string& path
       inner = "";
     } else {
       const std::string v = visit(addl, path + "/additionalProperties", depth + 1);
-      const std::string pair = "string \":\" space " + v;
-      inner = "(" + pair + " (\",\" space " + pair + ")*)?";
+      const std::string pair = "any-string \":\" space " + v;
+      inner = "(" + pair + " (\",\" space " + pair + "){0,5})?";
     }
   }
   return add_rule("object", "\"{\" space " + inner + " \"}\" space");

@@ -31,8 +31,44 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       limits_(limits),
-      arena_(grammar_, limits.max_stacks, limits.max_expansion),
-      levels_(vocab_->trie.max_depth() + 2) {}
+      arena_(grammar_, limits.max_stacks, limits.max_expansion) {
+  intern_set({});
+}
+
+namespace {
+constexpr uint32_t kUnknownSet = 0xFFFFFFFF;
+}  // namespace
+
+uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) const {
+  const auto [it, added] = set_ids_.emplace(stacks, uint32_t(sets_.size()));
+  if (added) {
+    sets_.push_back(stacks);
+    rows_.emplace_back();
+  }
+  return it->second;
+}
+
+// Set ids live only within one call, so the tables may start over between calls.
+void GrammarConstraint::bound_sets() const {
+  if (sets_.size() < limits_.max_cached_sets) return;
+  sets_.clear();
+  set_ids_.clear();
+  rows_.clear();
+  intern_set({});
+}
+
+uint32_t GrammarConstraint::step(uint32_t set, uint8_t b) const {
+  if (!rows_[set]) {
+    rows_[set] = std::make_unique<Row>();
+    rows_[set]->fill(kUnknownSet);
+  }
+  uint32_t& next = (*rows_[set])[b];
+  if (next == kUnknownSet) {
+    arena_.advance(sets_[set], b, scratch_);
+    next = intern_set(scratch_);
+  }
+  return next;
+}
 
 std::vector<uint32_t> GrammarConstraint::initial_stacks() const {
   std::lock_guard lock(mu_);
@@ -42,13 +78,13 @@ std::vector<uint32_t> GrammarConstraint::initial_stacks() const {
 std::vector<uint32_t> GrammarConstraint::advance(std::span<const uint32_t> from,
                                                  std::string_view bytes) const {
   std::lock_guard lock(mu_);
-  std::vector<uint32_t> cur(from.begin(), from.end()), next;
+  bound_sets();
+  uint32_t set = intern_set(std::vector<uint32_t>(from.begin(), from.end()));
   for (char c : bytes) {
-    arena_.advance(cur, uint8_t(c), next);
-    cur.swap(next);
-    if (cur.empty()) break;
+    set = step(set, uint8_t(c));
+    if (set == 0) break;
   }
-  return cur;
+  return sets_[set];
 }
 
 std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
@@ -75,26 +111,21 @@ std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) c
   const auto hit = masks_.find(stack);
   if (hit != masks_.end()) return hit->second;
   auto mask = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
-  levels_[0].assign(1, stack);
-  walk(vocab_->trie.root(), 0, *mask);
+  bound_sets();
+  walk(vocab_->trie.root(), intern_set({stack}), *mask);
   if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
   masks_.emplace(stack, mask);
   return mask;
 }
 
-// levels_[depth]: the stacks after the node's bytes. Tokens end where any
-// stack survives; a child is walked only if some stack takes its byte.
-void GrammarConstraint::walk(const TokenTrie::Node& node, size_t depth, TokenMask& mask) const {
-  const std::vector<uint32_t>& cur = levels_[depth];
-  std::vector<uint32_t>& next = levels_[depth + 1];
+// `set`: the stacks after the node's bytes. Tokens end where any stack
+// survives; a child is walked only if some stack takes its byte.
+void GrammarConstraint::walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const {
   for (const TokenTrie::Node& child : vocab_->trie.children(node)) {
-    bool any = false;
-    for (uint32_t s : cur) any = any || arena_.top_accepts(s, child.byte);
-    if (!any) continue;
-    arena_.advance(cur, child.byte, next);
-    if (next.empty()) continue;
+    const uint32_t next = step(set, child.byte);
+    if (next == 0) continue;
     for (int32_t t : vocab_->trie.tokens(child)) mask_set(mask, t);
-    if (child.child_begin != child.child_end) walk(child, depth + 1, mask);
+    if (child.child_begin != child.child_end) walk(child, next, mask);
   }
 }
 

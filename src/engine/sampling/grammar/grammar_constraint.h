@@ -8,9 +8,15 @@
 // subtree at the first refused byte, and cached: a sequence in a loop of the
 // grammar (inside a string, between array items) meets the same stack again
 // and its mask costs a lookup. A set of stacks allows the union of theirs.
+//
+// Sets of stacks are interned too, with a 256-entry transition row per set
+// filled on demand, so a trie walk costs one table lookup per trie node once
+// the grammar's states have been met (a string's characters, say).
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -47,6 +53,7 @@ struct ConstraintLimits {
   size_t max_stacks = size_t{1} << 22;  // distinct parse stacks, all requests together
   size_t max_expansion = 100000;        // stacks one byte may expand to
   size_t max_cached_masks = 2048;       // past it the cache starts over
+  size_t max_cached_sets = 65536;       // interned stack sets (1 KiB of transitions each)
 };
 
 class GrammarConstraint {
@@ -72,8 +79,13 @@ class GrammarConstraint {
   size_t cached_masks() const;
 
  private:
+  using Row = std::array<uint32_t, 256>;  // byte -> set id, kUnknownSet until computed
+
   std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
-  void walk(const TokenTrie::Node& node, size_t depth, TokenMask& mask) const;
+  void walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const;
+  uint32_t intern_set(const std::vector<uint32_t>& stacks) const;
+  void bound_sets() const;
+  uint32_t step(uint32_t set, uint8_t b) const;  // the set after byte b (0: none)
 
   Grammar grammar_;
   std::shared_ptr<const GrammarVocabulary> vocab_;
@@ -81,7 +93,10 @@ class GrammarConstraint {
   mutable std::mutex mu_;
   mutable StackArena arena_;
   mutable std::unordered_map<uint32_t, std::shared_ptr<const TokenMask>> masks_;
-  mutable std::vector<std::vector<uint32_t>> levels_;  // walk()'s stack sets, by depth
+  mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
+  mutable std::map<std::vector<uint32_t>, uint32_t> set_ids_;
+  mutable std::vector<std::unique_ptr<Row>> rows_;  // (set id) -> transitions, null until used
+  mutable std::vector<uint32_t> scratch_;
 };
 
 }  // namespace kvforge

@@ -1,0 +1,16 @@
+// `kvforge grammar bench -m MODEL FILE...`: time per token of the grammar
+// engine on a model's vocabulary, over random walks of each grammar or schema
+// (a token drawn uniformly among those allowed at each step): the mask
+// (allowed tokens) and the advance, as p50 / p99 / max in microseconds, and
+// the time to the first mask (compile included).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace kvforge::cli {
+
+void run_grammar_bench(const std::string& model, const std::vector<std::string>& files, int walks,
+                       int max_steps);
+
+}  // namespace kvforge::cli
