@@ -4,8 +4,6 @@
 // mask timed. kvforge grammar bench -m MODEL FILE...: grammar_bench.h.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 
 #include "app/cli/cli_common.h"
@@ -32,13 +30,7 @@ struct GrammarFlags {
 
 ConstraintSpec spec_of(const GrammarFlags& f) {
   if (f.files.size() != 1) throw std::invalid_argument("grammar check: give one FILE");
-  const std::string& path = f.files[0];
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("grammar check: cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const bool json = f.schema || (path.size() > 5 && path.substr(path.size() - 5) == ".json");
-  return {json ? ConstraintSpec::Kind::JsonSchema : ConstraintSpec::Kind::Gbnf, ss.str(), path};
+  return constraint_spec_of_file(f.files[0], f.schema);
 }
 
 void time_first_mask(const ConstraintSpec& spec, const std::string& model) {

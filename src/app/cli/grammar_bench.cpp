@@ -24,15 +24,6 @@ double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
 }
 
-ConstraintSpec spec_of(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::invalid_argument("grammar bench: cannot read '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const bool json = path.size() > 5 && path.substr(path.size() - 5) == ".json";
-  return {json ? ConstraintSpec::Kind::JsonSchema : ConstraintSpec::Kind::Gbnf, ss.str(), path};
-}
-
 struct WalkTimes {
   std::vector<double> mask_us, accept_us;
 };
@@ -70,6 +61,15 @@ void print_row(const std::string& name, double first_ms, const WalkTimes& t) {
 
 }  // namespace
 
+ConstraintSpec constraint_spec_of_file(const std::string& path, bool schema) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::invalid_argument("grammar: cannot read '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const bool json = schema || (path.size() > 5 && path.substr(path.size() - 5) == ".json");
+  return {json ? ConstraintSpec::Kind::JsonSchema : ConstraintSpec::Kind::Gbnf, ss.str(), path};
+}
+
 void run_grammar_bench(const std::string& model, const std::vector<std::string>& files, int walks,
                        int max_steps) {
   const gguf::GgufFile file = gguf::GgufFile::open(resolve_model_path(model));
@@ -83,7 +83,7 @@ void run_grammar_bench(const std::string& model, const std::vector<std::string>&
   WalkTimes all;
   std::mt19937 rng(1);
   for (const std::string& path : files) {
-    const ConstraintSpec spec = spec_of(path);
+    const ConstraintSpec spec = constraint_spec_of_file(path, false);
     const auto t0 = Clock::now();
     auto c = std::make_shared<GrammarConstraint>(compile_gbnf(constraint_gbnf(spec)), vocab);
     GrammarMatcher(c).allowed();

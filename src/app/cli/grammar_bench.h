@@ -8,7 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "app/structured/constraint_spec.h"
+
 namespace kvforge::cli {
+
+// The grammar in a file: a JSON schema if its name ends in .json (or
+// `schema`), else GBNF. Throws std::invalid_argument if it cannot be read.
+ConstraintSpec constraint_spec_of_file(const std::string& path, bool schema);
 
 void run_grammar_bench(const std::string& model, const std::vector<std::string>& files, int walks,
                        int max_steps);
