@@ -38,8 +38,10 @@ fi
 # (tests/app/server/package-lock.json pins it), installed into tests/app/server/node_modules.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if command -v npm >/dev/null; then
-  if [ ! -d "$root/tests/app/server/node_modules/openai" ]; then
-    echo "setup: installing the openai npm package for tests/app/server"
+  if [ ! -d "$root/tests/app/server/node_modules/openai" ] ||
+     [ ! -d "$root/tests/app/server/node_modules/ajv-formats" ] ||
+     [ ! -d "$root/tests/app/server/node_modules/zod" ]; then
+    echo "setup: installing the npm packages of tests/app/server (openai, ajv, ajv-formats, zod)"
     npm ci --prefix "$root/tests/app/server" --no-audit --no-fund --loglevel=error
   else
     echo "setup: tests/app/server npm packages present"

@@ -4,11 +4,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace kvforge {
+
+class GrammarConstraint;  // engine/sampling/grammar/grammar_constraint.h
 
 struct SamplingParams {
   // --- read by Sampler ---------------------------------------------------
@@ -28,6 +31,11 @@ struct SamplingParams {
   // The window all three penalties look at: the last n tokens of the context.
   // -1 = the whole context (exact OpenAI semantics for presence/frequency); 0 = no penalties.
   int penalty_last_n = 64;
+
+  // A grammar (GBNF or a JSON schema compiled to one) every generated token
+  // must keep the output a prefix of; end-of-generation only where the output
+  // is complete. Shared, read-only: compiled once per text and vocabulary.
+  std::shared_ptr<const GrammarConstraint> grammar;
 
   // Unset = a fresh seed from std::random_device; Sampler::seed() reports the one used,
   // so any run can be replayed.

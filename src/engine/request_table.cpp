@@ -91,7 +91,9 @@ StepEvent RequestTable::sample(RequestId id, int branch, Sampler& sampler,
   GeneratedToken t = draw_token(sampler, logits, r.logprobs, top_);
   ++tokens_generated_;
   StepEvent ev{id, branch, std::nullopt, std::nullopt};
-  if (is_eos(t.id) && !r.params.ignore_eos) {
+  // A grammar allows an end token only where its output is whole: it ends
+  // the branch even with ignore_eos.
+  if (is_eos(t.id) && (!r.params.ignore_eos || r.params.grammar)) {
     ev.finish = FinishReason::Stop;
     return ev;
   }

@@ -316,6 +316,7 @@ void SamplingFlags::add_to(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--stop", p.stop, "stop string (repeatable)");
   app.add_flag("--ignore-eos", p.ignore_eos, "keep generating after an end-of-generation token");
+  add_grammar_flags(app);
 }
 
 SamplingParams SamplingFlags::to_params(int max_tokens) const {
@@ -323,6 +324,7 @@ SamplingParams SamplingFlags::to_params(int max_tokens) const {
   if (seed >= 0) p.seed = uint64_t(seed);
   if (max_tokens >= 0) p.max_tokens = max_tokens;
   if (auto err = p.validate()) throw std::invalid_argument(with_flag_names(*err));
+  check_grammar();
   return p;
 }
 

@@ -4,9 +4,11 @@
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "app/cli/llama_compat.h"
+#include "app/structured/constraint_spec.h"
 #include "app/tokenizer/tokenizer.h"
 #include "core/comm/communicator.h"
 #include "core/formats/kv_format.h"
@@ -116,8 +118,20 @@ struct SamplingFlags {
   int64_t seed = -1;  // -1: a fresh seed (SamplingParams::seed unset)
 
   void add_to(CLI::App& app);
-  // Throws std::invalid_argument with the validation message, naming the flag.
+  void add_grammar_flags(CLI::App& app);
+  // The constraint the flags ask for (files read), or nullopt. Throws
+  // std::invalid_argument for conflicting flags or an unreadable file.
+  std::optional<ConstraintSpec> constraint() const;
+  void check_grammar() const;
+  // Output constraint (grammar_flags.cpp): --grammar TEXT|@FILE,
+  // --grammar-file FILE (llama.cpp's), -j/--json-schema TEXT|@FILE.
+  std::string grammar, grammar_file, json_schema;
+
+  // Throws std::invalid_argument with the validation message, naming the
+  // flag; a grammar or schema that does not compile is refused here too.
   SamplingParams to_params(int max_tokens) const;
+  // Binds the constraint, if any, to the model's vocabulary.
+  void bind_grammar(SamplingParams& out, const Tokenizer& tokenizer) const;
 };
 
 // The KV storage format of every command that owns a cache, unless --kv-type

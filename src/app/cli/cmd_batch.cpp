@@ -68,8 +68,9 @@ void print_totals(const std::vector<std::vector<BranchResult>>& results, const E
 }
 
 void batch(const BatchFlags& f) {
-  const SamplingParams params = f.sampling.to_params(f.n_predict);
+  SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
+  f.sampling.bind_grammar(params, tokenizer);
   check_context_size(model->config(), f.engine.options.n_ctx, "-c/--ctx-size");
   // Ranks other than 0 follow rank 0's engine inside make_paged_engine and end there.
   const CommandEngine made = make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());

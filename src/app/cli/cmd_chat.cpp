@@ -249,8 +249,9 @@ void save_session(const std::string& file, const Conversation& conversation) {
 void chat(const ChatFlags& flags) {
   ChatFlags f = flags;
   if (!f.session.empty() && f.disk.dir.empty()) f.disk.dir = session_kv_dir(f.session);
-  const SamplingParams params = f.sampling.to_params(f.n_predict);
+  SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
+  f.sampling.bind_grammar(params, tokenizer);
   Conversation conversation(f, tokenizer, load_template(f, model->file()));
   if (!f.session.empty()) resume_session(f.session, f.disk.dir, conversation);
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);

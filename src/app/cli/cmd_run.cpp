@@ -91,8 +91,9 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
 }
 
 void run(const RunFlags& f) {
-  const SamplingParams params = f.sampling.to_params(f.n_predict);
+  SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
+  f.sampling.bind_grammar(params, tokenizer);
   // Ranks other than 0 follow rank 0's engine inside make_engine and end there.
   const CommandEngine engine = make_engine(f, *model, tokenizer, path);
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);

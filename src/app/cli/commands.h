@@ -24,6 +24,7 @@ void declare_kv_bench_command(CLI::App& sub);
 void declare_bench_command(CLI::App& sub);
 void declare_compile_command(CLI::App& sub);
 void declare_bench_static_command(CLI::App& sub);
+void declare_grammar_command(CLI::App& sub);
 
 struct Subcommand {
   const char* name;
@@ -61,6 +62,8 @@ inline constexpr Subcommand kSubcommands[] = {
      declare_compile_command},
     {"bench-static", "static pipeline: compile time, step time per variant, static vs dynamic",
      declare_bench_static_command},
+    {"grammar", "check a GBNF grammar or JSON schema: what it compiles to, or the error",
+     declare_grammar_command},
 };
 
 }  // namespace kvforge::cli

@@ -8,6 +8,7 @@
 #include "app/server/access_log.h"
 #include "app/server/openai_error.h"
 #include "app/server/request_fields.h"
+#include "engine/sampling/grammar/grammar_error.h"
 
 namespace kvforge::server {
 namespace {
@@ -42,9 +43,20 @@ CompletionService::CompletionService(Tokenizer tokenizer, ChatTemplate chat_temp
       max_token_bytes_(tokenizer_.max_token_bytes()),
       chat_template_(std::move(chat_template)),
       limits_(std::move(limits)),
+      constraints_(tokenizer_),
       max_sequence_tokens_(max_sequence_tokens),
       loop_(loop) {
   if (limits_.model_ids.empty()) limits_.model_ids.push_back("kvforge");
+}
+
+std::shared_ptr<const GrammarConstraint> CompletionService::compile_constraint(
+    const ConstraintSpec& spec) {
+  try {
+    return constraints_.get(spec);
+  } catch (const GrammarError& e) {
+    const std::string param = spec.source.substr(0, spec.source.find('.'));
+    throw ApiError(400, e.what(), "invalid_request_error", param);
+  }
 }
 
 [[noreturn]] void CompletionService::too_long(const std::string& size, const char* param) const {
@@ -203,6 +215,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
   p.prompt_tokens = static_cast<int>(s.prompt.size());
   trace_prompt_tokens(p.prompt_tokens);
   s.sampling = p.common.sampling;
+  if (p.common.constraint) s.sampling.grammar = compile_constraint(*p.common.constraint);
   s.options.n = p.common.n;
   s.options.logprobs.enabled = p.common.logprobs;
   s.options.logprobs.top = p.common.top_logprobs;

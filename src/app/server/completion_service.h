@@ -17,6 +17,7 @@
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
 #include "app/server/prepare_gate.h"
+#include "app/structured/constraint_cache.h"
 #include "app/tokenizer/tokenizer.h"
 
 namespace kvforge::server {
@@ -71,6 +72,8 @@ class CompletionService {
   // Applies limits_.max_prompt_tokens (cut or 400), then the context limit.
   void fit_prompt(std::vector<int32_t>& prompt, CommonRequest& r, const char* param) const;
   void check_context(size_t prompt_tokens, CommonRequest& r, const char* param) const;
+  // The request's grammar or schema, compiled (cached); ApiError 400 naming the field.
+  std::shared_ptr<const GrammarConstraint> compile_constraint(const ConstraintSpec& spec);
   std::optional<std::vector<TokenLogprobInfo>> logprobs_of(const TextEvent& ev, bool wanted) const;
 
   Tokenizer tokenizer_;
@@ -78,6 +81,7 @@ class CompletionService {
   PrepareGate gate_{PrepareGate::kDefaultCapacityBytes};
   ChatTemplate chat_template_;
   RequestLimits limits_;
+  ConstraintCache constraints_;  // compiled grammars and schemas, by text
   int max_sequence_tokens_;
   EngineLoop& loop_;
 };

@@ -7,6 +7,7 @@
 
 #include "app/chat/chat_template.h"
 #include "app/server/openai_error.h"
+#include "app/server/output_constraint.h"
 #include "app/tokenizer/utf8.h"
 
 namespace kvforge::server {
@@ -133,15 +134,6 @@ void reject_unsupported(const ordered_json& body, int n) {
       throw bad_param("logit_bias", "'logit_bias' must be an object, got " + json_type(*f));
     if (!f->empty()) throw bad_param("logit_bias", "'logit_bias' is not supported by this server");
   }
-  if (const ordered_json* f = field(body, "response_format")) {
-    const auto type = f->is_object() ? f->find("type") : f->end();
-    if (!f->is_object() || type == f->end() || !type->is_string())
-      throw bad_param("response_format",
-                      "'response_format' must be an object with a string 'type'");
-    if (type->get<std::string>() != "text")
-      throw bad_param("response_format", "'response_format' type '" + type->get<std::string>() +
-                                             "' is not supported; only 'text'");
-  }
 }
 
 void parse_common(const ordered_json& body, const RequestLimits& limits, CommonRequest& r,
@@ -199,6 +191,7 @@ void parse_common(const ordered_json& body, const RequestLimits& limits, CommonR
     r.include_usage = bool_field(*f, "include_usage").value_or(false);
   }
   reject_unsupported(body, r.n);
+  r.constraint = parse_output_constraint(body);
 }
 
 void finish_validation(const CommonRequest& r) {

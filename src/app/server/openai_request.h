@@ -7,9 +7,10 @@
 // (max_completion_tokens for chat), temperature, top_p, top_k, min_p, seed,
 // stop, n, presence_penalty, frequency_penalty, repetition_penalty,
 // logprobs/top_logprobs, stream, stream_options.include_usage, ignore_eos,
-// tools (handed to the chat template), chat_template_kwargs.
+// tools (handed to the chat template), chat_template_kwargs, response_format
+// (text, json_object, json_schema), llama-server's grammar and json_schema.
 // Rejected with a reason rather than silently ignored: echo, suffix,
-// best_of != n, logit_bias, response_format other than text, non-text
+// best_of != n, logit_bias, non-text
 // content parts. Unknown fields are ignored, as most OpenAI-compatible servers do.
 #pragma once
 
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "app/server/json_body_parser.h"
+#include "app/structured/constraint_spec.h"
 #include "kvforge/sampling_params.h"
 
 namespace kvforge::server {
@@ -50,6 +52,8 @@ struct CommonRequest {
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // report the sampled tokens' log-probabilities
   int top_logprobs = 0;        // and this many alternatives per position
+  // response_format json_object / json_schema, grammar, json_schema (output_constraint.h)
+  std::optional<ConstraintSpec> constraint;
 };
 
 struct CompletionRequest : CommonRequest {

@@ -28,6 +28,8 @@ constexpr std::string_view kCommonFields[] = {
     "logprobs",
     "logit_bias",
     "response_format",
+    "grammar",
+    "json_schema",
     "ignore_eos",
     "best_of",
     "echo",

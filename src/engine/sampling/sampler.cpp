@@ -72,19 +72,31 @@ Sampler::Sampler(const SamplingParams& params, int vocab_size)
       candidates_(vocab_size),
       seen_(vocab_size, 0) {
   if (params_.penalty_last_n > 0) history_.reserve(params_.penalty_last_n);
+  if (params_.grammar) {
+    const size_t grammar_vocab = params_.grammar->vocabulary().n_vocab();
+    if (grammar_vocab > size_t(vocab_size))
+      throw std::invalid_argument("sampler: the grammar's vocabulary has " +
+                                  std::to_string(grammar_vocab) + " tokens, the model " +
+                                  std::to_string(vocab_size));
+    grammar_ = std::make_unique<GrammarMatcher>(params_.grammar);
+  }
 }
 
 void Sampler::accept_prompt(std::span<const int> tokens) {
   for (int t : tokens) remember(t, false);
 }
 
-void Sampler::accept(int token) { remember(token, true); }
+void Sampler::accept(int token) {
+  remember(token, true);
+  if (grammar_) grammar_->accept(token);
+}
 
 void Sampler::reset() {
   history_.clear();
   history_next_ = 0;
   rng_.seed(seed_);
   n_kept_ = 0;
+  if (grammar_) grammar_->reset();
 }
 
 void Sampler::remember(int token, bool generated) {
@@ -111,6 +123,7 @@ int Sampler::sample(std::span<const float> logits) {
   if (logits.size() != static_cast<size_t>(vocab_size_))
     throw std::invalid_argument("sampler: got " + std::to_string(logits.size()) +
                                 " logits, expected vocab_size " + std::to_string(vocab_size_));
+  if (grammar_) return sample_constrained(logits);
   if (reads_only_argmax()) return argmax_of(logits);
   load_candidates(logits);
   apply_penalties();
@@ -128,6 +141,42 @@ int Sampler::argmax_of(std::span<const float> logits) {
   if (max == kNegInf) all_masked();
   raw_max_ = max;
   candidates_[0] = {best, max, 1.0f};
+  n_kept_ = 1;
+  return best;
+}
+
+// The chain of sample() over the logits the grammar allows; tokens past the
+// grammar's vocabulary (a model's padding rows) are never allowed.
+int Sampler::sample_constrained(std::span<const float> logits) {
+  if (reads_only_argmax()) {
+    const int best = argmax_of(logits);
+    if (grammar_->allows(best)) return best;
+    return masked_argmax(logits, grammar_->allowed());
+  }
+  load_candidates(logits);
+  const TokenMask& mask = grammar_->allowed();
+  const int n_grammar = int(params_.grammar->vocabulary().n_vocab());
+  bool any = false;
+  for (int i = 0; i < vocab_size_; ++i) {
+    if (i >= n_grammar || !mask_test(mask, i))
+      candidates_[i].logit = kNegInf;
+    else
+      any = any || candidates_[i].logit != kNegInf;
+  }
+  if (!any) all_masked();
+  apply_penalties();
+  return params_.temperature == 0.0f ? argmax() : sample_from_chain();
+}
+
+// argmax_of() has checked every logit; ties go to the lowest id, as there.
+int Sampler::masked_argmax(std::span<const float> logits, const TokenMask& mask) {
+  const int n = std::min(vocab_size_, int(params_.grammar->vocabulary().n_vocab()));
+  int best = -1;
+  for (int i = 0; i < n; ++i)
+    if (mask_test(mask, i) && logits[i] != kNegInf && (best < 0 || logits[i] > logits[best]))
+      best = i;
+  if (best < 0) all_masked();
+  candidates_[0] = {best, logits[size_t(best)], 1.0f};
   n_kept_ = 1;
   return best;
 }

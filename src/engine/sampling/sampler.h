@@ -19,6 +19,11 @@
 //                   p_max, so its place after top-p changes nothing but cost.
 //   7. draw         one uniform from the RNG, inverse CDF over the survivors.
 //
+// With a grammar (params.grammar) the tokens it refuses are -inf before step
+// 1, so every step sees only what the grammar allows. Greedy without
+// penalties first tries the plain argmax: when the grammar allows it, it is
+// also the argmax of the masked logits, and the mask is never computed.
+//
 // Reproducibility: std::mt19937_64 is specified bit for bit by the standard,
 // and the uniform is built here from its raw output (the std distributions
 // are implementation-defined). Candidates are ranked by a strict total order
@@ -36,6 +41,7 @@
 #include <span>
 #include <vector>
 
+#include "engine/sampling/grammar/grammar_matcher.h"
 #include "kvforge/request.h"
 #include "kvforge/sampling_params.h"
 
@@ -71,6 +77,7 @@ class Sampler {
   // Penalty history. Prompt tokens count for the repetition penalty only;
   // generated tokens (accept) also for presence and frequency.
   void accept_prompt(std::span<const int> tokens);
+  // Also advances the grammar, if any (GrammarError if it refuses the token).
   void accept(int token);
   // Forgets the history and rewinds the RNG to seed(): the same calls replay
   // the same tokens.
@@ -106,6 +113,8 @@ class Sampler {
   size_t cut_min_p(size_t n, bool ranked);
   int draw(size_t n);
   float raw_logprob(std::span<const float> logits, int token, std::span<TokenLogprob> top) const;
+  int sample_constrained(std::span<const float> logits);
+  int masked_argmax(std::span<const float> logits, const TokenMask& mask);
 
   SamplingParams params_;
   int vocab_size_;
@@ -118,6 +127,7 @@ class Sampler {
   std::vector<HistoryEntry>
       history_;              // the penalty window: a ring of penalty_last_n, or everything
   size_t history_next_ = 0;  // oldest entry once the ring is full
+  std::unique_ptr<GrammarMatcher> grammar_;  // null without params.grammar
 };
 
 }  // namespace kvforge

@@ -30,6 +30,17 @@ for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
     exit 1
   fi
 done
+# Structured output (issue 39): a corpus of JSON schemas validated with ajv, on the
+# default model (both engines) and on a random-weight model (the worst case for a grammar).
+for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
+  echo "== structured output, $mode engine"
+  KVFORGE_SERVER_MODE="$mode" node --test --test-concurrency=1 "$here/structured.test.mjs"
+done
+random_model="$(mktemp --suffix=.gguf)"
+trap 'rm -f "$server_log" "$random_model"' EXIT
+"$kvforge" make-model -o "$random_model" --preset tiny --seed 5 2>/dev/null
+echo "== structured output, random-weight model"
+KVFORGE_MODEL="$random_model" node --test --test-concurrency=1 "$here/structured.test.mjs"
 # Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
 # connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
 echo "== kvforge serve against hostile input"

@@ -1,7 +1,7 @@
 // What a user of llama-server or vLLM expects from `kvforge serve` (issue 26):
 // --alias for the model id, an access log line per request (JSON with
 // --log-format json), a 400 for request fields kvforge would otherwise
-// ignore (grammar, a forced tool_choice), and the chat page at "/".
+// ignore (mirostat, a forced tool_choice), and the chat page at "/".
 // Run by run_ux_tests.sh (CTest: server_ux) with KVFORGE_BIN and KVFORGE_MODEL.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -86,18 +86,25 @@ test('tool_choice other than auto/none is a 400 that says so', async () => {
   }
 });
 
-test('unknown extension fields such as grammar are a 400, not ignored', async () => {
-  for (const field of ['grammar', 'json_schema', 'mirostat', 'guided_json']) {
+test('unknown extension fields are a 400, not ignored; grammar and json_schema are honoured', async () => {
+  for (const field of ['mirostat', 'guided_json']) {
     const res = await chat({ messages: hello, max_tokens: 2, [field]: 'x' });
     assert.equal(res.status, 400, field);
     const body = await res.json();
     assert.equal(body.error.param, field);
     assert.match(body.error.message, /not supported/);
   }
+  // llama-server's constraint fields (issue 39): a malformed one is a 400 naming it.
+  for (const field of ['grammar', 'json_schema']) {
+    const res = await chat({ messages: hello, max_tokens: 2, [field]: 'x' });
+    assert.equal(res.status, 400, field);
+    assert.equal((await res.json()).error.param, field);
+  }
   const res = await fetch(`${base}/v1/completions`, {
     method: 'POST', headers: auth,
     body: JSON.stringify({ prompt: 'In the beginning', max_tokens: 2, grammar: 'root ::= "a"' }) });
-  assert.equal(res.status, 400);
+  assert.equal(res.status, 200);
+  assert.equal((await res.json()).choices[0].text, 'a');
   // OpenAI's bookkeeping fields are accepted (they do not change the text).
   const ok = await chat({ messages: hello, max_tokens: 2, user: 'u1', store: false,
                           metadata: { a: 'b' } });

@@ -1,0 +1,25 @@
+// Parses llama.cpp's GBNF: `name ::= alternatives` rules, "literals" with
+// \n \r \t \\ \" \xHH \uHHHH \UHHHHHHHH escapes, [character classes] with ^
+// and ranges, `.` (any character), (groups), ? * + {m} {m,} {m,n}, and #
+// comments. A newline ends a rule except inside parentheses or after `|`.
+// Errors (GrammarError) carry the line and column. Token references
+// (`<[1234]>`, `<|tag|>`) are refused by name: they are not supported yet.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "engine/sampling/grammar/gbnf_ast.h"
+
+namespace kvforge {
+
+// Bounds for untrusted text; past one the parse fails with GrammarError.
+struct GbnfLimits {
+  size_t max_bytes = 1 << 20;  // the whole text
+  int max_nesting = 64;        // parentheses
+  int64_t max_repeat = 10000;  // the m and n of {m,n}
+};
+
+std::vector<GbnfRule> parse_gbnf(std::string_view text, const GbnfLimits& limits = {});
+
+}  // namespace kvforge

@@ -1,0 +1,142 @@
+#include "engine/sampling/grammar/grammar_constraint.h"
+
+#include <algorithm>
+
+namespace kvforge {
+
+namespace {
+
+// An end token's text, if it has one, must never be matched as grammar bytes.
+std::vector<std::string> without_ends(std::vector<std::string> bytes,
+                                      const std::vector<int32_t>& ends) {
+  for (int32_t e : ends)
+    if (e >= 0 && size_t(e) < bytes.size()) bytes[size_t(e)].clear();
+  return bytes;
+}
+
+}  // namespace
+
+GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends)
+    : token_bytes(without_ends(std::move(bytes), ends)),
+      end_ids(std::move(ends)),
+      trie(token_bytes) {}
+
+bool GrammarVocabulary::is_end(int32_t token) const {
+  return std::find(end_ids.begin(), end_ids.end(), token) != end_ids.end();
+}
+
+GrammarConstraint::GrammarConstraint(Grammar grammar,
+                                     std::shared_ptr<const GrammarVocabulary> vocab,
+                                     ConstraintLimits limits)
+    : grammar_(std::move(grammar)),
+      vocab_(std::move(vocab)),
+      limits_(limits),
+      arena_(grammar_, limits.max_stacks, limits.max_expansion) {
+  intern_set({});
+}
+
+namespace {
+constexpr uint32_t kUnknownSet = 0xFFFFFFFF;
+}  // namespace
+
+uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) const {
+  const auto [it, added] = set_ids_.emplace(stacks, uint32_t(sets_.size()));
+  if (added) {
+    sets_.push_back(stacks);
+    rows_.emplace_back();
+  }
+  return it->second;
+}
+
+// Set ids live only within one call, so the tables may start over between calls.
+void GrammarConstraint::bound_sets() const {
+  if (sets_.size() < limits_.max_cached_sets) return;
+  sets_.clear();
+  set_ids_.clear();
+  rows_.clear();
+  intern_set({});
+}
+
+uint32_t GrammarConstraint::step(uint32_t set, uint8_t b) const {
+  if (!rows_[set]) {
+    rows_[set] = std::make_unique<Row>();
+    rows_[set]->fill(kUnknownSet);
+  }
+  uint32_t& next = (*rows_[set])[b];
+  if (next == kUnknownSet) {
+    arena_.advance(sets_[set], b, scratch_);
+    next = intern_set(scratch_);
+  }
+  return next;
+}
+
+std::vector<uint32_t> GrammarConstraint::initial_stacks() const {
+  std::lock_guard lock(mu_);
+  return arena_.initial();
+}
+
+std::vector<uint32_t> GrammarConstraint::advance(std::span<const uint32_t> from,
+                                                 std::string_view bytes) const {
+  std::lock_guard lock(mu_);
+  bound_sets();
+  uint32_t set = intern_set(std::vector<uint32_t>(from.begin(), from.end()));
+  for (char c : bytes) {
+    set = step(set, uint8_t(c));
+    if (set == 0) break;
+  }
+  return sets_[set];
+}
+
+std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
+    std::span<const uint32_t> stacks) const {
+  std::lock_guard lock(mu_);
+  auto with_ends = [&](TokenMask& m) {
+    for (int32_t e : vocab_->end_ids)
+      if (e >= 0 && size_t(e) < vocab_->n_vocab()) mask_set(m, e);
+  };
+  if (stacks.size() == 1 && stacks[0] != kEmptyStack) return stack_mask(stacks[0]);
+  auto out = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
+  for (uint32_t s : stacks) {
+    if (s == kEmptyStack) {
+      with_ends(*out);
+      continue;
+    }
+    const TokenMask& m = *stack_mask(s);
+    for (size_t i = 0; i < out->size(); ++i) (*out)[i] |= m[i];
+  }
+  return out;
+}
+
+std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) const {
+  const auto hit = masks_.find(stack);
+  if (hit != masks_.end()) return hit->second;
+  auto mask = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
+  bound_sets();
+  walk(vocab_->trie.root(), intern_set({stack}), *mask);
+  if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
+  masks_.emplace(stack, mask);
+  return mask;
+}
+
+// `set`: the stacks after the node's bytes. Tokens end where any stack
+// survives; a child is walked only if some stack takes its byte.
+void GrammarConstraint::walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const {
+  for (const TokenTrie::Node& child : vocab_->trie.children(node)) {
+    const uint32_t next = step(set, child.byte);
+    if (next == 0) continue;
+    for (int32_t t : vocab_->trie.tokens(child)) mask_set(mask, t);
+    if (child.child_begin != child.child_end) walk(child, next, mask);
+  }
+}
+
+size_t GrammarConstraint::stack_count() const {
+  std::lock_guard lock(mu_);
+  return arena_.size();
+}
+
+size_t GrammarConstraint::cached_masks() const {
+  std::lock_guard lock(mu_);
+  return masks_.size();
+}
+
+}  // namespace kvforge

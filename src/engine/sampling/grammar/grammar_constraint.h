@@ -1,0 +1,102 @@
+// A grammar bound to a vocabulary: what every matcher of it shares. Built
+// once per grammar text and model (the callers cache it), used by every
+// sequence constrained by it, from any thread (one mutex guards the caches).
+//
+// The allowed tokens of a parse stack do not depend on anything else, and
+// stacks are hash-consed (stack_arena.h), so each distinct stack's token
+// mask is computed once, by one walk of the vocabulary trie that drops a
+// subtree at the first refused byte, and cached: a sequence in a loop of the
+// grammar (inside a string, between array items) meets the same stack again
+// and its mask costs a lookup. A set of stacks allows the union of theirs.
+//
+// Sets of stacks are interned too, with a 256-entry transition row per set
+// filled on demand, so a trie walk costs one table lookup per trie node once
+// the grammar's states have been met (a string's characters, say).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/sampling/grammar/grammar.h"
+#include "engine/sampling/grammar/stack_arena.h"
+#include "engine/sampling/grammar/token_trie.h"
+
+namespace kvforge {
+
+// What the grammar engine needs of a tokenizer: each token's bytes ("" for
+// control tokens, which a grammar never allows) and the end-of-generation
+// tokens, allowed where the grammar is complete.
+struct GrammarVocabulary {
+  GrammarVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids);
+
+  std::vector<std::string> token_bytes;  // (n_vocab)
+  std::vector<int32_t> end_ids;
+  TokenTrie trie;
+  size_t n_vocab() const { return token_bytes.size(); }
+  bool is_end(int32_t token) const;
+};
+
+// A set of tokens: (ceil(n_vocab / 64)) words, bit t % 64 of word t / 64.
+using TokenMask = std::vector<uint64_t>;
+inline bool mask_test(const TokenMask& m, int32_t t) { return (m[size_t(t) >> 6] >> (t & 63)) & 1; }
+inline void mask_set(TokenMask& m, int32_t t) { m[size_t(t) >> 6] |= uint64_t{1} << (t & 63); }
+
+struct ConstraintLimits {
+  size_t max_stacks = size_t{1} << 22;  // distinct parse stacks, all requests together
+  size_t max_expansion = 100000;        // stacks one byte may expand to
+  size_t max_cached_masks = 2048;       // past it the cache starts over
+  size_t max_cached_sets = 65536;       // interned stack sets (1 KiB of transitions each)
+};
+
+class GrammarConstraint {
+ public:
+  GrammarConstraint(Grammar grammar, std::shared_ptr<const GrammarVocabulary> vocab,
+                    ConstraintLimits limits = {});
+  GrammarConstraint(const GrammarConstraint&) = delete;
+  GrammarConstraint& operator=(const GrammarConstraint&) = delete;
+
+  const Grammar& grammar() const { return grammar_; }
+  const GrammarVocabulary& vocabulary() const { return *vocab_; }
+
+  // The stacks at the start (sorted, unique).
+  std::vector<uint32_t> initial_stacks() const;
+  // The stacks `from` become after consuming `bytes` (empty: refused).
+  std::vector<uint32_t> advance(std::span<const uint32_t> from, std::string_view bytes) const;
+  // The tokens `stacks` allow (end tokens where one is kEmptyStack). One
+  // stack: its cached mask, shared; more: a new union.
+  std::shared_ptr<const TokenMask> allowed(std::span<const uint32_t> stacks) const;
+
+  // Stacks and cached masks so far, for tests and benchmarks.
+  size_t stack_count() const;
+  size_t cached_masks() const;
+
+ private:
+  using Row = std::array<uint32_t, 256>;  // byte -> set id, kUnknownSet until computed
+
+  std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
+  void walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const;
+  uint32_t intern_set(const std::vector<uint32_t>& stacks) const;
+  void bound_sets() const;
+  uint32_t step(uint32_t set, uint8_t b) const;  // the set after byte b (0: none)
+
+  Grammar grammar_;
+  std::shared_ptr<const GrammarVocabulary> vocab_;
+  ConstraintLimits limits_;
+  mutable std::mutex mu_;
+  mutable StackArena arena_;
+  mutable std::unordered_map<uint32_t, std::shared_ptr<const TokenMask>> masks_;
+  mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
+  mutable std::map<std::vector<uint32_t>, uint32_t> set_ids_;
+  mutable std::vector<std::unique_ptr<Row>> rows_;  // (set id) -> transitions, null until used
+  mutable std::vector<uint32_t> scratch_;
+};
+
+}  // namespace kvforge
