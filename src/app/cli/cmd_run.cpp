@@ -9,6 +9,7 @@
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
+#include "app/cli/line_editor.h"
 #include "app/cli/static_flags.h"
 #include "app/cli/subcommand.h"
 #include "app/generation.h"
@@ -56,7 +57,8 @@ void print_timing(const GenerationResult& r, const StaticRunner* slots) {
   if (slots)
     std::fprintf(stderr, "variants  steps per KV length%s\n", variants_used(*slots).c_str());
   std::fprintf(stderr, "generated %5zu tokens  finish: %s  seed: %llu\n", r.tokens.size(),
-               r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed));
+               r.finish_reason == "abort" ? "interrupted (Ctrl-C)" : r.finish_reason.c_str(),
+               static_cast<unsigned long long>(r.seed));
 }
 
 // One sequence through the batching engine: a pool of exactly one context.
@@ -100,10 +102,15 @@ void run(const RunFlags& f) {
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
   std::fputs(prompt.c_str(), stdout);
   std::fflush(stdout);
-  const GenerationResult r = generate(*engine.engine, tokens, params, [](std::string_view s) {
-    std::fwrite(s.data(), 1, s.size(), stdout);
-    std::fflush(stdout);
-  });
+  // Ctrl-C ends the generation as llama.cpp's does: the text so far, then the timing.
+  InterruptLatch ctrl_c;
+  const GenerationResult r = generate(
+      *engine.engine, tokens, params,
+      [](std::string_view s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+      },
+      [&ctrl_c] { return ctrl_c.take(); });
   const std::string notice = engine.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
   if (!f.quiet) {
