@@ -49,7 +49,9 @@ GenerationResult generate(TextEngine& engine, std::span<const int32_t> prompt,
   const int kept = e.prompt_tokens_kept(int(prompt.size()));
   SamplingParams p = params;
   const int room = e.max_sequence_tokens() - kept;
-  if (p.max_tokens && room > 0 && *p.max_tokens > room) p.max_tokens = room;
+  // A context shift makes room as the reply goes; else the context bounds it.
+  if (!e.options().context_shift && p.max_tokens && room > 0 && *p.max_tokens > room)
+    p.max_tokens = room;
   const RequestId id = engine.add_tokens(prompt, p);
   GenerationResult result;
   result.prompt_tokens = kept;
