@@ -87,6 +87,14 @@ struct EngineOptions {
   // branch samples from, before sampling.
   std::function<void(RequestId, int branch, std::span<const float> logits)> on_logits{};
 
+  // Context shift (paged mode, one layer group, one process, no disk tier):
+  // a sequence that reaches the end of its context keeps its first n_keep
+  // tokens (rounded up to whole blocks), drops the older half of the rest
+  // and goes on, its kept K re-rotated in place (engine_shift.cpp). Requests
+  // then end only at max_tokens or an end-of-generation token.
+  bool context_shift = false;
+  int32_t n_keep = 1;
+
   // Static slots only. The plans fix the slots, their capacity and the KV
   // format; max_seqs, max_batched_tokens, n_ctx and the pool sizes do not
   // apply, and block_size is the disk tier's (files shared with the paged

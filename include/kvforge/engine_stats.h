@@ -52,6 +52,7 @@ struct EngineStats {
   int64_t steps = 0;
   int64_t tokens_computed = 0;   // tokens fed through forward passes (prefill + decode + recompute)
   int64_t tokens_generated = 0;  // tokens sampled
+  int64_t context_shifts = 0;    // context shifts done (EngineOptions::context_shift)
   // Wall time summed over all step() calls, in seconds: the whole calls, the
   // forward passes inside them, and three phases of those passes: the
   // layers' weight matmuls, the output (logits) matmul and attention. What

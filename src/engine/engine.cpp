@@ -64,8 +64,10 @@ std::unique_ptr<Sequence> Engine::Impl::make_sequence(RequestId id, int branch) 
   seq->branch = branch;
   seq->tokens = r.prompt;
   seq->n_prompt = int32_t(r.prompt.size());
-  seq->max_len = limits.max_len;
-  seq->max_tokens = limits.max_tokens;
+  // A context shift makes room: only max_tokens (if given) or the end of the text ends it.
+  const bool shifts = options.context_shift;
+  seq->max_len = shifts ? INT32_MAX : limits.max_len;
+  seq->max_tokens = shifts && !r.params.max_tokens ? INT32_MAX : limits.max_tokens;
   seq->sampler = requests.make_sampler(id, branch);
   return seq;
 }
@@ -186,6 +188,7 @@ EngineStats Engine::stats() const {
   s.steps = m.steps;
   s.tokens_computed = m.tokens_computed;
   s.tokens_generated = m.requests.tokens_generated();
+  s.context_shifts = m.context_shifts;
   s.step_seconds = m.step_seconds;
   const CommStats c = m.options.comm ? m.options.comm->stats() : CommStats{};
   s.comm_messages = c.messages;

@@ -35,6 +35,12 @@ std::unique_ptr<KvDiskTier> open_disk_tier(const Model& model, const EngineOptio
                                            KvFormat format, int32_t block_size, size_t block_bytes,
                                            const std::string& refusal);
 
+// Why this engine cannot shift contexts ("" when it can, or when
+// o.context_shift is off), and the check that throws it (engine_shift.cpp).
+std::string context_shift_refusal(const Model& model, const EngineOptions& o, bool static_slots);
+void check_context_shift(const Model& model, const EngineOptions& o, bool static_slots,
+                         int32_t max_len, int32_t block_size);
+
 struct PagedKv {
   PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o);
   BlockManager blocks;
@@ -69,7 +75,7 @@ struct Engine::Impl {
   int32_t max_len;
   RequestTable requests;
   SeqId next_seq = 0;
-  int64_t steps = 0, tokens_computed = 0, tokens_reused = 0;
+  int64_t steps = 0, tokens_computed = 0, tokens_reused = 0, context_shifts = 0;
   int32_t blocks_used_peak = 0;
   double step_seconds = 0;                 // whole step() calls that ran a forward pass
   PrefixTierWriter* tier = nullptr;        // the disk tier's write side, either mode; null: none
@@ -87,6 +93,11 @@ struct Engine::Impl {
   // Post-processing of what a pass computed: each chunk's n_computed, the
   // KV manager's record of it, the new full blocks written through to the tier.
   void record_computed(std::span<const ScheduledChunk> chunks);
+
+  // engine_shift.cpp: the context shift of every running sequence that is
+  // out of positions, before the step is scheduled.
+  void shift_full_sequences();
+  void shift(Sequence& seq);
 
   // engine_paged.cpp
   void check_paged_request(std::span<const int32_t> prompt, const SamplingParams& params,

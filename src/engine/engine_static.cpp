@@ -51,6 +51,7 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
       n_ctx(slot_kv->runner.capacity()),
       max_len(slot_kv->runner.capacity()),
       requests(m.config().n_vocab, options.eos_token_ids) {
+  check_context_shift(m, options, /*static_slots=*/true, max_len, 1);
   options.max_seqs = slot_kv->runner.slots();
   tier = slot_kv->tier.get();
   if (tier) scheduler.set_prefix_tier(slot_kv->tier.get());

@@ -33,12 +33,13 @@ struct Sequence {
   int32_t n_computed = 0;  // leading tokens whose K/V is in the pool
   int32_t max_tokens = 0;  // generated tokens allowed
   int32_t max_len = 0;     // total tokens allowed (context / pool)
+  int32_t n_dropped = 0;   // tokens a context shift removed from `tokens`
   int pending_forks = 0;   // branches to fork off when the prompt is computed
   bool loading = false;    // waiting for a lower tier to restore its prefix blocks
   std::unique_ptr<Sampler> sampler;
 
   int32_t len() const { return int32_t(tokens.size()); }
-  int32_t n_generated() const { return len() - n_prompt; }
+  int32_t n_generated() const { return len() + n_dropped - n_prompt; }
   // Tokens to feed before the next sample.
   int32_t n_pending() const { return len() - n_computed; }
   // Sequences this one stands for when counted against max_seqs.

@@ -9,6 +9,9 @@
 #include <thread>
 #include <utility>
 
+#include "app/cli/flag_checks.h"
+#include "app/cli/load_progress.h"
+
 namespace kvforge::cli {
 
 std::filesystem::path default_model_path() { return KVFORGE_DEFAULT_MODEL; }
@@ -52,11 +55,13 @@ void ModelFlags::add_threads_flag(CLI::App& app, const std::string& help) {
 }
 
 void add_ctx_size_flag(CLI::App& app, int& ctx, const std::string& help) {
-  app.add_option("-c,--ctx-size", ctx, help)->capture_default_str();
+  app.add_option("-c,--ctx-size", ctx, help)
+      ->check(at_least(0, "0 = the default"))
+      ->capture_default_str();
 }
 
 void add_batch_size_flag(CLI::App& app, int& batch, const std::string& help) {
-  app.add_option("-b,--batch-size", batch, help)->capture_default_str();
+  app.add_option("-b,--batch-size", batch, help)->check(at_least(1))->capture_default_str();
 }
 
 void add_n_predict_flag(CLI::App& app, int& n, const std::string& help) {
@@ -185,7 +190,12 @@ void check_tokenizer_fits(const Tokenizer& tokenizer, const Model& model) {
 
 LoadedModel load_model(const std::string& model_flag, Communicator* comm) {
   std::filesystem::path path = resolve_model_path(model_flag);
-  std::unique_ptr<Model> model = Model::load(path, comm);
+  std::unique_ptr<Model> model;
+  std::error_code size_error;
+  const uintmax_t bytes = std::filesystem::file_size(path, size_error);
+  const std::string what =
+      path.filename().string() + (size_error ? "" : " (" + human_bytes(double(bytes)) + ")");
+  with_load_progress(what, 1.0, [&] { model = Model::load(path, comm); });
   Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   check_tokenizer_fits(tokenizer, *model);
   return {std::move(path), std::move(model), std::move(tokenizer)};

@@ -7,13 +7,16 @@
 // it back to the prefix the new prompt shares (EngineOptions::reuse_slots).
 // On a terminal lines are edited with libedit (history on Up/Down); Ctrl-C
 // stops the reply being written and keeps the conversation, Ctrl-D quits.
-// Commands: /help, /reset, /save FILE, /load FILE, /exit; "//text" sends "/text".
+// Commands: /help, /reset, /save FILE, /load FILE, /exit (/bye); "//text" sends "/text".
+// A message spans lines after a trailing '\' or inside """ ... """ (chat_input.h).
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
 
 #include "app/chat/chat_template.h"
+#include "app/cli/chat_conversation.h"
+#include "app/cli/chat_input.h"
 #include "app/cli/chat_session.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/command_engine.h"
@@ -47,7 +50,8 @@ struct Reply {
   int64_t reused = 0;  // prompt tokens whose K/V came from earlier turns
   size_t generated = 0;
   double ttft_seconds = 0;
-  bool stopped = false;  // Ctrl-C cut it short
+  bool stopped = false;     // Ctrl-C cut it short
+  bool length_cut = false;  // ended by max_tokens (finish "length")
 };
 
 void print_piece(std::string_view piece) {
@@ -91,8 +95,13 @@ std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& pr
   }
   const std::string notice = e.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\n(%s)", notice.c_str());
-  return Reply{r.text,          r.prompt_tokens,       reused() - reused_before,
-               r.tokens.size(), r.first_token_seconds, r.finish_reason == "abort"};
+  return Reply{r.text,
+               r.prompt_tokens,
+               reused() - reused_before,
+               r.tokens.size(),
+               r.first_token_seconds,
+               r.finish_reason == "abort",
+               r.finish_reason == "length"};
 }
 
 ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
@@ -103,85 +112,15 @@ ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
   return ChatTemplate::fallback();
 }
 
-class Conversation {
- public:
-  Conversation(const ChatFlags& f, const Tokenizer& tokenizer, ChatTemplate tmpl)
-      : tokenizer_(tokenizer), template_(std::move(tmpl)) {
-    if (!f.system.empty())
-      system_ = nlohmann::ordered_json{{"role", "system"}, {"content", f.system}};
-  }
-
-  // Tokens of the history plus `user`, dropping the oldest turns until the
-  // prompt leaves `room` tokens of the context for the reply.
-  std::vector<int32_t> prompt_with(const std::string& user, int context, int room) {
-    turns_.push_back({{"role", "user"}, {"content", user}});
-    while (true) {
-      std::vector<int32_t> tokens = render();
-      if (static_cast<int>(tokens.size()) + room <= context || turns_.size() <= 1) return tokens;
-      turns_.erase(turns_.begin(), turns_.begin() + std::min<size_t>(2, turns_.size() - 1));
-      std::fprintf(stderr, "(history trimmed to fit the %d-token context)\n", context);
-    }
-  }
-  void add_reply(const std::string& text) {
-    turns_.push_back({{"role", "assistant"}, {"content", text}});
-  }
-  void reset() { turns_.clear(); }
-  // The history's tokens as the next prompt starts with them.
-  std::vector<int32_t> history_tokens() const { return render(); }
-  size_t size() const { return turns_.size(); }
-
-  // The conversation as OpenAI chat messages, the system message first.
-  nlohmann::ordered_json to_json() const {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
-    if (system_) out.push_back(*system_);
-    for (const auto& t : turns_) out.push_back(t);
-    return out;
-  }
-  // Replaces the conversation (and the system message, if the file has one).
-  void load(const nlohmann::ordered_json& messages, const std::string& source) {
-    if (!messages.is_array())
-      throw std::runtime_error(source + ": expected a JSON array of chat messages");
-    std::vector<nlohmann::ordered_json> turns;
-    std::optional<nlohmann::ordered_json> system = system_;
-    for (const auto& m : messages) {
-      if (!m.is_object() || !m.contains("role") || !m["role"].is_string() ||
-          !m.contains("content") || !m["content"].is_string())
-        throw std::runtime_error(source + ": every message needs a string role and content");
-      if (m["role"] == "system")
-        system = m;
-      else
-        turns.push_back(m);
-    }
-    turns_ = std::move(turns);
-    system_ = std::move(system);
-  }
-
- private:
-  std::vector<int32_t> render() const {
-    ChatTemplateInputs in;
-    if (system_) in.messages.push_back(*system_);
-    for (const auto& t : turns_) in.messages.push_back(t);
-    const int32_t bos = tokenizer_.bos_id(), eos = tokenizer_.eos_id();
-    in.bos_token = bos >= 0 ? tokenizer_.token_text(bos) : "";
-    in.eos_token = eos >= 0 ? tokenizer_.token_text(eos) : "";
-    const std::string text = template_.render(in);
-    const bool has_bos = !in.bos_token.empty() && text.rfind(in.bos_token, 0) == 0;
-    return tokenizer_.encode(text, tokenizer_.add_bos() && !has_bos, /*parse_special=*/true);
-  }
-
-  const Tokenizer& tokenizer_;
-  ChatTemplate template_;
-  std::optional<nlohmann::ordered_json> system_;
-  std::vector<nlohmann::ordered_json> turns_;
-};
-
 constexpr const char* kChatHelp =
     "  /help        this list\n"
     "  /reset       forget the conversation (the system message stays)\n"
     "  /save FILE   write the conversation as JSON chat messages\n"
     "  /load FILE   continue a conversation saved with /save\n"
-    "  /exit        quit (or Ctrl-D)\n"
+    "  /exit, /bye  quit (or Ctrl-D)\n"
     "  //text       send \"/text\" to the model\n"
+    "A line ending in \\ goes on with the next; \"\"\" opens a block of lines up to the next "
+    "\"\"\".\n"
     "Ctrl-C stops a reply and keeps the conversation; Up/Down recall earlier lines.\n";
 
 // A line starting with '/': runs the command; false for /exit.
@@ -189,7 +128,7 @@ bool run_chat_command(const std::string& line, Conversation& conversation) {
   const size_t space = line.find(' ');
   const std::string name = line.substr(0, space);
   const std::string arg = space == std::string::npos ? "" : line.substr(space + 1);
-  if (name == "/exit" || name == "/quit") return false;
+  if (name == "/exit" || name == "/quit" || name == "/bye") return false;
   if (name == "/help") {
     std::fputs(kChatHelp, stderr);
   } else if (name == "/reset") {
@@ -246,37 +185,68 @@ void save_session(const std::string& file, const Conversation& conversation) {
   }
 }
 
+// How long prompts and replies may be in a context of `context` tokens.
+struct ReplyBudget {
+  int context = 0;
+  int room = 0;         // the history is trimmed until the prompt leaves this much for the reply
+  int reply_limit = 0;  // -n (or the whole context for -n -1)
+};
+
+ReplyBudget reply_budget(const ChatFlags& f, const CommandEngine& engine) {
+  ReplyBudget b;
+  b.context = engine.engine->engine().max_sequence_tokens();
+  b.reply_limit = f.n_predict > 0 ? f.n_predict : b.context;
+  // Static: prompts stay in max_prompt_len. Paged: a long -n must not trim the whole history
+  // away, so at most half the context is kept free; a reply may still run to the context's end.
+  b.room = engine.slots ? engine.slots->config().min_response_len
+                        : std::min(b.reply_limit, b.context / 2);
+  return b;
+}
+
+// One user message through the model; the reply joins the conversation.
+void chat_turn(const std::string& message, const CommandEngine& engine, const ReplyBudget& b,
+               SamplingParams p, Conversation& conversation, InterruptLatch& ctrl_c) {
+  const std::optional<std::vector<int32_t>> prompt =
+      conversation.prompt_with(message, b.context, b.room);
+  if (!prompt) return;
+  const int left = b.context - engine.engine->engine().prompt_tokens_kept(int(prompt->size()));
+  p.max_tokens = std::min(b.reply_limit, left);
+  const std::optional<Reply> reply = turn(engine, *prompt, p, ctrl_c);
+  if (!reply) return;
+  conversation.add_reply(reply->text);
+  if (reply->stopped) {
+    std::fprintf(stderr, "\n(stopped; the reply so far stays in the conversation)");
+    return;
+  }
+  if (reply->length_cut && left < b.reply_limit)
+    std::fprintf(stderr, "\n(reply cut at the end of the %d-token context)", b.context);
+  std::fprintf(
+      stderr,
+      "\n(%d prompt tokens, %lld reused from earlier turns, %zu generated, first token %.1f ms)",
+      reply->prompt_tokens, static_cast<long long>(reply->reused), reply->generated,
+      reply->ttft_seconds * 1e3);
+}
+
 void chat(const ChatFlags& flags) {
   ChatFlags f = flags;
   if (!f.session.empty() && f.disk.dir.empty()) f.disk.dir = session_kv_dir(f.session);
   SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
   f.sampling.bind_grammar(params, tokenizer);
-  Conversation conversation(f, tokenizer, load_template(f, model->file()));
+  Conversation conversation(f.system, tokenizer, load_template(f, model->file()));
   if (!f.session.empty()) resume_session(f.session, f.disk.dir, conversation);
   const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
-  const Engine& backend = engine.engine->engine();
-  // The prompt may fill `context` up to `room` tokens for the reply; a reply
-  // is at most `reply_limit` tokens.
-  const int context = backend.max_sequence_tokens();
-  int room = 0, reply_limit = 0;
-  if (engine.slots) {
-    room = engine.slots->config().min_response_len;  // prompts stay in max_prompt_len
-    reply_limit = f.n_predict > 0 ? f.n_predict : context;
-  } else {
-    room = f.n_predict > 0 ? std::min(f.n_predict, context / 2) : context / 2;
-    reply_limit = room;
-  }
+  const ReplyBudget budget = reply_budget(f, engine);
   std::fprintf(stderr,
                "chatting with %s (context %d tokens); /help lists commands, Ctrl-C stops a "
-               "reply, Ctrl-D quits\n",
-               path.filename().c_str(), context);
+               "reply, Ctrl-D or /bye quits\n",
+               path.filename().c_str(), budget.context);
   LineEditor editor;
   InterruptLatch ctrl_c;
   while (true) {
     std::fputc('\n', stdout);
     std::fflush(stdout);
-    std::optional<std::string> line = editor.read_line("> ", ctrl_c);
+    std::optional<std::string> line = read_message(editor, ctrl_c);
     if (!line) break;
     if (ctrl_c.take() || line->empty()) continue;  // Ctrl-C at the prompt drops the line
     editor.remember(*line);
@@ -286,21 +256,7 @@ void chat(const ChatFlags& flags) {
       if (!run_chat_command(*line, conversation)) break;
       continue;
     }
-    SamplingParams p = params;
-    const std::vector<int32_t> prompt = conversation.prompt_with(*line, context, room);
-    p.max_tokens = std::min(reply_limit, context - backend.prompt_tokens_kept(int(prompt.size())));
-    const std::optional<Reply> reply = turn(engine, prompt, p, ctrl_c);
-    if (!reply) continue;
-    conversation.add_reply(reply->text);
-    if (reply->stopped) {
-      std::fprintf(stderr, "\n(stopped; the reply so far stays in the conversation)");
-      continue;
-    }
-    std::fprintf(
-        stderr,
-        "\n(%d prompt tokens, %lld reused from earlier turns, %zu generated, first token %.1f ms)",
-        reply->prompt_tokens, static_cast<long long>(reply->reused), reply->generated,
-        reply->ttft_seconds * 1e3);
+    chat_turn(*line, engine, budget, params, conversation, ctrl_c);
   }
   std::fputc('\n', stdout);
   if (!f.session.empty()) save_session(f.session, conversation);
@@ -310,7 +266,8 @@ void declare_flags(CLI::App& sub, ChatFlags& f) {
   sub.add_option("--system,--system-prompt", f.system, "system message (llama.cpp's -sys)");
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's)");
-  add_n_predict_flag(sub, f.n_predict, "largest reply in tokens");
+  add_n_predict_flag(sub, f.n_predict,
+                     "largest reply in tokens (the context's end also ends a reply)");
   f.add_threads_flag(sub);
   f.add_tp_flag(sub);
   add_ctx_size_flag(sub, f.ctx, "context size; 0 = the model's");

@@ -1,7 +1,13 @@
 // kvforge quantize: convert a model's weight matrices to a single type or to
 // one of llama.cpp's mixtures (quantize_plan.h says which tensor gets what).
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <memory>
+#include <stdexcept>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
@@ -16,7 +22,8 @@ namespace {
 
 struct QuantizeFlags {
   std::string in, out;
-  std::string type = "Q8_0";
+  std::string type;             // --type; empty: Q8_0
+  std::string positional_type;  // llama-quantize's form: quantize IN OUT TYPE
   bool pure = false;
   bool dry_run = false;
 };
@@ -35,8 +42,31 @@ std::string type_counts(const QuantizeReport& r) {
   return out.empty() ? "no matrices" : out;
 }
 
+// The type from --type or the third positional argument (not both, unless they agree).
+std::string chosen_type(const QuantizeFlags& f) {
+  if (f.positional_type.empty()) return f.type.empty() ? "Q8_0" : f.type;
+  if (!f.type.empty() && f.type != f.positional_type)
+    throw std::invalid_argument("quantize: type given twice: --type " + f.type + " and " +
+                                f.positional_type + " after the output file");
+  return f.positional_type;
+}
+
+// Refuses an output whose directory is missing or not writable before any work is done.
+void check_output_path(const std::string& out) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(out).has_parent_path() ? fs::path(out).parent_path() : ".";
+  if (!fs::is_directory(dir))
+    throw std::runtime_error(out + ": cannot write: the directory " + dir.string() +
+                             " does not exist");
+  if (::access(dir.c_str(), W_OK) != 0)
+    throw std::runtime_error(out + ": cannot write in " + dir.string() + ": " +
+                             std::strerror(errno));
+  if (fs::is_directory(out)) throw std::runtime_error(out + ": is a directory, not a file");
+}
+
 void quantize(const QuantizeFlags& f) {
-  const QuantRecipe recipe = parse_quant_recipe(f.type, f.pure);
+  const QuantRecipe recipe = parse_quant_recipe(chosen_type(f), f.pure);
+  if (!f.dry_run) check_output_path(f.out);
   const gguf::GgufFile src = gguf::GgufFile::open(f.in);
   const std::vector<PlannedTensor> plan =
       plan_quantization(read_quant_facts(src), read_quant_tensors(src), recipe);
@@ -61,11 +91,14 @@ void quantize(const QuantizeFlags& f) {
 void declare_flags(CLI::App& sub, QuantizeFlags& f) {
   sub.add_option("input", f.in, "source GGUF")->required();
   sub.add_option("output", f.out, "destination GGUF")->required();
-  sub.add_option("--type", f.type,
-                 "a single type for every matrix (" + quantizable_type_list() +
-                     ") or a llama.cpp mixture (" + quant_mixture_list() +
-                     "), case-insensitive; a mixture name wins over the type of the same name")
-      ->capture_default_str();
+  sub.add_option("type", f.positional_type,
+                 "the type, as llama-quantize's third argument (the same as --type)");
+  sub.add_option(
+      "--type", f.type,
+      "a single type for every matrix (" + quantizable_type_list() + ") or a llama.cpp mixture (" +
+          quant_mixture_list() +
+          "), case-insensitive; a mixture name wins over the type of the same name (default: "
+          "Q8_0)");
   sub.add_flag("--pure", f.pure,
                "every matrix in the mixture's base type, as llama-quantize --pure (rows that "
                "the type's blocks do not divide still fall back)");

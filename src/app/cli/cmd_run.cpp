@@ -9,6 +9,8 @@
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
+#include "app/cli/flag_checks.h"
+#include "app/cli/line_editor.h"
 #include "app/cli/static_flags.h"
 #include "app/cli/subcommand.h"
 #include "app/generation.h"
@@ -28,6 +30,8 @@ struct RunFlags : ModelFlags {
   KvDiskFlags disk;
   bool no_bos = false;
   bool quiet = false;
+  bool context_shift = false;
+  int keep = 1;  // tokens of the prompt a context shift keeps; -1 = all of it
   SamplingFlags sampling;
   StaticFlags static_flags;  // --static / --plan: the static pipeline
 };
@@ -56,12 +60,23 @@ void print_timing(const GenerationResult& r, const StaticRunner* slots) {
   if (slots)
     std::fprintf(stderr, "variants  steps per KV length%s\n", variants_used(*slots).c_str());
   std::fprintf(stderr, "generated %5zu tokens  finish: %s  seed: %llu\n", r.tokens.size(),
-               r.finish_reason.c_str(), static_cast<unsigned long long>(r.seed));
+               r.finish_reason == "abort" ? "interrupted (Ctrl-C)" : r.finish_reason.c_str(),
+               static_cast<unsigned long long>(r.seed));
+}
+
+// The context shifts of the run and the KV pool that stayed the same throughout.
+void print_shifts(const Engine& e) {
+  const EngineStats s = e.stats();
+  std::fprintf(stderr, "context   %5lld shifts  KV pool %d blocks x %d tokens (%s), peak %d used\n",
+               static_cast<long long>(s.context_shifts), e.n_blocks(), e.block_size(),
+               human_bytes(double(e.kv_pool_bytes())).c_str(), int(s.kv_blocks_used_peak));
 }
 
 // One sequence through the batching engine: a pool of exactly one context.
-EngineOptions paged_options(const RunFlags& f, int ctx) {
+EngineOptions paged_options(const RunFlags& f, int ctx, int prompt_tokens) {
   EngineOptions o;
+  o.context_shift = f.context_shift;
+  o.n_keep = f.keep < 0 ? prompt_tokens : f.keep;
   o.n_ctx = ctx;
   o.kv_blocks = (ctx + o.block_size - 1) / o.block_size;
   o.max_seqs = 1;
@@ -72,8 +87,11 @@ EngineOptions paged_options(const RunFlags& f, int ctx) {
 }
 
 CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer& tokenizer,
-                          const std::filesystem::path& path) {
+                          const std::filesystem::path& path, int prompt_tokens) {
   if (f.static_flags.active()) {
+    if (f.context_shift)
+      throw std::invalid_argument(
+          "--context-shift is not supported with the static pipeline's slots yet");
     CommandEngine e = make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads,
                                          /*reuse_slots=*/false, f.disk);
     if (!f.quiet) std::fprintf(stderr, "%s\n", e.describe_static().c_str());
@@ -81,7 +99,8 @@ CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer
   }
   const int ctx = f.ctx > 0 ? f.ctx : std::min(model.config().n_ctx_train, 4096);
   check_context_size(model.config(), ctx, "-c/--ctx-size");
-  CommandEngine e = make_paged_engine(model, tokenizer, f.threads, paged_options(f, ctx));
+  CommandEngine e =
+      make_paged_engine(model, tokenizer, f.threads, paged_options(f, ctx, prompt_tokens));
   if (!f.quiet)
     std::fprintf(stderr, "model %s: %s, %d layers, n_embd %d, %d threads, ctx %d, KV %s%s\n",
                  path.filename().c_str(), model.config().arch_name.c_str(), model.config().n_layer,
@@ -94,21 +113,27 @@ void run(const RunFlags& f) {
   SamplingParams params = f.sampling.to_params(f.n_predict);
   const auto [path, model, tokenizer] = load_model(f);
   f.sampling.bind_grammar(params, tokenizer);
-  // Ranks other than 0 follow rank 0's engine inside make_engine and end there.
-  const CommandEngine engine = make_engine(f, *model, tokenizer, path);
   const std::string prompt = f.prompt_file.empty() ? f.prompt : read_text_file(f.prompt_file);
   const std::vector<int32_t> tokens =
       tokenizer.encode(prompt, tokenizer.add_bos() && !f.no_bos, /*parse_special=*/true);
+  // Ranks other than 0 follow rank 0's engine inside make_engine and end there.
+  const CommandEngine engine = make_engine(f, *model, tokenizer, path, int(tokens.size()));
   std::fputs(prompt.c_str(), stdout);
   std::fflush(stdout);
-  const GenerationResult r = generate(*engine.engine, tokens, params, [](std::string_view s) {
-    std::fwrite(s.data(), 1, s.size(), stdout);
-    std::fflush(stdout);
-  });
+  // Ctrl-C ends the generation as llama.cpp's does: the text so far, then the timing.
+  InterruptLatch ctrl_c;
+  const GenerationResult r = generate(
+      *engine.engine, tokens, params,
+      [](std::string_view s) {
+        std::fwrite(s.data(), 1, s.size(), stdout);
+        std::fflush(stdout);
+      },
+      [&ctrl_c] { return ctrl_c.take(); });
   const std::string notice = engine.notice(r);
   if (!notice.empty()) std::fprintf(stderr, "\nnote: %s", notice.c_str());
   if (!f.quiet) {
     print_timing(r, engine.slots);
+    if (f.context_shift) print_shifts(engine.engine->engine());
     if (const std::string tiers = describe_kv_tiers(engine.engine->engine().stats());
         !tiers.empty())
       std::fprintf(stderr, "%s\n", tiers.c_str());
@@ -128,6 +153,13 @@ void declare_flags(CLI::App& sub, RunFlags& flags) {
   flags.disk.add_to(sub);
   sub.add_flag("--no-bos", flags.no_bos, "do not prepend BOS even if the model wants it");
   sub.add_flag("-q,--quiet", flags.quiet, "print only the text");
+  sub.add_flag("--context-shift", flags.context_shift,
+               "at the end of the context keep the first --keep tokens, drop the older half of "
+               "the rest and go on (K re-rotated in place, nothing recomputed)");
+  sub.add_option("--keep", flags.keep,
+                 "tokens of the prompt a context shift keeps (whole KV blocks); -1 = all")
+      ->check(at_least(-1, "-1 = the whole prompt"))
+      ->capture_default_str();
   flags.sampling.add_to(sub);
   flags.static_flags.add_to(sub);
 }

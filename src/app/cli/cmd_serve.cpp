@@ -20,6 +20,7 @@
 #include "app/cli/command_engine.h"
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
+#include "app/cli/flag_checks.h"
 #include "app/cli/static_flags.h"
 #include "app/cli/subcommand.h"
 #include "app/server/completion_service.h"
@@ -43,6 +44,7 @@ struct ServeFlags : ModelFlags {
   std::string alias;  // the model id, instead of the file name
   std::string log_format = "text";
   bool no_access_log = false;
+  bool truncate = false;  // chat conversations drop their oldest turns by default
 };
 
 ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
@@ -95,14 +97,18 @@ std::vector<std::string> model_ids(const std::filesystem::path& path, const Mode
 
 std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
   const Engine& e = chosen.engine->engine();
-  char buf[256];
+  const int64_t pool_tokens = int64_t(e.n_blocks()) * e.block_size();
+  const int ctx = e.max_sequence_tokens();
+  char buf[512];
   std::snprintf(buf, sizeof buf,
-                "%d threads, context %d tokens, KV pool %d blocks of %d (%s, %s), up to %d "
-                "sequences",
-                chosen.pool->size(), e.max_sequence_tokens(), e.n_blocks(), e.block_size(),
-                f.engine.kv.describe().c_str(),
-                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(),
-                f.engine.options.max_seqs);
+                "%d threads, KV pool %d blocks of %d (%s, %s), up to %d sequences; each "
+                "sequence gets the whole context of %d tokens (llama-server would split -c "
+                "across its -np slots), the pool holds %lld tokens: %lld sequences at full "
+                "context",
+                chosen.pool->size(), e.n_blocks(), e.block_size(), f.engine.kv.describe().c_str(),
+                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.options.max_seqs, ctx,
+                static_cast<long long>(pool_tokens),
+                static_cast<long long>(pool_tokens / std::max(ctx, 1)));
   return buf;
 }
 
@@ -181,6 +187,7 @@ void serve(const ServeFlags& f) {
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
+  limits.truncate_conversations = f.truncate;
   if (slots) {
     limits.max_prompt_tokens = slots->config().max_prompt_len;
     limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
@@ -201,7 +208,9 @@ void serve(const ServeFlags& f) {
 
 void declare_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--host", f.http.host, "address to listen on")->capture_default_str();
-  sub.add_option("--port", f.http.port, "port; 0 = any free port")->capture_default_str();
+  sub.add_option("--port", f.http.port, "port; 0 = any free port")
+      ->check(tcp_port())
+      ->capture_default_str();
   sub.add_option("--api-key", f.http.api_key,
                  "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
   sub.add_flag("--metrics-public", f.http.metrics_public, "serve /metrics without the API key");
@@ -215,12 +224,16 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
   f.engine.add_to(sub);
   sub.add_option("--max-queue", f.max_queue,
                  "requests waiting beyond --max-seqs (static: --static-slots) before 429")
+      ->check(at_least(0))
       ->capture_default_str();
   sub.add_option("--max-n", f.max_n, "largest 'n' (parallel samples) per request")
+      ->check(at_least(1))
       ->capture_default_str();
   sub.add_option("--http-threads", f.http.threads, "HTTP connections served at once")
+      ->check(at_least(1))
       ->capture_default_str();
   sub.add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (413 beyond)")
+      ->check(at_least(1))
       ->capture_default_str();
   sub.add_option("--header-timeout", f.http.header_timeout_s,
                  "seconds for a request's line and headers to arrive (408 beyond)")
@@ -233,6 +246,9 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->capture_default_str();
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  sub.add_flag("--truncate", f.truncate,
+               "a chat conversation longer than the context drops its oldest turns (never the "
+               "system message) instead of a 400, as a request's \"truncation\": \"auto\"");
   f.static_mode.add_to(sub);
 }
 

@@ -2,18 +2,24 @@
 
 #include <cstdio>
 
+#include "app/cli/flag_checks.h"
+
 namespace kvforge::cli {
 
 void EngineFlags::add_to(CLI::App& app) {
   EngineOptions& o = options;
   app.add_option("--max-seqs,--parallel", o.max_seqs, "sequences running at once (llama.cpp's -np)")
+      ->check(at_least(1))
       ->capture_default_str();
   app.add_option("--max-batched-tokens", o.max_batched_tokens,
                  "tokens per forward pass (decodes + prefill chunks)")
+      ->check(at_least(1))
       ->capture_default_str();
   app.add_option("--kv-memory", o.kv_memory_mib, "KV pool size in MiB (unless --kv-blocks)")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   app.add_option("--kv-blocks", o.kv_blocks, "KV pool size in blocks; 0 = from --kv-memory")
+      ->check(at_least(0, "0 = from --kv-memory"))
       ->capture_default_str();
   app.add_option("--block-size", o.block_size, "tokens per KV block (power of two, 1..256)")
       ->capture_default_str();

@@ -5,20 +5,94 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <map>
+#include <stdexcept>
 #include <utility>
 
 namespace kvforge::cli {
+
+namespace {
+
+// The subcommand of a command line: its first argument that is not a flag.
+std::string subcommand_of(const std::vector<std::string>& args) {
+  for (size_t i = 1; i < args.size(); ++i)
+    if (!args[i].empty() && args[i][0] != '-') return args[i];
+  return "";
+}
+
+bool is_one_of(const std::string& arg, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    if (arg == n) return true;
+  return false;
+}
+
+// llama.cpp flags with no kvforge spelling on `command`: true to drop `arg`
+// (with a note saying why it changes nothing); throws std::invalid_argument
+// naming the flag and what to use instead; false when `arg` is none of them.
+bool drop_llama_only_flag(const std::string& command, const std::string& arg) {
+  const bool chat = command == "chat";
+  if (is_one_of(arg,
+                {"-cnv", "--conversation", "-i", "--interactive", "-if", "--interactive-first"})) {
+    if (chat) return true;  // chat is the conversation
+    throw std::invalid_argument(arg + ": kvforge " + command +
+                                " does not converse; for a conversation use `kvforge chat`");
+  }
+  if (is_one_of(arg, {"-no-cnv", "--no-conversation", "-st", "--single-turn"})) {
+    if (chat)
+      throw std::invalid_argument(arg +
+                                  ": kvforge chat is always a conversation; to generate once "
+                                  "from a prompt use `kvforge run -p TEXT`");
+    return true;  // the other commands never converse
+  }
+  if (is_one_of(arg, {"-cb", "--cont-batching"})) {
+    std::fprintf(stderr, "note: %s ignored: kvforge always batches continuously\n", arg.c_str());
+    return true;
+  }
+  if (is_one_of(arg, {"-nocb", "--no-cont-batching"}))
+    throw std::invalid_argument(arg +
+                                ": kvforge always batches continuously; --max-seqs 1 runs one "
+                                "sequence at a time");
+  if (arg == "--no-context-shift") return true;  // the default: generation ends at -c
+  if (arg == "--context-shift" && command != "run")
+    throw std::invalid_argument(
+        "--context-shift: only kvforge run shifts the KV cache yet; kvforge chat and serve "
+        "--truncate drop a conversation's oldest turns instead");
+  if (is_one_of(arg, {"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-mu", "--model-url"}))
+    throw std::invalid_argument(arg +
+                                ": kvforge does not download models; download the GGUF file "
+                                "(e.g. `huggingface-cli download REPO FILE.gguf`) and pass "
+                                "-m FILE.gguf");
+  return false;
+}
+
+}  // namespace
 
 std::vector<std::string> spell_llama_flags(int argc, char** argv) {
   static const std::map<std::string, std::string> kLongForm = {
       {"-ctk", "--cache-type-k"}, {"-ctv", "--cache-type-v"},  {"-fa", "--flash-attn"},
       {"-ngl", "--n-gpu-layers"}, {"-sys", "--system-prompt"}, {"-np", "--parallel"},
   };
-  std::vector<std::string> out(argv, argv + argc);
-  for (size_t i = 1; i < out.size(); ++i) {
-    if (out[i] == "--") break;
-    if (auto it = kLongForm.find(out[i]); it != kLongForm.end()) out[i] = it->second;
+  const std::vector<std::string> in(argv, argv + argc);
+  const std::string command = subcommand_of(in);
+  // llama.cpp's reverse prompt ends generation at that text outside interactive mode: a stop
+  // string. Elsewhere -r keeps kvforge's meaning (--repetitions of the benches).
+  const bool reverse_prompt_is_stop = command == "run" || command == "chat";
+  std::vector<std::string> out;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const std::string& a = in[i];
+    if (a == "--") {
+      out.insert(out.end(), in.begin() + long(i), in.end());
+      break;
+    }
+    if (i > 0 && drop_llama_only_flag(command, a)) continue;
+    if (reverse_prompt_is_stop && (a == "-r" || a == "--reverse-prompt")) {
+      out.push_back("--stop");
+    } else if (auto it = kLongForm.find(a); it != kLongForm.end()) {
+      out.push_back(it->second);
+    } else {
+      out.push_back(a);
+    }
   }
   return out;
 }

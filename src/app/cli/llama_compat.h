@@ -15,7 +15,11 @@ namespace kvforge::cli {
 
 // argv with llama.cpp's multi-letter single-dash flags (-ctk, -ctv, -fa,
 // -ngl, -sys, -np) spelled as their long forms, which the commands declare:
-// CLI11 would read "-fa" as "-f a". Nothing after "--" is touched.
+// CLI11 would read "-fa" as "-f a". On run and chat, -r (the reverse prompt)
+// is --stop. llama.cpp's flags kvforge has no use for are dropped where they
+// change nothing (-cnv on chat, -no-cnv elsewhere, -cb) and otherwise refused
+// with std::invalid_argument naming what to use (-cnv/-i: kvforge chat; -hf:
+// download the file and pass -m). Nothing after "--" is touched.
 std::vector<std::string> spell_llama_flags(int argc, char** argv);
 
 // The model-loading flags of llama.cpp's common parameters: -ngl, -fa,

@@ -81,6 +81,17 @@ int fail(kvforge::Communicator& world, FILE* errors, const char* what) {
   return 1;
 }
 
+// `kvforge` alone: what it is, its commands and where to start.
+void print_usage(FILE* out) {
+  std::fprintf(out,
+               "kvforge: LLaMA-family inference engine (GGUF models)\n\n"
+               "usage: kvforge COMMAND [OPTIONS]   (kvforge COMMAND --help for its flags)\n\n"
+               "commands:\n");
+  for (const kvforge::cli::Subcommand& c : kvforge::cli::kSubcommands)
+    std::fprintf(out, "  %-14s %s\n", c.name, c.help);
+  std::fprintf(out, "\nstart with: kvforge run -p \"In the beginning\"   or   kvforge chat\n");
+}
+
 void add_commands(CLI::App& app) {
   for (const kvforge::cli::Subcommand& c : kvforge::cli::kSubcommands)
     c.declare(*app.add_subcommand(c.name, c.help));
@@ -102,11 +113,15 @@ int main(int argc, char** argv) {
   app.set_help_all_flag("--help-all", "help for every subcommand");
   app.set_version_flag("--version", version_line(), "the commit and SIMD level, then exit");
   add_commands(app);
-  // llama.cpp's -ctk, -fa, -ngl, ... as the long flags the commands declare.
-  std::vector<std::string> args = kvforge::cli::spell_llama_flags(argc, argv);
-  std::vector<char*> arg_ptrs;
-  for (std::string& a : args) arg_ptrs.push_back(a.data());
+  if (argc < 2) {
+    print_usage(errors);
+    return 1;
+  }
   try {
+    // llama.cpp's -ctk, -fa, -ngl, ... as the long flags the commands declare.
+    std::vector<std::string> args = kvforge::cli::spell_llama_flags(argc, argv);
+    std::vector<char*> arg_ptrs;
+    for (std::string& a : args) arg_ptrs.push_back(a.data());
     app.parse(int(arg_ptrs.size()), arg_ptrs.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e);

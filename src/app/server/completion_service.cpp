@@ -4,8 +4,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 #include "app/server/access_log.h"
+#include "app/server/conversation_fit.h"
 #include "app/server/openai_error.h"
 #include "app/server/request_fields.h"
 #include "engine/sampling/grammar/grammar_error.h"
@@ -100,6 +102,12 @@ std::vector<int32_t> CompletionService::tokenize_prompt(std::string_view text, b
 
 std::vector<int32_t> CompletionService::prompt_for_chat(
     const ChatRequest& r, const std::function<bool()>& cancelled) const {
+  const RenderedChat rendered = render_chat(r, cancelled);
+  return tokenize_prompt(rendered.text, rendered.add_bos, "messages");
+}
+
+CompletionService::RenderedChat CompletionService::render_chat(
+    const ChatRequest& r, const std::function<bool()>& cancelled) const {
   ChatTemplateInputs in;
   in.messages = r.messages;
   in.tools = r.tools;
@@ -134,7 +142,7 @@ std::vector<int32_t> CompletionService::prompt_for_chat(
   }
   // Templates usually write the BOS text themselves; don't add a second one.
   const bool has_bos_text = !in.bos_token.empty() && text.rfind(in.bos_token, 0) == 0;
-  return tokenize_prompt(text, tokenizer_.add_bos() && !has_bos_text, "messages");
+  return {std::move(text), tokenizer_.add_bos() && !has_bos_text};
 }
 
 std::vector<int32_t> CompletionService::prompt_for_completion(const CompletionRequest& r) const {
@@ -201,8 +209,12 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
   PreparedRequest p;
   Submission s;
   if (kind == ApiKind::kChat) {
-    ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits_); });
-    s.prompt = prompt_for_chat(r, cancelled);
+    const bool truncate = parse_truncation(json).value_or(limits_.truncate_conversations);
+    // Truncating, a max_tokens past the context ends there (finish "length"), as llama-server.
+    RequestLimits limits = limits_;
+    if (truncate) limits.max_tokens_limit = std::numeric_limits<int>::max();
+    ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits); });
+    s.prompt = fit_chat(r, truncate, cancelled, p.messages_dropped);
     fit_prompt(s.prompt, r, "messages");
     p.common = r;
   } else {
@@ -273,7 +285,7 @@ std::optional<nlohmann::json> CompletionService::complete(
     if (u.closed) break;
   }
   std::vector<Choice> choices;
-  Usage usage{p.prompt_tokens, 0};
+  Usage usage{p.prompt_tokens, 0, p.messages_dropped};
   for (size_t i = 0; i < branches.size(); ++i) {
     Choice c;
     c.index = static_cast<int>(i);
@@ -295,7 +307,7 @@ bool CompletionService::stream(PreparedRequest& p,
     loop_.cancel(p.stream);
     return false;
   };
-  Usage usage{p.prompt_tokens, 0};
+  Usage usage{p.prompt_tokens, 0, p.messages_dropped};
   while (true) {
     RequestStream::Update u = p.stream->wait(milliseconds(1000));
     if (u.rejected) {

@@ -27,6 +27,7 @@ struct PreparedRequest {
   ResponseMeta meta;
   CommonRequest common;
   int prompt_tokens = 0;
+  int messages_dropped = 0;  // by truncation (conversation_fit.h)
   std::shared_ptr<RequestStream> stream;
 };
 
@@ -61,8 +62,18 @@ class CompletionService {
   const std::string& model_id() const { return limits_.model_ids.front(); }
 
  private:
+  struct RenderedChat {
+    std::string text;
+    bool add_bos = false;  // the template did not write the BOS text itself
+  };
+  RenderedChat render_chat(const ChatRequest& r, const std::function<bool()>& cancelled) const;
   std::vector<int32_t> prompt_for_chat(const ChatRequest& r,
                                        const std::function<bool()>& cancelled) const;
+  // The chat prompt; with `truncate`, the oldest turns of r.messages dropped
+  // until it fits (conversation_fit.h), their count in `messages_dropped`.
+  std::vector<int32_t> fit_chat(ChatRequest& r, bool truncate,
+                                const std::function<bool()>& cancelled,
+                                int& messages_dropped) const;
   std::vector<int32_t> prompt_for_completion(const CompletionRequest& r) const;
   // Tokenizes a prompt text, or refuses it (400 context_length_exceeded) when
   // its bytes alone prove it too long, or once its tokens pass the context.

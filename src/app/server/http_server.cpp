@@ -194,6 +194,8 @@ struct HttpServer::Impl {
       return closed;
     };
     PreparedRequest prepared = service.prepare(kind, req.body, gone);
+    if (prepared.messages_dropped > 0)
+      res.set_header("X-Kvforge-Truncated-Messages", std::to_string(prepared.messages_dropped));
     if (!prepared.common.stream) {
       if (const std::optional<nlohmann::json> body = service.complete(prepared, gone)) {
         res.set_content(dump_json(*body), "application/json");

@@ -41,6 +41,9 @@ struct RequestLimits {
   // tokens (--overflow truncate-left) instead of being a 400.
   int max_prompt_tokens = 0;
   bool truncate_long_prompts = false;
+  // Chat conversations that do not fit drop their oldest turns unless the
+  // request says "truncation": "disabled" (serve --truncate; conversation_fit.h).
+  bool truncate_conversations = false;
 };
 
 struct CommonRequest {

@@ -10,9 +10,11 @@ namespace {
 using nlohmann::json;
 
 json usage_json(const Usage& u) {
-  return {{"prompt_tokens", u.prompt_tokens},
-          {"completion_tokens", u.completion_tokens},
-          {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  json out = {{"prompt_tokens", u.prompt_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.truncated_messages > 0) out["truncated_messages"] = u.truncated_messages;
+  return out;
 }
 
 json bytes_of(const std::string& s) {

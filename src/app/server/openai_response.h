@@ -18,6 +18,7 @@ enum class ApiKind { kCompletion, kChat };
 struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
+  int truncated_messages = 0;  // dropped to fit the context; reported when non-zero
 };
 
 // One generated token with its log-probability and the most likely alternatives.

@@ -35,9 +35,9 @@ constexpr std::string_view kCommonFields[] = {
     "echo",
     "suffix",
 };
-constexpr std::string_view kChatFields[] = {"messages",     "max_completion_tokens",
-                                            "top_logprobs", "tools",
-                                            "tool_choice",  "chat_template_kwargs"};
+constexpr std::string_view kChatFields[] = {
+    "messages",    "max_completion_tokens", "top_logprobs", "tools",
+    "tool_choice", "chat_template_kwargs",  "truncation"};
 constexpr std::string_view kCompletionFields[] = {"prompt"};
 // OpenAI fields about billing and storage, not the text: accepted, no effect.
 constexpr std::string_view kBookkeepingFields[] = {"user", "store", "metadata", "service_tier",

@@ -1,5 +1,7 @@
 #include "app/server/server_metrics.h"
 
+#include <algorithm>
+
 namespace kvforge::server {
 
 ServerMetrics::ServerMetrics()
@@ -41,6 +43,9 @@ void ServerMetrics::publish_engine_stats(const EngineStats& s) {
   gauge("kvforge_sequences_waiting", "Sequences queued for admission.", s.waiting);
   gauge("kvforge_kv_blocks_total", "Blocks in the KV pool.", s.kv_blocks_total);
   gauge("kvforge_kv_blocks_used", "KV blocks referenced by sequences.", s.kv_blocks_used);
+  peak_blocks_used_ = std::max<int64_t>(peak_blocks_used_, s.kv_blocks_used);
+  gauge("kvforge_kv_blocks_used_peak", "Most KV blocks referenced at once since the start.",
+        static_cast<double>(peak_blocks_used_));
   gauge("kvforge_kv_blocks_free", "KV blocks free (including evictable prefix-cache blocks).",
         s.kv_blocks_free);
   gauge("kvforge_kv_usage_ratio", "Fraction of the KV pool in use.",

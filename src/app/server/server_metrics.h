@@ -10,6 +10,9 @@
 //   kvforge_sequences_running / _waiting         engine scheduler state
 //   kvforge_kv_blocks_total / _used / _free      KV pool (free includes evictable cached blocks);
 //                                                with --static: the batch slots, used = filled
+//   kvforge_kv_blocks_used_peak                  most blocks used at once since start (the
+//                                                chat page shows it: a short request ends
+//                                                between two polls of _used)
 //   kvforge_kv_usage_ratio                       used / total
 //   kvforge_prefix_cache_hits_total / _misses_total, kvforge_prefix_cache_hit_rate
 //   kvforge_prefix_cache_tokens_reused_total
@@ -61,6 +64,7 @@ class ServerMetrics {
   void publish_tier_stats(const EngineStats& stats);
 
   EngineStats last_;
+  int64_t peak_blocks_used_ = 0;
 };
 
 }  // namespace kvforge::server

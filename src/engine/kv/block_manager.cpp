@@ -397,7 +397,7 @@ void BlockManager::mark_computed(SeqId seq, std::span<const int32_t> tokens, int
                                 std::to_string(n_computed) + " must be within both");
   // Registered before released: a released block of a cached prefix stays
   // reusable (evictable) until the pool needs it.
-  if (prefix_) register_computed(seq, s, tokens, n_computed);
+  if (prefix_ && s.registers) register_computed(seq, s, tokens, n_computed);
   release_outside_windows(s, n_computed);
 }
 

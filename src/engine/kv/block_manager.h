@@ -155,6 +155,17 @@ class BlockManager final : public KvManager {
 
   const PrefixCacheStats& prefix_stats() const;
 
+  // Context shift, the metadata half (block_manager_shift.cpp; kv_shift.h
+  // re-rotates the K rows): removes table entries [keep_blocks, keep_blocks +
+  // drop_blocks) of `seq`, releasing their blocks, so every later position
+  // moves drop_blocks * block_size down. One layer group only. A moved block
+  // that another owner shares is replaced by a private copy (in
+  // take_pending_copies, to run before the rotation); a moved block the
+  // prefix cache indexes loses its entry (its K is about to change). The seq
+  // keeps the entries of its kept blocks and registers no more: its later
+  // K depends on the dropped tokens, which no prompt of its tokens holds.
+  void shift(SeqId seq, int32_t keep_blocks, int32_t drop_blocks);
+
   // --- for a lower tier (the disk) ----------------------------------------------
   // A group-0 entry registered by mark_computed: the block now provably holds
   // the K/V of tokens [0, (depth + 1) * block_size) of `seq`.
@@ -185,6 +196,7 @@ class BlockManager final : public KvManager {
   struct Seq {
     int32_t n_tokens = 0;            // positions reserved
     std::vector<GroupTable> groups;  // [n_groups]
+    bool registers = true;           // false after a context shift (shift())
   };
   // What allocate() would reuse: `depth` cached blocks, and per group the
   // chain entries of those depths (placeholders where a window skips them).

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/huge_page_buffer.h"
+#include "core/ops/rope.h"
 #include "engine/kv/block_manager.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "model/kv_store.h"
@@ -54,6 +55,13 @@ class PagedKvCache final : public KvStore {
   // One span per block, in table order (the first one from `first` on).
   void spans(int layer, int32_t seq, int32_t first, int32_t n,
              std::vector<KvSpan>& out) const override;
+
+  // Context shift (kv_shift.h): re-rotates K of positions [first, first + n)
+  // of `block` in `layer` by `delta` positions, in place; V is untouched.
+  // Refuses a block shared with another owner (refcount != 1), as write() does.
+  // Defined in paged_kv_shift.cpp.
+  void rerotate_k(int layer, BlockId block, int32_t first, int32_t n, const RopeTable& rope,
+                  int32_t delta);
 
   // Copies every slot's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);

@@ -138,11 +138,51 @@ test('the page streams replies, keeps the conversation, shows tok/s and KV', { s
   assert.ok(lines[1].prompt_tokens > lines[0].prompt_tokens + lines[0].completion_tokens - 2,
             JSON.stringify(lines));
   assert.match(await page(`document.getElementById('speed').textContent`), /^\d+(\.\d)? tok\/s$/);
-  assert.match(await page(`document.getElementById('kv').textContent`),
-               /^KV blocks: \d+ \/ \d+ in use \(peak \d+\)$/);
+  const kv = await page(`document.getElementById('kv').textContent`);
+  assert.match(kv, /^KV blocks: \d+ \/ \d+ in use \(peak \d+\)$/);
+  // Two requests held blocks while they ran, even if both ended between two polls.
+  assert.ok(Number(kv.match(/peak (\d+)/)[1]) > 0, kv);
   // New chat forgets the conversation.
   await page(`document.getElementById('reset').click(); true`);
   const fresh = await say('Who made the heaven?');
   assert.ok(!fresh.error);
   assert.equal(chatLines()[2].prompt_tokens, lines[0].prompt_tokens);
+});
+
+test('the page sends its temperature and system prompt', { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
+  await page(`window.__bodies = []; const f = window.fetch;
+              window.fetch = (url, opts) => { if (String(url).includes('/chat/'))
+                                                window.__bodies.push(JSON.parse(opts.body));
+                                              return f(url, opts); }; true`);
+  await page(`document.getElementById('reset').click();
+              document.getElementById('temperature').value = '0';
+              document.getElementById('system').value = 'Answer as the scribe.'; true`);
+  const before = chatLines().length;
+  const reply = await say('Who made the heaven?');
+  assert.ok(!reply.error, JSON.stringify(reply));
+  const [body] = await page('window.__bodies');
+  assert.equal(body.temperature, 0);
+  assert.deepEqual(body.messages[0], { role: 'system', content: 'Answer as the scribe.' });
+  assert.equal(body.messages[1].content, 'Who made the heaven?');
+  // The system prompt reached the model: a longer prompt than the same question without it.
+  const lines = chatLines();
+  assert.equal(lines.length, before + 1);
+  assert.ok(lines[before].prompt_tokens > lines[0].prompt_tokens, JSON.stringify(lines));
+  await page(`document.getElementById('system').value = '';
+              document.getElementById('temperature').value = ''; true`);
+});
+
+test('the page holds a 30-turn conversation in the 256-token context', { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
+  // "max tokens: auto": each reply may run to the end of the context, as in issue 40's repro.
+  await page(`document.getElementById('reset').click();
+              document.getElementById('maxtokens').value = ''; true`);
+  const questions = ['Who made the heaven?', 'And the earth?', 'What of the sea?', 'And the light?'];
+  for (let turn = 0; turn < 30; ++turn) {
+    const reply = await say(questions[turn % questions.length]);
+    assert.ok(!reply.error, `turn ${turn + 1}: ${JSON.stringify(reply)}`);
+  }
+  // The trims were visible on the page.
+  assert.ok(await page(`document.querySelectorAll('.msg.note').length`) > 0);
+  assert.match(await page(`document.querySelector('.msg.note').textContent`),
+               /earlier messages dropped to fit the context/);
 });

@@ -14,4 +14,4 @@ if [ ! -d "$here/node_modules/openai" ]; then
   exit 1
 fi
 export KVFORGE_BIN="$1" KVFORGE_MODEL="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
-node --test --test-concurrency=1 "$here/ux.test.mjs" "$here/page.test.mjs"
+node --test --test-concurrency=1 "$here/ux.test.mjs" "$here/page.test.mjs" "$here/truncation.test.mjs"
