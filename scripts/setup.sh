@@ -17,6 +17,7 @@ PACKAGES=(
   libopenmpi-dev openmpi-bin # tensor parallelism across processes (mpirun -np N kvforge run)
   python3                    # tests/app/cli/chat_pty.py drives kvforge chat in a pty
   chromium                   # headless: tests/app/server/page.test.mjs loads serve's chat page
+  time                       # GNU time: tests/app/cli/context_shift.sh reads peak resident memory
 )
 
 missing=()

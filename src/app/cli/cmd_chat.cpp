@@ -41,6 +41,7 @@ struct ChatFlags : ModelFlags {
   SamplingFlags sampling;
   StaticFlags static_mode;
   std::string session;  // --session FILE (chat_session.h)
+  bool context_shift = false;
 };
 
 // One reply, whichever engine produced it.
@@ -52,6 +53,7 @@ struct Reply {
   double ttft_seconds = 0;
   bool stopped = false;     // Ctrl-C cut it short
   bool length_cut = false;  // ended by max_tokens (finish "length")
+  int64_t shifts = 0;       // context shifts during the reply (--context-shift)
 };
 
 void print_piece(std::string_view piece) {
@@ -61,8 +63,13 @@ void print_piece(std::string_view piece) {
 
 // The paged engine finds the history's blocks in its prefix cache; the
 // static slots keep the conversation's K/V in the slot between turns.
-CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer) {
+// A context shift keeps the first `n_keep` tokens: the system message as the template renders it.
+CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer,
+                               int n_keep) {
   if (f.static_mode.active()) {
+    if (f.context_shift)
+      throw std::invalid_argument(
+          "--context-shift is not supported with the static pipeline's slots yet");
     CommandEngine e = make_static_engine(f.static_mode, model, tokenizer, f.kv.format(), f.threads,
                                          /*reuse_slots=*/true, f.disk);
     std::fprintf(stderr, "static pipeline: %s; plans %s\n", e.slots->config().describe().c_str(),
@@ -73,6 +80,8 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
   EngineOptions eo;
   eo.kv_format = f.kv.format();
   eo.n_ctx = f.ctx;
+  eo.context_shift = f.context_shift;
+  eo.n_keep = n_keep;
   eo.max_seqs = 1;
   f.disk.apply(eo);
   return make_paged_engine(model, tokenizer, f.threads, eo);
@@ -86,6 +95,7 @@ std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& pr
     return s.prefix.tokens_reused + s.disk.tokens_restored;
   };
   const int64_t reused_before = reused();
+  const int64_t shifts_before = e.engine->engine().stats().context_shifts;
   GenerationResult r;
   try {
     r = generate(*e.engine, prompt, p, print_piece, [&ctrl_c] { return ctrl_c.take(); });
@@ -101,7 +111,8 @@ std::optional<Reply> turn(const CommandEngine& e, const std::vector<int32_t>& pr
                r.tokens.size(),
                r.first_token_seconds,
                r.finish_reason == "abort",
-               r.finish_reason == "length"};
+               r.finish_reason == "length",
+               e.engine->engine().stats().context_shifts - shifts_before};
 }
 
 ChatTemplate load_template(const ChatFlags& f, const gguf::GgufFile& file) {
@@ -190,11 +201,15 @@ struct ReplyBudget {
   int context = 0;
   int room = 0;         // the history is trimmed until the prompt leaves this much for the reply
   int reply_limit = 0;  // -n (or the whole context for -n -1)
+  bool shifts = false;  // --context-shift: a reply goes past the context's end
+  std::optional<int> shifting_limit;  // then -n, or none for -n -1
 };
 
 ReplyBudget reply_budget(const ChatFlags& f, const CommandEngine& engine) {
   ReplyBudget b;
   b.context = engine.engine->engine().max_sequence_tokens();
+  b.shifts = f.context_shift;
+  if (f.n_predict > 0) b.shifting_limit = f.n_predict;
   b.reply_limit = f.n_predict > 0 ? f.n_predict : b.context;
   // Static: prompts stay in max_prompt_len. Paged: a long -n must not trim the whole history
   // away, so at most half the context is kept free; a reply may still run to the context's end.
@@ -210,7 +225,7 @@ void chat_turn(const std::string& message, const CommandEngine& engine, const Re
       conversation.prompt_with(message, b.context, b.room);
   if (!prompt) return;
   const int left = b.context - engine.engine->engine().prompt_tokens_kept(int(prompt->size()));
-  p.max_tokens = std::min(b.reply_limit, left);
+  p.max_tokens = b.shifts ? b.shifting_limit : std::min(b.reply_limit, left);
   const std::optional<Reply> reply = turn(engine, *prompt, p, ctrl_c);
   if (!reply) return;
   conversation.add_reply(reply->text);
@@ -218,8 +233,13 @@ void chat_turn(const std::string& message, const CommandEngine& engine, const Re
     std::fprintf(stderr, "\n(stopped; the reply so far stays in the conversation)");
     return;
   }
-  if (reply->length_cut && left < b.reply_limit)
+  if (reply->length_cut && left < b.reply_limit && !b.shifts)
     std::fprintf(stderr, "\n(reply cut at the end of the %d-token context)", b.context);
+  if (reply->shifts > 0)
+    std::fprintf(stderr,
+                 "\n(context shifted %lld times during the reply: its oldest tokens "
+                 "after the first ones were dropped)",
+                 static_cast<long long>(reply->shifts));
   std::fprintf(
       stderr,
       "\n(%d prompt tokens, %lld reused from earlier turns, %zu generated, first token %.1f ms)",
@@ -235,7 +255,8 @@ void chat(const ChatFlags& flags) {
   f.sampling.bind_grammar(params, tokenizer);
   Conversation conversation(f.system, tokenizer, load_template(f, model->file()));
   if (!f.session.empty()) resume_session(f.session, f.disk.dir, conversation);
-  const CommandEngine engine = make_chat_engine(f, *model, tokenizer);
+  const CommandEngine engine =
+      make_chat_engine(f, *model, tokenizer, int(conversation.history_tokens().size()));
   const ReplyBudget budget = reply_budget(f, engine);
   std::fprintf(stderr,
                "chatting with %s (context %d tokens); /help lists commands, Ctrl-C stops a "
@@ -276,6 +297,9 @@ void declare_flags(CLI::App& sub, ChatFlags& f) {
   sub.add_option("--session", f.session,
                  "keep the conversation in FILE: resumed at start, saved on exit; its K/V "
                  "persists in --kv-disk (default FILE.kv)");
+  sub.add_flag("--context-shift", f.context_shift,
+               "a reply that reaches the end of the context goes on: the system message "
+               "stays, the older half of the rest is dropped (K re-rotated in place)");
   f.sampling.add_to(sub);
   f.static_mode.add_to(sub);
 }

@@ -43,6 +43,18 @@ rss_short=$(max_rss short.err "$kv" run "${args[@]}" -n 200 --context-shift)
 "$kv" run "${args[@]}" -n 240 -q --context-shift >shift.out 2>/dev/null
 cmp -s plain.out shift.out || fail "the text before any shift differs"
 
+# chat: a reply past the context, said once per reply; the system message stays.
+echo "Who made the heaven?" | "$kv" chat -m "$model" -c 128 -n 300 --ignore-eos --temp 0 -t 2 \
+  -sys "Be the scribe." --context-shift >chat.out 2>chat.err ||
+  { cat chat.err >&2; fail "chat --context-shift"; }
+expect_in "300 generated" chat.err
+expect_in "(context shifted " chat.err
+grep -q "reply cut at the end" chat.err && fail "chat cut a shifting reply at the context"
+expect_fail chat-static.err "$kv" chat -m "$model" --context-shift --static
+expect_in "--context-shift is not supported with the static pipeline's slots yet" chat-static.err
+expect_fail serve.err "$kv" serve -m "$model" --context-shift
+expect_in "--context-shift: only kvforge run and chat shift the KV cache yet" serve.err
+
 # What cannot shift says so.
 expect_fail static.err "$kv" run "${args[@]}" -n 8 --context-shift --static
 expect_in "--context-shift is not supported with the static pipeline's slots yet" static.err
