@@ -30,6 +30,9 @@ for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
     exit 1
   fi
 done
+# CORS, model routes, llama-server's utility routes (issue 41): one engine suffices.
+echo "== kvforge serve, the routes beyond chat and completions"
+node --test --test-concurrency=1 "$here/api_routes.test.mjs"
 # Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
 # connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
 echo "== kvforge serve against hostile input"
