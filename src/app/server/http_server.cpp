@@ -19,6 +19,7 @@
 #include "app/server/deadline_server.h"
 #include "app/server/deadline_stream.h"
 #include "app/server/model_names.h"
+#include "app/server/ollama_routes.h"
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
 
@@ -193,21 +194,25 @@ struct HttpServer::Impl {
     return same_key(bearer_token(req.get_header_value("Authorization")), options.api_key);
   }
 
-  void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
-    // Nothing is written until the result is ready, so a vanished client
-    // would go unnoticed (and keep its KV, or its template render) without
-    // looking at the socket. Asked often while rendering: looks every 20 ms.
+  // Nothing is written until the result is ready, so a vanished client
+  // would go unnoticed (and keep its KV, or its template render) without
+  // looking at the socket. Asked often while rendering: looks every 20 ms.
+  std::function<bool()> client_gone() {
     const int socket = DeadlineServer::current_socket();
     auto next_look = std::chrono::steady_clock::now();
-    bool closed = false;
-    const auto gone = [&] {
+    auto closed = std::make_shared<bool>(false);
+    return [this, socket, next_look, closed]() mutable {
       if (stopping.load()) return true;
       const auto now = std::chrono::steady_clock::now();
-      if (closed || now < next_look) return closed;
+      if (*closed || now < next_look) return *closed;
       next_look = now + std::chrono::milliseconds(20);
-      closed = peer_closed(socket);
-      return closed;
+      *closed = peer_closed(socket);
+      return *closed;
     };
+  }
+
+  void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+    const std::function<bool()> gone = client_gone();
     PreparedRequest prepared = service.prepare(kind, req.body, gone);
     if (!prepared.common.stream) {
       if (const std::optional<nlohmann::json> body = service.complete(prepared, gone)) {
@@ -285,6 +290,9 @@ struct HttpServer::Impl {
                                "application/json");
              }));
     install_llama_routes();
+    install_ollama_routes(http, {service, options.props.model_path,
+                                 [this](const httplib::Request& req) { return authorized(req); },
+                                 [this] { return client_gone(); }});
     // The chat page: public, as any page; its API calls carry the key.
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       const std::string_view page = chat_page_html();
