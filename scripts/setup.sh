@@ -35,14 +35,15 @@ else
   echo "setup: all Debian packages present"
 fi
 
-# The server's integration tests drive it with the official OpenAI client
+# The server's integration tests drive it with the official OpenAI and Ollama clients
 # (tests/app/server/package-lock.json pins it), installed into tests/app/server/node_modules.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if command -v npm >/dev/null; then
   if [ ! -d "$root/tests/app/server/node_modules/openai" ] ||
      [ ! -d "$root/tests/app/server/node_modules/ajv-formats" ] ||
-     [ ! -d "$root/tests/app/server/node_modules/zod" ]; then
-    echo "setup: installing the npm packages of tests/app/server (openai, ajv, ajv-formats, zod)"
+     [ ! -d "$root/tests/app/server/node_modules/zod" ] ||
+     [ ! -d "$root/tests/app/server/node_modules/ollama" ]; then
+    echo "setup: installing the npm packages of tests/app/server (openai, ajv, ajv-formats, zod, ollama)"
     npm ci --prefix "$root/tests/app/server" --no-audit --no-fund --loglevel=error
   else
     echo "setup: tests/app/server npm packages present"

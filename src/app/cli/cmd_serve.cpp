@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "app/chat/chat_template.h"
 #include "app/cli/cli_common.h"
@@ -41,7 +42,8 @@ struct ServeFlags : ModelFlags {
   int max_n = 8;
   std::string chat_template_file;
   StaticFlags static_mode;
-  std::string alias;  // the model id, instead of the file name
+  std::vector<std::string> aliases;  // the model ids, instead of the file name
+  bool any_model_name = false;
   std::string log_format = "text";
   bool no_access_log = false;
   bool truncate = false;  // chat conversations drop their oldest turns by default
@@ -84,13 +86,15 @@ void test_render(const ChatTemplate& t, const std::string& origin) {
   }
 }
 
-// The id /v1/models reports first (--alias, else the file name), then the
+// The ids /v1/models reports (--alias, else the file name), then the
 // other names a request's "model" may use.
 std::vector<std::string> model_ids(const std::filesystem::path& path, const Model& model,
-                                   const std::string& alias) {
+                                   const std::vector<std::string>& aliases) {
   std::vector<std::string> ids;
-  for (const std::string& id :
-       {alias, path.stem().string(), model.file().get_string_or("general.name", "")})
+  std::vector<std::string> names = aliases;
+  names.push_back(path.stem().string());
+  names.push_back(model.file().get_string_or("general.name", ""));
+  for (const std::string& id : names)
     if (!id.empty() && std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   return ids;
 }
@@ -183,7 +187,9 @@ void serve(const ServeFlags& f) {
     }).detach();
   });
   server::RequestLimits limits;
-  limits.model_ids = model_ids(path, *model, f.alias);
+  limits.model_ids = model_ids(path, *model, f.aliases);
+  limits.listed_models = std::max<size_t>(f.aliases.size(), 1);
+  limits.any_model_name = f.any_model_name;
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
   limits.max_prompt_bytes = f.http.max_body_bytes;
@@ -196,6 +202,7 @@ void serve(const ServeFlags& f) {
   server::HttpServerOptions http_options = f.http;
   http_options.log_format = server::parse_log_format(f.log_format);
   http_options.access_log = !f.no_access_log;
+  http_options.props = {path.string(), static_cast<int>(max_running)};
   server::HttpServer http(http_options, service, metrics);
   const int port = http.bind();
   std::fprintf(stderr, "kvforge serve: model %s (%s); %s\n", limits.model_ids[0].c_str(),
@@ -214,7 +221,15 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--api-key", f.http.api_key,
                  "require 'Authorization: Bearer KEY' on /v1/* and /metrics");
   sub.add_flag("--metrics-public", f.http.metrics_public, "serve /metrics without the API key");
-  sub.add_option("--alias", f.alias, "model id in /v1/models and responses (default: file name)");
+  sub.add_option("--cors-origin", f.http.cors_origin,
+                 "allow browser apps from ORIGIN ('*' = any) to call the server (default: none)");
+  sub.add_option("--alias", f.aliases,
+                 "model id in /v1/models and responses (default: file name); repeat it or "
+                 "separate with commas for several")
+      ->delimiter(',')
+      ->allow_extra_args(false);
+  sub.add_flag("--any-model-name", f.any_model_name,
+               "accept any 'model' in requests (for apps with a hard-coded model id)");
   sub.add_option("--log-format", f.log_format,
                  "access log, one line per request on stderr: text or json")
       ->capture_default_str();

@@ -60,6 +60,8 @@ class CompletionService {
   const RequestLimits& limits() const { return limits_; }
   EngineLoop& loop() { return loop_; }
   const std::string& model_id() const { return limits_.model_ids.front(); }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  const ChatTemplate& chat_template() const { return chat_template_; }
 
  private:
   struct RenderedChat {

@@ -15,8 +15,11 @@
 #include "app/server/chat_page.h"
 #include "app/server/connection_guard.h"
 #include "app/server/connection_watch.h"
+#include "app/server/cors.h"
 #include "app/server/deadline_server.h"
 #include "app/server/deadline_stream.h"
+#include "app/server/model_names.h"
+#include "app/server/ollama_routes.h"
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
 
@@ -27,13 +30,23 @@ constexpr int kListenBacklog = 1024;
 constexpr const char* kCompletions = "/v1/completions";
 constexpr const char* kChat = "/v1/chat/completions";
 constexpr const char* kModels = "/v1/models";
+constexpr const char* kModelById = R"(/v1/models/(.+))";
 constexpr const char* kHealth = "/health";
+constexpr const char* kTokenize = "/tokenize";
+constexpr const char* kDetokenize = "/detokenize";
+constexpr const char* kProps = "/props";
 constexpr const char* kMetrics = "/metrics";
 
 void send_error(httplib::Response& res, const ApiError& e) {
   res.status = e.status();
   if (e.status() == 429 || e.status() == 503) res.set_header("Retry-After", "1");
   res.set_content(dump_json(e.to_json()), "application/json");
+}
+
+int64_t unix_now() {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 // Compares in time that depends on the key's length only, so timing reveals
@@ -63,7 +76,8 @@ constexpr size_t kOverflowMaxOpen = 4096;
 constexpr const char* kHealthBody = R"({"status":"ok"})";
 
 std::string endpoint_label(const std::string& path) {
-  for (const char* known : {kCompletions, kChat, kModels, kHealth, kMetrics})
+  for (const char* known :
+       {kCompletions, kChat, kModels, kHealth, kMetrics, kTokenize, kDetokenize, kProps})
     if (path == known) return known;
   return "other";
 }
@@ -104,6 +118,7 @@ struct HttpServer::Impl {
   std::atomic<bool> stopping{false};
   AccessLog access_log;
   OverflowResponder overflow;
+  CorsPolicy cors;
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
       : options(std::move(o)),
@@ -112,7 +127,8 @@ struct HttpServer::Impl {
         http(read_deadlines(options)),
         access_log(options.log_format, stderr),
         overflow([this](const OverflowRequest& r) { return answer_overflow(r); }, kOverflowHeadTime,
-                 kOverflowMaxOpen) {
+                 kOverflowMaxOpen),
+        cors(options.cors_origin) {
     const auto threads = static_cast<size_t>(options.threads);
     http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
     http.set_hand_over([this](socket_t sock) {
@@ -178,21 +194,25 @@ struct HttpServer::Impl {
     return same_key(bearer_token(req.get_header_value("Authorization")), options.api_key);
   }
 
-  void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
-    // Nothing is written until the result is ready, so a vanished client
-    // would go unnoticed (and keep its KV, or its template render) without
-    // looking at the socket. Asked often while rendering: looks every 20 ms.
+  // Nothing is written until the result is ready, so a vanished client
+  // would go unnoticed (and keep its KV, or its template render) without
+  // looking at the socket. Asked often while rendering: looks every 20 ms.
+  std::function<bool()> client_gone() {
     const int socket = DeadlineServer::current_socket();
     auto next_look = std::chrono::steady_clock::now();
-    bool closed = false;
-    const auto gone = [&] {
+    auto closed = std::make_shared<bool>(false);
+    return [this, socket, next_look, closed]() mutable {
       if (stopping.load()) return true;
       const auto now = std::chrono::steady_clock::now();
-      if (closed || now < next_look) return closed;
+      if (*closed || now < next_look) return *closed;
       next_look = now + std::chrono::milliseconds(20);
-      closed = peer_closed(socket);
-      return closed;
+      *closed = peer_closed(socket);
+      return *closed;
     };
+  }
+
+  void handle_completion(ApiKind kind, const httplib::Request& req, httplib::Response& res) {
+    const std::function<bool()> gone = client_gone();
     PreparedRequest prepared = service.prepare(kind, req.body, gone);
     if (prepared.messages_dropped > 0)
       res.set_header("X-Kvforge-Truncated-Messages", std::to_string(prepared.messages_dropped));
@@ -212,9 +232,12 @@ struct HttpServer::Impl {
     res.set_header("X-Accel-Buffering", "no");
     res.set_chunked_content_provider(
         "text/event-stream",
-        [state, svc](size_t, httplib::DataSink& sink) {
-          svc->stream(*state,
-                      [&sink](const std::string& s) { return sink.write(s.data(), s.size()); });
+        [state, svc, &res](size_t, httplib::DataSink& sink) {
+          const bool finished = svc->stream(
+              *state, [&sink](const std::string& s) { return sink.write(s.data(), s.size()); });
+          // The 200 went out with the headers; the access log and metrics say
+          // 499 (nginx's "client closed request") for a stream the client cut.
+          if (!finished) res.status = 499;
           sink.done();
           return true;
         },
@@ -225,6 +248,10 @@ struct HttpServer::Impl {
   }
 
   void install_routes() {
+    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      return cors.apply(req, res) ? httplib::Server::HandlerResponse::Handled
+                                  : httplib::Server::HandlerResponse::Unhandled;
+    });
     install_api_routes();
     install_wrong_method_routes();
     install_error_handlers();
@@ -257,12 +284,17 @@ struct HttpServer::Impl {
                 handle_completion(ApiKind::kChat, req, res);
               }));
     http.Get(kModels, guarded([this](const httplib::Request&, httplib::Response& res) {
-               const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-                                    std::chrono::system_clock::now().time_since_epoch())
-                                    .count();
-               res.set_content(dump_json(models_response({service.model_id()}, now)),
+               res.set_content(dump_json(list_models(service.limits(), unix_now())),
                                "application/json");
              }));
+    http.Get(kModelById, guarded([this](const httplib::Request& req, httplib::Response& res) {
+               res.set_content(dump_json(model_info(service.limits(), req.matches[1], unix_now())),
+                               "application/json");
+             }));
+    install_llama_routes();
+    install_ollama_routes(http, {service, options.props.model_path,
+                                 [this](const httplib::Request& req) { return authorized(req); },
+                                 [this] { return client_gone(); }});
     // The chat page: public, as any page; its API calls carry the key.
     http.Get("/", [](const httplib::Request&, httplib::Response& res) {
       const std::string_view page = chat_page_html();
@@ -278,6 +310,22 @@ struct HttpServer::Impl {
       http.Get(kMetrics, serve_metrics);
     else
       http.Get(kMetrics, guarded(serve_metrics));
+  }
+
+  // llama-server's /tokenize, /detokenize and /props (llama_routes.h).
+  void install_llama_routes() {
+    http.Post(kTokenize, guarded([this](const httplib::Request& req, httplib::Response& res) {
+                res.set_content(dump_json(tokenize_response(service, req.body)),
+                                "application/json");
+              }));
+    http.Post(kDetokenize, guarded([this](const httplib::Request& req, httplib::Response& res) {
+                res.set_content(dump_json(detokenize_response(service, req.body)),
+                                "application/json");
+              }));
+    http.Get(kProps, guarded([this](const httplib::Request&, httplib::Response& res) {
+               res.set_content(dump_json(props_response(service, options.props)),
+                               "application/json");
+             }));
   }
 
   // Known paths with the wrong method: 405 with the allowed one.

@@ -10,6 +10,7 @@
 
 #include "app/server/access_log.h"
 #include "app/server/completion_service.h"
+#include "app/server/llama_routes.h"
 #include "app/server/server_metrics.h"
 
 namespace kvforge::server {
@@ -19,6 +20,7 @@ struct HttpServerOptions {
   int port = 8080;              // 0 = any free port
   std::string api_key;          // empty = no authentication
   bool metrics_public = false;  // /metrics without the API key
+  std::string cors_origin;      // Access-Control-Allow-Origin (cors.h); empty = no CORS
   size_t max_body_bytes = 8u << 20;
   // Whole-request read deadlines (deadline_server.h): the request line and
   // headers within header_timeout_s of the connection being ready for a
@@ -32,6 +34,7 @@ struct HttpServerOptions {
   int threads = 2048;
   bool access_log = true;  // one line per request on stderr (access_log.h)
   LogFormat log_format = LogFormat::kText;
+  ServerProps props;  // what GET /props reports (llama_routes.h)
 };
 
 class HttpServer {

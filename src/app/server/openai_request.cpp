@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "app/chat/chat_template.h"
+#include "app/server/model_names.h"
 #include "app/server/openai_error.h"
 #include "app/server/output_constraint.h"
 #include "app/tokenizer/utf8.h"
@@ -141,12 +142,7 @@ void parse_common(const ordered_json& body, const RequestLimits& limits, CommonR
   if (const ordered_json* f = field(body, "model")) {
     if (!f->is_string()) throw bad_param("model", "'model' must be a string, got " + json_type(*f));
     r.model = f->get<std::string>();
-    if (!limits.model_ids.empty() && std::find(limits.model_ids.begin(), limits.model_ids.end(),
-                                               r.model) == limits.model_ids.end())
-      throw bad_param("model",
-                      "The model '" + r.model + "' does not exist; this server serves '" +
-                          limits.model_ids.front() + "'",
-                      "model_not_found");
+    if (!serves_model(limits, r.model)) throw model_not_found(limits, r.model);
   } else if (!limits.model_ids.empty()) {
     r.model = limits.model_ids.front();
   }

@@ -30,6 +30,8 @@ namespace kvforge::server {
 // Limits the request layer enforces (the server fills them from its flags and the model).
 struct RequestLimits {
   std::vector<std::string> model_ids;  // accepted "model" values; empty = any
+  size_t listed_models = 1;            // how many of model_ids /v1/models lists (the --alias ids)
+  bool any_model_name = false;         // --any-model-name: every "model" value is accepted
   int max_n = 8;                       // parallel samples per request
   int max_tokens_limit = 4096;         // largest max_tokens (the context size)
   size_t max_messages = 1024;

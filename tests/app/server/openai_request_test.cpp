@@ -116,8 +116,6 @@ TEST(OpenAiRequest, BadInputsAre400WithAReason) {
        "not valid UTF-8 (ill-formed byte at offset " + utf8_offset + ")"},
       {"lone surrogate escape", false, R"({"prompt": "\ud800"})", "not valid JSON"},
       {"too deep", false, deep, "nested deeper than 32 levels"},
-      {"unknown model", false, R"({"model": "gpt-4", "prompt": "x"})",
-       "The model 'gpt-4' does not exist"},
       {"model wrong type", false, R"({"model": 3, "prompt": "x"})",
        "'model' must be a string, got integer"},
       {"missing prompt", false, R"({"max_tokens": 3})", "'prompt' is required"},
@@ -233,6 +231,23 @@ TEST(OpenAiRequest, BadInputsAre400WithAReason) {
       EXPECT_NE(std::string(e.what()).find(c.message_part), std::string::npos)
           << c.what << ": got \"" << e.what() << "\", expected it to contain \"" << c.message_part
           << "\"";
+    }
+  }
+}
+
+// OpenAI and vLLM answer an unknown model 404 (the SDKs' NotFoundError), not 400.
+TEST(OpenAiRequest, UnknownModelIs404ModelNotFound) {
+  for (const bool is_chat : {false, true}) {
+    try {
+      if (is_chat)
+        chat(R"({"model": "gpt-4", "messages": [{"role": "user", "content": "x"}]})");
+      else
+        completion(R"({"model": "gpt-4", "prompt": "x"})");
+      ADD_FAILURE() << "accepted";
+    } catch (const ApiError& e) {
+      EXPECT_EQ(e.status(), 404);
+      EXPECT_EQ(e.code(), "model_not_found");
+      EXPECT_NE(std::string(e.what()).find("The model 'gpt-4' does not exist"), std::string::npos);
     }
   }
 }

@@ -14,10 +14,12 @@ if ! command -v node >/dev/null; then
   echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
   exit 77
 fi
-if [ ! -d "$here/node_modules/openai" ]; then
-  echo "FAIL: $here/node_modules/openai is missing; run scripts/setup.sh (npm ci in tests/app/server)" >&2
-  exit 1
-fi
+for package in openai ollama; do
+  if [ ! -d "$here/node_modules/$package" ]; then
+    echo "FAIL: $here/node_modules/$package is missing; run scripts/setup.sh (npm ci in tests/app/server)" >&2
+    exit 1
+  fi
+done
 export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"
 server_log="$(mktemp)"
 trap 'rm -f "$server_log"' EXIT
@@ -41,6 +43,11 @@ trap 'rm -f "$server_log" "$random_model"' EXIT
 "$kvforge" make-model -o "$random_model" --preset tiny --seed 5 2>/dev/null
 echo "== structured output, random-weight model"
 KVFORGE_MODEL="$random_model" node --test --test-concurrency=1 "$here/structured.test.mjs"
+# CORS, model routes, llama-server's utility routes (issue 41): one engine suffices.
+echo "== kvforge serve, the routes beyond chat and completions"
+node --test --test-concurrency=1 "$here/api_routes.test.mjs"
+echo "== kvforge serve, Ollama's API through the ollama client"
+node --test --test-concurrency=1 "$here/ollama.test.mjs"
 # Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
 # connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
 echo "== kvforge serve against hostile input"

@@ -264,7 +264,7 @@ const BAD = [
   ['malformed JSON', 'POST', '/v1/completions', { body: '{"prompt": "x",' }, 400, 'not valid JSON'],
   ['JSON array body', 'POST', '/v1/chat/completions', { body: '[]' }, 400, 'must be a JSON object'],
   ['invalid UTF-8', 'POST', '/v1/completions', { body: Buffer.from([0x7b, 0x22, 0x70, 0x72, 0x6f, 0x6d, 0x70, 0x74, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]) }, 400, 'not valid UTF-8'],
-  ['unknown model', 'POST', '/v1/completions', { body: '{"model":"gpt-4","prompt":"x"}' }, 400, "The model 'gpt-4' does not exist"],
+  ['unknown model', 'POST', '/v1/completions', { body: '{"model":"gpt-4","prompt":"x"}' }, 404, "The model 'gpt-4' does not exist"],
   ['missing prompt', 'POST', '/v1/completions', { body: '{"model":"kvforge-kjv-4m"}' }, 400, "'prompt' is required"],
   ['missing messages', 'POST', '/v1/chat/completions', { body: '{"model":"kvforge-kjv-4m"}' }, 400, "'messages' is required"],
   ['empty messages', 'POST', '/v1/chat/completions', { body: '{"messages":[]}' }, 400, "'messages' must not be empty"],

@@ -1,0 +1,31 @@
+// llama-server's utility routes, in its request and response shapes, for
+// tools written against llama-server:
+//   POST /tokenize   {"content": string, "add_special"?: bool (false),
+//                     "parse_special"?: bool (true), "with_pieces"?: bool (false)}
+//                    -> {"tokens": [id...]} or, with pieces,
+//                       {"tokens": [{"id": id, "piece": string | [byte...]}...]}
+//                       (a piece that is not whole UTF-8 is its bytes)
+//   POST /detokenize {"tokens": [id...]} -> {"content": string}
+//   GET  /props      -> the model, its context, slots and chat template
+// Errors are in the OpenAI shape, as llama-server's are.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "app/server/completion_service.h"
+
+namespace kvforge::server {
+
+// What /props reports beyond the service's own limits.
+struct ServerProps {
+  std::string model_path;
+  int total_slots = 1;  // requests generated at once (--max-seqs, or the static slots)
+};
+
+nlohmann::json tokenize_response(const CompletionService& service, std::string_view body);
+nlohmann::json detokenize_response(const CompletionService& service, std::string_view body);
+nlohmann::json props_response(const CompletionService& service, const ServerProps& props);
+
+}  // namespace kvforge::server
