@@ -69,12 +69,7 @@ TEST(RouteToken, NaNLogitsStillPickDistinctExperts) {
 // Tokens of one step share experts in every combination; each row must be
 // what that token gives alone, bit for bit, at every step size.
 TEST(MoeFfn, EachTokenIsTheSameBitsAloneAndInAnyBatch) {
-  RandomModelSpec spec;
-  spec.arch = "qwen3moe";
-  spec.n_expert = 8;
-  spec.n_expert_used = 3;
-  spec.seed = 5;
-  const auto model = testing::make_test_model(spec);
+  const auto model = testing::make_moe_test_model(8, 3, 32, 5);
   const ModelConfig& c = model->config();
   const MoeWeights& w = model->weights().layers[1].moe;
   const int n = 37, d = c.n_embd;
