@@ -7,6 +7,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "test_models.h"
 
@@ -90,6 +93,24 @@ TEST(MoeFfn, EachTokenIsTheSameBitsAloneAndInAnyBatch) {
   for (int t0 = 2; t0 + 5 <= n; t0 += 5) {  // steps of 5 tokens
     moe_ffn(c, w, x.data() + t0 * d, 5, chunk.data(), s, pool, ms);
     ASSERT_EQ(0, std::memcmp(chunk.data(), batched.data() + t0 * d, chunk.size() * 4)) << t0;
+  }
+}
+
+// Splitting experts over ranks is not written yet: the split is refused
+// by name rather than computed wrongly.
+TEST(MoeFfn, TensorParallelIsRefusedByName) {
+  RandomModelSpec spec;
+  spec.arch = "qwen3moe";
+  const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
+  const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "moe");
+  const ModelConfig c = ModelConfig::from_gguf(file);
+  try {
+    ModelWeights::from_gguf(file, c, 0, 2);
+    FAIL() << "two ranks of a mixture of experts loaded";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("qwen3moe: tensor parallelism is not supported yet"),
+              std::string::npos)
+        << e.what();
   }
 }
 
