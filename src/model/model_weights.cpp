@@ -295,6 +295,9 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   std::vector<std::pair<WeightView*, int64_t>> matrices;
   for (LayerWeights& l : w.layers) {
     for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
+    // Each expert's slab is a whole matrix (mixtures of experts run on one rank).
+    for (std::vector<WeightView>* slabs : {&l.moe.gate, &l.moe.up, &l.moe.down})
+      for (WeightView& v : *slabs) matrices.emplace_back(&v, v.rows);
     // A replicated KV head's rows are 1/(n / replicas) of the whole matrix.
     for (WeightView* v : {&l.attn_k, &l.attn_v})
       matrices.emplace_back(v, v->rows * n / split.kv_replicas);
