@@ -46,6 +46,7 @@ constexpr std::array kTypes = {
     Entry{GgmlType::BF16, {"bf16", 1, 2}},
     Entry{GgmlType::TQ1_0, {"tq1_0", 256, 54}},
     Entry{GgmlType::TQ2_0, {"tq2_0", 256, 66}},
+    Entry{GgmlType::MXFP4, {"mxfp4", 32, 17}},
 };
 
 }  // namespace

@@ -37,6 +37,7 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   run_work_.reserve(n + 1);
   seq_spans_.resize(n);
   for (auto& spans : seq_spans_) spans.reserve(16);
+  moe_.reserve(c, max_tokens);
   capacity_ = max_tokens;
 }
 
@@ -351,6 +352,10 @@ class ForwardPass {
   // gate and up projections, then down.
   void ffn_block(int l) {
     const LayerWeights& w = m_.weights().layers[size_t(l)];
+    if (c_.moe.n_expert > 0) {  // model/moe_ffn.h
+      const PhaseTimer t(&s_.times_.weight_matmuls);
+      return moe_ffn(c_, w.moe, s_.xn_.data(), n_, s_.proj_.data(), s_.moe_, pool_, s_.matmul_);
+    }
     const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
     matmul_batch_into(gate_up, s_.xn_.data());
     for_tokens([&](int64_t t) {

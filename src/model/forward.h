@@ -19,6 +19,7 @@
 #include "model/forward_steps.h"
 #include "model/kv_store.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 
 namespace kvforge {
 
@@ -76,6 +77,7 @@ class ForwardScratch {
   TpExchange tp_;
   std::vector<uint64_t> digests_;  // [ranks] step digests (lockstep check)
   MatmulScratch matmul_;
+  MoeScratch moe_;  // mixture-of-experts models only
   ForwardTimes times_;
 };
 

@@ -40,6 +40,7 @@ constexpr ArchTraits kArchs[] = {
     {"gemma2", Architecture::Gemma2, RopeStyle::Neox, false, false, true, 2, 4096},
     {"gemma3", Architecture::Gemma3, RopeStyle::Neox, false, true, true, 6, 0},
     {"phi3", Architecture::Phi3, RopeStyle::Neox, false, false, false, 0, 0},
+    {"qwen3moe", Architecture::Qwen3Moe, RopeStyle::Neox, false, true, false, 0, 0},
 };
 
 const ArchTraits& arch_traits(const gguf::GgufFile& f, const std::string& name) {
@@ -155,7 +156,9 @@ void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
 
 }  // namespace
 
-const char* supported_architecture_names() { return "llama, qwen2, qwen3, gemma2, gemma3, phi3"; }
+const char* supported_architecture_names() {
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe";
+}
 
 ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   ModelConfig c;
@@ -170,6 +173,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   c.name = f.get_string_or("general.name", "");
   config_detail::check_arch_keys(f, c.arch_name);
   read_shapes(f, c);
+  config_detail::read_moe(f, c);
   c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   if (t.post_norms) read_gemma(f, c);
   read_sliding_window(f, t, c);

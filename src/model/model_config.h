@@ -11,10 +11,11 @@
 
 #include "core/gguf/gguf_file.h"
 #include "core/ops/rope.h"
+#include "model/moe_config.h"
 
 namespace kvforge {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3 };
+enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Qwen3Moe };
 
 // How RoPE pairs up the dimensions of a head.
 //  AdjacentPairs: (x[2i], x[2i+1]) — GGUF llama files (converters permute Q/K
@@ -61,6 +62,7 @@ struct ModelConfig {
   // attends positions (p - W, p]. 0 = every layer attends all earlier positions.
   int32_t sliding_window = 0;
   std::vector<uint8_t> swa_layers;  // [n_layer] 1 = the layer has the sliding window
+  MoeConfig moe;                    // mixture-of-experts FFN (n_expert 0: dense)
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }

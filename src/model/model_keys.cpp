@@ -46,6 +46,9 @@ constexpr std::string_view kReadKeys[] = {
 constexpr std::string_view kGemma2Keys[] = {"attn_logit_softcapping", "final_logit_softcapping",
                                             "rope.freq_base_swa"};
 constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.freq_base_swa"};
+// Read for the mixtures of experts (model/moe_config.cpp).
+constexpr std::string_view kQwen3MoeKeys[] = {"expert_count", "expert_used_count",
+                                              "expert_feed_forward_length"};
 
 // Known not to change what is computed: whether the RoPE scaling was
 // fine-tuned is a note about training; converters copy a LayerNorm epsilon
@@ -53,8 +56,10 @@ constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.fre
 constexpr std::string_view kInertKeys[] = {"rope.scaling.finetuned",
                                            "attention.layer_norm_epsilon"};
 
-// Mixture-of-experts counts: zero means a dense model, as kvforge computes.
-constexpr std::string_view kZeroOnlyKeys[] = {"expert_count", "expert_used_count"};
+// Mixture-of-experts counts: zero means a dense model (or, for the groups,
+// experts not in groups), as kvforge computes.
+constexpr std::string_view kZeroOnlyKeys[] = {"expert_count", "expert_used_count",
+                                              "expert_group_count", "expert_group_used_count"};
 
 template <size_t N>
 bool listed(const std::string_view (&list)[N], std::string_view key) {
@@ -65,6 +70,7 @@ bool arch_reads(const std::string& arch, std::string_view key) {
   if (listed(kReadKeys, key) || listed(kInertKeys, key)) return true;
   if (arch == "gemma2") return listed(kGemma2Keys, key);
   if (arch == "gemma3") return listed(kGemma3Keys, key);
+  if (arch == "qwen3moe") return listed(kQwen3MoeKeys, key);
   return false;
 }
 

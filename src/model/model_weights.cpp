@@ -48,6 +48,12 @@ class TensorLoader {
     return WeightView{t.type, f_.tensor_data(t).data(), rows, cols};
   }
 
+  // A 3-D tensor of n [rows][cols] matrices (ne = [cols, rows, n]), one view per matrix.
+  std::vector<WeightView> slabs(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
+    const gguf::TensorInfo& t = find(name, {uint64_t(cols), uint64_t(rows), uint64_t(n)});
+    return expert_slabs(t.type, f_.tensor_data(t).data(), n, rows, cols);
+  }
+
   // A vector copied to f32 (norm weights, biases and RoPE factors are small).
   std::vector<float> vector(const std::string& name, int64_t n) {
     const gguf::TensorInfo& t = find(name, {uint64_t(n)});
@@ -134,9 +140,19 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
   if (c.post_norms) l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
 }
 
+// The router and the experts' slabs (model/moe_weights.h).
+void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, MoeWeights& m) {
+  const int64_t n = c.moe.n_expert, ff = c.moe.n_ff_exp;
+  m.router = load.matrix(p + "ffn_gate_inp.weight", n, c.n_embd);
+  m.gate = load.slabs(p + "ffn_gate_exps.weight", n, ff, c.n_embd);
+  m.up = load.slabs(p + "ffn_up_exps.weight", n, ff, c.n_embd);
+  m.down = load.slabs(p + "ffn_down_exps.weight", n, c.n_embd, ff);
+}
+
 void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
               WeightView& ffn_down) {
   l.ffn_norm = load.vector(p + "ffn_norm.weight", c.n_embd);
+  if (c.moe.n_expert > 0) return load_moe(load, p, c, l.moe);
   if (c.arch == Architecture::Phi3) {  // ffn_up holds gate rows, then up rows
     const WeightView gate_up = load.matrix(p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd);
     l.ffn_gate = row_range(gate_up, 0, c.n_ff);
@@ -224,8 +240,9 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
     w.layers[i].attn_output = copy_parts(attn_output[i], s.attn_parts, s.rank * attn_n, attn_n, at);
     w.layers[i].ffn_down = copy_parts(ffn_down[i], s.ffn_parts, s.rank * ffn_n, ffn_n, at);
     for (const WeightView* m : {&attn_output[i], &ffn_down[i]})
-      file.release_pages(std::span(static_cast<const uint8_t*>(m->data),
-                                   row_bytes(m->type, size_t(m->cols)) * size_t(m->rows)));
+      if (m->data)  // a mixture of experts has no ffn_down
+        file.release_pages(std::span(static_cast<const uint8_t*>(m->data),
+                                     row_bytes(m->type, size_t(m->cols)) * size_t(m->rows)));
   }
 }
 
@@ -233,6 +250,10 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
 
 ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c, int rank,
                                      int n_ranks) {
+  if (c.moe.n_expert > 0 && n_ranks > 1)
+    throw std::invalid_argument(c.arch_name +
+                                ": tensor parallelism is not supported yet for "
+                                "mixture-of-experts models");
   TensorLoader load(file);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
@@ -274,6 +295,9 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   std::vector<std::pair<WeightView*, int64_t>> matrices;
   for (LayerWeights& l : w.layers) {
     for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
+    // Each expert's slab is a whole matrix (mixtures of experts run on one rank).
+    for (std::vector<WeightView>* slabs : {&l.moe.gate, &l.moe.up, &l.moe.down})
+      for (WeightView& v : *slabs) matrices.emplace_back(&v, v.rows);
     // A replicated KV head's rows are 1/(n / replicas) of the whole matrix.
     for (WeightView* v : {&l.attn_k, &l.attn_v})
       matrices.emplace_back(v, v->rows * n / split.kv_replicas);
@@ -283,6 +307,7 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   matrices.emplace_back(&w.output, w.token_embd.rows);
   std::erase_if(matrices, [](const auto& m) {
     const WeightView& v = *m.first;
+    if (v.rows == 0) return true;  // the dense FFN of a mixture of experts
     const WeightLayout layout = regrouped_layout(v.type, m.second, v.cols);
     return v.layout != WeightLayout::Native || layout == WeightLayout::Native ||
            (layout_keeps_results(layout) && !layout_fits(layout, v.rows, v.cols));

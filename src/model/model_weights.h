@@ -14,6 +14,7 @@
 #include "core/kernels/column_parts.h"
 #include "core/kernels/matmul.h"
 #include "model/model_config.h"
+#include "model/moe_weights.h"
 #include "model/tensor_split.h"
 
 namespace kvforge {
@@ -43,6 +44,7 @@ struct LayerWeights {
   WeightView ffn_up;                  // [n_ff rows][n_embd]
   ColumnParts ffn_down;               // [n_embd rows][n_ff], this rank's ffn parts
   std::vector<float> ffn_post_norm;   // [n_embd] or empty (post_norms)
+  MoeWeights moe;  // mixture-of-experts models (config.moe): their FFN, ffn_gate/up/down empty
 };
 
 struct ModelWeights {

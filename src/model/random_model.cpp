@@ -37,12 +37,18 @@ class TensorMaker {
       : w_(w), spec_(spec), rng_(spec.seed) {}
 
   // Entries uniform in ±1/sqrt(cols): keeps activations O(1) through the layers.
-  void matrix(const std::string& name, int64_t rows, int64_t cols) {
-    std::vector<float> v(size_t(rows * cols));
+  // n > 1: a 3-D tensor of n such matrices (ne = [cols, rows, n], the experts).
+  void matrix(const std::string& name, int64_t rows, int64_t cols, int64_t n = 1) {
+    matrix_of(spec_.weight_type, name, rows, cols, n);
+  }
+  void matrix_of(GgmlType type, const std::string& name, int64_t rows, int64_t cols,
+                 int64_t n = 1) {
+    std::vector<float> v(size_t(n * rows * cols));
     const float a = float(1.0 / std::sqrt(double(cols)));
     for (float& x : v) x = a * rng_.next();
-    w_.add_tensor(name, spec_.weight_type, {uint64_t(cols), uint64_t(rows)},
-                  encode(spec_.weight_type, v, cols));
+    std::vector<uint64_t> dims = {uint64_t(cols), uint64_t(rows)};
+    if (n > 1) dims.push_back(uint64_t(n));
+    w_.add_tensor(name, type, dims, encode(type, v, cols));
   }
 
   // Biases small against the projections they shift.
@@ -125,7 +131,9 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
   return std::nullopt;
 }
 
-const char* random_model_architectures() { return "llama, qwen2, qwen3, gemma2, gemma3, phi3"; }
+const char* random_model_architectures() {
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe";
+}
 
 namespace {
 
@@ -183,6 +191,28 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   if (spec.rope_orig_ctx > 0)
     w.set(a + "rope.scaling.original_context_length",
           gguf::Value::u32(uint32_t(spec.rope_orig_ctx)));
+  if (spec.arch == "qwen3moe") {
+    w.set(a + "expert_count", gguf::Value::u32(uint32_t(spec.n_expert)));
+    w.set(a + "expert_used_count", gguf::Value::u32(uint32_t(spec.n_expert_used)));
+    w.set(a + "expert_feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff_exp)));
+  }
+}
+
+// The dense FFN, or a mixture of experts' router and expert tensors.
+void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
+  const std::string& arch = spec.arch;
+  if (arch == "qwen3moe") {
+    make.matrix_of(GgmlType::F32, p + "ffn_gate_inp.weight", spec.n_expert, spec.n_embd);
+    make.matrix(p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
+    make.matrix(p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
+    make.matrix(p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
+  } else if (arch == "phi3") {
+    make.matrix(p + "ffn_up.weight", 2 * int64_t(spec.n_ff), spec.n_embd);  // gate rows, up rows
+  } else {
+    make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
+    make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
+  }
+  if (arch != "qwen3moe") make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
 }
 
 void write_rope_factors(TensorMaker& make, const RandomModelSpec& spec, int head_dim) {
@@ -206,7 +236,7 @@ void write_rope_factors(TensorMaker& make, const RandomModelSpec& spec, int head
 gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
   const std::string& arch = spec.arch;
   const bool known = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma2" ||
-                     arch == "gemma3" || arch == "phi3";
+                     arch == "gemma3" || arch == "phi3" || arch == "qwen3moe";
   if (!known)
     throw std::invalid_argument("make_random_model: unknown architecture '" + arch + "' (" +
                                 random_model_architectures() + ")");
@@ -214,6 +244,11 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
         "n_head a multiple of n_kv_head");
+  if (arch == "qwen3moe" && (spec.n_expert < 1 || spec.n_expert_used < 1 ||
+                             spec.n_expert_used > spec.n_expert || spec.n_ff_exp < 1))
+    throw std::invalid_argument(
+        "make_random_model: a mixture of experts needs 1 <= n_expert_used <= n_expert and "
+        "n_ff_exp >= 1");
   gguf::GgufWriter w;
   const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
@@ -221,7 +256,7 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
 
   TensorMaker make(w, spec);
   const bool gemma = arch == "gemma2" || arch == "gemma3";
-  const bool qk_norm = arch == "qwen3" || arch == "gemma3";
+  const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe";
   const int64_t q_dim = int64_t(head_dim) * spec.n_head,
                 kv_dim = int64_t(head_dim) * spec.n_kv_head;
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
@@ -248,13 +283,7 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
     make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
     if (gemma) make.norm(p + "post_attention_norm.weight", spec.n_embd);
     make.norm(p + "ffn_norm.weight", spec.n_embd);
-    if (arch == "phi3") {
-      make.matrix(p + "ffn_up.weight", 2 * int64_t(spec.n_ff), spec.n_embd);  // gate rows, up rows
-    } else {
-      make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
-      make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
-    }
-    make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+    write_ffn(make, spec, p);
     if (gemma) make.norm(p + "post_ffw_norm.weight", spec.n_embd);
   }
   make.norm("output_norm.weight", spec.n_embd);

@@ -20,7 +20,8 @@ inline constexpr int kByteVocabTokens = 3 + 256;
 struct RandomModelSpec {
   std::string name = "random";
   // llama, qwen2 (Q/K/V biases), qwen3 (Q/K norms), gemma2 (post norms,
-  // tied output), gemma3 (both), phi3 (fused attn_qkv and gate|up): the
+  // tied output), gemma3 (both), phi3 (fused attn_qkv and gate|up),
+  // qwen3moe (Q/K norms, experts instead of the dense FFN): the
   // tensors each architecture's loader expects.
   std::string arch = "llama";
   int n_embd = 64;
@@ -50,6 +51,12 @@ struct RandomModelSpec {
   bool llama3_rope_freqs = false;
   // Phi-3's rope_factors_long/short.weight (LongRoPE).
   bool longrope_factors = false;
+  // Mixture of experts (qwen3moe): expert_count, expert_used_count and
+  // expert_feed_forward_length; the router (ffn_gate_inp) stays F32, as
+  // llama-quantize keeps it.
+  int n_expert = 8;
+  int n_expert_used = 2;
+  int n_ff_exp = 32;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;

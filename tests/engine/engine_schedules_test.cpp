@@ -204,6 +204,9 @@ const ArchCase kArchCases[] = {
     {"gemma2_window6", "gemma2", 6, 0, "", false},
     {"gemma3_window6_linear", "gemma3", 6, 0, "linear", false},
     {"phi3_longrope", "phi3", 0, 0, "", false},
+    // 8 experts, 2 per token: steps group their tokens by expert in runs of
+    // every size (model/moe_ffn.h), a decode's experts one token each.
+    {"qwen3moe_8x2", "qwen3moe", 0, 32, "", false},
 };
 
 const Workload& arch_workload(const ArchCase& a) {

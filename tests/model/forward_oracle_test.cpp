@@ -102,7 +102,8 @@ INSTANTIATE_TEST_SUITE_P(
         Shape{"qwen3_head96", 64, 2, 4, 2, 128, false, "qwen3", 0, 24, "yarn"},
         Shape{"gemma2_window", 64, 3, 4, 2, 128, true, "gemma2", 6, 0, "", 1e-2f},
         Shape{"gemma3_window", 64, 3, 4, 2, 128, true, "gemma3", 6, 32, "linear", 1e-2f},
-        Shape{"phi3_window", 96, 2, 4, 4, 128, false, "phi3", 7}),
+        Shape{"phi3_window", 96, 2, 4, 4, 128, false, "phi3", 7},
+        Shape{"qwen3moe_8x2", 64, 3, 4, 2, 128, false, "qwen3moe", 0, 32}),
     [](const auto& param_info) { return std::string(param_info.param.label); });
 
 }  // namespace

@@ -315,10 +315,36 @@ ReferenceForward::ReferenceForward(const Model& model, int max_seq_len)
                       ? w.rope_factors_long
                       : w.rope_factors_short;
   for (const LayerWeights& lw : w.layers) {
-    layers_.push_back(Layer{lw.attn_norm, to_f32(lw.attn_q), to_f32(lw.attn_k), to_f32(lw.attn_v),
-                            lw.bias_q, lw.bias_k, lw.bias_v, to_f32(lw.attn_output), lw.ffn_norm,
-                            to_f32(lw.ffn_gate), to_f32(lw.ffn_down), to_f32(lw.ffn_up),
-                            lw.attn_q_norm, lw.attn_k_norm, lw.attn_post_norm, lw.ffn_post_norm});
+    layers_.push_back(Layer{lw.attn_norm,
+                            to_f32(lw.attn_q),
+                            to_f32(lw.attn_k),
+                            to_f32(lw.attn_v),
+                            lw.bias_q,
+                            lw.bias_k,
+                            lw.bias_v,
+                            to_f32(lw.attn_output),
+                            lw.ffn_norm,
+                            to_f32(lw.ffn_gate),
+                            to_f32(lw.ffn_down),
+                            to_f32(lw.ffn_up),
+                            lw.attn_q_norm,
+                            lw.attn_k_norm,
+                            lw.attn_post_norm,
+                            lw.ffn_post_norm,
+                            {},
+                            {},
+                            {},
+                            {},
+                            {}});
+    Layer& l = layers_.back();
+    if (c_.moe.n_expert == 0) continue;
+    l.router = to_f32(lw.moe.router);
+    l.router_bias = lw.moe.router_bias;
+    for (int e = 0; e < c_.moe.n_expert; ++e) {
+      l.exp_gate.push_back(to_f32(lw.moe.gate[size_t(e)]));
+      l.exp_up.push_back(to_f32(lw.moe.up[size_t(e)]));
+      l.exp_down.push_back(to_f32(lw.moe.down[size_t(e)]));
+    }
   }
   const size_t cache = size_t(c_.n_layer) * size_t(max_seq_len) * size_t(c_.kv_dim());
   key_cache_.assign(cache, 0.0f);
@@ -356,6 +382,47 @@ void ReferenceForward::rope(float* head, int layer, int32_t pos) const {
     head[a] = float((x0 * std::cos(angle) - x1 * std::sin(angle)) * magnitude);
     head[b] = float((x0 * std::sin(angle) + x1 * std::cos(angle)) * magnitude);
   }
+}
+
+// Router logits, the k experts with the largest (ties: lower index first),
+// their weights: softmax over all experts or over the k picked (the
+// architecture's gating), divided by their sum where norm_topk (at least
+// 2^-14, llama.cpp's clamp), times weights_scale; then the weighted sum of
+// the k experts' SwiGLU FFNs.
+std::vector<float> ReferenceForward::moe(const Layer& w, const std::vector<float>& x) const {
+  const MoeConfig& m = c_.moe;
+  const int dim = c_.n_embd, ff = m.n_ff_exp, k = m.n_expert_used;
+  std::vector<float> logits, g, u, y;
+  matvec(logits, x, w.router, dim, m.n_expert);
+  for (size_t i = 0; i < w.router_bias.size(); ++i) logits[i] += w.router_bias[i];
+  std::vector<int> order(static_cast<size_t>(m.n_expert));
+  for (int i = 0; i < m.n_expert; ++i) order[size_t(i)] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return logits[size_t(a)] > logits[size_t(b)]; });
+  const int n_soft = m.gating == ExpertGating::SoftmaxThenTopK ? m.n_expert : k;
+  double mx = -INFINITY, sum = 0;
+  for (int j = 0; j < n_soft; ++j) mx = std::max(mx, double(logits[size_t(order[size_t(j)])]));
+  for (int j = 0; j < n_soft; ++j) sum += std::exp(logits[size_t(order[size_t(j)])] - mx);
+  std::vector<double> weight(static_cast<size_t>(k));
+  for (int j = 0; j < k; ++j)
+    weight[size_t(j)] = std::exp(logits[size_t(order[size_t(j)])] - mx) / sum;
+  double total = 0;
+  for (double v : weight) total += v;
+  for (double& v : weight)
+    v = (m.norm_topk ? v / std::max(total, 6.103515625e-5) : v) * m.weights_scale;
+  std::vector<double> acc(static_cast<size_t>(dim), 0.0);
+  for (int j = 0; j < k; ++j) {
+    const size_t e = size_t(order[size_t(j)]);
+    matvec(g, x, w.exp_gate[e], dim, ff);
+    matvec(u, x, w.exp_up[e], dim, ff);
+    for (int i = 0; i < ff; ++i) {
+      const double gi = g[size_t(i)];
+      g[size_t(i)] = float(gi / (1.0 + std::exp(-gi)) * u[size_t(i)]);
+    }
+    matvec(y, g, w.exp_down[e], ff, dim);
+    for (int i = 0; i < dim; ++i) acc[size_t(i)] += weight[size_t(j)] * y[size_t(i)];
+  }
+  return std::vector<float>(acc.begin(), acc.end());
 }
 
 std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
@@ -425,6 +492,11 @@ std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
 
     // Gated feed-forward: w2(act(w1 x) * w3 x), act = SiLU or GELU (tanh form).
     const std::vector<float> xb2 = rmsnorm(x, w.ffn_norm, c_.rms_eps);
+    if (c_.moe.n_expert > 0) {
+      ffn_out = moe(w, xb2);
+      add_residual(ffn_out, w.ffn_post_norm);
+      continue;
+    }
     matvec(hb, xb2, w.w1, dim, c_.n_ff);
     matvec(hb2, xb2, w.w3, dim, c_.n_ff);
     for (int i = 0; i < c_.n_ff; ++i) {

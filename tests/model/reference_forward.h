@@ -3,8 +3,8 @@
 // dequantized to f32 once; one token per call; K/V kept in f32; dot products
 // accumulated in double. Covers every architecture feature the engine has
 // (RoPE scalings, Q/K norms, post norms, GELU, soft-capping, sliding
-// windows), each written out from its definition. Shares no code with the engine's forward pass
-// except dequantize_row (itself checked against the formats' definitions).
+// windows, mixtures of experts), each written out from its definition. Shares no code with the
+// engine's forward pass except dequantize_row (itself checked against the formats' definitions).
 #pragma once
 
 #include <cstdint>
@@ -24,7 +24,13 @@ class ReferenceForward {
   struct Layer {
     std::vector<float> attn_norm, wq, wk, wv, bq, bk, bv, wo, ffn_norm, w1, w2, w3;
     std::vector<float> q_norm, k_norm, attn_post_norm, ffn_post_norm;  // empty when unused
+    // Mixture of experts: router (n_expert, n_embd), its bias, and per expert
+    // gate/up (n_ff_exp, n_embd) and down (n_embd, n_ff_exp).
+    std::vector<float> router, router_bias;
+    std::vector<std::vector<float>> exp_gate, exp_up, exp_down;
   };
+  // The mixture-of-experts FFN of one token's normed input, from its definition.
+  std::vector<float> moe(const Layer& w, const std::vector<float>& x) const;
   // RoPE on one head of `layer` at `pos`, in double from the config's formula.
   void rope(float* head, int layer, int32_t pos) const;
   const ModelConfig& c_;

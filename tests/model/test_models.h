@@ -15,4 +15,16 @@ inline std::unique_ptr<Model> make_test_model(const RandomModelSpec& spec,
   return Model::from_file(gguf::GgufFile::from_bytes(bytes, "random-" + spec.name));
 }
 
+// A tiny qwen3moe: n_expert experts of n_ff_exp rows, n_used per token.
+inline std::unique_ptr<Model> make_moe_test_model(int n_expert, int n_used, int n_ff_exp,
+                                                  uint64_t seed = 42) {
+  RandomModelSpec spec;
+  spec.arch = "qwen3moe";
+  spec.n_expert = n_expert;
+  spec.n_expert_used = n_used;
+  spec.n_ff_exp = n_ff_exp;
+  spec.seed = seed;
+  return make_test_model(spec);
+}
+
 }  // namespace kvforge::testing

@@ -48,6 +48,10 @@ MODELS = {
                "--swa-pattern", "3", "--rope-base", "1000000", "--rope-base-swa", "10000",
                "--rope-scaling", "linear", "--rope-factor", "8"],
     "phi3-longrope": ["--arch", "phi3", "--longrope-factors", "--rope-orig-ctx", "16"],
+    # 8 experts of 16 rows, 2 per token, over 3 layers: routing differs
+    # token by token, so a wrong pick or weight moves the logits.
+    "qwen3moe": ["--arch", "qwen3moe", "--n-layer", "3", "--head-dim", "32", "--n-expert", "8",
+                 "--n-expert-used", "2", "--n-ff-exp", "16"],
 }
 
 

@@ -105,13 +105,37 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
                        ? " (RoPE base " + std::to_string(int64_t(c.rope_swa.freq_base)) + ")"
                        : ""));
   }
+  if (c.moe.n_expert > 0)
+    out.push_back("mixture of experts: " + std::to_string(c.moe.n_expert) + " experts of " +
+                  std::to_string(c.moe.n_ff_exp) + " FFN rows, " +
+                  std::to_string(c.moe.n_expert_used) + " per token");
   return out;
+}
+
+// A mixture of experts reads k of its n experts per token: the parameters
+// and bytes of everything else, plus k/n of the experts' (`*_exps.*`).
+void print_active_parameters(const ModelConfig& c, const gguf::GgufFile& f) {
+  if (c.moe.n_expert == 0) return;
+  double params = 0, bytes = 0, all_params = 0;
+  const double share = double(c.moe.n_expert_used) / double(c.moe.n_expert);
+  for (const gguf::TensorInfo& t : f.tensors()) {
+    const double part = t.name.find("_exps.") != std::string::npos ? share : 1.0;
+    params += part * double(t.n_elements);
+    bytes += part * double(t.n_bytes);
+    all_params += double(t.n_elements);
+  }
+  std::printf("  active/token     %.3f M of %.3f M parameters, %s of weights read\n", params / 1e6,
+              all_params / 1e6, human_bytes(bytes).c_str());
 }
 
 // Which rank counts (up to kMaxColumnParts, the most kvforge splits into)
 // shard this model's KV heads, and which replicate them (kv-plan --tp N
 // sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
+  if (c.moe.n_expert > 0) {
+    std::printf("  tensor parallel  one rank only (not supported yet for mixtures of experts)\n");
+    return;
+  }
   std::string split, replicated;
   for (int tp = 2; tp <= kMaxColumnParts; tp *= 2) {
     if (c.n_head % tp != 0 || c.n_ff % tp != 0) break;
@@ -144,6 +168,7 @@ void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
   const std::vector<std::string> used = features(c, f);
   for (size_t i = 0; i < used.size(); ++i)
     std::printf("  %-16s %s\n", i == 0 ? "features" : "", used[i].c_str());
+  print_active_parameters(c, f);
   std::printf("  KV per token     %s (f32), %s (f16)\n",
               human_bytes(c.kv_bytes_per_token(4)).c_str(),
               human_bytes(c.kv_bytes_per_token(2)).c_str());

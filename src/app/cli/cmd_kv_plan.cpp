@@ -122,6 +122,10 @@ PlannedModel planned_model(const KvPlanFlags& f) {
   m.split = weight_split_bytes(m.shape, *type);
   m.weights_what =
       f.weight_type + " matrices, f32 norms, " + std::to_string(m.shape.n_params()) + " parameters";
+  if (m.shape.n_expert > 0)
+    m.weights_what += " (" + std::to_string(m.shape.n_active_params()) +
+                      " active per token: " + std::to_string(m.shape.n_expert_used) + " of " +
+                      std::to_string(m.shape.n_expert) + " experts)";
   return m;
 }
 

@@ -51,6 +51,9 @@ void make_model(const MakeModelFlags& f) {
   spec->rope_orig_ctx = a.rope_orig_ctx;
   spec->llama3_rope_freqs = a.llama3_rope_freqs;
   spec->longrope_factors = a.longrope_factors;
+  spec->n_expert = a.n_expert;
+  spec->n_expert_used = a.n_expert_used;
+  spec->n_ff_exp = a.n_ff_exp;
   for (auto [flag, field] : {std::pair{f.n_embd, &spec->n_embd},
                              {f.n_layer, &spec->n_layer},
                              {f.n_head, &spec->n_head},
@@ -112,6 +115,11 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
                "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
   sub.add_flag("--longrope-factors", a.longrope_factors,
                "write Phi-3's rope_factors_long/short.weight");
+  sub.add_option("--n-expert", a.n_expert, "experts per layer (qwen3moe)")->capture_default_str();
+  sub.add_option("--n-expert-used", a.n_expert_used, "experts each token runs (qwen3moe)")
+      ->capture_default_str();
+  sub.add_option("--n-ff-exp", a.n_ff_exp, "FFN rows of one expert (qwen3moe)")
+      ->capture_default_str();
 }
 
 }  // namespace

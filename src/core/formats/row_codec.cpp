@@ -8,6 +8,7 @@
 #include "core/formats/f16.h"
 #include "core/formats/iq4_nl.h"
 #include "core/formats/iq4_xs.h"
+#include "core/formats/mxfp4.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
@@ -39,6 +40,7 @@ bool is_codec_type(GgmlType t) {
     case GgmlType::IQ4_XS:
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
       return true;
     default:
       return false;
@@ -106,6 +108,8 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
       return dequantize_row_q5_0(static_cast<const BlockQ5_0*>(src), dst, n);
     case GgmlType::IQ4_NL:
       return dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n);
+    case GgmlType::MXFP4:
+      return dequantize_row_mxfp4(static_cast<const BlockMXFP4*>(src), dst, n);
     default:
       break;  // unreachable: check_row rejected it
   }
@@ -145,6 +149,8 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
       return quantize_row_q5_0(src, static_cast<BlockQ5_0*>(dst), n);
     case GgmlType::IQ4_NL:
       return quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n);
+    case GgmlType::MXFP4:
+      return quantize_row_mxfp4(src, static_cast<BlockMXFP4*>(dst), n);
     default:
       break;
   }

@@ -64,7 +64,8 @@ inline __m256 avx2_block_scales8(const uint8_t* blk, int64_t stride) {
 // Tokens per tile (run_row_tiles): a chunk's unpacked levels serve up to 8.
 inline constexpr int kBlock32Avx2TokenTile = 8;
 
-// Weights: kBlockBytes, blocks starting with their f16 scale, and
+// Weights: kBlockBytes, blocks starting with their f16 scale (or a
+//   static float scale(const uint8_t* block) of their own), and
 //   static __m256i levels(const uint8_t* block)
 // giving the block's 32 integer levels as signed bytes in element order.
 template <class Weights>
@@ -122,7 +123,14 @@ struct Block32Avx2Dot {
     __m256i levels[kChunkBlocks];
     for (int i = 0; i < kChunkBlocks; ++i)
       levels[i] = Weights::levels(w + i * Weights::kBlockBytes);
-    const __m256 dw = avx2_block_scales8(w, Weights::kBlockBytes);
+    __m256 dw;
+    if constexpr (requires { Weights::scale(w); }) {
+      alignas(32) float s[kChunkBlocks];
+      for (int i = 0; i < kChunkBlocks; ++i) s[i] = Weights::scale(w + i * Weights::kBlockBytes);
+      dw = _mm256_load_ps(s);
+    } else {
+      dw = avx2_block_scales8(w, Weights::kBlockBytes);
+    }
     for (int k = 0; k < NT; ++k) {
       __m256i dots[kChunkBlocks];
       for (int i = 0; i < kChunkBlocks; ++i) {

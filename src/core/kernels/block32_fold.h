@@ -58,8 +58,18 @@ static inline float block32_fold_lanes(const float (&s)[kBlock32FoldLanes]) {
   return v[0] + v[1];
 }
 
+// The block's scale: Weights::scale(block) where the type defines one
+// (MXFP4's E8M0 byte), else the f16 the block starts with.
+template <class Weights>
+static inline float block32_scale(const uint8_t* blk) {
+  if constexpr (requires { Weights::scale(blk); })
+    return Weights::scale(blk);
+  else
+    return fp16_to_fp32(uint16_t(blk[0] | blk[1] << 8));
+}
+
 // The portable kernel, for run_row_tiles (tile_loop.h). Weights: kBlockBytes,
-// blocks starting with their f16 scale, and
+// blocks starting with their f16 scale (or a scale(block) of their own), and
 //   static void levels(const uint8_t* block, int8_t (&w)[32])
 // giving the block's integer levels in element order.
 template <class Weights>
@@ -73,7 +83,7 @@ struct Block32ScalarDot {
     float s[NT][kBlock32FoldLanes] = {};
     for (int64_t b = 0; b < n_blocks; ++b) {
       const uint8_t* blk = w + b * Weights::kBlockBytes;
-      const float dw = fp16_to_fp32(uint16_t(blk[0] | blk[1] << 8));
+      const float dw = block32_scale<Weights>(blk);
       int8_t levels[32];
       Weights::levels(blk, levels);
       for (int k = 0; k < NT; ++k) {

@@ -60,6 +60,7 @@ const TypeKernels kKernels[] = {
     {GgmlType::IQ4_XS, KVFORGE_KERNEL_LEVELS(iq4_xs, Q8K)},
     {GgmlType::Q5_0, KVFORGE_KERNEL_LEVELS(q5_0, Q8Blocks)},
     {GgmlType::IQ4_NL, KVFORGE_KERNEL_LEVELS(iq4_nl, Q8Blocks)},
+    {GgmlType::MXFP4, KVFORGE_KERNEL_LEVELS(mxfp4, Q8Blocks)},
 };
 
 #undef KVFORGE_KERNEL_LEVELS

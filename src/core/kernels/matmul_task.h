@@ -35,12 +35,12 @@
 //     weights are stored + 128, so a dot product over them carries 128 x that
 //     sum, which the offset takes back out exactly (Q4_0 weights, stored + 8,
 //     take offset / 16).
-//   Q5_0, Q4_1, Q5_1, IQ4_NL weights ("Q8 blocks"): the Q8 activations'
+//   Q5_0, Q4_1, Q5_1, IQ4_NL, MXFP4 weights ("Q8 blocks"): the Q8 activations'
 //     quants and scales in the plain layout at every level (quants [n][cols],
 //     scales [n][cols/32]), plus block_sums [n][cols/32] f32 = f16(amax/127 *
 //     sum of the block's quants): llama.cpp's block_q8_1 `s`, which the
 //     weights with a min (Q4_1, Q5_1) multiply by it. Q8_0-paired kernels
-//     (Q5_0, IQ4_NL) ignore the sums.
+//     (Q5_0, IQ4_NL, MXFP4) ignore the sums.
 //   Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS weights: Q8_K blocks (formats/q8_k.h),
 //     identical at every level.
 #pragma once
@@ -194,6 +194,7 @@ void quantize_activations_q8_rows_avx512(const float* x, int64_t cols, int64_t t
   void matmul_rows_iq4_xs_##level(const MatmulTask& task, int64_t r0, int64_t r1);             \
   void matmul_rows_q5_0_##level(const MatmulTask& task, int64_t r0, int64_t r1);               \
   void matmul_rows_iq4_nl_##level(const MatmulTask& task, int64_t r0, int64_t r1);             \
+  void matmul_rows_mxfp4_##level(const MatmulTask& task, int64_t r0, int64_t r1);              \
   void quantize_activations_q8_##level(const float* x, int64_t cols, int64_t t0, int64_t t1,   \
                                        int8_t* quants, float* scales, int32_t* sums);          \
   void quantize_activations_q8_blocks_##level(const float* x, int64_t cols, int64_t t0,        \

@@ -51,11 +51,19 @@ uint64_t kv_bytes_per_layer_token(const ModelShape& s, KvFormat f) {
 
 }  // namespace
 
-int64_t ModelShape::n_matrix_params() const {
-  const int64_t q_dim = n_head * head_dim, kv_dim = n_kv_head * head_dim;
-  const int64_t per_layer =
-      n_embd * q_dim + 2 * n_embd * kv_dim + q_dim * n_embd + 3 * n_embd * n_ff;
-  return n_vocab * n_embd * (tied_output ? 1 : 2) + n_layer * per_layer;
+// Matrix parameters with `experts` of a mixture's experts per layer.
+int64_t matrix_params(const ModelShape& s, int64_t experts) {
+  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_kv_head * s.head_dim;
+  const int64_t ffn = s.n_expert > 0 ? s.n_embd * s.n_expert + experts * 3 * s.n_embd * s.n_ff_exp
+                                     : 3 * s.n_embd * s.n_ff;
+  const int64_t per_layer = s.n_embd * q_dim + 2 * s.n_embd * kv_dim + q_dim * s.n_embd + ffn;
+  return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_layer * per_layer;
+}
+
+int64_t ModelShape::n_matrix_params() const { return matrix_params(*this, n_expert); }
+
+int64_t ModelShape::n_active_params() const {
+  return matrix_params(*this, n_expert_used) + n_norm_params();
 }
 
 int64_t ModelShape::n_params() const { return n_matrix_params() + n_norm_params(); }
@@ -81,13 +89,20 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
     return windowed(shape(name, 262208, 2560, 34, 8, 4, 10240, 131072), 256, 1024, 29, true);
   if (name == "phi-3-mini")
     return windowed(shape(name, 32064, 3072, 32, 32, 32, 8192, 4096), 96, 2047, 32, false);
+  if (name == "qwen3-30b-a3b") {  // 128 experts of 768 rows, 8 per token
+    ModelShape s = windowed(shape(name, 151936, 2048, 48, 32, 4, 6144, 40960), 128, 0, 0, false);
+    s.n_expert = 128;
+    s.n_expert_used = 8;
+    s.n_ff_exp = 768;
+    return s;
+  }
   return std::nullopt;
 }
 
 std::vector<std::string> ModelShape::preset_names() {
-  return {"llama-7b",   "llama-2-7b",  "llama-2-13b",    "llama-2-70b",
-          "llama-3-8b", "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b",
-          "qwen3-8b",   "gemma-2-2b",  "gemma-3-4b",     "phi-3-mini"};
+  return {"llama-7b",    "llama-2-7b",     "llama-2-13b",  "llama-2-70b", "llama-3-8b",
+          "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b", "qwen3-8b",    "gemma-2-2b",
+          "gemma-3-4b",  "phi-3-mini",     "qwen3-30b-a3b"};
 }
 
 ModelShape ModelShape::from_config(const ModelConfig& c) {
@@ -97,6 +112,9 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.tied_output = c.tied_output;
   for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.window(l) > 0 ? 1 : 0;
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
+  s.n_expert = c.moe.n_expert;
+  s.n_expert_used = c.moe.n_expert_used;
+  s.n_ff_exp = c.moe.n_ff_exp;
   return s;
 }
 

@@ -47,6 +47,12 @@ struct ModelShape {
   // the last `sliding_window` positions (0 / 0: every layer attends all).
   int64_t sliding_window = 0;
   int64_t n_swa_layers = 0;
+  // Mixture of experts (n_expert > 0): each layer's FFN is n_expert experts
+  // of n_ff_exp rows and a router, n_expert_used of them run per token (n_ff
+  // then plays no part in the parameters).
+  int64_t n_expert = 0;
+  int64_t n_expert_used = 0;
+  int64_t n_ff_exp = 0;
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
   // and the two norm vectors, and the final norm.
@@ -54,10 +60,12 @@ struct ModelShape {
   // The same split: matrices and norm vectors.
   int64_t n_matrix_params() const;
   int64_t n_norm_params() const { return (2 * n_layer + 1) * n_embd; }
+  // The parameters one token reads: all but the experts it is not routed to.
+  int64_t n_active_params() const;
 
   // Named shapes of published models: llama-7b, llama-2-7b, llama-2-13b,
   // llama-2-70b, llama-3-8b, llama-3-70b, tinyllama-1.1b, llama-3.1-8b,
-  // qwen3-8b, gemma-2-2b, gemma-3-4b, phi-3-mini. nullopt for unknown names
+  // qwen3-8b, gemma-2-2b, gemma-3-4b, phi-3-mini, qwen3-30b-a3b. nullopt for unknown names
   // (the CLI resolves its random-model presets to a shape itself). (Gemma's four norm
   // vectors per layer count as two: too few parameters to matter.)
   static std::optional<ModelShape> preset(const std::string& name);

@@ -6,6 +6,7 @@
 #include "core/formats/f16.h"
 #include "core/formats/iq4_nl.h"
 #include "core/formats/iq4_xs.h"
+#include "core/formats/mxfp4.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
@@ -22,10 +23,11 @@
 namespace kvforge {
 namespace {
 
-const GgmlType kCodecTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
-                                GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
-                                GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
-                                GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
+const GgmlType kCodecTypes[] = {
+    GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+    GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,
+    GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,
+    GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 TEST(RowCodec, SupportedTypes) {
   for (GgmlType t : kCodecTypes) {
@@ -110,6 +112,10 @@ TEST(RowCodec, DispatchesToEachFormat) {
       case GgmlType::IQ4_NL:
         quantize_row_iq4_nl(x.data(), reinterpret_cast<BlockIQ4_NL*>(direct.data()), n);
         dequantize_row_iq4_nl(reinterpret_cast<BlockIQ4_NL*>(direct.data()), y_direct.data(), n);
+        break;
+      case GgmlType::MXFP4:
+        quantize_row_mxfp4(x.data(), reinterpret_cast<BlockMXFP4*>(direct.data()), n);
+        dequantize_row_mxfp4(reinterpret_cast<BlockMXFP4*>(direct.data()), y_direct.data(), n);
         break;
       default:
         FAIL();

@@ -6,7 +6,7 @@
 //     kernels/matmul_task.h) with double sums, within f32 rounding only —
 //     a much sharper check that catches any misplaced scale or index.
 // Plus: results independent of thread count and batch composition (bitwise),
-// and K-quant, Q5_0 and IQ4_NL results bitwise identical across SIMD levels.
+// and K-quant, Q5_0, IQ4_NL and MXFP4 results bitwise identical across SIMD levels.
 #include "core/kernels/matmul.h"
 
 #include <gtest/gtest.h>
@@ -19,6 +19,7 @@
 
 #include "core/cpu_features.h"
 #include "core/formats/f16.h"
+#include "core/formats/mxfp4.h"
 #include "core/formats/q4_k.h"
 #include "core/formats/row_codec.h"
 #include "core/kernels/matmul_task.h"
@@ -82,6 +83,7 @@ int activation_block(GgmlType t) {
     case GgmlType::Q4_0:
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:
+    case GgmlType::MXFP4:
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
       return 32;
@@ -223,6 +225,7 @@ std::vector<Shape> shapes_for(GgmlType t) {
       return {{7, 32}, {67, 96}, {33, 320}};  // 1, 3 (odd) and 10 blocks
     case GgmlType::Q5_0:
     case GgmlType::IQ4_NL:  // also 24 and 33 blocks: 16-block groups and 8 or 1 more
+    case GgmlType::MXFP4:
       return {{7, 32}, {67, 96}, {33, 320}, {9, 768}, {13, 1056}};
     case GgmlType::Q4_1:
     case GgmlType::Q5_1:
@@ -234,10 +237,10 @@ std::vector<Shape> shapes_for(GgmlType t) {
   }
 }
 
-const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
-                           GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
-                           GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
-                           GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+                           GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,
+                           GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,
+                           GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 class MatmulAllTypes : public ::testing::TestWithParam<GgmlType> {};
 
@@ -375,7 +378,7 @@ TEST(Matmul, LongPrefillAcrossActivationBlocksMatchesOraclesAndSingleTokens) {
   const int64_t n_tokens = 37, rows = 6;
   for (GgmlType type :
        {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0,
-        GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1}) {
+        GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::Q4_1, GgmlType::Q5_1, GgmlType::MXFP4}) {
     const int64_t cols = activation_block(type) ? 8192 : 4112;
     const Weights w = make_weights(type, rows, cols, 21);
     const std::vector<float> x = make_activations(n_tokens, cols, 22);
@@ -480,10 +483,11 @@ TEST(Matmul, Q5_KAndIQ4_XSExtremeBlocksIdenticalAcrossSimdLevels) {
   }
 }
 
-// Q5_0 and IQ4_NL: exact per-block integer sums folded in the 16-lane
+// Q5_0, IQ4_NL and MXFP4: exact per-block integer sums folded in the 16-lane
 // pattern of kernels/block32_fold.h, recomputed here from its description:
 // the weights' integer levels (dequantized value / block scale, exact: at
-// most 7 bits times an f16), the activations quantized as the Q8-blocks form
+// most 7 bits times an f16, or for MXFP4 a doubled E2M1 value times a power
+// of two), the activations quantized as the Q8-blocks form
 // documents, then p_b = (dw * da) * isum into lane b % 16 and the fixed tree.
 // Every level must give these bits, for decode (1-2 tokens, 4 row streams)
 // and batch tiles, over whole and partial 16-block groups.
@@ -494,9 +498,10 @@ float documented_block32_fold(const Weights& w, int64_t r, const std::vector<int
   const size_t block_bytes = rb / size_t(n_blocks);
   float s[16] = {};
   for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* blk = w.bytes.data() + size_t(r) * rb + size_t(b) * block_bytes;
     uint16_t h;
-    std::memcpy(&h, w.bytes.data() + size_t(r) * rb + size_t(b) * block_bytes, 2);
-    const float dw = fp16_to_fp32(h);
+    std::memcpy(&h, blk, 2);
+    const float dw = w.view.type == GgmlType::MXFP4 ? e8m0_half(blk[0]) : fp16_to_fp32(h);
     int32_t isum = 0;
     for (int i = 0; i < 32; ++i) {
       const int64_t c = 32 * b + i;
@@ -518,7 +523,7 @@ TEST(Matmul, Q8BlocksResultsAreTheDocumentedFoldAtEverySimdLevel) {
   LevelGuard guard;
   ThreadPool pool(2);
   MatmulScratch scratch;
-  for (GgmlType type : {GgmlType::Q5_0, GgmlType::IQ4_NL}) {
+  for (GgmlType type : {GgmlType::Q5_0, GgmlType::IQ4_NL, GgmlType::MXFP4}) {
     for (const Shape& shape :
          {Shape{29, 96}, Shape{29, 320}, Shape{29, 768}, Shape{29, 1056}, Shape{6, 2048}}) {
       const Weights w = make_weights(type, shape.rows, shape.cols, 3);

@@ -1,0 +1,26 @@
+// The weights of one mixture-of-experts FFN layer (model/moe_ffn.h), as views
+// into the memory-mapped file. GGUF stores each kind of expert matrix as one
+// 3-D tensor, ne = [cols, rows, n_expert]: expert e's matrix is the e-th
+// [rows][cols] slab, so each expert is a WeightView into its own bytes and a
+// token reads only the slabs of the experts it was routed to.
+#pragma once
+
+#include <vector>
+
+#include "core/kernels/matmul.h"
+
+namespace kvforge {
+
+struct MoeWeights {
+  WeightView router;               // ffn_gate_inp: [n_expert rows][n_embd]
+  std::vector<float> router_bias;  // [n_expert] or empty
+  std::vector<WeightView> gate;    // [n_expert] ffn_gate_exps slabs: [n_ff_exp rows][n_embd]
+  std::vector<WeightView> up;      // [n_expert] ffn_up_exps slabs: [n_ff_exp rows][n_embd]
+  std::vector<WeightView> down;    // [n_expert] ffn_down_exps slabs: [n_embd rows][n_ff_exp]
+};
+
+// The [n][rows][cols] 3-D tensor at `data` of `type` as n WeightViews.
+std::vector<WeightView> expert_slabs(GgmlType type, const void* data, int64_t n, int64_t rows,
+                                     int64_t cols);
+
+}  // namespace kvforge

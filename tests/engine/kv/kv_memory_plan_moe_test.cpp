@@ -1,0 +1,34 @@
+// kv-plan's shapes of mixtures of experts: every expert counts towards the
+// weights in memory, only the routed ones towards what a token reads.
+#include <gtest/gtest.h>
+
+#include "engine/kv/kv_memory_plan.h"
+#include "test_models.h"
+
+namespace kvforge {
+namespace {
+
+// Qwen3-30B-A3B's model card: 30.5B parameters, 3.3B activated; 48 layers of
+// 32 query / 4 KV heads of 128, so 2 * 48 * 4 * 128 * 2 bytes of f16 K/V per token.
+TEST(KvMemoryPlanMoe, Qwen3_30bA3bPreset) {
+  const auto s = ModelShape::preset("qwen3-30b-a3b");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_NEAR(double(s->n_params()) / 1e9, 30.5, 0.05);
+  EXPECT_NEAR(double(s->n_active_params()) / 1e9, 3.3, 0.06);
+  EXPECT_EQ(kv_bytes_per_token(*s, KvFormat{KvDtype::F16, KvDtype::F16}), 98304u);
+}
+
+// From a file's config: the experts' shape, and per layer 3 * n_embd *
+// n_ff_exp parameters for each expert plus the router's n_embd * n_expert.
+TEST(KvMemoryPlanMoe, ShapeOfAQwen3MoeFile) {
+  const auto model = testing::make_moe_test_model(8, 2, 32);
+  const ModelShape s = ModelShape::from_config(model->config());
+  EXPECT_EQ(s.n_expert, 8);
+  EXPECT_EQ(s.n_expert_used, 2);
+  EXPECT_EQ(s.n_ff_exp, 32);
+  const int64_t per_expert = 3 * 64 * 32;
+  EXPECT_EQ(s.n_params() - s.n_active_params(), s.n_layer * 6 * per_expert);
+}
+
+}  // namespace
+}  // namespace kvforge
