@@ -154,6 +154,7 @@ class BlockManager final : public KvManager {
   int32_t refcount(BlockId block) const;
 
   const PrefixCacheStats& prefix_stats() const;
+  bool prefix_cache_enabled() const { return prefix_enabled_; }
 
   // --- for a lower tier (the disk) ----------------------------------------------
   // A group-0 entry registered by mark_computed: the block now provably holds

@@ -30,6 +30,7 @@
 
 #include "core/huge_page_buffer.h"
 #include "engine/kv/block_manager.h"
+#include "engine/kv/hybrid_kv_manager.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
@@ -54,6 +55,13 @@ class PagedKvCache final : public KvStore {
   // One span per block, in table order (the first one from `first` on).
   void spans(int layer, int32_t seq, int32_t first, int32_t n,
              std::vector<KvSpan>& out) const override;
+
+  // Hybrid models: the linear-attention layers' states come from `states`
+  // (which must outlive the cache); without, recurrent_state() throws.
+  void attach_states(HybridKvManager* states) { states_ = states; }
+  RecurrentState recurrent_state(int layer, int32_t seq) override {
+    return states_ ? states_->state(layer, seq) : KvStore::recurrent_state(layer, seq);
+  }
 
   // Copies every slot's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);
@@ -81,6 +89,7 @@ class PagedKvCache final : public KvStore {
   BlockId block_of(int layer, int32_t seq, int32_t pos, const char* what) const;
 
   const BlockManager& blocks_;
+  HybridKvManager* states_ = nullptr;
   KvLayerGroups groups_;
   int n_layer_;
   int n_slots_;
