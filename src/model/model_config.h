@@ -102,9 +102,15 @@ struct ModelConfig {
   // Recurrent-state bytes of one sequence (f32, every linear-attention layer).
   size_t state_bytes_per_sequence() const;
   const RopeConfig& layer_rope(int layer) const { return window(layer) ? rope_swa : rope; }
-  // 2 (K and V) * layers * kv_dim * bytes per element.
+  // Layers that keep K/V: all but a hybrid model's recurrent ones.
+  int n_kv_layers() const {
+    int n = n_layer;
+    for (uint8_t r : recurrent_layers) n -= r;
+    return n;
+  }
+  // 2 (K and V) * layers with K/V * kv_dim * bytes per element.
   size_t kv_bytes_per_token(size_t bytes_per_elem) const {
-    return size_t(2) * size_t(n_layer) * size_t(kv_dim()) * bytes_per_elem;
+    return size_t(2) * size_t(n_kv_layers()) * size_t(kv_dim()) * bytes_per_elem;
   }
 
   // Reads and validates the hyperparameters; throws std::runtime_error naming
