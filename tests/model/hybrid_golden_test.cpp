@@ -55,20 +55,6 @@ float margin(std::span<const float> row) {
   return v[0] - v[1];
 }
 
-// Prompt in chunks of `chunk` tokens, then the greedy tokens one at a time.
-std::vector<float> run_chunked(const Model& model, const testing::GoldenLogits& g, int chunk) {
-  ThreadPool pool(2);
-  SequenceRunner runner(model, pool, {.n_ctx = 256, .max_batch = chunk, .kv_format = {}});
-  const std::span<const int32_t> prompt(g.tokens.data(), size_t(g.n_prompt));
-  const auto p = runner.prefill(prompt, /*all_logits=*/true);
-  std::vector<float> out(p.begin(), p.end());
-  for (int i = 0; i < g.n_gen; ++i) {
-    const auto d = runner.decode(g.tokens[size_t(g.n_prompt + i)]);
-    out.insert(out.end(), d.begin(), d.end());
-  }
-  return out;
-}
-
 TEST(HybridGolden, EngineMatchesLlamaCpp) {
   for (const char* name : {"qwen35-gqa", "qwen35-wide"}) {
     SCOPED_TRACE(name);
@@ -92,7 +78,7 @@ TEST(HybridGolden, EngineMatchesLlamaCpp) {
     EXPECT_GE(picks, 8) << "too few greedy picks with a margin to compare";
     std::printf("%-12s max |logit - llama.cpp| = %.2e over %d rows, %d greedy picks compared\n",
                 name, double(worst), g.rows(), picks);
-    const std::vector<float> chunked = run_chunked(*model, g, 5);
+    const std::vector<float> chunked = testing::run_golden_tokens(*model, g, 2, 5);
     ASSERT_EQ(chunked.size(), ours.size());
     EXPECT_EQ(0, std::memcmp(chunked.data(), ours.data(), ours.size() * sizeof(float)))
         << "prefill in chunks of 5 changed bits";

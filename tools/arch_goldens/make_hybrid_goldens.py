@@ -20,7 +20,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from golden_common import N_GEN, margins, peak_next_byte, run  # noqa: E402
+from golden_common import dump_logits, peak_next_byte, report, run  # noqa: E402
 
 PROMPT = "Once upon a time, in a quiet village by the sea, there lived an old fisherman named Tom."
 
@@ -44,19 +44,14 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    tokens = ",".join(str(t) for t in [1] + [3 + b for b in PROMPT.encode()])
     for name, extra in MODELS.items():
         model = os.path.join(a.out, name + ".gguf")
         base = [x for i in range(0, len(BASE), 2) if BASE[i] not in extra for x in BASE[i:i + 2]]
         run([a.kvforge, "make-model", "-o", model] + base + extra)
         peak_next_byte(model)
         logits = os.path.join(a.out, name + ".logits.bin")
-        run([a.dump_logits, "-m", model, "-t", tokens, "-n", str(N_GEN), "-kv", "f32", "-fa", "off",
-             "-th", "2", "-o", logits])
-        margin, rms = margins(logits)
-        size = os.path.getsize(model) + os.path.getsize(logits)
-        print(f"{name:14s} {size / 1024:7.1f} KiB  logit RMS {rms:7.3f}  "
-              f"smallest greedy margin {margin:.4f}")
+        dump_logits(a.dump_logits, model, logits, PROMPT)
+        report(name, model, logits)
 
 
 if __name__ == "__main__":
