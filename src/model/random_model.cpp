@@ -36,13 +36,15 @@ class TensorMaker {
   TensorMaker(gguf::GgufWriter& w, const RandomModelSpec& spec)
       : w_(w), spec_(spec), rng_(spec.seed) {}
 
-  // Entries uniform in ±1/sqrt(cols): keeps activations O(1) through the layers.
-  void matrix(const std::string& name, int64_t rows, int64_t cols) {
+  // Entries uniform in ±1/sqrt(cols): keeps activations O(1) through the
+  // layers. In the spec's weight type, or f32 (rows too short for a block:
+  // the conv1d taps, which llama-quantize keeps in f32 too).
+  void matrix(const std::string& name, int64_t rows, int64_t cols, bool f32 = false) {
     std::vector<float> v(size_t(rows * cols));
     const float a = float(1.0 / std::sqrt(double(cols)));
     for (float& x : v) x = a * rng_.next();
-    w_.add_tensor(name, spec_.weight_type, {uint64_t(cols), uint64_t(rows)},
-                  encode(spec_.weight_type, v, cols));
+    const GgmlType type = f32 ? GgmlType::F32 : spec_.weight_type;
+    w_.add_tensor(name, type, {uint64_t(cols), uint64_t(rows)}, encode(type, v, cols));
   }
 
   // Gated DeltaNet decay rates -exp(A_log), in (-1, -0.1).
@@ -221,7 +223,7 @@ void add_linear_attention(TensorMaker& make, const RandomModelSpec& spec, const 
   const int64_t value_dim = hv * d, channels = 2 * spec.ssm_k_heads * d + value_dim;
   make.matrix(p + "attn_qkv.weight", channels, spec.n_embd);
   make.matrix(p + "attn_gate.weight", value_dim, spec.n_embd);
-  make.matrix(p + "ssm_conv1d.weight", channels, spec.ssm_conv_kernel);
+  make.matrix(p + "ssm_conv1d.weight", channels, spec.ssm_conv_kernel, /*f32=*/true);
   make.bias(p + "ssm_dt.bias", hv);
   make.decay_rates(p + "ssm_a", hv);
   make.matrix(p + "ssm_beta.weight", hv, spec.n_embd);
