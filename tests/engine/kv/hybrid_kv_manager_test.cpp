@@ -13,6 +13,7 @@
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/paged_kv_cache.h"
 #include "engine/kv/recurrent_state_pool.h"
+#include "engine_test_util.h"
 #include "model/model.h"
 #include "model/random_model.h"
 
@@ -92,6 +93,39 @@ TEST(HybridKv, AdmissionNeedsBlocksAndSlots) {
   EXPECT_EQ(pool.n_free(), 2);
   EXPECT_GT(blocks.n_free_blocks(), free_blocks);
   EXPECT_THROW(kv.state(0, 1), std::out_of_range);
+}
+
+// n > 1 on a hybrid model: the branches fork after the prompt, each with a
+// copy of its states; greedy branches all give the lone request's tokens and
+// logits, and every block and state slot comes back. More branches than
+// state slots (max_seqs) are refused.
+TEST(HybridKv, ForkedBranchesCopyTheStatesInTheEngine) {
+  RandomModelSpec spec;
+  spec.arch = "qwen35";
+  spec.n_layer = 8;
+  spec.head_dim = 32;
+  spec.n_ctx = 256;
+  const auto model = testing::make_test_model(spec);
+  const std::vector<int32_t> prompt = testing::make_prompt(21, 3);
+  const testing::Trace alone = testing::run_alone(*model, prompt, 7);
+  ThreadPool pool(2);
+  EngineOptions o;
+  o.block_size = 16;
+  o.kv_blocks = 64;
+  o.max_seqs = 4;
+  testing::EngineRecorder rec;
+  Engine e(*model, pool, rec.hook(o));
+  const RequestId id = e.add_request(prompt, testing::greedy(7), 3);
+  EXPECT_THROW(e.add_request(prompt, testing::greedy(7), 5), std::invalid_argument);
+  while (e.has_unfinished()) rec.record(e.step());
+  for (int b = 0; b < 3; ++b) {
+    const testing::Trace& t = rec.at(id, b);
+    EXPECT_EQ(t.tokens, alone.tokens) << "branch " << b;
+    ASSERT_EQ(t.logits.size(), alone.logits.size());
+    for (size_t k = 0; k < t.logits.size(); ++k)
+      EXPECT_EQ(t.logits[k], alone.logits[k]) << "branch " << b << " token " << k;
+  }
+  EXPECT_EQ(e.stats().kv_blocks_free, e.n_blocks());
 }
 
 }  // namespace
