@@ -3,6 +3,7 @@ model predict the next byte (peaked logits, so greedy margins sit far above
 the engines' rounding differences), llama.cpp's logits for a byte prompt, and
 the margins those logits leave. Development-time only (needs gguf-py and
 llama.cpp's dump_logits, see ../shared/peer/README.md)."""
+import os
 import subprocess
 import sys
 
@@ -36,12 +37,20 @@ def peak_next_byte(path: str) -> None:
         out[1:] += NEXT_BYTE * embd[:-1] * (np.abs(out).max() / np.abs(embd).max())
 
 
-def dump_logits(dump_logits_bin: str, model: str, out: str) -> None:
-    """llama.cpp's logits for BOS + PROMPT and N_GEN greedy steps, in its exact
-    mode (f32 KV cache, no flash attention); layout in ../shared/peer/dump_logits.cpp."""
-    tokens = ",".join(str(t) for t in [1] + [3 + b for b in PROMPT.encode()])
+def dump_logits(dump_logits_bin: str, model: str, out: str, prompt: str = PROMPT) -> None:
+    """llama.cpp's logits for BOS + `prompt` (byte tokens) and N_GEN greedy steps, in its
+    exact mode (f32 KV cache, no flash attention); layout in ../shared/peer/dump_logits.cpp."""
+    tokens = ",".join(str(t) for t in [1] + [3 + b for b in prompt.encode()])
     run([dump_logits_bin, "-m", model, "-t", tokens, "-n", str(N_GEN), "-kv", "f32", "-fa", "off",
          "-th", "2", "-o", out])
+
+
+def report(name: str, model: str, logits: str) -> None:
+    """One line: the files' size, the logits' RMS and the smallest greedy margin."""
+    margin, rms = margins(logits)
+    size = os.path.getsize(model) + os.path.getsize(logits)
+    print(f"{name:18s} {size / 1024:7.1f} KiB  logit RMS {rms:7.3f}  "
+          f"smallest greedy margin {margin:.4f}")
 
 
 def margins(logits_path: str) -> tuple:

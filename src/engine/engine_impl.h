@@ -43,7 +43,12 @@ void check_context_shift(const Model& model, const EngineOptions& o, bool static
 
 struct PagedKv {
   PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o);
+  // The KV manager the scheduler works with: the block manager, or for a
+  // hybrid model the hybrid manager over it and the state pool.
+  KvManager& manager() { return hybrid ? static_cast<KvManager&>(*hybrid) : blocks; }
   BlockManager blocks;
+  std::unique_ptr<RecurrentStatePool> states;  // hybrid models: one slot per max_seqs
+  std::unique_ptr<HybridKvManager> hybrid;     // hybrid models
   PagedKvCache cache;
   ModelRunner runner;
   std::unique_ptr<KvDiskTier> disk;  // null without --kv-disk

@@ -69,6 +69,7 @@ int32_t longest_sequence(const BlockManager& blocks, int32_t n_ctx) {
 // Why the disk tier cannot serve this engine; empty when it can.
 std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
                               const BlockManager& blocks) {
+  if (model.config().hybrid()) return "hybrid models keep no recurrent-state snapshots on disk yet";
   if (!o.enable_prefix_cache) return "it needs the prefix cache";
   if (blocks.group_windows() != std::vector<int32_t>{0})
     return "the model has sliding-window layers, whose blocks the pool releases";
@@ -80,20 +81,27 @@ std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
 }  // namespace
 
 PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
-    : blocks(pool_blocks(model, o), o.block_size, o.enable_prefix_cache, group_windows(model)),
+    // Hybrid models reuse no prefix: its K/V would come without the recurrent state after it.
+    : blocks(pool_blocks(model, o), o.block_size, o.enable_prefix_cache && !model.config().hybrid(),
+             group_windows(model)),
+      states(model.config().hybrid() ? std::make_unique<RecurrentStatePool>(model.rank_config(),
+                                                                            std::max(1, o.max_seqs))
+                                     : nullptr),
+      hybrid(states ? std::make_unique<HybridKvManager>(blocks, *states) : nullptr),
       cache(model.rank_config(), blocks, o.kv_format),
       runner(model, cache, pool, o.comm ? *o.comm : one_process_communicator(),
              o.max_batched_tokens),
       disk(open_disk_tier(model, o, o.kv_format, blocks.block_size(), cache.block_bytes(),
                           o.kv_disk_dir.empty() ? "" : disk_tier_refusal(model, o, blocks))) {
   if (disk) tier = std::make_unique<DiskPrefixTier>(*disk, blocks, cache);
+  cache.attach_states(hybrid.get());
 }
 
 Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
     : model(m),
       options(std::move(o)),
       paged(std::move(p)),
-      kv(paged->blocks),
+      kv(paged->manager()),
       scheduler(kv, {options.max_seqs, options.max_batched_tokens}),
       n_ctx(context_of(m, options)),
       max_len(longest_sequence(paged->blocks, n_ctx)),
@@ -104,8 +112,12 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
 }
 
 void Engine::Impl::check_paged_request(std::span<const int32_t> prompt,
-                                       const SamplingParams& params, int) const {
+                                       const SamplingParams& params, int n) const {
   const BlockManager& blocks = paged->blocks;
+  if (paged->states && n > paged->states->n_slots())
+    throw std::invalid_argument("n = " + std::to_string(n) + " branches need as many recurrent " +
+                                "state slots; the pool has " +
+                                std::to_string(paged->states->n_slots()) + " (max_seqs)");
   const std::string pool = "the KV pool of " + std::to_string(blocks.n_blocks()) + " blocks";
   const std::string context = "context " + std::to_string(n_ctx) + ")";
   std::string limit = "the context of " + std::to_string(n_ctx) + " tokens";
@@ -157,7 +169,10 @@ void Engine::Impl::step_paged(std::vector<StepEvent>& events) {
     for (int b = 1; b <= c.seq->pending_forks; ++b) {
       Sequence& child = add_branch(*c.seq, b);
       child.n_computed = c.seq->n_computed;
-      blocks.fork(c.seq->id, child.id);
+      if (paged->hybrid)
+        paged->hybrid->fork(c.seq->id, child.id);
+      else
+        blocks.fork(c.seq->id, child.id);
       branches.push_back(&child);
     }
     c.seq->pending_forks = 0;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -20,7 +22,9 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   const size_t n = size_t(max_tokens);
   x_.resize(n * c.n_embd);
   xn_.resize(n * std::max(c.n_embd, c.q_dim()));
-  q_.resize(n * c.q_dim());
+  q_.resize(n * c.q_dim() * (c.attn_gate ? 2 : 1));
+  if (c.attn_gate) attn_gate_.resize(n * c.q_dim());
+  gdn_.reserve(c, max_tokens);
   k_.resize(n * c.kv_dim());
   v_.resize(n * c.kv_dim());
   attn_.resize(n * c.q_dim());
@@ -239,6 +243,7 @@ class ForwardPass {
     const MatmulOutput qkv[] = {
         {w.attn_q, s_.q_.data()}, {w.attn_k, s_.k_.data()}, {w.attn_v, s_.v_.data()}};
     matmul_batch_into(qkv, s_.xn_.data());
+    if (c_.attn_gate) split_query_gate();
     add_bias(s_.q_.data(), w.bias_q, n_);
     add_bias(s_.k_.data(), w.bias_k, n_);
     add_bias(s_.v_.data(), w.bias_v, n_);
@@ -257,7 +262,39 @@ class ForwardPass {
       kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
                 s_.v_.data() + t * c_.kv_dim());
     attend(l);
+    if (c_.attn_gate) gate_attention();
     row_parallel(w.attn_output, split_.attn_parts, s_.attn_.data());  // proj = attn_output(attn)
+  }
+
+  // q_ [n][n_head][query | gate] → q_ [n][q_dim] queries, attn_gate_ [n][q_dim] gates.
+  // In place and in order: each query moves to a lower or equal offset.
+  void split_query_gate() {
+    const int64_t hd = c_.head_dim;
+    float* q = s_.q_.data();
+    for (int64_t t = 0; t < n_; ++t)
+      for (int h = 0; h < c_.n_head; ++h) {
+        const float* from = q + (t * c_.n_head + h) * 2 * hd;
+        std::memcpy(s_.attn_gate_.data() + (t * c_.n_head + h) * hd, from + hd, hd * 4);
+        std::memmove(q + (t * c_.n_head + h) * hd, from, hd * 4);
+      }
+  }
+
+  // attn *= sigmoid(gate), elementwise.
+  void gate_attention() {
+    for_tokens([&](int64_t t) {
+      float* a = s_.attn_.data() + t * c_.q_dim();
+      const float* g = s_.attn_gate_.data() + t * c_.q_dim();
+      for (int i = 0; i < c_.q_dim(); ++i) a[i] *= 1.0f / (1.0f + std::exp(-g[i]));
+    });
+  }
+
+  // proj = a recurrent layer's output (model/gated_delta_net.h).
+  void linear_attention_block(int l) {
+    const PhaseTimer timer(&s_.times_.attention);
+    const LinearAttentionStep step{s_.xn_.data(), n_, in_.positions,
+                                   std::span(s_.token_seq_slot_.data(), size_t(n_)), s_.step_seqs_};
+    gated_delta_net_block(c_, m_.weights().layers[size_t(l)].linear, l, step, kv_, s_.gdn_, pool_,
+                          s_.matmul_, s_.proj_.data());
   }
 
   // proj = W x for a row-parallel W (model/forward_steps.h).

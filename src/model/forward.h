@@ -52,20 +52,21 @@ class ForwardScratch {
   friend class ForwardPass;
   const ModelConfig& config_;
   int capacity_ = 0;
-  std::vector<float> x_;        // [n_tokens][n_embd] residual stream
-  std::vector<float> xn_;       // [n_tokens][max(n_embd, q_dim)] normalised input / gathered rows
-  std::vector<float> q_;        // [n_tokens][q_dim]
-  std::vector<float> k_;        // [n_tokens][kv_dim]
-  std::vector<float> v_;        // [n_tokens][kv_dim]
-  std::vector<float> attn_;     // [n_tokens][q_dim]
-  std::vector<float> gate_;     // [n_tokens][n_ff]
-  std::vector<float> up_;       // [n_tokens][n_ff]
-  std::vector<float> proj_;     // [n_tokens][n_embd] output of attn_output / ffn_down
-  std::vector<float> cos_sin_;  // [rope tables][n_tokens][rope_dim]
-  std::vector<float> head_scratch_;             // [n_threads][attention_queries_scratch_floats]
-  std::vector<int32_t> step_seqs_;              // distinct sequences of the step
-  std::vector<int32_t> seq_n_keys_;             // [distinct seq] KV positions attention reads
-  std::vector<int32_t> seq_first_key_;          // [distinct seq] first of them in this layer
+  std::vector<float> x_;   // [n_tokens][n_embd] residual stream
+  std::vector<float> xn_;  // [n_tokens][max(n_embd, q_dim)] normalised input / gathered rows
+  std::vector<float> q_;   // [n_tokens][q_dim] ([2 q_dim] with attn_gate: query | gate per head)
+  std::vector<float> attn_gate_;        // [n_tokens][q_dim] attention output gates (attn_gate)
+  std::vector<float> k_;                // [n_tokens][kv_dim]
+  std::vector<float> v_;                // [n_tokens][kv_dim]
+  std::vector<float> attn_;             // [n_tokens][q_dim]
+  std::vector<float> gate_;             // [n_tokens][n_ff]
+  std::vector<float> up_;               // [n_tokens][n_ff]
+  std::vector<float> proj_;             // [n_tokens][n_embd] output of attn_output / ffn_down
+  std::vector<float> cos_sin_;          // [rope tables][n_tokens][rope_dim]
+  std::vector<float> head_scratch_;     // [n_threads][attention_queries_scratch_floats]
+  std::vector<int32_t> step_seqs_;      // distinct sequences of the step
+  std::vector<int32_t> seq_n_keys_;     // [distinct seq] KV positions attention reads
+  std::vector<int32_t> seq_first_key_;  // [distinct seq] first of them in this layer
   std::vector<std::vector<KvSpan>> seq_spans_;  // [distinct seq] spans of the current layer
   std::vector<int32_t> token_seq_slot_;         // [n_tokens] index into step_seqs_
   std::vector<KeyRange> token_keys_;            // [n_tokens] positions each token attends
@@ -76,6 +77,7 @@ class ForwardScratch {
   // ([ranks][logit rows][kSliceMaxFloats]), this rank's block filled in, then gathered.
   TpExchange tp_;
   std::vector<uint64_t> digests_;  // [ranks] step digests (lockstep check)
+  GatedDeltaNetScratch gdn_;       // recurrent layers' buffers (hybrid models)
   MatmulScratch matmul_;
   MoeScratch moe_;  // mixture-of-experts models only
   ForwardTimes times_;

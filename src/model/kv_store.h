@@ -5,11 +5,23 @@
 #pragma once
 
 #include <cstdint>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "core/ops/attention.h"
 
 namespace kvforge {
+
+// One sequence's recurrent state in one linear-attention layer of a hybrid
+// model (shapes: ModelConfig::linear). The forward pass zeroes it when the
+// sequence starts at position 0 and refuses to continue from any other
+// position than n_past, so a state can never be paired with the wrong KV.
+struct RecurrentState {
+  float* conv = nullptr;      // [conv_channels][conv_kernel - 1] last inputs, oldest first
+  float* matrix = nullptr;    // [n_v_heads][head_dim][head_dim] delta-rule states
+  int32_t* n_past = nullptr;  // positions of the sequence the state has absorbed
+};
 
 class KvStore {
  public:
@@ -22,6 +34,12 @@ class KvStore {
   // may have dropped positions before `first` of a sliding-window layer.
   virtual void spans(int layer, int32_t seq, int32_t first, int32_t n,
                      std::vector<KvSpan>& out) const = 0;
+  // The state of `seq` in linear-attention layer `layer` (hybrid models only).
+  virtual RecurrentState recurrent_state(int layer, int32_t seq) {
+    throw std::logic_error("this KV store holds no recurrent state (layer " +
+                           std::to_string(layer) + ", sequence " + std::to_string(seq) +
+                           "): hybrid models need a store with a state pool");
+  }
 };
 
 }  // namespace kvforge

@@ -9,7 +9,10 @@
 //   embed()                        x = the tokens' embeddings, RoPE angles of their positions
 //   norm(which, layer)             xn = rms_norm(x) * the layer's norm `which`
 //   attention_block(layer)         proj = attention(xn): Q/K/V, biases, Q/K norms, RoPE,
-//                                  K/V written, attention (full or windowed), output projection
+//                                  K/V written, attention (full or windowed), output gate,
+//                                  output projection
+//   linear_attention_block(layer)  proj = a recurrent layer's Gated DeltaNet (hybrid models,
+//                                  model/gated_delta_net.h) over its sequences' states
 //   residual_then_norm(post, layer, next, next_layer)
 //                                  x += post(proj) (proj as it is without post norms),
 //                                  then xn = next(x), in one pass over each token's row
@@ -44,7 +47,10 @@ void walk_forward(const Model& model, Steps& s) {
   s.embed();
   s.norm(LayerNorm::Attn, 0);
   for (int l = 0; l < n_layer; ++l) {
-    s.attention_block(l);
+    if (model.rank_config().recurrent(l))
+      s.linear_attention_block(l);
+    else
+      s.attention_block(l);
     s.residual_then_norm(LayerNorm::AttnPost, l, LayerNorm::Ffn, l);
     s.ffn_block(l);
     // The next layer's attention norm; output() norms its own rows.

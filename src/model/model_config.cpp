@@ -41,11 +41,17 @@ constexpr ArchTraits kArchs[] = {
     {"gemma3", Architecture::Gemma3, RopeStyle::Neox, false, true, true, 6, 0},
     {"phi3", Architecture::Phi3, RopeStyle::Neox, false, false, false, 0, 0},
     {"qwen3moe", Architecture::Qwen3Moe, RopeStyle::Neox, false, true, false, 0, 0},
+    {"qwen35", Architecture::Qwen35, RopeStyle::Neox, false, true, false, 0, 0},
 };
 
 const ArchTraits& arch_traits(const gguf::GgufFile& f, const std::string& name) {
   for (const ArchTraits& t : kArchs)
     if (name == t.name) return t;
+  if (name == "qwen3next")
+    fail(f,
+         "general.architecture 'qwen3next' is not supported: its FFN is a mixture of experts "
+         "with a shared expert and its linear-attention layers fuse q|k|v|z (ssm_in) and "
+         "beta|alpha (ssm_ba); kvforge implements the dense hybrid 'qwen35'");
   fail(f, "unsupported general.architecture '" + name +
               "' (supported: " + supported_architecture_names() + ")");
 }
@@ -157,7 +163,13 @@ void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
 }  // namespace
 
 const char* supported_architecture_names() {
-  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe";
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35";
+}
+
+size_t ModelConfig::state_bytes_per_sequence() const {
+  size_t n = 0;
+  for (uint8_t r : recurrent_layers) n += r ? linear.state_floats() * sizeof(float) : 0;
+  return n;
 }
 
 ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
@@ -174,6 +186,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   config_detail::check_arch_keys(f, c.arch_name);
   read_shapes(f, c);
   config_detail::read_moe(f, c);
+  if (c.arch == Architecture::Qwen35) config_detail::read_hybrid(f, c);
   c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   if (t.post_norms) read_gemma(f, c);
   read_sliding_window(f, t, c);

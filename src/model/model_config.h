@@ -15,7 +15,7 @@
 
 namespace kvforge {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Qwen3Moe };
+enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Qwen3Moe, Qwen35 };
 
 // How RoPE pairs up the dimensions of a head.
 //  AdjacentPairs: (x[2i], x[2i+1]) — GGUF llama files (converters permute Q/K
@@ -30,6 +30,25 @@ enum class RopeScaling { None, Linear, Yarn, LongRope };
 
 // The gate's activation in the gated FFN: down(act(gate(x)) * up(x)).
 enum class FfnActivation { Silu, GeluTanh };
+
+// Qwen 3.5's Gated DeltaNet (linear attention) layers: the `<arch>.ssm.*`
+// keys as llama.cpp reads them (model_hybrid_config.cpp). Zero when the model
+// has none.
+struct LinearAttentionConfig {
+  int conv_kernel = 0;  // ssm.conv_kernel: taps of the causal conv1d over q|k|v
+  int n_k_heads = 0;    // ssm.group_count: query/key heads
+  int n_v_heads = 0;    // ssm.time_step_rank: value heads (a multiple of n_k_heads)
+  int head_dim = 0;     // ssm.state_size: the key and the value head dimension
+
+  int key_dim() const { return n_k_heads * head_dim; }
+  int value_dim() const { return n_v_heads * head_dim; }
+  int conv_channels() const { return 2 * key_dim() + value_dim(); }  // q | k | v
+  // One sequence's state in one layer: the conv window [conv_channels][conv_kernel - 1]
+  // (the last inputs, oldest first) and the delta-rule matrices [n_v_heads][head_dim][head_dim].
+  size_t conv_floats() const { return size_t(conv_channels()) * size_t(conv_kernel - 1); }
+  size_t matrix_floats() const { return size_t(n_v_heads) * size_t(head_dim) * size_t(head_dim); }
+  size_t state_floats() const { return conv_floats() + matrix_floats(); }
+};
 
 struct ModelConfig {
   Architecture arch = Architecture::Llama;
@@ -63,6 +82,15 @@ struct ModelConfig {
   int32_t sliding_window = 0;
   std::vector<uint8_t> swa_layers;  // [n_layer] 1 = the layer has the sliding window
   MoeConfig moe;                    // mixture-of-experts FFN (n_expert 0: dense)
+  // Hybrid models (qwen35): which layers are Gated DeltaNet layers with a
+  // per-sequence recurrent state instead of KV; the others are full attention
+  // whose attn_q rows hold each head's query then its output gate.
+  LinearAttentionConfig linear;
+  std::vector<uint8_t> recurrent_layers;  // [n_layer] 1 = linear attention; empty: none
+  bool attn_gate = false;                 // attention output *= sigmoid(gate) per head
+  // nextn_predict_layers: multi-token-prediction blocks stored after the
+  // n_layer blocks, which the main pass never runs (not counted in n_layer).
+  int n_layer_mtp = 0;
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
@@ -71,10 +99,20 @@ struct ModelConfig {
   int32_t window(int layer) const {
     return sliding_window > 0 && swa_layers[size_t(layer)] ? sliding_window : 0;
   }
+  bool hybrid() const { return !recurrent_layers.empty(); }
+  bool recurrent(int layer) const { return hybrid() && recurrent_layers[size_t(layer)]; }
+  // Recurrent-state bytes of one sequence (f32, every linear-attention layer).
+  size_t state_bytes_per_sequence() const;
   const RopeConfig& layer_rope(int layer) const { return window(layer) ? rope_swa : rope; }
-  // 2 (K and V) * layers * kv_dim * bytes per element.
+  // Layers that keep K/V: all but a hybrid model's recurrent ones.
+  int n_kv_layers() const {
+    int n = n_layer;
+    for (uint8_t r : recurrent_layers) n -= r;
+    return n;
+  }
+  // 2 (K and V) * layers with K/V * kv_dim * bytes per element.
   size_t kv_bytes_per_token(size_t bytes_per_elem) const {
-    return size_t(2) * size_t(n_layer) * size_t(kv_dim()) * bytes_per_elem;
+    return size_t(2) * size_t(n_kv_layers()) * size_t(kv_dim()) * bytes_per_elem;
   }
 
   // Reads and validates the hyperparameters; throws std::runtime_error naming

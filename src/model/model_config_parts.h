@@ -41,4 +41,9 @@ void check_arch_keys(const gguf::GgufFile& f, const std::string& arch);
 // shapes, c.n_ctx_train and the sliding-window layers read first).
 void read_rope(const gguf::GgufFile& f, ModelConfig& c);
 
+// qwen35: the linear-attention (`ssm.*`) keys, which layers are recurrent,
+// the multi-token-prediction blocks (taken off c.n_layer) and the RoPE
+// sections (model_hybrid_config.cpp). Needs the shapes read first.
+void read_hybrid(const gguf::GgufFile& f, ModelConfig& c);
+
 }  // namespace kvforge::config_detail

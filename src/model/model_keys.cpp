@@ -49,6 +49,16 @@ constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.fre
 // Read for the mixtures of experts (model/moe_config.cpp).
 constexpr std::string_view kQwen3MoeKeys[] = {"expert_count", "expert_used_count",
                                               "expert_feed_forward_length"};
+// Read for qwen35 (model_hybrid_config.cpp).
+constexpr std::string_view kQwen35Keys[] = {"ssm.conv_kernel",
+                                            "ssm.inner_size",
+                                            "ssm.state_size",
+                                            "ssm.time_step_rank",
+                                            "ssm.group_count",
+                                            "full_attention_interval",
+                                            "attention.recurrent_layers",
+                                            "rope.dimension_sections",
+                                            "nextn_predict_layers"};
 
 // Known not to change what is computed: whether the RoPE scaling was
 // fine-tuned is a note about training; converters copy a LayerNorm epsilon
@@ -71,6 +81,7 @@ bool arch_reads(const std::string& arch, std::string_view key) {
   if (arch == "gemma2") return listed(kGemma2Keys, key);
   if (arch == "gemma3") return listed(kGemma3Keys, key);
   if (arch == "qwen3moe") return listed(kQwen3MoeKeys, key);
+  if (arch == "qwen35") return listed(kQwen35Keys, key);
   return false;
 }
 

@@ -25,7 +25,10 @@ std::string shape_str(const std::vector<uint64_t>& dims) {
 // check_all_used() can refuse the tensors nothing reads.
 class TensorLoader {
  public:
-  explicit TensorLoader(const gguf::GgufFile& f) : f_(f) {}
+  // Blocks from `skipped_blocks` on are multi-token-prediction blocks
+  // (ModelConfig::n_layer_mtp), whose tensors are left unread on purpose.
+  TensorLoader(const gguf::GgufFile& f, int skipped_blocks)
+      : f_(f), skipped_blocks_(skipped_blocks) {}
 
   bool has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
 
@@ -87,14 +90,18 @@ class TensorLoader {
  private:
   // Tensors that hold nothing the computation needs: attn_rot_embd is the
   // RoPE inverse-frequency buffer some old converters saved, which is
-  // recomputed from rope.freq_base.
-  static bool known_inert(const std::string& name) {
-    return name.starts_with("blk.") && name.ends_with(".attn_rot_embd");
+  // recomputed from rope.freq_base; the multi-token-prediction blocks draft
+  // tokens for speculative decoding, which the main pass never runs.
+  bool known_inert(const std::string& name) const {
+    if (!name.starts_with("blk.")) return false;
+    if (name.ends_with(".attn_rot_embd")) return true;
+    return std::atoi(name.c_str() + 4) >= skipped_blocks_;
   }
   [[noreturn]] void fail(const std::string& name, const std::string& what) const {
     throw std::runtime_error(f_.name() + ": tensor '" + name + "' " + what);
   }
   const gguf::GgufFile& f_;
+  int skipped_blocks_;
   std::unordered_set<std::string> used_;
 };
 
@@ -122,7 +129,7 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
       split(load.vector(p + "attn_qkv.bias", c.q_dim() + 2 * c.kv_dim()), l.bias_q,
             size_t(c.q_dim()), l.bias_k, size_t(c.kv_dim()), l.bias_v);
   } else {
-    l.attn_q = load.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
+    l.attn_q = load.matrix(p + "attn_q.weight", (c.attn_gate ? 2 : 1) * c.q_dim(), c.n_embd);
     l.attn_k = load.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
     l.attn_v = load.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd);
   }
@@ -151,7 +158,9 @@ void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, Mo
 
 void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
               WeightView& ffn_down) {
-  l.ffn_norm = load.vector(p + "ffn_norm.weight", c.n_embd);
+  // qwen35 names the FFN's input norm post_attention_norm (it follows the attention residual).
+  l.ffn_norm =
+      load.vector(p + (c.hybrid() ? "post_attention_norm.weight" : "ffn_norm.weight"), c.n_embd);
   if (c.moe.n_expert > 0) return load_moe(load, p, c, l.moe);
   if (c.arch == Architecture::Phi3) {  // ffn_up holds gate rows, then up rows
     const WeightView gate_up = load.matrix(p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd);
@@ -163,6 +172,25 @@ void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, La
   }
   ffn_down = load.matrix(p + "ffn_down.weight", c.n_embd, c.n_ff);
   if (c.post_norms) l.ffn_post_norm = load.vector(p + "post_ffw_norm.weight", c.n_embd);
+}
+
+void load_linear_attention(TensorLoader& load, const std::string& p, const ModelConfig& c,
+                           LinearAttentionWeights& l) {
+  const LinearAttentionConfig& s = c.linear;
+  l.qkv = load.matrix(p + "attn_qkv.weight", s.conv_channels(), c.n_embd);
+  l.gate = load.matrix(p + "attn_gate.weight", s.value_dim(), c.n_embd);
+  l.beta = load.matrix(p + "ssm_beta.weight", s.n_v_heads, c.n_embd);
+  l.alpha = load.matrix(p + "ssm_alpha.weight", s.n_v_heads, c.n_embd);
+  const WeightView conv = load.matrix(p + "ssm_conv1d.weight", s.conv_channels(), s.conv_kernel);
+  l.conv.resize(size_t(s.conv_channels()) * size_t(s.conv_kernel));
+  const size_t rb = row_bytes(conv.type, size_t(s.conv_kernel));
+  for (int64_t r = 0; r < conv.rows; ++r)
+    dequantize_row(conv.type, static_cast<const uint8_t*>(conv.data) + size_t(r) * rb,
+                   l.conv.data() + r * s.conv_kernel, s.conv_kernel);
+  l.dt_bias = load.vector(p + "ssm_dt.bias", s.n_v_heads);
+  l.a = load.vector(p + "ssm_a", s.n_v_heads);
+  l.norm = load.vector(p + "ssm_norm.weight", s.head_dim);
+  l.out = load.matrix(p + "ssm_out.weight", c.n_embd, s.value_dim());
 }
 
 // Llama 3's rope_freqs (llama), LongRoPE's factor pairs (phi3, or llama with
@@ -185,13 +213,14 @@ std::vector<float> sub(const std::vector<float>& v, int64_t first, int64_t n) {
 
 // Keeps the rows of this rank's heads and FFN rows (all of them on one process).
 void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s) {
-  const int64_t hd = c.head_dim;
-  const int64_t q0 = s.first_head() * hd, nq = s.n_head * hd;
+  const int64_t hd = c.head_dim, qhd = hd * (c.attn_gate ? 2 : 1);  // qhd: attn_q rows per head
+  if (l.attn_q.data == nullptr) return;  // a recurrent layer (tensor parallelism refuses those)
+  const int64_t q0 = s.first_head() * qhd, nq = s.n_head * qhd;
   const int64_t kv0 = s.first_kv_head() * hd, nkv = s.n_kv_head * hd;
   l.attn_q = row_range(l.attn_q, q0, nq);
   l.attn_k = row_range(l.attn_k, kv0, nkv);
   l.attn_v = row_range(l.attn_v, kv0, nkv);
-  l.bias_q = sub(l.bias_q, q0, nq);
+  l.bias_q = sub(l.bias_q, s.first_head() * hd, s.n_head * hd);
   l.bias_k = sub(l.bias_k, kv0, nkv);
   l.bias_v = sub(l.bias_v, kv0, nkv);
   l.ffn_gate = row_range(l.ffn_gate, s.first_ff(), s.n_ff);
@@ -237,10 +266,12 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
   w.column_copies = HugePageBuffer(total);
   uint8_t* at = w.column_copies.data();
   for (size_t i = 0; i < w.layers.size(); ++i) {
-    w.layers[i].attn_output = copy_parts(attn_output[i], s.attn_parts, s.rank * attn_n, attn_n, at);
+    if (attn_output[i].data)  // a recurrent layer has none
+      w.layers[i].attn_output =
+          copy_parts(attn_output[i], s.attn_parts, s.rank * attn_n, attn_n, at);
     w.layers[i].ffn_down = copy_parts(ffn_down[i], s.ffn_parts, s.rank * ffn_n, ffn_n, at);
     for (const WeightView* m : {&attn_output[i], &ffn_down[i]})
-      if (m->data)  // a mixture of experts has no ffn_down
+      if (m->data)  // no ffn_down in a mixture of experts, no attn_output in a recurrent layer
         file.release_pages(std::span(static_cast<const uint8_t*>(m->data),
                                      row_bytes(m->type, size_t(m->cols)) * size_t(m->rows)));
   }
@@ -254,7 +285,7 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     throw std::invalid_argument(c.arch_name +
                                 ": tensor parallelism is not supported yet for "
                                 "mixture-of-experts models");
-  TensorLoader load(file);
+  TensorLoader load(file, c.n_layer);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = load.vector("output_norm.weight", c.n_embd);
@@ -267,7 +298,10 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = load.vector(p + "attn_norm.weight", c.n_embd);
-    load_attention(load, p, c, l, attn_output[size_t(i)]);
+    if (c.recurrent(i))
+      load_linear_attention(load, p, c, l.linear);
+    else
+      load_attention(load, p, c, l, attn_output[size_t(i)]);
     load_ffn(load, p, c, l, ffn_down[size_t(i)]);
   }
   load.check_all_used();
@@ -277,6 +311,9 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     attn_types.push_back(attn_output[i].type);
     ffn_types.push_back(ffn_down[i].type);
   }
+  if (c.hybrid() && n_ranks > 1)
+    throw std::invalid_argument(c.arch_name + ": tensor parallelism is not supported yet for " +
+                                "hybrid models (linear-attention heads are not split over ranks)");
   w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
   for (LayerWeights& l : w.layers) keep_rank_rows(l, c, w.split);
   w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);
@@ -307,7 +344,8 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   matrices.emplace_back(&w.output, w.token_embd.rows);
   std::erase_if(matrices, [](const auto& m) {
     const WeightView& v = *m.first;
-    if (v.rows == 0) return true;  // the dense FFN of a mixture of experts
+    // A mixture of experts' absent dense FFN, a recurrent layer's absent attention matrices.
+    if (v.rows == 0 || v.data == nullptr) return true;
     const WeightLayout layout = regrouped_layout(v.type, m.second, v.cols);
     return v.layout != WeightLayout::Native || layout == WeightLayout::Native ||
            (layout_keeps_results(layout) && !layout_fits(layout, v.rows, v.cols));

@@ -13,6 +13,7 @@
 #include "core/huge_page_buffer.h"
 #include "core/kernels/column_parts.h"
 #include "core/kernels/matmul.h"
+#include "model/gated_delta_net.h"
 #include "model/model_config.h"
 #include "model/moe_weights.h"
 #include "model/tensor_split.h"
@@ -28,8 +29,9 @@ namespace kvforge {
 // head_dim, n_ff its FFN rows. attn_output and ffn_down are kept as their
 // fixed column parts (core/kernels/column_parts.h), copied out of the file.
 struct LayerWeights {
-  std::vector<float> attn_norm;       // [n_embd]
-  WeightView attn_q;                  // [q_dim rows][n_embd]
+  std::vector<float> attn_norm;  // [n_embd]
+  // [q_dim rows][n_embd]; with attn_gate (qwen35) [2 q_dim rows]: each head's query then its gate
+  WeightView attn_q;
   WeightView attn_k;                  // [kv_dim rows][n_embd]
   WeightView attn_v;                  // [kv_dim rows][n_embd]
   std::vector<float> bias_q;          // [q_dim] or empty
@@ -45,6 +47,8 @@ struct LayerWeights {
   ColumnParts ffn_down;               // [n_embd rows][n_ff], this rank's ffn parts
   std::vector<float> ffn_post_norm;   // [n_embd] or empty (post_norms)
   MoeWeights moe;  // mixture-of-experts models (config.moe): their FFN, ffn_gate/up/down empty
+  // A recurrent layer's (ModelConfig::recurrent) in place of the attention weights above.
+  LinearAttentionWeights linear;
 };
 
 struct ModelWeights {

@@ -51,6 +51,13 @@ class TensorMaker {
     w_.add_tensor(name, type, dims, encode(type, v, cols));
   }
 
+  // Gated DeltaNet decay rates -exp(A_log), in (-1, -0.1).
+  void decay_rates(const std::string& name, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = -(0.55f + 0.45f * rng_.next());
+    add_f32(name, v);
+  }
+
   // Biases small against the projections they shift.
   void bias(const std::string& name, int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
@@ -132,7 +139,7 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
 }
 
 const char* random_model_architectures() {
-  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe";
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35";
 }
 
 namespace {
@@ -163,7 +170,7 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   w.set("general.name", gguf::Value::string(spec.name));
   w.set(a + "context_length", gguf::Value::u32(uint32_t(spec.n_ctx)));
   w.set(a + "embedding_length", gguf::Value::u32(uint32_t(spec.n_embd)));
-  w.set(a + "block_count", gguf::Value::u32(uint32_t(spec.n_layer)));
+  w.set(a + "block_count", gguf::Value::u32(uint32_t(spec.n_layer + spec.n_mtp)));
   w.set(a + "feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff)));
   w.set(a + "attention.head_count", gguf::Value::u32(uint32_t(spec.n_head)));
   w.set(a + "attention.head_count_kv", gguf::Value::u32(uint32_t(spec.n_kv_head)));
@@ -171,7 +178,10 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
     w.set(a + "attention.key_length", gguf::Value::u32(uint32_t(head_dim)));
     w.set(a + "attention.value_length", gguf::Value::u32(uint32_t(head_dim)));
   }
-  w.set(a + "rope.dimension_count", gguf::Value::u32(uint32_t(head_dim)));
+  const int rope_dim = spec.arch != "qwen35" ? head_dim
+                       : spec.rope_dim > 0   ? spec.rope_dim
+                                             : head_dim / 4;
+  w.set(a + "rope.dimension_count", gguf::Value::u32(uint32_t(rope_dim)));
   w.set(a + "rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
   w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
   w.set(a + "vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
@@ -215,6 +225,68 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string
   if (arch != "qwen3moe") make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
 }
 
+// qwen35's keys: the Gated DeltaNet shapes, the layer pattern, the MTP
+// blocks, and RoPE sections as Qwen 3.5's [11, 11, 10, 0] scaled to rope_dim.
+void write_hybrid_keys(gguf::GgufWriter& w, const RandomModelSpec& spec, int head_dim) {
+  const std::string a = spec.arch + ".";
+  w.set(a + "ssm.conv_kernel", gguf::Value::u32(uint32_t(spec.ssm_conv_kernel)));
+  w.set(a + "ssm.state_size", gguf::Value::u32(uint32_t(spec.ssm_head_dim)));
+  w.set(a + "ssm.group_count", gguf::Value::u32(uint32_t(spec.ssm_k_heads)));
+  w.set(a + "ssm.time_step_rank", gguf::Value::u32(uint32_t(spec.ssm_v_heads)));
+  w.set(a + "ssm.inner_size", gguf::Value::u32(uint32_t(spec.ssm_v_heads * spec.ssm_head_dim)));
+  w.set(a + "full_attention_interval", gguf::Value::u32(uint32_t(spec.full_attention_interval)));
+  if (spec.n_mtp > 0) w.set(a + "nextn_predict_layers", gguf::Value::u32(uint32_t(spec.n_mtp)));
+  const int pairs = (spec.rope_dim > 0 ? spec.rope_dim : head_dim / 4) / 2;
+  w.set(a + "rope.dimension_sections",
+        gguf::Value::i32_array({(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}));
+}
+
+// A linear-attention layer's tensors (model/gated_delta_net.h). The decay
+// rates ssm_a = -exp(A_log) lie in (-1, -0.1), so that a state remembers
+// a few dozen tokens.
+void add_linear_attention(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
+  const int64_t d = spec.ssm_head_dim, hv = spec.ssm_v_heads;
+  const int64_t value_dim = hv * d, channels = 2 * spec.ssm_k_heads * d + value_dim;
+  make.matrix(p + "attn_qkv.weight", channels, spec.n_embd);
+  make.matrix(p + "attn_gate.weight", value_dim, spec.n_embd);
+  make.matrix_of(GgmlType::F32, p + "ssm_conv1d.weight", channels, spec.ssm_conv_kernel);
+  make.bias(p + "ssm_dt.bias", hv);
+  make.decay_rates(p + "ssm_a", hv);
+  make.matrix(p + "ssm_beta.weight", hv, spec.n_embd);
+  make.matrix(p + "ssm_alpha.weight", hv, spec.n_embd);
+  make.norm(p + "ssm_norm.weight", d);
+  make.matrix(p + "ssm_out.weight", spec.n_embd, value_dim);
+}
+
+// A qwen35 block: attn_norm, the layer's attention (gated full attention
+// with Q/K norms, or linear), post_attention_norm (the FFN's input norm),
+// SwiGLU FFN. MTP blocks add nextn.* (llama.cpp's loader shapes).
+void add_hybrid_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_dim) {
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const int64_t q_dim = int64_t(head_dim) * spec.n_head,
+                kv_dim = int64_t(head_dim) * spec.n_kv_head;
+  const bool mtp = l >= spec.n_layer;
+  make.norm(p + "attn_norm.weight", spec.n_embd);
+  if (!mtp && (l + 1) % spec.full_attention_interval != 0) {
+    add_linear_attention(make, spec, p);
+  } else {
+    make.matrix(p + "attn_q.weight", 2 * q_dim, spec.n_embd);  // query | gate per head
+    make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
+    make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
+    make.norm(p + "attn_q_norm.weight", head_dim);
+    make.norm(p + "attn_k_norm.weight", head_dim);
+    make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
+  }
+  make.norm(p + "post_attention_norm.weight", spec.n_embd);
+  make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
+  make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
+  make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+  if (!mtp) return;
+  make.matrix(p + "nextn.eh_proj.weight", spec.n_embd, 2 * int64_t(spec.n_embd));
+  make.norm(p + "nextn.enorm.weight", spec.n_embd);
+  make.norm(p + "nextn.hnorm.weight", spec.n_embd);
+}
+
 void write_rope_factors(TensorMaker& make, const RandomModelSpec& spec, int head_dim) {
   if (spec.llama3_rope_freqs)
     make.add_f32("rope_freqs.weight",
@@ -233,10 +305,33 @@ void write_rope_factors(TensorMaker& make, const RandomModelSpec& spec, int head
 
 }  // namespace
 
+namespace {
+
+// qwen35: the n_layer blocks, the output, then the MTP blocks (after the
+// output, so that a file with them has the same trunk weights as one without).
+gguf::GgufWriter make_hybrid_model(gguf::GgufWriter& w, TensorMaker& make,
+                                   const RandomModelSpec& spec, int n_vocab, int head_dim) {
+  if (spec.ssm_v_heads % spec.ssm_k_heads != 0 || spec.full_attention_interval < 1 ||
+      spec.ssm_conv_kernel < 1)
+    throw std::invalid_argument(
+        "make_random_model: qwen35 needs ssm_v_heads a multiple of ssm_k_heads, "
+        "full_attention_interval >= 1 and ssm_conv_kernel >= 1");
+  write_hybrid_keys(w, spec, head_dim);
+  make.matrix("token_embd.weight", n_vocab, spec.n_embd);
+  for (int l = 0; l < spec.n_layer; ++l) add_hybrid_block(make, spec, l, head_dim);
+  make.norm("output_norm.weight", spec.n_embd);
+  if (!spec.tied_output) make.matrix("output.weight", n_vocab, spec.n_embd);
+  for (int l = spec.n_layer; l < spec.n_layer + spec.n_mtp; ++l)
+    add_hybrid_block(make, spec, l, head_dim);
+  return std::move(w);
+}
+
+}  // namespace
+
 gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
   const std::string& arch = spec.arch;
   const bool known = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma2" ||
-                     arch == "gemma3" || arch == "phi3" || arch == "qwen3moe";
+                     arch == "gemma3" || arch == "phi3" || arch == "qwen3moe" || arch == "qwen35";
   if (!known)
     throw std::invalid_argument("make_random_model: unknown architecture '" + arch + "' (" +
                                 random_model_architectures() + ")");
@@ -253,8 +348,9 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   write_hyperparameters(w, spec, n_vocab, head_dim);
-
   TensorMaker make(w, spec);
+  if (arch == "qwen35") return make_hybrid_model(w, make, spec, n_vocab, head_dim);
+
   const bool gemma = arch == "gemma2" || arch == "gemma3";
   const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe";
   const int64_t q_dim = int64_t(head_dim) * spec.n_head,

@@ -57,6 +57,18 @@ struct RandomModelSpec {
   int n_expert = 8;
   int n_expert_used = 2;
   int n_ff_exp = 32;
+  // qwen35 (hybrid): Gated DeltaNet layers with these shapes (ssm.conv_kernel,
+  // ssm.state_size, ssm.group_count, ssm.time_step_rank), every
+  // full_attention_interval-th layer full gated attention rotating rope_dim
+  // dimensions per head (0: head_dim / 4, as Qwen 3.5), and n_mtp
+  // multi-token-prediction blocks after the n_layer blocks.
+  int ssm_conv_kernel = 4;
+  int ssm_head_dim = 16;
+  int ssm_k_heads = 2;
+  int ssm_v_heads = 4;
+  int full_attention_interval = 4;
+  int rope_dim = 0;
+  int n_mtp = 0;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;

@@ -46,13 +46,14 @@ inline GoldenLogits read_golden_logits(const std::filesystem::path& path) {
   return g;
 }
 
-// kvforge's logits for the golden's prompt (one prefill, all rows) and then for
-// each of its greedy tokens fed one at a time: [rows][n_vocab], as in the golden.
-inline std::vector<float> run_golden_tokens(const Model& model, const GoldenLogits& g,
-                                            int threads) {
+// kvforge's logits for the golden's prompt (prefill passes of up to
+// `max_batch` tokens, all rows) and then for each of its greedy tokens fed one
+// at a time: [rows][n_vocab], as in the golden.
+inline std::vector<float> run_golden_tokens(const Model& model, const GoldenLogits& g, int threads,
+                                            int max_batch = 512) {
   ThreadPool pool(threads);
   SequenceRunner runner(model, pool,
-                        {.n_ctx = std::max(64, g.rows()), .max_batch = 512, .kv_format = {}});
+                        {.n_ctx = std::max(64, g.rows()), .max_batch = max_batch, .kv_format = {}});
   const std::span<const int32_t> prompt(g.tokens.data(), size_t(g.n_prompt));
   const auto prompt_logits = runner.prefill(prompt, /*all_logits=*/true);
   std::vector<float> ours(prompt_logits.begin(), prompt_logits.end());

@@ -34,6 +34,7 @@ struct StepLog {
   void embed() { steps.push_back("embed"); }
   void norm(LayerNorm n, int l) { steps.push_back(std::string("norm ") + name(n) + at(l)); }
   void attention_block(int l) { steps.push_back("attention" + at(l)); }
+  void linear_attention_block(int l) { steps.push_back("linear attention" + at(l)); }
   void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
     steps.push_back(std::string("residual ") + name(post) + at(l) + ", norm " + name(next) +
                     at(next_layer));

@@ -172,6 +172,13 @@ void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
   std::printf("  KV per token     %s (f32), %s (f16)\n",
               human_bytes(c.kv_bytes_per_token(4)).c_str(),
               human_bytes(c.kv_bytes_per_token(2)).c_str());
+  if (c.hybrid())
+    std::printf(
+        "  state per seq    %s (f32: %d recurrent layers, conv window %d, %d value heads "
+        "of %dx%d; K/V in %d layers)\n",
+        human_bytes(double(c.state_bytes_per_sequence())).c_str(), c.n_layer - c.n_kv_layers(),
+        c.linear.conv_kernel - 1, c.linear.n_v_heads, c.linear.head_dim, c.linear.head_dim,
+        c.n_kv_layers());
   // As the paged engine keeps a sequence: windowed layers hold only their window.
   const uint64_t per_sequence = kv_bytes_per_sequence(
       ModelShape::from_config(c), KvFormat{KvDtype::F16, KvDtype::F16}, c.n_ctx_train);

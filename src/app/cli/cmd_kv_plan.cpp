@@ -205,6 +205,12 @@ void kv_plan(const KvPlanFlags& f) {
               gib(p.kv_per_sequence).c_str(), static_cast<long long>(f.ctx),
               gib(p.kv_total).c_str(), static_cast<long long>(f.batch));
   if (s.n_swa_layers > 0) print_window_lines(s, p, f);
+  if (s.n_recurrent_layers > 0)
+    std::printf(
+        "state          %llu bytes/sequence in %lld recurrent layers (f32, any length), "
+        "in KV/sequence above; K/V in %lld layers\n",
+        static_cast<unsigned long long>(s.state_bytes_per_sequence),
+        static_cast<long long>(s.n_recurrent_layers), static_cast<long long>(s.n_kv_layers()));
   std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
               gib(p.total).c_str());
   if (f.budget_gib > 0) print_budget_lines(s, p, f, fmt, m.weight_bytes);

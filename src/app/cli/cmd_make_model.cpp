@@ -54,6 +54,13 @@ void make_model(const MakeModelFlags& f) {
   spec->n_expert = a.n_expert;
   spec->n_expert_used = a.n_expert_used;
   spec->n_ff_exp = a.n_ff_exp;
+  spec->ssm_conv_kernel = a.ssm_conv_kernel;
+  spec->ssm_head_dim = a.ssm_head_dim;
+  spec->ssm_k_heads = a.ssm_k_heads;
+  spec->ssm_v_heads = a.ssm_v_heads;
+  spec->full_attention_interval = a.full_attention_interval;
+  spec->rope_dim = a.rope_dim;
+  spec->n_mtp = a.n_mtp;
   for (auto [flag, field] : {std::pair{f.n_embd, &spec->n_embd},
                              {f.n_layer, &spec->n_layer},
                              {f.n_head, &spec->n_head},
@@ -120,6 +127,19 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
       ->capture_default_str();
   sub.add_option("--n-ff-exp", a.n_ff_exp, "FFN rows of one expert (qwen3moe)")
       ->capture_default_str();
+  sub.add_option("--ssm-conv-kernel", a.ssm_conv_kernel, "qwen35: ssm.conv_kernel")
+      ->capture_default_str();
+  sub.add_option("--ssm-head-dim", a.ssm_head_dim, "qwen35: ssm.state_size (linear head size)")
+      ->capture_default_str();
+  sub.add_option("--ssm-k-heads", a.ssm_k_heads, "qwen35: ssm.group_count (linear key heads)")
+      ->capture_default_str();
+  sub.add_option("--ssm-v-heads", a.ssm_v_heads, "qwen35: ssm.time_step_rank (value heads)")
+      ->capture_default_str();
+  sub.add_option("--full-attention-interval", a.full_attention_interval,
+                 "qwen35: every n-th layer is full attention")
+      ->capture_default_str();
+  sub.add_option("--rope-dim", a.rope_dim, "qwen35: rotated dimensions per head (default head/4)");
+  sub.add_option("--mtp-layers", a.n_mtp, "qwen35: multi-token-prediction blocks to append");
 }
 
 }  // namespace

@@ -25,6 +25,11 @@ constexpr std::string_view kLlama3Pattern =
 constexpr std::string_view kQwen2Pattern =
     R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Qwen 3.5: Qwen2's pattern with letters and combining marks together
+// ([\p{L}\p{M}]+), contractions spelled case by case as llama.cpp does.
+constexpr std::string_view kQwen35Pattern =
+    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buffer[256];
   pcre2_get_error_message(code, buffer, sizeof(buffer));
@@ -37,6 +42,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_kind(std::string_view pre) {
   if (pre == "default" || pre == "gpt-2" || pre == "phi-2") return PreTokenizerKind::Gpt2;
   if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") return PreTokenizerKind::Llama3;
   if (pre == "qwen2" || pre == "deepseek-r1-qwen") return PreTokenizerKind::Qwen2;
+  if (pre == "qwen35") return PreTokenizerKind::Qwen35;
   return std::nullopt;
 }
 
@@ -48,6 +54,8 @@ std::string_view pre_tokenizer_pattern(PreTokenizerKind kind) {
       return kLlama3Pattern;
     case PreTokenizerKind::Qwen2:
       return kQwen2Pattern;
+    case PreTokenizerKind::Qwen35:
+      return kQwen35Pattern;
   }
   return kGpt2Pattern;
 }

@@ -19,6 +19,7 @@ enum class PreTokenizerKind {
   Gpt2,    // "gpt-2", "default", "phi-2": letters, digits, punctuation runs, contractions
   Llama3,  // "llama-bpe", "llama3", "llama-v3": digits in groups of up to 3, case-free contractions
   Qwen2,   // "qwen2", "deepseek-r1-qwen": as LLaMA-3 but every digit alone
+  Qwen35,  // "qwen35": as Qwen2 with combining marks (\p{M}) inside letter runs
 };
 
 // nullopt for a name this tokenizer does not know.

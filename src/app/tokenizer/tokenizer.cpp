@@ -52,7 +52,7 @@ PreTokenizerKind require_pre_tokenizer(const Vocabulary& vocab) {
   if (!kind) {
     throw TokenizerError(vocab.source + ": tokenizer.ggml.pre '" + vocab.pre +
                          "' is not a known pre-tokenizer (known: default, gpt-2, phi-2, "
-                         "llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen)");
+                         "llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, qwen35)");
   }
   return *kind;
 }

@@ -154,6 +154,7 @@ class BlockManager final : public KvManager {
   int32_t refcount(BlockId block) const;
 
   const PrefixCacheStats& prefix_stats() const;
+  bool prefix_cache_enabled() const { return prefix_enabled_; }
 
   // Context shift, the metadata half (block_manager_shift.cpp; kv_shift.h
   // re-rotates the K rows): removes table entries [keep_blocks, keep_blocks +

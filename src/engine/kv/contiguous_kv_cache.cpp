@@ -15,7 +15,8 @@ ContiguousKvCache::ContiguousKvCache(const ModelConfig& config, int32_t capacity
       n_seqs_(n_seqs),
       format_(format),
       k_head_bytes_(kv_head_bytes(format.k, config.head_dim)),
-      v_head_bytes_(kv_head_bytes(format.v, config.head_dim)) {
+      v_head_bytes_(kv_head_bytes(format.v, config.head_dim)),
+      states_(config, n_seqs) {
   if (capacity <= 0 || n_seqs <= 0)
     throw std::invalid_argument("ContiguousKvCache: capacity and n_seqs must be positive");
   const size_t positions = size_t(n_layer_) * size_t(n_seqs) * size_t(capacity);

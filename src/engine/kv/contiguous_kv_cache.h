@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/huge_page_buffer.h"
+#include "engine/kv/recurrent_state_pool.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
 
@@ -29,11 +30,15 @@ class ContiguousKvCache final : public KvStore {
   KvFormat format() const override { return format_; }
   int32_t capacity() const { return capacity_; }
   int32_t n_seqs() const { return n_seqs_; }
-  size_t bytes() const { return k_.size() + v_.size(); }
+  size_t bytes() const { return k_.size() + v_.size() + states_.bytes(); }
 
   void write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) override;
   void spans(int layer, int32_t seq, int32_t first, int32_t n,
              std::vector<KvSpan>& out) const override;
+  // Hybrid models: sequence i's recurrent states are slot i of the cache's own pool.
+  RecurrentState recurrent_state(int layer, int32_t seq) override {
+    return states_.state(layer, seq);
+  }
   // Positions [0, n) of `seq` in `layer` as the one span they are.
   KvSpan span(int layer, int32_t seq, int32_t n) const;
   // Overwrites the K and V records of `pos` with `byte` (0xFF makes f32/f16
@@ -64,6 +69,7 @@ class ContiguousKvCache final : public KvStore {
   size_t k_head_bytes_, v_head_bytes_;  // one head record
   HugePageBuffer k_;                    // [n_layer][n_seqs][n_kv_head][capacity] K records
   HugePageBuffer v_;                    // [n_layer][n_seqs][n_kv_head][capacity] V records
+  RecurrentStatePool states_;           // [n_seqs] slots (none without recurrent layers)
 };
 
 }  // namespace kvforge

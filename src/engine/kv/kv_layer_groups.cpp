@@ -20,7 +20,8 @@ bool KvLayerGroups::any_window() const {
 
 KvLayerGroups KvLayerGroups::of(const ModelConfig& config) {
   std::vector<int32_t> windows(size_t(std::max(config.n_layer, 0)));
-  for (int l = 0; l < config.n_layer; ++l) windows[size_t(l)] = config.window(l);
+  for (int l = 0; l < config.n_layer; ++l)
+    windows[size_t(l)] = config.recurrent(l) ? kNoKv : config.window(l);
   return of_windows(windows);
 }
 
@@ -28,11 +29,14 @@ KvLayerGroups KvLayerGroups::of_windows(const std::vector<int32_t>& layer_window
   if (layer_windows.empty()) throw std::invalid_argument("KvLayerGroups: the model has no layers");
   std::map<int32_t, std::vector<int>> by_window;  // ascending: full attention (0) first
   for (size_t l = 0; l < layer_windows.size(); ++l) {
+    if (layer_windows[l] == kNoKv) continue;
     if (layer_windows[l] < 0)
       throw std::invalid_argument("KvLayerGroups: layer " + std::to_string(l) + " has window " +
                                   std::to_string(layer_windows[l]));
     by_window[layer_windows[l]].push_back(int(l));
   }
+  if (by_window.empty())
+    throw std::invalid_argument("KvLayerGroups: the model has no attention layer (all recurrent)");
   KvLayerGroups g;
   g.slots = int(layer_windows.size());
   for (const auto& [window, layers] : by_window) g.slots = std::min(g.slots, int(layers.size()));

@@ -17,6 +17,9 @@
 //   every layer windowed:       1 windowed group of n_layer      (Mistral-style)
 //   gemma2-2b, 13 full/13 SWA:  1 full + 1 windowed, 13 slots    (no padding)
 //   gemma3-4b,  5 full/29 SWA:  1 full + 6 windowed, 5 slots     (1 spare slot of 35)
+// A hybrid model's recurrent layers (Qwen 3.5's Gated DeltaNet) keep a state
+// per sequence instead (kv/recurrent_state_pool.h) and belong to no group:
+//   qwen35, 3 linear : 1 full:  1 full group of n_layer / 4 layers
 // Full groups come first; group 0 is the prefix cache's primary group
 // (block_manager.h).
 #pragma once
@@ -34,6 +37,10 @@ struct KvLayerGroup {
 };
 
 struct KvLayerGroups {
+  // The window of a layer without K/V (a hybrid model's recurrent layer):
+  // in no group, its group_of_layer and slot_of_layer -1.
+  static constexpr int32_t kNoKv = -1;
+
   std::vector<KvLayerGroup> groups;  // full groups first
   int slots = 0;                     // layers per block (the largest group)
   std::vector<int> group_of_layer;   // [n_layer]
@@ -44,7 +51,7 @@ struct KvLayerGroups {
   bool any_window() const;
 
   static KvLayerGroups of(const ModelConfig& config);
-  // From per-layer windows directly ([n_layer], 0 = full attention).
+  // From per-layer windows directly ([n_layer], 0 = full attention, kNoKv = none).
   static KvLayerGroups of_windows(const std::vector<int32_t>& layer_windows);
 };
 

@@ -115,6 +115,8 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.n_expert = c.moe.n_expert;
   s.n_expert_used = c.moe.n_expert_used;
   s.n_ff_exp = c.moe.n_ff_exp;
+  s.n_recurrent_layers = c.n_layer - c.n_kv_layers();
+  s.state_bytes_per_sequence = c.state_bytes_per_sequence();
   return s;
 }
 
@@ -142,7 +144,7 @@ GgufWeights gguf_weights(const gguf::GgufFile& file) {
 
 uint64_t kv_bytes_per_token(const ModelShape& s, KvFormat f) {
   check(s);
-  return uint64_t(s.n_layer) * kv_bytes_per_layer_token(s, f);
+  return uint64_t(s.n_kv_layers()) * kv_bytes_per_layer_token(s, f);
 }
 
 int64_t kv_window_positions(const ModelShape& s, int64_t block_tokens) {
@@ -156,8 +158,8 @@ uint64_t kv_bytes_per_sequence(const ModelShape& s, KvFormat f, int64_t n_ctx,
   check(s);
   if (n_ctx < 0) throw std::invalid_argument("context must be ≥ 0");
   const int64_t windowed = std::min(n_ctx, kv_window_positions(s, block_tokens));
-  const int64_t positions = (s.n_layer - s.n_swa_layers) * n_ctx + s.n_swa_layers * windowed;
-  return uint64_t(positions) * kv_bytes_per_layer_token(s, f);
+  const int64_t positions = (s.n_kv_layers() - s.n_swa_layers) * n_ctx + s.n_swa_layers * windowed;
+  return uint64_t(positions) * kv_bytes_per_layer_token(s, f) + s.state_bytes_per_sequence;
 }
 
 KvMemoryPlan plan_kv_memory(const ModelShape& s, KvFormat f, uint64_t weights, int64_t n_ctx,
@@ -178,7 +180,8 @@ int64_t max_context_for(const ModelShape& s, KvFormat f, uint64_t weights, int64
   if (batch <= 0) throw std::invalid_argument("batch must be ≥ 1");
   if (budget <= weights) return 0;
   const uint64_t kv_budget = budget - weights;
-  if (s.n_swa_layers == 0) return int64_t(kv_budget / (kv_bytes_per_token(s, f) * uint64_t(batch)));
+  if (s.n_swa_layers == 0 && s.state_bytes_per_sequence == 0)
+    return int64_t(kv_budget / (kv_bytes_per_token(s, f) * uint64_t(batch)));
   // Per-sequence KV is monotone in the context: the longest that fits.
   int64_t lo = 0, hi = kMaxPlannedContext + 1;  // lo fits, hi does not
   while (hi - lo > 1) {
@@ -198,8 +201,8 @@ int64_t max_sequences_for(const ModelShape& s, KvFormat f, uint64_t weights, int
 
 int64_t kv_block_slots(const ModelShape& s) {
   check(s);
-  const int64_t full = s.n_layer - s.n_swa_layers;
-  return full == 0 || s.n_swa_layers == 0 ? s.n_layer : std::min(full, s.n_swa_layers);
+  const int64_t full = s.n_kv_layers() - s.n_swa_layers;
+  return full == 0 || s.n_swa_layers == 0 ? s.n_kv_layers() : std::min(full, s.n_swa_layers);
 }
 
 int64_t kv_pool_blocks(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t block_tokens) {

@@ -53,6 +53,12 @@ struct ModelShape {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_exp = 0;
+  // Hybrid models (qwen35): n_recurrent_layers of the n_layer layers keep no
+  // K/V but a fixed state of state_bytes_per_sequence (all of them, f32) per
+  // sequence, counted with each sequence's KV.
+  int64_t n_recurrent_layers = 0;
+  uint64_t state_bytes_per_sequence = 0;
+  int64_t n_kv_layers() const { return n_layer - n_recurrent_layers; }
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
   // and the two norm vectors, and the final norm.
@@ -87,7 +93,8 @@ GgufWeights gguf_weights(const gguf::GgufFile& file);
 // K and V of one token, all layers and KV heads, scales included.
 uint64_t kv_bytes_per_token(const ModelShape& shape, KvFormat format);
 // K and V of one sequence of n_ctx tokens as the paged engine keeps it
-// (windowed layers at min(n_ctx, kv_window_positions) positions, see above).
+// (windowed layers at min(n_ctx, kv_window_positions) positions, see above),
+// plus its recurrent state (hybrid models).
 int64_t kv_window_positions(const ModelShape& shape, int64_t block_tokens);
 uint64_t kv_bytes_per_sequence(const ModelShape& shape, KvFormat format, int64_t n_ctx,
                                int64_t block_tokens = 16);

@@ -31,6 +31,7 @@
 #include "core/huge_page_buffer.h"
 #include "core/ops/rope.h"
 #include "engine/kv/block_manager.h"
+#include "engine/kv/hybrid_kv_manager.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
@@ -62,6 +63,12 @@ class PagedKvCache final : public KvStore {
   // Defined in paged_kv_shift.cpp.
   void rerotate_k(int layer, BlockId block, int32_t first, int32_t n, const RopeTable& rope,
                   int32_t delta);
+  // Hybrid models: the linear-attention layers' states come from `states`
+  // (which must outlive the cache); without, recurrent_state() throws.
+  void attach_states(HybridKvManager* states) { states_ = states; }
+  RecurrentState recurrent_state(int layer, int32_t seq) override {
+    return states_ ? states_->state(layer, seq) : KvStore::recurrent_state(layer, seq);
+  }
 
   // Copies every slot's K/V of `src` into `dst` (copy-on-write).
   void copy_block(BlockId src, BlockId dst);
@@ -89,6 +96,7 @@ class PagedKvCache final : public KvStore {
   BlockId block_of(int layer, int32_t seq, int32_t pos, const char* what) const;
 
   const BlockManager& blocks_;
+  HybridKvManager* states_ = nullptr;
   KvLayerGroups groups_;
   int n_layer_;
   int n_slots_;

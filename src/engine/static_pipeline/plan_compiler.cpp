@@ -101,6 +101,11 @@ class PlanRecorder {
           xn_);
   }
 
+  void linear_attention_block(int l) {
+    throw std::invalid_argument(c_.arch_name + ": static plans do not record linear-attention " +
+                                "layers yet (layer " + std::to_string(l) + ")");
+  }
+
   void attention_block(int l) {
     const uint64_t r = uint64_t(rows_);
     const uint16_t q = b_.buffer(prefix(l) + "q", r * c_.q_dim() * kF32);

@@ -1,0 +1,54 @@
+// The KV manager of a hybrid model (Qwen 3.5): the block manager for the
+// attention layers' K/V, and one recurrent-state slot per branch from the
+// state pool (kv/recurrent_state_pool.h) for the linear-attention layers.
+// A sequence is admitted only when both have room (a slot for each branch
+// it will fork into: width); freeing releases both; a fork copies the
+// parent's state into a slot of its own. The pool holds max_seqs slots and
+// the scheduler keeps the running sequences' widths within max_seqs, so a
+// fork always finds its slot.
+//
+// Prefix reuse is off for hybrid models: a cached prefix would restore K/V
+// without the recurrent state after it (state snapshots are not built yet),
+// so cached_prefix is 0 and the block manager under it must be built with
+// its prefix cache disabled (checked).
+#pragma once
+
+#include <span>
+#include <unordered_map>
+
+#include "engine/kv/block_manager.h"
+#include "engine/kv/recurrent_state_pool.h"
+
+namespace kvforge {
+
+class HybridKvManager final : public KvManager {
+ public:
+  HybridKvManager(BlockManager& blocks, RecurrentStatePool& states);
+
+  int32_t cached_prefix(std::span<const int32_t>) const override { return 0; }
+  bool can_admit(std::span<const int32_t> tokens, int32_t n_tokens, int width) const override;
+  int32_t admit(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens) override;
+  bool can_append(SeqId seq, int32_t n) const override { return blocks_.can_append(seq, n); }
+  void append(SeqId seq, int32_t n) override { blocks_.append(seq, n); }
+  void truncate(SeqId seq, int32_t n_tokens) override { blocks_.truncate(seq, n_tokens); }
+  void mark_computed(SeqId seq, std::span<const int32_t> tokens, int32_t n_computed) override {
+    blocks_.mark_computed(seq, tokens, n_computed);
+  }
+  void free(SeqId seq) override;
+
+  // `child` shares the parent's blocks and gets a copy of its states.
+  void fork(SeqId parent, SeqId child);
+
+  // `layer`'s state of `seq`, for the KV store.
+  RecurrentState state(int layer, SeqId seq);
+  const RecurrentStatePool& states() const { return states_; }
+
+ private:
+  int32_t slot_of(SeqId seq) const;
+
+  BlockManager& blocks_;
+  RecurrentStatePool& states_;
+  std::unordered_map<SeqId, int32_t> slots_;  // each sequence's state slot
+};
+
+}  // namespace kvforge

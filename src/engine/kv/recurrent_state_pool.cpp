@@ -1,0 +1,63 @@
+#include "engine/kv/recurrent_state_pool.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace kvforge {
+
+RecurrentStatePool::RecurrentStatePool(const ModelConfig& config, int32_t n_slots)
+    : shape_(config.linear), recurrent_index_(size_t(config.n_layer), -1) {
+  for (int l = 0; l < config.n_layer; ++l)
+    if (config.recurrent(l)) recurrent_index_[size_t(l)] = n_recurrent_++;
+  if (n_recurrent_ == 0 || n_slots <= 0) return;
+  n_slots_ = n_slots;
+  bytes_per_slot_ = size_t(n_recurrent_) * shape_.state_floats() * sizeof(float);
+  data_.assign(size_t(n_slots) * size_t(n_recurrent_) * shape_.state_floats(), 0.0f);
+  n_past_.assign(size_t(n_slots) * size_t(n_recurrent_), 0);
+  for (int32_t s = n_slots - 1; s >= 0; --s) free_.push_back(s);
+}
+
+int32_t RecurrentStatePool::allocate() {
+  if (free_.empty())
+    throw std::length_error("recurrent state pool: all " + std::to_string(n_slots_) +
+                            " slots are in use");
+  const int32_t slot = free_.back();
+  free_.pop_back();
+  std::fill_n(n_past_.begin() + ptrdiff_t(slot) * n_recurrent_, n_recurrent_, 0);
+  return slot;
+}
+
+void RecurrentStatePool::release(int32_t slot) {
+  if (slot < 0 || slot >= n_slots_ || std::find(free_.begin(), free_.end(), slot) != free_.end())
+    throw std::logic_error("recurrent state pool: slot " + std::to_string(slot) +
+                           " released twice or never allocated");
+  free_.push_back(slot);
+}
+
+void RecurrentStatePool::copy(int32_t from, int32_t to) {
+  const size_t floats = size_t(n_recurrent_) * shape_.state_floats();
+  for (int32_t s : {from, to})
+    if (s < 0 || s >= n_slots_)
+      throw std::out_of_range("recurrent state pool: slot " + std::to_string(s) + " out of range");
+  std::copy_n(data_.begin() + ptrdiff_t(size_t(from) * floats), floats,
+              data_.begin() + ptrdiff_t(size_t(to) * floats));
+  std::copy_n(n_past_.begin() + ptrdiff_t(from) * n_recurrent_, n_recurrent_,
+              n_past_.begin() + ptrdiff_t(to) * n_recurrent_);
+}
+
+size_t RecurrentStatePool::record(int layer, int32_t slot) const {
+  if (layer < 0 || size_t(layer) >= recurrent_index_.size() ||
+      recurrent_index_[size_t(layer)] < 0 || slot < 0 || slot >= n_slots_)
+    throw std::out_of_range("recurrent state pool: layer " + std::to_string(layer) + ", slot " +
+                            std::to_string(slot) + " holds no recurrent state");
+  return size_t(slot) * size_t(n_recurrent_) + size_t(recurrent_index_[size_t(layer)]);
+}
+
+RecurrentState RecurrentStatePool::state(int layer, int32_t slot) {
+  const size_t r = record(layer, slot);
+  float* base = data_.data() + r * shape_.state_floats();
+  return {base, base + shape_.conv_floats(), n_past_.data() + r};
+}
+
+}  // namespace kvforge
