@@ -39,11 +39,18 @@ std::shared_ptr<const GrammarConstraint> ConstraintCache::get(const ConstraintSp
   std::shared_ptr<const GrammarVocabulary> vocab;
   {
     std::lock_guard lock(mu_);
-    for (auto it = recent_.begin(); it != recent_.end(); ++it)
-      if (it->first == key) {
-        recent_.splice(recent_.begin(), recent_, it);
-        return recent_.front().second;
+    for (auto it = recent_.begin(); it != recent_.end(); ++it) {
+      if (it->first != key) continue;
+      // Parse stacks accumulate over the requests sharing a grammar (a
+      // deeply recursive one makes new ones); a fresh copy starts over
+      // long before the stack budget would refuse requests.
+      if (it->second->stack_count() > ConstraintLimits{}.max_stacks / 2) {
+        recent_.erase(it);
+        break;
       }
+      recent_.splice(recent_.begin(), recent_, it);
+      return recent_.front().second;
+    }
     if (!vocab_) vocab_ = grammar_vocabulary(tokenizer_);
     vocab = vocab_;
   }
