@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "golden_logits.h"
@@ -24,7 +25,11 @@ namespace kvforge {
 namespace {
 namespace hybrid_golden {  // the unity build joins this file with others
 
-const std::filesystem::path kDir = testing::source_dir() / "tests/model/data/hybrid";
+// KVFORGE_HYBRID_GOLDEN_DIR points the test at other goldens (while making new ones).
+const std::filesystem::path kDir =
+    std::getenv("KVFORGE_HYBRID_GOLDEN_DIR")
+        ? std::filesystem::path(std::getenv("KVFORGE_HYBRID_GOLDEN_DIR"))
+        : testing::source_dir() / "tests/model/data/hybrid";
 
 // Both engines compute in f32 in different orders. The attention layers
 // alone give ~1e-5 (architecture_golden_test.cpp). The recurrence adds its
