@@ -248,6 +248,15 @@ json ollama_tags(const RequestLimits& limits, const std::string& model_path) {
   return {{"models", models}};
 }
 
+json ollama_ps(const RequestLimits& limits, const std::string& model_path) {
+  json running = ollama_tags(limits, model_path);
+  for (json& m : running["models"]) {
+    m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded until the server stops
+    m["size_vram"] = 0;                        // kvforge runs on the CPU
+  }
+  return running;
+}
+
 json ollama_show(std::string_view text, const RequestLimits& limits, const std::string& model_path,
                  const std::string& chat_template) {
   const ordered_json body = parse(text, limits);

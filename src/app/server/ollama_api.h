@@ -1,4 +1,4 @@
-// Ollama's API (/api/chat, /api/generate, /api/tags, /api/show, /api/version)
+// Ollama's API (/api/chat, /api/generate, /api/tags, /api/ps, /api/show, /api/version)
 // as translations onto the one OpenAI request -> engine path: an Ollama body
 // becomes an OpenAI chat or completions body for CompletionService, and its
 // answer (one JSON body, or the SSE chunks) becomes Ollama's JSON or NDJSON.
@@ -65,6 +65,8 @@ class OllamaStreamTranslator {
 nlohmann::json ollama_error(const std::string& message);
 nlohmann::json ollama_version();
 nlohmann::json ollama_tags(const RequestLimits& limits, const std::string& model_path);
+// /api/ps: the model stays loaded while the server runs, on the CPU.
+nlohmann::json ollama_ps(const RequestLimits& limits, const std::string& model_path);
 // Throws ApiError 404 for a model the server does not serve.
 nlohmann::json ollama_show(std::string_view body, const RequestLimits& limits,
                            const std::string& model_path, const std::string& chat_template);

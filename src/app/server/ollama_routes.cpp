@@ -90,6 +90,9 @@ void install_ollama_routes(httplib::Server& http, OllamaRouteContext context) {
   http.Get("/api/tags", guarded(ctx, [ctx](const httplib::Request&, httplib::Response& res) {
              send(res, ollama_tags(ctx->service.limits(), ctx->model_path));
            }));
+  http.Get("/api/ps", guarded(ctx, [ctx](const httplib::Request&, httplib::Response& res) {
+             send(res, ollama_ps(ctx->service.limits(), ctx->model_path));
+           }));
   http.Post("/api/show", guarded(ctx, [ctx](const httplib::Request& req, httplib::Response& res) {
               send(res, ollama_show(req.body, ctx->service.limits(), ctx->model_path,
                                     ctx->service.chat_template().source()));

@@ -1,5 +1,5 @@
 // The HTTP side of Ollama's API (ollama_api.h): /api/version, /api/tags,
-// /api/show, /api/chat and /api/generate (NDJSON streams), with Ollama's
+// /api/ps, /api/show, /api/chat and /api/generate (NDJSON streams), with Ollama's
 // error shape {"error": "text"} on every one of them.
 #pragma once
 

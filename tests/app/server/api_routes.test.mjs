@@ -132,19 +132,26 @@ test('llama-server /tokenize, /detokenize, /props', async () => {
 test('a stream the client cuts is logged 499, a finished one 200', async () => {
   const client = new OpenAI({ apiKey: 'unused', baseURL: `${plain.base}/v1`, maxRetries: 0 });
   const controller = new AbortController();
-  const stream = await client.chat.completions.create(
-    { messages: [{ role: 'user', content: 'Tell of day 1' }], max_tokens: 200, stream: true },
+  // Raw text from this model runs on: 240 tokens, far more than read before the abort
+  // (a chat answer may end on its own first, under load before the abort is sent).
+  const stream = await client.completions.create(
+    { prompt: TEXT, max_tokens: 240, temperature: 0, stream: true },
     { signal: controller.signal });
   let n = 0;
+  let finish = null;
   try {
-    for await (const chunk of stream) if (++n === 3) controller.abort();
+    for await (const chunk of stream) {
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+      if (++n === 3) controller.abort();
+    }
   } catch (e) {
     if (!(e instanceof OpenAI.APIUserAbortError) && e.name !== 'AbortError') throw e;
   }
-  const whole = await client.chat.completions.create(
-    { messages: [{ role: 'user', content: 'x' }], max_tokens: 3, stream: true });
+  assert.equal(finish, null, `cut before the end (${n} chunks read)`);
+  const whole = await client.completions.create(
+    { prompt: TEXT, max_tokens: 3, stream: true });
   for await (const chunk of whole) assert.ok(chunk);
-  const line = (status) => new RegExp(`"POST /v1/chat/completions" ${status} `);
+  const line = (status) => new RegExp(`"POST /v1/completions" ${status} `);
   for (let tries = 0; tries < 100 && !line(499).test(plain.log()); tries++)
     await new Promise((r) => setTimeout(r, 50));
   // Only the cut stream: the finished one, after it, is not counted 499.

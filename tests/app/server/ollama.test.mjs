@@ -36,6 +36,9 @@ test('version, list and show', async () => {
   assert.equal(show.details.format, 'gguf');
   assert.equal(typeof show.template, 'string');
   assert.equal(show.model_info['general.context_length'], 256);
+  const ps = await ollama.ps();
+  assert.deepEqual(ps.models.map((m) => m.name), [`${MODEL}:latest`]);
+  assert.ok(Date.parse(ps.models[0].expires_at) > Date.now());
   await assert.rejects(ollama.show({ model: 'llama3' }),
                        (e) => e.status_code === 404 && e.message.includes("'llama3' does not exist"));
 });
@@ -102,4 +105,31 @@ test('errors in Ollama\'s shape, readable through the client', async () => {
   const r = await fetch(`${base}/api/generate`, { method: 'POST', body: '{"model": 3}' });
   assert.equal(r.status, 400);
   assert.deepEqual(Object.keys(await r.json()), ['error']);
+});
+
+test('a stream the client aborts is cancelled: logged 499, its KV freed', async () => {
+  // Raw text from this model runs on: 240 tokens, far more than read before the abort.
+  const stream = await ollama.generate({ model: MODEL, prompt: PROMPT, raw: true, stream: true,
+                                         options: { num_predict: 240, temperature: 0 } });
+  let n = 0;
+  let last;
+  try {
+    for await (const part of stream) {
+      last = part;
+      if (++n === 3) stream.abort();
+    }
+  } catch (e) {
+    if (e.name !== 'AbortError') throw e;
+  }
+  assert.ok(n >= 3 && !last.done, `aborted before the end (${n} parts read)`);
+  const gauge = (text, name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)[1]);
+  let m;
+  for (let tries = 0; tries < 100; tries++) {
+    m = await (await fetch(`${base}/metrics`)).text();
+    if (/"POST \/api\/generate" 499 /.test(server.log()) && gauge(m, 'kvforge_kv_blocks_used') === 0) break;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.match(server.log(), /"POST \/api\/generate" 499 /);
+  assert.equal(gauge(m, 'kvforge_kv_blocks_used'), 0);
+  assert.equal(gauge(m, 'kvforge_requests_in_flight'), 0);
 });
