@@ -19,6 +19,8 @@ std::string context_shift_refusal(const Model& model, const EngineOptions& o, bo
   if (static_slots) return "the static pipeline's slots";
   if (model.tp() > 1) return "tensor-parallel runs";
   if (!o.kv_disk_dir.empty()) return "the KV disk tier (--kv-disk)";
+  // A recurrent state has folded in every token: it cannot drop the oldest.
+  if (model.config().hybrid()) return "hybrid models (a recurrent state cannot drop tokens)";
   const KvLayerGroups groups = KvLayerGroups::of(model.config());
   if (groups.groups.size() != 1 || groups.groups[0].window != 0 ||
       groups.slots != model.config().n_layer)

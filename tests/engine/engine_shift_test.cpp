@@ -104,5 +104,20 @@ TEST_F(EngineShiftTest, RefusesWhatCannotShiftByName) {
   }
 }
 
+TEST_F(EngineShiftTest, RefusesHybridModelsByName) {
+  RandomModelSpec spec;
+  spec.arch = "qwen35";
+  spec.n_layer = 8;
+  spec.n_ctx = 256;
+  const std::unique_ptr<Model> hybrid = testing::make_test_model(spec);
+  ThreadPool pool(1);
+  try {
+    Engine e(*hybrid, pool, shifting());
+    FAIL() << "a hybrid model shifted";
+  } catch (const std::invalid_argument& err) {
+    EXPECT_NE(std::string(err.what()).find("hybrid models"), std::string::npos) << err.what();
+  }
+}
+
 }  // namespace
 }  // namespace kvforge
