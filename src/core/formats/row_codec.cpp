@@ -76,6 +76,7 @@ std::string supported_weight_type_names() {
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
   check_row("dequantize_row", t, n);
+  if (n == 0) return;  // an empty row may come with null pointers (memcpy forbids them)
   switch (t) {
     case GgmlType::F32:
       std::memcpy(dst, src, size_t(n) * sizeof(float));

@@ -35,8 +35,12 @@ shifts=$(sed -n 's/^context *\([0-9]*\) shifts.*/\1/p' long.err)
 peak=$(sed -n 's/.*peak \([0-9]*\) used.*/\1/p' long.err)
 [ "$peak" -le 16 ] || fail "peak $peak blocks used of 16"
 rss_short=$(max_rss short.err "$kv" run "${args[@]}" -n 200 --context-shift)
-# Constant memory: 10x the tokens, within 4 MiB of the short run's peak.
-[ $((rss_long - rss_short)) -lt 4096 ] || fail "resident memory grew: $rss_short -> $rss_long KiB"
+# Constant memory: 10x the tokens, within 4 MiB of the short run's peak (not
+# under AddressSanitizer, whose quarantine keeps freed memory resident; the
+# pool checks above still hold there).
+if [ -z "${KVFORGE_SANITIZED:-}" ]; then
+  [ $((rss_long - rss_short)) -lt 4096 ] || fail "resident memory grew: $rss_short -> $rss_long KiB"
+fi
 
 # Until the first shift the text is the plain run's (the prompt is 4 tokens: 252 generated).
 "$kv" run "${args[@]}" -n 240 -q >plain.out 2>/dev/null
