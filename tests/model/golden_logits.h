@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <cmath>
 #include <fstream>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "engine/sequence_runner.h"
@@ -62,6 +64,29 @@ inline std::vector<float> run_golden_tokens(const Model& model, const GoldenLogi
     ours.insert(ours.end(), step.begin(), step.end());
   }
   return ours;
+}
+
+// The largest |difference| between `ours` ([rows][n_vocab], as
+// run_golden_tokens gives) and the golden's logits; checks on the way that
+// every greedy pick, from the prompt's last row on, is llama.cpp's token.
+inline float max_golden_difference(const GoldenLogits& g, std::span<const float> ours,
+                                   const std::string& label) {
+  float worst = 0;
+  for (int row = 0; row < g.rows(); ++row) {
+    const auto want = g.row(row);
+    const float* got = ours.data() + size_t(row) * size_t(g.n_vocab);
+    for (int j = 0; j < g.n_vocab; ++j) worst = std::max(worst, std::abs(want[size_t(j)] - got[j]));
+    if (row < g.n_prompt - 1 || row + 1 == g.rows()) continue;
+    const int picked = int(std::max_element(got, got + g.n_vocab) - got);
+    EXPECT_EQ(picked, g.tokens[size_t(row + 1)]) << label << ": greedy pick after row " << row;
+  }
+  return worst;
+}
+
+// A test name from a golden file's name ('-' is not allowed in one).
+inline std::string golden_test_name(std::string file_name) {
+  std::replace(file_name.begin(), file_name.end(), '-', '_');
+  return file_name;
 }
 
 }  // namespace kvforge::testing

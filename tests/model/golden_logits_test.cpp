@@ -29,17 +29,7 @@ TEST_P(GoldenLogitsTest, MatchesLlamaCppForPromptAndGreedySteps) {
   ASSERT_EQ(model->config().n_vocab, g.n_vocab);
   for (int threads : {1, 2}) {
     const std::vector<float> ours = testing::run_golden_tokens(*model, g, threads);
-    float worst = 0;
-    const int rows = g.n_prompt + g.n_gen;
-    for (int row = 0; row < rows; ++row) {
-      const float* want = g.logits.data() + size_t(row) * g.n_vocab;
-      const float* got = ours.data() + size_t(row) * g.n_vocab;
-      for (int j = 0; j < g.n_vocab; ++j) worst = std::max(worst, std::abs(want[j] - got[j]));
-      if (row >= g.n_prompt - 1 && row + 1 < rows) {
-        const int picked = int(std::max_element(got, got + g.n_vocab) - got);
-        EXPECT_EQ(picked, g.tokens[size_t(row + 1)]) << "greedy pick after row " << row;
-      }
-    }
+    const float worst = testing::max_golden_difference(g, ours, name);
     EXPECT_LE(worst, 1e-4f) << name << " with " << threads << " threads";
     std::printf("[ golden ] %s, %d threads: max |logit diff| = %.3g\n", name.c_str(), threads,
                 worst);
@@ -49,9 +39,7 @@ TEST_P(GoldenLogitsTest, MatchesLlamaCppForPromptAndGreedySteps) {
 INSTANTIATE_TEST_SUITE_P(Models, GoldenLogitsTest,
                          ::testing::Values("tiny-mha-e64-l2-f32", "tiny-gqa-e64-l2-f32"),
                          [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
+                           return testing::golden_test_name(param_info.param);
                          });
 
 }  // namespace

@@ -39,15 +39,7 @@ TEST_P(MoeQuantizedGoldenTest, LogitsAndGreedyTokensMatchLlamaCpp) {
   ASSERT_EQ(model->config().n_vocab, g.n_vocab);
   ASSERT_GT(model->config().moe.n_expert, 0);
   const std::vector<float> ours = testing::run_golden_tokens(*model, g, 2);
-  float worst = 0;
-  for (int row = 0; row < g.rows(); ++row) {
-    const auto want = g.row(row);
-    const float* got = ours.data() + size_t(row) * size_t(g.n_vocab);
-    for (int j = 0; j < g.n_vocab; ++j) worst = std::max(worst, std::abs(want[size_t(j)] - got[j]));
-    if (row < g.n_prompt - 1 || row + 1 == g.rows()) continue;
-    const int picked = int(std::max_element(got, got + g.n_vocab) - got);
-    EXPECT_EQ(picked, g.tokens[size_t(row + 1)]) << "greedy pick after row " << row;
-  }
+  const float worst = testing::max_golden_difference(g, ours, name);
   EXPECT_LE(worst, kBound);
   std::printf("%-20s max |logit - llama.cpp| = %.2e\n", name.c_str(), double(worst));
 }
@@ -55,9 +47,7 @@ TEST_P(MoeQuantizedGoldenTest, LogitsAndGreedyTokensMatchLlamaCpp) {
 INSTANTIATE_TEST_SUITE_P(Files, MoeQuantizedGoldenTest,
                          ::testing::Values("qwen3moe-q8_0", "qwen3moe-mxfp4_moe"),
                          [](const auto& param_info) {
-                           std::string s = param_info.param;
-                           std::replace(s.begin(), s.end(), '-', '_');
-                           return s;
+                           return testing::golden_test_name(param_info.param);
                          });
 
 }  // namespace
