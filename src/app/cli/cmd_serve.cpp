@@ -110,8 +110,8 @@ std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
                 "across its -np slots), the pool holds %lld tokens: %lld sequences at full "
                 "context",
                 chosen.pool->size(), e.n_blocks(), e.block_size(), f.engine.kv.describe().c_str(),
-                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.options.max_seqs, ctx,
-                static_cast<long long>(pool_tokens),
+                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(),
+                f.engine.options.max_seqs, ctx, static_cast<long long>(pool_tokens),
                 static_cast<long long>(pool_tokens / std::max(ctx, 1)));
   return buf;
 }
@@ -163,6 +163,9 @@ void serve(const ServeFlags& f) {
   test_render(chat_template, f.chat_template_file.empty()
                                  ? path.string() + " (tokenizer.chat_template)"
                                  : f.chat_template_file);
+  if (f.static_mode.active() && f.engine.options.context_shift)
+    throw std::invalid_argument(
+        "--context-shift is not supported with the static pipeline's slots yet");
   // The static engine brings a pool of its plans' thread count.
   const CommandEngine chosen =
       f.static_mode.active()
@@ -192,6 +195,7 @@ void serve(const ServeFlags& f) {
   limits.any_model_name = f.any_model_name;
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
+  limits.context_shift = f.engine.options.context_shift;
   limits.max_prompt_bytes = f.http.max_body_bytes;
   limits.truncate_conversations = f.truncate;
   if (slots) {
@@ -261,6 +265,14 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->capture_default_str();
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  sub.add_flag("--context-shift", f.engine.options.context_shift,
+               "a reply that reaches the end of the context keeps the first --keep tokens, "
+               "drops the older half of the rest and goes on (paged engine): a request's "
+               "max_tokens may exceed the context (without one, a reply still ends there)");
+  sub.add_option("--keep", f.engine.options.n_keep,
+                 "tokens of each prompt a context shift keeps (whole KV blocks)")
+      ->check(at_least(0))
+      ->capture_default_str();
   sub.add_flag("--truncate", f.truncate,
                "a chat conversation longer than the context drops its oldest turns (never the "
                "system message) instead of a 400, as a request's \"truncation\": \"auto\"");

@@ -167,8 +167,15 @@ void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
                         " (prompt plus at least one generated token)",
                     "context_length_exceeded");
   const int room = static_cast<int>(ctx - prompt_tokens);
-  if (!r.sampling.max_tokens) return;  // until EOS or the context is full
-  if (*r.sampling.max_tokens <= room) return;
+  // Until EOS or the context is full; with serve --context-shift too, which
+  // shifts only for a reply that asks for more (a reply without a bound on a
+  // model that never stops would run forever).
+  if (!r.sampling.max_tokens) {
+    if (limits_.context_shift) r.sampling.max_tokens = room;
+    return;
+  }
+  // serve --context-shift: the engine makes room as the reply goes.
+  if (*r.sampling.max_tokens <= room || limits_.context_shift) return;
   if (!r.max_tokens_explicit) {
     r.sampling.max_tokens = room;  // an endpoint default shrinks to fit
     return;

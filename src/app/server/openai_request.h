@@ -46,6 +46,9 @@ struct RequestLimits {
   // Chat conversations that do not fit drop their oldest turns unless the
   // request says "truncation": "disabled" (serve --truncate; conversation_fit.h).
   bool truncate_conversations = false;
+  // serve --context-shift: a reply goes past the context's end, so max_tokens
+  // is not bounded by it.
+  bool context_shift = false;
 };
 
 struct CommonRequest {

@@ -56,8 +56,10 @@ expect_in "(context shifted " chat.err
 grep -q "reply cut at the end" chat.err && fail "chat cut a shifting reply at the context"
 expect_fail chat-static.err "$kv" chat -m "$model" --context-shift --static
 expect_in "--context-shift is not supported with the static pipeline's slots yet" chat-static.err
-expect_fail serve.err "$kv" serve -m "$model" --context-shift
-expect_in "--context-shift: only kvforge run and chat shift the KV cache yet" serve.err
+expect_fail serve.err "$kv" serve -m "$model" --context-shift --static
+expect_in "--context-shift is not supported with the static pipeline's slots yet" serve.err
+expect_fail batch.err "$kv" batch -m "$model" --context-shift
+expect_in "--context-shift: only kvforge run, chat and serve shift the KV cache" batch.err
 
 # What cannot shift says so.
 expect_fail static.err "$kv" run "${args[@]}" -n 8 --context-shift --static
