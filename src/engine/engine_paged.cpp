@@ -106,7 +106,7 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
       n_ctx(context_of(m, options)),
       max_len(longest_sequence(paged->blocks, n_ctx)),
       requests(m.config().n_vocab, options.eos_token_ids) {
-  check_context_shift(m, options, /*static_slots=*/false, max_len, paged->blocks.block_size());
+  check_context_shift(m, options, max_len, paged->blocks.block_size());
   tier = paged->tier.get();
   if (tier) scheduler.set_prefix_tier(paged->tier.get());
 }
@@ -128,10 +128,7 @@ void Engine::Impl::check_paged_request(std::span<const int32_t> prompt,
     limit = pool + " of " + std::to_string(blocks.block_size()) + " tokens, " +
             std::to_string(max_len) + " tokens per sequence over " +
             std::to_string(blocks.n_groups()) + " layer groups (" + context;
-  // With a context shift only the prompt must fit: the reply makes room as it goes.
-  SamplingParams p = params;
-  if (options.context_shift) p.max_tokens.reset();
-  RequestTable::check_length(int64_t(prompt.size()), p, max_len, limit);
+  RequestTable::check_length(int64_t(prompt.size()), params, max_len, limit, options.context_shift);
 }
 
 bool Engine::Impl::argmax_only(const SchedulerOutput& plan) const {

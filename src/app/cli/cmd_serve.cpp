@@ -163,14 +163,12 @@ void serve(const ServeFlags& f) {
   test_render(chat_template, f.chat_template_file.empty()
                                  ? path.string() + " (tokenizer.chat_template)"
                                  : f.chat_template_file);
-  if (f.static_mode.active() && f.engine.options.context_shift)
-    throw std::invalid_argument(
-        "--context-shift is not supported with the static pipeline's slots yet");
   // The static engine brings a pool of its plans' thread count.
   const CommandEngine chosen =
       f.static_mode.active()
           ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads,
-                               /*reuse_slots=*/false, f.engine.disk)
+                               /*reuse_slots=*/false, f.engine.disk,
+                               {f.engine.options.context_shift, f.engine.options.n_keep})
           : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *chosen.engine;
   const StaticRunner* slots = chosen.slots;
