@@ -200,8 +200,11 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   w.set(a + "rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
   w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
   w.set(a + "vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
-  if (spec.sliding_window > 0)
-    w.set(a + "attention.sliding_window", gguf::Value::u32(uint32_t(spec.sliding_window)));
+  // gpt-oss files always state their window: gpt-oss's 128 unless given.
+  const int window = spec.sliding_window > 0  ? spec.sliding_window
+                     : spec.arch == "gpt-oss" ? 128
+                                              : 0;
+  if (window > 0) w.set(a + "attention.sliding_window", gguf::Value::u32(uint32_t(window)));
   if (spec.swa_pattern > 0)
     w.set(a + "attention.sliding_window_pattern", gguf::Value::u32(uint32_t(spec.swa_pattern)));
   if (spec.rope_freq_base_swa > 0)
@@ -407,9 +410,6 @@ void check_spec(const RandomModelSpec& spec) {
     throw std::invalid_argument(
         "make_random_model: a mixture of experts needs 1 <= n_expert_used <= n_expert and "
         "n_ff_exp >= 1");
-  if (arch == "gpt-oss" && spec.sliding_window < 1)
-    throw std::invalid_argument(
-        "make_random_model: gpt-oss needs a sliding window (its file states one)");
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ struct RandomModelSpec {
   // llama, qwen2 (Q/K/V biases), qwen3 (Q/K norms), gemma2 (post norms,
   // tied output), gemma3 (both), phi3 (fused attn_qkv and gate|up),
   // qwen3moe (Q/K norms, experts instead of the dense FFN), gpt-oss
-  // (attention biases and sinks, experts with biases; needs sliding_window):
+  // (attention biases and sinks, experts with biases, a window of 128
+  // unless sliding_window says otherwise):
   // the tensors each architecture's loader expects.
   std::string arch = "llama";
   int n_embd = 64;

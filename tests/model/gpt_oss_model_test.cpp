@@ -46,6 +46,13 @@ TEST(GptOssModel, ReadsSinksBiasesRoutingAndWindows) {
   EXPECT_EQ(l.moe.down_bias.size(), size_t(c.moe.n_expert * c.n_embd));
 }
 
+// make-model's gpt-oss states gpt-oss's window, 128, when given none.
+TEST(GptOssModel, RandomFilesHaveGptOssWindowByDefault) {
+  RandomModelSpec spec;
+  spec.arch = "gpt-oss";
+  EXPECT_EQ(testing::make_test_model(spec)->config().window(0), 128);
+}
+
 // llama.cpp's openai-moe reads none of these: a file stating them would be
 // computed as if they were absent, so it is refused naming the key.
 TEST(GptOssModel, KeysItDoesNotReadAreRefusedByName) {
