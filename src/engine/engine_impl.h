@@ -46,8 +46,9 @@ struct PagedKv {
   // The KV manager the scheduler works with: the block manager, or for a
   // hybrid model the hybrid manager over it and the state pool.
   KvManager& manager() { return hybrid ? static_cast<KvManager&>(*hybrid) : blocks; }
+  int32_t n_state_slots;  // hybrid models: kv/kv_pool_split.h; 0 otherwise
   BlockManager blocks;
-  std::unique_ptr<RecurrentStatePool> states;  // hybrid models: one slot per max_seqs
+  std::unique_ptr<RecurrentStatePool> states;  // hybrid models: n_state_slots slots
   std::unique_ptr<HybridKvManager> hybrid;     // hybrid models
   PagedKvCache cache;
   ModelRunner runner;
