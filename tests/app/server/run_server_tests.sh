@@ -43,6 +43,11 @@ trap 'rm -f "$server_log" "$random_model"' EXIT
 "$kvforge" make-model -o "$random_model" --preset tiny --seed 5 2>/dev/null
 echo "== structured output, random-weight model"
 KVFORGE_MODEL="$random_model" node --test --test-concurrency=1 "$here/structured.test.mjs"
+# Tool calls (issue 39): the generic and the Hermes form, on the default and a random-weight model.
+echo "== tool calls"
+node --test --test-concurrency=1 "$here/tools.test.mjs"
+echo "== tool calls, random-weight model"
+KVFORGE_MODEL="$random_model" node --test --test-concurrency=1 "$here/tools.test.mjs"
 # CORS, model routes, llama-server's utility routes (issue 41): one engine suffices.
 echo "== kvforge serve, the routes beyond chat and completions"
 node --test --test-concurrency=1 "$here/api_routes.test.mjs"
