@@ -48,6 +48,8 @@ echo "== tool calls"
 node --test --test-concurrency=1 "$here/tools.test.mjs"
 echo "== tool calls, random-weight model"
 KVFORGE_MODEL="$random_model" node --test --test-concurrency=1 "$here/tools.test.mjs"
+echo "== structured output and tools through the AI SDK and LangChain"
+node --test --test-concurrency=1 "$here/clients.test.mjs"
 # CORS, model routes, llama-server's utility routes (issue 41): one engine suffices.
 echo "== kvforge serve, the routes beyond chat and completions"
 node --test --test-concurrency=1 "$here/api_routes.test.mjs"
