@@ -42,8 +42,10 @@ if command -v npm >/dev/null; then
   if [ ! -d "$root/tests/app/server/node_modules/openai" ] ||
      [ ! -d "$root/tests/app/server/node_modules/ajv-formats" ] ||
      [ ! -d "$root/tests/app/server/node_modules/zod" ] ||
-     [ ! -d "$root/tests/app/server/node_modules/ollama" ]; then
-    echo "setup: installing the npm packages of tests/app/server (openai, ajv, ajv-formats, zod, ollama)"
+     [ ! -d "$root/tests/app/server/node_modules/ollama" ] ||
+     [ ! -d "$root/tests/app/server/node_modules/ai" ] ||
+     [ ! -d "$root/tests/app/server/node_modules/@langchain/openai" ]; then
+    echo "setup: installing the npm packages of tests/app/server (openai, ajv, ajv-formats, zod, ollama, ai, @ai-sdk/*, @langchain/*)"
     npm ci --prefix "$root/tests/app/server" --no-audit --no-fund --loglevel=error
   else
     echo "setup: tests/app/server npm packages present"

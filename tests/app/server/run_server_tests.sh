@@ -4,6 +4,7 @@
 # raw HTTP. The suites are independent, so CTest runs each as its own test (in parallel).
 # Usage: run_server_tests.sh KVFORGE_BINARY [MODEL [SUITE...]]
 #   SUITE: chat (server.test.mjs on each engine), structured (JSON schemas, issue 39),
+#   tools (tool calls; the AI SDK and LangChain clients; issue 39),
 #   routes (CORS, model and utility routes, Ollama; issue 41), hostile (issue 25).
 #   No suite: all of them, in that order.
 # KVFORGE_SERVER_MODES="paged static" (default) picks the engines of `chat`;
@@ -14,7 +15,7 @@ kvforge="$1"
 model="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
 shift $(($# < 2 ? $# : 2))
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(chat structured routes hostile)
+[ ${#suites[@]} -gt 0 ] || suites=(chat structured tools routes hostile)
 
 if ! command -v node >/dev/null; then
   echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
@@ -58,6 +59,18 @@ suite_structured() {
   KVFORGE_MODEL="$scratch/random.gguf" run_node structured.test.mjs
 }
 
+# Tool calls: the generic and the Hermes form, on the default and a random-weight model; then
+# structured output and tools through the AI SDK and LangChain.
+suite_tools() {
+  echo "== tool calls"
+  run_node tools.test.mjs
+  "$kvforge" make-model -o "$scratch/random.gguf" --preset tiny --seed 5 2>/dev/null
+  echo "== tool calls, random-weight model"
+  KVFORGE_MODEL="$scratch/random.gguf" run_node tools.test.mjs
+  echo "== structured output and tools through the AI SDK and LangChain"
+  run_node clients.test.mjs
+}
+
 # CORS, model routes, llama-server's utility routes and Ollama's API: one engine suffices.
 suite_routes() {
   echo "== kvforge serve, the routes beyond chat and completions"
@@ -75,9 +88,9 @@ suite_hostile() {
 
 for suite in "${suites[@]}"; do
   case "$suite" in
-    chat | structured | routes | hostile) "suite_$suite" ;;
+    chat | structured | tools | routes | hostile) "suite_$suite" ;;
     *)
-      echo "unknown suite '$suite' (chat, structured, routes, hostile)" >&2
+      echo "unknown suite '$suite' (chat, structured, tools, routes, hostile)" >&2
       exit 2
       ;;
   esac
