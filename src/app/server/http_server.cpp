@@ -18,6 +18,7 @@
 #include "app/server/cors.h"
 #include "app/server/deadline_server.h"
 #include "app/server/deadline_stream.h"
+#include "app/server/embedding_routes.h"
 #include "app/server/model_names.h"
 #include "app/server/ollama_routes.h"
 #include "app/server/openai_error.h"
@@ -431,6 +432,13 @@ int HttpServer::bind() {
   if (impl_->listen_fd != INVALID_SOCKET && ::listen(impl_->listen_fd, kListenBacklog) != 0)
     throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(port));
   return port;
+}
+
+void HttpServer::serve_embeddings(EmbeddingService& service) {
+  Impl& impl = *impl_;
+  install_embedding_routes(
+      impl.http, {service, [&impl](const httplib::Request& req) { return impl.authorized(req); },
+                  [&impl] { return impl.client_gone(); }});
 }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }

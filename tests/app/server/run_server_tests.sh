@@ -48,6 +48,8 @@ echo "== kvforge serve, the routes beyond chat and completions"
 node --test --test-concurrency=1 "$here/api_routes.test.mjs"
 echo "== kvforge serve, Ollama's API through the ollama client"
 node --test --test-concurrency=1 "$here/ollama.test.mjs"
+echo "== kvforge serve, embeddings through the openai and ollama clients"
+node --test --test-concurrency=1 "$here/embeddings.test.mjs"
 # Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
 # connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
 echo "== kvforge serve against hostile input"
