@@ -311,6 +311,19 @@ const FAMILY_CASES = [
   ['/api/embed', { model: MODEL_ID, input: 'x', truncate: 'no' }, 400],
   ['/api/embed', { model: MODEL_ID, input: 'and the earth '.repeat(500000), truncate: false }, 400],
   ['/api/embeddings', { model: MODEL_ID, prompt: ['x'] }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'and the earth '.repeat(500000) }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: [{ role: 'user', content: 5 }] }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', previous_response_id: 'resp_x' }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', max_output_tokens: 1e12 }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: Array(5000).fill({ role: 'user', content: 'a' }) }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', text: { format: { type: 'json_schema', schema: 7 } } }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'and the earth '.repeat(500000) }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: '8', messages: [{ role: 'user', content: 'x' }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'system', content: 'x' }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'x' }], stop_sequences: [''] }, 400],
+  ['/v1/messages', { model: 'nope', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }, 404],
+  ['/v1/messages/count_tokens', { model: MODEL_ID, messages: [{ role: 'user', content: 'and the earth '.repeat(500000) }] }, 400],
+  ['/v1/messages/count_tokens', { model: MODEL_ID, messages: 'x' }, 400],
 ];
 
 test('the API families refuse hostile bodies with a 4xx in their own error shape', async () => {
@@ -319,6 +332,7 @@ test('the API families refuse hostile bodies with a 4xx in their own error shape
     const r = await post(main.base, path, JSON.stringify(body));
     assert.equal(r.status, status, `${what}: ${r.text.slice(0, 300)}`);
     const message = path.startsWith('/api/') ? r.json?.error : r.json?.error?.message;
+    if (path.startsWith('/v1/messages')) assert.equal(r.json?.type, 'error', what);
     assert.equal(typeof message, 'string', `${what}: ${r.text.slice(0, 300)}`);
     assert.ok(r.seconds < 2 * SLOW, `${what} took ${r.seconds.toFixed(2)} s`);
   }

@@ -14,7 +14,7 @@ if ! command -v node >/dev/null; then
   echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
   exit 77
 fi
-for package in openai ollama; do
+for package in openai ollama @anthropic-ai/sdk; do
   if [ ! -d "$here/node_modules/$package" ]; then
     echo "FAIL: $here/node_modules/$package is missing; run scripts/setup.sh (npm ci in tests/app/server)" >&2
     exit 1
@@ -50,6 +50,10 @@ echo "== kvforge serve, Ollama's API through the ollama client"
 node --test --test-concurrency=1 "$here/ollama.test.mjs"
 echo "== kvforge serve, embeddings through the openai and ollama clients"
 node --test --test-concurrency=1 "$here/embeddings.test.mjs"
+echo "== kvforge serve, the Responses API through the openai client"
+node --test --test-concurrency=1 "$here/responses.test.mjs"
+echo "== kvforge serve, Anthropic's Messages API through the @anthropic-ai/sdk client"
+node --test --test-concurrency=1 "$here/anthropic.test.mjs"
 # Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
 # connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
 echo "== kvforge serve against hostile input"
