@@ -39,8 +39,16 @@ const std::set<std::string>& runtime_options() {
 
 // The common fields: model, stream, options, and the refused ones.
 void map_common(const ordered_json& body, const RequestLimits& limits, OllamaRequest& r) {
-  if (body.contains("format") && !body["format"].is_null() && body["format"] != "")
-    refuse("format", "structured output is not implemented yet (issue 39)");
+  // "format": "json" or a JSON schema, through the grammar as response_format on chat.
+  if (const auto f = body.find("format"); f != body.end() && !f->is_null() && *f != "") {
+    if (*f == "json")
+      r.openai["response_format"] = {{"type", "json_object"}};
+    else if (f->is_object())
+      r.openai["response_format"] = {{"type", "json_schema"},
+                                     {"json_schema", {{"name", "format"}, {"schema", *f}}}};
+    else
+      throw bad_param("format", "'format' must be \"json\" or a JSON schema object");
+  }
   if (const auto m = body.find("model"); m != body.end()) {
     if (!m->is_string()) throw bad_param("model", "'model' must be a string");
     r.model = m->get<std::string>();

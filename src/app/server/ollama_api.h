@@ -27,7 +27,8 @@ struct OllamaRequest {
 };
 
 // Throws ApiError (400 naming the field) for what kvforge does not implement:
-// images, "format", "suffix", "context", "template", unknown "options".
+// images, "suffix", "context", "template", unknown "options". "format"
+// ("json" or a schema) becomes response_format, through the grammar.
 OllamaRequest ollama_chat_request(std::string_view body, const RequestLimits& limits);
 OllamaRequest ollama_generate_request(std::string_view body, const RequestLimits& limits);
 
