@@ -412,10 +412,11 @@ class ForwardPass {
     const int64_t rows = int64_t(in_.logit_rows.size());
     if (rows == 0) return;
     const PhaseTimer timer(&s_.times_.output_matmul);
+    float* normed = in_.final_hidden ? in_.final_hidden : s_.xn_.data();
     for (int64_t i = 0; i < rows; ++i)
       rms_norm(s_.x_.data() + int64_t(in_.logit_rows[size_t(i)]) * c_.n_embd,
-               m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps,
-               s_.xn_.data() + i * c_.n_embd);
+               m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps, normed + i * c_.n_embd);
+    if (in_.final_hidden) return;
     if (split_.n_ranks == 1) {
       matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
       soft_cap_logits(c_, logits, rows * c_.n_vocab);

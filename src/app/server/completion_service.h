@@ -59,6 +59,11 @@ class CompletionService {
   // then "data: [DONE]". Returns false when the client went away.
   bool stream(PreparedRequest& request, const std::function<bool(const std::string&)>& write);
 
+  // The prompt tokens of an OpenAI chat body as prepare() tokenizes it, with
+  // no truncation and nothing submitted (completion_service_count.cpp).
+  // Throws ApiError as prepare() does.
+  int count_chat_tokens(std::string_view body, const std::function<bool()>& cancelled = {});
+
   const RequestLimits& limits() const { return limits_; }
   EngineLoop& loop() { return loop_; }
   const std::string& model_id() const { return limits_.model_ids.front(); }

@@ -5,7 +5,8 @@
 # Usage: run_server_tests.sh KVFORGE_BINARY [MODEL [SUITE...]]
 #   SUITE: chat (server.test.mjs on each engine), structured (JSON schemas, issue 39),
 #   tools (tool calls; the AI SDK and LangChain clients; issue 39),
-#   routes (CORS, model and utility routes, Ollama; issue 41), hostile (issue 25).
+#   routes (CORS, model and utility routes, Ollama; issue 41), apis (embeddings, the
+#   Responses API, Anthropic's Messages API; issue 41), hostile (issue 25).
 #   No suite: all of them, in that order.
 # KVFORGE_SERVER_MODES="paged static" (default) picks the engines of `chat`;
 # KVFORGE_STRUCTURED_MODES (default: the same) those of `structured`.
@@ -15,7 +16,7 @@ kvforge="$1"
 model="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
 shift $(($# < 2 ? $# : 2))
 suites=("$@")
-[ ${#suites[@]} -gt 0 ] || suites=(chat structured tools routes hostile)
+[ ${#suites[@]} -gt 0 ] || suites=(chat structured tools routes apis hostile)
 
 if ! command -v node >/dev/null; then
   echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
@@ -79,6 +80,17 @@ suite_routes() {
   run_node ollama.test.mjs
 }
 
+# Embeddings (openai and ollama clients), the Responses API (openai), Anthropic's Messages
+# API (@anthropic-ai/sdk).
+suite_apis() {
+  echo "== kvforge serve, embeddings through the openai and ollama clients"
+  run_node embeddings.test.mjs
+  echo "== kvforge serve, the Responses API through the openai client"
+  run_node responses.test.mjs
+  echo "== kvforge serve, Anthropic's Messages API through the @anthropic-ai/sdk client"
+  run_node anthropic.test.mjs
+}
+
 # Hostile clients and model files: template bombs, 7 MB prompts, slow connections, a used
 # port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
 suite_hostile() {
@@ -88,9 +100,9 @@ suite_hostile() {
 
 for suite in "${suites[@]}"; do
   case "$suite" in
-    chat | structured | tools | routes | hostile) "suite_$suite" ;;
+    chat | structured | tools | routes | apis | hostile) "suite_$suite" ;;
     *)
-      echo "unknown suite '$suite' (chat, structured, tools, routes, hostile)" >&2
+      echo "unknown suite '$suite' (chat, structured, tools, routes, apis, hostile)" >&2
       exit 2
       ;;
   esac
