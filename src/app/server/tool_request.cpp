@@ -133,6 +133,10 @@ std::optional<ToolCallSyntax> plan_tools(const ordered_json& body, ChatRequest& 
   r.messages = std::move(conv.messages);
   r.tools = std::move(conv.tools);
   if (!calls) return std::nullopt;
+  if (r.stream && r.logprobs)
+    throw bad_param("logprobs",
+                    "'logprobs' with 'stream' and 'tools' is not supported yet (the tool call "
+                    "deltas carry none); drop one of them, or set 'tool_choice' to \"none\"");
   if (r.constraint)
     throw bad_param(r.constraint->source.substr(0, r.constraint->source.find('.')),
                     "'" + r.constraint->source +

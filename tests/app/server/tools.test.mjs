@@ -199,6 +199,7 @@ test('bad tool fields are 400s naming the field', async () => {
       properties: { x: { type: 'string', multipleOf: 2 } } } } }] }, 'tools'],
     [{ tools, parallel_tool_calls: 'yes' }, 'parallel_tool_calls'],
     [{ tools, response_format: { type: 'json_object' } }, 'response_format'],
+    [{ tools, stream: true, logprobs: true }, 'logprobs'],
   ];
   for (const [fields, param] of cases) {
     const res = await fetch(`http://127.0.0.1:${servers.generic.port}/v1/chat/completions`, {
