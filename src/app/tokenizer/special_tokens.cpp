@@ -68,6 +68,14 @@ std::vector<int32_t> end_of_generation_ids(const Vocabulary& vocab) {
     const int32_t id = find_special(vocab, spelling);
     if (id >= 0) ids.push_back(id);
   }
+  // gpt-oss's harmony format (o200k_harmony): a reply ends with <|return|>
+  // (final answer) or <|call|> (tool call), while <|end|> only closes one
+  // message of it (the analysis before the final one), so with both of
+  // those present <|end|> does not end generation, as in llama.cpp.
+  const int32_t ret = find_special(vocab, "<|return|>"), call = find_special(vocab, "<|call|>");
+  for (int32_t id : {ret, call})
+    if (id >= 0) ids.push_back(id);
+  if (ret >= 0 && call >= 0) std::erase(ids, find_special(vocab, "<|end|>"));
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   return ids;

@@ -23,7 +23,9 @@ bool is_special_type(TokenType type);
 void complete_special_tokens(Vocabulary& vocab, std::string_view lowercase_model_name);
 
 // Tokens after which generation stops: EOS, EOT, EOM and every control or
-// user-defined token spelled as a well-known end of turn. Sorted, unique.
+// user-defined token spelled as a well-known end of turn, and gpt-oss's
+// <|return|> and <|call|>; with both of those (a harmony vocabulary) not
+// <|end|>, which there closes a message mid-reply. Sorted, unique.
 std::vector<int32_t> end_of_generation_ids(const Vocabulary& vocab);
 
 }  // namespace kvforge
