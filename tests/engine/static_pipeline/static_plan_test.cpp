@@ -8,6 +8,7 @@
 
 #include "engine/static_pipeline/plan_file.h"
 #include "engine/static_pipeline/static_config.h"
+#include "model/layer_walk.h"
 #include "model/model_fingerprint.h"
 #include "static_test_util.h"
 
@@ -103,9 +104,10 @@ TEST_F(StaticPlanFile, StructuralCorruptionNamesThePlanAndField) {
          "outside the arena");
   expect([](PlanSet& p) { p.generate[0].buffers[0].offset += 4; }, "not 64-byte aligned");
   expect([](PlanSet& p) { p.prefill.buffers[3].bytes -= 4; }, "its ops need");
-  expect([](PlanSet& p) { p.prefill.ops[5].dst = 4000; }, "is not one of the plan's");
+  expect([](PlanSet& p) { p.prefill.ops[5].buffers[1] = 4000; }, "is not one of the plan's");
   expect([](PlanSet& p) { p.prefill.ops[5].layer = 7; }, "layer 7 outside");
-  expect([](PlanSet& p) { p.generate[2].ops[4].weight = WeightRef::AttnNorm; }, "is not a matrix");
+  expect([](PlanSet& p) { p.generate[2].ops[2].norm = uint8_t(LayerNorm::AttnPost); },
+         "attn_post_norm is not an input norm");
   expect([](PlanSet& p) { p.generate[0].ops[0].rows = 99; }, "99 rows");
   expect([](PlanSet& p) { p.generate[0].arena_bytes += 64; }, "buffers end at");
   expect([](PlanSet& p) { p.generate[0].matmul_scratch_bytes = 12345; }, "matmul scratch");
@@ -151,14 +153,14 @@ TEST(StaticPlanMemory, LiveBuffersNeverOverlapAndReuseShrinksTheArena) {
   const Plan plan = compile_plan(*model, PlanKind::Prefill, 8, 64, 1, 2);
   std::vector<int> first(plan.buffers.size(), -1), last(plan.buffers.size(), -1);
   for (size_t i = 0; i < plan.ops.size(); ++i)
-    for (uint16_t b : {plan.ops[i].src0, plan.ops[i].src1, plan.ops[i].dst}) {
+    for (uint16_t b : plan.ops[i].buffers) {
       if (b == kNoBuffer) continue;
       if (first[b] < 0) first[b] = int(i);
       last[b] = int(i);
     }
   last[plan.logits_buffer] = int(plan.ops.size());
   for (size_t i = 0; i < plan.ops.size(); ++i)
-    if (plan.ops[i].code == OpCode::Attention) {
+    if (plan.ops[i].code == OpCode::Attend) {
       const uint16_t s = plan.attention_scratch_buffer;
       if (first[s] < 0) first[s] = int(i);
       last[s] = int(i);
