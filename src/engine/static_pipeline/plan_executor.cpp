@@ -134,7 +134,7 @@ class PlanRun {
   }
 
   // Every row's K and V as the cache's head records ([rows][n_kv_head] K
-  // records, then V's), the bytes a KvWrite would store.
+  // records, then V's), the bytes kv_write stores.
   void kv_stage(uint16_t k, uint16_t v, uint16_t staged) {
     const KvFormat format = cache_.format();
     const size_t kb = kv_head_bytes(format.k, c_.head_dim),
