@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "engine/static_pipeline/plan_file.h"
 #include "engine/static_pipeline/static_config.h"
@@ -115,6 +117,61 @@ TEST_F(StaticPlanFile, StructuralCorruptionNamesThePlanAndField) {
   expect([](PlanSet& p) { p.generate[1].kv_len = 40; }, "generate variant 32");
   expect([](PlanSet& p) { p.n_threads = 3; }, "expected 4 for 3 threads");
   expect([](PlanSet& p) { p.config.prefill_chunk = 6; }, "power of two");
+}
+
+// Operands are buffers bound by role, and each step of the walk appears once.
+TEST_F(StaticPlanFile, OperandsOutOfTheirRoleAndMissingStepsAreRefused) {
+  const auto expect = [&](const std::function<void(PlanSet&)>& edit, const char* needle) {
+    const std::string msg = error_after(edit);
+    EXPECT_NE(msg.find(needle), std::string::npos) << "want '" << needle << "', got: " << msg;
+  };
+  ASSERT_EQ(plans_.prefill.ops[3].code, OpCode::AttentionIn);  // xn, cos_sin, q, k, v
+  expect([](PlanSet& p) { p.prefill.ops[3].buffers[3] = p.prefill.ops[3].buffers[2]; },
+         "is used as q and as k");
+  expect([](PlanSet& p) { p.prefill.ops[3].buffers[1] = p.prefill.ops[3].buffers[0]; },
+         "is used as xn and as rope angles");
+  expect([](PlanSet& p) { p.generate[1].ops[1].buffers[2] = p.generate[1].ops[1].buffers[1]; },
+         "a second RoPE table the model does not have");
+  expect([](PlanSet& p) { p.generate[0].ops[4].code = OpCode::WindowAttend; },
+         "is used as attention mask and as staged records");
+  ASSERT_EQ(plans_.generate[0].ops[6].code, OpCode::ResidualNorm);
+  expect([](PlanSet& p) { p.generate[0].ops[6].buffers[2] = kNoBuffer; },
+         "a norm without a normed output");
+  expect([](PlanSet& p) { p.generate[0].ops[6].next_norm = uint8_t(LayerNorm::FfnPost); },
+         "ffn_post_norm is not an input norm");
+  expect([](PlanSet& p) { p.generate[0].ops[7] = p.generate[0].ops[3]; },
+         "1 attention output and 0 FFN ops, expected 1 each");
+  expect([](PlanSet& p) { p.prefill.ops[0].buffers[1] = 0; }, "operand 1 past its roles");
+}
+
+// A plan is the layer walk recorded: one op per step in the walk's order,
+// a sliding-window layer's attention its own op.
+TEST(StaticPlanOps, OneOpPerStepOfTheLayerWalk) {
+  RandomModelSpec spec = testing::tiny_spec("gemma2", 5);
+  spec.n_layer = 2;
+  spec.sliding_window = 5;
+  spec.swa_pattern = 2;  // layer 0 windowed, layer 1 full
+  const auto model = testing::make_test_model(spec);
+  const Plan plan = compile_plan(*model, PlanKind::Prefill, 8, 64, 1, 1);
+  std::vector<std::string> ops;
+  for (const PlanOp& op : plan.ops)
+    ops.push_back(op_name(op.code) + (op.layer < 0 ? "" : " " + std::to_string(op.layer)));
+  const std::vector<std::string> want = {
+      "masks",           "embed",           "norm 0",          "attention_in 0",
+      "window_attend 0", "attention_out 0", "residual_norm 0", "ffn 0",
+      "residual_norm 0", "attention_in 1",  "attend 1",        "attention_out 1",
+      "residual_norm 1", "ffn 1",           "residual_norm 1", "logits"};
+  EXPECT_EQ(ops, want);
+  const PlanOp &to_ffn = plan.ops[6], &to_layer1 = plan.ops[8], &last = plan.ops[14];
+  EXPECT_EQ(to_ffn.norm, uint8_t(LayerNorm::AttnPost));
+  EXPECT_EQ(to_ffn.next_norm, uint8_t(LayerNorm::Ffn));
+  EXPECT_EQ(to_ffn.next_layer, 0);
+  EXPECT_EQ(to_layer1.norm, uint8_t(LayerNorm::FfnPost));
+  EXPECT_EQ(to_layer1.next_norm, uint8_t(LayerNorm::Attn));
+  EXPECT_EQ(to_layer1.next_layer, 1);
+  EXPECT_EQ(last.next_norm, kNoNorm);
+  EXPECT_EQ(last.buffers[2], kNoBuffer);
+  EXPECT_EQ(plan.ops[15].buffers[2], plan.logits_buffer);
 }
 
 TEST_F(StaticPlanFile, AnotherModelIsRefused) {
