@@ -76,7 +76,7 @@ void TextEngine::on_event(const StepEvent& ev, Clock::time_point now, std::vecto
   Request& req = it->second;
   Branch& b = req.branches.at(size_t(ev.branch));
   if (b.done) return;
-  TextEvent te{ev.request, ev.branch, {}, ev.token, std::nullopt};
+  TextEvent te{ev.request, ev.branch, {}, ev.token, std::nullopt, std::nullopt};
   if (ev.token) {
     BranchTimings& t = b.result.timings;
     if (b.last_token)
@@ -105,6 +105,7 @@ void TextEngine::finish(Request& req, Branch& b, TextEvent& ev, FinishReason rea
   ev.text += b.stops.finish();
   b.result.text = b.stops.text();
   b.result.finish = reason;
+  ev.stop_index = b.stops.matched();
   b.result.timings.total_seconds = seconds(now - req.added);
   b.done = true;
   --req.open;

@@ -55,6 +55,7 @@ struct TextEvent {
   std::string text;                     // newly complete text, possibly empty
   std::optional<GeneratedToken> token;  // the token this step produced, if any
   std::optional<BranchResult> result;   // set on the branch's last event
+  std::optional<size_t> stop_index;     // last event: the stop string that ended the text
 };
 
 class TextEngine {

@@ -117,8 +117,9 @@ void attention_output(const StepEnv& env, int layer, float* attn, const float* g
       const float* g = gate + t * c.q_dim();
       for (int i = 0; i < c.q_dim(); ++i) a[i] *= 1.0f / (1.0f + std::exp(-g[i]));
     });
-  row_parallel(env, env.model.weights().layers[size_t(layer)].attn_output,
-               env.model.split().attn_parts, attn, rows, proj);
+  const LayerWeights& w = env.model.weights().layers[size_t(layer)];
+  row_parallel(env, w.attn_output, env.model.split().attn_parts, attn, rows, proj);
+  add_bias(proj, w.bias_o, rows);
 }
 
 void dense_ffn(const StepEnv& env, int layer, const float* xn, int64_t rows, float* gate, float* up,
@@ -135,6 +136,14 @@ void dense_ffn(const StepEnv& env, int layer, const float* xn, int64_t rows, flo
   row_parallel(env, w.ffn_down, env.model.split().ffn_parts, gate, rows, proj);
 }
 
+void final_norm_rows(const StepEnv& env, const float* x, std::span<const int32_t> logit_rows,
+                     float* xn) {
+  const ModelConfig& c = env.model.rank_config();
+  for (size_t i = 0; i < logit_rows.size(); ++i)
+    rms_norm(x + int64_t(logit_rows[i]) * c.n_embd, env.model.weights().output_norm.data(),
+             c.n_embd, c.rms_eps, xn + i * size_t(c.n_embd));
+}
+
 void output_logits(const StepEnv& env, const float* x, std::span<const int32_t> logit_rows,
                    float* xn, bool argmax_only, float* logits) {
   const ModelConfig& c = env.model.rank_config();
@@ -143,9 +152,7 @@ void output_logits(const StepEnv& env, const float* x, std::span<const int32_t> 
   if (rows == 0) return;
   const PhaseTimer timer(phase(env, &ForwardTimes::output_matmul));
   const WeightView& output = env.model.weights().output;
-  for (int64_t i = 0; i < rows; ++i)
-    rms_norm(x + int64_t(logit_rows[size_t(i)]) * c.n_embd, env.model.weights().output_norm.data(),
-             c.n_embd, c.rms_eps, xn + i * c.n_embd);
+  final_norm_rows(env, x, logit_rows, xn);
   if (s.n_ranks == 1) {
     matmul(output, xn, rows, logits, env.pool, env.matmul);
     soft_cap_logits(c, logits, rows * c.n_vocab);

@@ -74,8 +74,9 @@ struct QkvRows {
 void attention_input(const StepEnv& env, int layer, const float* xn, const float* cos_sin,
                      int64_t rows, const QkvRows& out);
 
-// proj = attn_output(attn), attn first gated by sigmoid(gate) for attn_gate
-// models (gate: attention_input's; ignored otherwise; attn is gated in place).
+// proj = attn_output(attn) (+ its bias, gpt-oss), attn first gated by
+// sigmoid(gate) for attn_gate models (gate: attention_input's; ignored
+// otherwise; attn is gated in place).
 void attention_output(const StepEnv& env, int layer, float* attn, const float* gate, int64_t rows,
                       float* proj);
 
@@ -83,6 +84,10 @@ void attention_output(const StepEnv& env, int layer, float* attn, const float* g
 // for a GELU gate (gated_activation); gate and up are its scratch rows.
 void dense_ffn(const StepEnv& env, int layer, const float* xn, int64_t rows, float* gate, float* up,
                float* proj);
+
+// xn [logit_rows.size()][n_embd] = the final norm of the rows `logit_rows` of x.
+void final_norm_rows(const StepEnv& env, const float* x, std::span<const int32_t> logit_rows,
+                     float* xn);
 
 // logits [logit_rows.size()][n_vocab] of the rows `logit_rows` of x: final
 // norm (into xn [logit_rows.size()][n_embd]), output matrix, soft-cap; on

@@ -152,9 +152,14 @@ class ForwardPass {
     }
     dense_ffn(env_, l, s_.xn_.data(), n_, s_.gate_.data(), s_.up_.data(), s_.proj_.data());
   }
-  // Only the rows that need logits go through the final norm and the output matrix.
+  // Only the rows that need logits go through the final norm and the output
+  // matrix; embeddings stop after the norm.
   void output() {
-    output_logits(env_, s_.x_.data(), in_.logit_rows, s_.xn_.data(), in_.argmax_only, logits_);
+    if (!in_.final_hidden)
+      return output_logits(env_, s_.x_.data(), in_.logit_rows, s_.xn_.data(), in_.argmax_only,
+                           logits_);
+    const PhaseTimer timer(&s_.times_.output_matmul);
+    final_norm_rows(env_, s_.x_.data(), in_.logit_rows, in_.final_hidden);
   }
   // proj = a recurrent layer's output (model/gated_delta_net.h).
   void linear_attention_block(int l) {
@@ -250,6 +255,7 @@ class ForwardPass {
     }
     const std::vector<int32_t>& runs = s_.query_runs_;
     const Scoring scoring{c_.attn_scale, c_.attn_softcap};
+    const std::vector<float>& sinks = m_.weights().layers[size_t(l)].attn_sinks;  // [n_head]
     const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const KvFormat format = kv_.format();
     const int group = c_.gqa_group();
@@ -266,8 +272,10 @@ class ForwardPass {
         const auto& spans = s_.seq_spans_[slot];
         const KvView kv{spans.data(), spans.size(), s_.seq_first_key_[slot]};
         const int64_t first = t * c_.q_dim() + int64_t(g) * group * c_.head_dim;
+        Scoring group_scoring = scoring;  // the sinks of kv head g's query heads
+        if (!sinks.empty()) group_scoring.sinks = sinks.data() + g * group;
         attend_queries(s_.q_.data() + first, q_dim, group, s_.token_keys_.data() + t,
-                       runs[r + 1] - int32_t(t), kv, g, c_.head_dim, format, scoring,
+                       runs[r + 1] - int32_t(t), kv, g, c_.head_dim, format, group_scoring,
                        s_.attn_.data() + first, q_dim, scratch);
       }
     });

@@ -33,6 +33,9 @@ struct StepInputs {
   // sends a summary of its vocabulary slice instead of its logits, and the
   // rows hold only what the argmax reads (model/vocab_argmax.h).
   bool argmax_only = false;
+  // Embeddings: when set, the final-normed hidden states of logit_rows
+  // ([logit_rows.size()][n_embd]) are written here instead of logits.
+  float* final_hidden = nullptr;
 };
 
 // Activation buffers for up to `max_tokens` tokens per step. Sized once by

@@ -24,7 +24,9 @@
 #include "app/cli/flag_checks.h"
 #include "app/cli/static_flags.h"
 #include "app/cli/subcommand.h"
+#include "app/embedding/embedder.h"
 #include "app/server/completion_service.h"
+#include "app/server/embedding_service.h"
 #include "app/server/engine_loop.h"
 #include "app/server/exit_watchdog.h"
 #include "app/server/http_server.h"
@@ -47,6 +49,7 @@ struct ServeFlags : ModelFlags {
   std::string log_format = "text";
   bool no_access_log = false;
   bool truncate = false;  // chat conversations drop their oldest turns by default
+  std::string pooling;    // embeddings: empty = the file's <arch>.pooling_type, else last
 };
 
 ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
@@ -110,8 +113,8 @@ std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
                 "across its -np slots), the pool holds %lld tokens: %lld sequences at full "
                 "context",
                 chosen.pool->size(), e.n_blocks(), e.block_size(), f.engine.kv.describe().c_str(),
-                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), f.engine.options.max_seqs, ctx,
-                static_cast<long long>(pool_tokens),
+                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(),
+                f.engine.options.max_seqs, ctx, static_cast<long long>(pool_tokens),
                 static_cast<long long>(pool_tokens / std::max(ctx, 1)));
   return buf;
 }
@@ -155,6 +158,24 @@ void serve_until_signal(server::HttpServer& http, const sigset_t& stop_signals,
   signal_waiter.join();
 }
 
+server::RequestLimits request_limits(const ServeFlags& f, std::vector<std::string> ids,
+                                     int max_sequence_tokens, const StaticRunner* slots) {
+  server::RequestLimits limits;
+  limits.model_ids = std::move(ids);
+  limits.listed_models = std::max<size_t>(f.aliases.size(), 1);
+  limits.any_model_name = f.any_model_name;
+  limits.max_n = f.max_n;
+  limits.max_tokens_limit = max_sequence_tokens;
+  limits.context_shift = f.engine.options.context_shift;
+  limits.max_prompt_bytes = f.http.max_body_bytes;
+  limits.truncate_conversations = f.truncate;
+  if (slots) {
+    limits.max_prompt_tokens = slots->config().max_prompt_len;
+    limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
+  }
+  return limits;
+}
+
 void serve(const ServeFlags& f) {
   const sigset_t stop_signals = prepare_process_for_serving();
   auto [path, model, tokenizer] = load_model(f);
@@ -167,7 +188,8 @@ void serve(const ServeFlags& f) {
   const CommandEngine chosen =
       f.static_mode.active()
           ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads,
-                               /*reuse_slots=*/false, f.engine.disk)
+                               /*reuse_slots=*/false, f.engine.disk,
+                               {f.engine.options.context_shift, f.engine.options.n_keep})
           : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *chosen.engine;
   const StaticRunner* slots = chosen.slots;
@@ -186,27 +208,23 @@ void serve(const ServeFlags& f) {
       ::kill(::getpid(), SIGTERM);
     }).detach();
   });
-  server::RequestLimits limits;
-  limits.model_ids = model_ids(path, *model, f.aliases);
-  limits.listed_models = std::max<size_t>(f.aliases.size(), 1);
-  limits.any_model_name = f.any_model_name;
-  limits.max_n = f.max_n;
-  limits.max_tokens_limit = max_sequence_tokens;
-  limits.max_prompt_bytes = f.http.max_body_bytes;
-  limits.truncate_conversations = f.truncate;
-  if (slots) {
-    limits.max_prompt_tokens = slots->config().max_prompt_len;
-    limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
-  }
+  const server::RequestLimits limits =
+      request_limits(f, model_ids(path, *model, f.aliases), max_sequence_tokens, slots);
   server::CompletionService service(tokenizer, chat_template, limits, max_sequence_tokens, loop);
   server::HttpServerOptions http_options = f.http;
   http_options.log_format = server::parse_log_format(f.log_format);
   http_options.access_log = !f.no_access_log;
   http_options.props = {path.string(), static_cast<int>(max_running)};
   server::HttpServer http(http_options, service, metrics);
+  const Embedder embedder(
+      *model, *chosen.pool,
+      f.pooling.empty() ? model_pooling(*model, Pooling::Last) : *pooling_from_name(f.pooling));
+  server::EmbeddingService embeddings(embedder, service, max_sequence_tokens);
+  http.serve_embeddings(embeddings);
   const int port = http.bind();
-  std::fprintf(stderr, "kvforge serve: model %s (%s); %s\n", limits.model_ids[0].c_str(),
-               path.c_str(), engine_line.c_str());
+  std::fprintf(stderr, "kvforge serve: model %s (%s); %s; embeddings: %s pooling\n",
+               limits.model_ids[0].c_str(), path.c_str(), engine_line.c_str(),
+               pooling_name(embedder.pooling()));
   serve_until_signal(http, stop_signals, f.http.host, port);
   loop.stop();
   std::fprintf(stderr, "kvforge serve: stopped\n");
@@ -228,6 +246,10 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
                  "separate with commas for several")
       ->delimiter(',')
       ->allow_extra_args(false);
+  sub.add_option("--pooling", f.pooling,
+                 "embeddings' pooling: mean, cls or last (default: the model file's "
+                 "<arch>.pooling_type, else last, the final-normed state of the last token)")
+      ->check(CLI::IsMember({"mean", "cls", "last"}));
   sub.add_flag("--any-model-name", f.any_model_name,
                "accept any 'model' in requests (for apps with a hard-coded model id)");
   sub.add_option("--log-format", f.log_format,
@@ -261,6 +283,14 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->capture_default_str();
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  sub.add_flag("--context-shift", f.engine.options.context_shift,
+               "a reply that reaches the end of the context keeps the first --keep tokens, "
+               "drops the older half of the rest and goes on (paged engine): a request's "
+               "max_tokens may exceed the context (without one, a reply still ends there)");
+  sub.add_option("--keep", f.engine.options.n_keep,
+                 "tokens of each prompt a context shift keeps (whole KV blocks)")
+      ->check(at_least(0))
+      ->capture_default_str();
   sub.add_flag("--truncate", f.truncate,
                "a chat conversation longer than the context drops its oldest turns (never the "
                "system message) instead of a 400, as a request's \"truncation\": \"auto\"");

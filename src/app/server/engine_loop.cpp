@@ -53,6 +53,18 @@ void EngineLoop::cancel(const std::shared_ptr<RequestStream>& stream) {
   cv_.notify_one();
 }
 
+std::future<void> EngineLoop::run_between_steps(std::function<void()> job) {
+  std::packaged_task<void()> task(std::move(job));
+  std::future<void> done = task.get_future();
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) throw ApiError(503, "the server is shutting down", "server_error");
+    jobs_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return done;
+}
+
 std::string EngineLoop::broken() const {
   std::lock_guard lock(mu_);
   return broken_;
@@ -71,10 +83,13 @@ void EngineLoop::run() {
   while (true) {
     std::deque<Pending> pending;
     std::vector<std::shared_ptr<RequestStream>> cancels;
+    std::deque<std::packaged_task<void()>> jobs;
     bool stopping;
     {
       std::unique_lock lock(mu_);
-      const auto work = [&] { return stopping_ || !pending_.empty() || !cancels_.empty(); };
+      const auto work = [&] {
+        return stopping_ || !pending_.empty() || !cancels_.empty() || !jobs_.empty();
+      };
       if ((!engine_.has_unfinished() || !broken_.empty()) && !cv_.wait_for(lock, kIdleBeat, work)) {
         lock.unlock();
         beat();
@@ -82,6 +97,7 @@ void EngineLoop::run() {
       }
       pending.swap(pending_);
       cancels.swap(cancels_);
+      jobs.swap(jobs_);
       stopping = stopping_;
     }
     if (stopping) {
@@ -100,6 +116,7 @@ void EngineLoop::run() {
     }
     apply_cancels(cancels);
     admit(pending);
+    for (auto& job : jobs) job();  // its exception goes to its future
     if (engine_.has_unfinished()) step_engine();
     metrics_.publish_engine_stats(engine_.engine().stats());
     metrics_.in_flight.set(static_cast<double>(active_.size()));

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <deque>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -44,6 +45,11 @@ class EngineLoop {
   std::shared_ptr<RequestStream> submit(Submission submission);
   // The client left: abort the request in the engine (its KV blocks are freed).
   void cancel(const std::shared_ptr<RequestStream>& stream);
+  // Runs `job` on the loop's thread between two engine steps (work that
+  // needs the engine's thread pool, such as an embedding's forward pass).
+  // The future throws std::future_error (broken promise) when the loop stops
+  // first, and what the job threw otherwise. Throws ApiError 503 once stopping.
+  std::future<void> run_between_steps(std::function<void()> job);
   // Closes every stream and joins the thread.
   void stop();
 
@@ -74,6 +80,7 @@ class EngineLoop {
   std::condition_variable cv_;
   std::deque<Pending> pending_;
   std::vector<std::shared_ptr<RequestStream>> cancels_;
+  std::deque<std::packaged_task<void()>> jobs_;
   bool stopping_ = false;
   std::string broken_;  // set once by the loop thread, read by submit()
   std::atomic<size_t> outstanding_{0};

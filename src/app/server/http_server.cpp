@@ -12,16 +12,19 @@
 #include <string_view>
 
 #include "app/ascii_case.h"
+#include "app/server/anthropic_routes.h"
 #include "app/server/chat_page.h"
 #include "app/server/connection_guard.h"
 #include "app/server/connection_watch.h"
 #include "app/server/cors.h"
 #include "app/server/deadline_server.h"
 #include "app/server/deadline_stream.h"
+#include "app/server/embedding_routes.h"
 #include "app/server/model_names.h"
 #include "app/server/ollama_routes.h"
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
+#include "app/server/responses_routes.h"
 
 namespace kvforge::server {
 namespace {
@@ -191,7 +194,9 @@ struct HttpServer::Impl {
 
   bool authorized(const httplib::Request& req) const {
     if (options.api_key.empty()) return true;
-    return same_key(bearer_token(req.get_header_value("Authorization")), options.api_key);
+    // Anthropic's clients send the key as x-api-key.
+    return same_key(bearer_token(req.get_header_value("Authorization")), options.api_key) ||
+           same_key(req.get_header_value("x-api-key"), options.api_key);
   }
 
   // Nothing is written until the result is ready, so a vanished client
@@ -292,6 +297,11 @@ struct HttpServer::Impl {
                                "application/json");
              }));
     install_llama_routes();
+    auto api = std::make_shared<ApiRouteContext>(
+        ApiRouteContext{service, [this](const httplib::Request& req) { return authorized(req); },
+                        [this] { return client_gone(); }});
+    install_responses_routes(http, api);
+    install_anthropic_routes(http, api);
     install_ollama_routes(http, {service, options.props.model_path,
                                  [this](const httplib::Request& req) { return authorized(req); },
                                  [this] { return client_gone(); }});
@@ -431,6 +441,13 @@ int HttpServer::bind() {
   if (impl_->listen_fd != INVALID_SOCKET && ::listen(impl_->listen_fd, kListenBacklog) != 0)
     throw std::runtime_error("cannot listen on " + o.host + ":" + std::to_string(port));
   return port;
+}
+
+void HttpServer::serve_embeddings(EmbeddingService& service) {
+  Impl& impl = *impl_;
+  install_embedding_routes(
+      impl.http, {service, [&impl](const httplib::Request& req) { return impl.authorized(req); },
+                  [&impl] { return impl.client_gone(); }});
 }
 
 void HttpServer::serve() { impl_->http.listen_after_bind(); }

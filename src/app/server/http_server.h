@@ -15,6 +15,8 @@
 
 namespace kvforge::server {
 
+class EmbeddingService;
+
 struct HttpServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;              // 0 = any free port
@@ -41,6 +43,10 @@ class HttpServer {
  public:
   HttpServer(HttpServerOptions options, CompletionService& service, ServerMetrics& metrics);
   ~HttpServer();
+
+  // Serves /v1/embeddings, /api/embed and /api/embeddings (embedding_routes.h)
+  // with `service`, which must outlive the server. Call before serve().
+  void serve_embeddings(EmbeddingService& service);
 
   // Binds the socket; returns the port (useful with port 0). Throws
   // std::runtime_error when the address cannot be bound.

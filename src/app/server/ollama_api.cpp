@@ -37,22 +37,22 @@ const std::set<std::string>& runtime_options() {
   throw bad_param(field, "'" + field + "' is not supported: " + why);
 }
 
-// A model name as Ollama clients write it: "name:latest" is "name".
-std::string served_name(const std::string& name) {
-  constexpr std::string_view kLatest = ":latest";
-  if (name.size() > kLatest.size() && name.ends_with(kLatest))
-    return name.substr(0, name.size() - kLatest.size());
-  return name;
-}
-
 // The common fields: model, stream, options, and the refused ones.
 void map_common(const ordered_json& body, const RequestLimits& limits, OllamaRequest& r) {
-  if (body.contains("format") && !body["format"].is_null() && body["format"] != "")
-    refuse("format", "structured output is not implemented yet (issue 39)");
+  // "format": "json" or a JSON schema, through the grammar as response_format on chat.
+  if (const auto f = body.find("format"); f != body.end() && !f->is_null() && *f != "") {
+    if (*f == "json")
+      r.openai["response_format"] = {{"type", "json_object"}};
+    else if (f->is_object())
+      r.openai["response_format"] = {{"type", "json_schema"},
+                                     {"json_schema", {{"name", "format"}, {"schema", *f}}}};
+    else
+      throw bad_param("format", "'format' must be \"json\" or a JSON schema object");
+  }
   if (const auto m = body.find("model"); m != body.end()) {
     if (!m->is_string()) throw bad_param("model", "'model' must be a string");
     r.model = m->get<std::string>();
-    const std::string name = served_name(r.model);
+    const std::string name = ollama_served_name(r.model);
     if (!serves_model(limits, name)) throw model_not_found(limits, name);
     r.openai["model"] = name;
   } else {
@@ -123,6 +123,15 @@ json ollama_line(const OllamaRequest& r, const std::string& text, bool done) {
 }
 
 }  // namespace
+
+bool is_ollama_runtime_option(const std::string& name) { return runtime_options().count(name) > 0; }
+
+std::string ollama_served_name(const std::string& name) {
+  constexpr std::string_view kLatest = ":latest";
+  if (name.size() > kLatest.size() && name.ends_with(kLatest))
+    return name.substr(0, name.size() - kLatest.size());
+  return name;
+}
 
 OllamaRequest ollama_chat_request(std::string_view text, const RequestLimits& limits) {
   const ordered_json body = parse(text, limits);
@@ -261,7 +270,7 @@ json ollama_show(std::string_view text, const RequestLimits& limits, const std::
                  const std::string& chat_template) {
   const ordered_json body = parse(text, limits);
   std::string name = body.value("model", body.value("name", ""));
-  name = served_name(name);
+  name = ollama_served_name(name);
   if (name.empty()) throw bad_param("model", "'model' is required");
   if (!serves_model(limits, name)) throw model_not_found(limits, name);
   return {{"modelfile", "FROM " + model_path + "\n"},

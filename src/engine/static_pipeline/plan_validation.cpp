@@ -59,7 +59,9 @@ class PlanChecker {
 
   // What compile_plan refuses, a plan file cannot bring in.
   void check_support() const {
-    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid())
+    bool sinks = false;
+    for (const LayerWeights& w : m_.weights().layers) sinks |= !w.attn_sinks.empty();
+    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid() || sinks)
       fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 

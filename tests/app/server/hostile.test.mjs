@@ -296,6 +296,54 @@ test('numbers beyond a double and malformed bodies are 400s', async () => {
   }
 });
 
+// The API families beyond chat and completions (issue 41): wrong types, oversized
+// inputs, unknown fields and unknown models are 4xx within 2 s, in the route's error shape.
+const MODEL_ID = MODEL_PATH.split('/').pop().replace(/\.gguf$/, '');
+const FAMILY_CASES = [
+  ['/v1/embeddings', { model: MODEL_ID, input: 7 }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: Array(3000).fill('a') }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: 'and the earth '.repeat(500000) }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: [[1, 2.5]] }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: [[2 ** 40]] }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: 'x', dimensions: '8' }, 400],
+  ['/v1/embeddings', { model: 'nope', input: 'x' }, 404],
+  ['/api/embed', { model: MODEL_ID, input: [1, 2] }, 400],
+  ['/api/embed', { model: MODEL_ID, input: 'x', truncate: 'no' }, 400],
+  ['/api/embed', { model: MODEL_ID, input: 'and the earth '.repeat(500000), truncate: false }, 400],
+  ['/api/embeddings', { model: MODEL_ID, prompt: ['x'] }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'and the earth '.repeat(500000) }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: [{ role: 'user', content: 5 }] }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', previous_response_id: 'resp_x' }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', max_output_tokens: 1e12 }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: Array(5000).fill({ role: 'user', content: 'a' }) }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', text: { format: { type: 'json_schema', schema: 7 } } }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'and the earth '.repeat(500000) }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: '8', messages: [{ role: 'user', content: 'x' }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'system', content: 'x' }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'x' }], stop_sequences: [''] }, 400],
+  ['/v1/messages', { model: 'nope', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }, 404],
+  ['/v1/messages/count_tokens', { model: MODEL_ID, messages: [{ role: 'user', content: 'and the earth '.repeat(500000) }] }, 400],
+  ['/v1/messages/count_tokens', { model: MODEL_ID, messages: 'x' }, 400],
+];
+
+test('the API families refuse hostile bodies with a 4xx in their own error shape', async () => {
+  for (const [path, body, status] of FAMILY_CASES) {
+    const what = `${path} ${JSON.stringify(body).slice(0, 80)}`;
+    const r = await post(main.base, path, JSON.stringify(body));
+    assert.equal(r.status, status, `${what}: ${r.text.slice(0, 300)}`);
+    const message = path.startsWith('/api/') ? r.json?.error : r.json?.error?.message;
+    if (path.startsWith('/v1/messages')) assert.equal(r.json?.type, 'error', what);
+    assert.equal(typeof message, 'string', `${what}: ${r.text.slice(0, 300)}`);
+    assert.ok(r.seconds < 2 * SLOW, `${what} took ${r.seconds.toFixed(2)} s`);
+  }
+  // Ollama cuts an input past the context: a 7 MB one is tokenized only as far as it needs.
+  const cut = await post(main.base, '/api/embed',
+                         JSON.stringify({ model: MODEL_ID, input: 'and the earth '.repeat(500000) }));
+  assert.equal(cut.status, 200, cut.text.slice(0, 300));
+  assert.ok(cut.seconds < 2 * SLOW, `a cut 7 MB input took ${cut.seconds.toFixed(2)} s`);
+  assert.ok((await healthy(main.base)).ok);
+});
+
 test('chat_template_kwargs may only add names', async () => {
   for (const name of ['messages', 'tools', 'add_generation_prompt', 'bos_token', 'eos_token',
                       'raise_exception', 'range', 'namespace']) {

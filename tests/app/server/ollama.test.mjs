@@ -2,7 +2,7 @@
 // client: version, list, show, chat and generate (streaming and not), with
 // greedy output checked against the OpenAI routes on the same server, and
 // Ollama's error shape, which the client turns into a readable message.
-// Run by run_server_tests.sh (CTest: server_openai).
+// Run by run_server_tests.sh (CTest: server_routes).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';
@@ -85,10 +85,24 @@ test('generate: raw equals /v1/completions; templated equals a one-message chat'
   assert.equal(load.done_reason, 'load');
 });
 
+test('format: "json" and a schema constrain chat and generate through the grammar', async () => {
+  const schema = { type: 'object', properties: { name: { type: 'string', maxLength: 10 } },
+                   required: ['name'], additionalProperties: false };
+  const chat = await ollama.chat({ model: MODEL, messages: [{ role: 'user', content: 'Name a king' }],
+                                   format: schema, stream: false, options: { num_predict: 40, temperature: 0 } });
+  assert.deepEqual(Object.keys(JSON.parse(chat.message.content)), ['name']);
+  let streamed = '';
+  for await (const part of await ollama.generate({ model: MODEL, prompt: 'Name a king', format: 'json',
+                                                   stream: true, options: { num_predict: 200, seed: 1 } }))
+    streamed += part.response;
+  assert.equal(typeof JSON.parse(streamed), 'object');
+});
+
 test('errors in Ollama\'s shape, readable through the client', async () => {
   const cases = [
     [{ model: MODEL, messages: [{ role: 'user', content: 'x' }], options: { mirostat: 2 } }, 400, "'options.mirostat' is not supported"],
-    [{ model: MODEL, messages: [{ role: 'user', content: 'x' }], format: 'json' }, 400, "'format' is not supported"],
+    [{ model: MODEL, messages: [{ role: 'user', content: 'x' }], format: 'yaml' }, 400, "'format' must be \"json\" or a JSON schema"],
+    [{ model: MODEL, messages: [{ role: 'user', content: 'x' }], format: { type: 'object', properties: 5 } }, 400, 'properties'],
     [{ model: MODEL, messages: [{ role: 'user', content: 'x', images: ['aGk='] }] }, 400, "'images' is not supported"],
     [{ model: 'llama3', messages: [{ role: 'user', content: 'x' }] }, 404, "'llama3' does not exist"],
     [{ model: MODEL, messages: [{ role: 'king', content: 'x' }] }, 400, "got 'king'"],

@@ -1,0 +1,39 @@
+// Fuzz target for the request bodies of the API families beyond chat and
+// completions (issue 41): the first byte picks the parser, the rest is the
+// body. Each must parse or throw ApiError with a 4xx status, nothing else.
+//   0 POST /v1/embeddings   1 POST /api/embed   2 POST /api/embeddings
+//   3 POST /v1/responses    4 POST /v1/messages 5 POST /v1/messages/count_tokens
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string_view>
+
+#include "app/server/anthropic_api.h"
+#include "app/server/embeddings_api.h"
+#include "app/server/openai_error.h"
+#include "app/server/responses_api.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace kvforge::server;
+  if (size == 0) return 0;
+  RequestLimits limits;
+  limits.model_ids = {"m"};
+  limits.max_tokens_limit = 256;
+  constexpr int kDims = 64;
+  const std::function<void(std::string_view)> parsers[] = {
+      [&](std::string_view b) { (void)parse_openai_embeddings(b, limits, kDims); },
+      [&](std::string_view b) { (void)parse_ollama_embed(b, limits, kDims); },
+      [&](std::string_view b) { (void)parse_ollama_embeddings(b, limits); },
+      [&](std::string_view b) { (void)parse_responses_request(b, limits); },
+      [&](std::string_view b) { (void)parse_messages_request(b, limits, false); },
+      [&](std::string_view b) { (void)parse_messages_request(b, limits, true); },
+  };
+  constexpr size_t kParsers = sizeof(parsers) / sizeof(parsers[0]);
+  const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);
+  try {
+    parsers[data[0] % kParsers](body);
+  } catch (const ApiError& e) {
+    if (e.status() < 400 || e.status() >= 500) std::abort();
+  }
+  return 0;
+}

@@ -1,0 +1,53 @@
+// Sentence embeddings from a decoder model: the prompt is run through the
+// forward pass on a KV cache of its own (nothing of the engine's pool), the
+// final-normed hidden states ([n_tokens][n_embd], what llama.cpp calls
+// t_embd) are pooled into one vector, and that vector is L2-normalised, as
+// llama-server and llama-embedding (--embd-normalize 2) do by default.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/threadpool.h"
+#include "model/model.h"
+
+namespace kvforge {
+
+// GGUF's `<arch>.pooling_type` values (llama.cpp's enum llama_pooling_type).
+enum class Pooling { Mean = 1, Cls = 2, Last = 3 };
+
+const char* pooling_name(Pooling p);
+// "mean", "cls", "last"; nullopt for another name.
+std::optional<Pooling> pooling_from_name(std::string_view name);
+
+// The pooling `<arch>.pooling_type` declares; `fallback` when the file states
+// none (0) or does not have the key. Throws std::invalid_argument for a
+// pooling kvforge does not implement (4 = rank, a reranker's).
+Pooling model_pooling(const Model& model, Pooling fallback);
+
+class Embedder {
+ public:
+  // The model and pool must outlive the embedder; the pool must not be used
+  // by another thread while embed() runs (the server runs it on its engine
+  // loop, between engine steps).
+  Embedder(const Model& model, ThreadPool& pool, Pooling pooling);
+
+  Pooling pooling() const { return pooling_; }
+  int dimensions() const;
+
+  // The pooled, L2-normalised embedding ([n_embd]) of `tokens`. Throws
+  // std::invalid_argument for an empty input or a tensor-parallel model,
+  // std::out_of_range for a token outside the vocabulary.
+  std::vector<float> embed(std::span<const int32_t> tokens) const;
+
+ private:
+  const Model& model_;
+  ThreadPool& pool_;
+  Pooling pooling_;
+};
+
+}  // namespace kvforge

@@ -1,0 +1,197 @@
+#include "app/server/anthropic_api.h"
+
+#include <random>
+#include <set>
+
+#include "app/server/model_names.h"
+
+namespace kvforge::server {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+[[noreturn]] void messages_refuse(const std::string& field, const std::string& why) {
+  throw bad_param(field, "'" + field + "' " + why);
+}
+
+// A string, or text blocks (the only kind of block served).
+std::string messages_text(const ordered_json& content, const std::string& field) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array()) messages_refuse(field, "must be a string or an array of text blocks");
+  std::string text;
+  for (const ordered_json& block : content) {
+    const std::string type = block.is_object() ? block.value("type", "") : "";
+    if (type != "text")
+      messages_refuse(field, "holds a block of type '" + type +
+                                 "': only text blocks are supported (no images, documents, "
+                                 "tool_use or tool_result yet)");
+    if (!block.contains("text") || !block["text"].is_string())
+      messages_refuse(field, "text blocks need a string 'text'");
+    text += block["text"].get<std::string>();
+  }
+  return text;
+}
+
+ordered_json messages_chat_messages(const ordered_json& body) {
+  ordered_json out = ordered_json::array();
+  if (const auto s = body.find("system"); s != body.end() && !s->is_null())
+    out.push_back({{"role", "system"}, {"content", messages_text(*s, "system")}});
+  const auto m = body.find("messages");
+  if (m == body.end() || !m->is_array() || m->empty())
+    messages_refuse("messages", "must be a non-empty array");
+  for (const ordered_json& msg : *m) {
+    if (!msg.is_object()) messages_refuse("messages", "must hold objects");
+    const std::string role = msg.value("role", "");
+    if (role != "user" && role != "assistant")
+      messages_refuse("messages", "roles must be user or assistant, not '" + role + "'");
+    if (!msg.contains("content")) messages_refuse("messages", "need 'content'");
+    out.push_back({{"role", role}, {"content", messages_text(msg["content"], "messages")}});
+  }
+  return out;
+}
+
+void messages_sampling(const ordered_json& body, MessagesRequest& r) {
+  const auto max = body.find("max_tokens");
+  if (max == body.end() || !max->is_number_integer() || max->get<int64_t>() < 1)
+    messages_refuse("max_tokens", "is required: a positive integer");
+  r.chat["max_tokens"] = *max;
+  for (const char* key : {"temperature", "top_p", "top_k"})
+    if (body.contains(key) && !body[key].is_null()) r.chat[key] = body[key];
+  if (const auto s = body.find("stop_sequences"); s != body.end() && !s->is_null()) {
+    if (!s->is_array()) messages_refuse("stop_sequences", "must be an array of strings");
+    for (const ordered_json& stop : *s) {
+      if (!stop.is_string() || stop.get<std::string>().empty())
+        messages_refuse("stop_sequences", "must hold non-empty strings");
+      r.stop_sequences.push_back(stop.get<std::string>());
+    }
+    if (!r.stop_sequences.empty()) r.chat["stop"] = *s;
+  }
+  if (const auto s = body.find("stream"); s != body.end() && !s->is_null()) {
+    if (!s->is_boolean()) messages_refuse("stream", "must be a boolean");
+    r.stream = s->get<bool>();
+  }
+}
+
+const char* anthropic_error_type(int status) {
+  switch (status) {
+    case 401:
+      return "authentication_error";
+    case 403:
+      return "permission_error";
+    case 404:
+      return "not_found_error";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "rate_limit_error";
+    case 503:
+      return "overloaded_error";
+    default:
+      return status >= 500 ? "api_error" : "invalid_request_error";
+  }
+}
+
+json messages_stop(const MessagesRequest& r, const GenerationOutcome& done) {
+  if (done.finish == FinishReason::Length)
+    return {{"stop_reason", "max_tokens"}, {"stop_sequence", nullptr}};
+  if (done.stop_index && *done.stop_index < r.stop_sequences.size())
+    return {{"stop_reason", "stop_sequence"},
+            {"stop_sequence", r.stop_sequences[*done.stop_index]}};
+  return {{"stop_reason", "end_turn"}, {"stop_sequence", nullptr}};
+}
+
+}  // namespace
+
+MessagesRequest parse_messages_request(std::string_view text, const RequestLimits& limits,
+                                       bool count_only) {
+  const ordered_json body = parse_json_body(text, limits, JsonBodyChecks{});
+  static const std::set<std::string> create = {
+      "model",       "max_tokens", "messages", "system", "stop_sequences",
+      "temperature", "top_p",      "top_k",    "stream", "metadata"};
+  static const std::set<std::string> count = {"model", "messages", "system"};
+  for (const auto& [key, value] : body.items())
+    if (!(count_only ? count : create).count(key))
+      messages_refuse(
+          key, "is not supported on /v1/messages" + std::string(count_only ? "/count_tokens" : ""));
+  MessagesRequest r;
+  const auto model = body.find("model");
+  if (model == body.end() || !model->is_string()) messages_refuse("model", "must be a string");
+  r.model = model->get<std::string>();
+  if (!serves_model(limits, r.model)) throw model_not_found(limits, r.model);
+  r.chat["model"] = r.model;
+  r.chat["messages"] = messages_chat_messages(body);
+  if (!count_only) messages_sampling(body, r);
+  if (const auto m = body.find("metadata"); m != body.end() && !m->is_null() && !m->is_object())
+    messages_refuse("metadata", "must be an object");
+  return r;
+}
+
+json anthropic_error(const ApiError& e) {
+  return {{"type", "error"},
+          {"error", {{"type", anthropic_error_type(e.status())}, {"message", e.what()}}}};
+}
+
+std::string new_message_id() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "msg_%016llx%08llx", static_cast<unsigned long long>(rng()),
+                static_cast<unsigned long long>(rng() & 0xFFFFFFFFu));
+  return buf;
+}
+
+json message_object(const MessagesRequest& r, const std::string& id, int input_tokens,
+                    const GenerationOutcome& done) {
+  json out = {{"id", id},
+              {"type", "message"},
+              {"role", "assistant"},
+              {"model", r.model},
+              {"content", json::array({{{"type", "text"}, {"text", done.text}}})}};
+  out.update(messages_stop(r, done));
+  out["usage"] = {{"input_tokens", input_tokens}, {"output_tokens", done.tokens}};
+  return out;
+}
+
+MessagesEventWriter::MessagesEventWriter(const MessagesRequest& r, std::string id, int input_tokens,
+                                         std::function<bool(const std::string&)> write)
+    : request_(r), id_(std::move(id)), input_tokens_(input_tokens), write_(std::move(write)) {}
+
+bool MessagesEventWriter::start() {
+  const json message = {{"id", id_},
+                        {"type", "message"},
+                        {"role", "assistant"},
+                        {"model", request_.model},
+                        {"content", json::array()},
+                        {"stop_reason", nullptr},
+                        {"stop_sequence", nullptr},
+                        {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}};
+  return write_(
+             typed_sse_event("message_start", {{"type", "message_start"}, {"message", message}})) &&
+         write_(typed_sse_event("content_block_start",
+                                {{"type", "content_block_start"},
+                                 {"index", 0},
+                                 {"content_block", {{"type", "text"}, {"text", ""}}}})) &&
+         write_(typed_sse_event("ping", {{"type", "ping"}}));
+}
+
+bool MessagesEventWriter::delta(const std::string& text) {
+  return write_(typed_sse_event("content_block_delta",
+                                {{"type", "content_block_delta"},
+                                 {"index", 0},
+                                 {"delta", {{"type", "text_delta"}, {"text", text}}}}));
+}
+
+bool MessagesEventWriter::finish(const GenerationOutcome& done) {
+  return write_(typed_sse_event("content_block_stop",
+                                {{"type", "content_block_stop"}, {"index", 0}})) &&
+         write_(typed_sse_event("message_delta", {{"type", "message_delta"},
+                                                  {"delta", messages_stop(request_, done)},
+                                                  {"usage", {{"output_tokens", done.tokens}}}})) &&
+         write_(typed_sse_event("message_stop", {{"type", "message_stop"}}));
+}
+
+bool MessagesEventWriter::error(const ApiError& e) {
+  return write_(typed_sse_event("error", anthropic_error(e)));
+}
+
+}  // namespace kvforge::server

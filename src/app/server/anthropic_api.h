@@ -1,0 +1,62 @@
+// Anthropic's Messages API (POST /v1/messages, /v1/messages/count_tokens) as
+// a translation onto the chat path, as llama-server serves it for agent tools
+// that reach local models this way:
+//   request: model, max_tokens (required), messages (role user/assistant,
+//   content a string or text blocks), system (a string or text blocks),
+//   stop_sequences, temperature, top_p, top_k, stream, metadata (accepted).
+//   Tools, images, documents and thinking are refused with a 400 naming them.
+//   answer: {"id": "msg_...", "type": "message", "role": "assistant",
+//   "content": [{"type": "text", "text"}], "stop_reason": "end_turn" |
+//   "max_tokens" | "stop_sequence", "stop_sequence", "usage": {"input_tokens",
+//   "output_tokens"}}, or the events message_start, content_block_start,
+//   ping, content_block_delta..., content_block_stop, message_delta,
+//   message_stop.
+// Errors have Anthropic's shape {"type": "error", "error": {"type", "message"}}.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/server/generation_pump.h"
+#include "app/server/openai_request.h"
+
+namespace kvforge::server {
+
+struct MessagesRequest {
+  nlohmann::ordered_json chat;  // the body for CompletionService (ApiKind::kChat)
+  std::string model;
+  std::vector<std::string> stop_sequences;
+  bool stream = false;
+};
+
+// Throws ApiError (400 naming the field). `count_only`: /count_tokens, where
+// max_tokens, stream and the sampling fields are not taken.
+MessagesRequest parse_messages_request(std::string_view body, const RequestLimits& limits,
+                                       bool count_only);
+
+nlohmann::json anthropic_error(const ApiError& e);
+std::string new_message_id();
+
+nlohmann::json message_object(const MessagesRequest& r, const std::string& id, int input_tokens,
+                              const GenerationOutcome& done);
+
+// Writes the typed event stream of one message through `write`.
+class MessagesEventWriter {
+ public:
+  MessagesEventWriter(const MessagesRequest& r, std::string id, int input_tokens,
+                      std::function<bool(const std::string&)> write);
+  bool start();  // message_start, content_block_start, ping
+  bool delta(const std::string& text);
+  bool finish(const GenerationOutcome& done);  // content_block_stop .. message_stop
+  bool error(const ApiError& e);
+
+ private:
+  const MessagesRequest& request_;
+  std::string id_;
+  int input_tokens_;
+  std::function<bool(const std::string&)> write_;
+};
+
+}  // namespace kvforge::server

@@ -1,0 +1,72 @@
+// Drives one prepared request (CompletionService::prepare) to its end for the
+// API families that shape their own answers (Responses, Anthropic Messages):
+// the engine's events of its one branch in, text deltas and the outcome out,
+// with the client checked while waiting, as the OpenAI routes do. Also the
+// SSE response around it, and the guard every such route shares.
+#pragma once
+
+#include <httplib.h>
+
+#include <functional>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+
+#include "app/server/completion_service.h"
+#include "app/server/openai_error.h"
+
+namespace kvforge::server {
+
+struct GenerationOutcome {
+  std::string text;  // stop string excluded
+  int tokens = 0;    // generated
+  FinishReason finish = FinishReason::Stop;
+  std::optional<size_t> stop_index;  // which of the request's stop strings ended it
+};
+
+// Waits for the request's events; calls on_delta with each new piece of text
+// (false = the client is gone). Returns nullopt, the request cancelled, once
+// on_delta or client_gone (asked every 20 ms) says the client left. Throws
+// ApiError when the engine rejects or fails the request.
+std::optional<GenerationOutcome> pump_generation(
+    PreparedRequest& p, EngineLoop& loop,
+    const std::function<bool(const std::string& delta)>& on_delta,
+    const std::function<bool()>& client_gone);
+
+// Refuses (400 context_length_exceeded, param `param`) a chat body whose
+// message texts alone prove it longer than the context, before it is
+// rendered and tokenized; a body that may drop its oldest turns
+// ("truncation": "auto", or serve --truncate) is left to the chat path.
+void refuse_chat_past_context(const CompletionService& service, const nlohmann::ordered_json& chat,
+                              const char* param);
+
+// Answers with a chunked text/event-stream written by `run(write)`; `run`
+// returns false when the client went away (logged 499). A connection that
+// breaks first cancels the request.
+void send_event_stream(
+    httplib::Response& res, std::shared_ptr<PreparedRequest> request, EngineLoop& loop,
+    std::function<bool(PreparedRequest&, const std::function<bool(const std::string&)>&)> run);
+
+// For pump_generation's client_gone on a stream: an SSE comment after each
+// second without a write tells whether the client is still there.
+std::function<bool()> keep_alive_check(const std::function<bool(const std::string&)>& write);
+
+// "event: <type>\ndata: <json>\n\n", the typed SSE of the Responses and Messages APIs.
+std::string typed_sse_event(const std::string& type, const nlohmann::json& data);
+
+// What a route needs from the server.
+struct ApiRouteContext {
+  CompletionService& service;
+  std::function<bool(const httplib::Request&)> authorized;  // the API key check
+  std::function<std::function<bool()>()> client_gone;       // a fresh check for this request
+};
+
+// Checks the key and answers errors (ApiError, or 500 for anything else)
+// with `error_body`'s JSON.
+httplib::Server::Handler guard_api_route(
+    std::function<bool(const httplib::Request&)> authorized,
+    std::function<nlohmann::json(const ApiError&)> error_body,
+    std::function<void(const httplib::Request&, httplib::Response&)> handler);
+
+}  // namespace kvforge::server

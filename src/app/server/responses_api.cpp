@@ -1,0 +1,285 @@
+#include "app/server/responses_api.h"
+
+#include <chrono>
+#include <random>
+#include <set>
+
+namespace kvforge::server {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+const std::set<std::string>& responses_fields() {
+  static const std::set<std::string> names = {"model",
+                                              "input",
+                                              "instructions",
+                                              "max_output_tokens",
+                                              "temperature",
+                                              "top_p",
+                                              "stream",
+                                              "text",
+                                              "truncation",
+                                              "store",
+                                              "metadata",
+                                              "user",
+                                              "tool_choice",
+                                              "tools",
+                                              "parallel_tool_calls",
+                                              "previous_response_id"};
+  return names;
+}
+
+[[noreturn]] void responses_refuse(const std::string& field, const std::string& why) {
+  throw bad_param(field, "'" + field + "' " + why);
+}
+
+// A message's content: a string, or parts of type input_text / output_text.
+std::string responses_content(const ordered_json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  if (!content.is_array())
+    responses_refuse("input", "items' content must be a string or an array of text parts");
+  std::string text;
+  for (const ordered_json& part : content) {
+    const std::string type = part.is_object() ? part.value("type", "") : "";
+    if (type != "input_text" && type != "output_text" && type != "text")
+      responses_refuse("input", "content parts of type '" + type +
+                                    "' are not supported (text parts only: input_text, "
+                                    "output_text)");
+    if (!part.contains("text") || !part["text"].is_string())
+      responses_refuse("input", "text parts need a string 'text'");
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+ordered_json responses_message(const ordered_json& item) {
+  if (!item.is_object()) responses_refuse("input", "items must be objects");
+  const std::string type = item.value("type", "message");
+  if (type != "message")
+    responses_refuse("input", "items of type '" + type +
+                                  "' are not supported (message items only; no tools or "
+                                  "reasoning items)");
+  std::string role = item.value("role", "");
+  if (role == "developer") role = "system";
+  if (role != "user" && role != "assistant" && role != "system")
+    responses_refuse("input", "item role '" + role +
+                                  "' is not one of user, assistant, system, "
+                                  "developer");
+  if (!item.contains("content")) responses_refuse("input", "items need 'content'");
+  return {{"role", role}, {"content", responses_content(item["content"])}};
+}
+
+// text.format -> the chat body's response_format (nothing for plain text).
+void responses_format(const ordered_json& text, ordered_json& chat) {
+  if (!text.is_object()) responses_refuse("text", "must be an object");
+  for (const auto& [key, value] : text.items())
+    if (key != "format") responses_refuse("text." + key, "is not supported");
+  if (!text.contains("format") || text["format"].is_null()) return;
+  const ordered_json& f = text["format"];
+  const std::string type = f.is_object() ? f.value("type", "") : "";
+  if (type == "text") return;
+  if (type == "json_object") {
+    chat["response_format"] = {{"type", "json_object"}};
+    return;
+  }
+  if (type != "json_schema")
+    responses_refuse("text.format", "must be of type text, json_object or json_schema");
+  ordered_json schema = {{"name", f.value("name", "response")}};
+  if (!f.contains("schema")) responses_refuse("text.format.schema", "is required");
+  schema["schema"] = f["schema"];
+  if (f.contains("strict")) schema["strict"] = f["strict"];
+  chat["response_format"] = {{"type", "json_schema"}, {"json_schema", schema}};
+}
+
+void responses_tools(const ordered_json& body) {
+  if (const auto t = body.find("tools"); t != body.end() && !t->is_null())
+    if (!t->is_array() || !t->empty())
+      responses_refuse("tools", "are not supported on /v1/responses yet (function calls)");
+  if (const auto c = body.find("tool_choice"); c != body.end() && !c->is_null())
+    if (*c != "auto" && *c != "none")
+      responses_refuse("tool_choice", "must be \"auto\" or \"none\" (no tools)");
+}
+
+ordered_json responses_messages(const ordered_json& body) {
+  ordered_json messages = ordered_json::array();
+  if (const auto i = body.find("instructions"); i != body.end() && !i->is_null()) {
+    if (!i->is_string()) responses_refuse("instructions", "must be a string");
+    messages.push_back({{"role", "system"}, {"content", *i}});
+  }
+  const auto input = body.find("input");
+  if (input == body.end()) responses_refuse("input", "is required");
+  if (input->is_string()) {
+    messages.push_back({{"role", "user"}, {"content", *input}});
+  } else if (input->is_array() && !input->empty()) {
+    for (const ordered_json& item : *input) messages.push_back(responses_message(item));
+  } else {
+    responses_refuse("input", "must be a string or a non-empty array of message items");
+  }
+  return messages;
+}
+
+json responses_usage(int input_tokens, int output_tokens) {
+  return {{"input_tokens", input_tokens},
+          {"input_tokens_details", {{"cached_tokens", 0}}},
+          {"output_tokens", output_tokens},
+          {"output_tokens_details", {{"reasoning_tokens", 0}}},
+          {"total_tokens", input_tokens + output_tokens}};
+}
+
+json output_text_part(const std::string& text) {
+  return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
+}
+
+}  // namespace
+
+ResponsesRequest parse_responses_request(std::string_view text, const RequestLimits& limits) {
+  const ordered_json body = parse_json_body(text, limits, JsonBodyChecks{});
+  for (const auto& [key, value] : body.items())
+    if (!responses_fields().count(key)) responses_refuse(key, "is not supported on /v1/responses");
+  if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null())
+    responses_refuse("previous_response_id",
+                     "is not supported: this server does not store responses (store: false)");
+  if (const auto s = body.find("store"); s != body.end() && *s == true)
+    responses_refuse("store", "true is not supported: this server does not store responses");
+  ResponsesRequest r;
+  const auto model = body.find("model");
+  if (model == body.end() || !model->is_string()) responses_refuse("model", "must be a string");
+  r.chat["model"] = *model;
+  r.chat["messages"] = responses_messages(body);
+  responses_tools(body);
+  if (const auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) {
+    if (!m->is_number_integer() || m->get<int64_t>() < 1)
+      responses_refuse("max_output_tokens", "must be a positive integer");
+    r.chat["max_tokens"] = *m;
+  }
+  for (const char* key : {"temperature", "top_p", "truncation"})
+    if (body.contains(key)) r.chat[key] = body[key];
+  if (body.contains("text")) responses_format(body["text"], r.chat);
+  if (const auto s = body.find("stream"); s != body.end() && !s->is_null()) {
+    if (!s->is_boolean()) responses_refuse("stream", "must be a boolean");
+    r.stream = s->get<bool>();
+  }
+  if (const auto m = body.find("metadata"); m != body.end() && !m->is_null() && !m->is_object())
+    responses_refuse("metadata", "must be an object");
+  r.echo = {{"instructions", body.value("instructions", json())},
+            {"max_output_tokens", body.value("max_output_tokens", json())},
+            {"temperature", body.value("temperature", json(1.0))},
+            {"top_p", body.value("top_p", json(1.0))},
+            {"metadata", body.value("metadata", json::object())},
+            {"text", body.value("text", json{{"format", {{"type", "text"}}}})},
+            {"truncation", body.value("truncation", json("disabled"))},
+            {"user", body.value("user", json())}};
+  return r;
+}
+
+ResponseIds new_response_ids() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  auto hex = [&] {
+    char buf[33];
+    std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(rng()),
+                  static_cast<unsigned long long>(rng()));
+    return std::string(buf);
+  };
+  const int64_t now = std::chrono::duration_cast<std::chrono::seconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return {"resp_" + hex(), "msg_" + hex(), now};
+}
+
+json response_object(const ResponsesRequest& r, const ResponseIds& ids, const std::string& model,
+                     int input_tokens, const GenerationOutcome* done) {
+  json out = {{"id", ids.response}, {"object", "response"}, {"created_at", ids.created_at}};
+  const bool cut = done && done->finish == FinishReason::Length;
+  out["status"] = !done ? "in_progress" : cut ? "incomplete" : "completed";
+  out["error"] = nullptr;
+  out["incomplete_details"] = cut ? json{{"reason", "max_output_tokens"}} : json();
+  out["model"] = model;
+  out["output"] = json::array();
+  if (done)
+    out["output"].push_back({{"id", ids.message},
+                             {"type", "message"},
+                             {"status", cut ? "incomplete" : "completed"},
+                             {"role", "assistant"},
+                             {"content", json::array({output_text_part(done->text)})}});
+  for (const auto& [key, value] : r.echo.items()) out[key] = value;
+  out["parallel_tool_calls"] = true;
+  out["previous_response_id"] = nullptr;
+  out["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
+  out["store"] = false;
+  out["tool_choice"] = "auto";
+  out["tools"] = json::array();
+  out["usage"] = done ? responses_usage(input_tokens, done->tokens) : json();
+  return out;
+}
+
+ResponsesEventWriter::ResponsesEventWriter(const ResponsesRequest& r, ResponseIds ids,
+                                           std::string model, int input_tokens,
+                                           std::function<bool(const std::string&)> write)
+    : request_(r),
+      ids_(std::move(ids)),
+      model_(std::move(model)),
+      input_tokens_(input_tokens),
+      write_(std::move(write)) {}
+
+bool ResponsesEventWriter::send(const std::string& type, json data) {
+  data["type"] = type;
+  data["sequence_number"] = sequence_++;
+  return write_(typed_sse_event(type, data));
+}
+
+json ResponsesEventWriter::item(const std::string& status, const json& content) const {
+  return {{"id", ids_.message},
+          {"type", "message"},
+          {"status", status},
+          {"role", "assistant"},
+          {"content", content}};
+}
+
+bool ResponsesEventWriter::start() {
+  const json response = response_object(request_, ids_, model_, input_tokens_, nullptr);
+  const json where = {{"item_id", ids_.message}, {"output_index", 0}, {"content_index", 0}};
+  json part = where;
+  part["part"] = output_text_part("");
+  return send("response.created", {{"response", response}}) &&
+         send("response.in_progress", {{"response", response}}) &&
+         send("response.output_item.added",
+              {{"output_index", 0}, {"item", item("in_progress", json::array())}}) &&
+         send("response.content_part.added", part);
+}
+
+bool ResponsesEventWriter::delta(const std::string& text) {
+  return send("response.output_text.delta", {{"item_id", ids_.message},
+                                             {"output_index", 0},
+                                             {"content_index", 0},
+                                             {"delta", text},
+                                             {"logprobs", json::array()}});
+}
+
+bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
+  const json response = response_object(request_, ids_, model_, input_tokens_, &done);
+  const json& message = response["output"][0];
+  json text_done = {{"item_id", ids_.message},
+                    {"output_index", 0},
+                    {"content_index", 0},
+                    {"text", done.text},
+                    {"logprobs", json::array()}};
+  json part_done = {{"item_id", ids_.message},
+                    {"output_index", 0},
+                    {"content_index", 0},
+                    {"part", message["content"][0]}};
+  const std::string last =
+      response["status"] == "completed" ? "response.completed" : "response.incomplete";
+  return send("response.output_text.done", text_done) &&
+         send("response.content_part.done", part_done) &&
+         send("response.output_item.done", {{"output_index", 0}, {"item", message}}) &&
+         send(last, {{"response", response}});
+}
+
+bool ResponsesEventWriter::error(const ApiError& e) {
+  return send("error", {{"code", e.code() ? json(*e.code()) : json(e.type())},
+                        {"message", e.what()},
+                        {"param", e.param() ? json(*e.param()) : json()}});
+}
+
+}  // namespace kvforge::server

@@ -1,0 +1,72 @@
+// OpenAI's Responses API (POST /v1/responses) as a translation onto the chat
+// path: the request becomes an OpenAI chat body for CompletionService, and
+// the generation (generation_pump.h) becomes a response object, or its typed
+// SSE events:
+//   response.created, response.in_progress, response.output_item.added,
+//   response.content_part.added, response.output_text.delta...,
+//   response.output_text.done, response.content_part.done,
+//   response.output_item.done, then response.completed (or
+//   response.incomplete when max_output_tokens cut the text).
+// Taken: model, input (a string, or message items with string or
+// input_text/output_text parts), instructions, max_output_tokens,
+// temperature, top_p, stream, text.format (text, json_object, json_schema
+// through the grammar), truncation ("auto" drops the oldest turns, as on
+// chat), store: false, metadata (echoed), user, tool_choice "auto"/"none"
+// and tools: [] (no tools). Responses are not stored, so previous_response_id
+// and store: true are refused; any other field is a 400 naming it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "app/server/generation_pump.h"
+#include "app/server/openai_request.h"
+
+namespace kvforge::server {
+
+struct ResponsesRequest {
+  nlohmann::ordered_json chat;  // the body for CompletionService::prepare (ApiKind::kChat)
+  bool stream = false;
+  nlohmann::json echo;  // the request's settings the response object repeats
+};
+
+// Throws ApiError (400 naming the field, 404 model_not_found).
+ResponsesRequest parse_responses_request(std::string_view body, const RequestLimits& limits);
+
+// The response object: "in_progress" with no output before generation, else
+// "completed" or "incomplete" with the message.
+struct ResponseIds {
+  std::string response;  // "resp_..."
+  std::string message;   // "msg_..."
+  int64_t created_at = 0;
+};
+ResponseIds new_response_ids();
+nlohmann::json response_object(const ResponsesRequest& r, const ResponseIds& ids,
+                               const std::string& model, int input_tokens,
+                               const GenerationOutcome* done);
+
+// Writes the typed event stream of one response through `write`.
+class ResponsesEventWriter {
+ public:
+  ResponsesEventWriter(const ResponsesRequest& r, ResponseIds ids, std::string model,
+                       int input_tokens, std::function<bool(const std::string&)> write);
+  bool start();  // created .. content_part.added
+  bool delta(const std::string& text);
+  bool finish(const GenerationOutcome& done);  // output_text.done .. completed
+  bool error(const ApiError& e);
+
+ private:
+  bool send(const std::string& type, nlohmann::json data);
+  nlohmann::json item(const std::string& status, const nlohmann::json& content) const;
+
+  const ResponsesRequest& request_;
+  ResponseIds ids_;
+  std::string model_;
+  int input_tokens_;
+  std::function<bool(const std::string&)> write_;
+  int sequence_ = 0;
+};
+
+}  // namespace kvforge::server

@@ -1,0 +1,113 @@
+// Anthropic's Messages API on `kvforge serve` (issue 41), driven by the
+// @anthropic-ai/sdk client: messages.create streamed and not, greedy text
+// equal to /v1/chat/completions, stop_sequences and stop_reason, usage,
+// count_tokens, x-api-key, and errors in Anthropic's shape (which the client
+// turns into its typed errors). Run by run_server_tests.sh (CTest: server_openai).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import Anthropic from '@anthropic-ai/sdk';
+import OpenAI from 'openai';
+import { startServer, stopServer } from './serve_process.mjs';
+
+const MODEL = 'kvforge-kjv-4m';
+const KEY = 'k-anthropic';
+let server;
+let client;
+let openai;
+
+before(async () => {
+  server = await startServer(['--max-seqs', '4', '--api-key', KEY]);
+  const base = `http://127.0.0.1:${server.port}`;
+  client = new Anthropic({ baseURL: base, apiKey: KEY, maxRetries: 0 });  // sends x-api-key
+  openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: KEY, maxRetries: 0 });
+});
+
+after(async () => { await stopServer(server.proc); });
+
+const SYSTEM = 'Answer in the words of the King James Bible.';
+const MESSAGES = [{ role: 'user', content: 'Tell of the flood' },
+                  { role: 'assistant', content: [{ type: 'text', text: 'The waters rose.' }] },
+                  { role: 'user', content: [{ type: 'text', text: 'And then?' }] }];
+const reference = (max, stop) => openai.chat.completions.create({
+  model: MODEL, max_tokens: max, temperature: 0, stop,
+  messages: [{ role: 'system', content: SYSTEM }, { role: 'user', content: 'Tell of the flood' },
+             { role: 'assistant', content: 'The waters rose.' }, { role: 'user', content: 'And then?' }],
+});
+
+test('messages.create: greedy text, stop_reason and usage equal chat completions', async () => {
+  const ref = await reference(12);
+  const msg = await client.messages.create({ model: MODEL, max_tokens: 12, temperature: 0,
+                                             system: SYSTEM, messages: MESSAGES });
+  assert.equal(msg.type, 'message');
+  assert.equal(msg.role, 'assistant');
+  assert.match(msg.id, /^msg_/);
+  assert.equal(msg.content[0].type, 'text');
+  assert.equal(msg.content[0].text, ref.choices[0].message.content);
+  assert.equal(msg.stop_reason, ref.choices[0].finish_reason === 'length' ? 'max_tokens' : 'end_turn');
+  assert.equal(msg.usage.input_tokens, ref.usage.prompt_tokens);
+  assert.equal(msg.usage.output_tokens, ref.usage.completion_tokens);
+  const count = await client.messages.countTokens({ model: MODEL, system: SYSTEM, messages: MESSAGES });
+  assert.equal(count.input_tokens, ref.usage.prompt_tokens);
+});
+
+test('stop_sequences: stop_reason stop_sequence names the one that matched', async () => {
+  const free = await client.messages.create({ model: MODEL, max_tokens: 40, temperature: 0,
+                                              system: SYSTEM, messages: MESSAGES });
+  const text = free.content[0].text;
+  const word = text.trim().split(/\s+/)[1];  // a word the greedy text reaches
+  assert.ok(word, text);
+  const msg = await client.messages.create({ model: MODEL, max_tokens: 40, temperature: 0,
+                                             system: SYSTEM, messages: MESSAGES,
+                                             stop_sequences: ['zzzz', word] });
+  assert.equal(msg.stop_reason, 'stop_sequence');
+  assert.equal(msg.stop_sequence, word);
+  assert.equal(msg.content[0].text, text.slice(0, text.indexOf(word)));
+});
+
+test('streaming: message_start .. message_stop, deltas adding up to the text', async () => {
+  const ref = await reference(12);
+  const stream = await client.messages.create({ model: MODEL, max_tokens: 12, temperature: 0,
+                                                system: SYSTEM, messages: MESSAGES, stream: true });
+  const types = [];
+  let text = '';
+  let stop;
+  for await (const event of stream) {
+    types.push(event.type);
+    if (event.type === 'content_block_delta') text += event.delta.text;
+    if (event.type === 'message_delta') stop = event;
+  }
+  const deltas = types.filter((t) => t === 'content_block_delta').length;
+  assert.deepEqual(types, ['message_start', 'content_block_start',
+                           ...Array(deltas).fill('content_block_delta'),
+                           'content_block_stop', 'message_delta', 'message_stop']);
+  assert.equal(text, ref.choices[0].message.content);
+  assert.equal(stop.usage.output_tokens, ref.usage.completion_tokens);
+  // The SDK's helper assembles the same message.
+  const final = await client.messages.stream({ model: MODEL, max_tokens: 12, temperature: 0,
+                                              system: SYSTEM, messages: MESSAGES }).finalMessage();
+  assert.equal(final.content[0].text, text);
+  assert.equal(final.usage.input_tokens, ref.usage.prompt_tokens);
+});
+
+test("errors have Anthropic's shape: the client's typed errors", async () => {
+  const refused = async (body, Type, pattern) => {
+    await assert.rejects(client.messages.create({ model: MODEL, max_tokens: 8,
+                                                  messages: [{ role: 'user', content: 'hi' }],
+                                                  ...body }), (e) => {
+      assert.ok(e instanceof Type, `${e.constructor.name}: ${e.message}`);
+      assert.equal(e.error?.type, 'error');
+      if (pattern) assert.match(e.message, pattern);
+      return true;
+    });
+  };
+  await refused({ max_tokens: undefined }, Anthropic.BadRequestError, /max_tokens/);
+  await refused({ tools: [{ name: 'f', input_schema: { type: 'object' } }] },
+                Anthropic.BadRequestError, /tools/);
+  await refused({ messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] },
+                Anthropic.BadRequestError, /image/);
+  await refused({ model: 'claude-sonnet-4' }, Anthropic.NotFoundError, /claude-sonnet-4/);
+  const stranger = new Anthropic({ baseURL: client.baseURL, apiKey: 'wrong', maxRetries: 0 });
+  await assert.rejects(stranger.messages.create({ model: MODEL, max_tokens: 8,
+                                                  messages: [{ role: 'user', content: 'hi' }] }),
+                       (e) => e instanceof Anthropic.AuthenticationError);
+});

@@ -1,0 +1,121 @@
+// Embeddings on `kvforge serve` (issue 41): /v1/embeddings through the openai
+// client's embeddings.create (its default base64 encoding and float), Ollama's
+// /api/embed through the ollama client, equal to llama.cpp's llama-embedding
+// (the committed golden), and embeddings beside a streaming chat leaving its
+// greedy text as it is alone. Run by run_server_tests.sh (CTest: server_openai).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import OpenAI from 'openai';
+import { Ollama } from 'ollama';
+import { startServer, stopServer } from './serve_process.mjs';
+
+const MODEL = 'kvforge-kjv-4m';
+const GOLDEN = JSON.parse(readFileSync(new URL('../embedding/data/kjv_embeddings.json',
+                                               import.meta.url)));
+let server;
+let base;
+let client;
+
+before(async () => {
+  server = await startServer(['--max-seqs', '4']);  // default pooling: last (the file states none)
+  base = `http://127.0.0.1:${server.port}`;
+  client = new OpenAI({ baseURL: `${base}/v1`, apiKey: 'unused', maxRetries: 0 });
+});
+
+after(async () => { await stopServer(server.proc); });
+
+const post = async (path, body) => fetch(`${base}${path}`, {
+  method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+});
+const norm = (v) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+const maxDiff = (a, b) => Math.max(...a.map((x, i) => Math.abs(x - b[i])));
+
+// Bound as in tests/app/embedding/embedder_test.cpp: llama.cpp rounds the
+// activations to f16 for the f16 weights, kvforge keeps f32 (measured 2.7e-5).
+test('embeddings.create: unit vectors equal to llama-embedding (last pooling)', async () => {
+  const cases = GOLDEN.cases.filter((c) => c.pooling === 'last');
+  const res = await client.embeddings.create({ model: MODEL, input: cases.map((c) => c.text) });
+  assert.equal(res.object, 'list');
+  assert.equal(res.model, MODEL);
+  assert.equal(res.data.length, cases.length);
+  res.data.forEach((d, i) => {
+    assert.equal(d.index, i);
+    assert.equal(d.embedding.length, 256);
+    assert.ok(Math.abs(norm(d.embedding) - 1) < 1e-5);
+    assert.ok(maxDiff(d.embedding, cases[i].embedding) < 1e-4, `case ${i}`);
+  });
+  const tokens = await Promise.all(cases.map(async (c) =>
+    (await (await post('/tokenize', { content: c.text, add_special: true })).json()).tokens));
+  assert.equal(res.usage.prompt_tokens, tokens.flat().length);
+  assert.equal(res.usage.total_tokens, res.usage.prompt_tokens);
+});
+
+test('base64 and float encodings, token-id input and batching give the same vector', async () => {
+  const text = GOLDEN.cases[0].text;
+  const b64 = await client.embeddings.create({ model: MODEL, input: text });  // SDK default: base64
+  const float = await client.embeddings.create({ model: MODEL, input: [text, 'Noah'],
+                                                 encoding_format: 'float' });
+  assert.deepEqual(b64.data[0].embedding, float.data[0].embedding.map(Math.fround));
+  const { tokens } = await (await post('/tokenize', { content: text, add_special: true })).json();
+  const byIds = await client.embeddings.create({ model: MODEL, input: [tokens],
+                                                 encoding_format: 'float' });
+  assert.deepEqual(byIds.data[0].embedding, float.data[0].embedding);
+  const dims = await client.embeddings.create({ model: MODEL, input: 'x', dimensions: 256 });
+  assert.equal(dims.data[0].embedding.length, 256);
+});
+
+test('refusals: dimensions, unknown fields, bad input, unknown model', async () => {
+  const refused = async (body, status, param) => {
+    await assert.rejects(client.embeddings.create(body), (e) => {
+      assert.equal(e.status, status, e.message);
+      if (param) assert.equal(e.param, param);
+      return true;
+    });
+  };
+  await refused({ model: MODEL, input: 'x', dimensions: 64 }, 400, 'dimensions');
+  await refused({ model: MODEL, input: 'x', encoding_format: 'int8' }, 400, 'encoding_format');
+  await refused({ model: MODEL, input: 'x', pooling: 'mean' }, 400, 'pooling');
+  await refused({ model: MODEL, input: [] }, 400, 'input');
+  await refused({ model: MODEL, input: [[1, 2], 'x', { a: 1 }] }, 400, 'input');
+  await refused({ model: MODEL, input: [[999999]] }, 400, 'input');
+  await refused({ model: MODEL, input: 'word '.repeat(2000) }, 400, 'input');
+  await refused({ model: 'text-embedding-3-small', input: 'x' }, 404, 'model');
+});
+
+test('ollama embed and the older /api/embeddings equal the OpenAI route', async () => {
+  const ollama = new Ollama({ host: base });
+  const input = ['In the beginning', 'And God said'];
+  const res = await ollama.embed({ model: `${MODEL}:latest`, input, keep_alive: '5m' });
+  const ref = await client.embeddings.create({ model: MODEL, input, encoding_format: 'float' });
+  assert.equal(res.model, `${MODEL}:latest`);
+  assert.deepEqual(res.embeddings, ref.data.map((d) => d.embedding));
+  assert.equal(res.prompt_eval_count, ref.usage.prompt_tokens);
+  const legacy = await ollama.embeddings({ model: MODEL, prompt: input[0] });
+  assert.deepEqual(legacy.embedding, ref.data[0].embedding);
+  // Ollama truncates an input past the context by default; "truncate": false refuses it.
+  const long = 'word '.repeat(400);
+  assert.equal((await ollama.embed({ model: MODEL, input: long })).prompt_eval_count, 256);
+  await assert.rejects(ollama.embed({ model: MODEL, input: long, truncate: false }),
+                       (e) => e.status_code === 400 && /context/.test(e.message));
+  await assert.rejects(ollama.embed({ model: MODEL, input: 'x', options: { temperature: 1 } }),
+                       (e) => e.status_code === 400 && /options.temperature/.test(e.message));
+});
+
+test('embeddings beside a streaming chat leave its greedy text unchanged', async () => {
+  const chat = async () => {
+    const stream = await client.chat.completions.create({
+      model: MODEL, messages: [{ role: 'user', content: 'Tell of the flood' }],
+      max_tokens: 24, temperature: 0, stream: true });
+    let text = '';
+    for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
+    return text;
+  };
+  const alone = await chat();
+  const beside = chat();
+  const embeds = Array.from({ length: 8 }, (_, i) => client.embeddings.create(
+    { model: MODEL, input: `verse ${i} of the book`, encoding_format: 'float' }));
+  const [text, ...vectors] = await Promise.all([beside, ...embeds]);
+  assert.equal(text, alone);
+  for (const v of vectors) assert.equal(v.data[0].embedding.length, 256);
+});
