@@ -164,41 +164,29 @@ class PlanRun {
     const uint8_t* k_records = bytes(staged_records);
     const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
     const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
-    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const Scoring scoring{c_.attn_scale, c_.attn_softcap};
     const size_t q_dim = size_t(c_.q_dim());
-    pool_.run([&](int ti, int) {
-      float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
-      for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
-           ++item) {
-        const int32_t t = item / c_.n_head;
-        const int h = item % c_.n_head;
-        float* out = f32(attn) + size_t(t) * q_dim + size_t(h) * c_.head_dim;
-        if (!in_.valid[t]) {
-          std::fill(out, out + c_.head_dim, 0.0f);
-          continue;
-        }
-        const int32_t pos = in_.positions[t];
-        const int32_t run = runs[t];
-        const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
-        const KeyRange keys = attended_keys(window, pos);
-        KvSpan spans[3];
-        const int n_cached =
-            keys.begin < run_first
-                ? cache_.ring_spans(layer, in_.slots[t], keys.begin, run_first, spans)
-                : 0;
-        KvSpan& staged = spans[n_cached];
-        staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
-        staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
-        staged.k_pos_stride = size_t(c_.n_kv_head) * kb;
-        staged.k_head_stride = kb;
-        staged.v_pos_stride = size_t(c_.n_kv_head) * vb;
-        staged.v_head_stride = vb;
-        staged.n = pos - run_first + 1;
-        const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
-        attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
-                       h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim, scratch);
-      }
+    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
+    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const int32_t pos = in_.positions[t];
+      const int32_t run = runs[t];
+      const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
+      const KeyRange keys = attended_keys(window, pos);
+      KvSpan spans[3];
+      const int n_cached = keys.begin < run_first ? cache_.ring_spans(layer, in_.slots[t],
+                                                                      keys.begin, run_first, spans)
+                                                  : 0;
+      KvSpan& staged = spans[n_cached];
+      staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
+      staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
+      staged.k_pos_stride = size_t(c_.n_kv_head) * kb;
+      staged.k_head_stride = kb;
+      staged.v_pos_stride = size_t(c_.n_kv_head) * vb;
+      staged.v_head_stride = vb;
+      staged.n = pos - run_first + 1;
+      const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
+      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
+                     h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim, scratch);
     });
   }
 
@@ -208,6 +196,19 @@ class PlanRun {
     const float scale = c_.attn_scale;
     const size_t per_thread = attention_scratch_floats(c_.head_dim);
     const KvFormat format = cache_.format();
+    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const KvSpan span = cache_.span(layer, in_.slots[t], p_.kv_len);
+      attend_one_head(f32(q) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
+                      p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
+                      bytes(mask) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
+    });
+  }
+
+  // fn(row t, query head h, its output in attn, the thread's scratch) for
+  // each attention item of this thread's share of the plan's fixed split;
+  // a padding row attends to nothing: its outputs are zeros.
+  template <class F>
+  void for_attention_items(uint16_t attn, size_t per_thread, F&& fn) {
     pool_.run([&](int ti, int) {
       float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
       for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
@@ -215,14 +216,10 @@ class PlanRun {
         const int32_t t = item / c_.n_head;
         const int h = item % c_.n_head;
         float* out = f32(attn) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim;
-        if (!in_.valid[t]) {  // a padding row: nothing to attend to
+        if (in_.valid[t])
+          fn(t, h, out, scratch);
+        else
           std::fill(out, out + c_.head_dim, 0.0f);
-          continue;
-        }
-        const KvSpan span = cache_.span(layer, in_.slots[t], p_.kv_len);
-        attend_one_head(f32(q) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
-                        p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
-                        bytes(mask) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
       }
     });
   }
