@@ -7,9 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/ops/norm.h"
+#include "model/block_steps.h"
 #include "model/layer_walk.h"
-#include "model/vocab_argmax.h"
 
 namespace kvforge {
 
@@ -97,6 +96,7 @@ class ForwardPass {
         kv_(kv),
         s_(s),
         pool_(pool),
+        env_{model, comm, pool, s.matmul_, s.tp_, &s.times_},
         n_(int64_t(in.tokens.size())) {}
 
   void run(float* logits) {
@@ -110,25 +110,64 @@ class ForwardPass {
     walk_forward(m_, *this);
   }
 
-  // The steps walk_forward() calls (model/layer_walk.h).
-  void norm(LayerNorm which, int l) { norm_all(layer_norm_weight(m_, which, l)); }
+  // The steps walk_forward() calls (model/layer_walk.h): the shared block
+  // steps (model/block_steps.h) on this scratch, and attend() over the KvStore.
+  void embed() {
+    float* const tables[2] = {cos_sin(0, 0), cos_sin(1, 0)};
+    embed_rows(m_, in_.tokens, in_.positions, s_.x_.data(), tables);
+  }
+  void norm(LayerNorm which, int l) {
+    norm_rows(env_, layer_norm_weight(m_, which, l), s_.x_.data(), n_, s_.xn_.data());
+  }
   void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
-    add_residual_then_norm(layer_norm_weight(m_, post, l),
-                           &layer_norm_weight(m_, next, next_layer));
+    kvforge::residual_then_norm(env_, layer_norm_weight(m_, post, l),
+                                &layer_norm_weight(m_, next, next_layer), s_.proj_.data(),
+                                s_.x_.data(), n_, s_.xn_.data());
   }
   void residual(LayerNorm post, int l) {
-    add_residual_then_norm(layer_norm_weight(m_, post, l), nullptr);
+    kvforge::residual_then_norm(env_, layer_norm_weight(m_, post, l), nullptr, s_.proj_.data(),
+                                s_.x_.data(), n_, nullptr);
   }
-
-  // x = the tokens' embeddings (times embd_scale); the RoPE angles of each
-  // token's position in every table.
-  void embed() {
-    const std::vector<RopeTable>& tables = m_.rope_tables();
-    for (int64_t t = 0; t < n_; ++t) {
-      embed_token(m_, in_.tokens[size_t(t)], s_.x_.data() + t * c_.n_embd);
-      for (size_t r = 0; r < tables.size(); ++r)
-        tables[r].angles(in_.positions[size_t(t)], cos_sin(int(r), t));
+  void attention_input(int l) {
+    kvforge::attention_input(env_, l, s_.xn_.data(), cos_sin(m_.rope_index(l), 0), n_,
+                             {s_.q_.data(), s_.k_.data(), s_.v_.data(), s_.attn_gate_.data()});
+  }
+  // attn = attention of q over the store, after writing this step's K and V
+  // (on this thread, where the store's checks' exceptions reach the caller).
+  void attend(int l) {
+    for (int64_t t = 0; t < n_; ++t)
+      kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
+                s_.v_.data() + t * c_.kv_dim());
+    attend_store(l);
+  }
+  void attention_output(int l) {
+    kvforge::attention_output(env_, l, s_.attn_.data(), s_.attn_gate_.data(), n_, s_.proj_.data());
+  }
+  // proj = FFN(xn): mixture of experts (model/moe_ffn.h) or dense.
+  void ffn_block(int l) {
+    if (c_.moe.n_expert > 0) {
+      const PhaseTimer t(&s_.times_.weight_matmuls);
+      return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, s_.xn_.data(), n_, s_.proj_.data(),
+                     s_.moe_, pool_, s_.matmul_);
     }
+    dense_ffn(env_, l, s_.xn_.data(), n_, s_.gate_.data(), s_.up_.data(), s_.proj_.data());
+  }
+  // Only the rows that need logits go through the final norm and the output
+  // matrix; embeddings stop after the norm.
+  void output() {
+    if (!in_.final_hidden)
+      return output_logits(env_, s_.x_.data(), in_.logit_rows, s_.xn_.data(), in_.argmax_only,
+                           logits_);
+    const PhaseTimer timer(&s_.times_.output_matmul);
+    final_norm_rows(env_, s_.x_.data(), in_.logit_rows, in_.final_hidden);
+  }
+  // proj = a recurrent layer's output (model/gated_delta_net.h).
+  void linear_attention_block(int l) {
+    const PhaseTimer timer(&s_.times_.attention);
+    const LinearAttentionStep step{s_.xn_.data(), n_, in_.positions,
+                                   std::span(s_.token_seq_slot_.data(), size_t(n_)), s_.step_seqs_};
+    gated_delta_net_block(c_, m_.weights().layers[size_t(l)].linear, l, step, kv_, s_.gdn_, pool_,
+                          s_.matmul_, s_.proj_.data());
   }
 
  private:
@@ -199,111 +238,6 @@ class ForwardPass {
     return s_.cos_sin_.data() + (table * n_ + t) * c_.rope_dim;
   }
 
-  // The per-token vector work between matmuls runs over the pool too: with
-  // many tokens per step (batched decode, prefill) it would otherwise leave
-  // the other threads waiting. One token (decode) stays on this thread.
-  template <class F>
-  void for_tokens(F&& fn) {
-    pool_.parallel_for(size_t(n_), [&](size_t t0, size_t t1) {
-      for (size_t t = t0; t < t1; ++t) fn(int64_t(t));
-    });
-  }
-
-  void norm_token(int64_t t, const std::vector<float>& weight) {
-    rms_norm(s_.x_.data() + t * c_.n_embd, weight.data(), c_.n_embd, c_.rms_eps,
-             s_.xn_.data() + t * c_.n_embd);
-  }
-
-  void norm_all(const std::vector<float>& weight) {
-    for_tokens([&](int64_t t) { norm_token(t, weight); });
-  }
-
-  // x += post_norm(proj) (just proj when post_norm is empty), then xn =
-  // norm(x) with `norm` (nullptr: no norm), in one pass per token: each
-  // token's residual row is still in cache for its norm.
-  void add_residual_then_norm(const std::vector<float>& post_norm, const std::vector<float>* norm) {
-    for_tokens([&](int64_t t) {
-      float* x = s_.x_.data() + t * c_.n_embd;
-      float* proj = s_.proj_.data() + t * c_.n_embd;
-      if (!post_norm.empty()) rms_norm(proj, post_norm.data(), c_.n_embd, c_.rms_eps, proj);
-      for (int i = 0; i < c_.n_embd; ++i) x[i] += proj[i];
-      if (norm) norm_token(t, *norm);
-    });
-  }
-
-  void matmul_batch_into(std::span<const MatmulOutput> outputs, const float* x) {
-    const PhaseTimer t(&s_.times_.weight_matmuls);
-    matmul_batch(outputs, x, n_, pool_, s_.matmul_);
-  }
-
-  // proj = attention(xn), writing this step's K and V into the store.
-  void attention_block(int l) {
-    const LayerWeights& w = m_.weights().layers[size_t(l)];
-    // One parallel region for Q, K and V: the normalized input is quantized once.
-    const MatmulOutput qkv[] = {
-        {w.attn_q, s_.q_.data()}, {w.attn_k, s_.k_.data()}, {w.attn_v, s_.v_.data()}};
-    matmul_batch_into(qkv, s_.xn_.data());
-    if (c_.attn_gate) split_query_gate();
-    add_bias(s_.q_.data(), w.bias_q, n_);
-    add_bias(s_.k_.data(), w.bias_k, n_);
-    add_bias(s_.v_.data(), w.bias_v, n_);
-    // Q/K norms and RoPE over the pool; the K/V writes stay on this thread,
-    // where their checks' exceptions reach the caller.
-    for_tokens([&](int64_t t) {
-      float* q = s_.q_.data() + t * c_.q_dim();
-      float* k = s_.k_.data() + t * c_.kv_dim();
-      if (c_.qk_norm) {
-        norm_heads(c_, q, c_.n_head, w.attn_q_norm);
-        norm_heads(c_, k, c_.n_kv_head, w.attn_k_norm);
-      }
-      rope_token(m_, l, q, k, cos_sin(m_.rope_index(l), t));
-    });
-    for (int64_t t = 0; t < n_; ++t)
-      kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
-                s_.v_.data() + t * c_.kv_dim());
-    attend(l);
-    if (c_.attn_gate) gate_attention();
-    row_parallel(w.attn_output, split_.attn_parts, s_.attn_.data());  // proj = attn_output(attn)
-    add_bias(s_.proj_.data(), w.bias_o, n_);
-  }
-
-  // q_ [n][n_head][query | gate] → q_ [n][q_dim] queries, attn_gate_ [n][q_dim] gates.
-  // In place and in order: each query moves to a lower or equal offset.
-  void split_query_gate() {
-    const int64_t hd = c_.head_dim;
-    float* q = s_.q_.data();
-    for (int64_t t = 0; t < n_; ++t)
-      for (int h = 0; h < c_.n_head; ++h) {
-        const float* from = q + (t * c_.n_head + h) * 2 * hd;
-        std::memcpy(s_.attn_gate_.data() + (t * c_.n_head + h) * hd, from + hd, hd * 4);
-        std::memmove(q + (t * c_.n_head + h) * hd, from, hd * 4);
-      }
-  }
-
-  // attn *= sigmoid(gate), elementwise.
-  void gate_attention() {
-    for_tokens([&](int64_t t) {
-      float* a = s_.attn_.data() + t * c_.q_dim();
-      const float* g = s_.attn_gate_.data() + t * c_.q_dim();
-      for (int i = 0; i < c_.q_dim(); ++i) a[i] *= 1.0f / (1.0f + std::exp(-g[i]));
-    });
-  }
-
-  // proj = a recurrent layer's output (model/gated_delta_net.h).
-  void linear_attention_block(int l) {
-    const PhaseTimer timer(&s_.times_.attention);
-    const LinearAttentionStep step{s_.xn_.data(), n_, in_.positions,
-                                   std::span(s_.token_seq_slot_.data(), size_t(n_)), s_.step_seqs_};
-    gated_delta_net_block(c_, m_.weights().layers[size_t(l)].linear, l, step, kv_, s_.gdn_, pool_,
-                          s_.matmul_, s_.proj_.data());
-  }
-
-  // proj = W x for a row-parallel W (model/forward_steps.h).
-  void row_parallel(const ColumnParts& w, int total_parts, const float* x) {
-    row_parallel_matmul(split_, comm_, w, total_parts, x, n_, s_.proj_.data(), s_.tp_, pool_,
-                        s_.matmul_, &s_.times_);
-  }
-
   // Work items are (run of query tokens, kv head), split over threads. A run
   // is up to kMaxRun consecutive tokens of one sequence at ascending
   // positions (a prefill chunk): attend_queries walks the K/V tiles they share
@@ -312,7 +246,7 @@ class ForwardPass {
   // once per group. Decode steps have runs of one token. A sliding-window
   // layer reads each sequence from the first position any of its tokens
   // still sees.
-  void attend(int l) {
+  void attend_store(int l) {
     const PhaseTimer timer(&s_.times_.attention);
     key_ranges(c_.window(l));
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
@@ -389,68 +323,6 @@ class ForwardPass {
     }
   }
 
-  // proj = FFN(xn): the gated activation (SwiGLU, or GELU for gemma) of the
-  // gate and up projections, then down.
-  void ffn_block(int l) {
-    const LayerWeights& w = m_.weights().layers[size_t(l)];
-    if (c_.moe.n_expert > 0) {  // model/moe_ffn.h
-      const PhaseTimer t(&s_.times_.weight_matmuls);
-      return moe_ffn(c_, w.moe, s_.xn_.data(), n_, s_.proj_.data(), s_.moe_, pool_, s_.matmul_);
-    }
-    const MatmulOutput gate_up[] = {{w.ffn_gate, s_.gate_.data()}, {w.ffn_up, s_.up_.data()}};
-    matmul_batch_into(gate_up, s_.xn_.data());
-    for_tokens([&](int64_t t) {
-      gated_activation(c_, s_.gate_.data() + t * c_.n_ff, s_.up_.data() + t * c_.n_ff, c_.n_ff);
-    });
-    row_parallel(w.ffn_down, split_.ffn_parts, s_.gate_.data());  // proj = ffn_down(gate)
-  }
-
-  // Only the rows that need logits go through the final norm and the output
-  // matrix (on several ranks: each its vocabulary rows, then gathered).
-  void output() {
-    float* logits = logits_;
-    const int64_t rows = int64_t(in_.logit_rows.size());
-    if (rows == 0) return;
-    const PhaseTimer timer(&s_.times_.output_matmul);
-    float* normed = in_.final_hidden ? in_.final_hidden : s_.xn_.data();
-    for (int64_t i = 0; i < rows; ++i)
-      rms_norm(s_.x_.data() + int64_t(in_.logit_rows[size_t(i)]) * c_.n_embd,
-               m_.weights().output_norm.data(), c_.n_embd, c_.rms_eps, normed + i * c_.n_embd);
-    if (in_.final_hidden) return;
-    if (split_.n_ranks == 1) {
-      matmul(m_.weights().output, s_.xn_.data(), rows, logits, pool_, s_.matmul_);
-      soft_cap_logits(c_, logits, rows * c_.n_vocab);
-      return;
-    }
-    // tp_.gathered: [rank][rows][rank's vocab rows]; rank r's block starts at rows *
-    // vocab_first[r]. Greedy-only: the slice summaries of every rank follow
-    // ([rank][rows][kSliceMaxFloats]).
-    const size_t r = size_t(split_.rank);
-    const bool argmax = in_.argmax_only && fits_vocab_argmax(c_.n_vocab);
-    const size_t summaries = argmax ? size_t(split_.n_ranks * rows * kSliceMaxFloats) : 0;
-    float* mine = vocab_slice(split_, rows, c_.n_vocab, summaries, s_.tp_);
-    matmul(m_.weights().output, s_.xn_.data(), rows, mine, pool_, s_.matmul_);
-    soft_cap_logits(c_, mine, rows * split_.vocab_rows[r]);
-    if (argmax) return gather_argmax(mine, rows, logits);
-    gather_vocab_logits(split_, comm_, rows, c_.n_vocab, s_.tp_, logits, &s_.times_);
-  }
-
-  // Greedy-only rows: every rank's slice summary, gathered, then the rows
-  // rebuilt from them (model/vocab_argmax.h). The summaries sit in
-  // tp_.gathered after the space of all logits, which output() sized for them.
-  void gather_argmax(const float* mine, int64_t rows, float* logits) {
-    const size_t r = size_t(split_.rank), n_ranks = size_t(split_.n_ranks);
-    const size_t block = size_t(rows * kSliceMaxFloats);
-    float* summaries = s_.tp_.gathered.data() + size_t(rows) * size_t(c_.n_vocab);
-    summarize_vocab_slice(mine, rows, split_.vocab_rows[r], split_.vocab_first[r],
-                          summaries + r * block);
-    {
-      const PhaseTimer t(&s_.times_.communication);
-      comm_.all_gather(summaries, block);
-    }
-    rebuild_argmax_rows(summaries, int64_t(n_ranks), rows, c_.n_vocab, logits);
-  }
-
   const Model& m_;
   const ModelConfig& c_;  // this rank's share (model.rank_config())
   const TensorSplit& split_;
@@ -459,6 +331,7 @@ class ForwardPass {
   KvStore& kv_;
   ForwardScratch& s_;
   ThreadPool& pool_;
+  const StepEnv env_;
   const int64_t n_;
   int32_t keys_window_ = -1;  // the window s_.token_keys_ hold ranges for (-1: none yet)
   float* logits_ = nullptr;   // [logit rows][n_vocab] run()'s output

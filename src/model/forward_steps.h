@@ -1,6 +1,6 @@
-// The steps of the forward pass over explicit row buffers, shared by the
-// paged forward pass (model/forward.cpp) and the static plan executor
-// (engine/static_pipeline/plan_executor.cpp), so that each architecture
+// The elementary steps of the forward pass over explicit row buffers, which
+// the block steps (model/block_steps.h) that the paged forward pass and the
+// static plan executor both run are made of, so that each architecture
 // feature is written once: the embedding scale, Q/K norms and RoPE tables,
 // the gated activation (SwiGLU or GeGLU), the logits' soft-cap, the keys a
 // sliding window lets a query see, and the tensor-parallel gathers.

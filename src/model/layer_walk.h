@@ -1,16 +1,18 @@
 // The forward pass as one sequence of steps, written once: forward()
 // (model/forward.cpp) runs each step over the step's tokens, and the static
 // plan compiler (engine/static_pipeline/plan_compiler.cpp) records each as
-// ops with fixed shapes and pre-bound buffers, which the plan executor runs
-// through the same step functions (model/forward_steps.h).
+// one op with fixed shapes and pre-bound buffers, which the plan executor
+// runs through the same step functions (model/block_steps.h). Only attend()
+// differs between the modes.
 //
 // A `Steps` has, for x [rows][n_embd] the residual stream and xn its
 // normalised copy:
 //   embed()                        x = the tokens' embeddings, RoPE angles of their positions
 //   norm(which, layer)             xn = rms_norm(x) * the layer's norm `which`
-//   attention_block(layer)         proj = attention(xn): Q/K/V, biases, Q/K norms, RoPE,
-//                                  K/V written, attention (full or windowed), output gate,
-//                                  output projection
+//   attention_input(layer)         q, k, v = xn's Q/K/V projections, biases, Q/K norms, RoPE
+//   attend(layer)                  K/V written, attn = attention of q (full or windowed):
+//                                  the paged store's block tables, or the static cache
+//   attention_output(layer)        proj = output projection of attn (after its output gate)
 //   linear_attention_block(layer)  proj = a recurrent layer's Gated DeltaNet (hybrid models,
 //                                  model/gated_delta_net.h) over its sequences' states
 //   residual_then_norm(post, layer, next, next_layer)
@@ -49,8 +51,11 @@ void walk_forward(const Model& model, Steps& s) {
   for (int l = 0; l < n_layer; ++l) {
     if (model.rank_config().recurrent(l))
       s.linear_attention_block(l);
-    else
-      s.attention_block(l);
+    else {
+      s.attention_input(l);
+      s.attend(l);
+      s.attention_output(l);
+    }
     s.residual_then_norm(LayerNorm::AttnPost, l, LayerNorm::Ffn, l);
     s.ffn_block(l);
     // The next layer's attention norm; output() norms its own rows.

@@ -33,7 +33,9 @@ struct StepLog {
   std::vector<std::string> steps;
   void embed() { steps.push_back("embed"); }
   void norm(LayerNorm n, int l) { steps.push_back(std::string("norm ") + name(n) + at(l)); }
-  void attention_block(int l) { steps.push_back("attention" + at(l)); }
+  void attention_input(int l) { steps.push_back("attention input" + at(l)); }
+  void attend(int l) { steps.push_back("attend" + at(l)); }
+  void attention_output(int l) { steps.push_back("attention output" + at(l)); }
   void linear_attention_block(int l) { steps.push_back("linear attention" + at(l)); }
   void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
     steps.push_back(std::string("residual ") + name(post) + at(l) + ", norm " + name(next) +
@@ -52,11 +54,20 @@ TEST(LayerWalk, StepsInTheOrderOfATransformerBlock) {
   StepLog log;
   walk_forward(*model, log);
   const std::vector<std::string> want = {
-      "embed",       "norm attn 0",
-      "attention 0", "residual attn_post 0, norm ffn 0",
-      "ffn 0",       "residual ffn_post 0, norm attn 1",
-      "attention 1", "residual attn_post 1, norm ffn 1",
-      "ffn 1",       "residual ffn_post 1",
+      "embed",
+      "norm attn 0",
+      "attention input 0",
+      "attend 0",
+      "attention output 0",
+      "residual attn_post 0, norm ffn 0",
+      "ffn 0",
+      "residual ffn_post 0, norm attn 1",
+      "attention input 1",
+      "attend 1",
+      "attention output 1",
+      "residual attn_post 1, norm ffn 1",
+      "ffn 1",
+      "residual ffn_post 1",
       "output",
   };
   EXPECT_EQ(log.steps, want);

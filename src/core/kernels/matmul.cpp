@@ -471,6 +471,18 @@ size_t matmul_scratch_bytes(const WeightView& w, int64_t n_tokens) {
   return activation_bytes(k.by_level[0].form, w.cols, n_tokens);
 }
 
+size_t matmul_batch_scratch_bytes(std::span<const MatmulOutput> outputs, int64_t n_tokens) {
+  bool counted[kActivationForms] = {};
+  size_t bytes = 0;
+  for (const MatmulOutput& o : outputs) {
+    const ActivationForm form = checked_kernels(o.w, n_tokens).by_level[0].form;
+    if (counted[int(form)]) continue;
+    counted[int(form)] = true;
+    bytes += align64(activation_bytes(form, o.w.cols, n_tokens));
+  }
+  return bytes;
+}
+
 void matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
             MatmulScratch& scratch) {
   const MatmulOutput one{w, y};

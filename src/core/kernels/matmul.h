@@ -231,6 +231,10 @@ void matmul_batch(std::span<const MatmulOutput> outputs, const float* x, int64_t
 void matmul_batch_own_tokens(std::span<const MatmulOutput> outputs, const float* x,
                              int64_t n_tokens, ThreadPool& pool, MatmulScratch& scratch);
 
+// Bytes of scratch a matmul_batch of these weights needs (each activation
+// form they want once; for reserving up front).
+size_t matmul_batch_scratch_bytes(std::span<const MatmulOutput> outputs, int64_t n_tokens);
+
 // Most weights one matmul_batch / matmul_batch_own_tokens call takes.
 inline constexpr size_t kMatmulBatchMaxWeights = 8;
 

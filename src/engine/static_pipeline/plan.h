@@ -5,7 +5,8 @@
 //   - the input shape: `rows` token rows (prefill: prefill_chunk, padded;
 //     generate: one row per slot) and the KV length attention spans (prefill:
 //     the capacity; generate: the variant's length);
-//   - the op sequence, fully unrolled over layers;
+//   - the op sequence, fully unrolled over layers: the forward pass's layer
+//     walk recorded one step per op;
 //   - every intermediate buffer's size and byte offset in one arena (memory
 //     planning: buffers whose lifetimes do not overlap share bytes);
 //   - the thread partitioning of attention (items = rows × query heads).
@@ -16,7 +17,9 @@
 // cache and the slot masks (StaticKvCache) and leaves logits in the arena.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,74 +29,77 @@ namespace kvforge {
 
 enum class PlanKind : uint8_t { Prefill = 0, Generate = 1 };
 
+// One op per step of the forward pass's layer walk (model/layer_walk.h),
+// run through the shared block steps (model/block_steps.h); only Masks,
+// Attend and WindowAttend are the static pipeline's own (its cache, mask
+// and rings). An op's operands are buffer ids in the order of its roles
+// (op_roles), each role fixing the buffer's size:
 enum class OpCode : uint8_t {
-  UpdateMask = 0,     // state: mask[slot][pos] = 1 for every valid row
-  BuildAttnMask = 1,  // dst[rows][kv_len] bytes = mask[slot][j] && j <= pos (0 for padding rows)
-  // dst[rows][n_embd] = token_embd[token] * embd_scale; src0 (cos_sin) = rope angles(pos) of
-  // RoPE table 0, src1 (when the model has a second table) those of table 1
-  Embed = 2,
-  RmsNorm = 3,  // dst[rows][n] = rms_norm(src0[rows][n]) * weight (src0 may be dst)
-  MatMul = 4,   // dst[rows][w.rows] = src0[rows][w.cols] · Wᵀ
-  AddBias = 5,  // dst[rows][d] += bias
-  // rotate src0 (q, n_head heads) and dst (k, n_kv_head heads) by src1 (the cos_sin of the
-  // layer's RoPE table: the model's rope_index(layer))
-  Rope = 6,
-  KvWrite = 7,      // cache[layer][slot][pos] ← src0 (k), src1 (v) for every valid row
-  Attention = 8,    // dst (attn) ← src0 (q) over cache[layer][slot][0, kv_len) masked by src1
-  AddInto = 9,      // dst += src0 (residual)
-  SwiGlu = 10,      // dst = silu(dst) * src0
-  GatherRows = 11,  // dst[n_logit_rows][n_embd] = src0[logit_rows[i]]
-  // What the other architectures add to the llama block:
-  HeadNorm =
-      12,      // dst[rows][heads][head_dim]: each head rms-normed by weight [head_dim] (Q/K norms)
-  GeGlu = 13,  // dst = gelu_tanh(dst) * src0
-  SoftCap = 14,  // dst[rows][n_vocab] = c·tanh(dst / c), c = the model's final_softcap
-  // A sliding-window layer, whose cache is a ring of `window` positions that
-  // a prefill chunk's writes would overwrite before its earlier rows have
-  // read them: its rows' K/V are staged, attended, and only then written
-  // (KvWrite after WindowAttention).
-  RowRuns = 15,  // dst[rows] i32 = the first row of each valid row's run (rows of one slot at
-                 // consecutive positions), -1 for padding rows
-  KvStage = 16,  // dst ← src0 (k), src1 (v) of every row encoded as the cache's head records:
-                 // K [rows][n_kv_head] records, then V [rows][n_kv_head] records
-  // dst (attn) ← src0 (q) over positions (pos - window, pos]: the cache's before the row's
-  // run, then the run's staged records (src1); the runs are the plan's row_runs_buffer
-  WindowAttention = 17,
+  // attn_mask: mask[slot][pos] = 1 for every valid row, then attn_mask[row][j] =
+  // mask[slot][j] && j <= pos (0 for padding rows); with sliding-window layers
+  // also the plan's row runs (each valid row's run's first row, -1 for padding)
+  Masks = 0,
+  Embed = 1,         // x, cos_sin, cos_sin of the second RoPE table (kNoBuffer with one)
+  Norm = 2,          // x → xn by the layer's `norm`
+  AttentionIn = 3,   // xn, cos_sin of the layer's table → q, k, v
+  Attend = 4,        // q, k, v, attn_mask → attn: K/V written, then masked attention
+  WindowAttend = 5,  // q, k, v, staged → attn: see below
+  AttentionOut = 6,  // attn → proj
+  // proj, x → x += post(proj) and xn = next(x) (`norm` the post norm, `next_norm` of
+  // `next_layer` the next; kNoNorm and xn kNoBuffer after the last layer)
+  ResidualNorm = 7,
+  Ffn = 8,     // xn → gate, up (its scratch) → proj
+  Logits = 9,  // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
 };
-inline constexpr int kOpCodeCount = 18;
+inline constexpr int kOpCodeCount = 10;
+// WindowAttend: a sliding-window layer's cache is a ring of `window`
+// positions that a prefill chunk's writes would overwrite before its earlier
+// rows have read them, so its rows' K/V are staged as the cache's head
+// records (K [rows][n_kv_head] records, then V's), each row attends
+// (pos - window, pos]: the cache's positions before its run, then the run's
+// staged records (the runs are the plan's row_runs_buffer); only then are
+// K/V written.
 
-// Which tensor of the model an op uses (with the op's layer for per-layer tensors).
-enum class WeightRef : uint8_t {
-  None = 0,
-  AttnNorm,
-  AttnQ,
-  AttnK,
-  AttnV,
-  BiasQ,
-  BiasK,
-  BiasV,
-  AttnOutput,
-  FfnNorm,
-  FfnGate,
-  FfnUp,
-  FfnDown,
-  OutputNorm,
-  Output,
-  AttnQNorm,     // [head_dim] (qwen3, gemma3)
-  AttnKNorm,     // [head_dim]
-  AttnPostNorm,  // [n_embd] (gemma)
-  FfnPostNorm,   // [n_embd]
+// What a buffer holds, which fixes its size for a plan of `rows` rows:
+enum class BufferRole : uint8_t {
+  X,         // [rows][n_embd] f32 the residual stream
+  Xn,        // [rows][n_embd] f32 normalised
+  CosSin,    // [rows][rope_dim] f32 RoPE angles of one table
+  Q,         // [rows][q_dim] f32
+  K,         // [rows][kv_dim] f32
+  V,         // [rows][kv_dim] f32
+  AttnMask,  // [rows][kv_len] bytes
+  Staged,    // [2][rows][n_kv_head] KV head records of the largest format (max_kv_record_bytes)
+  Attn,      // [rows][q_dim] f32
+  Proj,      // [rows][n_embd] f32 a block's output
+  Gate,      // [rows][n_ff] f32
+  Up,        // [rows][n_ff] f32
+  OutXn,     // [n_logit_rows][n_embd] f32 the logit rows, final-normed
+  Logits,    // [n_logit_rows][n_vocab] f32, the plan's output
 };
-inline constexpr int kWeightRefCount = 19;
-
+inline constexpr int kMaxOperands = 5;
 inline constexpr uint16_t kNoBuffer = 0xFFFF;
+inline constexpr uint8_t kNoNorm = 0xFF;
+
+// An op's operand roles, in order; an optional one may be kNoBuffer (Embed's
+// second table, ResidualNorm's xn).
+struct OperandRole {
+  BufferRole role;
+  bool optional = false;
+};
+std::span<const OperandRole> op_roles(OpCode code);
+const char* op_name(OpCode code);
+const char* role_name(BufferRole role);
 
 struct PlanOp {
-  OpCode code = OpCode::UpdateMask;
-  WeightRef weight = WeightRef::None;
-  int16_t layer = -1;  // -1 for ops outside the layers
-  int32_t rows = 0;    // rows processed: the plan's rows, or n_logit_rows after GatherRows
-  uint16_t src0 = kNoBuffer, src1 = kNoBuffer, dst = kNoBuffer;  // buffer ids
+  OpCode code = OpCode::Masks;
+  uint8_t norm = kNoNorm;       // Norm, ResidualNorm: a model/layer_walk.h LayerNorm
+  uint8_t next_norm = kNoNorm;  // ResidualNorm: the norm after the residual
+  int16_t layer = -1;           // -1 for ops outside the layers
+  int16_t next_layer = -1;      // ResidualNorm: next_norm's layer
+  int32_t rows = 0;             // the plan's rows; n_logit_rows for Logits
+  std::array<uint16_t, kMaxOperands> buffers = {kNoBuffer, kNoBuffer, kNoBuffer, kNoBuffer,
+                                                kNoBuffer};  // in op_roles order
   bool operator==(const PlanOp&) const = default;
 };
 
@@ -110,17 +116,17 @@ struct Plan {
   int32_t kv_len = 0;        // KV positions attention spans
   int32_t n_logit_rows = 0;  // rows gathered for logits: prefill 1, generate `rows`
   uint64_t arena_bytes = 0;
-  uint64_t matmul_scratch_bytes = 0;  // the largest activation conversion of any MatMul
+  uint64_t matmul_scratch_bytes = 0;  // the largest activation conversion of any op
   std::vector<PlanBuffer> buffers;
   std::vector<PlanOp> ops;
-  // [n_threads + 1] item boundaries of Attention: thread i handles items
+  // [n_threads + 1] item boundaries of attention: thread i handles items
   // [attention_split[i], attention_split[i+1]) of rows × n_head.
   std::vector<int32_t> attention_split;
   uint16_t logits_buffer = kNoBuffer;             // [n_logit_rows][n_vocab] f32, the plan's output
   uint16_t attention_scratch_buffer = kNoBuffer;  // [n_threads][attention_scratch_floats] f32
                                                   // (attention_queries_scratch_floats with
                                                   // sliding-window layers)
-  uint16_t row_runs_buffer = kNoBuffer;           // [rows] i32 (RowRuns); kNoBuffer without windows
+  uint16_t row_runs_buffer = kNoBuffer;           // [rows] i32 (Masks); kNoBuffer without windows
 
   std::string label() const;  // "prefill[256 x 1152]", "generate[1 x 512]"
   bool operator==(const Plan&) const = default;

@@ -1,14 +1,15 @@
 #include "engine/static_pipeline/plan_compiler.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 
 #include "core/ops/attention.h"
 #include "engine/static_pipeline/memory_planner.h"
 #include "engine/static_pipeline/plan_validation.h"
-#include "engine/static_pipeline/plan_weights.h"
 #include "model/layer_walk.h"
 #include "model/model_fingerprint.h"
 
@@ -20,23 +21,30 @@ std::atomic<uint64_t> g_plans_compiled{0};
 // Emits ops and buffers in program order, tracking each buffer's lifetime.
 class PlanBuilder {
  public:
-  explicit PlanBuilder(Plan& plan) : plan_(plan) {}
+  PlanBuilder(Plan& plan, const Model& model) : plan_(plan), model_(model) {}
 
-  uint16_t buffer(std::string name, uint64_t bytes) {
+  // A buffer of the role's size (plan_validation.h).
+  uint16_t buffer(std::string name, BufferRole role) {
+    return buffer(role_bytes(plan_, model_.rank_config(), role), std::move(name));
+  }
+  uint16_t buffer(uint64_t bytes, std::string name) {
     if (plan_.buffers.size() >= kNoBuffer) throw std::length_error("plan: too many buffers");
     plan_.buffers.push_back({std::move(name), 0, bytes});
     lifetimes_.push_back({bytes, -1, -1});
     return uint16_t(plan_.buffers.size() - 1);
   }
 
-  void op(OpCode code, int32_t rows, WeightRef weight = WeightRef::None, int layer = -1,
-          uint16_t src0 = kNoBuffer, uint16_t src1 = kNoBuffer, uint16_t dst = kNoBuffer) {
+  void op(PlanOp op) {
     const int32_t index = int32_t(plan_.ops.size());
-    plan_.ops.push_back({code, weight, int16_t(layer), rows, src0, src1, dst});
-    for (uint16_t b : {src0, src1, dst}) touch(b, index);
-    if (code == OpCode::Attention || code == OpCode::WindowAttention)
+    op.rows = op.code == OpCode::Logits ? plan_.n_logit_rows : plan_.rows;
+    plan_.ops.push_back(op);
+    for (uint16_t b : op.buffers) touch(b, index);
+    if (op.code == OpCode::Attend || op.code == OpCode::WindowAttend)
       touch(plan_.attention_scratch_buffer, index);
-    if (code == OpCode::WindowAttention) touch(plan_.row_runs_buffer, index);
+    if (op.code == OpCode::WindowAttend || op.code == OpCode::Masks)
+      touch(plan_.row_runs_buffer, index);
+    plan_.matmul_scratch_bytes =
+        std::max<uint64_t>(plan_.matmul_scratch_bytes, op_matmul_scratch_bytes(model_, op));
   }
 
   // Outputs stay alive past the last op, so nothing is placed over them.
@@ -57,150 +65,120 @@ class PlanBuilder {
   }
 
   Plan& plan_;
+  const Model& model_;
   std::vector<BufferLifetime> lifetimes_;
 };
 
-constexpr uint64_t kF32 = sizeof(float);
-
-// Records the forward pass's walk (model/layer_walk.h) as the plan's ops:
-// each step becomes the ops that compute it over `rows` rows, on buffers
-// placed in the arena.
+// Records the forward pass's walk (model/layer_walk.h) as the plan's ops,
+// one op per step, on buffers placed in the arena by role.
 class PlanRecorder {
  public:
   PlanRecorder(PlanBuilder& b, const Model& m, Plan& plan)
-      : b_(b), m_(m), c_(m.rank_config()), plan_(plan), rows_(plan.rows) {}
+      : b_(b), m_(m), c_(m.rank_config()), plan_(plan) {}
 
-  // The mask and row inputs, then x = embeddings and the RoPE angles of each table.
+  // The masks, then x = embeddings and the RoPE angles of each table.
   void embed() {
-    const uint64_t r = uint64_t(rows_);
-    x_ = b_.buffer("x", r * c_.n_embd * kF32);
-    cos_sin_[0] = b_.buffer("rope.cos_sin", r * c_.rope_dim * kF32);
+    x_ = b_.buffer("x", BufferRole::X);
+    cos_sin_[0] = b_.buffer("rope.cos_sin", BufferRole::CosSin);
     if (m_.rope_tables().size() > 1)
-      cos_sin_[1] = b_.buffer("rope.cos_sin.swa", r * c_.rope_dim * kF32);
-    attn_mask_ = b_.buffer("attn_mask", r * uint64_t(plan_.kv_len));
-    const bool windows = c_.sliding_window > 0;
-    // attend_queries (WindowAttention) needs the larger scratch.
-    plan_.attention_scratch_buffer =
-        b_.buffer("attn.scratch", uint64_t(plan_.attention_split.size() - 1) *
-                                      (windows ? attention_queries_scratch_floats(c_.head_dim)
-                                               : attention_scratch_floats(c_.head_dim)) *
-                                      kF32);
-    if (windows) plan_.row_runs_buffer = b_.buffer("attn.row_runs", r * sizeof(int32_t));
-    b_.op(OpCode::UpdateMask, rows_);
-    b_.op(OpCode::BuildAttnMask, rows_, WeightRef::None, -1, kNoBuffer, kNoBuffer, attn_mask_);
-    if (windows)
-      b_.op(OpCode::RowRuns, rows_, WeightRef::None, -1, kNoBuffer, kNoBuffer,
-            plan_.row_runs_buffer);
-    b_.op(OpCode::Embed, rows_, WeightRef::None, -1, cos_sin_[0], cos_sin_[1], x_);
+      cos_sin_[1] = b_.buffer("rope.cos_sin.swa", BufferRole::CosSin);
+    attn_mask_ = b_.buffer("attn_mask", BufferRole::AttnMask);
+    plan_.attention_scratch_buffer = b_.buffer(attention_scratch_bytes(plan_, c_), "attn.scratch");
+    if (c_.sliding_window > 0)
+      plan_.row_runs_buffer = b_.buffer(uint64_t(plan_.rows) * sizeof(int32_t), "attn.row_runs");
+    b_.op({.code = OpCode::Masks, .buffers = operands({attn_mask_})});
+    b_.op({.code = OpCode::Embed, .buffers = operands({x_, cos_sin_[0], cos_sin_[1]})});
   }
-
   void norm(LayerNorm which, int l) {
-    const bool attn = which == LayerNorm::Attn;
-    xn_ = b_.buffer(prefix(l) + (attn ? "attn_in" : "ffn_in"), uint64_t(rows_) * c_.n_embd * kF32);
-    b_.op(OpCode::RmsNorm, rows_, attn ? WeightRef::AttnNorm : WeightRef::FfnNorm, l, x_, kNoBuffer,
-          xn_);
+    xn_ = b_.buffer(prefix(l) + (which == LayerNorm::Attn ? "attn_in" : "ffn_in"), BufferRole::Xn);
+    b_.op({.code = OpCode::Norm,
+           .norm = uint8_t(which),
+           .layer = int16_t(l),
+           .buffers = operands({x_, xn_})});
   }
-
   void linear_attention_block(int l) {
     throw std::invalid_argument(c_.arch_name + ": static plans do not record linear-attention " +
                                 "layers yet (layer " + std::to_string(l) + ")");
   }
-
-  void attention_block(int l) {
-    const uint64_t r = uint64_t(rows_);
-    const uint16_t q = b_.buffer(prefix(l) + "q", r * c_.q_dim() * kF32);
-    const uint16_t k = b_.buffer(prefix(l) + "k", r * c_.kv_dim() * kF32);
-    const uint16_t v = b_.buffer(prefix(l) + "v", r * c_.kv_dim() * kF32);
-    b_.op(OpCode::MatMul, rows_, WeightRef::AttnQ, l, xn_, kNoBuffer, q);
-    b_.op(OpCode::MatMul, rows_, WeightRef::AttnK, l, xn_, kNoBuffer, k);
-    b_.op(OpCode::MatMul, rows_, WeightRef::AttnV, l, xn_, kNoBuffer, v);
-    if (c_.qkv_bias) {
-      b_.op(OpCode::AddBias, rows_, WeightRef::BiasQ, l, kNoBuffer, kNoBuffer, q);
-      b_.op(OpCode::AddBias, rows_, WeightRef::BiasK, l, kNoBuffer, kNoBuffer, k);
-      b_.op(OpCode::AddBias, rows_, WeightRef::BiasV, l, kNoBuffer, kNoBuffer, v);
-    }
-    if (c_.qk_norm) {
-      b_.op(OpCode::HeadNorm, rows_, WeightRef::AttnQNorm, l, q, kNoBuffer, q);
-      b_.op(OpCode::HeadNorm, rows_, WeightRef::AttnKNorm, l, k, kNoBuffer, k);
-    }
-    b_.op(OpCode::Rope, rows_, WeightRef::None, l, q, cos_sin_[m_.rope_index(l)], k);
-    const uint16_t attn = attention(l, q, k, v);
-    proj_ = b_.buffer(prefix(l) + "attn_out", r * c_.n_embd * kF32);
-    b_.op(OpCode::MatMul, rows_, WeightRef::AttnOutput, l, attn, kNoBuffer, proj_);
+  void attention_input(int l) {
+    if (c_.attn_gate)
+      throw std::invalid_argument(c_.arch_name +
+                                  ": static plans do not record gated attention yet");
+    q_ = b_.buffer(prefix(l) + "q", BufferRole::Q);
+    k_ = b_.buffer(prefix(l) + "k", BufferRole::K);
+    v_ = b_.buffer(prefix(l) + "v", BufferRole::V);
+    b_.op({.code = OpCode::AttentionIn,
+           .layer = int16_t(l),
+           .buffers = operands({xn_, cos_sin_[m_.rope_index(l)], q_, k_, v_})});
   }
-
-  void residual(LayerNorm post, int l) {
-    if (c_.post_norms)
-      b_.op(OpCode::RmsNorm, rows_,
-            post == LayerNorm::AttnPost ? WeightRef::AttnPostNorm : WeightRef::FfnPostNorm, l,
-            proj_, kNoBuffer, proj_);
-    b_.op(OpCode::AddInto, rows_, WeightRef::None, l, proj_, kNoBuffer, x_);
+  // Full layers write K/V then attend over the mask; a window's ring is
+  // written only after its rows attended their staged records (plan.h).
+  void attend(int l) {
+    if (!m_.weights().layers[size_t(l)].attn_sinks.empty())
+      throw std::invalid_argument(c_.arch_name + ": --static is not supported yet with attention " +
+                                  "sinks (layer " + std::to_string(l) + ")");
+    attn_ = b_.buffer(prefix(l) + "attn", BufferRole::Attn);
+    if (c_.window(l) == 0)
+      return b_.op({.code = OpCode::Attend,
+                    .layer = int16_t(l),
+                    .buffers = operands({q_, k_, v_, attn_mask_, attn_})});
+    const uint16_t staged = b_.buffer(prefix(l) + "kv_staged", BufferRole::Staged);
+    b_.op({.code = OpCode::WindowAttend,
+           .layer = int16_t(l),
+           .buffers = operands({q_, k_, v_, staged, attn_})});
   }
-
+  void attention_output(int l) {
+    proj_ = b_.buffer(prefix(l) + "attn_out", BufferRole::Proj);
+    b_.op({.code = OpCode::AttentionOut, .layer = int16_t(l), .buffers = operands({attn_, proj_})});
+  }
   void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
-    residual(post, l);
-    norm(next, next_layer);
+    xn_ = b_.buffer(prefix(next_layer) + (next == LayerNorm::Attn ? "attn_in" : "ffn_in"),
+                    BufferRole::Xn);
+    b_.op({.code = OpCode::ResidualNorm,
+           .norm = uint8_t(post),
+           .next_norm = uint8_t(next),
+           .layer = int16_t(l),
+           .next_layer = int16_t(next_layer),
+           .buffers = operands({proj_, x_, xn_})});
   }
-
+  void residual(LayerNorm post, int l) {
+    b_.op({.code = OpCode::ResidualNorm,
+           .norm = uint8_t(post),
+           .layer = int16_t(l),
+           .buffers = operands({proj_, x_})});
+  }
   void ffn_block(int l) {
-    const uint64_t r = uint64_t(rows_);
-    const uint16_t gate = b_.buffer(prefix(l) + "gate", r * c_.n_ff * kF32);
-    const uint16_t up = b_.buffer(prefix(l) + "up", r * c_.n_ff * kF32);
-    b_.op(OpCode::MatMul, rows_, WeightRef::FfnGate, l, xn_, kNoBuffer, gate);
-    b_.op(OpCode::MatMul, rows_, WeightRef::FfnUp, l, xn_, kNoBuffer, up);
-    b_.op(c_.ffn_act == FfnActivation::GeluTanh ? OpCode::GeGlu : OpCode::SwiGlu, rows_,
-          WeightRef::None, l, up, kNoBuffer, gate);
-    proj_ = b_.buffer(prefix(l) + "ffn_out", r * c_.n_embd * kF32);
-    b_.op(OpCode::MatMul, rows_, WeightRef::FfnDown, l, gate, kNoBuffer, proj_);
+    const uint16_t gate = b_.buffer(prefix(l) + "gate", BufferRole::Gate);
+    const uint16_t up = b_.buffer(prefix(l) + "up", BufferRole::Up);
+    proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
+    b_.op({.code = OpCode::Ffn, .layer = int16_t(l), .buffers = operands({xn_, gate, up, proj_})});
   }
-
-  // The logit rows gathered, normed, multiplied by the output matrix and soft-capped.
   void output() {
-    const int32_t n = plan_.n_logit_rows;
-    const uint64_t r = uint64_t(n);
-    const uint16_t out_x = b_.buffer("output.x", r * c_.n_embd * kF32);
-    b_.op(OpCode::GatherRows, n, WeightRef::None, -1, x_, kNoBuffer, out_x);
-    const uint16_t out_norm = b_.buffer("output.norm", r * c_.n_embd * kF32);
-    b_.op(OpCode::RmsNorm, n, WeightRef::OutputNorm, -1, out_x, kNoBuffer, out_norm);
-    plan_.logits_buffer = b_.buffer("logits", r * c_.n_vocab * kF32);
-    b_.op(OpCode::MatMul, n, WeightRef::Output, -1, out_norm, kNoBuffer, plan_.logits_buffer);
-    if (c_.final_softcap > 0.0f)
-      b_.op(OpCode::SoftCap, n, WeightRef::None, -1, kNoBuffer, kNoBuffer, plan_.logits_buffer);
+    const uint16_t out_xn = b_.buffer("output.norm", BufferRole::OutXn);
+    plan_.logits_buffer = b_.buffer("logits", BufferRole::Logits);
+    b_.op({.code = OpCode::Logits, .buffers = operands({x_, out_xn, plan_.logits_buffer})});
     b_.keep_to_end(plan_.logits_buffer);
   }
 
  private:
   static std::string prefix(int l) { return "blk." + std::to_string(l) + "."; }
-
-  // Attention of layer l on q, k, v into a new buffer: full layers write K/V
-  // then attend over the mask; a window's ring is written only after its
-  // rows attended their staged records (plan.h).
-  uint16_t attention(int l, uint16_t q, uint16_t k, uint16_t v) {
-    const uint64_t r = uint64_t(rows_);
-    const uint16_t attn = b_.buffer(prefix(l) + "attn", r * c_.q_dim() * kF32);
-    if (c_.window(l) == 0) {
-      b_.op(OpCode::KvWrite, rows_, WeightRef::None, l, k, v);
-      b_.op(OpCode::Attention, rows_, WeightRef::None, l, q, attn_mask_, attn);
-      return attn;
-    }
-    const uint16_t staged = b_.buffer(
-        prefix(l) + "kv_staged", r * uint64_t(c_.n_kv_head) * 2 * max_kv_record_bytes(c_.head_dim));
-    b_.op(OpCode::KvStage, rows_, WeightRef::None, l, k, v, staged);
-    b_.op(OpCode::WindowAttention, rows_, WeightRef::None, l, q, staged, attn);
-    b_.op(OpCode::KvWrite, rows_, WeightRef::None, l, k, v);
-    return attn;
+  static std::array<uint16_t, kMaxOperands> operands(std::initializer_list<uint16_t> ids) {
+    std::array<uint16_t, kMaxOperands> a;
+    a.fill(kNoBuffer);
+    std::copy(ids.begin(), ids.end(), a.begin());
+    return a;
   }
 
   PlanBuilder& b_;
   const Model& m_;
   const ModelConfig& c_;  // this rank's share (model.rank_config())
   Plan& plan_;
-  const int32_t rows_;
-  uint16_t x_ = kNoBuffer;                        // [rows][n_embd] the residual stream
-  uint16_t xn_ = kNoBuffer;                       // [rows][n_embd] the last norm's output
-  uint16_t proj_ = kNoBuffer;                     // [rows][n_embd] the last block's output
-  uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // per RoPE table [rows][rope_dim]
-  uint16_t attn_mask_ = kNoBuffer;                // [rows][kv_len]
+  uint16_t x_ = kNoBuffer;   // the residual stream
+  uint16_t xn_ = kNoBuffer;  // the last norm's output
+  uint16_t q_ = kNoBuffer, k_ = kNoBuffer, v_ = kNoBuffer, attn_ = kNoBuffer;
+  uint16_t proj_ = kNoBuffer;                     // the last block's output
+  uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // per RoPE table
+  uint16_t attn_mask_ = kNoBuffer;
 };
 
 // Attention items (row, query head) split evenly over the threads, fixed now
@@ -235,16 +213,10 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   plan.kv_len = kv_len;
   plan.n_logit_rows = n_logit_rows;
   plan.attention_split = split_attention(rows, c.n_head, n_threads);
-  PlanBuilder b(plan);
+  PlanBuilder b(plan, model);
   PlanRecorder recorder(b, model, plan);
   walk_forward(model, recorder);
   b.place();
-
-  for (const PlanOp& op : plan.ops)
-    if (op.code == OpCode::MatMul)
-      plan.matmul_scratch_bytes = std::max<uint64_t>(
-          plan.matmul_scratch_bytes,
-          matmul_scratch_bytes(weight_matrix(model, op.weight, op.layer), op.rows));
   validate_plan(plan, model, n_threads);  // the compiler holds itself to the loader's rules
   ++g_plans_compiled;
   return plan;

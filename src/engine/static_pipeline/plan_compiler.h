@@ -1,8 +1,8 @@
 // The plan compiler: model shapes + static configuration → fixed-shape plans.
 // A plan is the forward pass's own layer walk (model/layer_walk.h, the
-// sequence of steps forward() runs) recorded as ops with fixed shapes and
-// buffers placed in one arena; the executor runs them through the forward
-// pass's step functions (model/forward_steps.h).
+// sequence of steps forward() runs) recorded one op per step, with fixed
+// shapes and buffers bound by role and placed in one arena; the executor
+// runs them through the forward pass's block steps (model/block_steps.h).
 // Compilation reads only the model's configuration and weight shapes, never
 // weight values, so a plan set is tied to the model by its fingerprint.
 #pragma once

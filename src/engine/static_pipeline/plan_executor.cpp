@@ -7,8 +7,8 @@
 
 #include "core/formats/row_codec.h"
 #include "core/ops/attention.h"
-#include "core/ops/norm.h"
-#include "engine/static_pipeline/plan_weights.h"
+#include "model/block_steps.h"
+#include "model/layer_walk.h"
 
 namespace kvforge {
 namespace {
@@ -26,19 +26,76 @@ class PlanRun {
           StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
           TpExchange& tp)
       : m_(model),
-        comm_(comm),
         c_(model.rank_config()),
         p_(plan),
         in_(in),
         cache_(cache),
         arena_(arena),
-        scratch_(scratch),
         pool_(pool),
-        tp_(tp) {}
+        env_{model, comm, pool, scratch, tp, nullptr} {}
 
   float* f32(uint16_t b) const { return reinterpret_cast<float*>(arena_ + p_.buffers[b].offset); }
   uint8_t* bytes(uint16_t b) const { return arena_ + p_.buffers[b].offset; }
 
+  // Masks: the slot masks, this run's attention mask and row runs.
+  void masks(const PlanOp& op) {
+    update_mask();
+    build_attn_mask(op.buffers[0]);
+    if (p_.row_runs_buffer != kNoBuffer) row_runs();
+  }
+
+  // Attend: K/V written, then each row over its slot's cache with the mask.
+  void attend(const PlanOp& op) {
+    const auto& b = op.buffers;
+    kv_write(op.layer, b[1], b[2]);
+    attention(op.layer, b[0], b[3], b[4]);
+  }
+
+  // WindowAttend: K/V staged, the rows attend the ring and the staged runs,
+  // then K/V written over the ring (plan.h).
+  void window_attend(const PlanOp& op) {
+    const auto& b = op.buffers;
+    kv_stage(b[1], b[2], b[3]);
+    window_attention(op.layer, b[0], b[3], b[4]);
+    kv_write(op.layer, b[1], b[2]);
+  }
+
+  // The walk's shared steps (model/block_steps.h) on the op's buffers.
+  void step(const PlanOp& op) {
+    const auto buf = [&](int i) {
+      return op.buffers[i] == kNoBuffer ? nullptr : f32(op.buffers[i]);
+    };
+    const int l = op.layer;
+    switch (op.code) {
+      case OpCode::Embed: {
+        float* const tables[2] = {buf(1), buf(2)};
+        return embed_rows(m_, in_.tokens, in_.positions, buf(0), tables);
+      }
+      case OpCode::Norm:
+        return norm_rows(env_, layer_norm_weight(m_, LayerNorm(op.norm), l), buf(0), p_.rows,
+                         buf(1));
+      case OpCode::AttentionIn:
+        return attention_input(env_, l, buf(0), buf(1), p_.rows, {buf(2), buf(3), buf(4)});
+      case OpCode::AttentionOut:
+        return attention_output(env_, l, buf(0), nullptr, p_.rows, buf(1));
+      case OpCode::ResidualNorm: {
+        const std::vector<float>* next =
+            op.next_norm == kNoNorm
+                ? nullptr
+                : &layer_norm_weight(m_, LayerNorm(op.next_norm), op.next_layer);
+        return residual_then_norm(env_, layer_norm_weight(m_, LayerNorm(op.norm), l), next, buf(0),
+                                  buf(1), p_.rows, buf(2));
+      }
+      case OpCode::Ffn:
+        return dense_ffn(env_, l, buf(0), p_.rows, buf(1), buf(2), buf(3));
+      case OpCode::Logits:
+        return output_logits(env_, buf(0), in_.logit_rows, buf(1), false, buf(2));
+      default:
+        return;
+    }
+  }
+
+ private:
   void update_mask() {
     for (int32_t t = 0; t < p_.rows; ++t)
       if (in_.valid[t]) cache_.mask(in_.slots[t])[in_.positions[t]] = 1;
@@ -46,10 +103,10 @@ class PlanRun {
 
   // A row attends to the filled positions of its slot up to its own position
   // (causal within a prefill chunk); padding rows attend to nothing.
-  void build_attn_mask(const PlanOp& op) {
+  void build_attn_mask(uint16_t mask) {
     const int32_t kv = p_.kv_len;
     for (int32_t t = 0; t < p_.rows; ++t) {
-      uint8_t* row = bytes(op.dst) + size_t(t) * size_t(kv);
+      uint8_t* row = bytes(mask) + size_t(t) * size_t(kv);
       if (!in_.valid[t]) {
         std::fill(row, row + kv, uint8_t{0});
         continue;
@@ -63,69 +120,33 @@ class PlanRun {
 
   // Each row's run: the first row of the rows of its slot at consecutive
   // positions up to it (check_inputs made sure a slot has one run).
-  void row_runs(const PlanOp& op) {
-    int32_t* runs = reinterpret_cast<int32_t*>(bytes(op.dst));
+  void row_runs() {
+    int32_t* runs = reinterpret_cast<int32_t*>(bytes(p_.row_runs_buffer));
     for (int32_t t = 0; t < p_.rows; ++t)
       runs[t] = !in_.valid[t] ? -1 : continues_run(in_, t) ? runs[t - 1] : t;
   }
 
-  void embed(const PlanOp& op) {
-    const std::vector<RopeTable>& tables = m_.rope_tables();
-    for (int32_t t = 0; t < p_.rows; ++t) {
-      embed_token(m_, in_.tokens[t], f32(op.dst) + size_t(t) * c_.n_embd);
-      tables[0].angles(in_.positions[t], f32(op.src0) + size_t(t) * c_.rope_dim);
-      if (op.src1 != kNoBuffer)
-        tables[1].angles(in_.positions[t], f32(op.src1) + size_t(t) * c_.rope_dim);
-    }
-  }
-
-  void rms_norm_rows(const PlanOp& op, const std::vector<float>& w) {
-    for (int32_t t = 0; t < op.rows; ++t)
-      rms_norm(f32(op.src0) + size_t(t) * c_.n_embd, w.data(), c_.n_embd, c_.rms_eps,
-               f32(op.dst) + size_t(t) * c_.n_embd);
-  }
-
-  // Q/K norms: every head of every row, in place.
-  void head_norm_rows(const PlanOp& op, const std::vector<float>& w) {
-    const int heads = op.weight == WeightRef::AttnQNorm ? c_.n_head : c_.n_kv_head;
-    const size_t row = size_t(heads) * size_t(c_.head_dim);
-    if (op.src0 != op.dst)
-      std::memcpy(f32(op.dst), f32(op.src0), sizeof(float) * row * size_t(op.rows));
-    for (int32_t t = 0; t < op.rows; ++t) norm_heads(c_, f32(op.dst) + size_t(t) * row, heads, w);
-  }
-
-  void add_bias_rows(const PlanOp& op, const std::vector<float>& bias) {
-    add_bias(f32(op.dst), bias, op.rows);
-  }
-
-  void rope(const PlanOp& op) {
-    for (int32_t t = 0; t < op.rows; ++t)
-      rope_token(m_, op.layer, f32(op.src0) + size_t(t) * c_.q_dim(),
-                 f32(op.dst) + size_t(t) * c_.kv_dim(), f32(op.src1) + size_t(t) * c_.rope_dim);
-  }
-
-  void kv_write(const PlanOp& op) {
-    for (int32_t t = 0; t < op.rows; ++t)
+  void kv_write(int layer, uint16_t k, uint16_t v) {
+    for (int32_t t = 0; t < p_.rows; ++t)
       if (in_.valid[t])
-        cache_.write(op.layer, in_.slots[t], in_.positions[t],
-                     f32(op.src0) + size_t(t) * c_.kv_dim(),
-                     f32(op.src1) + size_t(t) * c_.kv_dim());
+        cache_.write(layer, in_.slots[t], in_.positions[t], f32(k) + size_t(t) * c_.kv_dim(),
+                     f32(v) + size_t(t) * c_.kv_dim());
   }
 
   // Every row's K and V as the cache's head records ([rows][n_kv_head] K
-  // records, then V's), the bytes a KvWrite would store.
-  void kv_stage(const PlanOp& op) {
+  // records, then V's), the bytes kv_write stores.
+  void kv_stage(uint16_t k, uint16_t v, uint16_t staged) {
     const KvFormat format = cache_.format();
     const size_t kb = kv_head_bytes(format.k, c_.head_dim),
                  vb = kv_head_bytes(format.v, c_.head_dim);
-    uint8_t* k_records = bytes(op.dst);
-    uint8_t* v_records = k_records + size_t(op.rows) * size_t(c_.n_kv_head) * kb;
-    for (int32_t t = 0; t < op.rows; ++t)
+    uint8_t* k_records = bytes(staged);
+    uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
+    for (int32_t t = 0; t < p_.rows; ++t)
       for (int h = 0; h < c_.n_kv_head; ++h) {
         const size_t at = size_t(t) * size_t(c_.kv_dim()) + size_t(h) * size_t(c_.head_dim);
         const size_t record = size_t(t) * size_t(c_.n_kv_head) + size_t(h);
-        kv_encode_head(format.k, f32(op.src0) + at, k_records + record * kb, c_.head_dim);
-        kv_encode_head(format.v, f32(op.src1) + at, v_records + record * vb, c_.head_dim);
+        kv_encode_head(format.k, f32(k) + at, k_records + record * kb, c_.head_dim);
+        kv_encode_head(format.v, f32(v) + at, v_records + record * vb, c_.head_dim);
       }
   }
 
@@ -135,173 +156,96 @@ class PlanRun {
   // run's staged records up to itself. One query head per item, as the
   // plan split them; attend_queries over exactly those positions gives the
   // dynamic forward pass's bits.
-  void window_attention(const PlanOp& op) {
-    const int32_t window = c_.window(op.layer);
+  void window_attention(int layer, uint16_t q, uint16_t staged_records, uint16_t attn) {
+    const int32_t window = c_.window(layer);
     const KvFormat format = cache_.format();
     const size_t kb = kv_head_bytes(format.k, c_.head_dim),
                  vb = kv_head_bytes(format.v, c_.head_dim);
-    const uint8_t* k_records = bytes(op.src1);
+    const uint8_t* k_records = bytes(staged_records);
     const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
     const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
-    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const Scoring scoring{c_.attn_scale, c_.attn_softcap};
     const size_t q_dim = size_t(c_.q_dim());
-    pool_.run([&](int ti, int) {
-      float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
-      for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
-           ++item) {
-        const int32_t t = item / c_.n_head;
-        const int h = item % c_.n_head;
-        float* out = f32(op.dst) + size_t(t) * q_dim + size_t(h) * c_.head_dim;
-        if (!in_.valid[t]) {
-          std::fill(out, out + c_.head_dim, 0.0f);
-          continue;
-        }
-        const int32_t pos = in_.positions[t];
-        const int32_t run = runs[t];
-        const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
-        const KeyRange keys = attended_keys(window, pos);
-        KvSpan spans[3];
-        const int n_cached =
-            keys.begin < run_first
-                ? cache_.ring_spans(op.layer, in_.slots[t], keys.begin, run_first, spans)
-                : 0;
-        KvSpan& staged = spans[n_cached];
-        staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
-        staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
-        staged.k_pos_stride = size_t(c_.n_kv_head) * kb;
-        staged.k_head_stride = kb;
-        staged.v_pos_stride = size_t(c_.n_kv_head) * vb;
-        staged.v_head_stride = vb;
-        staged.n = pos - run_first + 1;
-        const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
-        attend_queries(f32(op.src0) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys,
-                       1, kv, h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim,
-                       scratch);
-      }
+    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
+    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const int32_t pos = in_.positions[t];
+      const int32_t run = runs[t];
+      const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
+      const KeyRange keys = attended_keys(window, pos);
+      KvSpan spans[3];
+      const int n_cached = keys.begin < run_first ? cache_.ring_spans(layer, in_.slots[t],
+                                                                      keys.begin, run_first, spans)
+                                                  : 0;
+      KvSpan& staged = spans[n_cached];
+      staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
+      staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
+      staged.k_pos_stride = size_t(c_.n_kv_head) * kb;
+      staged.k_head_stride = kb;
+      staged.v_pos_stride = size_t(c_.n_kv_head) * vb;
+      staged.v_head_stride = vb;
+      staged.n = pos - run_first + 1;
+      const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
+      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
+                     h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim, scratch);
     });
   }
 
   // Over the plan's whole KV length, with the mask; items split over threads
   // as the plan fixed them.
-  void attention(const PlanOp& op) {
+  void attention(int layer, uint16_t q, uint16_t mask, uint16_t attn) {
     const float scale = c_.attn_scale;
     const size_t per_thread = attention_scratch_floats(c_.head_dim);
     const KvFormat format = cache_.format();
+    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const KvSpan span = cache_.span(layer, in_.slots[t], p_.kv_len);
+      attend_one_head(f32(q) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
+                      p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
+                      bytes(mask) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
+    });
+  }
+
+  // fn(row t, query head h, its output in attn, the thread's scratch) for
+  // each attention item of this thread's share of the plan's fixed split;
+  // a padding row attends to nothing: its outputs are zeros.
+  template <class F>
+  void for_attention_items(uint16_t attn, size_t per_thread, F&& fn) {
     pool_.run([&](int ti, int) {
       float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
       for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
            ++item) {
         const int32_t t = item / c_.n_head;
         const int h = item % c_.n_head;
-        float* out = f32(op.dst) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim;
-        if (!in_.valid[t]) {  // a padding row: nothing to attend to
+        float* out = f32(attn) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim;
+        if (in_.valid[t])
+          fn(t, h, out, scratch);
+        else
           std::fill(out, out + c_.head_dim, 0.0f);
-          continue;
-        }
-        const KvSpan span = cache_.span(op.layer, in_.slots[t], p_.kv_len);
-        attend_one_head(f32(op.src0) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
-                        p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
-                        bytes(op.src1) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
       }
     });
   }
 
-  void add_into(const PlanOp& op) {
-    const size_t n = size_t(op.rows) * c_.n_embd;
-    float* x = f32(op.dst);
-    const float* y = f32(op.src0);
-    for (size_t i = 0; i < n; ++i) x[i] += y[i];
-  }
-
-  // SwiGlu and GeGlu: validation made sure the op is the model's gate.
-  void gated_rows(const PlanOp& op) {
-    gated_activation(c_, f32(op.dst), f32(op.src0), int64_t(op.rows) * c_.n_ff);
-  }
-
-  void soft_cap(const PlanOp& op) {
-    soft_cap_logits(c_, f32(op.dst), int64_t(op.rows) * c_.n_vocab);
-  }
-
-  void gather_rows(const PlanOp& op) {
-    for (int32_t i = 0; i < op.rows; ++i)
-      std::memcpy(f32(op.dst) + size_t(i) * c_.n_embd,
-                  f32(op.src0) + size_t(in_.logit_rows[i]) * c_.n_embd, sizeof(float) * c_.n_embd);
-  }
-
-  void matmul_rows(const PlanOp& op, const PlanMatrix& w) {
-    if (m_.tp() > 1 && op.weight == WeightRef::Output)
-      output_rows(op, *w.whole);
-    else if (w.whole)
-      matmul(*w.whole, f32(op.src0), op.rows, f32(op.dst), pool_, scratch_);
-    else
-      row_parallel_matmul(
-          m_.split(), comm_, *w.parts,
-          op.weight == WeightRef::AttnOutput ? m_.split().attn_parts : m_.split().ffn_parts,
-          f32(op.src0), op.rows, f32(op.dst), tp_, pool_, scratch_, nullptr);
-  }
-
-  // Tensor parallel: this rank's vocabulary rows of the logits, every rank's
-  // gathered and laid out as [rows][n_vocab].
-  void output_rows(const PlanOp& op, const WeightView& w) {
-    const TensorSplit& s = m_.split();
-    matmul(w, f32(op.src0), op.rows, vocab_slice(s, op.rows, c_.n_vocab, 0, tp_), pool_, scratch_);
-    gather_vocab_logits(s, comm_, op.rows, c_.n_vocab, tp_, f32(op.dst), nullptr);
-  }
-
- private:
   const Model& m_;
-  Communicator& comm_;
   const ModelConfig& c_;
   const Plan& p_;
   const PlanInputs& in_;
   StaticKvCache& cache_;
   uint8_t* arena_;
-  MatmulScratch& scratch_;
   ThreadPool& pool_;
-  TpExchange& tp_;
+  const StepEnv env_;  // the shared steps run with the caller's scratch, untimed
 };
 
-// One op of a plan: the PlanRun method of its code. `matrix` and `vec` are
-// the op's weights, resolved when the executor was built.
-void run_op(PlanRun& run, const PlanOp& op, const PlanMatrix& matrix,
-            const std::vector<float>* vec) {
+// One op of a plan: the static pipeline's own (masks, attention over its
+// cache) or a shared step of the forward pass.
+void run_op(PlanRun& run, const PlanOp& op) {
   switch (op.code) {
-    case OpCode::UpdateMask:
-      return run.update_mask();
-    case OpCode::BuildAttnMask:
-      return run.build_attn_mask(op);
-    case OpCode::Embed:
-      return run.embed(op);
-    case OpCode::RmsNorm:
-      return run.rms_norm_rows(op, *vec);
-    case OpCode::MatMul:
-      return run.matmul_rows(op, matrix);
-    case OpCode::AddBias:
-      return run.add_bias_rows(op, *vec);
-    case OpCode::Rope:
-      return run.rope(op);
-    case OpCode::KvWrite:
-      return run.kv_write(op);
-    case OpCode::Attention:
-      return run.attention(op);
-    case OpCode::AddInto:
-      return run.add_into(op);
-    case OpCode::SwiGlu:
-    case OpCode::GeGlu:
-      return run.gated_rows(op);
-    case OpCode::GatherRows:
-      return run.gather_rows(op);
-    case OpCode::HeadNorm:
-      return run.head_norm_rows(op, *vec);
-    case OpCode::SoftCap:
-      return run.soft_cap(op);
-    case OpCode::RowRuns:
-      return run.row_runs(op);
-    case OpCode::KvStage:
-      return run.kv_stage(op);
-    case OpCode::WindowAttention:
-      return run.window_attention(op);
+    case OpCode::Masks:
+      return run.masks(op);
+    case OpCode::Attend:
+      return run.attend(op);
+    case OpCode::WindowAttend:
+      return run.window_attend(op);
+    default:
+      return run.step(op);
   }
 }
 
@@ -313,16 +257,7 @@ void run_op(PlanRun& run, const PlanOp& op, const PlanMatrix& matrix,
 
 PlanExecutor::PlanExecutor(const Model& model, Communicator& comm, const Plan& plan,
                            int32_t n_threads)
-    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {
-  ops_.reserve(plan.ops.size());
-  for (const PlanOp& op : plan.ops) {
-    ResolvedOp r{op, {}, nullptr};
-    if (op.code == OpCode::MatMul) r.matrix = weight_matrix(model, op.weight, op.layer);
-    if (op.code == OpCode::RmsNorm || op.code == OpCode::AddBias || op.code == OpCode::HeadNorm)
-      r.vec = &weight_vector(model, op.weight, op.layer);
-    ops_.push_back(r);
-  }
-}
+    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {}
 
 void PlanExecutor::check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
                                 const MatmulScratch& scratch, const ThreadPool& pool) const {
@@ -390,7 +325,7 @@ std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& ca
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
   PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_);
-  for (const ResolvedOp& r : ops_) run_op(run, r.op, r.matrix, r.vec);
+  for (const PlanOp& op : plan_.ops) run_op(run, op);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
 }
 

@@ -1,11 +1,12 @@
 // Runs a plan: each op is a call into the forward pass's own steps
-// (model/forward_steps.h: embedding, Q/K norms, RoPE, the gated activation,
-// the soft-cap, the row-parallel and logits gathers) or its kernels
-// (matmul, rms_norm, attend_one_head with the mask, attend_queries over a
-// sliding window), so static and dynamic results are the same bits.
+// (model/block_steps.h: embedding, norms and residuals, attention input and
+// output, the FFN, the logits with their soft-cap and tensor-parallel
+// gather), except the static pipeline's own: the masks and attention over
+// its cache (attend_one_head with the mask, attend_queries over a sliding
+// window), so static and dynamic results are the same bits.
 //
-// Nothing is allocated per run: weights are resolved once at construction,
-// activations live in the caller's arena at the plan's offsets, and the
+// Nothing is allocated per run: activations live in the caller's arena at
+// the plan's offsets, and the
 // matmul scratch is reserved by the caller to the plan's size. Tensor
 // parallel (model.tp() > 1): a plan compiled for this rank's share computes
 // its heads and FFN rows; attention output, FFN down and the logits are
@@ -20,7 +21,6 @@
 #include "core/kernels/matmul.h"
 #include "core/threadpool.h"
 #include "engine/static_pipeline/plan.h"
-#include "engine/static_pipeline/plan_weights.h"
 #include "engine/static_pipeline/static_kv_cache.h"
 #include "model/forward_steps.h"
 #include "model/model.h"
@@ -58,11 +58,6 @@ class PlanExecutor {
                              MatmulScratch& scratch, ThreadPool& pool) const;
 
  private:
-  struct ResolvedOp {
-    PlanOp op;
-    PlanMatrix matrix;                        // MatMul
-    const std::vector<float>* vec = nullptr;  // RmsNorm, AddBias
-  };
   void check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
                     const MatmulScratch& scratch, const ThreadPool& pool) const;
   void check_runs(const PlanInputs& in, const StaticKvCache& cache) const;
@@ -71,7 +66,6 @@ class PlanExecutor {
   Communicator& comm_;
   const Plan& plan_;
   int32_t n_threads_;
-  std::vector<ResolvedOp> ops_;
   mutable TpExchange tp_;  // run() is const: the buffers are scratch, not state
 };
 

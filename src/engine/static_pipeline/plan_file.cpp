@@ -14,6 +14,7 @@ constexpr char kMagic[8] = {'K', 'V', 'F', 'P', 'L', 'A', 'N', '\0'};
 constexpr uint32_t kMaxVariants = 4096;
 constexpr uint32_t kMaxBufferName = 256;
 constexpr uint32_t kMaxLayers = 1u << 15;  // PlanOp::layer is an i16
+constexpr size_t kOpBytes = 1 + 1 + 1 + 2 + 2 + 4 + 2 * kMaxOperands;
 
 // The plan file's reads: the shared bounds-checked reader, whose short reads
 // and refusals name the file and say "truncated plan file".
@@ -71,12 +72,12 @@ void write_plan(ByteWriter& w, const Plan& p) {
   w.put(uint32_t(p.ops.size()));
   for (const PlanOp& op : p.ops) {
     w.put(uint8_t(op.code));
-    w.put(uint8_t(op.weight));
+    w.put(op.norm);
+    w.put(op.next_norm);
     w.put(op.layer);
+    w.put(op.next_layer);
     w.put(op.rows);
-    w.put(op.src0);
-    w.put(op.src1);
-    w.put(op.dst);
+    for (uint16_t b : op.buffers) w.put(b);
   }
   w.put(uint32_t(p.attention_split.size()));
   for (int32_t s : p.attention_split) w.put(s);
@@ -104,20 +105,18 @@ Plan read_plan(PlanReader& r) {
     b.offset = r.get<uint64_t>("buffer offset");
     b.bytes = r.get<uint64_t>("buffer size");
   }
-  const uint32_t n_ops = r.count("op count", 1u << 20, 14);
+  const uint32_t n_ops = r.count("op count", 1u << 20, kOpBytes);
   p.ops.resize(n_ops);
   for (PlanOp& op : p.ops) {
     const uint8_t code = r.get<uint8_t>("op code");
-    const uint8_t weight = r.get<uint8_t>("op weight");
     if (code >= kOpCodeCount) r.fail("unknown op code " + std::to_string(code));
-    if (weight >= kWeightRefCount) r.fail("unknown weight reference " + std::to_string(weight));
     op.code = OpCode(code);
-    op.weight = WeightRef(weight);
+    op.norm = r.get<uint8_t>("op norm");
+    op.next_norm = r.get<uint8_t>("op next norm");
     op.layer = r.get<int16_t>("op layer");
+    op.next_layer = r.get<int16_t>("op next layer");
     op.rows = r.get<int32_t>("op rows");
-    op.src0 = r.get<uint16_t>("op operand");
-    op.src1 = r.get<uint16_t>("op operand");
-    op.dst = r.get<uint16_t>("op operand");
+    for (uint16_t& b : op.buffers) b = r.get<uint16_t>("op operand");
   }
   const uint32_t n_split = r.count("attention split size", 1025, 4);
   p.attention_split.resize(n_split);

@@ -2,7 +2,9 @@
 // starts without compiling, the way an NPU runtime loads a compiled blob.
 //
 // Layout (little-endian; every count bounded by the bytes that remain):
-//   magic "KVFPLAN\0", u32 version (2; 1 lacked the sliding-window layers)
+//   magic "KVFPLAN\0", u32 version (3; 2 held the fine-grained ops of 18
+//   codes before the plan recorded the forward pass's steps, 1 also lacked
+//   the sliding-window layers)
 //   u64 model fingerprint, u64 configuration fingerprint
 //   configuration: i32 max_prompt_len, i32 min_response_len, i32 prefill_chunk,
 //                  u32 n_variants, i32 variants[n], i32 slots, u8 K dtype, u8 V dtype
@@ -13,7 +15,8 @@
 //     u64 matmul_scratch_bytes, u16 logits buffer, u16 attention scratch buffer,
 //     u16 row runs buffer (0xFFFF without sliding-window layers),
 //     u32 n_buffers, per buffer: u16 name length, name, u64 offset, u64 bytes
-//     u32 n_ops, per op: u8 code, u8 weight, i16 layer, i32 rows, u16 src0, src1, dst
+//     u32 n_ops, per op: u8 code, u8 norm, u8 next_norm, i16 layer, i16 next_layer,
+//                        i32 rows, u16 buffers[5] (plan.h)
 //     u32 n_split, i32 split[n]
 //   u64 FNV-1a 64 checksum of every byte before it
 //
@@ -37,7 +40,7 @@
 
 namespace kvforge {
 
-inline constexpr uint32_t kPlanFileVersion = 2;
+inline constexpr uint32_t kPlanFileVersion = 3;
 
 std::vector<uint8_t> serialize_plans(const PlanSet& set);
 // Structure only (no model at hand): throws PlanError prefixed with `name`.

@@ -6,7 +6,8 @@
 
 #include "core/ops/attention.h"
 #include "engine/static_pipeline/memory_planner.h"
-#include "engine/static_pipeline/plan_weights.h"
+#include "model/block_steps.h"
+#include "model/layer_walk.h"
 
 namespace kvforge {
 namespace {
@@ -15,35 +16,53 @@ constexpr int32_t kMaxRows = 1 << 16;
 constexpr int32_t kMaxKvLen = 1 << 24;
 constexpr size_t kMaxOps = 1 << 20;
 
+const char* norm_name(uint8_t norm) {
+  static const char* const kNames[] = {"attn_norm", "attn_post_norm", "ffn_norm",
+                                       "ffn_post_norm"};  // LayerNorm's order
+  return norm < 4 ? kNames[norm] : "no norm";
+}
+
+bool is_input_norm(uint8_t n) {
+  return n == uint8_t(LayerNorm::Attn) || n == uint8_t(LayerNorm::Ffn);
+}
+bool is_post_norm(uint8_t n) {
+  return n == uint8_t(LayerNorm::AttnPost) || n == uint8_t(LayerNorm::FfnPost);
+}
+
 class PlanChecker {
  public:
   PlanChecker(const Plan& plan, const Model& model, int32_t n_threads)
       : p_(plan), m_(model), c_(model.rank_config()), n_threads_(n_threads) {}
 
   void run() {
+    check_support();
     check_shape();
     required_.assign(p_.buffers.size(), 0);
+    roles_.assign(p_.buffers.size(), kNoRole);
     layers_.assign(size_t(c_.n_layer), {});
     for (size_t i = 0; i < p_.ops.size(); ++i) check_op(i, p_.ops[i]);
-    need(p_.logits_buffer, uint64_t(p_.n_logit_rows) * c_.n_vocab * 4, "logits");
-    const bool windows = c_.sliding_window > 0;
-    need(p_.attention_scratch_buffer,
-         uint64_t(n_threads_) *
-             (windows ? attention_queries_scratch_floats(c_.head_dim)
-                      : attention_scratch_floats(c_.head_dim)) *
-             4,
-         "attention scratch");
-    if (windows)
+    need(p_.attention_scratch_buffer, attention_scratch_bytes(p_, c_), "attention scratch");
+    if (c_.sliding_window > 0)
       need(p_.row_runs_buffer, uint64_t(p_.rows) * 4, "row runs");
     else if (p_.row_runs_buffer != kNoBuffer)
       fail("a row runs buffer in a plan without sliding-window layers");
-    check_features();
+    check_counts();
     check_buffers();
   }
 
  private:
+  static constexpr uint8_t kNoRole = 0xFF;
+
   [[noreturn]] void fail(const std::string& what) const {
     throw PlanError("plan " + p_.label() + ": " + what);
+  }
+
+  // What compile_plan refuses, a plan file cannot bring in.
+  void check_support() const {
+    bool sinks = false;
+    for (const LayerWeights& w : m_.weights().layers) sinks |= !w.attn_sinks.empty();
+    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid() || sinks)
+      fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
   void check_shape() {
@@ -73,222 +92,146 @@ class PlanChecker {
   }
 
   void check_op(size_t index, const PlanOp& op) {
-    const std::string where = "op " + std::to_string(index);
-    check_op_shape(where, op);
-    if (is_attention_side(op.code))
-      check_attention_op(where, op);
-    else
-      check_block_op(where, op);
-  }
-
-  // The op's code, weight, layer and row count.
-  void check_op_shape(const std::string& where, const PlanOp& op) {
     if (int(op.code) >= kOpCodeCount)
-      fail(where + ": unknown op code " + std::to_string(int(op.code)));
-    if (int(op.weight) >= kWeightRefCount)
-      fail(where + ": unknown weight reference " + std::to_string(int(op.weight)));
-    const bool layered = op.code == OpCode::Rope || op.code == OpCode::KvWrite ||
-                         op.code == OpCode::Attention || op.code == OpCode::KvStage ||
-                         op.code == OpCode::WindowAttention || is_per_layer_ref(op.weight);
-    if (layered && (op.layer < 0 || op.layer >= c_.n_layer))
-      fail(where + ": layer " + std::to_string(op.layer) + " outside [0, " +
-           std::to_string(c_.n_layer) + ")");
-    const bool full_rows = op.code == OpCode::UpdateMask || op.code == OpCode::BuildAttnMask ||
-                           op.code == OpCode::Embed || op.code == OpCode::Rope ||
-                           op.code == OpCode::KvWrite || op.code == OpCode::Attention ||
-                           op.code == OpCode::RowRuns || op.code == OpCode::KvStage ||
-                           op.code == OpCode::WindowAttention;
-    if (op.rows < 1 || op.rows > p_.rows || (full_rows && op.rows != p_.rows) ||
-        (op.code == OpCode::GatherRows && op.rows != p_.n_logit_rows))
+      fail("op " + std::to_string(index) + ": unknown op code " + std::to_string(int(op.code)));
+    const std::string where = "op " + std::to_string(index) + " (" + op_name(op.code) + ")";
+    const bool layered =
+        op.code != OpCode::Masks && op.code != OpCode::Embed && op.code != OpCode::Logits;
+    if (layered) expect_layer(where, op.layer);
+    const int32_t rows = op.code == OpCode::Logits ? p_.n_logit_rows : p_.rows;
+    if (op.rows != rows)
       fail(where + ": " + std::to_string(op.rows) + " rows in a plan of " +
-           std::to_string(p_.rows));
+           std::to_string(p_.rows) + ", expected " + std::to_string(rows));
+    check_operands(where, op);
+    check_step(where, op);
+    matmul_scratch_ = std::max(matmul_scratch_, op_matmul_scratch_bytes(m_, op));
   }
 
-  // Ops that read or write the KV cache, its mask or the RoPE angles.
-  static bool is_attention_side(OpCode code) {
-    return code == OpCode::UpdateMask || code == OpCode::BuildAttnMask || code == OpCode::Rope ||
-           code == OpCode::KvWrite || code == OpCode::Attention || code == OpCode::RowRuns ||
-           code == OpCode::KvStage || code == OpCode::WindowAttention;
+  void expect_layer(const std::string& where, int layer) const {
+    if (layer < 0 || layer >= c_.n_layer)
+      fail(where + ": layer " + std::to_string(layer) + " outside [0, " +
+           std::to_string(c_.n_layer) + ")");
   }
 
-  void check_attention_op(const std::string& where, const PlanOp& op) {
-    const uint64_t r = uint64_t(op.rows), f = 4;
+  // Every operand one of the plan's buffers, in its role (one role per
+  // buffer), absent only where the role is optional; none past the roles.
+  void check_operands(const std::string& where, const PlanOp& op) {
+    const std::span<const OperandRole> roles = op_roles(op.code);
+    for (size_t i = 0; i < op.buffers.size(); ++i) {
+      const uint16_t b = op.buffers[i];
+      if (i >= roles.size()) {
+        if (b != kNoBuffer) fail(where + ": operand " + std::to_string(i) + " past its roles");
+        continue;
+      }
+      const BufferRole role = roles[i].role;
+      if (b == kNoBuffer && roles[i].optional) continue;
+      need(b, role_bytes(p_, c_, role), where + " " + role_name(role));
+      if (roles_[b] == kNoRole) roles_[b] = uint8_t(role);
+      if (roles_[b] != uint8_t(role))
+        fail(where + ": buffer " + std::to_string(b) + " '" + p_.buffers[b].name + "' is used as " +
+             role_name(BufferRole(roles_[b])) + " and as " + role_name(role));
+    }
+  }
+
+  // What each step's fields must be for this model.
+  void check_step(const std::string& where, const PlanOp& op) {
     switch (op.code) {
-      case OpCode::UpdateMask:
-        break;
-      case OpCode::BuildAttnMask:
-        need(op.dst, r * uint64_t(p_.kv_len), where + " mask");
-        break;
-      case OpCode::Rope:
-        need(op.src0, r * c_.q_dim() * f, where + " q");
-        need(op.dst, r * c_.kv_dim() * f, where + " k");
-        need(op.src1, r * c_.rope_dim * f, where + " rope angles");
-        if (op.src1 != cos_sin_[m_.rope_index(op.layer)])
+      case OpCode::Embed:
+        return check_embed(where, op);
+      case OpCode::Norm:
+        if (!is_input_norm(op.norm))
+          fail(where + ": " + norm_name(op.norm) + " is not an input norm");
+        return expect_norm(where, op.norm, op.layer, false);
+      case OpCode::ResidualNorm:
+        return check_residual(where, op);
+      case OpCode::AttentionIn:
+        ++layers_[size_t(op.layer)].inputs;
+        if (op.buffers[1] != cos_sin_[m_.rope_index(op.layer)])
           fail(where + ": layer " + std::to_string(op.layer) +
-               " rotates by the angles of another "
-               "RoPE table than its own (table " +
+               " rotates by the angles of another RoPE table than its own (table " +
                std::to_string(m_.rope_index(op.layer)) + ")");
-        break;
-      case OpCode::KvWrite:
-        need(op.src0, r * c_.kv_dim() * f, where + " k");
-        need(op.src1, r * c_.kv_dim() * f, where + " v");
-        break;
-      case OpCode::Attention:
-        expect_window(where, op, false);
-        need(op.src0, r * c_.q_dim() * f, where + " q");
-        need(op.src1, r * uint64_t(p_.kv_len), where + " mask");
-        need(op.dst, r * c_.q_dim() * f, where + " output");
+        return;
+      case OpCode::Attend:
+      case OpCode::WindowAttend:
+        expect_window(where, op.layer, op.code == OpCode::WindowAttend);
         ++layers_[size_t(op.layer)].attentions;
-        break;
-      case OpCode::RowRuns:
-        if (op.dst != p_.row_runs_buffer) fail(where + ": writes another buffer than the row runs");
-        need(op.dst, r * 4, where + " row runs");
-        break;
-      case OpCode::KvStage:
-        expect_window(where, op, true);
-        need(op.src0, r * c_.kv_dim() * f, where + " k");
-        need(op.src1, r * c_.kv_dim() * f, where + " v");
-        need(op.dst, staged_bytes(r), where + " staged records");
-        break;
-      case OpCode::WindowAttention:
-        expect_window(where, op, true);
-        need(op.src0, r * c_.q_dim() * f, where + " q");
-        need(op.src1, staged_bytes(r), where + " staged records");
-        need(op.dst, r * c_.q_dim() * f, where + " output");
-        ++layers_[size_t(op.layer)].attentions;
-        break;
-      default:
-        break;
+        return;
+      case OpCode::AttentionOut:
+        ++layers_[size_t(op.layer)].outputs;
+        return;
+      case OpCode::Ffn:
+        ++layers_[size_t(op.layer)].ffns;
+        return;
+      case OpCode::Logits:
+        if (op.buffers[2] != p_.logits_buffer)
+          fail(where + ": writes another buffer than the plan's logits");
+        ++logits_ops_;
+        return;
+      case OpCode::Masks:
+        ++mask_ops_;
+        return;
     }
   }
 
   // Embeddings and the RoPE angles of each table.
   void check_embed(const std::string& where, const PlanOp& op) {
-    const uint64_t r = uint64_t(op.rows), f = 4;
-    need(op.dst, r * c_.n_embd * f, where + " embeddings");
-    need(op.src0, r * c_.rope_dim * f, where + " rope angles");
-    if (m_.rope_tables().size() > 1)
-      need(op.src1, r * c_.rope_dim * f, where + " rope angles of the second table");
-    else if (op.src1 != kNoBuffer)
-      fail(where + ": angles of a second RoPE table the model does not have");
-    cos_sin_[0] = op.src0;
-    cos_sin_[1] = op.src1;
+    if ((op.buffers[2] != kNoBuffer) != (m_.rope_tables().size() > 1))
+      fail(where + ": " +
+           (op.buffers[2] != kNoBuffer ? "angles of a second RoPE table the model "
+                                         "does not have"
+                                       : "no angles of the second RoPE table"));
+    cos_sin_[0] = op.buffers[1];
+    cos_sin_[1] = op.buffers[2];
+    ++embed_ops_;
   }
 
-  // Per-head Q or K norms.
-  void check_head_norm(const std::string& where, const PlanOp& op) {
-    const uint64_t r = uint64_t(op.rows), f = 4;
-    expect_weight(where, op, is_head_norm_ref(op.weight), "a Q/K norm");
-    expect_vector(where, op, size_t(c_.head_dim));
-    const int heads = op.weight == WeightRef::AttnQNorm ? c_.n_head : c_.n_kv_head;
-    need(op.src0, r * uint64_t(heads) * c_.head_dim * f, where + " input");
-    need(op.dst, r * uint64_t(heads) * c_.head_dim * f, where + " output");
-    ++layers_[size_t(op.layer)].head_norms;
-  }
-
-  // The layer block's own ops: embeddings, norms, matmuls, biases, residuals, gates, logits.
-  void check_block_op(const std::string& where, const PlanOp& op) {
-    const uint64_t r = uint64_t(op.rows), f = 4;
-    switch (op.code) {
-      case OpCode::Embed:
-        check_embed(where, op);
-        break;
-      case OpCode::RmsNorm:
-        expect_weight(where, op, is_norm_ref(op.weight), "a norm");
-        expect_vector(where, op, size_t(c_.n_embd));
-        need(op.src0, r * c_.n_embd * f, where + " input");
-        need(op.dst, r * c_.n_embd * f, where + " output");
-        if (op.weight == WeightRef::AttnPostNorm || op.weight == WeightRef::FfnPostNorm)
-          ++layers_[size_t(op.layer)].post_norms;
-        break;
-      case OpCode::HeadNorm:
-        check_head_norm(where, op);
-        break;
-      case OpCode::MatMul: {
-        expect_weight(where, op, is_matrix_ref(op.weight), "a matrix");
-        const PlanMatrix w = weight_matrix(m_, op.weight, op.layer);
-        need(op.src0, r * uint64_t(w.cols()) * f, where + " input");
-        need(op.dst, r * uint64_t(w.rows()) * f, where + " output");
-        matmul_scratch_ = std::max<uint64_t>(matmul_scratch_, matmul_scratch_bytes(w, op.rows));
-        break;
-      }
-      case OpCode::AddBias: {
-        expect_weight(where, op, is_bias_ref(op.weight), "a bias");
-        const std::vector<float>& bias = weight_vector(m_, op.weight, op.layer);
-        if (bias.empty()) fail(where + ": the model has no " + weight_ref_name(op.weight));
-        need(op.dst, r * bias.size() * f, where + " output");
-        break;
-      }
-      case OpCode::AddInto:
-        need(op.src0, r * c_.n_embd * f, where + " input");
-        need(op.dst, r * c_.n_embd * f, where + " output");
-        break;
-      case OpCode::SwiGlu:
-      case OpCode::GeGlu:
-        if ((op.code == OpCode::GeGlu) != (c_.ffn_act == FfnActivation::GeluTanh))
-          fail(where + ": the model's FFN gate is not " +
-               (op.code == OpCode::GeGlu ? "GELU" : "SiLU"));
-        need(op.src0, r * c_.n_ff * f, where + " up");
-        need(op.dst, r * c_.n_ff * f, where + " gate");
-        break;
-      case OpCode::SoftCap:
-        if (c_.final_softcap <= 0.0f) fail(where + ": the model does not soft-cap its logits");
-        need(op.dst, r * c_.n_vocab * f, where + " logits");
-        ++softcaps_;
-        break;
-      case OpCode::GatherRows:
-        need(op.src0, uint64_t(p_.rows) * c_.n_embd * f, where + " input");
-        need(op.dst, r * c_.n_embd * f, where + " output");
-        break;
-      default:
-        break;
+  void check_residual(const std::string& where, const PlanOp& op) {
+    if (!is_post_norm(op.norm)) fail(where + ": " + norm_name(op.norm) + " is not a post norm");
+    expect_norm(where, op.norm, op.layer, true);
+    if (op.next_norm == kNoNorm) {
+      if (op.buffers[2] != kNoBuffer) fail(where + ": a normed output without a norm");
+      return;
     }
+    if (!is_input_norm(op.next_norm))
+      fail(where + ": " + norm_name(op.next_norm) + " is not an input norm");
+    expect_layer(where, op.next_layer);
+    expect_norm(where, op.next_norm, op.next_layer, false);
+    if (op.buffers[2] == kNoBuffer) fail(where + ": a norm without a normed output");
   }
 
-  void expect_weight(const std::string& where, const PlanOp& op, bool ok, const char* kind) {
-    if (!ok) fail(where + ": weight " + weight_ref_name(op.weight) + " is not " + kind);
-  }
-
-  void expect_vector(const std::string& where, const PlanOp& op, size_t n) {
-    const size_t have = weight_vector(m_, op.weight, op.layer).size();
-    if (have != n)
-      fail(where + ": " + weight_ref_name(op.weight) + " has " + std::to_string(have) +
-           " values, the op needs " + std::to_string(n) +
-           (have == 0 ? " (the model has no such tensor)" : ""));
+  // The norm's weight holds n_embd values (a post norm may be absent: the model has none).
+  void expect_norm(const std::string& where, uint8_t norm, int layer, bool may_be_empty) const {
+    const size_t have = layer_norm_weight(m_, LayerNorm(norm), layer).size();
+    if (have != size_t(c_.n_embd) && !(may_be_empty && have == 0))
+      fail(where + ": " + norm_name(norm) + " of layer " + std::to_string(layer) + " has " +
+           std::to_string(have) + " values, the op needs " + std::to_string(c_.n_embd));
   }
 
   // Full attention reads the layer's cache as one span of the capacity, a
   // window as a ring: the op must be the layer's kind.
-  void expect_window(const std::string& where, const PlanOp& op, bool windowed) {
-    const int32_t w = c_.window(op.layer);
+  void expect_window(const std::string& where, int layer, bool windowed) const {
+    const int32_t w = c_.window(layer);
     if ((w > 0) != windowed)
-      fail(where + ": layer " + std::to_string(op.layer) +
+      fail(where + ": layer " + std::to_string(layer) +
            (w > 0 ? " has a sliding window of " + std::to_string(w) + ", not full attention"
                   : " has full attention, no sliding window"));
   }
 
-  // KvStage's records: K then V, [rows][n_kv_head] each, at the largest record of any format.
-  uint64_t staged_bytes(uint64_t rows) const {
-    return rows * uint64_t(c_.n_kv_head) * 2 * max_kv_record_bytes(c_.head_dim);
-  }
-
-  // The features of the model each layer's ops must compute, once each.
-  void check_features() {
+  // Each step of the walk once: the inputs, every layer's blocks, the logits.
+  void check_counts() const {
+    if (mask_ops_ != 1 || embed_ops_ != 1 || logits_ops_ != 1)
+      fail(std::to_string(mask_ops_) + " masks, " + std::to_string(embed_ops_) + " embed and " +
+           std::to_string(logits_ops_) + " logits ops, expected 1 each");
     for (int l = 0; l < c_.n_layer; ++l) {
       const LayerOps& ops = layers_[size_t(l)];
       const std::string where = "layer " + std::to_string(l) + ": ";
       if (ops.attentions != 1)
         fail(where + std::to_string(ops.attentions) + " attention ops, expected 1");
-      if (ops.head_norms != (c_.qk_norm ? 2 : 0))
-        fail(where + std::to_string(ops.head_norms) + " Q/K norm ops, the model has " +
-             (c_.qk_norm ? "Q and K norms" : "none"));
-      if (ops.post_norms != (c_.post_norms ? 2 : 0))
-        fail(where + std::to_string(ops.post_norms) + " post norm ops, the model has " +
-             (c_.post_norms ? "2" : "none"));
+      if (ops.inputs != 1 || ops.outputs != 1 || ops.ffns != 1)
+        fail(where + std::to_string(ops.inputs) + " attention input, " +
+             std::to_string(ops.outputs) + " attention output and " + std::to_string(ops.ffns) +
+             " FFN ops, expected 1 each");
     }
-    if (softcaps_ != (c_.final_softcap > 0.0f ? 1 : 0))
-      fail(std::to_string(softcaps_) + " logit soft-capping ops, the model needs " +
-           (c_.final_softcap > 0.0f ? "1" : "none"));
   }
 
   void check_buffers() {
@@ -313,7 +256,7 @@ class PlanChecker {
            std::to_string(expected_arena));
     if (p_.matmul_scratch_bytes != matmul_scratch_)
       fail("matmul scratch of " + std::to_string(p_.matmul_scratch_bytes) +
-           " bytes, its matmuls need " + std::to_string(matmul_scratch_));
+           " bytes, its ops need " + std::to_string(matmul_scratch_));
   }
 
   const Plan& p_;
@@ -321,12 +264,13 @@ class PlanChecker {
   const ModelConfig& c_;
   int32_t n_threads_;
   std::vector<uint64_t> required_;  // [buffers] bytes the ops need
+  std::vector<uint8_t> roles_;      // [buffers] the BufferRole of its first use
   uint64_t matmul_scratch_ = 0;
   struct LayerOps {
-    int attentions = 0, head_norms = 0, post_norms = 0;
+    int inputs = 0, attentions = 0, outputs = 0, ffns = 0;
   };
   std::vector<LayerOps> layers_;  // [n_layer]
-  int softcaps_ = 0;
+  int mask_ops_ = 0, embed_ops_ = 0, logits_ops_ = 0;
   uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // Embed's angles of each RoPE table
 };
 
@@ -346,7 +290,7 @@ void validate_plan(const Plan& plan, const Model& model, int32_t n_threads) {
     throw PlanError("plan " + plan.label() + ": " + std::to_string(n_threads) + " threads");
   try {
     PlanChecker(plan, model, n_threads).run();
-  } catch (const std::invalid_argument& e) {  // a weight reference the model cannot resolve
+  } catch (const std::invalid_argument& e) {  // a weight the model cannot resolve
     throw PlanError("plan " + plan.label() + ": " + e.what());
   }
 }
@@ -356,6 +300,58 @@ uint64_t max_kv_record_bytes(int head_dim) {
   for (KvDtype t : kAllKvDtypes)
     if (kv_supports_head_dim(t, head_dim)) n = std::max<uint64_t>(n, kv_head_bytes(t, head_dim));
   return n;
+}
+
+uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
+  const uint64_t r = uint64_t(plan.rows), f = sizeof(float);
+  switch (role) {
+    case BufferRole::X:
+    case BufferRole::Xn:
+    case BufferRole::Proj:
+      return r * uint64_t(c.n_embd) * f;
+    case BufferRole::CosSin:
+      return r * uint64_t(c.rope_dim) * f;
+    case BufferRole::Q:
+    case BufferRole::Attn:
+      return r * uint64_t(c.q_dim()) * f;
+    case BufferRole::K:
+    case BufferRole::V:
+      return r * uint64_t(c.kv_dim()) * f;
+    case BufferRole::AttnMask:
+      return r * uint64_t(plan.kv_len);
+    case BufferRole::Staged:
+      return r * uint64_t(c.n_kv_head) * 2 * max_kv_record_bytes(c.head_dim);
+    case BufferRole::Gate:
+    case BufferRole::Up:
+      return r * uint64_t(c.n_ff) * f;
+    case BufferRole::OutXn:
+      return uint64_t(plan.n_logit_rows) * uint64_t(c.n_embd) * f;
+    case BufferRole::Logits:
+      return uint64_t(plan.n_logit_rows) * uint64_t(c.n_vocab) * f;
+  }
+  return 0;
+}
+
+uint64_t attention_scratch_bytes(const Plan& plan, const ModelConfig& c) {
+  // attend_queries (WindowAttend) needs the larger scratch.
+  const uint64_t per_thread = c.sliding_window > 0 ? attention_queries_scratch_floats(c.head_dim)
+                                                   : attention_scratch_floats(c.head_dim);
+  return uint64_t(plan.attention_split.size() - 1) * per_thread * sizeof(float);
+}
+
+uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op) {
+  switch (op.code) {
+    case OpCode::AttentionIn:
+      return matmul_step_scratch_bytes(model, MatmulStep::AttentionInput, op.layer, op.rows);
+    case OpCode::AttentionOut:
+      return matmul_step_scratch_bytes(model, MatmulStep::AttentionOutput, op.layer, op.rows);
+    case OpCode::Ffn:
+      return matmul_step_scratch_bytes(model, MatmulStep::DenseFfn, op.layer, op.rows);
+    case OpCode::Logits:
+      return matmul_step_scratch_bytes(model, MatmulStep::OutputLogits, -1, op.rows);
+    default:
+      return 0;
+  }
 }
 
 std::vector<int32_t> layer_windows(const ModelConfig& config) {

@@ -18,17 +18,15 @@ class PlanError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Checks op codes, weight references and layers, that every buffer an op
-// touches exists and has exactly the size the op needs at its row count,
-// that buffers lie inside the arena at aligned offsets, the attention thread
-// split, and the matmul scratch size. Throws PlanError naming the plan, the
-// op or buffer and expected vs found.
+// Checks op codes, layers, norms and row counts; that every operand is one
+// of the plan's buffers, used in one role only and exactly of its role's
+// size (role_bytes); that buffers lie inside the arena at aligned offsets;
+// the attention thread split and the matmul scratch size. Also the model's
+// features against the ops: each layer's RoPE table and kind of attention
+// (full: Attend; sliding window: WindowAttend), each step of the layer walk
+// once per layer. Throws PlanError naming the plan, the op or buffer and
+// expected vs found.
 void validate_plan(const Plan& plan, const Model& model, int32_t n_threads);
-
-// Also checks the model's per-layer features against the ops: Q/K norms,
-// post norms, the gated activation, soft-capping of the logits, each layer's
-// RoPE table and kind of attention (full: KvWrite then Attention; sliding
-// window: KvStage, WindowAttention, then KvWrite).
 
 // validate_plan on every plan, plus their shapes against the configuration:
 // prefill rows = prefill_chunk and KV length = capacity, one generate plan
@@ -40,8 +38,18 @@ void validate_plan_set(const PlanSet& set, const Model& model);
 // what PlanSet::layer_windows records.
 std::vector<int32_t> layer_windows(const ModelConfig& config);
 
-// The largest KV head record of any format for head_dim: KvStage's records
-// are sized for it, so that a plan does not depend on the KV format.
+// The largest KV head record of any format for head_dim: staged records are
+// sized for it, so that a plan does not depend on the KV format.
 uint64_t max_kv_record_bytes(int head_dim);
+
+// Bytes of a buffer of `role` in `plan` (plan.h) for this rank's config.
+uint64_t role_bytes(const Plan& plan, const ModelConfig& config, BufferRole role);
+
+// Bytes of the attention scratch: [threads][per-thread floats] f32, the
+// threads being the plan's attention split's.
+uint64_t attention_scratch_bytes(const Plan& plan, const ModelConfig& config);
+
+// Bytes of matmul scratch the op's step needs (model/block_steps.h).
+uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op);
 
 }  // namespace kvforge

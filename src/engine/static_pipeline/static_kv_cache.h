@@ -20,8 +20,8 @@
 // (write() marks the position filled; spans() refuses to hand out a position
 // nobody wrote, or one the ring no longer holds), and a plan, for which the
 // cache and the mask are explicit state: it reads them as inputs and writes
-// them as outputs (UpdateMask marks its rows before the attention mask is
-// built, KvWrite stores K/V), nothing is hidden.
+// them as outputs (its Masks op marks its rows before the attention mask is
+// built, its attention ops store K/V), nothing is hidden.
 #pragma once
 
 #include <cstdint>

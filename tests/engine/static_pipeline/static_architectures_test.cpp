@@ -377,15 +377,20 @@ TEST(StaticRingPlanFile, WindowsRoundTripAndStalePlansAreRefused) {
   };
   std::vector<uint8_t> v1 = bytes;
   v1[8] = 1;
-  EXPECT_NE(error(v1).find("version 1 is not supported (expected 2)"), std::string::npos)
+  const std::string expected = "(expected " + std::to_string(kPlanFileVersion) + ")";
+  EXPECT_NE(error(v1).find("version 1 is not supported " + expected), std::string::npos)
       << error(v1);
+  std::vector<uint8_t> v2 = bytes;  // the fine-grained ops before the plan recorded the walk
+  v2[8] = 2;
+  EXPECT_NE(error(v2).find("version 2 is not supported " + expected), std::string::npos)
+      << error(v2);
   PlanSet edited = plans;
   edited.layer_windows[0] = 4;
   EXPECT_NE(error(serialize_plans(edited)).find("layer 0 window 4 in the plans, 5 in the model"),
             std::string::npos);
   edited = plans;
   for (PlanOp& op : edited.prefill.ops)
-    if (op.code == OpCode::WindowAttention) op.layer = 1;
+    if (op.code == OpCode::WindowAttend) op.layer = 1;
   EXPECT_NE(error(serialize_plans(edited)).find("layer 1 has full attention"), std::string::npos)
       << error(serialize_plans(edited));
 }

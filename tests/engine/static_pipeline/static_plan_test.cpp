@@ -5,9 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "engine/static_pipeline/plan_file.h"
 #include "engine/static_pipeline/static_config.h"
+#include "model/layer_walk.h"
 #include "model/model_fingerprint.h"
 #include "static_test_util.h"
 
@@ -103,9 +106,10 @@ TEST_F(StaticPlanFile, StructuralCorruptionNamesThePlanAndField) {
          "outside the arena");
   expect([](PlanSet& p) { p.generate[0].buffers[0].offset += 4; }, "not 64-byte aligned");
   expect([](PlanSet& p) { p.prefill.buffers[3].bytes -= 4; }, "its ops need");
-  expect([](PlanSet& p) { p.prefill.ops[5].dst = 4000; }, "is not one of the plan's");
+  expect([](PlanSet& p) { p.prefill.ops[5].buffers[1] = 4000; }, "is not one of the plan's");
   expect([](PlanSet& p) { p.prefill.ops[5].layer = 7; }, "layer 7 outside");
-  expect([](PlanSet& p) { p.generate[2].ops[4].weight = WeightRef::AttnNorm; }, "is not a matrix");
+  expect([](PlanSet& p) { p.generate[2].ops[2].norm = uint8_t(LayerNorm::AttnPost); },
+         "attn_post_norm is not an input norm");
   expect([](PlanSet& p) { p.generate[0].ops[0].rows = 99; }, "99 rows");
   expect([](PlanSet& p) { p.generate[0].arena_bytes += 64; }, "buffers end at");
   expect([](PlanSet& p) { p.generate[0].matmul_scratch_bytes = 12345; }, "matmul scratch");
@@ -113,6 +117,61 @@ TEST_F(StaticPlanFile, StructuralCorruptionNamesThePlanAndField) {
   expect([](PlanSet& p) { p.generate[1].kv_len = 40; }, "generate variant 32");
   expect([](PlanSet& p) { p.n_threads = 3; }, "expected 4 for 3 threads");
   expect([](PlanSet& p) { p.config.prefill_chunk = 6; }, "power of two");
+}
+
+// Operands are buffers bound by role, and each step of the walk appears once.
+TEST_F(StaticPlanFile, OperandsOutOfTheirRoleAndMissingStepsAreRefused) {
+  const auto expect = [&](const std::function<void(PlanSet&)>& edit, const char* needle) {
+    const std::string msg = error_after(edit);
+    EXPECT_NE(msg.find(needle), std::string::npos) << "want '" << needle << "', got: " << msg;
+  };
+  ASSERT_EQ(plans_.prefill.ops[3].code, OpCode::AttentionIn);  // xn, cos_sin, q, k, v
+  expect([](PlanSet& p) { p.prefill.ops[3].buffers[3] = p.prefill.ops[3].buffers[2]; },
+         "is used as q and as k");
+  expect([](PlanSet& p) { p.prefill.ops[3].buffers[1] = p.prefill.ops[3].buffers[0]; },
+         "is used as xn and as rope angles");
+  expect([](PlanSet& p) { p.generate[1].ops[1].buffers[2] = p.generate[1].ops[1].buffers[1]; },
+         "a second RoPE table the model does not have");
+  expect([](PlanSet& p) { p.generate[0].ops[4].code = OpCode::WindowAttend; },
+         "is used as attention mask and as staged records");
+  ASSERT_EQ(plans_.generate[0].ops[6].code, OpCode::ResidualNorm);
+  expect([](PlanSet& p) { p.generate[0].ops[6].buffers[2] = kNoBuffer; },
+         "a norm without a normed output");
+  expect([](PlanSet& p) { p.generate[0].ops[6].next_norm = uint8_t(LayerNorm::FfnPost); },
+         "ffn_post_norm is not an input norm");
+  expect([](PlanSet& p) { p.generate[0].ops[7] = p.generate[0].ops[3]; },
+         "1 attention output and 0 FFN ops, expected 1 each");
+  expect([](PlanSet& p) { p.prefill.ops[0].buffers[1] = 0; }, "operand 1 past its roles");
+}
+
+// A plan is the layer walk recorded: one op per step in the walk's order,
+// a sliding-window layer's attention its own op.
+TEST(StaticPlanOps, OneOpPerStepOfTheLayerWalk) {
+  RandomModelSpec spec = testing::tiny_spec("gemma2", 5);
+  spec.n_layer = 2;
+  spec.sliding_window = 5;
+  spec.swa_pattern = 2;  // layer 0 windowed, layer 1 full
+  const auto model = testing::make_test_model(spec);
+  const Plan plan = compile_plan(*model, PlanKind::Prefill, 8, 64, 1, 1);
+  std::vector<std::string> ops;
+  for (const PlanOp& op : plan.ops)
+    ops.push_back(op_name(op.code) + (op.layer < 0 ? "" : " " + std::to_string(op.layer)));
+  const std::vector<std::string> want = {
+      "masks",           "embed",           "norm 0",          "attention_in 0",
+      "window_attend 0", "attention_out 0", "residual_norm 0", "ffn 0",
+      "residual_norm 0", "attention_in 1",  "attend 1",        "attention_out 1",
+      "residual_norm 1", "ffn 1",           "residual_norm 1", "logits"};
+  EXPECT_EQ(ops, want);
+  const PlanOp &to_ffn = plan.ops[6], &to_layer1 = plan.ops[8], &last = plan.ops[14];
+  EXPECT_EQ(to_ffn.norm, uint8_t(LayerNorm::AttnPost));
+  EXPECT_EQ(to_ffn.next_norm, uint8_t(LayerNorm::Ffn));
+  EXPECT_EQ(to_ffn.next_layer, 0);
+  EXPECT_EQ(to_layer1.norm, uint8_t(LayerNorm::FfnPost));
+  EXPECT_EQ(to_layer1.next_norm, uint8_t(LayerNorm::Attn));
+  EXPECT_EQ(to_layer1.next_layer, 1);
+  EXPECT_EQ(last.next_norm, kNoNorm);
+  EXPECT_EQ(last.buffers[2], kNoBuffer);
+  EXPECT_EQ(plan.ops[15].buffers[2], plan.logits_buffer);
 }
 
 TEST_F(StaticPlanFile, AnotherModelIsRefused) {
@@ -151,14 +210,14 @@ TEST(StaticPlanMemory, LiveBuffersNeverOverlapAndReuseShrinksTheArena) {
   const Plan plan = compile_plan(*model, PlanKind::Prefill, 8, 64, 1, 2);
   std::vector<int> first(plan.buffers.size(), -1), last(plan.buffers.size(), -1);
   for (size_t i = 0; i < plan.ops.size(); ++i)
-    for (uint16_t b : {plan.ops[i].src0, plan.ops[i].src1, plan.ops[i].dst}) {
+    for (uint16_t b : plan.ops[i].buffers) {
       if (b == kNoBuffer) continue;
       if (first[b] < 0) first[b] = int(i);
       last[b] = int(i);
     }
   last[plan.logits_buffer] = int(plan.ops.size());
   for (size_t i = 0; i < plan.ops.size(); ++i)
-    if (plan.ops[i].code == OpCode::Attention) {
+    if (plan.ops[i].code == OpCode::Attend) {
       const uint16_t s = plan.attention_scratch_buffer;
       if (first[s] < 0) first[s] = int(i);
       last[s] = int(i);
