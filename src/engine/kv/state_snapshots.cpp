@@ -7,9 +7,10 @@
 namespace kvforge {
 
 StateSnapshots::StateSnapshots(const ModelConfig& config, int32_t n_entries)
-    : shape_(config.linear), recurrent_index_(size_t(config.n_layer), -1) {
-  for (int l = 0; l < config.n_layer; ++l)
-    if (config.recurrent(l)) recurrent_index_[size_t(l)] = n_recurrent_++;
+    : shape_(config.linear) {
+  const RecurrentLayers layers(config);
+  recurrent_index_ = layers.index;
+  n_recurrent_ = layers.count;
   if (n_recurrent_ == 0 || n_entries <= 0) return;
   entries_.resize(size_t(n_entries));
   data_.assign(size_t(n_entries) * size_t(n_recurrent_) * shape_.state_floats(), 0.0f);

@@ -13,19 +13,9 @@
 #include "engine_test_util.h"
 #include "kvforge/engine.h"
 #include "model/model.h"
-#include "model/random_model.h"
 
 namespace kvforge {
 namespace {
-
-std::unique_ptr<Model> hybrid_model() {
-  RandomModelSpec spec;
-  spec.arch = "qwen35";
-  spec.n_layer = 8;
-  spec.head_dim = 32;
-  spec.n_ctx = 256;
-  return testing::make_test_model(spec);
-}
 
 void expect_same(const testing::Trace& got, const testing::Trace& want, const char* what) {
   EXPECT_EQ(got.tokens, want.tokens) << what;
@@ -44,7 +34,7 @@ std::pair<testing::Trace, int64_t> run(Engine& e, testing::EngineRecorder& rec,
 }
 
 TEST(StateSnapshots, PrefixHitGivesTheColdRunsBits) {
-  const auto model = hybrid_model();
+  const auto model = testing::make_hybrid_engine_test_model();
   const std::vector<int32_t> prompt = testing::make_prompt(53, 4);
   std::vector<int32_t> longer = prompt;
   for (int32_t t : testing::make_prompt(11, 9)) longer.push_back(t);
@@ -77,7 +67,7 @@ TEST(StateSnapshots, PrefixHitGivesTheColdRunsBits) {
 // Without snapshots a hybrid model reuses nothing (the state after a prefix
 // cannot be rebuilt from its K/V), and the snapshots' memory is counted.
 TEST(StateSnapshots, OffByDefaultAndCountedInThePool) {
-  const auto model = hybrid_model();
+  const auto model = testing::make_hybrid_engine_test_model();
   const std::vector<int32_t> prompt = testing::make_prompt(40, 2);
   ThreadPool pool(1);
   EngineOptions o;
@@ -97,7 +87,7 @@ TEST(StateSnapshots, OffByDefaultAndCountedInThePool) {
 // The store itself: longest match only over finished snapshots whose tokens
 // are a prefix, no longer than asked; a pending one is never found.
 TEST(StateSnapshots, LookupAndEviction) {
-  const auto model = hybrid_model();
+  const auto model = testing::make_hybrid_engine_test_model();
   StateSnapshots s(model->config(), 2);
   const std::vector<int32_t> t = testing::make_prompt(40, 1);
   const std::span<const int32_t> all(t);
