@@ -66,6 +66,13 @@ struct EngineOptions {
   double kv_memory_mib = 512;
   KvFormat kv_format = {};
   bool enable_prefix_cache = true;
+  // Hybrid models (recurrent layers): snapshots of the recurrent state kept
+  // for prefix caching, each the size of a state slot, out of kv_memory_mib
+  // before the slots and blocks (src/engine/kv/state_snapshots.h). A prompt
+  // leaves one at its last block boundary; a later prompt starting with
+  // those tokens reuses their K/V and restores the state. 0: a hybrid model
+  // reuses no prefix.
+  int32_t state_snapshots = 0;
   // Disk tier under the prefix cache (engine/kv/kv_disk_tier.h): empty = off.
   // Full prompt blocks are written through to kv_disk_dir and restored from
   // it on a RAM miss, across processes of the same model and KV format. Off

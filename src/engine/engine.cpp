@@ -211,7 +211,8 @@ int32_t Engine::n_blocks() const {
 size_t Engine::kv_pool_bytes() const {
   if (impl_->slot_kv) return impl_->slot_kv->kv_bytes;
   const PagedKv& p = *impl_->paged;
-  return p.cache.bytes() + (p.states ? p.states->bytes() : 0);
+  return p.cache.bytes() + (p.states ? p.states->bytes() : 0) +
+         (p.snapshots ? p.snapshots->bytes() : 0);
 }
 int32_t Engine::max_sequence_tokens() const { return impl_->max_len; }
 int32_t Engine::prompt_tokens_kept(int32_t n) const {

@@ -49,6 +49,7 @@ struct PagedKv {
   int32_t n_state_slots;  // hybrid models: kv/kv_pool_split.h; 0 otherwise
   BlockManager blocks;
   std::unique_ptr<RecurrentStatePool> states;  // hybrid models: n_state_slots slots
+  std::unique_ptr<StateSnapshots> snapshots;   // hybrid models with state_snapshots > 0
   std::unique_ptr<HybridKvManager> hybrid;     // hybrid models
   PagedKvCache cache;
   ModelRunner runner;

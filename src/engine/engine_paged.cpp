@@ -32,8 +32,22 @@ void check_options(const EngineOptions& o) {
     throw std::invalid_argument("engine: context must be >= 0, got " + std::to_string(o.n_ctx));
 }
 
-uint64_t kv_budget_bytes(const EngineOptions& o) {
-  return uint64_t(std::floor(o.kv_memory_mib * 1048576.0));
+// Bytes of the hybrid model's state snapshots (they come out of --kv-memory first).
+uint64_t snapshot_bytes(const Model& model, const EngineOptions& o) {
+  if (!model.config().hybrid() || o.state_snapshots <= 0) return 0;
+  return uint64_t(o.state_snapshots) * model.rank_config().state_bytes_per_sequence();
+}
+
+// --kv-memory less the state snapshots: what the state slots and blocks share.
+uint64_t kv_budget_bytes(const Model& model, const EngineOptions& o) {
+  const uint64_t budget = uint64_t(std::floor(o.kv_memory_mib * 1048576.0));
+  const uint64_t snapshots = o.kv_blocks > 0 ? 0 : snapshot_bytes(model, o);
+  if (snapshots >= budget)
+    throw std::invalid_argument("engine: KV memory of " + std::to_string(o.kv_memory_mib) +
+                                " MiB does not hold the " + std::to_string(o.state_snapshots) +
+                                " recurrent-state snapshots (" + std::to_string(snapshots) +
+                                " bytes)");
+  return budget - snapshots;
 }
 
 std::vector<int32_t> group_windows(const Model& model) {
@@ -48,7 +62,7 @@ int32_t state_slots(const Model& model, const EngineOptions& o) {
   if (!model.config().hybrid()) return 0;
   if (o.kv_blocks > 0) return std::max(1, o.max_seqs);
   const ModelShape shape = ModelShape::from_config(model.rank_config());
-  return int32_t(split_kv_pool(shape, o.kv_format, kv_budget_bytes(o), context_of(model, o),
+  return int32_t(split_kv_pool(shape, o.kv_format, kv_budget_bytes(model, o), context_of(model, o),
                                o.block_size, std::max(1, o.max_seqs))
                      .state_slots);
 }
@@ -62,7 +76,7 @@ int32_t pool_blocks(const Model& model, const EngineOptions& o, int32_t slots) {
   const size_t per_block =
       PagedKvCache::block_bytes(model.rank_config(), o.block_size, o.kv_format);
   const uint64_t states = uint64_t(slots) * model.rank_config().state_bytes_per_sequence();
-  const uint64_t budget = kv_budget_bytes(o);
+  const uint64_t budget = kv_budget_bytes(model, o);
   const double by_memory =
       budget > states ? std::floor(double(budget - states) / double(per_block)) : 0;
   if (by_memory < 1)
@@ -114,12 +128,18 @@ EngineOptions limited_to_state_slots(EngineOptions o, const PagedKv& p) {
 PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
     // Hybrid models reuse no prefix: its K/V would come without the recurrent state after it.
     : n_state_slots(state_slots(model, o)),
+      // A hybrid model reuses a prefix only with a snapshot of the state after it.
       blocks(pool_blocks(model, o, n_state_slots), o.block_size,
-             o.enable_prefix_cache && !model.config().hybrid(), group_windows(model)),
+             o.enable_prefix_cache && (!model.config().hybrid() || o.state_snapshots > 0),
+             group_windows(model)),
       states(n_state_slots > 0
                  ? std::make_unique<RecurrentStatePool>(model.rank_config(), n_state_slots)
                  : nullptr),
-      hybrid(states ? std::make_unique<HybridKvManager>(blocks, *states) : nullptr),
+      snapshots(states && o.state_snapshots > 0 && o.enable_prefix_cache
+                    ? std::make_unique<StateSnapshots>(model.rank_config(), o.state_snapshots)
+                    : nullptr),
+      hybrid(states ? std::make_unique<HybridKvManager>(blocks, *states, snapshots.get())
+                    : nullptr),
       cache(model.rank_config(), blocks, o.kv_format),
       runner(model, cache, pool, o.comm ? *o.comm : one_process_communicator(),
              o.max_batched_tokens),

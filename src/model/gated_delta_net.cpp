@@ -90,6 +90,9 @@ void convolve(const ModelConfig& c, const LinearAttentionWeights& w,
         for (int h = 0; h < 2 * l.n_k_heads; ++h)  // q heads then k heads
           l2_norm(out + int64_t(h) * l.head_dim, l.head_dim, c.rms_eps);
         token_gates(c, w, t, s);
+        const RecurrentState& st = s.states[i];
+        if (st.snap_conv && step.positions[size_t(t)] + 1 == st.snapshot_at)
+          std::copy_n(st.conv, l.conv_floats(), st.snap_conv);
       }
   });
 }
@@ -117,6 +120,9 @@ void recur(const ModelConfig& c, const LinearAttentionWeights& w, const LinearAt
         gated_delta_rule_token(state, q, k, v, s.decay[size_t(t * l.n_v_heads + h)],
                                s.beta[size_t(t * l.n_v_heads + h)], int(d), o);
         gated_rms_norm(o, w.norm.data(), s.z.data() + t * vd + h * d, d, c.rms_eps, o);
+        const RecurrentState& st = s.states[i];
+        if (st.snap_matrix && step.positions[size_t(t)] + 1 == st.snapshot_at)
+          std::copy_n(state, d * d, st.snap_matrix + int64_t(h) * d * d);
       }
     }
   });

@@ -21,6 +21,13 @@ struct RecurrentState {
   float* conv = nullptr;      // [conv_channels][conv_kernel - 1] last inputs, oldest first
   float* matrix = nullptr;    // [n_v_heads][head_dim][head_dim] delta-rule states
   int32_t* n_past = nullptr;  // positions of the sequence the state has absorbed
+  // A snapshot to take on the way (prefix caching of hybrid models): when a
+  // step passes position snapshot_at, the layer copies its conv window and
+  // matrices, as they are after absorbing positions [0, snapshot_at), to
+  // snap_conv and snap_matrix (shapes as above). None when snap_conv is null.
+  float* snap_conv = nullptr;
+  float* snap_matrix = nullptr;
+  int32_t snapshot_at = 0;
 };
 
 class KvStore {

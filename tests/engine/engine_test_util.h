@@ -24,6 +24,16 @@ inline std::unique_ptr<Model> make_engine_test_model(GgmlType weights = GgmlType
   return make_test_model(spec);
 }
 
+// A random qwen35 (hybrid) model: 8 layers, layers 3 and 7 full attention.
+inline std::unique_ptr<Model> make_hybrid_engine_test_model() {
+  RandomModelSpec spec;
+  spec.arch = "qwen35";
+  spec.n_layer = 8;
+  spec.head_dim = 32;
+  spec.n_ctx = 256;
+  return make_test_model(spec);
+}
+
 // Deterministic pseudo-random prompt of `len` ids in [3, 259), seeded by `seed`.
 inline std::vector<int32_t> make_prompt(int len, uint32_t seed) {
   std::vector<int32_t> p(static_cast<size_t>(len));

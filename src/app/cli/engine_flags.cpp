@@ -27,6 +27,11 @@ void EngineFlags::add_to(CLI::App& app) {
   app.add_flag_callback(
       "--no-prefix-cache", [&o] { o.enable_prefix_cache = false; },
       "do not reuse K/V of shared prompt prefixes");
+  app.add_option("--state-snapshots", o.state_snapshots,
+                 "hybrid models: recurrent-state snapshots kept for prefix reuse (out of "
+                 "--kv-memory; 0 = no prefix reuse)")
+      ->check(at_least(0, "0 = no prefix reuse"))
+      ->capture_default_str();
   kv.add_to(app);
   disk.add_to(app);
 }

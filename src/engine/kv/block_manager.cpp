@@ -212,15 +212,15 @@ bool BlockManager::other_groups_cached(std::span<const int32_t> tokens,
   return true;
 }
 
-BlockManager::Reuse BlockManager::reusable(std::span<const int32_t> tokens,
-                                           int32_t n_tokens) const {
+BlockManager::Reuse BlockManager::reusable(std::span<const int32_t> tokens, int32_t n_tokens,
+                                           int32_t max_reused) const {
   Reuse r;
   r.chains.resize(size_t(n_groups()));
   if (!prefix_ || tokens.empty()) return r;
   // At least one token is computed (its logits are needed), and only whole
   // blocks inside the first n_tokens are reused.
-  const int32_t max_blocks =
-      std::min<int32_t>(int32_t((tokens.size() - 1) / size_t(block_size_)), n_tokens / block_size_);
+  const int32_t max_blocks = std::min<int32_t>({int32_t((tokens.size() - 1) / size_t(block_size_)),
+                                                n_tokens / block_size_, max_reused / block_size_});
   std::vector<PrefixEntryRef> primary = prefix_->match(tokens, max_blocks);
   // A windowed group may have lost blocks a shorter reuse would need and
   // kept the ones a longer one needs: try every depth, longest first.
@@ -250,15 +250,18 @@ int32_t BlockManager::cached_prefix(std::span<const int32_t> tokens) const {
   return reusable(tokens, int32_t(tokens.size())).depth * block_size_;
 }
 
-bool BlockManager::can_allocate(std::span<const int32_t> tokens, int32_t n_tokens) const {
+bool BlockManager::can_allocate(std::span<const int32_t> tokens, int32_t n_tokens,
+                                int32_t max_reused) const {
   check_tokens(tokens, n_tokens, "can_allocate");
-  return blocks_taken_by_allocate(reusable(tokens, n_tokens), n_tokens) <= n_free_blocks();
+  return blocks_taken_by_allocate(reusable(tokens, n_tokens, max_reused), n_tokens) <=
+         n_free_blocks();
 }
 
-int32_t BlockManager::allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens) {
+int32_t BlockManager::allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens,
+                               int32_t max_reused) {
   check_new_seq(seq, "allocate");
   check_tokens(tokens, n_tokens, "allocate");
-  Reuse reuse = reusable(tokens, n_tokens);
+  Reuse reuse = reusable(tokens, n_tokens, max_reused);
   const int32_t taken = blocks_taken_by_allocate(reuse, n_tokens);
   if (taken > n_free_blocks())
     throw std::logic_error("BlockManager::allocate: " + seq_name(seq) + " with " +

@@ -96,13 +96,15 @@ class BlockManager final : public KvManager {
   // is computed (its logits are needed). Pure question, no counters touched.
   int32_t cached_prefix(std::span<const int32_t> tokens) const override;
   // Can `seq` be created holding the first n_tokens of `tokens` (reusing the
-  // cached prefix, fresh blocks for the rest)?
-  bool can_allocate(std::span<const int32_t> tokens, int32_t n_tokens) const;
+  // cached prefix, at most max_reused tokens of it, fresh blocks for the rest)?
+  bool can_allocate(std::span<const int32_t> tokens, int32_t n_tokens,
+                    int32_t max_reused = INT32_MAX) const;
   // Creates `seq` (must not exist) with blocks for the first n_tokens of
   // `tokens`; returns how many leading tokens already have K/V (the cached
   // prefix, ≤ n_tokens), which the caller must not recompute. Updates the
   // prefix-cache counters.
-  int32_t allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens);
+  int32_t allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens,
+                   int32_t max_reused = INT32_MAX);
   // KvManager's names for the two: the branches forked off a sequence share
   // its blocks, so `width` asks for nothing more.
   bool can_admit(std::span<const int32_t> tokens, int32_t n_tokens, int) const override {
@@ -213,7 +215,8 @@ class BlockManager final : public KvManager {
   // First table index of `group` a query at position `pos` reads.
   int32_t first_needed_block(int32_t group, int64_t pos) const;
   // Cached blocks allocate() would reuse for the first n_tokens of `tokens`.
-  Reuse reusable(std::span<const int32_t> tokens, int32_t n_tokens) const;
+  Reuse reusable(std::span<const int32_t> tokens, int32_t n_tokens,
+                 int32_t max_reused = INT32_MAX) const;
   // Can the other groups serve a reuse of `depth` blocks anchored on `primary`?
   // Fills `chains` (groups ≥ 1) when they can.
   bool other_groups_cached(std::span<const int32_t> tokens,

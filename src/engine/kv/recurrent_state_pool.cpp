@@ -6,10 +6,16 @@
 
 namespace kvforge {
 
-RecurrentStatePool::RecurrentStatePool(const ModelConfig& config, int32_t n_slots)
-    : shape_(config.linear), recurrent_index_(size_t(config.n_layer), -1) {
+RecurrentLayers::RecurrentLayers(const ModelConfig& config) : index(size_t(config.n_layer), -1) {
   for (int l = 0; l < config.n_layer; ++l)
-    if (config.recurrent(l)) recurrent_index_[size_t(l)] = n_recurrent_++;
+    if (config.recurrent(l)) index[size_t(l)] = count++;
+}
+
+RecurrentStatePool::RecurrentStatePool(const ModelConfig& config, int32_t n_slots)
+    : shape_(config.linear) {
+  const RecurrentLayers layers(config);
+  recurrent_index_ = layers.index;
+  n_recurrent_ = layers.count;
   if (n_recurrent_ == 0 || n_slots <= 0) return;
   n_slots_ = n_slots;
   bytes_per_slot_ = size_t(n_recurrent_) * shape_.state_floats() * sizeof(float);

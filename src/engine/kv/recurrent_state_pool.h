@@ -21,6 +21,14 @@
 
 namespace kvforge {
 
+// Each layer's index among the recurrent layers ([n_layer], -1 for the
+// others), and how many there are: where a layer's record sits in a slot.
+struct RecurrentLayers {
+  std::vector<int32_t> index;
+  int32_t count = 0;
+  explicit RecurrentLayers(const ModelConfig& config);
+};
+
 class RecurrentStatePool {
  public:
   // No slots for a model without recurrent layers.

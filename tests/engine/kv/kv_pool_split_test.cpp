@@ -12,24 +12,14 @@
 #include "engine_test_util.h"
 #include "kvforge/engine.h"
 #include "model/model.h"
-#include "model/random_model.h"
 
 namespace kvforge {
 namespace {
 
-std::unique_ptr<Model> hybrid_model() {
-  RandomModelSpec spec;
-  spec.arch = "qwen35";
-  spec.n_layer = 8;
-  spec.head_dim = 32;
-  spec.n_ctx = 256;
-  return testing::make_test_model(spec);
-}
-
 constexpr int64_t kCtx = 64, kBlock = 16;
 
 TEST(KvPoolSplit, StateSlotsForSequencesOfTheContext) {
-  const auto model = hybrid_model();
+  const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
   const KvFormat f16{KvDtype::F16, KvDtype::F16};
   const uint64_t per_seq = kv_bytes_per_sequence(s, f16, kCtx, kBlock);
@@ -61,7 +51,7 @@ TEST(KvPoolSplit, StateSlotsForSequencesOfTheContext) {
 // what those sequences can fill), the pool's bytes within the budget, and
 // that many sequences of the context running at once to the end.
 TEST(KvPoolSplit, EngineMatchesThePlanner) {
-  const auto model = hybrid_model();
+  const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
   EngineOptions o;
   o.block_size = int32_t(kBlock);
@@ -89,7 +79,7 @@ TEST(KvPoolSplit, EngineMatchesThePlanner) {
 }
 
 TEST(KvPoolSplit, BudgetWithoutRoomForABlockIsRefused) {
-  const auto model = hybrid_model();
+  const auto model = testing::make_hybrid_engine_test_model();
   EngineOptions o;
   o.n_ctx = int32_t(kCtx);
   o.kv_memory_mib = double(model->config().state_bytes_per_sequence()) / 1048576.0;
