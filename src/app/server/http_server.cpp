@@ -26,6 +26,7 @@
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
 #include "app/server/responses_routes.h"
+#include "app/server/slots_route.h"
 
 namespace kvforge::server {
 namespace {
@@ -318,6 +319,12 @@ struct HttpServer::Impl {
                 res.set_content(dump_json(detokenize_response(service, req.body)),
                                 "application/json");
               }));
+    http.Get("/slots", guarded([this](const httplib::Request&, httplib::Response& res) {
+               res.set_content(
+                   dump_json(slots_response(service.loop().running(), options.props.total_slots,
+                                            service.limits().max_tokens_limit)),
+                   "application/json");
+             }));
     http.Get(kProps, guarded([this](const httplib::Request&, httplib::Response& res) {
                res.set_content(dump_json(props_response(service, options.props)),
                                "application/json");
