@@ -35,15 +35,18 @@ else
   echo "setup: all Debian packages present"
 fi
 
-# The server's integration tests drive it with the official OpenAI and Ollama clients
-# (tests/app/server/package-lock.json pins it), installed into tests/app/server/node_modules.
+# The server's integration tests drive it with the clients people use (openai, ollama,
+# @anthropic-ai/sdk, the AI SDK, LangChain; tests/app/server/package.json)
+# pinned by its package-lock.json and installed into tests/app/server/node_modules.
 root="$(cd "$(dirname "$0")/.." && pwd)"
 if command -v npm >/dev/null; then
-  if [ ! -d "$root/tests/app/server/node_modules/openai" ] ||
-     [ ! -d "$root/tests/app/server/node_modules/ajv-formats" ] ||
-     [ ! -d "$root/tests/app/server/node_modules/zod" ] ||
-     [ ! -d "$root/tests/app/server/node_modules/ollama" ]; then
-    echo "setup: installing the npm packages of tests/app/server (openai, ajv, ajv-formats, zod, ollama)"
+  # Every dependency package.json names must be installed (a new one added since the last setup too).
+  missing="$(cd "$root/tests/app/server" && node -e '
+    const fs = require("fs");
+    const deps = Object.keys(require("./package.json").dependencies);
+    console.log(deps.filter((d) => !fs.existsSync("node_modules/" + d + "/package.json")).join(" "));')"
+  if [ -n "$missing" ]; then
+    echo "setup: installing the npm packages of tests/app/server (missing: $missing)"
     npm ci --prefix "$root/tests/app/server" --no-audit --no-fund --loglevel=error
   else
     echo "setup: tests/app/server npm packages present"

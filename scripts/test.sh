@@ -38,9 +38,10 @@ cmake --build build-tsan -j"$jobs" --target threadpool_tests model_tests engine_
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/threadpool_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/model_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/engine_tests
-# kvforge serve (HTTP threads, engine loop, queues; paged and static engines) under the
-# whole server test, load test included (about 35 s; KVFORGE_SERVER_LOAD_CLIENTS=16 lightens it).
+# kvforge serve (HTTP threads, engine loop, queues; paged and static engines) under every
+# server suite, load test included (KVFORGE_SERVER_LOAD_CLIENTS=16 lightens it). The schema
+# corpus runs on the paged engine only: the static engine's threads are those `chat` drives.
 # tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (see the file).
-TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/app/server/tsan.supp" \
+TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/app/server/tsan.supp" KVFORGE_STRUCTURED_MODES=paged \
   tests/app/server/run_server_tests.sh build-tsan/kvforge
 stage "all tests passed in ${SECONDS} s"

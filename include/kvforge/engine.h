@@ -57,7 +57,10 @@ struct EngineOptions {
   // KV pool: kv_blocks blocks of block_size positions (power of two, 1..256).
   // kv_blocks = 0: as many blocks as kv_memory_mib holds (storage bytes per
   // block from PagedKvCache::block_bytes), but never more than max_seqs full
-  // contexts need.
+  // contexts need. A hybrid model's recurrent-state slots come out of the
+  // same budget first, as many as fit at n_ctx tokens each (at most
+  // max_seqs, src/engine/kv/kv_pool_split.h), and bound the sequences that
+  // run at once (options().max_seqs says how many).
   int32_t block_size = 16;
   int32_t kv_blocks = 0;
   double kv_memory_mib = 512;
@@ -152,9 +155,9 @@ class Engine {
   // branches; prefix.tokens_reused: prompt tokens whose K/V a reused slot
   // kept (restored ones are disk.tokens_restored).
   EngineStats stats() const;
-  int32_t block_size() const;  // static slots: the slot capacity
-  int32_t n_blocks() const;    // static slots: the slots
-  size_t kv_pool_bytes() const;
+  int32_t block_size() const;    // static slots: the slot capacity
+  int32_t n_blocks() const;      // static slots: the slots
+  size_t kv_pool_bytes() const;  // K/V storage plus a hybrid model's state slots
   // Longest sequence (prompt + generated) a request may reach:
   // min(context, pool capacity); static slots: the slot capacity.
   int32_t max_sequence_tokens() const;

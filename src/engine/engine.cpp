@@ -209,7 +209,9 @@ int32_t Engine::n_blocks() const {
   return impl_->slot_kv ? impl_->slot_kv->runner.slots() : impl_->paged->blocks.n_blocks();
 }
 size_t Engine::kv_pool_bytes() const {
-  return impl_->slot_kv ? impl_->slot_kv->kv_bytes : impl_->paged->cache.bytes();
+  if (impl_->slot_kv) return impl_->slot_kv->kv_bytes;
+  const PagedKv& p = *impl_->paged;
+  return p.cache.bytes() + (p.states ? p.states->bytes() : 0);
 }
 int32_t Engine::max_sequence_tokens() const { return impl_->max_len; }
 int32_t Engine::prompt_tokens_kept(int32_t n) const {

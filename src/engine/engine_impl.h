@@ -37,17 +37,18 @@ std::unique_ptr<KvDiskTier> open_disk_tier(const Model& model, const EngineOptio
 
 // Why this engine cannot shift contexts ("" when it can, or when
 // o.context_shift is off), and the check that throws it (engine_shift.cpp).
-std::string context_shift_refusal(const Model& model, const EngineOptions& o, bool static_slots);
-void check_context_shift(const Model& model, const EngineOptions& o, bool static_slots,
-                         int32_t max_len, int32_t block_size);
+std::string context_shift_refusal(const Model& model, const EngineOptions& o);
+void check_context_shift(const Model& model, const EngineOptions& o, int32_t max_len,
+                         int32_t block_size);
 
 struct PagedKv {
   PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o);
   // The KV manager the scheduler works with: the block manager, or for a
   // hybrid model the hybrid manager over it and the state pool.
   KvManager& manager() { return hybrid ? static_cast<KvManager&>(*hybrid) : blocks; }
+  int32_t n_state_slots;  // hybrid models: kv/kv_pool_split.h; 0 otherwise
   BlockManager blocks;
-  std::unique_ptr<RecurrentStatePool> states;  // hybrid models: one slot per max_seqs
+  std::unique_ptr<RecurrentStatePool> states;  // hybrid models: n_state_slots slots
   std::unique_ptr<HybridKvManager> hybrid;     // hybrid models
   PagedKvCache cache;
   ModelRunner runner;
@@ -103,6 +104,7 @@ struct Engine::Impl {
   // out of positions, before the step is scheduled.
   void shift_full_sequences();
   void shift(Sequence& seq);
+  void shift_blocks(const Sequence& seq, int32_t keep, int32_t drop);
 
   // engine_paged.cpp
   void check_paged_request(std::span<const int32_t> prompt, const SamplingParams& params,

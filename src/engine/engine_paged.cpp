@@ -8,6 +8,7 @@
 
 #include "engine/engine_impl.h"
 #include "engine/kv/kv_layer_groups.h"
+#include "engine/kv/kv_pool_split.h"
 
 namespace kvforge {
 namespace {
@@ -31,27 +32,51 @@ void check_options(const EngineOptions& o) {
     throw std::invalid_argument("engine: context must be >= 0, got " + std::to_string(o.n_ctx));
 }
 
+uint64_t kv_budget_bytes(const EngineOptions& o) {
+  return uint64_t(std::floor(o.kv_memory_mib * 1048576.0));
+}
+
 std::vector<int32_t> group_windows(const Model& model) {
   return KvLayerGroups::of(model.config()).windows();
 }
 
-// Blocks in the pool: --kv-blocks, else what --kv-memory holds, capped at
-// max_seqs full contexts (more could never be used at once; a windowed layer
-// group holds at most its window plus a chunk of each).
-int32_t pool_blocks(const Model& model, const EngineOptions& o) {
+// The recurrent-state slots of a hybrid model (0 otherwise): max_seqs with
+// --kv-blocks, else what the budget holds at the engine's context, sized by
+// the planner's rule (kv/kv_pool_split.h) so kv-plan prints the same split.
+int32_t state_slots(const Model& model, const EngineOptions& o) {
   check_options(o);
+  if (!model.config().hybrid()) return 0;
+  if (o.kv_blocks > 0) return std::max(1, o.max_seqs);
+  const ModelShape shape = ModelShape::from_config(model.rank_config());
+  return int32_t(split_kv_pool(shape, o.kv_format, kv_budget_bytes(o), context_of(model, o),
+                               o.block_size, std::max(1, o.max_seqs))
+                     .state_slots);
+}
+
+// Blocks in the pool: --kv-blocks, else what --kv-memory holds after the
+// state slots, capped at one full context per sequence that can run (more
+// could never be used at once; a windowed layer group holds at most its
+// window plus a chunk of each).
+int32_t pool_blocks(const Model& model, const EngineOptions& o, int32_t slots) {
   if (o.kv_blocks > 0) return o.kv_blocks;
   const size_t per_block =
       PagedKvCache::block_bytes(model.rank_config(), o.block_size, o.kv_format);
-  const double by_memory = std::floor(o.kv_memory_mib * 1048576.0 / double(per_block));
+  const uint64_t states = uint64_t(slots) * model.rank_config().state_bytes_per_sequence();
+  const uint64_t budget = kv_budget_bytes(o);
+  const double by_memory =
+      budget > states ? std::floor(double(budget - states) / double(per_block)) : 0;
   if (by_memory < 1)
-    throw std::invalid_argument("engine: KV memory of " + std::to_string(o.kv_memory_mib) +
-                                " MiB holds no block (one block of " +
-                                std::to_string(o.block_size) + " tokens takes " +
-                                std::to_string(per_block) + " bytes)");
+    throw std::invalid_argument(
+        "engine: KV memory of " + std::to_string(o.kv_memory_mib) + " MiB holds no block (one " +
+        "block of " + std::to_string(o.block_size) + " tokens takes " + std::to_string(per_block) +
+        " bytes" +
+        (slots > 0 ? ", after " + std::to_string(slots) + " recurrent-state slot(s) of " +
+                         std::to_string(states / uint64_t(slots)) + " bytes"
+                   : std::string()) +
+        ")");
   const int64_t per_seq = BlockManager::max_blocks_for_seq(
       group_windows(model), o.block_size, context_of(model, o), std::max(1, o.max_batched_tokens));
-  const int64_t needed = per_seq * std::max(1, o.max_seqs);
+  const int64_t needed = per_seq * (slots > 0 ? slots : std::max(1, o.max_seqs));
   return int32_t(std::min<double>({by_memory, double(needed), double(INT32_MAX / 2)}));
 }
 
@@ -78,15 +103,22 @@ std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
   return {};
 }
 
+// A hybrid model runs at most as many sequences as it has state slots.
+EngineOptions limited_to_state_slots(EngineOptions o, const PagedKv& p) {
+  if (p.states) o.max_seqs = std::min(o.max_seqs, p.states->n_slots());
+  return o;
+}
+
 }  // namespace
 
 PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
     // Hybrid models reuse no prefix: its K/V would come without the recurrent state after it.
-    : blocks(pool_blocks(model, o), o.block_size, o.enable_prefix_cache && !model.config().hybrid(),
-             group_windows(model)),
-      states(model.config().hybrid() ? std::make_unique<RecurrentStatePool>(model.rank_config(),
-                                                                            std::max(1, o.max_seqs))
-                                     : nullptr),
+    : n_state_slots(state_slots(model, o)),
+      blocks(pool_blocks(model, o, n_state_slots), o.block_size,
+             o.enable_prefix_cache && !model.config().hybrid(), group_windows(model)),
+      states(n_state_slots > 0
+                 ? std::make_unique<RecurrentStatePool>(model.rank_config(), n_state_slots)
+                 : nullptr),
       hybrid(states ? std::make_unique<HybridKvManager>(blocks, *states) : nullptr),
       cache(model.rank_config(), blocks, o.kv_format),
       runner(model, cache, pool, o.comm ? *o.comm : one_process_communicator(),
@@ -99,14 +131,14 @@ PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
 
 Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<PagedKv> p)
     : model(m),
-      options(std::move(o)),
+      options(limited_to_state_slots(std::move(o), *p)),
       paged(std::move(p)),
       kv(paged->manager()),
       scheduler(kv, {options.max_seqs, options.max_batched_tokens}),
       n_ctx(context_of(m, options)),
       max_len(longest_sequence(paged->blocks, n_ctx)),
       requests(m.config().n_vocab, options.eos_token_ids) {
-  check_context_shift(m, options, /*static_slots=*/false, max_len, paged->blocks.block_size());
+  check_context_shift(m, options, max_len, paged->blocks.block_size());
   tier = paged->tier.get();
   if (tier) scheduler.set_prefix_tier(paged->tier.get());
 }
@@ -128,10 +160,7 @@ void Engine::Impl::check_paged_request(std::span<const int32_t> prompt,
     limit = pool + " of " + std::to_string(blocks.block_size()) + " tokens, " +
             std::to_string(max_len) + " tokens per sequence over " +
             std::to_string(blocks.n_groups()) + " layer groups (" + context;
-  // With a context shift only the prompt must fit: the reply makes room as it goes.
-  SamplingParams p = params;
-  if (options.context_shift) p.max_tokens.reset();
-  RequestTable::check_length(int64_t(prompt.size()), p, max_len, limit);
+  RequestTable::check_length(int64_t(prompt.size()), params, max_len, limit, options.context_shift);
 }
 
 bool Engine::Impl::argmax_only(const SchedulerOutput& plan) const {

@@ -1,10 +1,12 @@
-// Context shift in the paged engine (EngineOptions::context_shift): a
-// running sequence whose next token has no position left in its context
-// keeps its first n_keep tokens (rounded up to whole blocks), drops the
-// older half of the blocks after them, and moves the rest down in place:
-// BlockManager::shift releases the dropped blocks, PagedKvCache::rerotate_k
-// turns the moved K rows to their new positions (kv_shift.h), V stays. No
-// kept token is recomputed; the pool holds the same blocks throughout.
+// Context shift (EngineOptions::context_shift): a running sequence whose
+// next token has no position left in its context keeps its first n_keep
+// tokens (rounded up to whole blocks), drops the older half of the blocks
+// after them, and moves the rest down in place, K re-rotated to its new
+// position (kv_shift.h), V as it is. Paged: BlockManager::shift releases the
+// dropped blocks and PagedKvCache::rerotate_k turns the moved K rows; static
+// slots: the slot is compacted (static_slot_shift.cpp), in units of
+// EngineOptions::block_size so that both modes drop the same tokens. No kept
+// token is recomputed; the pool holds the same blocks or slots throughout.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -14,9 +16,8 @@
 
 namespace kvforge {
 
-std::string context_shift_refusal(const Model& model, const EngineOptions& o, bool static_slots) {
+std::string context_shift_refusal(const Model& model, const EngineOptions& o) {
   if (!o.context_shift) return {};
-  if (static_slots) return "the static pipeline's slots";
   if (model.tp() > 1) return "tensor-parallel runs";
   if (!o.kv_disk_dir.empty()) return "the KV disk tier (--kv-disk)";
   // A recurrent state has folded in every token: it cannot drop the oldest.
@@ -29,9 +30,9 @@ std::string context_shift_refusal(const Model& model, const EngineOptions& o, bo
   return {};
 }
 
-void check_context_shift(const Model& model, const EngineOptions& o, bool static_slots,
-                         int32_t max_len, int32_t block_size) {
-  const std::string refusal = context_shift_refusal(model, o, static_slots);
+void check_context_shift(const Model& model, const EngineOptions& o, int32_t max_len,
+                         int32_t block_size) {
+  const std::string refusal = context_shift_refusal(model, o);
   if (!refusal.empty())
     throw std::invalid_argument("--context-shift is not supported with " + refusal + " yet");
   if (o.context_shift && max_len < 4 * block_size)
@@ -47,11 +48,23 @@ void Engine::Impl::shift_full_sequences() {
 }
 
 void Engine::Impl::shift(Sequence& seq) {
-  BlockManager& blocks = paged->blocks;
-  const int32_t bs = blocks.block_size();
-  const int32_t held = blocks.blocks_for(seq.n_computed);
+  const int32_t bs = paged ? paged->blocks.block_size() : options.block_size;
+  const int32_t held = (seq.n_computed + bs - 1) / bs;
   const int32_t keep = std::min((options.n_keep + bs - 1) / bs, held / 2);
   const int32_t drop = std::max(1, (held - keep) / 2);
+  if (paged)
+    shift_blocks(seq, keep, drop);
+  else
+    slot_kv->slots.shift(seq.id, keep * bs, drop * bs);
+  seq.tokens.erase(seq.tokens.begin() + keep * bs, seq.tokens.begin() + (keep + drop) * bs);
+  seq.n_computed -= drop * bs;
+  seq.n_dropped += drop * bs;
+  ++context_shifts;
+}
+
+void Engine::Impl::shift_blocks(const Sequence& seq, int32_t keep, int32_t drop) {
+  BlockManager& blocks = paged->blocks;
+  const int32_t bs = blocks.block_size();
   blocks.shift(seq.id, keep, drop);
   for (const BlockCopy& c : blocks.take_pending_copies()) paged->cache.copy_block(c.src, c.dst);
   const int32_t delta = -drop * bs;
@@ -62,10 +75,6 @@ void Engine::Impl::shift(Sequence& seq) {
     for (int layer = 0; layer < model.config().n_layer; ++layer)
       paged->cache.rerotate_k(layer, table[size_t(i)], 0, n, model.rope(layer), delta);
   }
-  seq.tokens.erase(seq.tokens.begin() + keep * bs, seq.tokens.begin() + (keep + drop) * bs);
-  seq.n_computed = n_after;
-  seq.n_dropped += drop * bs;
-  ++context_shifts;
 }
 
 }  // namespace kvforge

@@ -51,7 +51,7 @@ Engine::Impl::Impl(const Model& m, EngineOptions o, std::unique_ptr<SlotKv> s)
       n_ctx(slot_kv->runner.capacity()),
       max_len(slot_kv->runner.capacity()),
       requests(m.config().n_vocab, options.eos_token_ids) {
-  check_context_shift(m, options, /*static_slots=*/true, max_len, 1);
+  check_context_shift(m, options, max_len, options.block_size);
   options.max_seqs = slot_kv->runner.slots();
   tier = slot_kv->tier.get();
   if (tier) scheduler.set_prefix_tier(slot_kv->tier.get());
@@ -70,12 +70,14 @@ void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
   RequestTable::check_length(kept, params, c.capacity(),
                              "the static slot capacity of " + std::to_string(c.capacity()) +
                                  " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
-                                 " + min_response_len " + std::to_string(c.min_response_len) + ")");
+                                 " + min_response_len " + std::to_string(c.min_response_len) + ")",
+                             options.context_shift);
 }
 
 // Decodes, then the slots whose prefix loads landed are filled, then
 // admissions. With nothing else to run, the step waits for a load.
 void Engine::Impl::step_static(std::vector<StepEvent>& events) {
+  shift_full_sequences();
   const SchedulerOutput decodes = scheduler.schedule_decodes();
   if (!decodes.chunks.empty()) decode_slots(decodes, events);
   for (Sequence* seq : scheduler.land_loads(false)) fill_slot(*seq, true, events);

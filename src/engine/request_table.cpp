@@ -45,11 +45,11 @@ void RequestTable::check(std::span<const int32_t> prompt, const SamplingParams& 
 }
 
 void RequestTable::check_length(int64_t prompt_len, const SamplingParams& params, int64_t max_len,
-                                const std::string& limit) {
+                                const std::string& limit, bool shifts) {
   if (prompt_len >= max_len)
     throw RequestRejected("request: prompt of " + std::to_string(prompt_len) +
                           " tokens leaves no room to generate in " + limit);
-  if (params.max_tokens && prompt_len + *params.max_tokens > max_len)
+  if (!shifts && params.max_tokens && prompt_len + *params.max_tokens > max_len)
     throw RequestRejected("request: prompt of " + std::to_string(prompt_len) +
                           " tokens + max_tokens " + std::to_string(*params.max_tokens) + " = " +
                           std::to_string(prompt_len + *params.max_tokens) + " tokens exceeds " +

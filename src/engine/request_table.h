@@ -47,8 +47,10 @@ class RequestTable {
   // Throws RequestRejected when a prompt of `prompt_len` tokens leaves no
   // room in sequences of `max_len` tokens, or prompt + max_tokens exceeds
   // it; `limit` names what sets max_len ("the context of 256 tokens").
+  // With `shifts` (a context shift makes room as the reply goes) only the
+  // prompt must fit.
   static void check_length(int64_t prompt_len, const SamplingParams& params, int64_t max_len,
-                           const std::string& limit);
+                           const std::string& limit, bool shifts = false);
 
   // Adds a checked request of n branches over `prompt` (the tokens the
   // engine computes); without a seed it gets a random one.

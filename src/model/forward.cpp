@@ -264,6 +264,7 @@ class ForwardPass {
     attend(l);
     if (c_.attn_gate) gate_attention();
     row_parallel(w.attn_output, split_.attn_parts, s_.attn_.data());  // proj = attn_output(attn)
+    add_bias(s_.proj_.data(), w.bias_o, n_);
   }
 
   // q_ [n][n_head][query | gate] → q_ [n][q_dim] queries, attn_gate_ [n][q_dim] gates.
@@ -320,6 +321,7 @@ class ForwardPass {
     }
     const std::vector<int32_t>& runs = s_.query_runs_;
     const Scoring scoring{c_.attn_scale, c_.attn_softcap};
+    const std::vector<float>& sinks = m_.weights().layers[size_t(l)].attn_sinks;  // [n_head]
     const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     const KvFormat format = kv_.format();
     const int group = c_.gqa_group();
@@ -336,8 +338,10 @@ class ForwardPass {
         const auto& spans = s_.seq_spans_[slot];
         const KvView kv{spans.data(), spans.size(), s_.seq_first_key_[slot]};
         const int64_t first = t * c_.q_dim() + int64_t(g) * group * c_.head_dim;
+        Scoring group_scoring = scoring;  // the sinks of kv head g's query heads
+        if (!sinks.empty()) group_scoring.sinks = sinks.data() + g * group;
         attend_queries(s_.q_.data() + first, q_dim, group, s_.token_keys_.data() + t,
-                       runs[r + 1] - int32_t(t), kv, g, c_.head_dim, format, scoring,
+                       runs[r + 1] - int32_t(t), kv, g, c_.head_dim, format, group_scoring,
                        s_.attn_.data() + first, q_dim, scratch);
       }
     });

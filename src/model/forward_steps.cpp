@@ -58,6 +58,8 @@ void rope_token(const Model& model, int layer, float* q, float* k, const float* 
 void gated_activation(const ModelConfig& c, float* gate, const float* up, int64_t n) {
   if (c.ffn_act == FfnActivation::GeluTanh)
     geglu(gate, up, n, gate);
+  else if (c.ffn_act == FfnActivation::SwigluOai)
+    swiglu_oai(gate, up, n, gate);
   else
     swiglu(gate, up, n, gate);
 }

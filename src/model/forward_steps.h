@@ -70,7 +70,8 @@ void norm_heads(const ModelConfig& c, float* heads, int n_heads, const std::vect
 void rope_token(const Model& model, int layer, float* q, float* k, const float* cs);
 
 // gate[i] = act(gate[i]) * up[i] for n values: GELU-tanh (GeGLU) when the
-// model's FFN gate is GELU, else SiLU (SwiGLU).
+// model's FFN gate is GELU, gpt-oss's clamped SwiGLU for its experts, else
+// SiLU (SwiGLU).
 void gated_activation(const ModelConfig& c, float* gate, const float* up, int64_t n);
 
 // logits → c·tanh(logits / c) for n values where the model caps its logits

@@ -42,6 +42,8 @@ constexpr ArchTraits kArchs[] = {
     {"phi3", Architecture::Phi3, RopeStyle::Neox, false, false, false, 0, 0},
     {"qwen3moe", Architecture::Qwen3Moe, RopeStyle::Neox, false, true, false, 0, 0},
     {"qwen35", Architecture::Qwen35, RopeStyle::Neox, false, true, false, 0, 0},
+    // gpt-oss (llama.cpp's openai-moe): even layers windowed, odd layers full.
+    {"gpt-oss", Architecture::GptOss, RopeStyle::Neox, false, false, false, 2, 0},
 };
 
 const ArchTraits& arch_traits(const gguf::GgufFile& f, const std::string& name) {
@@ -163,7 +165,7 @@ void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
 }  // namespace
 
 const char* supported_architecture_names() {
-  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35";
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, gpt-oss";
 }
 
 size_t ModelConfig::state_bytes_per_sequence() const {
@@ -189,6 +191,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   if (c.arch == Architecture::Qwen35) config_detail::read_hybrid(f, c);
   c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   if (t.post_norms) read_gemma(f, c);
+  if (c.arch == Architecture::GptOss) config_detail::read_gpt_oss(f, c);
   read_sliding_window(f, t, c);
   config_detail::read_rope(f, c);
   // gemma2 always multiplies by the embeddings (an output.weight is then

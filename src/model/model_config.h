@@ -15,7 +15,7 @@
 
 namespace kvforge {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Qwen3Moe, Qwen35 };
+enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Qwen3Moe, Qwen35, GptOss };
 
 // How RoPE pairs up the dimensions of a head.
 //  AdjacentPairs: (x[2i], x[2i+1]) — GGUF llama files (converters permute Q/K
@@ -29,7 +29,9 @@ enum class RopeStyle { AdjacentPairs, Neox };
 enum class RopeScaling { None, Linear, Yarn, LongRope };
 
 // The gate's activation in the gated FFN: down(act(gate(x)) * up(x)).
-enum class FfnActivation { Silu, GeluTanh };
+// SwigluOai (gpt-oss's experts, core/ops/activation.h): the gate clamped
+// above and up clamped both ways at 7, then gate·sigmoid(1.702 gate)·(up + 1).
+enum class FfnActivation { Silu, GeluTanh, SwigluOai };
 
 // Qwen 3.5's Gated DeltaNet (linear attention) layers: the `<arch>.ssm.*`
 // keys as llama.cpp reads them (model_hybrid_config.cpp). Zero when the model
@@ -72,7 +74,11 @@ struct ModelConfig {
   bool tied_output = false;  // output projection reuses token_embd (no output.weight)
   bool qk_norm = false;      // qwen3, gemma3: per-head RMS norm of Q and K before RoPE
   bool post_norms = false;   // gemma2/3: RMS norm of the attention and FFN outputs
-  float embd_scale = 1.0f;   // token embeddings are multiplied by it (gemma: sqrt(n_embd))
+  // gpt-oss: a learned logit per query head (attn_sinks) in each softmax's
+  // denominator, and a bias on the attention output projection.
+  bool attn_sinks = false;
+  bool attn_output_bias = false;
+  float embd_scale = 1.0f;  // token embeddings are multiplied by it (gemma: sqrt(n_embd))
   float attn_scale = 0.0f;  // query scale (1/sqrt(head_dim) unless the architecture says otherwise)
   float attn_softcap = 0.0f;   // scores → c·tanh(scores/c); 0 = none (gemma2: 50)
   float final_softcap = 0.0f;  // logits → c·tanh(logits/c); 0 = none (gemma2: 30)

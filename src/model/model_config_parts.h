@@ -46,4 +46,8 @@ void read_rope(const gguf::GgufFile& f, ModelConfig& c);
 // sections (model_hybrid_config.cpp). Needs the shapes read first.
 void read_hybrid(const gguf::GgufFile& f, ModelConfig& c);
 
+// gpt-oss: its required keys, attention sinks and output bias, the clamped
+// SwiGLU of its experts (model_gpt_oss_config.cpp). Needs the shapes read first.
+void read_gpt_oss(const gguf::GgufFile& f, ModelConfig& c);
+
 }  // namespace kvforge::config_detail

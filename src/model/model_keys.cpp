@@ -49,6 +49,9 @@ constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.fre
 // Read for the mixtures of experts (model/moe_config.cpp).
 constexpr std::string_view kQwen3MoeKeys[] = {"expert_count", "expert_used_count",
                                               "expert_feed_forward_length"};
+// Read for gpt-oss (model/moe_config.cpp, model_rope_config.cpp).
+constexpr std::string_view kGptOssKeys[] = {"expert_count", "expert_used_count",
+                                            "expert_feed_forward_length", "rope.freq_base_swa"};
 // Read for qwen35 (model_hybrid_config.cpp).
 constexpr std::string_view kQwen35Keys[] = {"ssm.conv_kernel",
                                             "ssm.inner_size",
@@ -82,6 +85,7 @@ bool arch_reads(const std::string& arch, std::string_view key) {
   if (arch == "gemma3") return listed(kGemma3Keys, key);
   if (arch == "qwen3moe") return listed(kQwen3MoeKeys, key);
   if (arch == "qwen35") return listed(kQwen35Keys, key);
+  if (arch == "gpt-oss") return listed(kGptOssKeys, key);
   return false;
 }
 

@@ -74,9 +74,10 @@ void read_rope(const gguf::GgufFile& f, ModelConfig& c) {
   check_yarn_key(f, a + "rope.scaling.yarn_attn_factor",
                  yarn ? yarn_mscale(1.0f / r.freq_scale) : 1.0f);
 
-  // Sliding-window layers: gemma's have their own base and no scaling.
+  // Sliding-window layers: gemma's have their own base and no scaling;
+  // gpt-oss's may have their own base, scaled as the full layers.
   c.rope_swa = r;
-  if (c.arch == Architecture::Gemma2) {
+  if (c.arch == Architecture::Gemma2 || c.arch == Architecture::GptOss) {
     c.rope_swa.freq_base = float_key(f, a + "rope.freq_base_swa", r.freq_base, kFreqBase);
   } else if (c.arch == Architecture::Gemma3) {
     c.rope_swa.freq_base = float_key(f, a + "rope.freq_base_swa", 10000.0f, kFreqBase);

@@ -64,6 +64,16 @@ class TensorLoader {
     dequantize_row(t.type, f_.tensor_data(t).data(), out.data(), n);
     return out;
   }
+  // A [rows][cols] table copied to f32 (ne = [cols, rows]: the experts' biases).
+  std::vector<float> table(const std::string& name, int64_t rows, int64_t cols) {
+    const gguf::TensorInfo& t = find(name, {uint64_t(cols), uint64_t(rows)});
+    std::vector<float> out(size_t(rows * cols));
+    const size_t rb = row_bytes(t.type, size_t(cols));
+    for (int64_t r = 0; r < rows; ++r)
+      dequantize_row(t.type, f_.tensor_data(t).data() + size_t(r) * rb, out.data() + r * cols,
+                     cols);
+    return out;
+  }
   std::vector<float> vector_if_present(const std::string& name, int64_t n) {
     return has(name) ? vector(name, n) : std::vector<float>{};
   }
@@ -144,6 +154,8 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
     l.attn_k_norm = load.vector(p + "attn_k_norm.weight", c.head_dim);
   }
   attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+  if (c.attn_output_bias) l.bias_o = load.vector(p + "attn_output.bias", c.n_embd);
+  if (c.attn_sinks) l.attn_sinks = load.vector(p + "attn_sinks.weight", c.n_head);
   if (c.post_norms) l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
 }
 
@@ -154,13 +166,20 @@ void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, Mo
   m.gate = load.slabs(p + "ffn_gate_exps.weight", n, ff, c.n_embd);
   m.up = load.slabs(p + "ffn_up_exps.weight", n, ff, c.n_embd);
   m.down = load.slabs(p + "ffn_down_exps.weight", n, c.n_embd, ff);
+  if (c.arch != Architecture::GptOss) return;
+  m.router_bias = load.vector(p + "ffn_gate_inp.bias", n);
+  m.gate_bias = load.table(p + "ffn_gate_exps.bias", n, ff);
+  m.up_bias = load.table(p + "ffn_up_exps.bias", n, ff);
+  m.down_bias = load.table(p + "ffn_down_exps.bias", n, c.n_embd);
 }
 
 void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
               WeightView& ffn_down) {
-  // qwen35 names the FFN's input norm post_attention_norm (it follows the attention residual).
-  l.ffn_norm =
-      load.vector(p + (c.hybrid() ? "post_attention_norm.weight" : "ffn_norm.weight"), c.n_embd);
+  // qwen35 and gpt-oss name the FFN's input norm post_attention_norm (it
+  // follows the attention residual).
+  const bool post_attention = c.hybrid() || c.arch == Architecture::GptOss;
+  l.ffn_norm = load.vector(p + (post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
+                           c.n_embd);
   if (c.moe.n_expert > 0) return load_moe(load, p, c, l.moe);
   if (c.arch == Architecture::Phi3) {  // ffn_up holds gate rows, then up rows
     const WeightView gate_up = load.matrix(p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd);

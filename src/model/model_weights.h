@@ -40,6 +40,8 @@ struct LayerWeights {
   std::vector<float> attn_q_norm;     // [head_dim] or empty (qk_norm)
   std::vector<float> attn_k_norm;     // [head_dim] or empty (qk_norm)
   ColumnParts attn_output;            // [n_embd rows][q_dim], this rank's attn parts
+  std::vector<float> bias_o;          // [n_embd] or empty (attn_output_bias)
+  std::vector<float> attn_sinks;      // [n_head] or empty (attn_sinks): each head's sink logit
   std::vector<float> attn_post_norm;  // [n_embd] or empty (post_norms)
   std::vector<float> ffn_norm;        // [n_embd]
   WeightView ffn_gate;                // [n_ff rows][n_embd]

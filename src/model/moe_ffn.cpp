@@ -140,6 +140,23 @@ void for_each_run(const MoeConfig& m, const std::vector<int32_t>& first, F&& fn)
   if (r.n > 0) fn(r);
 }
 
+// Rows [r0, r1) of the grouped gate and up products += their expert's
+// biases (gpt-oss); an expert's rows are first[e] .. first[e + 1].
+void add_expert_biases(const MoeConfig& m, const MoeWeights& w, MoeScratch& s, int32_t r0,
+                       int32_t r1) {
+  const int64_t ff = m.n_ff_exp;
+  const auto experts_end = s.first.begin() + m.n_expert + 1;
+  for (int32_t r = r0; r < r1; ++r) {
+    const int64_t e = std::upper_bound(s.first.begin(), experts_end, r) - s.first.begin() - 1;
+    float* gate = s.gate.data() + int64_t(r) * ff;
+    float* up = s.up.data() + int64_t(r) * ff;
+    for (int64_t i = 0; i < ff; ++i) {
+      gate[i] += w.gate_bias[size_t(e * ff + i)];
+      up[i] += w.up_bias[size_t(e * ff + i)];
+    }
+  }
+}
+
 }  // namespace
 
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
@@ -163,6 +180,7 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
     run_matmul(r, w.up, s.x.data(), d, s.up.data(), ff, pool, ms);
   });
   pool.parallel_for(size_t(rows), [&](size_t r0, size_t r1) {
+    if (!w.gate_bias.empty()) add_expert_biases(m, w, s, int32_t(r0), int32_t(r1));
     gated_activation(c, s.gate.data() + int64_t(r0) * ff, s.up.data() + int64_t(r0) * ff,
                      int64_t(r1 - r0) * ff);
   });
@@ -174,8 +192,13 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
     for (size_t t = t0; t < t1; ++t) {
       float* o = out + int64_t(t) * d;
       for (int j = 0; j < k; ++j) {
-        const float wj = s.weights[t * size_t(k) + size_t(j)];
-        const float* y = s.y.data() + int64_t(s.row_of[t * size_t(k) + size_t(j)]) * d;
+        const size_t pick = t * size_t(k) + size_t(j);
+        const float wj = s.weights[pick];
+        float* y = s.y.data() + int64_t(s.row_of[pick]) * d;
+        if (!w.down_bias.empty()) {  // the expert's output bias, before its weight (llama.cpp)
+          const float* b = w.down_bias.data() + int64_t(s.experts[pick]) * d;
+          for (int64_t i = 0; i < d; ++i) y[i] += b[i];
+        }
         if (j == 0)
           for (int64_t i = 0; i < d; ++i) o[i] = wj * y[i];
         else

@@ -4,6 +4,7 @@
 //   logits[t] = router · xn[t] (+ router bias)           [n_expert]
 //   (e_j, w_j) for j < k = route(logits[t])               k = n_expert_used
 //   out[t] = sum_{j < k} w_j · down_{e_j}(act(gate_{e_j} xn[t]) * up_{e_j} xn[t])
+// (gpt-oss: each expert's gate, up and down products plus its biases).
 //
 // Memory traffic follows the active parameters: the step's (token, expert)
 // pairs are grouped by expert, so each selected expert's slabs are read once

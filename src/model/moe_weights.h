@@ -17,6 +17,10 @@ struct MoeWeights {
   std::vector<WeightView> gate;    // [n_expert] ffn_gate_exps slabs: [n_ff_exp rows][n_embd]
   std::vector<WeightView> up;      // [n_expert] ffn_up_exps slabs: [n_ff_exp rows][n_embd]
   std::vector<WeightView> down;    // [n_expert] ffn_down_exps slabs: [n_embd rows][n_ff_exp]
+  // Each expert's biases (gpt-oss), empty where the file has none.
+  std::vector<float> gate_bias;  // [n_expert][n_ff_exp]
+  std::vector<float> up_bias;    // [n_expert][n_ff_exp]
+  std::vector<float> down_bias;  // [n_expert][n_embd]
 };
 
 // The [n][rows][cols] 3-D tensor at `data` of `type` as n WeightViews.

@@ -65,6 +65,21 @@ class TensorMaker {
     add_f32(name, v);
   }
 
+  // [rows][cols] biases (ne = [cols, rows]: the experts' biases).
+  void bias_table(const std::string& name, int64_t rows, int64_t cols) {
+    std::vector<float> v(size_t(rows * cols));
+    for (float& x : v) x = 0.1f * rng_.next();
+    w_.add_tensor(name, GgmlType::F32, {uint64_t(cols), uint64_t(rows)},
+                  std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+  }
+
+  // Attention sink logits in [-1, 3): from negligible to outweighing a few keys.
+  void sinks(const std::string& name, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = 1.0f + 2.0f * rng_.next();
+    add_f32(name, v);
+  }
+
   // Norm weights near 1 so that every element of the norm matters.
   void norm(const std::string& name, int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
@@ -139,7 +154,7 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
 }
 
 const char* random_model_architectures() {
-  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35";
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, gpt-oss";
 }
 
 namespace {
@@ -185,8 +200,11 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   w.set(a + "rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
   w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
   w.set(a + "vocab_size", gguf::Value::u32(uint32_t(n_vocab)));
-  if (spec.sliding_window > 0)
-    w.set(a + "attention.sliding_window", gguf::Value::u32(uint32_t(spec.sliding_window)));
+  // gpt-oss files always state their window: gpt-oss's 128 unless given.
+  const int window = spec.sliding_window > 0  ? spec.sliding_window
+                     : spec.arch == "gpt-oss" ? 128
+                                              : 0;
+  if (window > 0) w.set(a + "attention.sliding_window", gguf::Value::u32(uint32_t(window)));
   if (spec.swa_pattern > 0)
     w.set(a + "attention.sliding_window_pattern", gguf::Value::u32(uint32_t(spec.swa_pattern)));
   if (spec.rope_freq_base_swa > 0)
@@ -201,28 +219,36 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   if (spec.rope_orig_ctx > 0)
     w.set(a + "rope.scaling.original_context_length",
           gguf::Value::u32(uint32_t(spec.rope_orig_ctx)));
-  if (spec.arch == "qwen3moe") {
+  if (spec.arch == "qwen3moe" || spec.arch == "gpt-oss") {
     w.set(a + "expert_count", gguf::Value::u32(uint32_t(spec.n_expert)));
     w.set(a + "expert_used_count", gguf::Value::u32(uint32_t(spec.n_expert_used)));
     w.set(a + "expert_feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff_exp)));
   }
 }
 
-// The dense FFN, or a mixture of experts' router and expert tensors.
+// The dense FFN, or a mixture of experts' router and expert tensors (with
+// gpt-oss's router and expert biases).
 void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
   const std::string& arch = spec.arch;
-  if (arch == "qwen3moe") {
+  if (arch == "qwen3moe" || arch == "gpt-oss") {
     make.matrix_of(GgmlType::F32, p + "ffn_gate_inp.weight", spec.n_expert, spec.n_embd);
     make.matrix(p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
     make.matrix(p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
     make.matrix(p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
-  } else if (arch == "phi3") {
+    if (arch != "gpt-oss") return;
+    make.bias(p + "ffn_gate_inp.bias", spec.n_expert);
+    make.bias_table(p + "ffn_gate_exps.bias", spec.n_expert, spec.n_ff_exp);
+    make.bias_table(p + "ffn_up_exps.bias", spec.n_expert, spec.n_ff_exp);
+    make.bias_table(p + "ffn_down_exps.bias", spec.n_expert, spec.n_embd);
+    return;
+  }
+  if (arch == "phi3") {
     make.matrix(p + "ffn_up.weight", 2 * int64_t(spec.n_ff), spec.n_embd);  // gate rows, up rows
   } else {
     make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
     make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
   }
-  if (arch != "qwen3moe") make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+  make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
 }
 
 // qwen35's keys: the Gated DeltaNet shapes, the layer pattern, the MTP
@@ -326,12 +352,51 @@ gguf::GgufWriter make_hybrid_model(gguf::GgufWriter& w, TensorMaker& make,
   return std::move(w);
 }
 
-}  // namespace
+// One block of the non-hybrid architectures: attn_norm, attention (Q/K/V
+// fused or not, qwen2's and gpt-oss's biases, Q/K norms, gpt-oss's output
+// bias and sinks), gemma's post norms, the FFN's norm (post_attention_norm
+// in gpt-oss) and the FFN.
+void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_dim) {
+  const std::string& arch = spec.arch;
+  const std::string p = "blk." + std::to_string(l) + ".";
+  const bool gemma = arch == "gemma2" || arch == "gemma3", gpt_oss = arch == "gpt-oss";
+  const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe";
+  const int64_t q_dim = int64_t(head_dim) * spec.n_head,
+                kv_dim = int64_t(head_dim) * spec.n_kv_head;
+  make.norm(p + "attn_norm.weight", spec.n_embd);
+  if (spec.fused_qkv || arch == "phi3") {
+    make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, spec.n_embd);
+  } else {
+    make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
+    make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
+    make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
+  }
+  if (arch == "qwen2" || gpt_oss) {
+    make.bias(p + "attn_q.bias", q_dim);
+    make.bias(p + "attn_k.bias", kv_dim);
+    make.bias(p + "attn_v.bias", kv_dim);
+  }
+  if (qk_norm) {
+    make.norm(p + "attn_q_norm.weight", head_dim);
+    make.norm(p + "attn_k_norm.weight", head_dim);
+  }
+  make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
+  if (gpt_oss) {
+    make.bias(p + "attn_output.bias", spec.n_embd);
+    make.sinks(p + "attn_sinks.weight", spec.n_head);
+  }
+  if (gemma) make.norm(p + "post_attention_norm.weight", spec.n_embd);
+  make.norm(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), spec.n_embd);
+  write_ffn(make, spec, p);
+  if (gemma) make.norm(p + "post_ffw_norm.weight", spec.n_embd);
+}
 
-gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
+// Refuses specs the architecture's loader could not read.
+void check_spec(const RandomModelSpec& spec) {
   const std::string& arch = spec.arch;
   const bool known = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma2" ||
-                     arch == "gemma3" || arch == "phi3" || arch == "qwen3moe" || arch == "qwen35";
+                     arch == "gemma3" || arch == "phi3" || arch == "qwen3moe" || arch == "qwen35" ||
+                     arch == "gpt-oss";
   if (!known)
     throw std::invalid_argument("make_random_model: unknown architecture '" + arch + "' (" +
                                 random_model_architectures() + ")");
@@ -339,51 +404,30 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
         "n_head a multiple of n_kv_head");
-  if (arch == "qwen3moe" && (spec.n_expert < 1 || spec.n_expert_used < 1 ||
-                             spec.n_expert_used > spec.n_expert || spec.n_ff_exp < 1))
+  const bool moe = arch == "qwen3moe" || arch == "gpt-oss";
+  if (moe && (spec.n_expert < 1 || spec.n_expert_used < 1 || spec.n_expert_used > spec.n_expert ||
+              spec.n_ff_exp < 1))
     throw std::invalid_argument(
         "make_random_model: a mixture of experts needs 1 <= n_expert_used <= n_expert and "
         "n_ff_exp >= 1");
+}
+
+}  // namespace
+
+gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
+  check_spec(spec);
   gguf::GgufWriter w;
   const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   write_hyperparameters(w, spec, n_vocab, head_dim);
   TensorMaker make(w, spec);
-  if (arch == "qwen35") return make_hybrid_model(w, make, spec, n_vocab, head_dim);
-
-  const bool gemma = arch == "gemma2" || arch == "gemma3";
-  const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe";
-  const int64_t q_dim = int64_t(head_dim) * spec.n_head,
-                kv_dim = int64_t(head_dim) * spec.n_kv_head;
+  if (spec.arch == "qwen35") return make_hybrid_model(w, make, spec, n_vocab, head_dim);
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
   write_rope_factors(make, spec, head_dim);
-  for (int l = 0; l < spec.n_layer; ++l) {
-    const std::string p = "blk." + std::to_string(l) + ".";
-    make.norm(p + "attn_norm.weight", spec.n_embd);
-    if (spec.fused_qkv || arch == "phi3") {
-      make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, spec.n_embd);
-    } else {
-      make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
-      make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
-      make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
-    }
-    if (arch == "qwen2") {
-      make.bias(p + "attn_q.bias", q_dim);
-      make.bias(p + "attn_k.bias", kv_dim);
-      make.bias(p + "attn_v.bias", kv_dim);
-    }
-    if (qk_norm) {
-      make.norm(p + "attn_q_norm.weight", head_dim);
-      make.norm(p + "attn_k_norm.weight", head_dim);
-    }
-    make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
-    if (gemma) make.norm(p + "post_attention_norm.weight", spec.n_embd);
-    make.norm(p + "ffn_norm.weight", spec.n_embd);
-    write_ffn(make, spec, p);
-    if (gemma) make.norm(p + "post_ffw_norm.weight", spec.n_embd);
-  }
+  for (int l = 0; l < spec.n_layer; ++l) add_block(make, spec, l, head_dim);
   make.norm("output_norm.weight", spec.n_embd);
-  if (!spec.tied_output && arch != "gemma2") make.matrix("output.weight", n_vocab, spec.n_embd);
+  if (!spec.tied_output && spec.arch != "gemma2")
+    make.matrix("output.weight", n_vocab, spec.n_embd);
   return w;
 }
 

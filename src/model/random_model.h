@@ -21,8 +21,10 @@ struct RandomModelSpec {
   std::string name = "random";
   // llama, qwen2 (Q/K/V biases), qwen3 (Q/K norms), gemma2 (post norms,
   // tied output), gemma3 (both), phi3 (fused attn_qkv and gate|up),
-  // qwen3moe (Q/K norms, experts instead of the dense FFN): the
-  // tensors each architecture's loader expects.
+  // qwen3moe (Q/K norms, experts instead of the dense FFN), gpt-oss
+  // (attention biases and sinks, experts with biases, a window of 128
+  // unless sliding_window says otherwise):
+  // the tensors each architecture's loader expects.
   std::string arch = "llama";
   int n_embd = 64;
   int n_layer = 2;
@@ -51,7 +53,7 @@ struct RandomModelSpec {
   bool llama3_rope_freqs = false;
   // Phi-3's rope_factors_long/short.weight (LongRoPE).
   bool longrope_factors = false;
-  // Mixture of experts (qwen3moe): expert_count, expert_used_count and
+  // Mixture of experts (qwen3moe, gpt-oss): expert_count, expert_used_count and
   // expert_feed_forward_length; the router (ffn_gate_inp) stays F32, as
   // llama-quantize keeps it.
   int n_expert = 8;

@@ -207,6 +207,9 @@ const ArchCase kArchCases[] = {
     // 8 experts, 2 per token: steps group their tokens by expert in runs of
     // every size (model/moe_ffn.h), a decode's experts one token each.
     {"qwen3moe_8x2", "qwen3moe", 0, 32, "", false},
+    // gpt-oss: sinks, biases, 8 experts of clamped SwiGLU with 2 per token,
+    // YaRN, windows of 6 on the even layers.
+    {"gpt_oss_window6", "gpt-oss", 6, 32, "yarn", false},
     // Hybrid: 8 layers, every 4th full gated attention, the others Gated
     // DeltaNet whose per-sequence state the engine's state pool holds.
     {"qwen35_hybrid", "qwen35", 0, 32, "", false},

@@ -1,11 +1,13 @@
-// Context shift in the paged engine (EngineOptions::context_shift,
+// Context shift in the engine (EngineOptions::context_shift,
 // engine_shift.cpp): a request goes past its context with the pool's blocks
-// and nothing leaks; until the first shift it is the plain engine; a block
-// whose K a shift re-rotated is never served from the prefix cache; the
-// modes and setups that cannot shift refuse it by name.
+// and nothing leaks; until the first shift it is the plain engine; static
+// slots give the paged engine's tokens and logits bit for bit; a block or
+// slot whose K a shift re-rotated is never served as a prefix; the setups
+// that cannot shift refuse it by name.
 #include <gtest/gtest.h>
 
 #include "engine_test_util.h"
+#include "static_pipeline/static_test_util.h"
 
 namespace kvforge {
 namespace {
@@ -78,6 +80,64 @@ TEST_F(EngineShiftTest, ThePrefixCacheNeverServesARotatedBlock) {
   for (size_t i = 0; i < warm.logits.size(); ++i) EXPECT_EQ(warm.logits[i], cold.logits[i]) << i;
   EXPECT_GT(e.stats().prefix.tokens_reused, 0) << "the untouched blocks were not reused";
   EXPECT_EQ(e.stats().kv_blocks_free, 8);
+}
+
+// small_static_config's slots hold 40 + 24 = 64 positions: the paged context above.
+std::unique_ptr<Engine> static_shifting(const Model& model, ThreadPool& pool,
+                                        testing::EngineRecorder& rec, bool reuse_slots,
+                                        int32_t max_prompt_len = 40) {
+  EngineOptions o;
+  o.context_shift = true;
+  o.n_keep = 1;
+  o.reuse_slots = reuse_slots;
+  StaticConfig c = testing::small_static_config(1);
+  c.min_response_len += c.max_prompt_len - max_prompt_len;
+  c.max_prompt_len = max_prompt_len;
+  return std::make_unique<Engine>(model, pool, compile_plans(model, c, 1), rec.hook(o));
+}
+
+TEST_F(EngineShiftTest, StaticSlotsShiftAsThePagedPoolBitForBit) {
+  const std::vector<int32_t> prompt = testing::make_prompt(10, 3);
+  ThreadPool pool(1);
+  EngineRecorder paged_rec, static_rec;
+  Engine paged(*model_, pool, paged_rec.hook(shifting()));
+  const testing::Trace want = run(paged, paged_rec, prompt, 300);
+  const std::unique_ptr<Engine> slots = static_shifting(*model_, pool, static_rec, false);
+  const testing::Trace got = run(*slots, static_rec, prompt, 300);
+  EXPECT_EQ(got.tokens, want.tokens);
+  ASSERT_EQ(got.logits.size(), want.logits.size());
+  for (size_t i = 0; i < got.logits.size(); ++i) ASSERT_EQ(got.logits[i], want.logits[i]) << i;
+  EXPECT_EQ(slots->stats().context_shifts, paged.stats().context_shifts);
+  EXPECT_GE(slots->stats().context_shifts, 15);
+  EXPECT_EQ(slots->stats().kv_slots_used, 0);
+}
+
+// A slot kept for reuse after a shift offers a later prompt only its kept
+// head: what follows was computed with the dropped tokens in view. The later
+// prompt is exactly what the slot holds, so without the guard it would be
+// served almost whole (and its logits would differ from a cold run).
+TEST_F(EngineShiftTest, AShiftedSlotIsReusedOnlyUpToItsKeptHead) {
+  const std::vector<int32_t> prompt = testing::make_prompt(30, 5);
+  ThreadPool pool(1);
+  EngineRecorder rec;
+  const std::unique_ptr<Engine> e = static_shifting(*model_, pool, rec, true, 56);
+  const testing::Trace first = run(*e, rec, prompt, 60);
+  const int64_t shifts = e->stats().context_shifts;
+  ASSERT_GT(shifts, 0);
+  // Each shift dropped the 16 tokens after the kept block: the slot holds the rest.
+  std::vector<int32_t> held = prompt;
+  held.insert(held.end(), first.tokens.begin(), first.tokens.end() - 1);
+  held.erase(held.begin() + 16, held.begin() + 16 + 16 * shifts);
+  ASSERT_GT(held.size(), 40u);
+  held.resize(std::min<size_t>(held.size() - 1, 56));  // a prefix of it, within max_prompt_len
+  const int64_t reused_before = e->stats().prefix.tokens_reused;
+  const testing::Trace warm = run(*e, rec, held, 4);
+  const testing::Trace cold = testing::run_alone(*model_, held, 4);
+  EXPECT_EQ(warm.tokens, cold.tokens);
+  ASSERT_EQ(warm.logits.size(), cold.logits.size());
+  for (size_t i = 0; i < warm.logits.size(); ++i) EXPECT_EQ(warm.logits[i], cold.logits[i]) << i;
+  const int64_t reused = e->stats().prefix.tokens_reused - reused_before;
+  EXPECT_LE(reused, 16) << "the slot offered positions a shift had moved";
 }
 
 TEST_F(EngineShiftTest, RefusesWhatCannotShiftByName) {

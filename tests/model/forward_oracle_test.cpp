@@ -103,7 +103,10 @@ INSTANTIATE_TEST_SUITE_P(
         Shape{"gemma2_window", 64, 3, 4, 2, 128, true, "gemma2", 6, 0, "", 1e-2f},
         Shape{"gemma3_window", 64, 3, 4, 2, 128, true, "gemma3", 6, 32, "linear", 1e-2f},
         Shape{"phi3_window", 96, 2, 4, 4, 128, false, "phi3", 7},
-        Shape{"qwen3moe_8x2", 64, 3, 4, 2, 128, false, "qwen3moe", 0, 32}),
+        Shape{"qwen3moe_8x2", 64, 3, 4, 2, 128, false, "qwen3moe", 0, 32},
+        // Sinks, biases, the clamped SwiGLU of 8 experts (2 per token), YaRN,
+        // windows of 6 on the even layers.
+        Shape{"gpt_oss_window", 64, 3, 4, 2, 128, false, "gpt-oss", 6, 32, "yarn"}),
     [](const auto& param_info) { return std::string(param_info.param.label); });
 
 }  // namespace

@@ -96,21 +96,25 @@ TEST(MoeFfn, EachTokenIsTheSameBitsAloneAndInAnyBatch) {
   }
 }
 
-// Splitting experts over ranks is not written yet: the split is refused
-// by name rather than computed wrongly.
+// Splitting experts (and gpt-oss's sinks) over ranks is not written yet:
+// the split is refused by name rather than computed wrongly.
 TEST(MoeFfn, TensorParallelIsRefusedByName) {
-  RandomModelSpec spec;
-  spec.arch = "qwen3moe";
-  const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
-  const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "moe");
-  const ModelConfig c = ModelConfig::from_gguf(file);
-  try {
-    ModelWeights::from_gguf(file, c, 0, 2);
-    FAIL() << "two ranks of a mixture of experts loaded";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("qwen3moe: tensor parallelism is not supported yet"),
-              std::string::npos)
-        << e.what();
+  for (const char* arch : {"qwen3moe", "gpt-oss"}) {
+    RandomModelSpec spec;
+    spec.arch = arch;
+    if (std::string(arch) == "gpt-oss") spec.sliding_window = 6;  // its files state one
+    const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
+    const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "moe");
+    const ModelConfig c = ModelConfig::from_gguf(file);
+    try {
+      ModelWeights::from_gguf(file, c, 0, 2);
+      FAIL() << "two ranks of a mixture of experts loaded: " << arch;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(arch) +
+                                           ": tensor parallelism is not supported yet"),
+                std::string::npos)
+          << e.what();
+    }
   }
 }
 

@@ -335,7 +335,12 @@ ReferenceForward::ReferenceForward(const Model& model, int max_seq_len)
                             {},
                             {},
                             {},
-                            {}});
+                            {},
+                            lw.bias_o,
+                            lw.attn_sinks,
+                            lw.moe.gate_bias,
+                            lw.moe.up_bias,
+                            lw.moe.down_bias});
     Layer& l = layers_.back();
     if (c_.moe.n_expert == 0) continue;
     l.router = to_f32(lw.moe.router);
@@ -415,11 +420,23 @@ std::vector<float> ReferenceForward::moe(const Layer& w, const std::vector<float
     const size_t e = size_t(order[size_t(j)]);
     matvec(g, x, w.exp_gate[e], dim, ff);
     matvec(u, x, w.exp_up[e], dim, ff);
+    const auto bias = [e](const std::vector<float>& b, size_t n, size_t i) {
+      return b.empty() ? 0.0 : double(b[e * n + i]);
+    };
     for (int i = 0; i < ff; ++i) {
-      const double gi = g[size_t(i)];
-      g[size_t(i)] = float(gi / (1.0 + std::exp(-gi)) * u[size_t(i)]);
+      double gi = g[size_t(i)] + bias(w.exp_gate_bias, size_t(ff), size_t(i));
+      double ui = u[size_t(i)] + bias(w.exp_up_bias, size_t(ff), size_t(i));
+      if (c_.ffn_act == FfnActivation::SwigluOai) {  // gpt-oss: clamped, sigmoid(1.702 g), up + 1
+        gi = std::min(gi, 7.0);
+        ui = std::clamp(ui, -7.0, 7.0) + 1;
+        g[size_t(i)] = float(gi / (1.0 + std::exp(-1.702 * gi)) * ui);
+      } else {
+        g[size_t(i)] = float(gi / (1.0 + std::exp(-gi)) * ui);
+      }
     }
     matvec(y, g, w.exp_down[e], ff, dim);
+    for (int i = 0; i < dim; ++i)
+      y[size_t(i)] += float(bias(w.exp_down_bias, size_t(dim), size_t(i)));
     for (int i = 0; i < dim; ++i) acc[size_t(i)] += weight[size_t(j)] * y[size_t(i)];
   }
   return std::vector<float>(acc.begin(), acc.end());
@@ -476,7 +493,10 @@ std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
         att[size_t(t)] = score;
         max_score = std::max(max_score, att[size_t(t)]);
       }
-      double sum = 0;
+      // gpt-oss's sink: one more logit in the softmax, weighing no value.
+      const double sink = w.sinks.empty() ? -INFINITY : double(w.sinks[size_t(h)]);
+      max_score = std::max(max_score, sink);
+      double sum = w.sinks.empty() ? 0.0 : std::exp(sink - max_score);
       for (int t = first; t <= pos; ++t)
         sum += (att[size_t(t)] = std::exp(att[size_t(t)] - max_score));
       for (int i = 0; i < hs; ++i) {
@@ -488,6 +508,7 @@ std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
       }
     }
     matvec(o, att_out, w.wo, c_.q_dim(), dim);
+    for (size_t i = 0; i < w.bo.size(); ++i) o[i] += w.bo[i];
     add_residual(o, w.attn_post_norm);
 
     // Gated feed-forward: w2(act(w1 x) * w3 x), act = SiLU or GELU (tanh form).

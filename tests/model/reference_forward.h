@@ -28,6 +28,9 @@ class ReferenceForward {
     // gate/up (n_ff_exp, n_embd) and down (n_embd, n_ff_exp).
     std::vector<float> router, router_bias;
     std::vector<std::vector<float>> exp_gate, exp_up, exp_down;
+    // gpt-oss: attention output bias (n_embd), sinks (n_head), and the
+    // experts' biases (n_expert, n_ff_exp / n_embd); empty when unused.
+    std::vector<float> bo, sinks, exp_gate_bias, exp_up_bias, exp_down_bias;
   };
   // The mixture-of-experts FFN of one token's normed input, from its definition.
   std::vector<float> moe(const Layer& w, const std::vector<float>& x) const;

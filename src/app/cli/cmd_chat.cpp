@@ -67,11 +67,8 @@ void print_piece(std::string_view piece) {
 CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tokenizer& tokenizer,
                                int n_keep) {
   if (f.static_mode.active()) {
-    if (f.context_shift)
-      throw std::invalid_argument(
-          "--context-shift is not supported with the static pipeline's slots yet");
     CommandEngine e = make_static_engine(f.static_mode, model, tokenizer, f.kv.format(), f.threads,
-                                         /*reuse_slots=*/true, f.disk);
+                                         /*reuse_slots=*/true, f.disk, {f.context_shift, n_keep});
     std::fprintf(stderr, "static pipeline: %s; plans %s\n", e.slots->config().describe().c_str(),
                  e.plans_source.c_str());
     return e;

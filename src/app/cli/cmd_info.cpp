@@ -91,6 +91,9 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   add(c.post_norms, "post-attention and post-FFN norms");
   add(c.embd_scale != 1.0f, "embeddings scaled by sqrt(n_embd)");
   add(c.ffn_act == FfnActivation::GeluTanh, "GELU (tanh) FFN");
+  add(c.attn_sinks, "attention sinks");
+  add(c.attn_output_bias, "attention output bias");
+  add(c.ffn_act == FfnActivation::SwigluOai, "clamped SwiGLU experts with biases");
   char cap[64];
   std::snprintf(cap, sizeof cap, "attention soft-cap %g", double(c.attn_softcap));
   add(c.attn_softcap > 0, cap);

@@ -11,6 +11,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/subcommand.h"
 #include "engine/kv/kv_memory_plan.h"
+#include "engine/kv/kv_pool_split.h"
 #include "engine/kv/tp_memory_plan.h"
 #include "model/random_model.h"
 
@@ -161,6 +162,21 @@ void print_budget_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlan
       static_cast<long long>(max_sequences_for(s, fmt, weights, f.ctx, budget, f.block_size)));
 }
 
+// A hybrid model: how the engine's pool splits the KV part of the budget
+// (--kv-memory of budget - weights) into state slots and K/V blocks.
+void print_pool_split(const ModelShape& s, const KvPlanFlags& f, KvFormat fmt, uint64_t weights) {
+  const uint64_t budget = uint64_t(f.budget_gib * kGiB);
+  if (budget <= weights) return;
+  const KvPoolSplit p = split_kv_pool(s, fmt, budget - weights, f.ctx, f.block_size, f.batch);
+  std::printf(
+      "pool split     --kv-memory %s at -c %lld, --parallel %lld: %lld state slots (%s) + "
+      "%lld blocks of %lld tokens (%s); at most %lld sequences run at once\n",
+      gib(budget - weights).c_str(), static_cast<long long>(f.ctx), static_cast<long long>(f.batch),
+      static_cast<long long>(p.state_slots), gib(p.state_bytes).c_str(),
+      static_cast<long long>(p.blocks), static_cast<long long>(f.block_size),
+      gib(p.block_bytes).c_str(), static_cast<long long>(p.state_slots));
+}
+
 // --tp N: one rank's weights and KV, and whether they fit a card of the budget.
 void print_tp_lines(const PlannedModel& m, const KvPlanFlags& f, KvFormat fmt) {
   const TpRankPlan r = plan_tp_rank(m.shape, m.split, f.tp);
@@ -214,6 +230,7 @@ void kv_plan(const KvPlanFlags& f) {
   std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
               gib(p.total).c_str());
   if (f.budget_gib > 0) print_budget_lines(s, p, f, fmt, m.weight_bytes);
+  if (f.budget_gib > 0 && s.n_recurrent_layers > 0) print_pool_split(s, f, fmt, m.weight_bytes);
   if (f.tp > 1) print_tp_lines(m, f, fmt);
   print_format_table(s, m.weight_bytes, f);
 }

@@ -122,10 +122,11 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
                "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
   sub.add_flag("--longrope-factors", a.longrope_factors,
                "write Phi-3's rope_factors_long/short.weight");
-  sub.add_option("--n-expert", a.n_expert, "experts per layer (qwen3moe)")->capture_default_str();
-  sub.add_option("--n-expert-used", a.n_expert_used, "experts each token runs (qwen3moe)")
+  sub.add_option("--n-expert", a.n_expert, "experts per layer (qwen3moe, gpt-oss)")
       ->capture_default_str();
-  sub.add_option("--n-ff-exp", a.n_ff_exp, "FFN rows of one expert (qwen3moe)")
+  sub.add_option("--n-expert-used", a.n_expert_used, "experts each token runs (qwen3moe, gpt-oss)")
+      ->capture_default_str();
+  sub.add_option("--n-ff-exp", a.n_ff_exp, "FFN rows of one expert (qwen3moe, gpt-oss)")
       ->capture_default_str();
   sub.add_option("--ssm-conv-kernel", a.ssm_conv_kernel, "qwen35: ssm.conv_kernel")
       ->capture_default_str();

@@ -89,11 +89,9 @@ EngineOptions paged_options(const RunFlags& f, int ctx, int prompt_tokens) {
 CommandEngine make_engine(const RunFlags& f, const Model& model, const Tokenizer& tokenizer,
                           const std::filesystem::path& path, int prompt_tokens) {
   if (f.static_flags.active()) {
-    if (f.context_shift)
-      throw std::invalid_argument(
-          "--context-shift is not supported with the static pipeline's slots yet");
     CommandEngine e = make_static_engine(f.static_flags, model, tokenizer, f.kv.format(), f.threads,
-                                         /*reuse_slots=*/false, f.disk);
+                                         /*reuse_slots=*/false, f.disk,
+                                         {f.context_shift, f.keep < 0 ? prompt_tokens : f.keep});
     if (!f.quiet) std::fprintf(stderr, "%s\n", e.describe_static().c_str());
     return e;
   }

@@ -166,6 +166,7 @@ server::RequestLimits request_limits(const ServeFlags& f, std::vector<std::strin
   limits.any_model_name = f.any_model_name;
   limits.max_n = f.max_n;
   limits.max_tokens_limit = max_sequence_tokens;
+  limits.context_shift = f.engine.options.context_shift;
   limits.max_prompt_bytes = f.http.max_body_bytes;
   limits.truncate_conversations = f.truncate;
   if (slots) {
@@ -187,7 +188,8 @@ void serve(const ServeFlags& f) {
   const CommandEngine chosen =
       f.static_mode.active()
           ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads,
-                               /*reuse_slots=*/false, f.engine.disk)
+                               /*reuse_slots=*/false, f.engine.disk,
+                               {f.engine.options.context_shift, f.engine.options.n_keep})
           : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *chosen.engine;
   const StaticRunner* slots = chosen.slots;
@@ -281,6 +283,14 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->capture_default_str();
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  sub.add_flag("--context-shift", f.engine.options.context_shift,
+               "a reply that reaches the end of the context keeps the first --keep tokens, "
+               "drops the older half of the rest and goes on (paged engine): a request's "
+               "max_tokens may exceed the context (without one, a reply still ends there)");
+  sub.add_option("--keep", f.engine.options.n_keep,
+                 "tokens of each prompt a context shift keeps (whole KV blocks)")
+      ->check(at_least(0))
+      ->capture_default_str();
   sub.add_flag("--truncate", f.truncate,
                "a chat conversation longer than the context drops its oldest turns (never the "
                "system message) instead of a 400, as a request's \"truncation\": \"auto\"");

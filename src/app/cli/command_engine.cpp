@@ -59,7 +59,8 @@ std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Token
 
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
-                                 bool reuse_slots, const KvDiskFlags& disk) {
+                                 bool reuse_slots, const KvDiskFlags& disk,
+                                 ContextShiftFlags shift) {
   const OverflowPolicy overflow = flags.overflow_policy();
   StaticPlans prepared = prepare_static_plans(flags, model, kv, threads);
   CommandEngine out;
@@ -71,6 +72,8 @@ CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
   options.reuse_slots = reuse_slots;
   options.kv_disk_dir = disk.dir;
   options.kv_disk_gib = disk.gib;
+  options.context_shift = shift.on;
+  options.n_keep = shift.n_keep;
   if (model.tp() > 1) options.comm = &world();
   auto slots =
       std::make_unique<Engine>(model, *out.pool, std::move(prepared.plans), std::move(options));

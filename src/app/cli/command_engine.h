@@ -49,8 +49,14 @@ std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Token
 // of the plans' thread count; reuse_slots: see EngineOptions; disk: the
 // KV disk tier (--kv-disk), off when its directory is empty. Tensor
 // parallel: as make_paged_engine (each rank compiles the plans of its share).
+// --context-shift and --keep (EngineOptions::context_shift, n_keep).
+struct ContextShiftFlags {
+  bool on = false;
+  int32_t n_keep = 1;
+};
 CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
                                  const Tokenizer& tokenizer, KvFormat kv, int threads,
-                                 bool reuse_slots = false, const KvDiskFlags& disk = {});
+                                 bool reuse_slots = false, const KvDiskFlags& disk = {},
+                                 ContextShiftFlags shift = {});
 
 }  // namespace kvforge::cli

@@ -54,10 +54,9 @@ bool drop_llama_only_flag(const std::string& command, const std::string& arg) {
                                 ": kvforge always batches continuously; --max-seqs 1 runs one "
                                 "sequence at a time");
   if (arg == "--no-context-shift") return true;  // the default: generation ends at -c
-  if (arg == "--context-shift" && command != "run" && command != "chat")
+  if (arg == "--context-shift" && command != "run" && command != "chat" && command != "serve")
     throw std::invalid_argument(
-        "--context-shift: only kvforge run and chat shift the KV cache yet; kvforge serve "
-        "--truncate drops a conversation's oldest turns instead");
+        "--context-shift: only kvforge run, chat and serve shift the KV cache");
   if (is_one_of(arg, {"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-mu", "--model-url"}))
     throw std::invalid_argument(arg +
                                 ": kvforge does not download models; download the GGUF file "

@@ -10,6 +10,8 @@
 #include "app/server/conversation_fit.h"
 #include "app/server/openai_error.h"
 #include "app/server/request_fields.h"
+#include "app/server/tool_call_response.h"
+#include "app/server/tool_request.h"
 #include "engine/sampling/grammar/grammar_error.h"
 
 namespace kvforge::server {
@@ -33,8 +35,45 @@ struct BranchState {
   int tokens = 0;
   std::string finish_reason = "stop";
   std::vector<TokenLogprobInfo> logprobs;
-  bool started = false;  // chat streaming: the role chunk went out
+  bool started = false;                    // chat streaming: the role chunk went out
+  std::optional<ToolCallAssembler> tools;  // streaming a request with tools
 };
+
+// A reply that is whole tool calls carries them instead of its text.
+void read_tool_calls(const ToolCallSyntax& syntax, Choice& c) {
+  ToolCallAssembler calls(syntax);
+  calls.reader().feed(c.text);
+  calls.reader().finish();
+  if (!calls.reader().complete() || calls.reader().calls().empty()) return;
+  c.tool_calls = calls.message_json();
+  c.text.clear();
+  if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+}
+
+using Send = std::function<bool(const nlohmann::json&)>;
+
+// Streams one event of a chat branch whose reply is read for tool calls:
+// its text as content until the reply turns out to be calls, then the
+// calls' deltas. Returns false when the client went away.
+bool stream_tool_event(const ResponseMeta& meta, BranchState& b, const TextEvent& ev,
+                       bool include_usage, const Send& send) {
+  ToolCallReader::Output out = b.tools->reader().feed(ev.text);
+  if (ev.result) {
+    ToolCallReader::Output rest = b.tools->reader().finish();
+    out.content += rest.content;
+  }
+  if (!out.content.empty() || !out.calls.empty() || (ev.result && !b.started)) {
+    if (!send(tool_call_chunk(meta, ev.branch, out.content, !b.started,
+                              b.tools->delta_json(out.calls), include_usage)))
+      return false;
+    b.started = true;
+  }
+  if (!ev.result) return true;
+  std::string reason = finish_reason_name(ev.result->finish);
+  if (reason == "stop" && b.tools->reader().complete() && !b.tools->reader().calls().empty())
+    reason = "tool_calls";
+  return send(stream_chunk(meta, ev.branch, "", false, reason, std::nullopt, include_usage));
+}
 
 }  // namespace
 
@@ -44,6 +83,7 @@ CompletionService::CompletionService(Tokenizer tokenizer, ChatTemplate chat_temp
     : tokenizer_(std::move(tokenizer)),
       max_token_bytes_(tokenizer_.max_token_bytes()),
       chat_template_(std::move(chat_template)),
+      tool_style_(detect_tool_call_style(chat_template_)),
       limits_(std::move(limits)),
       constraints_(tokenizer_),
       max_sequence_tokens_(max_sequence_tokens),
@@ -167,8 +207,15 @@ void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
                         " (prompt plus at least one generated token)",
                     "context_length_exceeded");
   const int room = static_cast<int>(ctx - prompt_tokens);
-  if (!r.sampling.max_tokens) return;  // until EOS or the context is full
-  if (*r.sampling.max_tokens <= room) return;
+  // Until EOS or the context is full; with serve --context-shift too, which
+  // shifts only for a reply that asks for more (a reply without a bound on a
+  // model that never stops would run forever).
+  if (!r.sampling.max_tokens) {
+    if (limits_.context_shift) r.sampling.max_tokens = room;
+    return;
+  }
+  // serve --context-shift: the engine makes room as the reply goes.
+  if (*r.sampling.max_tokens <= room || limits_.context_shift) return;
   if (!r.max_tokens_explicit) {
     r.sampling.max_tokens = room;  // an endpoint default shrinks to fit
     return;
@@ -214,6 +261,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
     RequestLimits limits = limits_;
     if (truncate) limits.max_tokens_limit = std::numeric_limits<int>::max();
     ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits); });
+    p.tool_calls = parse_fields([&] { return plan_tools(json, r, tool_style_); });
     s.prompt = fit_chat(r, truncate, cancelled, p.messages_dropped);
     fit_prompt(s.prompt, r, "messages");
     p.common = r;
@@ -292,6 +340,7 @@ std::optional<nlohmann::json> CompletionService::complete(
     c.text = branches[i].text;
     c.finish_reason = branches[i].finish_reason;
     if (p.common.logprobs) c.logprobs = branches[i].logprobs;
+    if (p.tool_calls) read_tool_calls(*p.tool_calls, c);
     usage.completion_tokens += branches[i].tokens;
     choices.push_back(std::move(c));
   }
@@ -308,6 +357,8 @@ bool CompletionService::stream(PreparedRequest& p,
     return false;
   };
   Usage usage{p.prompt_tokens, 0, p.messages_dropped};
+  if (p.tool_calls)
+    for (BranchState& b : branches) b.tools.emplace(*p.tool_calls);
   while (true) {
     RequestStream::Update u = p.stream->wait(milliseconds(1000));
     if (u.rejected) {
@@ -321,6 +372,10 @@ bool CompletionService::stream(PreparedRequest& p,
         ++b.tokens;
         ++usage.completion_tokens;
         trace_token();
+      }
+      if (b.tools) {
+        if (!stream_tool_event(p.meta, b, ev, p.common.include_usage, send)) return false;
+        continue;
       }
       const auto lp = logprobs_of(ev, p.common.logprobs);
       const bool first = chat && !b.started;

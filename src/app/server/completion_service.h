@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "app/chat/chat_template.h"
+#include "app/chat/tool_call_syntax.h"
 #include "app/server/engine_loop.h"
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
@@ -27,7 +28,8 @@ struct PreparedRequest {
   ResponseMeta meta;
   CommonRequest common;
   int prompt_tokens = 0;
-  int messages_dropped = 0;  // by truncation (conversation_fit.h)
+  int messages_dropped = 0;                  // by truncation (conversation_fit.h)
+  std::optional<ToolCallSyntax> tool_calls;  // the reply is read for tool calls (tool_request.h)
   std::shared_ptr<RequestStream> stream;
 };
 
@@ -98,6 +100,7 @@ class CompletionService {
   size_t max_token_bytes_;  // a token covers at most this many bytes of prompt text
   PrepareGate gate_{PrepareGate::kDefaultCapacityBytes};
   ChatTemplate chat_template_;
+  ToolCallStyle tool_style_;  // how the template writes tool calls
   RequestLimits limits_;
   ConstraintCache constraints_;  // compiled grammars and schemas, by text
   int max_sequence_tokens_;

@@ -150,10 +150,12 @@ void parse_common(const ordered_json& body, const RequestLimits& limits, CommonR
   SamplingParams& s = r.sampling;
   s.penalty_last_n = -1;  // OpenAI's penalties count every generated token
   const std::string ctx_reason = " (the context size)";
+  const int max_tokens_limit =
+      limits.context_shift ? std::numeric_limits<int>::max() : limits.max_tokens_limit;
   std::optional<int64_t> max_tokens =
-      int_field(body, max_tokens_name, 1, limits.max_tokens_limit, ctx_reason);
+      int_field(body, max_tokens_name, 1, max_tokens_limit, ctx_reason);
   if (!max_tokens && std::string(max_tokens_name) != "max_tokens")
-    max_tokens = int_field(body, "max_tokens", 1, limits.max_tokens_limit, ctx_reason);
+    max_tokens = int_field(body, "max_tokens", 1, max_tokens_limit, ctx_reason);
   r.max_tokens_explicit = max_tokens.has_value();
   if (max_tokens)
     s.max_tokens = static_cast<int>(*max_tokens);

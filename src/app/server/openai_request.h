@@ -7,8 +7,8 @@
 // (max_completion_tokens for chat), temperature, top_p, top_k, min_p, seed,
 // stop, n, presence_penalty, frequency_penalty, repetition_penalty,
 // logprobs/top_logprobs, stream, stream_options.include_usage, ignore_eos,
-// tools (handed to the chat template), chat_template_kwargs, response_format
-// (text, json_object, json_schema), llama-server's grammar and json_schema.
+// tools, tool_choice and parallel_tool_calls (tool_request.h), chat_template_kwargs,
+// response_format (text, json_object, json_schema), llama-server's grammar and json_schema.
 // Rejected with a reason rather than silently ignored: echo, suffix,
 // best_of != n, logit_bias, non-text
 // content parts. Unknown fields are ignored, as most OpenAI-compatible servers do.
@@ -46,6 +46,9 @@ struct RequestLimits {
   // Chat conversations that do not fit drop their oldest turns unless the
   // request says "truncation": "disabled" (serve --truncate; conversation_fit.h).
   bool truncate_conversations = false;
+  // serve --context-shift: a reply goes past the context's end, so max_tokens
+  // is not bounded by it.
+  bool context_shift = false;
 };
 
 struct CommonRequest {

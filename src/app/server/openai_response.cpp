@@ -90,10 +90,15 @@ json full_response(const ResponseMeta& meta, const std::vector<Choice>& choices,
   json cs = json::array();
   for (const Choice& c : choices) {
     json choice = {{"index", c.index}};
-    if (meta.kind == ApiKind::kChat)
+    if (meta.kind == ApiKind::kChat) {
       choice["message"] = {{"role", "assistant"}, {"content", c.text}};
-    else
+      if (!c.tool_calls.is_null()) {
+        if (c.text.empty()) choice["message"]["content"] = nullptr;
+        choice["message"]["tool_calls"] = c.tool_calls;
+      }
+    } else {
       choice["text"] = c.text;
+    }
     choice["logprobs"] = logprobs_json(meta.kind, c.logprobs);
     choice["finish_reason"] = c.finish_reason;
     cs.push_back(std::move(choice));

@@ -33,6 +33,7 @@ struct Choice {
   std::string text;
   std::string finish_reason;                              // "stop" or "length"
   std::optional<std::vector<TokenLogprobInfo>> logprobs;  // set when requested
+  nlohmann::json tool_calls;  // chat: the message's tool_calls array, null when none
 };
 
 // Identity shared by every chunk of one response.

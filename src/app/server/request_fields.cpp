@@ -36,12 +36,11 @@ constexpr std::string_view kCommonFields[] = {
     "suffix",
 };
 constexpr std::string_view kChatFields[] = {
-    "messages",    "max_completion_tokens", "top_logprobs", "tools",
-    "tool_choice", "chat_template_kwargs",  "truncation"};
+    "messages",    "max_completion_tokens", "top_logprobs",         "tools",
+    "tool_choice", "parallel_tool_calls",   "chat_template_kwargs", "truncation"};
 constexpr std::string_view kCompletionFields[] = {"prompt"};
 // OpenAI fields about billing and storage, not the text: accepted, no effect.
-constexpr std::string_view kBookkeepingFields[] = {"user", "store", "metadata", "service_tier",
-                                                   "parallel_tool_calls"};
+constexpr std::string_view kBookkeepingFields[] = {"user", "store", "metadata", "service_tier"};
 
 template <size_t N>
 bool listed_field(const std::string_view (&names)[N], const std::string& key) {
@@ -68,15 +67,6 @@ void reject_unknown_field(const std::string& key, ApiKind kind) {
 void reject_unknown_fields(const nlohmann::ordered_json& body, ApiKind kind) {
   if (!body.is_object()) return;  // the parser reports the shape
   for (const auto& [key, value] : body.items()) reject_unknown_field(key, kind);
-  if (kind != ApiKind::kChat) return;
-  const auto choice = body.find("tool_choice");
-  if (choice == body.end() || choice->is_null()) return;
-  if (choice->is_string() && (*choice == "auto" || *choice == "none")) return;
-  throw ApiError(400,
-                 "'tool_choice' " + choice->dump() +
-                     " is not supported: kvforge passes the tools to the chat template and lets "
-                     "the model choose; only \"auto\" and \"none\" are accepted",
-                 "invalid_request_error", "tool_choice");
 }
 
 }  // namespace kvforge::server

@@ -13,8 +13,7 @@ namespace kvforge::server {
 
 // Throws ApiError 400 (param = the field) for a field outside the ones kvforge
 // implements or knowingly ignores (OpenAI's bookkeeping: user, store, metadata,
-// service_tier, parallel_tool_calls), and for a tool_choice other than "auto"
-// or "none" (kvforge renders tools into the prompt but cannot force a call).
+// service_tier). The tool fields are checked by tool_request.h.
 void reject_unknown_fields(const nlohmann::ordered_json& body, ApiKind kind);
 // The same for one top-level field, as the body is parsed.
 void reject_unknown_field(const std::string& key, ApiKind kind);

@@ -63,6 +63,9 @@ void ServerMetrics::publish_engine_stats(const EngineStats& s) {
   advance("kvforge_preemptions_total", "Sequences preempted (KV freed, recomputed later).",
           s.preemptions, last_.preemptions);
   advance("kvforge_engine_steps_total", "Engine steps (forward passes).", s.steps, last_.steps);
+  advance("kvforge_context_shifts_total",
+          "Context shifts (serve --context-shift): a sequence's oldest tokens dropped.",
+          s.context_shifts, last_.context_shifts);
   publish_comm_stats(s);
   publish_tier_stats(s);
   last_ = s;

@@ -46,15 +46,19 @@ std::string join(const std::vector<std::string>& parts, const std::string& sep) 
 
 class SchemaConverter {
  public:
-  SchemaConverter(const Json& root, const JsonSchemaLimits& limits) : root_(root), limits_(limits) {
+  // Rule names are `prefix` + a name from the schema; `prefix` keeps the
+  // rules of several schemas in one grammar apart.
+  SchemaConverter(const Json& root, const JsonSchemaLimits& limits, std::string prefix = "")
+      : root_(root), limits_(limits), prefix_(std::move(prefix)) {
     for (const auto& [name, body] : json_primitive_rules()) names_.insert(name);
+    names_.insert(prefix_.empty() ? "root" : prefix_);
   }
 
-  std::string run() {
+  // "top ::= ..." and the schema's own rules, without the shared primitives.
+  std::string rules(const std::string& top_name) {
     const std::string top = visit(root_, "#", 0);
-    std::string out = "root ::= " + top + "\n";
+    std::string out = top_name + " ::= " + top + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    for (const auto& [name, body] : json_primitive_rules()) out += name + " ::= " + body + "\n";
     return out;
   }
 
@@ -66,8 +70,9 @@ class SchemaConverter {
   std::string reserve(const std::string& hint) {
     if (rules_.size() >= limits_.max_rules)
       fail("more than " + std::to_string(limits_.max_rules) + " grammar rules", "#");
-    std::string name = sanitize(hint);
-    for (int i = 1; names_.count(name); ++i) name = sanitize(hint) + "-" + std::to_string(i);
+    std::string name = sanitize(prefix_ + hint);
+    for (int i = 1; names_.count(name); ++i)
+      name = sanitize(prefix_ + hint) + "-" + std::to_string(i);
     names_.insert(name);
     return name;
   }
@@ -242,6 +247,7 @@ class SchemaConverter {
 
   const Json& root_;
   const JsonSchemaLimits& limits_;
+  std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::set<std::string> names_;
   std::unordered_map<std::string, std::string> ref_rules_;
@@ -384,7 +390,18 @@ std::string SchemaConverter::visit_array(const Json& s, const std::string& path,
 
 std::string json_schema_value_to_gbnf(const nlohmann::ordered_json& schema,
                                       const JsonSchemaLimits& limits) {
-  return SchemaConverter(schema, limits).run();
+  return SchemaConverter(schema, limits).rules("root") + json_primitives_gbnf();
+}
+
+std::string json_schema_rules_gbnf(const nlohmann::ordered_json& schema, const std::string& name,
+                                   const JsonSchemaLimits& limits) {
+  return SchemaConverter(schema, limits, name + "-").rules(name);
+}
+
+std::string json_primitives_gbnf() {
+  std::string out;
+  for (const auto& [rule, body] : json_primitive_rules()) out += rule + " ::= " + body + "\n";
+  return out;
 }
 
 std::string json_schema_to_gbnf(std::string_view text, const JsonSchemaLimits& limits) {
@@ -400,10 +417,6 @@ std::string json_schema_to_gbnf(std::string_view text, const JsonSchemaLimits& l
   return json_schema_value_to_gbnf(schema, limits);
 }
 
-std::string json_object_gbnf() {
-  std::string out = "root ::= object\n";
-  for (const auto& [name, body] : json_primitive_rules()) out += name + " ::= " + body + "\n";
-  return out;
-}
+std::string json_object_gbnf() { return "root ::= object\n" + json_primitives_gbnf(); }
 
 }  // namespace kvforge

@@ -37,6 +37,14 @@ std::string json_schema_to_gbnf(std::string_view schema_text, const JsonSchemaLi
 std::string json_schema_value_to_gbnf(const nlohmann::ordered_json& schema,
                                       const JsonSchemaLimits& limits = {});
 
+// The rules of `schema` for a grammar that holds several: its top rule named
+// `name`, its other rules prefixed with `name-`, without the shared
+// primitives (json_primitives_gbnf() adds them once).
+std::string json_schema_rules_gbnf(const nlohmann::ordered_json& schema, const std::string& name,
+                                   const JsonSchemaLimits& limits = {});
+// The shared rules (space, string, number, value, ...) every schema grammar uses.
+std::string json_primitives_gbnf();
+
 // Any JSON object (response_format {"type": "json_object"}).
 std::string json_object_gbnf();
 

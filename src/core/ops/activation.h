@@ -21,6 +21,12 @@ void swiglu_scalar(const float* gate, const float* up, int64_t n, float* out);
 void swiglu_avx2(const float* gate, const float* up, int64_t n, float* out);
 void swiglu_avx512(const float* gate, const float* up, int64_t n, float* out);
 
+// gpt-oss's clamped SwiGLU, as llama.cpp's swiglu_oai computes it (alpha
+// 1.702, limit 7): x = min(gate, 7), y = clamp(up, -7, 7),
+// h = x · sigmoid(1.702 x) · (y + 1). Scalar (one call per MoE step's rows).
+// out may alias gate.
+void swiglu_oai(const float* gate, const float* up, int64_t n, float* out);
+
 // The tanh form of GELU: x/2 · (1 + tanh(√(2/π) · (x + 0.044715 x³))), in f32.
 float gelu_tanh(float x);
 

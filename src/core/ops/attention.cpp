@@ -144,11 +144,17 @@ struct HeadState {
     job.row = row;
     return job;
   }
-  // out[j] = acc[j] / sum[j] for heads [j0, j0 + n).
-  void finish(int j0, int n, int head_dim, float* out) const {
+  // out[j] = acc[j] / sum[j] for heads [j0, j0 + n); with sinks ([n], head
+  // j0 first), each sink joins the softmax as one more score with no value.
+  void finish(int j0, int n, int head_dim, float* out, const float* sinks) const {
     const size_t hd = size_t(head_dim);
     for (int j = j0; j < j0 + n; ++j) {
-      const float inv = 1.0f / running_sum[j];
+      float inv = 1.0f / running_sum[j];
+      if (sinks) {
+        const float sink = sinks[j - j0], m = std::max(running_max[j], sink);
+        const float keep = std::exp(running_max[j] - m);
+        inv = keep / (running_sum[j] * keep + std::exp(sink - m));
+      }
       const float* a = acc + size_t(j) * hd;
       float* o = out + size_t(j - j0) * hd;
       for (size_t d = 0; d < hd; ++d) o[d] = a[d] * inv;
@@ -191,7 +197,7 @@ void attend_pass(const float* q, int n_q, const KvView& kv, KeyRange keys, int k
     job.n = n_valid;
     tile(job);
   }
-  state.finish(0, n_q, head_dim, out);
+  state.finish(0, n_q, head_dim, out, scoring.sinks);
 }
 
 }  // namespace
@@ -220,8 +226,10 @@ void attend_queries(const float* q, size_t q_stride, int n_q, const KeyRange* ke
       for (int j0 = 0; j0 < n_q; j0 += kAttentionHeadsPerPass) {
         const int n = std::min(kAttentionHeadsPerPass, n_q - j0);
         const size_t offset = size_t(j0) * hd;
+        Scoring heads = scoring;
+        if (heads.sinks) heads.sinks += j0;
         attend_pass(q + size_t(i) * q_stride + offset, n, kv, keys[i], kv_head, head_dim, format,
-                    scoring, out + size_t(i) * out_stride + offset, scratch, nullptr, tile);
+                    heads, out + size_t(i) * out_stride + offset, scratch, nullptr, tile);
       }
     return;
   }
@@ -261,7 +269,7 @@ void attend_queries(const float* q, size_t q_stride, int n_q, const KeyRange* ke
     }
   }
   for (int i = 0; i < n_queries; ++i)
-    state.finish(i * n_q, n_q, head_dim, out + size_t(i) * out_stride);
+    state.finish(i * n_q, n_q, head_dim, out + size_t(i) * out_stride, scoring.sinks);
 }
 
 }  // namespace kvforge

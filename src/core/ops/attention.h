@@ -91,9 +91,14 @@ struct KvView {
 
 // How a query's dot product with a key becomes its score:
 //   s = scale · q·k, then s → softcap · tanh(s / softcap) when softcap > 0 (gemma2).
+// With sinks (gpt-oss), query head j's softmax has one more term in its
+// denominator, exp(sinks[j]), that weighs no value:
+//   out[j] = Σ_t exp(s_t) V_t / (Σ_t exp(s_t) + exp(sinks[j]))
+// (the sink is a logit as it is, not scaled or capped).
 struct Scoring {
   float scale = 1.0f;
   float softcap = 0.0f;
+  const float* sinks = nullptr;  // [n_q] one per query head of the call, or null: none
 };
 
 // Prefill and windows: n_queries query tokens of one sequence, query i being

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/cpu_features.h"
 #include "core/ops/norm.h"
 
 namespace kvforge {
@@ -35,8 +36,8 @@ void l2_norm(float* x, int64_t n, float eps) {
 
 float softplus(float x) { return x > 20.0f ? x : std::log1p(std::exp(x)); }
 
-void gated_delta_rule_token(float* state, const float* q, const float* k, const float* v,
-                            float decay_log, float beta, int d, float* out) {
+void gated_delta_rule_token_scalar(float* state, const float* q, const float* k, const float* v,
+                                   float decay_log, float beta, int d, float* out) {
   const float decay = std::exp(decay_log);
   const float scale = 1.0f / std::sqrt(float(d));
   for (int i = 0; i < d; ++i) {
@@ -54,6 +55,19 @@ void gated_delta_rule_token(float* state, const float* q, const float* k, const 
     }
     out[i] = sq * scale;
   }
+}
+
+void gated_delta_rule_token(float* state, const float* q, const float* k, const float* v,
+                            float decay_log, float beta, int d, float* out) {
+  switch (simd_level()) {
+    case SimdLevel::Avx512:
+      return gated_delta_rule_token_avx512(state, q, k, v, decay_log, beta, d, out);
+    case SimdLevel::Avx2:
+      return gated_delta_rule_token_avx2(state, q, k, v, decay_log, beta, d, out);
+    case SimdLevel::Scalar:
+      break;
+  }
+  gated_delta_rule_token_scalar(state, q, k, v, decay_log, beta, d, out);
 }
 
 void gated_rms_norm(const float* x, const float* weight, const float* gate, int64_t n, float eps,

@@ -1,8 +1,10 @@
 // The per-token pieces of a Gated DeltaNet layer (Qwen 3.5's linear
 // attention; Yang et al., "Gated Delta Networks", 2024), on f32 rows.
-// Scalar reference code: each output depends on its own inputs only, in a
-// fixed order, so results are the same bits for every thread count, batch
-// composition and prefill chunking.
+// Each output depends on its own inputs only, in a fixed order, so results
+// are the same bits for every thread count, batch composition and prefill
+// chunking. The delta rule, the hot loop of both prefill and decode, has
+// AVX2 / AVX-512 levels (simd_level() picks one per process); the scalar
+// code is their reference, and they differ from it by summation order only.
 //
 // For one value head with state S [d_v][d_k] and one token (q, k l2-normed):
 //   S ← exp(g) · S                  decay, g = -exp(A_log) · softplus(alpha + dt_bias) < 0
@@ -32,6 +34,13 @@ float softplus(float x);
 // (row i: value dimension i), q, k, v: [d]; out [d] = S q / sqrt(d).
 void gated_delta_rule_token(float* state, const float* q, const float* k, const float* v,
                             float decay_log, float beta, int d, float* out);
+// The levels (tests compare them; the SIMD ones only where the CPU has them).
+void gated_delta_rule_token_scalar(float* state, const float* q, const float* k, const float* v,
+                                   float decay_log, float beta, int d, float* out);
+void gated_delta_rule_token_avx2(float* state, const float* q, const float* k, const float* v,
+                                 float decay_log, float beta, int d, float* out);
+void gated_delta_rule_token_avx512(float* state, const float* q, const float* k, const float* v,
+                                   float decay_log, float beta, int d, float* out);
 
 // y [n] = rms_norm(x) · weight · silu(gate): the gated RMS norm of the heads'
 // outputs (x, y may alias).

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/huge_page_buffer.h"
+#include "core/ops/rope.h"
 #include "engine/kv/recurrent_state_pool.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
@@ -51,6 +52,13 @@ class ContiguousKvCache final : public KvStore {
   size_t run_bytes(int32_t n) const;
   void copy_out(int layer, int32_t seq, int32_t first, int32_t n, uint8_t* out) const;
   void copy_in(int layer, int32_t seq, int32_t first, int32_t n, const uint8_t* in);
+  // Context shift (contiguous_kv_shift.cpp): moves the records of positions
+  // [first + drop, n) of `seq` in `layer` down to [first, n - drop), K and V
+  // bytes as they are; then rerotate_k turns K records [first, first + count)
+  // by `delta` positions (kv_shift.h).
+  void move_down(int layer, int32_t seq, int32_t first, int32_t drop, int32_t n);
+  void rerotate_k(int layer, int32_t seq, int32_t first, int32_t count, const RopeTable& rope,
+                  int32_t delta);
   // Makes every page resident now (the buffers are faulted in at first touch
   // otherwise): for the static pipeline, whose steps do no such work.
   void prefault();

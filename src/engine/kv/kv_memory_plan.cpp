@@ -96,13 +96,20 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
     s.n_ff_exp = 768;
     return s;
   }
+  if (name == "gpt-oss-20b") {  // 32 experts of 2880 rows, 4 per token; even layers windowed
+    ModelShape s = windowed(shape(name, 201088, 2880, 24, 64, 8, 2880, 131072), 64, 128, 12, false);
+    s.n_expert = 32;
+    s.n_expert_used = 4;
+    s.n_ff_exp = 2880;
+    return s;
+  }
   return std::nullopt;
 }
 
 std::vector<std::string> ModelShape::preset_names() {
-  return {"llama-7b",    "llama-2-7b",     "llama-2-13b",  "llama-2-70b", "llama-3-8b",
-          "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b", "qwen3-8b",    "gemma-2-2b",
-          "gemma-3-4b",  "phi-3-mini",     "qwen3-30b-a3b"};
+  return {"llama-7b",    "llama-2-7b",     "llama-2-13b",   "llama-2-70b", "llama-3-8b",
+          "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b",  "qwen3-8b",    "gemma-2-2b",
+          "gemma-3-4b",  "phi-3-mini",     "qwen3-30b-a3b", "gpt-oss-20b"};
 }
 
 ModelShape ModelShape::from_config(const ModelConfig& c) {

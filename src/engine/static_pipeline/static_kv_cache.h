@@ -76,6 +76,12 @@ class StaticKvCache final : public KvStore {
   int32_t length(int32_t slot) const;
   // Marks positions [length, capacity) of the slot unfilled (length 0 frees it).
   void truncate(int32_t slot, int32_t length);
+  // Context shift: positions [first + drop, n) of the slot move down to
+  // [first, n - drop) in every layer, K re-rotated by -drop with `ropes`
+  // ([n_layer], each layer's table), V as it is; the slot then holds n - drop
+  // positions. Models without sliding windows only (std::logic_error).
+  void shift(int32_t slot, int32_t first, int32_t drop, int32_t n,
+             std::span<const RopeTable* const> ropes);
   // Whether positions [first, n) of the slot are filled and, in every window
   // layer, still in the ring: what a query that reads them needs.
   bool holds(int32_t slot, int32_t first, int32_t n) const;

@@ -88,6 +88,9 @@ class StaticRunner {
   // them, a ring of `window` positions only holds the last ones written.
   bool window_intact(int32_t slot, int32_t length) const;
   void release(int32_t slot) { truncate(slot, 0); }
+  // Context shift: drops positions [first, first + drop) of the slot and moves
+  // the later ones down in place (StaticKvCache::shift), nothing recomputed.
+  void shift(int32_t slot, int32_t first, int32_t drop);
 
   // Index into config().generate_variants of the smallest variant holding `kv_needed`.
   size_t variant_for(int32_t kv_needed) const;

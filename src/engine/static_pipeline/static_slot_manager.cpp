@@ -15,7 +15,8 @@ int32_t StaticSlotManager::reusable(int32_t index, std::span<const int32_t> prom
   const Slot& slot = slots_[size_t(index)];
   if (prompt.empty()) return 0;
   // At least the last prompt token is computed: its logits give the first sample.
-  const size_t limit = std::min(slot.tokens.size(), prompt.size() - 1);
+  const size_t limit =
+      std::min({slot.tokens.size(), prompt.size() - 1, size_t(std::max(slot.reusable, 0))});
   size_t common = 0;
   while (common < limit && slot.tokens[common] == prompt[common]) ++common;
   // The rest goes through the generate plan one token at a time: beyond a
@@ -64,6 +65,7 @@ int32_t StaticSlotManager::admit(SeqId seq, std::span<const int32_t> tokens, int
   Slot& slot = slots_[size_t(best_free(tokens, &kept))];
   slot.seq = seq;
   slot.reserved = n_tokens;
+  slot.reusable = INT32_MAX;  // the engine cuts the slot to `kept` and computes the rest afresh
   ++occupied_;
   return kept;
 }

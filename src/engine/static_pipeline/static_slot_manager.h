@@ -43,6 +43,10 @@ class StaticSlotManager final : public KvManager {
   void truncate(SeqId seq, int32_t n_tokens) override;
   void mark_computed(SeqId seq, std::span<const int32_t> tokens, int32_t n_computed) override;
   void free(SeqId seq) override;
+  // Context shift: drops tokens [first, first + drop) of the sequence's slot
+  // (StaticRunner::shift). What follows them was computed with the dropped
+  // tokens in view, so a later prompt reuses at most `first` of the slot.
+  void shift(SeqId seq, int32_t first, int32_t drop);
 
   // The slot `seq` holds; std::logic_error when it holds none.
   int32_t slot_of(SeqId seq) const;
@@ -53,9 +57,10 @@ class StaticSlotManager final : public KvManager {
 
  private:
   struct Slot {
-    SeqId seq = -1;               // -1: free
-    int32_t reserved = 0;         // positions granted (admit + append)
-    std::vector<int32_t> tokens;  // [capacity reserved] whose K/V the slot holds, in order
+    SeqId seq = -1;                // -1: free
+    int32_t reserved = 0;          // positions granted (admit + append)
+    std::vector<int32_t> tokens;   // [capacity reserved] whose K/V the slot holds, in order
+    int32_t reusable = INT32_MAX;  // leading tokens a later prompt may reuse (a shift cuts it)
   };
   // Leading positions of what the slot holds that a branch of `prompt` keeps.
   int32_t reusable(int32_t slot, std::span<const int32_t> prompt) const;

@@ -2,7 +2,8 @@
 # kvforge run --context-shift on the default model (issue 40): 2000 tokens in
 # a 256-token context, in the same KV pool (constant KV memory) and about the
 # same resident memory as a short run; the text up to the first shift is the
-# plain run's; what cannot shift refuses by name.
+# plain run's; static slots of 256 positions give the same tokens as the
+# paged engine (run and chat); what cannot shift refuses by name.
 # usage: context_shift.sh path/to/kvforge model.gguf work_dir
 set -euo pipefail
 kv="$1"
@@ -54,14 +55,22 @@ echo "Who made the heaven?" | "$kv" chat -m "$model" -c 128 -n 300 --ignore-eos 
 expect_in "300 generated" chat.err
 expect_in "(context shifted " chat.err
 grep -q "reply cut at the end" chat.err && fail "chat cut a shifting reply at the context"
-expect_fail chat-static.err "$kv" chat -m "$model" --context-shift --static
-expect_in "--context-shift is not supported with the static pipeline's slots yet" chat-static.err
-expect_fail serve.err "$kv" serve -m "$model" --context-shift
-expect_in "--context-shift: only kvforge run and chat shift the KV cache yet" serve.err
+echo "Who made the heaven?" | "$kv" chat -m "$model" -n 300 --ignore-eos --temp 0 -t 2 \
+  -sys "Be the scribe." --context-shift --static --max-prompt-len 64 --min-response-len 64 \
+  --prefill-chunk 32 \
+  >chat-static.out 2>chat-static.err || { cat chat-static.err >&2; fail "chat --static --context-shift"; }
+expect_in "300 generated" chat-static.err
+cmp -s chat.out chat-static.out || fail "chat: static slots and the paged engine shift differently"
+expect_fail batch.err "$kv" batch -m "$model" --context-shift
+expect_in "--context-shift: only kvforge run, chat and serve shift the KV cache" batch.err
+
+# Static slots of the same 256 positions compact in place: the paged engine's 2000 tokens.
+"$kv" run "${args[@]}" -n 2000 -q --context-shift >paged.out 2>/dev/null
+"$kv" run -m "$model" -p "In the beginning" --temp 0 --ignore-eos -t 2 -n 2000 -q \
+  --context-shift --static --max-prompt-len 128 --min-response-len 128 >static.out 2>static.err || { cat static.err >&2; fail "run --static"; }
+cmp -s paged.out static.out || fail "run: static slots and the paged engine shift differently"
 
 # What cannot shift says so.
-expect_fail static.err "$kv" run "${args[@]}" -n 8 --context-shift --static
-expect_in "--context-shift is not supported with the static pipeline's slots yet" static.err
 expect_fail disk.err "$kv" run "${args[@]}" -n 8 --context-shift --kv-disk "$work/tier"
 expect_in "--context-shift is not supported with the KV disk tier (--kv-disk) yet" disk.err
 expect_fail small.err "$kv" run -m "$model" -p Hi -n 8 --context-shift -c 48

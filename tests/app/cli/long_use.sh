@@ -55,9 +55,9 @@ expect_in "a TCP port" cb.err
 expect_fail hf.err "$kv" run -hf foo/bar
 expect_in "-hf: kvforge does not download models" hf.err
 expect_in "pass -m FILE.gguf" hf.err
-# Context shift: run and chat (tests/app/cli/context_shift.sh); serve refuses it in words.
-expect_fail shift.err timeout 20 "$kv" serve -m tiny.gguf --context-shift
-expect_in "--context-shift: only kvforge run and chat shift the KV cache yet" shift.err
+# Context shift: run, chat and serve (context_shift.sh, truncation.test.mjs); others refuse it.
+expect_fail shift.err timeout 20 "$kv" batch -m tiny.gguf --context-shift
+expect_in "--context-shift: only kvforge run, chat and serve shift the KV cache" shift.err
 "$kv" run -m tiny.gguf -p Hi -n 2 -q --no-context-shift >/dev/null 2>no-shift.err ||
   { cat no-shift.err >&2; fail "--no-context-shift refused"; }
 # -r (llama.cpp's reverse prompt) on run is a stop string: the same text as --stop.

@@ -2,7 +2,7 @@
 // CORS (--cors-origin), /v1/models/{id} and model_not_found, --alias with
 // several ids, --any-model-name, llama-server's /tokenize, /detokenize and
 // /props, and the access log's 499 for a stream the client cut. Run by
-// run_server_tests.sh (CTest: server_openai).
+// run_server_tests.sh (CTest: server_routes).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';

@@ -2,7 +2,7 @@
 // client: version, list, show, chat and generate (streaming and not), with
 // greedy output checked against the OpenAI routes on the same server, and
 // Ollama's error shape, which the client turns into a readable message.
-// Run by run_server_tests.sh (CTest: server_openai).
+// Run by run_server_tests.sh (CTest: server_routes).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ollama } from 'ollama';

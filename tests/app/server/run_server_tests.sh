@@ -1,62 +1,109 @@
 #!/usr/bin/env bash
-# Integration tests of `kvforge serve`: starts the real server on a free
-# loopback port and drives it with the official `openai` npm client and raw
-# HTTP (tests/app/server/server.test.mjs), once on the paged batching engine and
-# once on the static slots (`serve --static`).
-# Usage: run_server_tests.sh KVFORGE_BINARY [MODEL]
-# KVFORGE_SERVER_MODES="paged static" (default) picks the engines.
+# Integration tests of `kvforge serve`: starts the real server on a free loopback port and
+# drives it with the clients people use (the official `openai` and `ollama` npm packages) and
+# raw HTTP. The suites are independent, so CTest runs each as its own test (in parallel).
+# Usage: run_server_tests.sh KVFORGE_BINARY [MODEL [SUITE...]]
+#   SUITE: chat (server.test.mjs on each engine), structured (JSON schemas, issue 39),
+#   tools (tool calls; the AI SDK and LangChain clients; issue 39),
+#   routes (CORS, model and utility routes, Ollama; issue 41), apis (embeddings, the
+#   Responses API, Anthropic's Messages API; issue 41), hostile (issue 25).
+#   No suite: all of them, in that order.
+# KVFORGE_SERVER_MODES="paged static" (default) picks the engines of `chat`;
+# KVFORGE_STRUCTURED_MODES (default: the same) those of `structured`.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 kvforge="$1"
 model="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
+shift $(($# < 2 ? $# : 2))
+suites=("$@")
+[ ${#suites[@]} -gt 0 ] || suites=(chat structured tools routes apis hostile)
 
 if ! command -v node >/dev/null; then
   echo "SKIP: node is not installed (scripts/setup.sh installs the test dependencies)"
   exit 77
 fi
-for package in openai ollama @anthropic-ai/sdk; do
+for package in openai ollama; do
   if [ ! -d "$here/node_modules/$package" ]; then
     echo "FAIL: $here/node_modules/$package is missing; run scripts/setup.sh (npm ci in tests/app/server)" >&2
     exit 1
   fi
 done
 export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"
-server_log="$(mktemp)"
-trap 'rm -f "$server_log"' EXIT
-for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
-  echo "== kvforge serve, $mode engine"
-  if ! KVFORGE_SERVER_MODE="$mode" KVFORGE_SERVER_LOG_FILE="$server_log" \
-      node --test --test-concurrency=1 "$here/server.test.mjs"; then
-    echo "== FAILED ($mode engine); the server's log, last 60 lines:"
-    tail -n 60 "$server_log"
-    exit 1
-  fi
-done
-# Structured output (issue 39): a corpus of JSON schemas validated with ajv, on the
-# default model (both engines) and on a random-weight model (the worst case for a grammar).
-for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
-  echo "== structured output, $mode engine"
-  KVFORGE_SERVER_MODE="$mode" node --test --test-concurrency=1 "$here/structured.test.mjs"
-done
-random_model="$(mktemp --suffix=.gguf)"
-trap 'rm -f "$server_log" "$random_model"' EXIT
-"$kvforge" make-model -o "$random_model" --preset tiny --seed 5 2>/dev/null
-echo "== structured output, random-weight model"
-KVFORGE_MODEL="$random_model" node --test --test-concurrency=1 "$here/structured.test.mjs"
-# CORS, model routes, llama-server's utility routes (issue 41): one engine suffices.
-echo "== kvforge serve, the routes beyond chat and completions"
-node --test --test-concurrency=1 "$here/api_routes.test.mjs"
-echo "== kvforge serve, Ollama's API through the ollama client"
-node --test --test-concurrency=1 "$here/ollama.test.mjs"
-echo "== kvforge serve, embeddings through the openai and ollama clients"
-node --test --test-concurrency=1 "$here/embeddings.test.mjs"
-echo "== kvforge serve, the Responses API through the openai client"
-node --test --test-concurrency=1 "$here/responses.test.mjs"
-echo "== kvforge serve, Anthropic's Messages API through the @anthropic-ai/sdk client"
-node --test --test-concurrency=1 "$here/anthropic.test.mjs"
-# Hostile clients and model files (issue 25): template bombs, 7 MB prompts, slow
-# connections, a used port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
-echo "== kvforge serve against hostile input"
-# A sanitizer build is slower and bigger: the suite scales its time limits and skips RSS limits.
+# A sanitizer build is slower and bigger: suites scale their time limits and skip RSS limits.
 if grep -aq -m1 -e __asan_init -e __tsan_init "$kvforge"; then export KVFORGE_SANITIZED=1; fi
-node --test --test-concurrency=1 "$here/hostile.test.mjs"
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+
+run_node() { node --test --test-concurrency=1 "$here/$1"; }
+
+suite_chat() {
+  for mode in ${KVFORGE_SERVER_MODES:-paged static}; do
+    echo "== kvforge serve, $mode engine"
+    if ! KVFORGE_SERVER_MODE="$mode" KVFORGE_SERVER_LOG_FILE="$scratch/server.log" \
+        run_node server.test.mjs; then
+      echo "== FAILED ($mode engine); the server's log, last 60 lines:"
+      tail -n 60 "$scratch/server.log"
+      return 1
+    fi
+  done
+}
+
+# A corpus of JSON schemas validated with ajv, on the default model (each engine) and on a
+# random-weight model (the worst case for a grammar).
+suite_structured() {
+  for mode in ${KVFORGE_STRUCTURED_MODES:-${KVFORGE_SERVER_MODES:-paged static}}; do
+    echo "== structured output, $mode engine"
+    KVFORGE_SERVER_MODE="$mode" run_node structured.test.mjs
+  done
+  "$kvforge" make-model -o "$scratch/random.gguf" --preset tiny --seed 5 2>/dev/null
+  echo "== structured output, random-weight model"
+  KVFORGE_MODEL="$scratch/random.gguf" run_node structured.test.mjs
+}
+
+# Tool calls: the generic and the Hermes form, on the default and a random-weight model; then
+# structured output and tools through the AI SDK and LangChain.
+suite_tools() {
+  echo "== tool calls"
+  run_node tools.test.mjs
+  "$kvforge" make-model -o "$scratch/random.gguf" --preset tiny --seed 5 2>/dev/null
+  echo "== tool calls, random-weight model"
+  KVFORGE_MODEL="$scratch/random.gguf" run_node tools.test.mjs
+  echo "== structured output and tools through the AI SDK and LangChain"
+  run_node clients.test.mjs
+}
+
+# CORS, model routes, llama-server's utility routes and Ollama's API: one engine suffices.
+suite_routes() {
+  echo "== kvforge serve, the routes beyond chat and completions"
+  run_node api_routes.test.mjs
+  echo "== kvforge serve, Ollama's API through the ollama client"
+  run_node ollama.test.mjs
+}
+
+# Embeddings (openai and ollama clients), the Responses API (openai), Anthropic's Messages
+# API (@anthropic-ai/sdk).
+suite_apis() {
+  echo "== kvforge serve, embeddings through the openai and ollama clients"
+  run_node embeddings.test.mjs
+  echo "== kvforge serve, the Responses API through the openai client"
+  run_node responses.test.mjs
+  echo "== kvforge serve, Anthropic's Messages API through the @anthropic-ai/sdk client"
+  run_node anthropic.test.mjs
+}
+
+# Hostile clients and model files: template bombs, 7 MB prompts, slow connections, a used
+# port, SIGTERM under load. Paged engine only: the HTTP layer is shared.
+suite_hostile() {
+  echo "== kvforge serve against hostile input"
+  run_node hostile.test.mjs
+}
+
+for suite in "${suites[@]}"; do
+  case "$suite" in
+    chat | structured | tools | routes | apis | hostile) "suite_$suite" ;;
+    *)
+      echo "unknown suite '$suite' (chat, structured, tools, routes, apis, hostile)" >&2
+      exit 2
+      ;;
+  esac
+done

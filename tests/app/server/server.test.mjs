@@ -1,6 +1,6 @@
 // Integration tests of `kvforge serve` (started here on a free loopback port)
 // through the official OpenAI Node client, plus raw HTTP for error cases and
-// a load test. Run by run_server_tests.sh (CTest: server_openai) once per
+// a load test. Run by run_server_tests.sh (CTest: server_chat) once per
 // engine: KVFORGE_SERVER_MODE=paged (the batching engine, default) or static
 // (`serve --static`: 4 static slots, capacity 192 + 64 = the model's 256).
 import { test, before, after } from 'node:test';

@@ -128,7 +128,7 @@ test('bad schemas and grammars are 400s naming the problem', async () => {
   assert.ok(ok.choices[0].message.content.length >= 0);
 });
 
-test('openai SDK: zodResponseFormat + beta.chat.completions.parse', async () => {
+test('openai SDK: zodResponseFormat + chat.completions.parse', async () => {
   const { z } = await import('zod');
   const { zodResponseFormat } = await import('openai/helpers/zod');
   const Event = z.object({
@@ -137,7 +137,7 @@ test('openai SDK: zodResponseFormat + beta.chat.completions.parse', async () => 
     guests: z.array(z.string().max(8)).max(3),
     note: z.string().max(6).nullable(),
   });
-  const r = await client.beta.chat.completions.parse({
+  const r = await client.chat.completions.parse({
     messages: prompt, response_format: zodResponseFormat(Event, 'event'), max_tokens: 800, seed: 3 });
   const parsed = r.choices[0].message.parsed;
   assert.ok(Event.safeParse(parsed).success, JSON.stringify(parsed));

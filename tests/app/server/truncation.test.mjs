@@ -2,21 +2,26 @@
 // 256-token context: OpenAI's 400 by default; "truncation": "auto" (or serve
 // --truncate) drops the oldest turns, never the system message, says so in a
 // header and in usage, and cuts a max_tokens beyond what is left (finish
-// "length"). Run by run_ux_tests.sh (CTest: server_ux).
+// "length"). serve --context-shift lets a reply run past the context, with the
+// tokens of `kvforge run --context-shift`. Run by run_ux_tests.sh (CTest: server_ux).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { startServer, stopServer } from './serve_process.mjs';
 
 let plain;      // kvforge serve
 let truncating; // kvforge serve --truncate
+let shifting;   // kvforge serve --context-shift
 
 before(async () => {
   plain = await startServer(['-t', '1', '--no-access-log']);
   truncating = await startServer(['-t', '1', '--no-access-log', '--truncate']);
+  shifting = await startServer(['-t', '1', '--no-access-log', '--context-shift']);
 });
 after(async () => {
   await stopServer(plain.proc);
   await stopServer(truncating.proc);
+  await stopServer(shifting.proc);
 });
 
 const chat = (server, body) => fetch(`http://127.0.0.1:${server.port}/v1/chat/completions`, {
@@ -92,4 +97,33 @@ test('streamed: the usage chunk reports the trim', async () => {
   const usage = text.split('\n').filter((l) => l.startsWith('data: {'))
     .map((l) => JSON.parse(l.slice(6))).find((c) => c.usage).usage;
   assert.ok(usage.truncated_messages >= 2, JSON.stringify(usage));
+});
+
+test('serve --context-shift: a reply runs past the context with the tokens of run', async () => {
+  const prompt = 'In the beginning';
+  const body = { prompt, max_tokens: 600, temperature: 0, ignore_eos: true };
+  const completions = (server) => fetch(`http://127.0.0.1:${server.port}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const refused = await completions(plain);
+  assert.equal(refused.status, 400, 'without --context-shift, max_tokens is bounded by the context');
+  const res = await completions(shifting);
+  assert.equal(res.status, 200, await res.clone().text());
+  const reply = await res.json();
+  assert.equal(reply.choices[0].finish_reason, 'length');
+  assert.equal(reply.usage.completion_tokens, 600);
+  // `kvforge run -q` prints the prompt, the text, then a newline.
+  const run = execFileSync(process.env.KVFORGE_BIN,
+    ['run', '-m', process.env.KVFORGE_MODEL, '-p', prompt, '-n', '600', '--temp', '0', '-q',
+     '--ignore-eos', '--context-shift', '-c', '256', '-t', '1'], { encoding: 'utf8' });
+  assert.equal(reply.choices[0].text, run.slice(prompt.length, -1));
+  // Without max_tokens a reply still ends at the context's end: no shift, no endless reply.
+  const unbounded = await (await fetch(`http://127.0.0.1:${shifting.port}/v1/chat/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content: 'Who made the heaven?' }],
+                           temperature: 0, ignore_eos: true }) })).json();
+  assert.equal(unbounded.choices[0].finish_reason, 'length');
+  assert.equal(unbounded.usage.prompt_tokens + unbounded.usage.completion_tokens, 256);
+  const metrics = await (await fetch(`http://127.0.0.1:${shifting.port}/metrics`)).text();
+  const shifts = Number(/^kvforge_context_shifts_total (\S+)$/m.exec(metrics)[1]);
+  assert.ok(shifts >= 3, `kvforge_context_shifts_total ${shifts}`);
 });

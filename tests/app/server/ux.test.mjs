@@ -1,7 +1,7 @@
 // What a user of llama-server or vLLM expects from `kvforge serve` (issue 26):
 // --alias for the model id, an access log line per request (JSON with
 // --log-format json), a 400 for request fields kvforge would otherwise
-// ignore (mirostat, a forced tool_choice), and the chat page at "/".
+// ignore (mirostat, an unknown tool_choice), and the chat page at "/".
 // Run by run_ux_tests.sh (CTest: server_ux) with KVFORGE_BIN and KVFORGE_MODEL.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -71,16 +71,16 @@ test('access log: one JSON line per request with tokens and timings', async () =
   assert.equal(denied.completion_tokens, 0);
 });
 
-test('tool_choice other than auto/none is a 400 that says so', async () => {
+test('tool_choice: the four forms are served, any other is a 400 that says so', async () => {
   const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
-  for (const choice of ['required', { type: 'function', function: { name: 'f' } }]) {
+  for (const choice of ['sometimes', { type: 'allowed_tools', allowed_tools: {} }]) {
     const res = await chat({ messages: hello, tools, tool_choice: choice, max_tokens: 2 });
     assert.equal(res.status, 400);
     const body = await res.json();
     assert.equal(body.error.param, 'tool_choice');
     assert.match(body.error.message, /not supported/);
   }
-  for (const choice of ['auto', 'none']) {
+  for (const choice of ['auto', 'none', 'required', { type: 'function', function: { name: 'f' } }]) {
     const res = await chat({ messages: hello, tools, tool_choice: choice, max_tokens: 2 });
     assert.equal(res.status, 200, await res.text());
   }

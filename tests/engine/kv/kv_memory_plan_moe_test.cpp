@@ -18,6 +18,23 @@ TEST(KvMemoryPlanMoe, Qwen3_30bA3bPreset) {
   EXPECT_EQ(kv_bytes_per_token(*s, KvFormat{KvDtype::F16, KvDtype::F16}), 98304u);
 }
 
+// gpt-oss-20b's model card: 20.9B parameters, 3.61B active (counting the
+// unembedding but not the embedding, whose one row a token reads); 24 layers
+// of 64 query / 8 KV heads of 64, so 2 * 24 * 8 * 64 * 2 bytes of f16 K/V
+// per token, of which the 12 windowed layers keep at most 128 + 16
+// positions (blocks of 16).
+TEST(KvMemoryPlanMoe, GptOss20bPreset) {
+  const auto s = ModelShape::preset("gpt-oss-20b");
+  ASSERT_TRUE(s.has_value());
+  EXPECT_NEAR(double(s->n_params()) / 1e9, 20.9, 0.05);
+  EXPECT_NEAR(double(s->n_active_params() - s->n_vocab * s->n_embd) / 1e9, 3.61, 0.01);
+  const KvFormat f16{KvDtype::F16, KvDtype::F16};
+  EXPECT_EQ(kv_bytes_per_token(*s, f16), 49152u);
+  const uint64_t per_layer_token = 49152u / 24;
+  EXPECT_EQ(kv_bytes_per_sequence(*s, f16, 4096, 16),
+            per_layer_token * (12 * 4096 + 12 * (128 + 16)));
+}
+
 // From a file's config: the experts' shape, and per layer 3 * n_embd *
 // n_ff_exp parameters for each expert plus the router's n_embd * n_expert.
 TEST(KvMemoryPlanMoe, ShapeOfAQwen3MoeFile) {

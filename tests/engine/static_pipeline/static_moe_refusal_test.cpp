@@ -12,16 +12,27 @@
 namespace kvforge {
 namespace {
 
-TEST(StaticMoe, CompilingPlansIsRefusedByName) {
-  const auto model = testing::make_moe_test_model(8, 2, 32);
+// Compiling a prefill plan throws, naming the architecture.
+void expect_refused(const Model& model, const std::string& arch) {
   try {
-    compile_plan(*model, PlanKind::Prefill, 8, 64, 1, 2);
-    FAIL() << "a plan was compiled for a mixture of experts";
+    compile_plan(model, PlanKind::Prefill, 8, 64, 1, 2);
+    FAIL() << "a plan was compiled for " << arch;
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("qwen3moe: --static is not supported yet"),
+    EXPECT_NE(std::string(e.what()).find(arch + ": --static is not supported yet"),
               std::string::npos)
         << e.what();
   }
+}
+
+TEST(StaticMoe, CompilingPlansIsRefusedByName) {
+  expect_refused(*testing::make_moe_test_model(8, 2, 32), "qwen3moe");
+}
+
+TEST(StaticMoe, CompilingPlansForGptOssIsRefusedByName) {
+  RandomModelSpec spec;
+  spec.arch = "gpt-oss";
+  spec.sliding_window = 6;
+  expect_refused(*testing::make_test_model(spec), "gpt-oss");
 }
 
 }  // namespace

@@ -32,6 +32,14 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
       vocab_(std::move(vocab)),
       limits_(limits),
       arena_(grammar_, limits.max_stacks, limits.max_expansion) {
+  // The sentinel: a byte set that takes no byte, in no rule.
+  grammar_.byte_sets.push_back(ByteSet{});
+  const auto pos = uint32_t(grammar_.elements.size());
+  grammar_.elements.push_back({ElementKind::Bytes, uint32_t(grammar_.byte_sets.size() - 1)});
+  grammar_.elements.push_back({ElementKind::End, 0});
+  std::vector<uint32_t> out;
+  arena_.expand(pos, kEmptyStack, out);
+  sentinel_ = out.at(0);
   intern_set({});
 }
 
@@ -44,6 +52,7 @@ uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) cons
   if (added) {
     sets_.push_back(stacks);
     rows_.emplace_back();
+    cut_ends_.push_back(std::binary_search(stacks.begin(), stacks.end(), sentinel_));
   }
   return it->second;
 }
@@ -54,6 +63,7 @@ void GrammarConstraint::bound_sets() const {
   sets_.clear();
   set_ids_.clear();
   rows_.clear();
+  cut_ends_.clear();
   intern_set({});
 }
 
@@ -110,12 +120,56 @@ std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
 std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) const {
   const auto hit = masks_.find(stack);
   if (hit != masks_.end()) return hit->second;
-  auto mask = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
   bound_sets();
-  walk(vocab_->trie.root(), intern_set({stack}), *mask);
+  uint32_t below = kEmptyStack;
+  const uint32_t cut = arena_.cut(stack, limits_.cut_depth, sentinel_, below);
+  const std::shared_ptr<const StackPrefixMask> prefix = prefix_mask(cut);
+  auto mask = std::make_shared<TokenMask>(prefix->accepted);
+  if (below != kEmptyStack && !prefix->roots.empty()) {
+    // Where the cut part ends, the stack beneath it goes on.
+    std::vector<uint32_t> rest;
+    arena_.expand(arena_.node(below).pos, arena_.node(below).parent, rest);
+    std::sort(rest.begin(), rest.end());
+    rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
+    const uint32_t set = intern_set(rest);
+    for (uint32_t root : prefix->roots) walk(vocab_->trie.node(root), set, *mask);
+  }
   if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
   masks_.emplace(stack, mask);
   return mask;
+}
+
+std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t cut) const {
+  const auto hit = prefix_masks_.find(cut);
+  if (hit != prefix_masks_.end()) return hit->second;
+  const std::string key = state_key(grammar_, arena_, cut, sentinel_);
+  std::shared_ptr<const StackPrefixMask> found = vocab_->prefix_masks.find(key);
+  if (!found) {
+    auto made = std::make_shared<StackPrefixMask>();
+    made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
+    walk_prefix(vocab_->trie.root(), intern_set({cut}), *made);
+    vocab_->prefix_masks.add(key, made);
+    found = std::move(made);
+  }
+  if (prefix_masks_.size() >= limits_.max_cached_masks) prefix_masks_.clear();
+  prefix_masks_.emplace(cut, found);
+  return found;
+}
+
+// As walk(), and where the cut part may end (the set holds the sentinel)
+// the node is a root: the stack beneath decides the tokens below it.
+void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set,
+                                    StackPrefixMask& out) const {
+  for (const TokenTrie::Node& child : vocab_->trie.children(node)) {
+    const uint32_t next = step(set, child.byte);
+    if (next == 0) continue;
+    for (int32_t t : vocab_->trie.tokens(child)) mask_set(out.accepted, t);
+    if (cut_ends_[next]) {
+      out.roots.push_back(vocab_->trie.index(child));
+      if (sets_[next].size() == 1) continue;  // only the sentinel: nothing more to walk
+    }
+    if (child.child_begin != child.child_end) walk_prefix(child, next, out);
+  }
 }
 
 // `set`: the stacks after the node's bytes. Tokens end where any stack

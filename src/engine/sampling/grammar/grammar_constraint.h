@@ -12,6 +12,11 @@
 // Sets of stacks are interned too, with a 256-entry transition row per set
 // filled on demand, so a trie walk costs one table lookup per trie node once
 // the grammar's states have been met (a string's characters, say).
+//
+// A new stack does not cost a whole trie walk: its top few nodes are walked
+// apart from the rest, once per vocabulary for every grammar holding the
+// same rules, and the rest only under the few trie nodes where the top part
+// may end (stack_prefix_masks.h).
 #pragma once
 
 #include <array>
@@ -27,6 +32,7 @@
 
 #include "engine/sampling/grammar/grammar.h"
 #include "engine/sampling/grammar/stack_arena.h"
+#include "engine/sampling/grammar/stack_prefix_masks.h"
 #include "engine/sampling/grammar/token_trie.h"
 
 namespace kvforge {
@@ -40,6 +46,7 @@ struct GrammarVocabulary {
   std::vector<std::string> token_bytes;  // (n_vocab)
   std::vector<int32_t> end_ids;
   TokenTrie trie;
+  StackPrefixMaskCache prefix_masks;  // shared by every grammar over this vocabulary
   size_t n_vocab() const { return token_bytes.size(); }
   bool is_end(int32_t token) const;
 };
@@ -54,6 +61,9 @@ struct ConstraintLimits {
   size_t max_expansion = 100000;        // stacks one byte may expand to
   size_t max_cached_masks = 2048;       // past it the cache starts over
   size_t max_cached_sets = 65536;       // interned stack sets (1 KiB of transitions each)
+  // Stack nodes whose allowed tokens are walked apart from the stack beneath
+  // them (stack_prefix_masks.h): a JSON string's rules are 3 deep.
+  size_t cut_depth = 3;
 };
 
 class GrammarConstraint {
@@ -82,7 +92,9 @@ class GrammarConstraint {
   using Row = std::array<uint32_t, 256>;  // byte -> set id, kUnknownSet until computed
 
   std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
+  std::shared_ptr<const StackPrefixMask> prefix_mask(uint32_t cut) const;
   void walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const;
+  void walk_prefix(const TokenTrie::Node& node, uint32_t set, StackPrefixMask& out) const;
   uint32_t intern_set(const std::vector<uint32_t>& stacks) const;
   void bound_sets() const;
   uint32_t step(uint32_t set, uint8_t b) const;  // the set after byte b (0: none)
@@ -93,7 +105,10 @@ class GrammarConstraint {
   mutable std::mutex mu_;
   mutable StackArena arena_;
   mutable std::unordered_map<uint32_t, std::shared_ptr<const TokenMask>> masks_;
+  uint32_t sentinel_ = 0;  // the stack node standing for what lies beneath a cut
+  mutable std::unordered_map<uint32_t, std::shared_ptr<const StackPrefixMask>> prefix_masks_;
   mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
+  mutable std::vector<uint8_t> cut_ends_;            // (set id) -> holds sentinel_
   mutable std::map<std::vector<uint32_t>, uint32_t> set_ids_;
   mutable std::vector<std::unique_ptr<Row>> rows_;  // (set id) -> transitions, null until used
   mutable std::vector<uint32_t> scratch_;

@@ -61,6 +61,19 @@ void StackArena::advance(std::span<const uint32_t> from, uint8_t b, std::vector<
   }
 }
 
+uint32_t StackArena::cut(uint32_t stack, size_t depth, uint32_t bottom, uint32_t& below) {
+  below = kEmptyStack;
+  uint32_t top[16];
+  size_t n = 0;
+  uint32_t id = stack;
+  for (; id != kEmptyStack && n < depth && n < 16; id = nodes_[id].parent) top[n++] = id;
+  if (id == kEmptyStack) return stack;
+  below = id;
+  uint32_t out = bottom;
+  while (n-- > 0) out = intern(nodes_[top[n]].pos, out);
+  return out;
+}
+
 std::vector<uint32_t> StackArena::initial() {
   std::vector<uint32_t> out;
   for (uint32_t alt : g_.alternatives[g_.root]) expand(alt, kEmptyStack, out);

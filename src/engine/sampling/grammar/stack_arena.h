@@ -39,6 +39,10 @@ class StackArena {
   void advance(std::span<const uint32_t> from, uint8_t b, std::vector<uint32_t>& out);
   // The stacks at the start of the root rule.
   std::vector<uint32_t> initial();
+  // The top `depth` nodes of `stack` rebased on `bottom`, and in `below` the
+  // node they stood on; `stack` itself (below = kEmptyStack) when it is no
+  // deeper than `depth`.
+  uint32_t cut(uint32_t stack, size_t depth, uint32_t bottom, uint32_t& below);
 
   const StackNode& node(uint32_t id) const { return nodes_[id]; }
   // Whether the byte set on top of stack `id` holds `b` (false for kEmptyStack).

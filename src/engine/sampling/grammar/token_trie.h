@@ -23,6 +23,8 @@ class TokenTrie {
   explicit TokenTrie(const std::vector<std::string>& token_bytes);
 
   const Node& root() const { return nodes_[0]; }
+  const Node& node(uint32_t index) const { return nodes_[index]; }
+  uint32_t index(const Node& n) const { return uint32_t(&n - nodes_.data()); }
   std::span<const Node> children(const Node& n) const {
     return {nodes_.data() + n.child_begin, n.child_end - n.child_begin};
   }

@@ -1,0 +1,151 @@
+#include "app/chat/tool_call_reader.h"
+
+namespace kvforge {
+
+ToolCallReader::Match ToolCallReader::expect(std::string_view literal) {
+  const std::string_view rest = std::string_view(buf_).substr(pos_);
+  const size_t n = std::min(rest.size(), literal.size());
+  if (rest.substr(0, n) != literal.substr(0, n)) return Match::kNo;
+  if (n < literal.size()) return Match::kWait;
+  pos_ += literal.size();
+  return Match::kYes;
+}
+
+// The arguments object, passed on as it arrives; done when its braces close.
+bool ToolCallReader::read_arguments(Output& out) {
+  const size_t from = pos_;
+  bool closed = false;
+  for (; pos_ < buf_.size() && !closed; ++pos_) {
+    const char c = buf_[pos_];
+    if (in_string_) {
+      if (escaped_)
+        escaped_ = false;
+      else if (c == '\\')
+        escaped_ = true;
+      else if (c == '"')
+        in_string_ = false;
+    } else if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if (c == '}' || c == ']') {
+      closed = --depth_ == 0;
+    } else if (depth_ == 0 && c != ' ') {
+      state_ = State::kBroken;  // not an object
+      return false;
+    }
+  }
+  const std::string piece = buf_.substr(from, pos_ - from);
+  if (piece.empty()) return false;
+  calls_.back().arguments += piece;
+  out.calls.push_back({int(calls_.size()) - 1, false, "", piece});
+  if (closed) state_ = State::kAfterArgs;
+  return closed;
+}
+
+// After a call: the separator and another call, or the end text.
+bool ToolCallReader::read_between() {
+  if (syntax_.parallel) {
+    switch (expect(syntax_.separator)) {
+      case Match::kYes:
+        state_ = State::kHeader;
+        return true;
+      case Match::kWait:
+        return false;  // the end text may be a prefix of the separator
+      case Match::kNo:
+        break;
+    }
+  }
+  switch (expect(syntax_.end)) {
+    case Match::kYes:
+      state_ = State::kDone;
+      return true;
+    case Match::kWait:
+      return false;
+    case Match::kNo:
+      state_ = State::kBroken;
+  }
+  return false;
+}
+
+bool ToolCallReader::step(Output& out) {
+  auto literal = [&](std::string_view text, State next) {
+    const Match m = expect(text);
+    if (m == Match::kYes) state_ = next;
+    if (m == Match::kNo) state_ = State::kBroken;
+    return m == Match::kYes;
+  };
+  switch (state_) {
+    case State::kHeader:
+      return literal("{\"name\": \"", State::kName);
+    case State::kName: {
+      const size_t q = buf_.find('"', pos_);
+      if (q == std::string::npos) return false;
+      calls_.push_back({buf_.substr(pos_, q - pos_), ""});
+      out.calls.push_back({int(calls_.size()) - 1, true, calls_.back().name, ""});
+      pos_ = q;
+      state_ = State::kAfterName;
+      return true;
+    }
+    case State::kAfterName:
+      depth_ = 0;
+      in_string_ = escaped_ = false;
+      return literal("\", \"" + syntax_.arguments_key + "\": ", State::kArgs);
+    case State::kArgs:
+      return read_arguments(out);
+    case State::kAfterArgs:
+      while (pos_ < buf_.size() && buf_[pos_] == ' ') ++pos_;
+      return literal("}", State::kBetween);
+    case State::kBetween:
+      return read_between();
+    default:
+      return false;
+  }
+}
+
+void ToolCallReader::advance(Output& out) {
+  if (state_ == State::kUndecided) {
+    const std::string trigger = syntax_.trigger();
+    const size_t n = std::min(buf_.size(), trigger.size());
+    if (buf_.compare(0, n, trigger, 0, n) != 0) {
+      state_ = State::kText;
+      out.content += buf_;
+      pos_ = buf_.size();
+      return;
+    }
+    if (buf_.size() < trigger.size()) return;
+    pos_ = syntax_.start.size();
+    state_ = State::kHeader;
+  }
+  while (step(out)) {
+  }
+}
+
+ToolCallReader::Output ToolCallReader::feed(std::string_view text) {
+  Output out;
+  buf_ += text;
+  if (state_ == State::kText) {
+    out.content = std::string(text);
+    pos_ = buf_.size();
+    return out;
+  }
+  advance(out);
+  return out;
+}
+
+ToolCallReader::Output ToolCallReader::finish() {
+  Output out;
+  if (state_ == State::kUndecided) {
+    state_ = State::kText;
+    out.content = buf_;
+    pos_ = buf_.size();
+  } else if (state_ == State::kBetween && std::string_view(buf_).substr(pos_) == syntax_.end) {
+    pos_ = buf_.size();
+    state_ = State::kDone;
+  } else if (state_ == State::kBetween && syntax_.end.empty() && pos_ == buf_.size()) {
+    state_ = State::kDone;
+  }
+  return out;
+}
+
+}  // namespace kvforge

@@ -1,0 +1,131 @@
+#include "app/chat/tool_call_syntax.h"
+
+#include "app/chat/chat_template.h"
+
+namespace kvforge {
+namespace {
+
+using nlohmann::ordered_json;
+
+bool contains(const std::string& s, const char* what) { return s.find(what) != std::string::npos; }
+
+// OpenAI sends a call's arguments as JSON text; templates write them with
+// `tojson`, which would quote the text again.
+ordered_json arguments_object(const ordered_json& arguments) {
+  if (!arguments.is_string()) return arguments;
+  try {
+    return ordered_json::parse(arguments.get<std::string>());
+  } catch (const ordered_json::exception&) {
+    return arguments;
+  }
+}
+
+ordered_json with_object_arguments(const ordered_json& message) {
+  ordered_json out = message;
+  for (ordered_json& call : out["tool_calls"])
+    if (call.is_object() && call.contains("function") && call["function"].is_object() &&
+        call["function"].contains("arguments"))
+      call["function"]["arguments"] = arguments_object(call["function"]["arguments"]);
+  return out;
+}
+
+std::string generic_instructions(const ordered_json& tools) {
+  std::string text =
+      "You can call tools. To call one or more, reply with only a JSON object of the form "
+      "{\"tool_calls\": [{\"name\": <function name>, \"arguments\": <arguments object>}]}; "
+      "otherwise reply with text. Tools results come back as {\"tool_response\": ...}. "
+      "The tools:";
+  for (const ordered_json& tool : tools)
+    text += "\n" + tool.value("function", ordered_json()).dump();
+  return text;
+}
+
+// An earlier call in the generic form, after the turn's text if any.
+std::string generic_call_text(const ordered_json& message) {
+  ordered_json calls = ordered_json::array();
+  for (const ordered_json& call : message["tool_calls"]) {
+    const ordered_json f = call.value("function", ordered_json::object());
+    calls.push_back(
+        {{"name", f.value("name", "")},
+         {"arguments", arguments_object(f.value("arguments", ordered_json::object()))}});
+  }
+  const std::string json = ordered_json{{"tool_calls", calls}}.dump();
+  const ordered_json& content = message["content"];
+  if (content.is_string() && !content.get<std::string>().empty())
+    return content.get<std::string>() + "\n" + json;
+  return json;
+}
+
+ordered_json generic_message(const ordered_json& m) {
+  const std::string role = m.value("role", "");
+  if (role == "assistant" && m.contains("tool_calls"))
+    return {{"role", "assistant"}, {"content", generic_call_text(m)}};
+  if (role == "tool") {
+    ordered_json response = {{"content", m.value("content", ordered_json(""))}};
+    if (m.contains("tool_call_id")) response["tool_call_id"] = m["tool_call_id"];
+    return {{"role", "user"}, {"content", ordered_json{{"tool_response", response}}.dump()}};
+  }
+  return m;
+}
+
+TemplateConversation generic_conversation(const ordered_json& messages, const ordered_json& tools) {
+  TemplateConversation out{ordered_json::array(), nullptr};
+  for (const ordered_json& m : messages) out.messages.push_back(generic_message(m));
+  if (tools.is_null() || tools.empty()) return out;
+  const std::string instructions = generic_instructions(tools);
+  ordered_json& first = out.messages[0];
+  if (first.value("role", "") == "system" && first["content"].is_string())
+    first["content"] = instructions + "\n\n" + first["content"].get<std::string>();
+  else
+    out.messages.insert(out.messages.begin(),
+                        ordered_json{{"role", "system"}, {"content", instructions}});
+  return out;
+}
+
+}  // namespace
+
+ToolCallSyntax tool_call_syntax(ToolCallStyle style) {
+  switch (style) {
+    case ToolCallStyle::kHermes:
+      return {
+          style, "<tool_call>\n", "\n</tool_call>\n<tool_call>\n", "\n</tool_call>", "arguments",
+          true};
+    case ToolCallStyle::kLlama3:
+      return {style, "", "", "", "parameters", false};
+    case ToolCallStyle::kGeneric:
+      break;
+  }
+  return {ToolCallStyle::kGeneric, "{\"tool_calls\": [", ", ", "]}", "arguments", true};
+}
+
+ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template) {
+  const std::string& src = chat_template.source();
+  if (!contains(src, "tools")) return ToolCallStyle::kGeneric;
+  if (contains(src, "<tool_call>") && contains(src, "\"arguments\": "))
+    return ToolCallStyle::kHermes;
+  if (contains(src, "\"parameters\": ") && contains(src, "ipython")) return ToolCallStyle::kLlama3;
+  return ToolCallStyle::kGeneric;
+}
+
+const char* tool_call_style_name(ToolCallStyle style) {
+  switch (style) {
+    case ToolCallStyle::kHermes:
+      return "hermes";
+    case ToolCallStyle::kLlama3:
+      return "llama3";
+    case ToolCallStyle::kGeneric:
+      break;
+  }
+  return "generic";
+}
+
+TemplateConversation conversation_for_template(ToolCallStyle style, const ordered_json& messages,
+                                               const ordered_json& tools) {
+  if (style == ToolCallStyle::kGeneric) return generic_conversation(messages, tools);
+  TemplateConversation out{ordered_json::array(), tools};
+  for (const ordered_json& m : messages)
+    out.messages.push_back(m.contains("tool_calls") ? with_object_arguments(m) : m);
+  return out;
+}
+
+}  // namespace kvforge

@@ -1,0 +1,51 @@
+// How a model writes tool calls, read from its chat template, and how a
+// conversation with tools is put to that template.
+//
+// Every supported form is a start text, calls of the shape
+//   {"name": "<function>", "<arguments key>": <JSON object>}
+// separated by `separator`, and an end text:
+//   hermes   (Qwen 2.5, Qwen 3, Hermes):   <tool_call>\n{...}\n</tool_call>, one block per call
+//   llama3   (Llama 3.1-3.3, JSON calls):  {"name": ..., "parameters": {...}}, one call
+//   generic  (templates that know no tools): {"tool_calls": [{...}, ...]}; the tools are
+//            described in a system message kvforge writes, and earlier calls and tool
+//            results are given to the template as plain assistant and user turns.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace kvforge {
+
+class ChatTemplate;
+
+enum class ToolCallStyle { kGeneric, kHermes, kLlama3 };
+
+struct ToolCallSyntax {
+  ToolCallStyle style = ToolCallStyle::kGeneric;
+  std::string start;          // before the first call
+  std::string separator;      // between calls
+  std::string end;            // after the last call
+  std::string arguments_key;  // "arguments" or "parameters"
+  bool parallel = true;       // the form holds more than one call
+  // The text a reply begins with when it is a call: `start`, or "{" when empty.
+  std::string trigger() const { return start.empty() ? "{" : start; }
+};
+
+ToolCallSyntax tool_call_syntax(ToolCallStyle style);
+// The style the template writes and reads (generic when it knows no tools).
+ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template);
+const char* tool_call_style_name(ToolCallStyle style);
+
+// The messages and tools to render for `style`. Assistant tool_calls'
+// arguments (JSON text in OpenAI's API) become objects, as templates expect;
+// for generic, `tools` (an OpenAI tools array, or null with tool_choice
+// "none") are described in a system message and the tool turns rewritten.
+struct TemplateConversation {
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json tools;  // what the template receives (null for generic)
+};
+TemplateConversation conversation_for_template(ToolCallStyle style,
+                                               const nlohmann::ordered_json& messages,
+                                               const nlohmann::ordered_json& tools);
+
+}  // namespace kvforge

@@ -1,0 +1,70 @@
+// GCC 12 reports a false -Wrestrict in std::string's operator+ ("lit" + str),
+// which grammar text is built from throughout this file.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wrestrict"
+#endif
+#include "app/structured/tool_call_gbnf.h"
+
+#include <cstdio>
+
+#include "app/structured/json_primitives_gbnf.h"
+#include "app/structured/json_schema_gbnf.h"
+#include "engine/sampling/grammar/grammar_error.h"
+
+namespace kvforge {
+namespace {
+
+std::string byte_class_except(char c) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "[^\\x%02X]", static_cast<unsigned char>(c));
+  return buf;
+}
+
+// Any text that does not begin with `trigger`: empty, a proper prefix of
+// it, or a prefix and then a character other than the trigger's next one.
+std::string text_rule(const std::string& trigger) {
+  std::string body;
+  for (size_t i = trigger.size(); i-- > 0;) {
+    const std::string after = "\"\" | " + byte_class_except(trigger[i]) + " .*";
+    body = body.empty()
+               ? after
+               : after + " | " + gbnf_literal(std::string(1, trigger[i])) + " (" + body + ")";
+  }
+  return "text ::= " + body + "\n";
+}
+
+std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& request) {
+  std::string out, alternatives;
+  for (size_t i = 0; i < request.functions.size(); ++i) {
+    const ToolFunction& f = request.functions[i];
+    const std::string args = "tool-" + std::to_string(i);
+    try {
+      out += json_schema_rules_gbnf(f.parameters, args);
+    } catch (const GrammarError& e) {
+      throw GrammarError("function '" + f.name + "' parameters: " + e.what());
+    }
+    const std::string head = "{\"name\": \"" + f.name + "\", \"" + syntax.arguments_key + "\": ";
+    out += "call-" + std::to_string(i) + " ::= " + gbnf_literal(head) + " " + args + " \"}\"\n";
+    alternatives += (i ? " | call-" : "call-") + std::to_string(i);
+  }
+  return out + "call ::= " + alternatives + "\n";
+}
+
+}  // namespace
+
+std::string tool_call_gbnf(const ToolCallSyntax& syntax, const ToolGrammarRequest& request) {
+  if (request.functions.empty()) throw GrammarError("no function to call");
+  std::string calls = "calls ::= ";
+  if (!syntax.start.empty()) calls += gbnf_literal(syntax.start) + " ";
+  calls += "call";
+  if (request.parallel && syntax.parallel)
+    calls += " (" + gbnf_literal(syntax.separator) + " call){0," +
+             std::to_string(kMaxParallelToolCalls - 1) + "}";
+  if (!syntax.end.empty()) calls += " " + gbnf_literal(syntax.end);
+  std::string out = request.text_allowed ? "root ::= calls | text\n" : "root ::= calls\n";
+  out += calls + "\n" + call_rules(syntax, request);
+  if (request.text_allowed) out += text_rule(syntax.trigger());
+  return out + json_primitives_gbnf();
+}
+
+}  // namespace kvforge

@@ -1,0 +1,57 @@
+// What the top of a parse stack allows, apart from the stack beneath it.
+//
+// A stack inside a JSON string is the string's few rules on top of whatever
+// holds the string (a property, an array item...). Which tokens it allows
+// depends on the part beneath only for tokens that run past the string's
+// end (those holding its closing quote). So the top `cut_depth` nodes are
+// rebased on a sentinel node (StackArena::cut), and one trie walk of that
+// cut stack gives (a) the tokens it accepts without leaving the cut part,
+// (b) the trie nodes where the cut part may end ("roots"). A whole stack's
+// mask is then (a) plus, under each root, the tokens the part beneath the
+// cut accepts: walks of a few small subtrees instead of the whole trie.
+//
+// The result depends only on the grammar reachable from the cut stack, so
+// it is keyed by a canonical text of that sub-grammar (state_key) and kept
+// per vocabulary, shared by every grammar that holds the same rules: the
+// JSON string, number and value rules of every schema grammar.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/sampling/grammar/grammar.h"
+#include "engine/sampling/grammar/stack_arena.h"
+
+namespace kvforge {
+
+struct StackPrefixMask {
+  std::vector<uint64_t> accepted;  // (ceil(n_vocab / 64)) tokens the cut stack accepts
+  std::vector<uint32_t> roots;     // trie node indices where the cut part may end
+};
+
+// The canonical text of the grammar reachable from cut stack `stack` down to
+// `sentinel` (or the empty stack): rules numbered in the order met, byte
+// sets spelled out. Equal texts accept the same bytes in the same way.
+std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel);
+
+// Thread-safe; keeps the `capacity` most recently added.
+class StackPrefixMaskCache {
+ public:
+  explicit StackPrefixMaskCache(size_t capacity = 1024) : capacity_(capacity) {}
+  std::shared_ptr<const StackPrefixMask> find(const std::string& key) const;
+  void add(const std::string& key, std::shared_ptr<const StackPrefixMask> mask) const;
+  size_t size() const;
+
+ private:
+  size_t capacity_;
+  mutable std::mutex mu_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const StackPrefixMask>> map_;
+  mutable std::list<std::string> order_;  // oldest first
+};
+
+}  // namespace kvforge

@@ -1,0 +1,96 @@
+#include "app/chat/tool_call_reader.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace kvforge {
+namespace tool_reader_test {
+
+struct Read {
+  std::string content;
+  std::vector<ToolCall> calls;  // rebuilt from the deltas
+  bool complete = false;
+};
+
+// Feeds `text` in pieces of `piece` bytes and rebuilds the calls from the deltas alone.
+Read read(ToolCallStyle style, const std::string& text, size_t piece) {
+  ToolCallReader reader(tool_call_syntax(style));
+  Read r;
+  auto take = [&](const ToolCallReader::Output& out) {
+    r.content += out.content;
+    for (const ToolCallDelta& d : out.calls) {
+      if (d.first) {
+        EXPECT_EQ(size_t(d.index), r.calls.size());
+        r.calls.push_back({d.name, ""});
+      }
+      r.calls.at(size_t(d.index)).arguments += d.arguments;
+    }
+  };
+  for (size_t i = 0; i < text.size(); i += piece) take(reader.feed(text.substr(i, piece)));
+  take(reader.finish());
+  r.complete = reader.complete();
+  EXPECT_EQ(reader.text(), text);
+  if (r.complete) {
+    EXPECT_EQ(reader.calls().size(), r.calls.size());
+    for (size_t i = 0; i < r.calls.size(); ++i)
+      EXPECT_EQ(reader.calls()[i].arguments, r.calls[i].arguments);
+  }
+  return r;
+}
+
+TEST(ToolCallReader, HermesCallsByteByByteAndWhole) {
+  const std::string text =
+      "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"a}\\\"{b\", "
+      "\"n\": [1, {\"x\": 2}]} }\n</tool_call>\n<tool_call>\n{\"name\": \"add\", \"arguments\": "
+      "{}}\n</tool_call>";
+  for (size_t piece : {size_t(1), size_t(3), text.size()}) {
+    const Read r = read(ToolCallStyle::kHermes, text, piece);
+    ASSERT_TRUE(r.complete) << piece;
+    EXPECT_EQ(r.content, "");
+    ASSERT_EQ(r.calls.size(), 2u);
+    EXPECT_EQ(r.calls[0].name, "get_weather");
+    EXPECT_EQ(nlohmann::json::parse(r.calls[0].arguments)["city"], "a}\"{b");
+    EXPECT_EQ(r.calls[1].name, "add");
+    EXPECT_EQ(r.calls[1].arguments, "{}");
+  }
+}
+
+TEST(ToolCallReader, GenericAndLlama3Forms) {
+  const Read g = read(ToolCallStyle::kGeneric,
+                      "{\"tool_calls\": [{\"name\": \"f\", \"arguments\": {\"a\": 1}}, "
+                      "{\"name\": \"g\", \"arguments\": {}}]}",
+                      2);
+  ASSERT_TRUE(g.complete);
+  ASSERT_EQ(g.calls.size(), 2u);
+  EXPECT_EQ(g.calls[0].arguments, "{\"a\": 1}");
+  const Read l =
+      read(ToolCallStyle::kLlama3, "{\"name\": \"f\", \"parameters\": {\"a\": \"}\"}}", 1);
+  ASSERT_TRUE(l.complete);
+  EXPECT_EQ(l.calls[0].arguments, "{\"a\": \"}\"}");
+}
+
+TEST(ToolCallReader, TextIsContentAndAPrefixOfTheTriggerIsHeldBack) {
+  const Read t = read(ToolCallStyle::kHermes, "<tool_cal but text after all", 1);
+  EXPECT_FALSE(t.complete);
+  EXPECT_EQ(t.content, "<tool_cal but text after all");
+  EXPECT_TRUE(t.calls.empty());
+  // The reply ended inside the trigger: it was text.
+  const Read p = read(ToolCallStyle::kHermes, "<tool", 1);
+  EXPECT_EQ(p.content, "<tool");
+  const Read e = read(ToolCallStyle::kGeneric, "", 1);
+  EXPECT_EQ(e.content, "");
+  EXPECT_FALSE(e.complete);
+}
+
+TEST(ToolCallReader, ACutOrMalformedCallIsNotComplete) {
+  EXPECT_FALSE(
+      read(ToolCallStyle::kHermes, "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\"", 4)
+          .complete);
+  EXPECT_FALSE(
+      read(ToolCallStyle::kHermes, "<tool_call>\n{\"nome\": \"f\"}\n</tool_call>", 4).complete);
+  EXPECT_FALSE(read(ToolCallStyle::kLlama3, "{\"name\": \"f\", \"parameters\": 3}", 1).complete);
+}
+
+}  // namespace tool_reader_test
+}  // namespace kvforge
