@@ -43,14 +43,14 @@ nlohmann::json message_object(const MessagesRequest& r, const std::string& id, i
                               const GenerationOutcome& done);
 
 // Writes the typed event stream of one message through `write`.
-class MessagesEventWriter {
+class MessagesEventWriter final : public GenerationEventWriter {
  public:
   MessagesEventWriter(const MessagesRequest& r, std::string id, int input_tokens,
                       std::function<bool(const std::string&)> write);
-  bool start();  // message_start, content_block_start, ping
-  bool delta(const std::string& text);
-  bool finish(const GenerationOutcome& done);  // content_block_stop .. message_stop
-  bool error(const ApiError& e);
+  bool start() override;  // message_start, content_block_start, ping
+  bool delta(const std::string& text) override;
+  bool finish(const GenerationOutcome& done) override;  // content_block_stop .. message_stop
+  bool error(const ApiError& e) override;
 
  private:
   const MessagesRequest& request_;

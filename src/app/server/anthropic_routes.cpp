@@ -7,25 +7,9 @@ namespace {
 
 void stream_message(std::shared_ptr<MessagesRequest> r, PreparedRequest prepared, EngineLoop& loop,
                     httplib::Response& res) {
-  EngineLoop* l = &loop;
-  send_event_stream(
-      res, std::make_shared<PreparedRequest>(std::move(prepared)), loop,
-      [r, l](PreparedRequest& p, const std::function<bool(const std::string&)>& write) {
-        MessagesEventWriter events(*r, new_message_id(), p.prompt_tokens, write);
-        if (!events.start()) {
-          l->cancel(p.stream);
-          return false;
-        }
-        try {
-          const std::optional<GenerationOutcome> done = pump_generation(
-              p, *l, [&](const std::string& d) { return events.delta(d); },
-              keep_alive_check(write));
-          return done && events.finish(*done);
-        } catch (const ApiError& e) {
-          events.error(e);  // the stream began: the error is its last event
-          return true;
-        }
-      });
+  stream_generation(res, std::move(prepared), loop, [r](PreparedRequest& p, const SseWrite& write) {
+    return std::make_unique<MessagesEventWriter>(*r, new_message_id(), p.prompt_tokens, write);
+  });
 }
 
 void answer_message(const std::shared_ptr<ApiRouteContext>& ctx, const httplib::Request& req,

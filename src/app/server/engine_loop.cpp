@@ -65,6 +65,11 @@ std::future<void> EngineLoop::run_between_steps(std::function<void()> job) {
   return done;
 }
 
+std::vector<EngineLoop::RunningRequest> EngineLoop::running() const {
+  std::lock_guard lock(running_mu_);
+  return running_;
+}
+
 std::string EngineLoop::broken() const {
   std::lock_guard lock(mu_);
   return broken_;
@@ -135,6 +140,11 @@ void EngineLoop::admit(std::deque<Pending>& pending) {
       const RequestId id =
           engine_.add_tokens(p.submission.prompt, p.submission.sampling, p.submission.options);
       active_[id] = p.stream;
+      {
+        std::lock_guard lock(running_mu_);
+        running_.push_back(
+            {id, static_cast<int>(p.submission.prompt.size()), 0, p.submission.options.n});
+      }
       p.stream->accept(id);
       metrics_.prompt_tokens.inc(static_cast<double>(p.submission.prompt.size()));
     } catch (const RequestRejected& e) {
@@ -207,16 +217,29 @@ void EngineLoop::step_engine() {
   for (TextEvent& ev : events) {
     const auto it = active_.find(ev.request);
     if (it == active_.end()) continue;
-    if (ev.token) metrics_.generation_tokens.inc();
+    if (ev.token) {
+      metrics_.generation_tokens.inc();
+      count_decoded(ev.request);
+    }
     if (ev.result) record_timings(*ev.result);
     const RequestId id = ev.request;
     if (it->second->push(std::move(ev))) finish(id);
   }
 }
 
+void EngineLoop::count_decoded(RequestId id) {
+  std::lock_guard lock(running_mu_);
+  for (RunningRequest& r : running_)
+    if (r.id == id) ++r.decoded;
+}
+
 void EngineLoop::finish(RequestId id) {
   const auto it = active_.find(id);
   if (it == active_.end()) return;
+  {
+    std::lock_guard lock(running_mu_);
+    std::erase_if(running_, [id](const RunningRequest& r) { return r.id == id; });
+  }
   it->second->close();
   active_.erase(it);
   --outstanding_;

@@ -54,6 +54,16 @@ class EngineLoop {
   void stop();
 
   size_t outstanding() const { return outstanding_.load(); }
+
+  // A request the engine runs, as GET /slots reports it (slots_route.h).
+  struct RunningRequest {
+    RequestId id = 0;
+    int prompt_tokens = 0;
+    int decoded = 0;  // tokens generated so far, over its branches
+    int branches = 1;
+  };
+  // Thread-safe snapshot, in admission order.
+  std::vector<RunningRequest> running() const;
   // Why the engine can no longer serve; empty while it can.
   std::string broken() const;
 
@@ -67,6 +77,7 @@ class EngineLoop {
   void apply_cancels(std::vector<std::shared_ptr<RequestStream>>& cancels);
   void step_engine();
   void finish(RequestId id);
+  void count_decoded(RequestId id);
   void record_timings(const BranchResult& result);
   void beat();
   void fail_all(const std::string& why);
@@ -84,6 +95,9 @@ class EngineLoop {
   bool stopping_ = false;
   std::string broken_;  // set once by the loop thread, read by submit()
   std::atomic<size_t> outstanding_{0};
+
+  mutable std::mutex running_mu_;
+  std::vector<RunningRequest> running_;  // written by the loop thread, read by running()
 
   // Loop thread only.
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> active_;

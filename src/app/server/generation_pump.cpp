@@ -86,6 +86,29 @@ void send_event_stream(
       });
 }
 
+void stream_generation(
+    httplib::Response& res, PreparedRequest prepared, EngineLoop& loop,
+    std::function<std::unique_ptr<GenerationEventWriter>(PreparedRequest&, const SseWrite&)> make) {
+  EngineLoop* l = &loop;
+  send_event_stream(res, std::make_shared<PreparedRequest>(std::move(prepared)), loop,
+                    [make, l](PreparedRequest& p, const SseWrite& write) {
+                      const std::unique_ptr<GenerationEventWriter> events = make(p, write);
+                      if (!events->start()) {
+                        l->cancel(p.stream);
+                        return false;
+                      }
+                      try {
+                        const std::optional<GenerationOutcome> done = pump_generation(
+                            p, *l, [&](const std::string& d) { return events->delta(d); },
+                            keep_alive_check(write));
+                        return done && events->finish(*done);
+                      } catch (const ApiError& e) {
+                        events->error(e);  // the stream began: the error is its last event
+                        return true;
+                      }
+                    });
+}
+
 std::function<bool()> keep_alive_check(const std::function<bool(const std::string&)>& write) {
   auto last =
       std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());

@@ -52,6 +52,23 @@ void send_event_stream(
 // second without a write tells whether the client is still there.
 std::function<bool()> keep_alive_check(const std::function<bool(const std::string&)>& write);
 
+// The typed events of one API's stream (Responses, Messages).
+class GenerationEventWriter {
+ public:
+  virtual ~GenerationEventWriter() = default;
+  virtual bool start() = 0;  // the events before the first text
+  virtual bool delta(const std::string& text) = 0;
+  virtual bool finish(const GenerationOutcome& done) = 0;  // the events after the last text
+  virtual bool error(const ApiError& e) = 0;               // a failure once the stream began
+};
+using SseWrite = std::function<bool(const std::string&)>;
+
+// send_event_stream running the request through the writer `make` builds
+// for it: start, the deltas, then finish (or error).
+void stream_generation(
+    httplib::Response& res, PreparedRequest prepared, EngineLoop& loop,
+    std::function<std::unique_ptr<GenerationEventWriter>(PreparedRequest&, const SseWrite&)> make);
+
 // "event: <type>\ndata: <json>\n\n", the typed SSE of the Responses and Messages APIs.
 std::string typed_sse_event(const std::string& type, const nlohmann::json& data);
 

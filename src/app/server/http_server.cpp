@@ -20,11 +20,13 @@
 #include "app/server/deadline_server.h"
 #include "app/server/deadline_stream.h"
 #include "app/server/embedding_routes.h"
+#include "app/server/generation_pump.h"
 #include "app/server/model_names.h"
 #include "app/server/ollama_routes.h"
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
 #include "app/server/responses_routes.h"
+#include "app/server/slots_route.h"
 
 namespace kvforge::server {
 namespace {
@@ -231,25 +233,10 @@ struct HttpServer::Impl {
                                "invalid_request_error"));
       return;
     }
-    auto state = std::make_shared<PreparedRequest>(std::move(prepared));
     CompletionService* svc = &service;
-    res.set_header("Cache-Control", "no-cache");
-    res.set_header("X-Accel-Buffering", "no");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [state, svc, &res](size_t, httplib::DataSink& sink) {
-          const bool finished = svc->stream(
-              *state, [&sink](const std::string& s) { return sink.write(s.data(), s.size()); });
-          // The 200 went out with the headers; the access log and metrics say
-          // 499 (nginx's "client closed request") for a stream the client cut.
-          if (!finished) res.status = 499;
-          sink.done();
-          return true;
-        },
-        [state, svc](bool success) {
-          // The provider never ran or the connection broke before the end.
-          if (!success && !state->stream->cancelled()) svc->loop().cancel(state->stream);
-        });
+    send_event_stream(
+        res, std::make_shared<PreparedRequest>(std::move(prepared)), service.loop(),
+        [svc](PreparedRequest& p, const SseWrite& write) { return svc->stream(p, write); });
   }
 
   void install_routes() {
@@ -332,6 +319,12 @@ struct HttpServer::Impl {
                 res.set_content(dump_json(detokenize_response(service, req.body)),
                                 "application/json");
               }));
+    http.Get("/slots", guarded([this](const httplib::Request&, httplib::Response& res) {
+               res.set_content(
+                   dump_json(slots_response(service.loop().running(), options.props.total_slots,
+                                            service.limits().max_tokens_limit)),
+                   "application/json");
+             }));
     http.Get(kProps, guarded([this](const httplib::Request&, httplib::Response& res) {
                res.set_content(dump_json(props_response(service, options.props)),
                                "application/json");

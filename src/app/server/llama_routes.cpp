@@ -89,7 +89,7 @@ nlohmann::json props_response(const CompletionService& service, const ServerProp
       {"model_alias", service.model_id()},
       {"model_path", props.model_path},
       {"modalities", {{"vision", false}, {"video", false}, {"audio", false}}},
-      {"endpoint_slots", false},
+      {"endpoint_slots", true},
       {"endpoint_props", false},
       {"endpoint_metrics", true},
       {"chat_template", service.chat_template().source()},

@@ -7,6 +7,7 @@
 //                       (a piece that is not whole UTF-8 is its bytes)
 //   POST /detokenize {"tokens": [id...]} -> {"content": string}
 //   GET  /props      -> the model, its context, slots and chat template
+//   GET  /slots      -> slots_route.h
 // Errors are in the OpenAI shape, as llama-server's are.
 #pragma once
 

@@ -48,14 +48,14 @@ nlohmann::json response_object(const ResponsesRequest& r, const ResponseIds& ids
                                const GenerationOutcome* done);
 
 // Writes the typed event stream of one response through `write`.
-class ResponsesEventWriter {
+class ResponsesEventWriter final : public GenerationEventWriter {
  public:
   ResponsesEventWriter(const ResponsesRequest& r, ResponseIds ids, std::string model,
                        int input_tokens, std::function<bool(const std::string&)> write);
-  bool start();  // created .. content_part.added
-  bool delta(const std::string& text);
-  bool finish(const GenerationOutcome& done);  // output_text.done .. completed
-  bool error(const ApiError& e);
+  bool start() override;  // created .. content_part.added
+  bool delta(const std::string& text) override;
+  bool finish(const GenerationOutcome& done) override;  // output_text.done .. completed
+  bool error(const ApiError& e) override;
 
  private:
   bool send(const std::string& type, nlohmann::json data);

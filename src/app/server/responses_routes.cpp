@@ -7,24 +7,9 @@ namespace {
 
 void stream_response(std::shared_ptr<ResponsesRequest> r, PreparedRequest prepared, ResponseIds ids,
                      std::string model, EngineLoop& loop, httplib::Response& res) {
-  EngineLoop* l = &loop;
-  send_event_stream(
-      res, std::make_shared<PreparedRequest>(std::move(prepared)), loop,
-      [r, ids, model, l](PreparedRequest& p, const std::function<bool(const std::string&)>& write) {
-        ResponsesEventWriter events(*r, ids, model, p.prompt_tokens, write);
-        if (!events.start()) {
-          l->cancel(p.stream);
-          return false;
-        }
-        try {
-          const std::optional<GenerationOutcome> done = pump_generation(
-              p, *l, [&](const std::string& d) { return events.delta(d); },
-              keep_alive_check(write));
-          return done && events.finish(*done);
-        } catch (const ApiError& e) {
-          events.error(e);  // the stream began: the error is its last event
-          return true;
-        }
+  stream_generation(
+      res, std::move(prepared), loop, [r, ids, model](PreparedRequest& p, const SseWrite& write) {
+        return std::make_unique<ResponsesEventWriter>(*r, ids, model, p.prompt_tokens, write);
       });
 }
 

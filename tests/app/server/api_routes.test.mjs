@@ -129,6 +129,31 @@ test('llama-server /tokenize, /detokenize, /props', async () => {
   assert.equal((await fetch(`${cors.base}/props`)).status, 401);
 });
 
+test('llama-server /slots: the running request while it streams, idle after', async () => {
+  const base = plain.base;
+  const idle = await (await fetch(`${base}/slots`)).json();
+  assert.equal(idle.length, 4);  // --max-seqs 4
+  assert.ok(idle.every((s, i) => s.id === i && !s.is_processing && s.id_task === -1));
+  const res = await post(base, '/v1/completions', { prompt: TEXT, max_tokens: 200, stream: true,
+                                                    temperature: 0, ignore_eos: true });
+  const reader = res.body.getReader();
+  let seen = '';
+  while ((seen.match(/data: \{/g) ?? []).length < 3) seen += new TextDecoder().decode((await reader.read()).value);
+  const busy = await (await fetch(`${base}/slots`)).json();
+  const running = busy.filter((s) => s.is_processing);
+  assert.equal(running.length, 1, JSON.stringify(busy));
+  assert.equal(running[0].id, 0);
+  assert.equal(running[0].n_ctx, 256);
+  const tokens = (await (await post(base, '/tokenize', { content: TEXT, add_special: true })).json()).tokens;
+  assert.equal(running[0].n_prompt_tokens, tokens.length);
+  assert.ok(running[0].next_token.n_decoded >= 3, JSON.stringify(running[0]));
+  while (!(await reader.read()).done);
+  const after = await (await fetch(`${base}/slots`)).json();
+  assert.ok(after.every((s) => !s.is_processing));
+  assert.equal((await (await fetch(`${base}/props`)).json()).endpoint_slots, true);
+  assert.equal((await fetch(`${cors.base}/slots`)).status, 401);
+});
+
 test('a stream the client cuts is logged 499, a finished one 200', async () => {
   const client = new OpenAI({ apiKey: 'unused', baseURL: `${plain.base}/v1`, maxRetries: 0 });
   const controller = new AbortController();
