@@ -45,6 +45,11 @@ struct SamplingParams {
   std::optional<int> max_tokens;  // unset = until EOS or the context is full
   std::vector<std::string> stop;  // output ends before the first occurrence of any of these
   bool ignore_eos = false;        // keep going after EOS (benchmarks)
+  // Context shift for this request (engine_shift.cpp): unset = the engine's
+  // EngineOptions::context_shift; n_keep unset = EngineOptions::n_keep,
+  // -1 = the whole prompt.
+  std::optional<bool> context_shift;
+  std::optional<int32_t> n_keep;
 
   // nullopt when usable; otherwise a message naming the field, the value and
   // the allowed range ("sampling: top_p must be in (0, 1], got 1.5").

@@ -49,6 +49,16 @@ void Engine::Impl::check_request(std::span<const int32_t> prompt, const Sampling
                                           std::to_string(max_n) + ")"
                                     : "[1, max_seqs = " + std::to_string(max_n) + "]";
   requests.check(prompt, params, n, lp, max_n, range);
+  if (params.context_shift.value_or(false) && !options.context_shift) {
+    EngineOptions o = options;
+    o.context_shift = true;
+    try {
+      check_context_shift(model, o, max_len,
+                          slot_kv ? options.block_size : paged->blocks.block_size());
+    } catch (const std::invalid_argument& e) {
+      throw RequestRejected(std::string("request: ") + e.what());
+    }
+  }
   if (slot_kv)
     check_static_request(prompt, params, n);
   else
@@ -65,7 +75,10 @@ std::unique_ptr<Sequence> Engine::Impl::make_sequence(RequestId id, int branch) 
   seq->tokens = r.prompt;
   seq->n_prompt = int32_t(r.prompt.size());
   // A context shift makes room: only max_tokens (if given) or the end of the text ends it.
-  const bool shifts = options.context_shift;
+  const bool shifts = r.params.context_shift.value_or(options.context_shift);
+  const std::optional<int32_t> keep = r.params.n_keep;
+  seq->shifts = shifts;
+  seq->n_keep = !keep ? options.n_keep : *keep < 0 ? seq->n_prompt : *keep;
   seq->max_len = shifts ? INT32_MAX : limits.max_len;
   seq->max_tokens = shifts && !r.params.max_tokens ? INT32_MAX : limits.max_tokens;
   seq->sampler = requests.make_sampler(id, branch);

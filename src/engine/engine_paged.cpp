@@ -180,7 +180,8 @@ void Engine::Impl::check_paged_request(std::span<const int32_t> prompt,
     limit = pool + " of " + std::to_string(blocks.block_size()) + " tokens, " +
             std::to_string(max_len) + " tokens per sequence over " +
             std::to_string(blocks.n_groups()) + " layer groups (" + context;
-  RequestTable::check_length(int64_t(prompt.size()), params, max_len, limit, options.context_shift);
+  RequestTable::check_length(int64_t(prompt.size()), params, max_len, limit,
+                             params.context_shift.value_or(options.context_shift));
 }
 
 bool Engine::Impl::argmax_only(const SchedulerOutput& plan) const {

@@ -42,15 +42,15 @@ void check_context_shift(const Model& model, const EngineOptions& o, int32_t max
 }
 
 void Engine::Impl::shift_full_sequences() {
-  if (!options.context_shift) return;
   for (const std::unique_ptr<Sequence>& s : scheduler.running())
-    if (!s->loading && s->n_pending() > 0 && s->n_computed + s->n_pending() > max_len) shift(*s);
+    if (s->shifts && !s->loading && s->n_pending() > 0 && s->n_computed + s->n_pending() > max_len)
+      shift(*s);
 }
 
 void Engine::Impl::shift(Sequence& seq) {
   const int32_t bs = paged ? paged->blocks.block_size() : options.block_size;
   const int32_t held = (seq.n_computed + bs - 1) / bs;
-  const int32_t keep = std::min((options.n_keep + bs - 1) / bs, held / 2);
+  const int32_t keep = std::min((seq.n_keep + bs - 1) / bs, held / 2);
   const int32_t drop = std::max(1, (held - keep) / 2);
   if (paged)
     shift_blocks(seq, keep, drop);

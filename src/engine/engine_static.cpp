@@ -71,7 +71,7 @@ void Engine::Impl::check_static_request(std::span<const int32_t> prompt,
                              "the static slot capacity of " + std::to_string(c.capacity()) +
                                  " tokens (max_prompt_len " + std::to_string(c.max_prompt_len) +
                                  " + min_response_len " + std::to_string(c.min_response_len) + ")",
-                             options.context_shift);
+                             params.context_shift.value_or(options.context_shift));
 }
 
 // Decodes, then the slots whose prefix loads landed are filled, then

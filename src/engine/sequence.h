@@ -33,6 +33,8 @@ struct Sequence {
   int32_t n_computed = 0;  // leading tokens whose K/V is in the pool
   int32_t max_tokens = 0;  // generated tokens allowed
   int32_t max_len = 0;     // total tokens allowed (context / pool)
+  bool shifts = false;     // a context shift makes room at the context's end
+  int32_t n_keep = 1;      // tokens a context shift keeps (rounded up to whole blocks)
   int32_t n_dropped = 0;   // tokens a context shift removed from `tokens`
   int pending_forks = 0;   // branches to fork off when the prompt is computed
   bool loading = false;    // waiting for a lower tier to restore its prefix blocks

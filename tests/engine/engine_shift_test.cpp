@@ -140,6 +140,40 @@ TEST_F(EngineShiftTest, AShiftedSlotIsReusedOnlyUpToItsKeptHead) {
   EXPECT_LE(reused, 16) << "the slot offered positions a shift had moved";
 }
 
+// A request asks for a shift on an engine started without one, with its own n_keep.
+TEST_F(EngineShiftTest, ARequestAsksForAShiftWithItsOwnKeep) {
+  const std::vector<int32_t> prompt = testing::make_prompt(20, 7);
+  ThreadPool pool(1);
+  EngineRecorder rec, rec_all;
+  EngineOptions plain = shifting();
+  plain.context_shift = false;
+  Engine e(*model_, pool, rec.hook(plain));
+  SamplingParams p = testing::greedy(200);
+  p.context_shift = true;
+  p.n_keep = -1;  // the whole prompt: 20 tokens, two blocks kept
+  const RequestId id = e.add_request(prompt, p);
+  while (e.has_unfinished()) rec.record(e.step());
+  EXPECT_EQ(rec.at(id, 0).tokens.size(), 200u);
+  // The engine started with the shift and n_keep 32 gives the same tokens.
+  EngineOptions keep32 = shifting();
+  keep32.n_keep = 32;
+  Engine all(*model_, pool, rec_all.hook(keep32));
+  EXPECT_EQ(run(all, rec_all, prompt, 200).tokens, rec.at(id, 0).tokens);
+  EXPECT_EQ(e.stats().context_shifts, all.stats().context_shifts);
+  // Without the request's flag the context bounds it; a disk-tier engine refuses the flag.
+  EXPECT_THROW(e.add_request(prompt, testing::greedy(200)), RequestRejected);
+  EngineOptions disk = plain;
+  disk.kv_disk_dir = ::testing::TempDir() + "kvforge-shift-request";
+  disk.on_warning = [](const std::string&) {};
+  Engine tiered(*model_, pool, disk);
+  try {
+    tiered.add_request(prompt, p);
+    FAIL() << "a request shifted over the disk tier";
+  } catch (const RequestRejected& err) {
+    EXPECT_NE(std::string(err.what()).find("the KV disk tier"), std::string::npos) << err.what();
+  }
+}
+
 TEST_F(EngineShiftTest, RefusesWhatCannotShiftByName) {
   ThreadPool pool(1);
   EngineOptions o = shifting();

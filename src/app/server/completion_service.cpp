@@ -210,12 +210,13 @@ void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
   // Until EOS or the context is full; with serve --context-shift too, which
   // shifts only for a reply that asks for more (a reply without a bound on a
   // model that never stops would run forever).
+  const bool shifts = r.sampling.context_shift.value_or(limits_.context_shift);
   if (!r.sampling.max_tokens) {
-    if (limits_.context_shift) r.sampling.max_tokens = room;
+    if (shifts) r.sampling.max_tokens = room;
     return;
   }
-  // serve --context-shift: the engine makes room as the reply goes.
-  if (*r.sampling.max_tokens <= room || limits_.context_shift) return;
+  // A context shift: the engine makes room as the reply goes.
+  if (*r.sampling.max_tokens <= room || shifts) return;
   if (!r.max_tokens_explicit) {
     r.sampling.max_tokens = room;  // an endpoint default shrinks to fit
     return;

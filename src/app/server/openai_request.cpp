@@ -150,8 +150,14 @@ void parse_common(const ordered_json& body, const RequestLimits& limits, CommonR
   SamplingParams& s = r.sampling;
   s.penalty_last_n = -1;  // OpenAI's penalties count every generated token
   const std::string ctx_reason = " (the context size)";
-  const int max_tokens_limit =
-      limits.context_shift ? std::numeric_limits<int>::max() : limits.max_tokens_limit;
+  // A context shift (serve --context-shift, or this request's "context_shift")
+  // lets the reply run past the context; "n_keep" as llama-server's.
+  s.context_shift = bool_field(body, "context_shift");
+  if (auto v = int_field(body, "n_keep", -1, std::numeric_limits<int32_t>::max()))
+    s.n_keep = static_cast<int32_t>(*v);
+  const int max_tokens_limit = s.context_shift.value_or(limits.context_shift)
+                                   ? std::numeric_limits<int>::max()
+                                   : limits.max_tokens_limit;
   std::optional<int64_t> max_tokens =
       int_field(body, max_tokens_name, 1, max_tokens_limit, ctx_reason);
   if (!max_tokens && std::string(max_tokens_name) != "max_tokens")

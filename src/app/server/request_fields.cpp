@@ -31,6 +31,8 @@ constexpr std::string_view kCommonFields[] = {
     "grammar",
     "json_schema",
     "ignore_eos",
+    "context_shift",
+    "n_keep",
     "best_of",
     "echo",
     "suffix",

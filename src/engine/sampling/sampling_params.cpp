@@ -36,6 +36,7 @@ std::optional<std::string> SamplingParams::validate() const {
   if (penalty_last_n < -1)
     return error("penalty_last_n", ">= -1 (-1 = whole context, 0 = off)", penalty_last_n);
   if (max_tokens && *max_tokens < 1) return error("max_tokens", ">= 1 when set", *max_tokens);
+  if (n_keep && *n_keep < -1) return error("n_keep", ">= -1 (-1 = the whole prompt)", *n_keep);
   if (stop.size() > kMaxStopStrings)
     return "sampling: at most " + std::to_string(kMaxStopStrings) + " stop strings, got " +
            std::to_string(stop.size());

@@ -99,11 +99,12 @@ test('streamed: the usage chunk reports the trim', async () => {
   assert.ok(usage.truncated_messages >= 2, JSON.stringify(usage));
 });
 
-test('serve --context-shift: a reply runs past the context with the tokens of run', async () => {
+test('serve --context-shift (or a request\'s context_shift): a reply runs past the context with the tokens of run', async () => {
   const prompt = 'In the beginning';
   const body = { prompt, max_tokens: 600, temperature: 0, ignore_eos: true };
-  const completions = (server) => fetch(`http://127.0.0.1:${server.port}/v1/completions`, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const completions = (server, extra = {}) => fetch(`http://127.0.0.1:${server.port}/v1/completions`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ ...body, ...extra }) });
   const refused = await completions(plain);
   assert.equal(refused.status, 400, 'without --context-shift, max_tokens is bounded by the context');
   const res = await completions(shifting);
@@ -123,6 +124,10 @@ test('serve --context-shift: a reply runs past the context with the tokens of ru
                            temperature: 0, ignore_eos: true }) })).json();
   assert.equal(unbounded.choices[0].finish_reason, 'length');
   assert.equal(unbounded.usage.prompt_tokens + unbounded.usage.completion_tokens, 256);
+  // Per request: "context_shift" on a server started without the flag gives the same text.
+  const asked = await completions(plain, { context_shift: true });
+  assert.equal(asked.status, 200, await asked.clone().text());
+  assert.equal((await asked.json()).choices[0].text, reply.choices[0].text);
   const metrics = await (await fetch(`http://127.0.0.1:${shifting.port}/metrics`)).text();
   const shifts = Number(/^kvforge_context_shifts_total (\S+)$/m.exec(metrics)[1]);
   assert.ok(shifts >= 3, `kvforge_context_shifts_total ${shifts}`);
