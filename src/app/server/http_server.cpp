@@ -252,20 +252,15 @@ struct HttpServer::Impl {
   // Wraps an API handler: checks the key, and answers its errors in the OpenAI shape.
   template <typename Handler>
   httplib::Server::Handler guarded(Handler handler) {
-    return [this, handler](const httplib::Request& req, httplib::Response& res) {
-      try {
-        if (!authorized(req))
-          throw ApiError(401, "invalid or missing API key (send 'Authorization: Bearer <key>')",
-                         "invalid_request_error", std::nullopt, "invalid_api_key");
-        handler(req, res);
-      } catch (const ApiError& e) {
-        // 499: the client left while its request was prepared (waiting, or rendering).
-        if (e.status() == 499 && !stopping.load()) metrics.client_disconnects.inc();
-        send_error(res, e);
-      } catch (const std::exception& e) {
-        send_error(res, ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
-      }
-    };
+    return guard_api_route([this](const httplib::Request& req) { return authorized(req); },
+                           [this](const ApiError& e) {
+                             // 499: the client left while its request was prepared
+                             // (waiting, or rendering).
+                             if (e.status() == 499 && !stopping.load())
+                               metrics.client_disconnects.inc();
+                             return e.to_json();
+                           },
+                           handler);
   }
 
   void install_api_routes() {

@@ -15,4 +15,15 @@ void importance_weights(const float* x, int n, float* w) {
   for (int i = 0; i < n; ++i) w[i] = rms + std::fabs(x[i]);
 }
 
+float largest_magnitude(const float* x, int n) {
+  float amax = 0, max = 0;
+  for (int i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      max = x[i];
+    }
+  }
+  return max;
+}
+
 }  // namespace kvforge

@@ -9,4 +9,8 @@ namespace kvforge {
 // x, w: n values.
 void importance_weights(const float* x, int n, float* w);
 
+// The value of largest magnitude among x's n, sign kept (the first of
+// equals; 0 for none): where the searches anchor a sub-block's scale.
+float largest_magnitude(const float* x, int n);
+
 }  // namespace kvforge

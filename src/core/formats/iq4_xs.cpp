@@ -50,13 +50,7 @@ void assign(const float* x, const float* w, float scale, uint8_t* idx, float& su
 // scale is sum w x c / sum w c^2 and the weighted error falls by
 // (sum w x c)^2 / sum w c^2, so that is the score maximised.
 float fit_sub_block(const float* x, const float* w) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < kSubElems; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
+  const float max = largest_magnitude(x, kSubElems), amax = std::fabs(max);
   if (amax < 1e-30f) return 0.0f;
   uint8_t idx[kSubElems];
   float best_scale = 0, best_score = -1;

@@ -44,13 +44,7 @@ float encode_sub_block(const float* x, const float* w, float step, int8_t* l) {
 // (step = sum w x l / sum w l^2) and re-rounded until it no longer changes.
 // The step with the lowest weighted error is kept.
 float fit_sub_block(const float* x, const float* w) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < kSubElems; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
+  const float max = largest_magnitude(x, kSubElems), amax = std::fabs(max);
   if (amax < 1e-30f) return 0.0f;
   float best_step = 0, best_err = INFINITY;
   int8_t l[kSubElems];

@@ -6,6 +6,7 @@
 
 #include "core/formats/block_rows.h"
 #include "core/formats/f16.h"
+#include "core/formats/importance_weights.h"
 #include "core/formats/quantize_checks.h"
 
 namespace kvforge {
@@ -19,13 +20,7 @@ constexpr int kLevels = 32;  // quants q - 32 in [-32, 31]
 // tries steps around max/-32 (the largest-magnitude value lands on the extra
 // level -32) and keeps the assignment with the lowest squared error.
 float fit_sub_block(const float* x) {
-  float amax = 0, max = 0;
-  for (int i = 0; i < kSubElems; ++i) {
-    if (std::fabs(x[i]) > amax) {
-      amax = std::fabs(x[i]);
-      max = x[i];
-    }
-  }
+  const float max = largest_magnitude(x, kSubElems), amax = std::fabs(max);
   if (amax < 1e-30f) return 0.0f;
   float best_scale = 0, best_score = -1;
   for (int step = -9; step <= 9; ++step) {

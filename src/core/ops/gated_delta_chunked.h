@@ -44,18 +44,14 @@ struct GatedDeltaChunkScratch {
 
 // state [d][d] (row i: value dimension i); q, k, v, out: [n_tokens][d];
 // decay_log, beta: [n_tokens]. Advances the state over the tokens.
-void gated_delta_rule_chunked(float* state, const float* q, const float* k, const float* v,
-                              const float* decay_log, const float* beta, int n_tokens, int d,
-                              float* out, GatedDeltaChunkScratch& scratch);
+using GatedDeltaChunkedFn = void(float* state, const float* q, const float* k, const float* v,
+                                 const float* decay_log, const float* beta, int n_tokens, int d,
+                                 float* out, GatedDeltaChunkScratch& scratch);
+// The best level this machine runs.
+GatedDeltaChunkedFn gated_delta_rule_chunked;
 // The levels (tests and benchmarks compare them).
-void gated_delta_rule_chunked_scalar(float* state, const float* q, const float* k, const float* v,
-                                     const float* decay_log, const float* beta, int n_tokens, int d,
-                                     float* out, GatedDeltaChunkScratch& scratch);
-void gated_delta_rule_chunked_avx2(float* state, const float* q, const float* k, const float* v,
-                                   const float* decay_log, const float* beta, int n_tokens, int d,
-                                   float* out, GatedDeltaChunkScratch& scratch);
-void gated_delta_rule_chunked_avx512(float* state, const float* q, const float* k, const float* v,
-                                     const float* decay_log, const float* beta, int n_tokens, int d,
-                                     float* out, GatedDeltaChunkScratch& scratch);
+GatedDeltaChunkedFn gated_delta_rule_chunked_scalar;
+GatedDeltaChunkedFn gated_delta_rule_chunked_avx2;
+GatedDeltaChunkedFn gated_delta_rule_chunked_avx512;
 
 }  // namespace kvforge

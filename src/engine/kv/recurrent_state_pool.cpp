@@ -6,21 +6,19 @@
 
 namespace kvforge {
 
-RecurrentLayers::RecurrentLayers(const ModelConfig& config) : index(size_t(config.n_layer), -1) {
+RecurrentLayers::RecurrentLayers(const ModelConfig& config)
+    : shape(config.linear), index(size_t(config.n_layer), -1) {
   for (int l = 0; l < config.n_layer; ++l)
     if (config.recurrent(l)) index[size_t(l)] = count++;
 }
 
 RecurrentStatePool::RecurrentStatePool(const ModelConfig& config, int32_t n_slots)
-    : shape_(config.linear) {
-  const RecurrentLayers layers(config);
-  recurrent_index_ = layers.index;
-  n_recurrent_ = layers.count;
-  if (n_recurrent_ == 0 || n_slots <= 0) return;
+    : layers_(config) {
+  if (layers_.count == 0 || n_slots <= 0) return;
   n_slots_ = n_slots;
-  bytes_per_slot_ = size_t(n_recurrent_) * shape_.state_floats() * sizeof(float);
-  data_.assign(size_t(n_slots) * size_t(n_recurrent_) * shape_.state_floats(), 0.0f);
-  n_past_.assign(size_t(n_slots) * size_t(n_recurrent_), 0);
+  bytes_per_slot_ = size_t(layers_.count) * layers_.shape.state_floats() * sizeof(float);
+  data_.assign(size_t(n_slots) * size_t(layers_.count) * layers_.shape.state_floats(), 0.0f);
+  n_past_.assign(size_t(n_slots) * size_t(layers_.count), 0);
   for (int32_t s = n_slots - 1; s >= 0; --s) free_.push_back(s);
 }
 
@@ -30,7 +28,7 @@ int32_t RecurrentStatePool::allocate() {
                             " slots are in use");
   const int32_t slot = free_.back();
   free_.pop_back();
-  std::fill_n(n_past_.begin() + ptrdiff_t(slot) * n_recurrent_, n_recurrent_, 0);
+  std::fill_n(n_past_.begin() + ptrdiff_t(slot) * layers_.count, layers_.count, 0);
   return slot;
 }
 
@@ -42,28 +40,28 @@ void RecurrentStatePool::release(int32_t slot) {
 }
 
 void RecurrentStatePool::copy(int32_t from, int32_t to) {
-  const size_t floats = size_t(n_recurrent_) * shape_.state_floats();
+  const size_t floats = size_t(layers_.count) * layers_.shape.state_floats();
   for (int32_t s : {from, to})
     if (s < 0 || s >= n_slots_)
       throw std::out_of_range("recurrent state pool: slot " + std::to_string(s) + " out of range");
   std::copy_n(data_.begin() + ptrdiff_t(size_t(from) * floats), floats,
               data_.begin() + ptrdiff_t(size_t(to) * floats));
-  std::copy_n(n_past_.begin() + ptrdiff_t(from) * n_recurrent_, n_recurrent_,
-              n_past_.begin() + ptrdiff_t(to) * n_recurrent_);
+  std::copy_n(n_past_.begin() + ptrdiff_t(from) * layers_.count, layers_.count,
+              n_past_.begin() + ptrdiff_t(to) * layers_.count);
 }
 
 size_t RecurrentStatePool::record(int layer, int32_t slot) const {
-  if (layer < 0 || size_t(layer) >= recurrent_index_.size() ||
-      recurrent_index_[size_t(layer)] < 0 || slot < 0 || slot >= n_slots_)
+  if (layer < 0 || size_t(layer) >= layers_.index.size() || layers_.index[size_t(layer)] < 0 ||
+      slot < 0 || slot >= n_slots_)
     throw std::out_of_range("recurrent state pool: layer " + std::to_string(layer) + ", slot " +
                             std::to_string(slot) + " holds no recurrent state");
-  return size_t(slot) * size_t(n_recurrent_) + size_t(recurrent_index_[size_t(layer)]);
+  return size_t(slot) * size_t(layers_.count) + size_t(layers_.index[size_t(layer)]);
 }
 
 RecurrentState RecurrentStatePool::state(int layer, int32_t slot) {
   const size_t r = record(layer, slot);
-  float* base = data_.data() + r * shape_.state_floats();
-  return {base, base + shape_.conv_floats(), n_past_.data() + r};
+  float* base = data_.data() + r * layers_.shape.state_floats();
+  return {base, base + layers_.shape.conv_floats(), n_past_.data() + r};
 }
 
 }  // namespace kvforge

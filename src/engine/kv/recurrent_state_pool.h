@@ -22,8 +22,10 @@
 namespace kvforge {
 
 // Each layer's index among the recurrent layers ([n_layer], -1 for the
-// others), and how many there are: where a layer's record sits in a slot.
+// others), how many there are and the shape of their states: where a
+// layer's record sits in a slot, and how large it is.
 struct RecurrentLayers {
+  LinearAttentionConfig shape;
   std::vector<int32_t> index;
   int32_t count = 0;
   explicit RecurrentLayers(const ModelConfig& config);
@@ -54,9 +56,7 @@ class RecurrentStatePool {
  private:
   size_t record(int layer, int32_t slot) const;  // index into n_past_
 
-  LinearAttentionConfig shape_;
-  std::vector<int32_t> recurrent_index_;  // [n_layer] index among recurrent layers, or -1
-  int32_t n_recurrent_ = 0;
+  RecurrentLayers layers_;  // which layers hold a state, and its shape
   int32_t n_slots_ = 0;
   size_t bytes_per_slot_ = 0;
   std::vector<float> data_;

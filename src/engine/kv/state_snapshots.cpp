@@ -6,14 +6,10 @@
 
 namespace kvforge {
 
-StateSnapshots::StateSnapshots(const ModelConfig& config, int32_t n_entries)
-    : shape_(config.linear) {
-  const RecurrentLayers layers(config);
-  recurrent_index_ = layers.index;
-  n_recurrent_ = layers.count;
-  if (n_recurrent_ == 0 || n_entries <= 0) return;
+StateSnapshots::StateSnapshots(const ModelConfig& config, int32_t n_entries) : layers_(config) {
+  if (layers_.count == 0 || n_entries <= 0) return;
   entries_.resize(size_t(n_entries));
-  data_.assign(size_t(n_entries) * size_t(n_recurrent_) * shape_.state_floats(), 0.0f);
+  data_.assign(size_t(n_entries) * size_t(layers_.count) * layers_.shape.state_floats(), 0.0f);
 }
 
 StateSnapshots::Hit StateSnapshots::longest(std::span<const int32_t> tokens,
@@ -64,18 +60,18 @@ void StateSnapshots::drop(int32_t entry) {
 }
 
 float* StateSnapshots::record(int layer, int32_t entry) {
-  if (layer < 0 || size_t(layer) >= recurrent_index_.size() ||
-      recurrent_index_[size_t(layer)] < 0 || entry < 0 || size_t(entry) >= entries_.size())
+  if (layer < 0 || size_t(layer) >= layers_.index.size() || layers_.index[size_t(layer)] < 0 ||
+      entry < 0 || size_t(entry) >= entries_.size())
     throw std::out_of_range("state snapshots: layer " + std::to_string(layer) + ", entry " +
                             std::to_string(entry) + " holds no recurrent state");
-  const size_t r = size_t(entry) * size_t(n_recurrent_) + size_t(recurrent_index_[size_t(layer)]);
-  return data_.data() + r * shape_.state_floats();
+  const size_t r = size_t(entry) * size_t(layers_.count) + size_t(layers_.index[size_t(layer)]);
+  return data_.data() + r * layers_.shape.state_floats();
 }
 
 void StateSnapshots::target(int layer, int32_t entry, RecurrentState& into) {
   float* base = record(layer, entry);
   into.snap_conv = base;
-  into.snap_matrix = base + shape_.conv_floats();
+  into.snap_matrix = base + layers_.shape.conv_floats();
   into.snapshot_at = int32_t(entries_[size_t(entry)].tokens.size());
 }
 
@@ -85,12 +81,12 @@ void StateSnapshots::restore(int32_t entry, RecurrentStatePool& pool, int32_t sl
     throw std::logic_error("state snapshots: entry " + std::to_string(entry) +
                            " restored before it was finished");
   x.last_use = ++clock_;
-  for (size_t l = 0; l < recurrent_index_.size(); ++l) {
-    if (recurrent_index_[l] < 0) continue;
+  for (size_t l = 0; l < layers_.index.size(); ++l) {
+    if (layers_.index[l] < 0) continue;
     const RecurrentState st = pool.state(int(l), slot);
     const float* src = record(int(l), entry);
-    std::copy_n(src, shape_.conv_floats(), st.conv);
-    std::copy_n(src + shape_.conv_floats(), shape_.matrix_floats(), st.matrix);
+    std::copy_n(src, layers_.shape.conv_floats(), st.conv);
+    std::copy_n(src + layers_.shape.conv_floats(), layers_.shape.matrix_floats(), st.matrix);
     *st.n_past = int32_t(x.tokens.size());
   }
 }

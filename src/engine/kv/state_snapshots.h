@@ -61,9 +61,7 @@ class StateSnapshots {
   };
   float* record(int layer, int32_t entry);
 
-  LinearAttentionConfig shape_;
-  std::vector<int32_t> recurrent_index_;  // [n_layer] index among recurrent layers, or -1
-  int32_t n_recurrent_ = 0;
+  RecurrentLayers layers_;  // which layers hold a state, and its shape
   std::vector<float> data_;
   std::vector<Entry> entries_;
   uint64_t clock_ = 0;
