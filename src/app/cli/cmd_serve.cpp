@@ -231,6 +231,22 @@ void serve(const ServeFlags& f) {
   if (const std::string why = loop.broken(); !why.empty()) throw std::runtime_error(why);
 }
 
+// Conversations and replies longer than the context.
+void declare_long_conversation_flags(CLI::App& sub, ServeFlags& f) {
+  sub.add_flag("--context-shift", f.engine.options.context_shift,
+               "a reply that reaches the end of the context keeps the first --keep tokens, "
+               "drops the older half of the rest and goes on (per request: \"context_shift\"); "
+               "a request's max_tokens may exceed the context (without one, a reply still "
+               "ends there)");
+  sub.add_option("--keep", f.engine.options.n_keep,
+                 "tokens of each prompt a context shift keeps (whole KV blocks)")
+      ->check(at_least(0))
+      ->capture_default_str();
+  sub.add_flag("--truncate", f.truncate,
+               "a chat conversation longer than the context drops its oldest turns (never the "
+               "system message) instead of a 400, as a request's \"truncation\": \"auto\"");
+}
+
 void declare_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--host", f.http.host, "address to listen on")->capture_default_str();
   sub.add_option("--port", f.http.port, "port; 0 = any free port")
@@ -283,17 +299,7 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->capture_default_str();
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
-  sub.add_flag("--context-shift", f.engine.options.context_shift,
-               "a reply that reaches the end of the context keeps the first --keep tokens, "
-               "drops the older half of the rest and goes on (paged engine): a request's "
-               "max_tokens may exceed the context (without one, a reply still ends there)");
-  sub.add_option("--keep", f.engine.options.n_keep,
-                 "tokens of each prompt a context shift keeps (whole KV blocks)")
-      ->check(at_least(0))
-      ->capture_default_str();
-  sub.add_flag("--truncate", f.truncate,
-               "a chat conversation longer than the context drops its oldest turns (never the "
-               "system message) instead of a 400, as a request's \"truncation\": \"auto\"");
+  declare_long_conversation_flags(sub, f);
   f.static_mode.add_to(sub);
 }
 
