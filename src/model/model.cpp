@@ -36,18 +36,22 @@ Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
   for (int l = 0; l < c.n_layer; ++l) layer_rope_[size_t(l)] = own_swa_rope && c.window(l) ? 1 : 0;
 }
 
-std::unique_ptr<Model> Model::load(const std::filesystem::path& path, Communicator* comm) {
-  return from_file(gguf::GgufFile::open(path), comm);
+std::unique_ptr<Model> Model::load(const std::filesystem::path& path, Communicator* comm,
+                                   const Progress& progress) {
+  return from_file(gguf::GgufFile::open(path), comm, progress);
 }
 
-std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, Communicator* comm) {
+std::unique_ptr<Model> Model::from_file(gguf::GgufFile file, Communicator* comm,
+                                        const Progress& progress) {
   ModelConfig config = ModelConfig::from_gguf(file);
   // The weight views point into the mapping, which moving GgufFile keeps in place.
   ModelWeights weights = comm ? ModelWeights::from_gguf(file, config, comm->rank(), comm->size())
                               : ModelWeights::from_gguf(file, config);
   // The file's pages of the matrices copied are dropped from resident memory
   // (small F16: ~200 MB that would otherwise be counted twice).
-  weights.regroup_for_kernels([&](std::span<const uint8_t> src) { file.release_pages(src); });
+  weights.regroup_for_kernels([&](std::span<const uint8_t> src) { file.release_pages(src); },
+                              progress);
+  if (progress) progress(1.0);
   return std::unique_ptr<Model>(new Model(std::move(file), std::move(config), std::move(weights)));
 }
 

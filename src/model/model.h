@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -23,9 +24,13 @@ class Model {
   // parallel run (model/tensor_split.h): only its rank and size are read,
   // the model does not keep it; forward() is then given it to exchange
   // partial results. Without: all of it.
+  // `progress`, when given, hears the fraction of the load done (0..1), from
+  // the loading thread, as the weights are regrouped for the kernels.
+  using Progress = std::function<void(double fraction)>;
   static std::unique_ptr<Model> load(const std::filesystem::path& path,
-                                     Communicator* comm = nullptr);
-  static std::unique_ptr<Model> from_file(gguf::GgufFile file, Communicator* comm = nullptr);
+                                     Communicator* comm = nullptr, const Progress& progress = {});
+  static std::unique_ptr<Model> from_file(gguf::GgufFile file, Communicator* comm = nullptr,
+                                          const Progress& progress = {});
 
   const gguf::GgufFile& file() const { return file_; }
   // The whole model's hyperparameters, as in the file.

@@ -375,7 +375,8 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
 }  // namespace
 
 size_t ModelWeights::regroup_for_kernels(
-    const std::function<void(std::span<const uint8_t>)>& copied) {
+    const std::function<void(std::span<const uint8_t>)>& copied,
+    const std::function<void(double)>& progress) {
   if (!regrouping_preferred()) return 0;
   const int64_t n = split.n_ranks;
   std::vector<std::pair<WeightView*, int64_t>> matrices = regroupable(*this);
@@ -415,6 +416,7 @@ size_t ModelWeights::regroup_for_kernels(
     v->data = block + at;
     v->layout = layout;
     at += (bytes_of(v) + 63) & ~size_t(63);
+    if (progress) progress(double(at) / double(total));
   }
   bool copies_read = false;
   for (const LayerWeights& l : layers)

@@ -93,7 +93,9 @@ struct ModelWeights {
   // the bytes copied. A share of a matrix takes the layout the whole matrix
   // would (throws std::invalid_argument when its rows cannot), so that every
   // rank count computes each output row the same way.
-  size_t regroup_for_kernels(const std::function<void(std::span<const uint8_t>)>& copied = {});
+  // `progress` hears the fraction of the bytes copied so far after each matrix.
+  size_t regroup_for_kernels(const std::function<void(std::span<const uint8_t>)>& copied = {},
+                             const std::function<void(double)>& progress = {});
 };
 
 }  // namespace kvforge

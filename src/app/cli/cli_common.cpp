@@ -195,7 +195,8 @@ LoadedModel load_model(const std::string& model_flag, Communicator* comm) {
   const uintmax_t bytes = std::filesystem::file_size(path, size_error);
   const std::string what =
       path.filename().string() + (size_error ? "" : " (" + human_bytes(double(bytes)) + ")");
-  with_load_progress(what, 1.0, [&] { model = Model::load(path, comm); });
+  with_load_progress(what, 1.0,
+                     [&](const LoadReport& report) { model = Model::load(path, comm, report); });
   Tokenizer tokenizer = Tokenizer::from_gguf(model->file());
   check_tokenizer_fits(tokenizer, *model);
   return {std::move(path), std::move(model), std::move(tokenizer)};

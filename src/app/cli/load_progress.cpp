@@ -1,5 +1,6 @@
 #include "app/cli/load_progress.h"
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -16,6 +17,7 @@ class LoadWatcher {
   LoadWatcher(std::string what, double after) : what_(std::move(what)), after_(after) {
     thread_ = std::thread([this] { watch(); });
   }
+  void report(double fraction) { fraction_.store(fraction, std::memory_order_relaxed); }
   ~LoadWatcher() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -34,7 +36,12 @@ class LoadWatcher {
     if (cv_.wait_for(lock, std::chrono::duration<double>(after_), [this] { return done_; })) return;
     ProgressLine line(0.0);
     while (!done_) {
-      line.update("loading %s... %.0f s", what_.c_str(), seconds_since(start));
+      const double fraction = fraction_.load(std::memory_order_relaxed);
+      if (fraction >= 0)
+        line.update("loading %s... %3.0f %% (%.0f s)", what_.c_str(), 100.0 * fraction,
+                    seconds_since(start));
+      else
+        line.update("loading %s... %.0f s", what_.c_str(), seconds_since(start));
       cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; });
     }
     line.update("loaded %s in %.1f s", what_.c_str(), seconds_since(start));
@@ -49,15 +56,16 @@ class LoadWatcher {
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;
+  std::atomic<double> fraction_{-1.0};  // what the load reported; < 0: nothing yet
   std::thread thread_;
 };
 
 }  // namespace
 
 void with_load_progress(const std::string& what, double after_seconds,
-                        const std::function<void()>& load) {
+                        const std::function<void(const LoadReport&)>& load) {
   LoadWatcher watcher(what, after_seconds);
-  load();
+  load([&watcher](double fraction) { watcher.report(fraction); });
 }
 
 }  // namespace kvforge::cli
