@@ -72,7 +72,7 @@ struct ModelShape {
   // Named shapes of published models: llama-7b, llama-2-7b, llama-2-13b,
   // llama-2-70b, llama-3-8b, llama-3-70b, tinyllama-1.1b, llama-3.1-8b,
   // qwen3-8b, gemma-2-2b, gemma-3-4b, phi-3-mini, qwen3-30b-a3b, gpt-oss-20b (its
-  // biases and sinks, under 0.01% of it, are not counted). nullopt for unknown names
+  // bias vectors and sinks are not counted: vectors, not matrices). nullopt for unknown names
   // (the CLI resolves its random-model presets to a shape itself). (Gemma's four norm
   // vectors per layer count as two: too few parameters to matter.)
   static std::optional<ModelShape> preset(const std::string& name);
