@@ -87,6 +87,13 @@ function chatLines() {
   return server.log().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l))
     .filter((l) => l.path === '/v1/chat/completions' && l.status === 200);
 }
+// The access-log line is written after the stream's last byte, so the page can show a finished
+// reply before the server has logged it: wait until `n` chat lines are there.
+async function chatLinesAfter(n, ms = 10000) {
+  const end = Date.now() + ms;
+  while (chatLines().length < n && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  return chatLines();
+}
 
 before(async () => {
   if (!CHROMIUM) return;
@@ -133,7 +140,7 @@ test('the page streams replies, keeps the conversation, shows tok/s and KV', { s
   assert.ok(!second.error && second.text.length > 0, JSON.stringify(second));
   // The second request carried the first exchange: a longer prompt than the first's prompt and
   // reply together (the refused turn left nothing behind).
-  const lines = chatLines();
+  const lines = await chatLinesAfter(2);
   assert.equal(lines.length, 2, server.log());
   assert.ok(lines[1].prompt_tokens > lines[0].prompt_tokens + lines[0].completion_tokens - 2,
             JSON.stringify(lines));
@@ -146,7 +153,7 @@ test('the page streams replies, keeps the conversation, shows tok/s and KV', { s
   await page(`document.getElementById('reset').click(); true`);
   const fresh = await say('Who made the heaven?');
   assert.ok(!fresh.error);
-  assert.equal(chatLines()[2].prompt_tokens, lines[0].prompt_tokens);
+  assert.equal((await chatLinesAfter(3))[2].prompt_tokens, lines[0].prompt_tokens);
 });
 
 test('the page sends its temperature and system prompt', { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
@@ -165,7 +172,7 @@ test('the page sends its temperature and system prompt', { skip: !CHROMIUM && 'c
   assert.deepEqual(body.messages[0], { role: 'system', content: 'Answer as the scribe.' });
   assert.equal(body.messages[1].content, 'Who made the heaven?');
   // The system prompt reached the model: a longer prompt than the same question without it.
-  const lines = chatLines();
+  const lines = await chatLinesAfter(before + 1);
   assert.equal(lines.length, before + 1);
   assert.ok(lines[before].prompt_tokens > lines[0].prompt_tokens, JSON.stringify(lines));
   await page(`document.getElementById('system').value = '';
