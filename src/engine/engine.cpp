@@ -133,10 +133,6 @@ Engine::~Engine() = default;
 RequestId Engine::add_request(std::span<const int32_t> prompt, const SamplingParams& params, int n,
                               LogprobOptions logprobs) {
   Impl& m = *impl_;
-  // The step messages carry no grammar, so followers would sample unconstrained.
-  if (m.leader && params.grammar)
-    throw RequestRejected(
-        "tensor parallel: requests constrained by a grammar or JSON schema are not supported yet");
   m.check_request(prompt, params, n, logprobs);
   const std::span<const int32_t> kept =
       m.slot_kv ? fit_prompt(prompt, m.slot_kv->runner.config(), m.options.overflow) : prompt;

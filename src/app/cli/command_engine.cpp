@@ -3,20 +3,27 @@
 #include <cstdio>
 
 #include "app/cli/cli_common.h"
+#include "app/structured/constraint_cache.h"
 #include "engine/lockstep/lockstep_leader.h"
 
 namespace kvforge::cli {
 
 namespace {
 
+// What a follower binds grammars to: the vocabulary rank 0's grammars use.
+GrammarVocabularySource vocabulary_of(const Tokenizer& tokenizer) {
+  return [&tokenizer] { return grammar_vocabulary(tokenizer); };
+}
+
 // Tensor parallel: every rank runs `own`; rank 0 leads the others, which
 // follow it to the end and then leave through FollowerFinished. One process:
 // `own` as it is.
-std::unique_ptr<Engine> lead_or_follow(const Model& model, std::unique_ptr<Engine> own) {
+std::unique_ptr<Engine> lead_or_follow(const Model& model, const Tokenizer& tokenizer,
+                                       std::unique_ptr<Engine> own) {
   if (model.tp() == 1) return own;
   Communicator& comm = world();
   if (comm.rank() != 0) {
-    follow_leader(*own, comm);
+    follow_leader(*own, comm, vocabulary_of(tokenizer));
     throw FollowerFinished{};
   }
   own->lead(comm);
@@ -36,8 +43,8 @@ CommandEngine make_paged_engine(const Model& model, const Tokenizer& tokenizer, 
   if (options.eos_token_ids.empty()) options.eos_token_ids = tokenizer.eog_ids();
   options.comm = &world();
   out.engine = std::make_unique<TextEngine>(
-      tokenizer,
-      lead_or_follow(model, std::make_unique<Engine>(model, *out.pool, std::move(options))));
+      tokenizer, lead_or_follow(model, tokenizer,
+                                std::make_unique<Engine>(model, *out.pool, std::move(options))));
   return out;
 }
 
@@ -50,7 +57,7 @@ std::unique_ptr<TextEngine> lead_or_follow_paged(const Model& model, const Token
   auto own = std::make_unique<Engine>(model, pool, std::move(options));
   Communicator& comm = world();
   if (comm.rank() != 0) {
-    follow_leader(*own, comm);
+    follow_leader(*own, comm, vocabulary_of(tokenizer));
     return nullptr;
   }
   own->lead(comm);
@@ -78,7 +85,8 @@ CommandEngine make_static_engine(const StaticFlags& flags, const Model& model,
   auto slots =
       std::make_unique<Engine>(model, *out.pool, std::move(prepared.plans), std::move(options));
   out.slots = slots->static_runner();
-  out.engine = std::make_unique<TextEngine>(tokenizer, lead_or_follow(model, std::move(slots)));
+  out.engine =
+      std::make_unique<TextEngine>(tokenizer, lead_or_follow(model, tokenizer, std::move(slots)));
   return out;
 }
 

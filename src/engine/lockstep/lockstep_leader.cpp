@@ -35,10 +35,12 @@ StepMessage receive(Communicator& comm, bool prompt, Header& h) {
   return {StepKind(h.kind), decode_commands(payload.data(), payload.size(), h.n_commands)};
 }
 
-void apply(const StepCommand& c, Engine& engine, int rank) {
+void apply(const StepCommand& c, Engine& engine, int rank, FollowerGrammars& grammars) {
   switch (c.op) {
     case StepCommand::Op::Add: {
-      const RequestId id = engine.add_request(c.add.prompt, c.add.params, c.add.n, c.add.logprobs);
+      SamplingParams params = c.add.params;
+      if (c.add.rules) params.grammar = grammars.bind(*c.add.rules);
+      const RequestId id = engine.add_request(c.add.prompt, params, c.add.n, c.add.logprobs);
       if (id != c.add.id)
         throw std::runtime_error("tensor parallel: rank " + std::to_string(rank) +
                                  " gave a request id " + std::to_string(id) + ", rank 0 gave " +
@@ -119,11 +121,12 @@ void LockstepLeader::send(StepKind kind) {
   }
 }
 
-void follow_leader(Engine& engine, Communicator& comm) {
+void follow_leader(Engine& engine, Communicator& comm, GrammarVocabularySource vocabulary) {
+  FollowerGrammars grammars(std::move(vocabulary));
   Header h{};
   for (;;) {
     const StepMessage m = receive(comm, h.prompt != 0, h);
-    for (const StepCommand& c : m.commands) apply(c, engine, comm.rank());
+    for (const StepCommand& c : m.commands) apply(c, engine, comm.rank(), grammars);
     if (m.kind == StepKind::Shutdown) return;
     if (m.kind == StepKind::Step) engine.step();
   }

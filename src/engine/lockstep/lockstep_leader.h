@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/comm/communicator.h"
+#include "engine/lockstep/follower_grammars.h"
 #include "engine/lockstep/step_message.h"
 #include "kvforge/engine.h"
 
@@ -69,8 +70,10 @@ class LockstepLeader {
 
 // Ranks other than 0: receives rank 0's messages and applies them to
 // `engine` (built with the same options, or plans, as rank 0's) until
-// Shutdown. Throws std::runtime_error when a rank diverges from rank 0 (a
-// request id or a rejection that differs) or a broadcast fails.
-void follow_leader(Engine& engine, Communicator& comm);
+// Shutdown; requests constrained by a grammar get its rules bound to
+// `vocabulary` (the tokenizer's, as rank 0 binds them). Throws
+// std::runtime_error when a rank diverges from rank 0 (a request id or a
+// rejection that differs) or a broadcast fails.
+void follow_leader(Engine& engine, Communicator& comm, GrammarVocabularySource vocabulary = {});
 
 }  // namespace kvforge

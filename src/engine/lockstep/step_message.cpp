@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "core/byte_codec.h"
+#include "engine/lockstep/grammar_wire.h"
+#include "engine/sampling/grammar/grammar_constraint.h"
 
 namespace kvforge {
 namespace {
@@ -43,6 +45,11 @@ void put_params(ByteWriter& w, const SamplingParams& p) {
   w.put(uint8_t(p.ignore_eos));
   w.put(uint32_t(p.stop.size()));
   for (const std::string& s : p.stop) w.sized_bytes(s.data(), s.size());
+  w.put(int8_t(p.context_shift ? int8_t(*p.context_shift) : int8_t(-1)));
+  w.put(uint8_t(p.n_keep.has_value()));
+  w.put(p.n_keep.value_or(0));
+  w.put(uint8_t(p.grammar != nullptr));
+  if (p.grammar) put_grammar(w, source_rules(*p.grammar));
 }
 
 SamplingParams get_params(ByteReader& r) {
@@ -68,6 +75,12 @@ SamplingParams get_params(ByteReader& r) {
     get_array(r, s, "stop string");
     p.stop.emplace_back(s.begin(), s.end());
   }
+  const auto shift = r.get<int8_t>("context_shift");
+  if (shift < -1 || shift > 1) bad_message("context_shift", "is not -1, 0 or 1");
+  if (shift >= 0) p.context_shift = shift == 1;
+  const bool has_keep = r.get<uint8_t>("n_keep flag");
+  const auto n_keep = r.get<int32_t>("n_keep");
+  if (has_keep) p.n_keep = n_keep;
   return p;
 }
 
@@ -104,6 +117,7 @@ std::vector<StepCommand> decode_commands(const uint8_t* data, size_t bytes, uint
       c.add.id = r.get<RequestId>("request id");
       get_array(r, c.add.prompt, "prompt");
       c.add.params = get_params(r);
+      if (r.get<uint8_t>("grammar flag")) c.add.rules = std::make_shared<Grammar>(get_grammar(r));
       c.add.n = r.get<int32_t>("n");
       c.add.logprobs.enabled = r.get<uint8_t>("logprobs");
       c.add.logprobs.top = r.get<int32_t>("top logprobs");

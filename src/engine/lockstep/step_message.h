@@ -14,9 +14,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/sampling/grammar/grammar.h"
 #include "kvforge/request.h"
 #include "kvforge/sampling_params.h"
 
@@ -31,7 +33,10 @@ enum class StepKind : uint32_t {
 struct AddCommand {
   RequestId id = 0;  // the id rank 0's engine gave it; the others must give the same
   std::vector<int32_t> prompt;
-  SamplingParams params;  // with the seed fixed by rank 0
+  // With the seed fixed by rank 0. The grammar travels as its rules: decoded,
+  // params.grammar is null and `rules` holds them for the follower to bind.
+  SamplingParams params;
+  std::shared_ptr<const Grammar> rules;
   int n = 1;
   LogprobOptions logprobs;
 };

@@ -116,7 +116,8 @@ void Sampler::remember(int token, bool generated) {
 bool Sampler::reads_only_argmax() const {
   const bool penalized = params_.repetition_penalty != 1.0f || params_.presence_penalty != 0.0f ||
                          params_.frequency_penalty != 0.0f;
-  return params_.temperature == 0.0f && !penalized;
+  // A grammar's masked argmax reads every allowed token's logit.
+  return params_.temperature == 0.0f && !penalized && !grammar_;
 }
 
 int Sampler::sample(std::span<const float> logits) {

@@ -83,7 +83,7 @@ class Sampler {
   // the same tokens.
   void reset();
 
-  // Greedy without penalties: sample() reads nothing of the logits but
+  // Greedy without penalties or grammar: sample() reads nothing of the logits but
   // their argmax (and its checks).
   bool reads_only_argmax() const;
 

@@ -19,6 +19,8 @@ std::vector<StepCommand> sample_commands() {
   add.add.params.max_tokens = 9;
   add.add.params.stop = {"\n\n", "END"};
   add.add.params.ignore_eos = true;
+  add.add.params.context_shift = false;
+  add.add.params.n_keep = 12;
   add.add.n = 2;
   add.add.logprobs = {true, 5};
   StepCommand abort;
@@ -46,6 +48,9 @@ TEST(StepMessage, DecodesWhatItEncodes) {
   EXPECT_EQ(a.params.max_tokens, 9);
   EXPECT_EQ(a.params.stop, in[0].add.params.stop);
   EXPECT_TRUE(a.params.ignore_eos);
+  EXPECT_EQ(a.params.context_shift, false);
+  EXPECT_EQ(a.params.n_keep, 12);
+  EXPECT_EQ(a.rules, nullptr);
   EXPECT_EQ(a.n, 2);
   EXPECT_TRUE(a.logprobs.enabled);
   EXPECT_EQ(a.logprobs.top, 5);
@@ -62,6 +67,8 @@ TEST(StepMessage, UnsetOptionalsStayUnset) {
   const AddCommand a = decode_commands(bytes.data(), bytes.size(), 1)[0].add;
   EXPECT_FALSE(a.params.seed.has_value());
   EXPECT_FALSE(a.params.max_tokens.has_value());
+  EXPECT_FALSE(a.params.context_shift.has_value());
+  EXPECT_FALSE(a.params.n_keep.has_value());
 }
 
 TEST(StepMessage, TruncatedOrPaddedIsAnError) {

@@ -40,6 +40,15 @@ TEST(SamplingGrammar, GreedyTakesTheBestAllowedToken) {
   EXPECT_EQ(s.sample(logits), 0);  // only the end token is left
 }
 
+// A tensor-parallel step may send rank 0 only each rank's argmax when every sampler reads
+// nothing else (model/vocab_argmax.h); greedy under a grammar reads every allowed logit.
+TEST(SamplingGrammar, GreedyUnderAGrammarReadsMoreThanTheArgmax) {
+  EXPECT_FALSE(Sampler(with_grammar(0.0f, "root ::= \"a\""), kModelVocab).reads_only_argmax());
+  SamplingParams plain;
+  plain.temperature = 0;
+  EXPECT_TRUE(Sampler(plain, kModelVocab).reads_only_argmax());
+}
+
 TEST(SamplingGrammar, SampledTokensAlwaysKeepTheOutputInTheGrammar) {
   const std::string gbnf = "root ::= \"a\" \"b\"{1,3} \"c\"? \";\"";
   std::mt19937 rng(5);
