@@ -92,14 +92,22 @@ ToolCallSyntax tool_call_syntax(ToolCallStyle style) {
           true};
     case ToolCallStyle::kLlama3:
       return {style, "", "", "", "parameters", false};
+    case ToolCallStyle::kHarmony:
+      return {style, "", "", "", "arguments", true};
     case ToolCallStyle::kGeneric:
       break;
   }
   return {ToolCallStyle::kGeneric, "{\"tool_calls\": [", ", ", "]}", "arguments", true};
 }
 
+bool is_harmony_template(const ChatTemplate& chat_template) {
+  const std::string& src = chat_template.source();
+  return contains(src, "<|channel|>") && contains(src, "<|start|>") && contains(src, "<|message|>");
+}
+
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template) {
   const std::string& src = chat_template.source();
+  if (is_harmony_template(chat_template)) return ToolCallStyle::kHarmony;
   if (!contains(src, "tools")) return ToolCallStyle::kGeneric;
   if (contains(src, "<tool_call>") && contains(src, "\"arguments\": "))
     return ToolCallStyle::kHermes;
@@ -113,6 +121,8 @@ const char* tool_call_style_name(ToolCallStyle style) {
       return "hermes";
     case ToolCallStyle::kLlama3:
       return "llama3";
+    case ToolCallStyle::kHarmony:
+      return "harmony";
     case ToolCallStyle::kGeneric:
       break;
   }

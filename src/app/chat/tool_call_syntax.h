@@ -9,6 +9,8 @@
 //   generic  (templates that know no tools): {"tool_calls": [{...}, ...]}; the tools are
 //            described in a system message kvforge writes, and earlier calls and tool
 //            results are given to the template as plain assistant and user turns.
+//   harmony  (gpt-oss): messages to functions.NAME on the commentary channel, read by
+//            harmony_reader.h; the fields below are unused and no grammar is made for it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +20,7 @@ namespace kvforge {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { kGeneric, kHermes, kLlama3 };
+enum class ToolCallStyle { kGeneric, kHermes, kLlama3, kHarmony };
 
 struct ToolCallSyntax {
   ToolCallStyle style = ToolCallStyle::kGeneric;
@@ -34,6 +36,8 @@ struct ToolCallSyntax {
 ToolCallSyntax tool_call_syntax(ToolCallStyle style);
 // The style the template writes and reads (generic when it knows no tools).
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template);
+// gpt-oss's harmony format: <|start|>ROLE<|channel|>CHANNEL<|message|>...
+bool is_harmony_template(const ChatTemplate& chat_template);
 const char* tool_call_style_name(ToolCallStyle style);
 
 // The messages and tools to render for `style`. Assistant tool_calls'

@@ -54,6 +54,8 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
 
 std::string tool_call_gbnf(const ToolCallSyntax& syntax, const ToolGrammarRequest& request) {
   if (request.functions.empty()) throw GrammarError("no function to call");
+  if (syntax.style == ToolCallStyle::kHarmony)
+    throw GrammarError("gpt-oss's harmony tool calls are not constrained by a grammar yet");
   std::string calls = "calls ::= ";
   if (!syntax.start.empty()) calls += gbnf_literal(syntax.start) + " ";
   calls += "call";

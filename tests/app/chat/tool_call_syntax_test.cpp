@@ -43,6 +43,17 @@ TEST(ToolCallSyntax, StyleFromTheTemplate) {
   EXPECT_EQ(detect_tool_call_style(ChatTemplate::fallback()), ToolCallStyle::kGeneric);
 }
 
+TEST(ToolCallSyntax, GptOssIsHarmony) {
+  std::ifstream in(testing::source_dir() / "tests/app/chat/data/openai-gpt-oss-120b.jinja",
+                   std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const ChatTemplate gpt_oss = ChatTemplate::parse(ss.str());
+  EXPECT_TRUE(is_harmony_template(gpt_oss));
+  EXPECT_EQ(detect_tool_call_style(gpt_oss), ToolCallStyle::kHarmony);
+  EXPECT_FALSE(is_harmony_template(ChatTemplate::fallback()));
+}
+
 TEST(ToolCallSyntax, QwenRendersCallsWithObjectArguments) {
   const TemplateConversation conv =
       conversation_for_template(ToolCallStyle::kHermes, history(), kTools);
