@@ -43,8 +43,10 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
     } catch (const GrammarError& e) {
       throw GrammarError("function '" + f.name + "' parameters: " + e.what());
     }
-    const std::string head = "{\"name\": \"" + f.name + "\", \"" + syntax.arguments_key + "\": ";
-    out += "call-" + std::to_string(i) + " ::= " + gbnf_literal(head) + " " + args + " \"}\"\n";
+    const std::string head = syntax.call_head() + f.name + syntax.call_middle();
+    out += "call-" + std::to_string(i) + " ::= " + gbnf_literal(head) + " " + args;
+    if (!syntax.call_tail().empty()) out += " " + gbnf_literal(syntax.call_tail());
+    out += "\n";
     alternatives += (i ? " | call-" : "call-") + std::to_string(i);
   }
   return out + "call ::= " + alternatives + "\n";

@@ -92,5 +92,28 @@ TEST(ToolCallReader, ACutOrMalformedCallIsNotComplete) {
   EXPECT_FALSE(read(ToolCallStyle::kLlama3, "{\"name\": \"f\", \"parameters\": 3}", 1).complete);
 }
 
+TEST(ToolCallReader, MistralJsonAndArgsForms) {
+  const std::string json_form =
+      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"[ARGS]\"}}, "
+      "{\"name\": \"add\", \"arguments\": {}}]";
+  const std::string args_form =
+      "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"[TOOL_CALLS]\"}[TOOL_CALLS]add[ARGS]{}";
+  for (size_t piece : {size_t(1), size_t(4), size_t(1000)}) {
+    const Read j = read(ToolCallStyle::kMistral, json_form, piece);
+    const Read a = read(ToolCallStyle::kMistralArgs, args_form, piece);
+    for (const Read& r : {j, a}) {
+      ASSERT_TRUE(r.complete) << piece;
+      ASSERT_EQ(r.calls.size(), 2u);
+      EXPECT_EQ(r.calls[0].name, "get_weather");
+      EXPECT_EQ(r.calls[1].name, "add");
+      EXPECT_EQ(r.calls[1].arguments, "{}");
+      EXPECT_EQ(r.content, "");
+    }
+    EXPECT_EQ(nlohmann::json::parse(a.calls[0].arguments)["city"], "[TOOL_CALLS]");
+  }
+  // Text that only starts like the trigger is text.
+  EXPECT_EQ(read(ToolCallStyle::kMistralArgs, "[TOOL] time", 2).content, "[TOOL] time");
+}
+
 }  // namespace tool_reader_test
 }  // namespace kvforge
