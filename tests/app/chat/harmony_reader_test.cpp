@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "tool_call_deltas.h"
+
 namespace kvforge {
 namespace harmony_reader_test {
 
@@ -25,13 +27,7 @@ Read read(const std::string& text, size_t piece, bool reasoning = true) {
   auto take = [&](const HarmonyReader::Output& out) {
     r.reasoning += out.reasoning;
     r.content += out.content;
-    for (const ToolCallDelta& d : out.calls) {
-      if (d.first) {
-        EXPECT_EQ(size_t(d.index), r.calls.size());
-        r.calls.push_back({d.name, ""});
-      }
-      r.calls.at(size_t(d.index)).arguments += d.arguments;
-    }
+    testing::add_call_deltas(out.calls, r.calls);
   };
   for (size_t i = 0; i < text.size(); i += piece) take(reader.feed(text.substr(i, piece)));
   take(reader.finish());

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tool_call_deltas.h"
+
 namespace kvforge {
 namespace tool_reader_test {
 
@@ -19,13 +21,7 @@ Read read(ToolCallStyle style, const std::string& text, size_t piece) {
   Read r;
   auto take = [&](const ToolCallReader::Output& out) {
     r.content += out.content;
-    for (const ToolCallDelta& d : out.calls) {
-      if (d.first) {
-        EXPECT_EQ(size_t(d.index), r.calls.size());
-        r.calls.push_back({d.name, ""});
-      }
-      r.calls.at(size_t(d.index)).arguments += d.arguments;
-    }
+    testing::add_call_deltas(out.calls, r.calls);
   };
   for (size_t i = 0; i < text.size(); i += piece) take(reader.feed(text.substr(i, piece)));
   take(reader.finish());
