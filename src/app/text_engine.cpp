@@ -19,10 +19,17 @@ double seconds(std::chrono::steady_clock::duration d) {
 constexpr DecodeOptions kContinuation{
     .skip_bos = true, .render_special = false, .strip_space_prefix = false};
 
+DecodeOptions continuation(bool render_special) {
+  DecodeOptions o = kContinuation;
+  o.render_special = render_special;
+  return o;
+}
+
 }  // namespace
 
-TextEngine::Branch::Branch(const Tokenizer& t, const std::vector<std::string>& stop_strings)
-    : detok(t, kContinuation), stops(stop_strings) {}
+TextEngine::Branch::Branch(const Tokenizer& t, const std::vector<std::string>& stop_strings,
+                           bool render_special)
+    : detok(t, continuation(render_special)), stops(stop_strings) {}
 
 TextEngine::TextEngine(const Model& model, Tokenizer tokenizer, ThreadPool& pool,
                        EngineOptions options)
@@ -54,7 +61,7 @@ RequestId TextEngine::add_tokens(std::span<const int32_t> prompt, const Sampling
   req.seed = *p.seed;
   req.branches.reserve(size_t(options.n));
   for (int b = 0; b < options.n; ++b) {
-    req.branches.emplace_back(tokenizer_, p.stop);
+    req.branches.emplace_back(tokenizer_, p.stop, options.render_special);
     req.branches.back().result.prompt_tokens = int(prompt.size());
   }
   req.open = options.n;

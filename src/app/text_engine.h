@@ -32,6 +32,7 @@ struct TextRequestOptions {
   LogprobOptions logprobs;
   std::optional<bool> add_bos;  // unset = the model's convention
   bool parse_special = true;    // "<|eot_id|>" in the prompt is that token
+  bool render_special = false;  // control tokens in the reply as their text (gpt-oss's markup)
 };
 
 struct BranchTimings {
@@ -86,7 +87,7 @@ class TextEngine {
  private:
   using Clock = std::chrono::steady_clock;
   struct Branch {
-    Branch(const Tokenizer& t, const std::vector<std::string>& stops);
+    Branch(const Tokenizer& t, const std::vector<std::string>& stops, bool render_special);
     StreamingDetokenizer detok;
     StopStringMatcher stops;
     BranchResult result;

@@ -1,5 +1,7 @@
 #include "app/chat/tool_call_reader.h"
 
+#include <cctype>
+
 namespace kvforge {
 
 ToolCallReader::Match ToolCallReader::expect(std::string_view literal) {
@@ -77,10 +79,14 @@ bool ToolCallReader::step(Output& out) {
   };
   switch (state_) {
     case State::kHeader:
-      return literal("{\"name\": \"", State::kName);
+      return literal(syntax_.call_head(), State::kName);
     case State::kName: {
-      const size_t q = buf_.find('"', pos_);
-      if (q == std::string::npos) return false;
+      // Function names are [A-Za-z0-9_-] (tool_request.cpp): the first other byte ends one.
+      size_t q = pos_;
+      while (q < buf_.size() && (std::isalnum(static_cast<unsigned char>(buf_[q])) ||
+                                 buf_[q] == '_' || buf_[q] == '-'))
+        ++q;
+      if (q == buf_.size()) return false;
       calls_.push_back({buf_.substr(pos_, q - pos_), ""});
       out.calls.push_back({int(calls_.size()) - 1, true, calls_.back().name, ""});
       pos_ = q;
@@ -90,12 +96,12 @@ bool ToolCallReader::step(Output& out) {
     case State::kAfterName:
       depth_ = 0;
       in_string_ = escaped_ = false;
-      return literal("\", \"" + syntax_.arguments_key + "\": ", State::kArgs);
+      return literal(syntax_.call_middle(), State::kArgs);
     case State::kArgs:
       return read_arguments(out);
     case State::kAfterArgs:
       while (pos_ < buf_.size() && buf_[pos_] == ' ') ++pos_;
-      return literal("}", State::kBetween);
+      return literal(syntax_.call_tail(), State::kBetween);
     case State::kBetween:
       return read_between();
     default:

@@ -1,5 +1,7 @@
 #include "app/chat/tool_call_syntax.h"
 
+#include <cstdint>
+
 #include "app/chat/chat_template.h"
 
 namespace kvforge {
@@ -68,6 +70,28 @@ ordered_json generic_message(const ordered_json& m) {
   return m;
 }
 
+// Mistral's templates refuse call ids that are not 9 letters and digits:
+// OpenAI's ids ("call_...") become such, the same id always the same.
+std::string mistral_call_id(const ordered_json& id) {
+  static constexpr char kDigits[] =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  const std::string text = id.is_string() ? id.get<std::string>() : id.dump();
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
+  std::string out;
+  for (int i = 0; i < 9; ++i, h /= 62) out += kDigits[h % 62];
+  return out;
+}
+
+ordered_json mistral_message(const ordered_json& m) {
+  ordered_json out = m.contains("tool_calls") ? with_object_arguments(m) : m;
+  if (out.contains("tool_call_id")) out["tool_call_id"] = mistral_call_id(out["tool_call_id"]);
+  if (out.contains("tool_calls"))
+    for (ordered_json& call : out["tool_calls"])
+      if (call.is_object()) call["id"] = mistral_call_id(call.value("id", ordered_json("")));
+  return out;
+}
+
 TemplateConversation generic_conversation(const ordered_json& messages, const ordered_json& tools) {
   TemplateConversation out{ordered_json::array(), nullptr};
   for (const ordered_json& m : messages) out.messages.push_back(generic_message(m));
@@ -92,14 +116,28 @@ ToolCallSyntax tool_call_syntax(ToolCallStyle style) {
           true};
     case ToolCallStyle::kLlama3:
       return {style, "", "", "", "parameters", false};
+    case ToolCallStyle::kHarmony:
+      return {style, "", "", "", "arguments", true};
+    case ToolCallStyle::kMistral:
+      return {style, "[TOOL_CALLS][", ", ", "]", "arguments", true};
+    case ToolCallStyle::kMistralArgs:
+      return {style, "[TOOL_CALLS]", "[TOOL_CALLS]", "", "arguments", true};
     case ToolCallStyle::kGeneric:
       break;
   }
   return {ToolCallStyle::kGeneric, "{\"tool_calls\": [", ", ", "]}", "arguments", true};
 }
 
+bool is_harmony_template(const ChatTemplate& chat_template) {
+  const std::string& src = chat_template.source();
+  return contains(src, "<|channel|>") && contains(src, "<|start|>") && contains(src, "<|message|>");
+}
+
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template) {
   const std::string& src = chat_template.source();
+  if (is_harmony_template(chat_template)) return ToolCallStyle::kHarmony;
+  if (contains(src, "[TOOL_CALLS]"))
+    return contains(src, "[ARGS]") ? ToolCallStyle::kMistralArgs : ToolCallStyle::kMistral;
   if (!contains(src, "tools")) return ToolCallStyle::kGeneric;
   if (contains(src, "<tool_call>") && contains(src, "\"arguments\": "))
     return ToolCallStyle::kHermes;
@@ -113,6 +151,12 @@ const char* tool_call_style_name(ToolCallStyle style) {
       return "hermes";
     case ToolCallStyle::kLlama3:
       return "llama3";
+    case ToolCallStyle::kHarmony:
+      return "harmony";
+    case ToolCallStyle::kMistral:
+      return "mistral";
+    case ToolCallStyle::kMistralArgs:
+      return "mistral-args";
     case ToolCallStyle::kGeneric:
       break;
   }
@@ -122,9 +166,12 @@ const char* tool_call_style_name(ToolCallStyle style) {
 TemplateConversation conversation_for_template(ToolCallStyle style, const ordered_json& messages,
                                                const ordered_json& tools) {
   if (style == ToolCallStyle::kGeneric) return generic_conversation(messages, tools);
+  const bool mistral = style == ToolCallStyle::kMistral || style == ToolCallStyle::kMistralArgs;
   TemplateConversation out{ordered_json::array(), tools};
   for (const ordered_json& m : messages)
-    out.messages.push_back(m.contains("tool_calls") ? with_object_arguments(m) : m);
+    out.messages.push_back(mistral                    ? mistral_message(m)
+                           : m.contains("tool_calls") ? with_object_arguments(m)
+                                                      : m);
   return out;
 }
 

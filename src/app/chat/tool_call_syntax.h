@@ -3,12 +3,19 @@
 //
 // Every supported form is a start text, calls of the shape
 //   {"name": "<function>", "<arguments key>": <JSON object>}
+// (or, for mistral-args, <function>[ARGS]<JSON object>)
 // separated by `separator`, and an end text:
 //   hermes   (Qwen 2.5, Qwen 3, Hermes):   <tool_call>\n{...}\n</tool_call>, one block per call
 //   llama3   (Llama 3.1-3.3, JSON calls):  {"name": ..., "parameters": {...}}, one call
 //   generic  (templates that know no tools): {"tool_calls": [{...}, ...]}; the tools are
 //            described in a system message kvforge writes, and earlier calls and tool
 //            results are given to the template as plain assistant and user turns.
+//   mistral  (Mistral Nemo, v3 templates):  [TOOL_CALLS][{...}, {...}]
+//   mistral-args (Mistral Small 3.2, Devstral, Magistral; templates with [ARGS]):
+//            [TOOL_CALLS]<function>[ARGS]{...}, once per call. History call ids
+//            become the 9 letters and digits these templates insist on.
+//   harmony  (gpt-oss): messages to functions.NAME on the commentary channel, read by
+//            harmony_reader.h; the fields below are unused and no grammar is made for it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -18,7 +25,7 @@ namespace kvforge {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { kGeneric, kHermes, kLlama3 };
+enum class ToolCallStyle { kGeneric, kHermes, kLlama3, kHarmony, kMistral, kMistralArgs };
 
 struct ToolCallSyntax {
   ToolCallStyle style = ToolCallStyle::kGeneric;
@@ -29,11 +36,21 @@ struct ToolCallSyntax {
   bool parallel = true;       // the form holds more than one call
   // The text a reply begins with when it is a call: `start`, or "{" when empty.
   std::string trigger() const { return start.empty() ? "{" : start; }
+  // A call is call_head(), its name, call_middle(), its arguments, call_tail():
+  // {"name": "NAME", "KEY": ARGS}, or NAME[ARGS]ARGS for mistral-args.
+  bool json_call() const { return style != ToolCallStyle::kMistralArgs; }
+  std::string call_head() const { return json_call() ? "{\"name\": \"" : ""; }
+  std::string call_middle() const {
+    return json_call() ? "\", \"" + arguments_key + "\": " : "[ARGS]";
+  }
+  std::string call_tail() const { return json_call() ? "}" : ""; }
 };
 
 ToolCallSyntax tool_call_syntax(ToolCallStyle style);
 // The style the template writes and reads (generic when it knows no tools).
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template);
+// gpt-oss's harmony format: <|start|>ROLE<|channel|>CHANNEL<|message|>...
+bool is_harmony_template(const ChatTemplate& chat_template);
 const char* tool_call_style_name(ToolCallStyle style);
 
 // The messages and tools to render for `style`. Assistant tool_calls'

@@ -50,6 +50,7 @@ struct ServeFlags : ModelFlags {
   bool no_access_log = false;
   bool truncate = false;  // chat conversations drop their oldest turns by default
   std::string pooling;    // embeddings: empty = the file's <arch>.pooling_type, else last
+  std::string reasoning_format = "auto";  // as llama-server's default (reasoning_reader.h)
 };
 
 ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
@@ -169,6 +170,7 @@ server::RequestLimits request_limits(const ServeFlags& f, std::vector<std::strin
   limits.context_shift = f.engine.options.context_shift;
   limits.max_prompt_bytes = f.http.max_body_bytes;
   limits.truncate_conversations = f.truncate;
+  limits.reasoning_format = parse_reasoning_format(f.reasoning_format);
   if (slots) {
     limits.max_prompt_tokens = slots->config().max_prompt_len;
     limits.truncate_long_prompts = f.static_mode.overflow_policy() == OverflowPolicy::TruncateLeft;
@@ -299,6 +301,12 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->capture_default_str();
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
+  sub.add_option("--reasoning-format", f.reasoning_format,
+                 "a thinking model's thoughts (<think>...</think>, gpt-oss's analysis): "
+                 "deepseek or auto = message.reasoning_content; deepseek-legacy = that and "
+                 "the tags kept in content; none = left in content")
+      ->check(CLI::IsMember({"none", "deepseek", "deepseek-legacy", "auto"}))
+      ->capture_default_str();
   declare_long_conversation_flags(sub, f);
   f.static_mode.add_to(sub);
 }

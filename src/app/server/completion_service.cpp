@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "app/server/access_log.h"
+#include "app/server/chat_reply.h"
 #include "app/server/conversation_fit.h"
 #include "app/server/openai_error.h"
 #include "app/server/request_fields.h"
@@ -35,44 +36,52 @@ struct BranchState {
   int tokens = 0;
   std::string finish_reason = "stop";
   std::vector<TokenLogprobInfo> logprobs;
-  bool started = false;                    // chat streaming: the role chunk went out
-  std::optional<ToolCallAssembler> tools;  // streaming a request with tools
+  bool started = false;                  // chat streaming: the role chunk went out
+  std::optional<ChatReplyReader> reply;  // streaming a reply read for thoughts or calls
 };
 
-// A reply that is whole tool calls carries them instead of its text.
-void read_tool_calls(const ToolCallSyntax& syntax, Choice& c) {
-  ToolCallAssembler calls(syntax);
-  calls.reader().feed(c.text);
-  calls.reader().finish();
-  if (!calls.reader().complete() || calls.reader().calls().empty()) return;
-  c.tool_calls = calls.message_json();
-  c.text.clear();
-  if (c.finish_reason == "stop") c.finish_reason = "tool_calls";
+bool reads_reply(const PreparedRequest& p) { return p.tool_calls || p.reply.active(); }
+
+// The reply's thoughts and calls in their fields (chat_reply.h).
+void read_reply(const PreparedRequest& p, Choice& c) {
+  if (!reads_reply(p)) return;
+  ChatReplyReader reader(p.reply, p.tool_calls);
+  reader.feed(c.text);
+  reader.finish();
+  reader.fill(c);
 }
 
 using Send = std::function<bool(const nlohmann::json&)>;
 
-// Streams one event of a chat branch whose reply is read for tool calls:
-// its text as content until the reply turns out to be calls, then the
-// calls' deltas. Returns false when the client went away.
-bool stream_tool_event(const ResponseMeta& meta, BranchState& b, const TextEvent& ev,
-                       bool include_usage, const Send& send) {
-  ToolCallReader::Output out = b.tools->reader().feed(ev.text);
+// Streams one event of a chat branch whose reply is read: its thoughts as
+// reasoning_content, its text as content until the reply turns out to be
+// calls, then the calls' deltas. Returns false when the client went away.
+bool stream_reply_event(const ResponseMeta& meta, BranchState& b, const TextEvent& ev,
+                        const std::optional<std::vector<TokenLogprobInfo>>& lp, bool include_usage,
+                        const Send& send) {
+  ChatReplyReader::Piece out = b.reply->feed(ev.text);
   if (ev.result) {
-    ToolCallReader::Output rest = b.tools->reader().finish();
+    ChatReplyReader::Piece rest = b.reply->finish();
+    out.reasoning += rest.reasoning;
     out.content += rest.content;
+    for (auto& call : rest.tool_calls) out.tool_calls.push_back(std::move(call));
   }
-  if (!out.content.empty() || !out.calls.empty() || (ev.result && !b.started)) {
-    if (!send(tool_call_chunk(meta, ev.branch, out.content, !b.started,
-                              b.tools->delta_json(out.calls), include_usage)))
-      return false;
+  if (!out.empty() || (lp && !lp->empty()) || (ev.result && !b.started)) {
+    if (!send(reply_chunk(meta, ev.branch, out, !b.started, lp, include_usage))) return false;
     b.started = true;
   }
   if (!ev.result) return true;
   std::string reason = finish_reason_name(ev.result->finish);
-  if (reason == "stop" && b.tools->reader().complete() && !b.tools->reader().calls().empty())
-    reason = "tool_calls";
+  if (reason == "stop" && b.reply->has_calls()) reason = "tool_calls";
   return send(stream_chunk(meta, ev.branch, "", false, reason, std::nullopt, include_usage));
+}
+
+// The prompt's last characters, special tokens as their text.
+std::string prompt_end(const Tokenizer& tokenizer, const std::vector<int32_t>& prompt) {
+  constexpr size_t kTokens = 8;
+  const size_t from = prompt.size() > kTokens ? prompt.size() - kTokens : 0;
+  DecodeOptions o{.skip_bos = false, .render_special = true, .strip_space_prefix = false};
+  return tokenizer.decode(std::span(prompt).subspan(from), o);
 }
 
 }  // namespace
@@ -263,8 +272,11 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
     if (truncate) limits.max_tokens_limit = std::numeric_limits<int>::max();
     ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits); });
     p.tool_calls = parse_fields([&] { return plan_tools(json, r, tool_style_); });
+    const ReasoningFormat reasoning = request_reasoning_format(json, limits_.reasoning_format);
     s.prompt = fit_chat(r, truncate, cancelled, p.messages_dropped);
     fit_prompt(s.prompt, r, "messages");
+    p.reply = reply_format(reasoning, chat_template_, prompt_end(tokenizer_, s.prompt));
+    s.options.render_special = p.reply.harmony;  // its markup is special tokens
     p.common = r;
   } else {
     CompletionRequest r = parse_fields([&] { return parse_completion_request(json, limits_); });
@@ -341,7 +353,7 @@ std::optional<nlohmann::json> CompletionService::complete(
     c.text = branches[i].text;
     c.finish_reason = branches[i].finish_reason;
     if (p.common.logprobs) c.logprobs = branches[i].logprobs;
-    if (p.tool_calls) read_tool_calls(*p.tool_calls, c);
+    read_reply(p, c);
     usage.completion_tokens += branches[i].tokens;
     choices.push_back(std::move(c));
   }
@@ -358,8 +370,8 @@ bool CompletionService::stream(PreparedRequest& p,
     return false;
   };
   Usage usage{p.prompt_tokens, 0, p.messages_dropped};
-  if (p.tool_calls)
-    for (BranchState& b : branches) b.tools.emplace(*p.tool_calls);
+  if (reads_reply(p))
+    for (BranchState& b : branches) b.reply.emplace(p.reply, p.tool_calls);
   while (true) {
     RequestStream::Update u = p.stream->wait(milliseconds(1000));
     if (u.rejected) {
@@ -374,11 +386,11 @@ bool CompletionService::stream(PreparedRequest& p,
         ++usage.completion_tokens;
         trace_token();
       }
-      if (b.tools) {
-        if (!stream_tool_event(p.meta, b, ev, p.common.include_usage, send)) return false;
+      const auto lp = logprobs_of(ev, p.common.logprobs);
+      if (b.reply) {
+        if (!stream_reply_event(p.meta, b, ev, lp, p.common.include_usage, send)) return false;
         continue;
       }
-      const auto lp = logprobs_of(ev, p.common.logprobs);
       const bool first = chat && !b.started;
       if (!ev.text.empty() || first || (lp && !lp->empty())) {
         if (!send(stream_chunk(p.meta, ev.branch, ev.text, first, std::nullopt, lp,

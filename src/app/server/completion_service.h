@@ -14,6 +14,7 @@
 
 #include "app/chat/chat_template.h"
 #include "app/chat/tool_call_syntax.h"
+#include "app/server/chat_reply.h"
 #include "app/server/engine_loop.h"
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
@@ -30,6 +31,7 @@ struct PreparedRequest {
   int prompt_tokens = 0;
   int messages_dropped = 0;                  // by truncation (conversation_fit.h)
   std::optional<ToolCallSyntax> tool_calls;  // the reply is read for tool calls (tool_request.h)
+  ReplyFormat reply;                         // chat: read for thoughts or harmony (chat_reply.h)
   std::shared_ptr<RequestStream> stream;
 };
 

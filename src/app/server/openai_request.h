@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/chat/reasoning_reader.h"
 #include "app/server/json_body_parser.h"
 #include "app/structured/constraint_spec.h"
 #include "kvforge/sampling_params.h"
@@ -49,6 +50,9 @@ struct RequestLimits {
   // serve --context-shift: a reply goes past the context's end, so max_tokens
   // is not bounded by it.
   bool context_shift = false;
+  // serve --reasoning-format: how the thoughts of a model whose template
+  // writes <think> (or gpt-oss's analysis) are returned (chat_reply.h).
+  ReasoningFormat reasoning_format = ReasoningFormat::kDeepseek;
 };
 
 struct CommonRequest {

@@ -96,6 +96,7 @@ json full_response(const ResponseMeta& meta, const std::vector<Choice>& choices,
         if (c.text.empty()) choice["message"]["content"] = nullptr;
         choice["message"]["tool_calls"] = c.tool_calls;
       }
+      if (!c.reasoning.empty()) choice["message"]["reasoning_content"] = c.reasoning;
     } else {
       choice["text"] = c.text;
     }

@@ -34,6 +34,7 @@ struct Choice {
   std::string finish_reason;                              // "stop" or "length"
   std::optional<std::vector<TokenLogprobInfo>> logprobs;  // set when requested
   nlohmann::json tool_calls;  // chat: the message's tool_calls array, null when none
+  std::string reasoning;      // chat: the message's reasoning_content (chat_reply.h), if any
 };
 
 // Identity shared by every chunk of one response.

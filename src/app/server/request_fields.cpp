@@ -38,8 +38,9 @@ constexpr std::string_view kCommonFields[] = {
     "suffix",
 };
 constexpr std::string_view kChatFields[] = {
-    "messages",    "max_completion_tokens", "top_logprobs",         "tools",
-    "tool_choice", "parallel_tool_calls",   "chat_template_kwargs", "truncation"};
+    "messages",        "max_completion_tokens", "top_logprobs",         "tools",
+    "tool_choice",     "parallel_tool_calls",   "chat_template_kwargs", "truncation",
+    "reasoning_format"};
 constexpr std::string_view kCompletionFields[] = {"prompt"};
 // OpenAI fields about billing and storage, not the text: accepted, no effect.
 constexpr std::string_view kBookkeepingFields[] = {"user", "store", "metadata", "service_tier"};

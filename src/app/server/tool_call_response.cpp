@@ -36,9 +36,10 @@ json ToolCallAssembler::delta_json(const std::vector<ToolCallDelta>& deltas) {
   return out;
 }
 
-json ToolCallAssembler::message_json() {
+json ToolCallAssembler::message_json() { return message_json(reader_.calls()); }
+
+json ToolCallAssembler::message_json(const std::vector<ToolCall>& calls) {
   json out = json::array();
-  const std::vector<ToolCall>& calls = reader_.calls();
   for (size_t i = 0; i < calls.size(); ++i)
     out.push_back({{"id", id(i)},
                    {"type", "function"},

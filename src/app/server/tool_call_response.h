@@ -22,10 +22,13 @@ class ToolCallAssembler {
   explicit ToolCallAssembler(ToolCallSyntax syntax) : reader_(std::move(syntax)) {}
 
   ToolCallReader& reader() { return reader_; }
+  const ToolCallReader& reader() const { return reader_; }
   // The "tool_calls" delta array for `deltas` (empty when there are none).
   nlohmann::json delta_json(const std::vector<ToolCallDelta>& deltas);
   // The message's "tool_calls" array: every call read, whole.
   nlohmann::json message_json();
+  // The same for calls read by another reader (harmony_reader.h), ids by index.
+  nlohmann::json message_json(const std::vector<ToolCall>& calls);
 
  private:
   const std::string& id(size_t index);

@@ -5,7 +5,8 @@
 // unless tool_choice is "none", its reply is constrained by the tool call
 // grammar (tool_call_gbnf.h): "required" and a named function constrain the
 // whole reply to calls, "auto" lets the model's first tokens choose between
-// text and calls. Anything else in these fields is a 400 naming it.
+// text and calls; gpt-oss's harmony calls are read, not constrained, so it
+// takes "auto" and "none" only. Anything else in these fields is a 400 naming it.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -43,8 +43,10 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
     } catch (const GrammarError& e) {
       throw GrammarError("function '" + f.name + "' parameters: " + e.what());
     }
-    const std::string head = "{\"name\": \"" + f.name + "\", \"" + syntax.arguments_key + "\": ";
-    out += "call-" + std::to_string(i) + " ::= " + gbnf_literal(head) + " " + args + " \"}\"\n";
+    const std::string head = syntax.call_head() + f.name + syntax.call_middle();
+    out += "call-" + std::to_string(i) + " ::= " + gbnf_literal(head) + " " + args;
+    if (!syntax.call_tail().empty()) out += " " + gbnf_literal(syntax.call_tail());
+    out += "\n";
     alternatives += (i ? " | call-" : "call-") + std::to_string(i);
   }
   return out + "call ::= " + alternatives + "\n";
@@ -54,6 +56,8 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
 
 std::string tool_call_gbnf(const ToolCallSyntax& syntax, const ToolGrammarRequest& request) {
   if (request.functions.empty()) throw GrammarError("no function to call");
+  if (syntax.style == ToolCallStyle::kHarmony)
+    throw GrammarError("gpt-oss's harmony tool calls are not constrained by a grammar yet");
   std::string calls = "calls ::= ";
   if (!syntax.start.empty()) calls += gbnf_literal(syntax.start) + " ";
   calls += "call";

@@ -4,6 +4,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tool_call_deltas.h"
+
 namespace kvforge {
 namespace tool_reader_test {
 
@@ -19,13 +21,7 @@ Read read(ToolCallStyle style, const std::string& text, size_t piece) {
   Read r;
   auto take = [&](const ToolCallReader::Output& out) {
     r.content += out.content;
-    for (const ToolCallDelta& d : out.calls) {
-      if (d.first) {
-        EXPECT_EQ(size_t(d.index), r.calls.size());
-        r.calls.push_back({d.name, ""});
-      }
-      r.calls.at(size_t(d.index)).arguments += d.arguments;
-    }
+    testing::add_call_deltas(out.calls, r.calls);
   };
   for (size_t i = 0; i < text.size(); i += piece) take(reader.feed(text.substr(i, piece)));
   take(reader.finish());
@@ -90,6 +86,29 @@ TEST(ToolCallReader, ACutOrMalformedCallIsNotComplete) {
   EXPECT_FALSE(
       read(ToolCallStyle::kHermes, "<tool_call>\n{\"nome\": \"f\"}\n</tool_call>", 4).complete);
   EXPECT_FALSE(read(ToolCallStyle::kLlama3, "{\"name\": \"f\", \"parameters\": 3}", 1).complete);
+}
+
+TEST(ToolCallReader, MistralJsonAndArgsForms) {
+  const std::string json_form =
+      "[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": \"[ARGS]\"}}, "
+      "{\"name\": \"add\", \"arguments\": {}}]";
+  const std::string args_form =
+      "[TOOL_CALLS]get_weather[ARGS]{\"city\": \"[TOOL_CALLS]\"}[TOOL_CALLS]add[ARGS]{}";
+  for (size_t piece : {size_t(1), size_t(4), size_t(1000)}) {
+    const Read j = read(ToolCallStyle::kMistral, json_form, piece);
+    const Read a = read(ToolCallStyle::kMistralArgs, args_form, piece);
+    for (const Read& r : {j, a}) {
+      ASSERT_TRUE(r.complete) << piece;
+      ASSERT_EQ(r.calls.size(), 2u);
+      EXPECT_EQ(r.calls[0].name, "get_weather");
+      EXPECT_EQ(r.calls[1].name, "add");
+      EXPECT_EQ(r.calls[1].arguments, "{}");
+      EXPECT_EQ(r.content, "");
+    }
+    EXPECT_EQ(nlohmann::json::parse(a.calls[0].arguments)["city"], "[TOOL_CALLS]");
+  }
+  // Text that only starts like the trigger is text.
+  EXPECT_EQ(read(ToolCallStyle::kMistralArgs, "[TOOL] time", 2).content, "[TOOL] time");
 }
 
 }  // namespace tool_reader_test

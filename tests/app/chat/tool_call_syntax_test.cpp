@@ -43,6 +43,36 @@ TEST(ToolCallSyntax, StyleFromTheTemplate) {
   EXPECT_EQ(detect_tool_call_style(ChatTemplate::fallback()), ToolCallStyle::kGeneric);
 }
 
+TEST(ToolCallSyntax, MistralNemoRendersHistoryWithNineCharacterIds) {
+  const ChatTemplate nemo = load("mistralai-Mistral-Nemo-Instruct-2407.jinja");
+  ASSERT_EQ(detect_tool_call_style(nemo), ToolCallStyle::kMistral);
+  const TemplateConversation conv =
+      conversation_for_template(ToolCallStyle::kMistral, history(), kTools);
+  ChatTemplateInputs in;
+  in.messages = conv.messages;
+  in.tools = conv.tools;
+  const std::string text = nemo.render(in);  // "call_1" would be refused by the template
+  const std::string id = conv.messages[1]["tool_calls"][0]["id"];
+  EXPECT_EQ(id.size(), 9u);
+  EXPECT_EQ(conv.messages[2]["tool_call_id"], id);
+  EXPECT_NE(text.find("[TOOL_CALLS][{\"name\": \"get_weather\", \"arguments\": {\"city\": "
+                      "\"Paris\"}, \"id\": \"" +
+                      id + "\"}]"),
+            std::string::npos)
+      << text;
+}
+
+TEST(ToolCallSyntax, GptOssIsHarmony) {
+  std::ifstream in(testing::source_dir() / "tests/app/chat/data/openai-gpt-oss-120b.jinja",
+                   std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const ChatTemplate gpt_oss = ChatTemplate::parse(ss.str());
+  EXPECT_TRUE(is_harmony_template(gpt_oss));
+  EXPECT_EQ(detect_tool_call_style(gpt_oss), ToolCallStyle::kHarmony);
+  EXPECT_FALSE(is_harmony_template(ChatTemplate::fallback()));
+}
+
 TEST(ToolCallSyntax, QwenRendersCallsWithObjectArguments) {
   const TemplateConversation conv =
       conversation_for_template(ToolCallStyle::kHermes, history(), kTools);

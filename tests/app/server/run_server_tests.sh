@@ -4,7 +4,7 @@
 # raw HTTP. The suites are independent, so CTest runs each as its own test (in parallel).
 # Usage: run_server_tests.sh KVFORGE_BINARY [MODEL [SUITE...]]
 #   SUITE: chat (server.test.mjs on each engine), structured (JSON schemas, issue 39),
-#   tools (tool calls; the AI SDK and LangChain clients; issue 39),
+#   tools (tool calls; the AI SDK and LangChain clients; reasoning_content; issue 39),
 #   routes (CORS, model and utility routes, Ollama; issue 41), apis (embeddings, the
 #   Responses API, Anthropic's Messages API; issue 41), hostile (issue 25).
 #   No suite: all of them, in that order.
@@ -70,6 +70,8 @@ suite_tools() {
   KVFORGE_MODEL="$scratch/random.gguf" run_node tools.test.mjs
   echo "== structured output and tools through the AI SDK and LangChain"
   run_node clients.test.mjs
+  echo "== reasoning_content: <think> templates and gpt-oss's harmony"
+  run_node reasoning.test.mjs
 }
 
 # CORS, model routes, llama-server's utility routes and Ollama's API: one engine suffices.

@@ -4,7 +4,8 @@
 // a conversation holding assistant tool_calls and tool results. Every call's
 // arguments validate against its function's schema (ajv). Run on the default
 // model (no chat template: the generic form), on the same model with a
-// Hermes-style template (--chat-template; Qwen's <tool_call> form), and by
+// Hermes-style template (--chat-template; Qwen's <tool_call> form), on a
+// Mistral-style one ([TOOL_CALLS]name[ARGS]{...}), and by
 // run_server_tests.sh on a random-weight model. KVFORGE_BIN, KVFORGE_MODEL
 // from the environment.
 import { test, before, after } from 'node:test';
@@ -58,6 +59,13 @@ Call with <tool_call>
 {% endfor %}{% else %}{{ m.role }}: {{ m.content }}
 {% endif %}{%- endfor %}{%- if add_generation_prompt %}assistant:{% endif %}`;
 
+// Mistral Small 3.2 / Devstral's form: [TOOL_CALLS]name[ARGS]{...} per call.
+const mistralTemplate = `{%- if tools %}[AVAILABLE_TOOLS]{{ tools | tojson }}[/AVAILABLE_TOOLS]{% endif %}
+{%- for m in messages %}{%- if m.role == 'user' %}[INST]{{ m.content }}[/INST]
+{%- elif m.tool_calls %}{% for c in m.tool_calls %}[TOOL_CALLS]{{ c.function.name }}[ARGS]{{ c.function.arguments | tojson }}{% endfor %}</s>
+{%- elif m.role == 'tool' %}[TOOL_RESULTS]{{ m.tool_call_id }}[TOOL_CONTENT]{{ m.content }}[/TOOL_RESULTS]
+{%- else %}{{ m.content }}</s>{% endif %}{%- endfor %}`;
+
 const servers = {};
 const clients = {};
 let templateDir;
@@ -66,8 +74,11 @@ before(async () => {
   templateDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvforge-tools-'));
   const file = path.join(templateDir, 'hermes.jinja');
   fs.writeFileSync(file, hermesTemplate);
+  const mistralFile = path.join(templateDir, 'mistral.jinja');
+  fs.writeFileSync(mistralFile, mistralTemplate);
   servers.generic = await startServer(['-c', '2048']);
   servers.hermes = await startServer(['-c', '2048', '--chat-template', file]);
+  servers.mistral = await startServer(['-c', '2048', '--chat-template', mistralFile]);
   for (const [name, s] of Object.entries(servers))
     clients[name] = new OpenAI({ baseURL: `http://127.0.0.1:${s.port}/v1`, apiKey: 'none', maxRetries: 0 });
 });
@@ -175,6 +186,33 @@ for (const form of ['generic', 'hermes']) {
     assert.ok(r.usage.prompt_tokens > 20);
   });
 }
+
+test('mistral [TOOL_CALLS]name[ARGS]: required and named calls, whole and streamed', async () => {
+  const r = await clients.mistral.chat.completions.create({
+    messages, tools, tool_choice: 'required', n: 2, temperature: 1, seed: 4 });
+  for (const c of r.choices) {
+    assert.equal(c.finish_reason, 'tool_calls');
+    checkCalls(c.message);
+  }
+  const named = await clients.mistral.chat.completions.create({
+    messages, tools, tool_choice: { type: 'function', function: { name: 'add' } },
+    parallel_tool_calls: false, temperature: 1, seed: 9 });
+  checkCalls(named.choices[0].message, [add]);
+  assert.equal(named.choices[0].message.tool_calls.length, 1);
+  const stream = clients.mistral.chat.completions.stream({
+    messages, tools, tool_choice: 'required', temperature: 0.7, seed: 2 });
+  const done = await stream.finalChatCompletion();
+  assert.equal(done.choices[0].finish_reason, 'tool_calls');
+  checkCalls(done.choices[0].message);
+  // A history with a call and its result renders (ids rewritten to Mistral's 9 characters).
+  const h = await clients.mistral.chat.completions.create({
+    tools, max_tokens: 4, tool_choice: 'none',
+    messages: [...messages,
+      { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function',
+        function: { name: 'get_weather', arguments: '{"city":"Paris","unit":"c"}' } }] },
+      { role: 'tool', tool_call_id: 'call_1', content: '21' }] });
+  assert.equal(h.choices[0].message.role, 'assistant');
+});
 
 test('the Hermes template sees the tools and the calls in its own form', async () => {
   // The prompt renders the tools and the earlier call as the template writes them.

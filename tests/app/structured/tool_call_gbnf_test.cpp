@@ -75,6 +75,25 @@ TEST(ToolCallGbnf, GenericAndLlama3) {
   EXPECT_FALSE(grammar_test::accepts(*l, "{\"name\": \"add\", \"arguments\": {\"a\": 7}}"));
 }
 
+TEST(ToolCallGbnf, MistralBothForms) {
+  const auto json_form = grammar(ToolCallStyle::kMistral, weather_and_add(true, true));
+  EXPECT_TRUE(grammar_test::accepts(*json_form,
+                                    "[TOOL_CALLS][{\"name\": \"add\", \"arguments\": {\"a\": 1}}, "
+                                    "{\"name\": \"add\", \"arguments\": {\"a\": 2}}]"));
+  // Under auto, text that departs from the trigger before its end is text.
+  EXPECT_TRUE(grammar_test::accepts(*json_form, "[TOOL_CALL is text"));
+  EXPECT_TRUE(grammar_test::accepts(*json_form, "[TOOL_CALLS]add is text"));
+  const auto json_required = grammar(ToolCallStyle::kMistral, weather_and_add(false, true));
+  EXPECT_FALSE(grammar_test::accepts(*json_required, "[TOOL_CALLS]add[ARGS]{\"a\": 1}"));
+  const auto args_form = grammar(ToolCallStyle::kMistralArgs, weather_and_add(false, true));
+  EXPECT_TRUE(grammar_test::accepts(
+      *args_form,
+      "[TOOL_CALLS]add[ARGS]{\"a\": 1}[TOOL_CALLS]get_weather[ARGS]{\"city\": "
+      "\"Rome\", \"unit\": \"f\"}"));
+  EXPECT_FALSE(grammar_test::accepts(*args_form, "[TOOL_CALLS]add[ARGS]{\"b\": 1}"));
+  EXPECT_FALSE(grammar_test::accepts(*args_form, "Hello"));
+}
+
 TEST(ToolCallGbnf, AnUnsupportedSchemaNamesTheFunction) {
   ToolGrammarRequest r;
   r.functions.push_back({"f", ordered_json::parse(R"({"type": "object", "properties":
@@ -92,7 +111,8 @@ TEST(ToolCallGbnf, AnUnsupportedSchemaNamesTheFunction) {
 // calls the reader reads back, arguments that parse as JSON objects.
 TEST(ToolCallGbnf, RandomWalksAreReadBackAsCalls) {
   for (ToolCallStyle style :
-       {ToolCallStyle::kGeneric, ToolCallStyle::kHermes, ToolCallStyle::kLlama3}) {
+       {ToolCallStyle::kGeneric, ToolCallStyle::kHermes, ToolCallStyle::kLlama3,
+        ToolCallStyle::kMistral, ToolCallStyle::kMistralArgs}) {
     const auto c = grammar(style, weather_and_add(false, true));
     std::mt19937 rng(7);
     for (int walk = 0; walk < 30; ++walk) {
