@@ -12,10 +12,6 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-[[noreturn]] void messages_refuse(const std::string& field, const std::string& why) {
-  throw bad_param(field, "'" + field + "' " + why);
-}
-
 ordered_json messages_chat_messages(const ordered_json& body) {
   ordered_json out = ordered_json::array();
   if (const auto s = body.find("system"); s != body.end() && !s->is_null())

@@ -11,22 +11,18 @@ namespace {
 using nlohmann::json;
 using nlohmann::ordered_json;
 
-[[noreturn]] void blocks_refuse(const std::string& field, const std::string& why) {
-  throw bad_param(field, "'" + field + "' " + why);
-}
-
 void blocks_only_keys(const ordered_json& obj, const std::set<std::string>& keys,
                       const std::string& where, const std::string& field) {
   for (const auto& [key, value] : obj.items())
     if (!keys.count(key))
-      blocks_refuse(field, "holds '" + where + "." + key + "', which is not supported");
+      messages_refuse(field, "holds '" + where + "." + key + "', which is not supported");
 }
 
 const std::string& blocks_string(const ordered_json& obj, const char* key, const std::string& where,
                                  const std::string& field) {
   const auto v = obj.find(key);
   if (v == obj.end() || !v->is_string())
-    blocks_refuse(field, "needs a string '" + where + "." + key + "'");
+    messages_refuse(field, "needs a string '" + where + "." + key + "'");
   return v->get_ref<const std::string&>();
 }
 
@@ -35,7 +31,7 @@ ordered_json blocks_tool_call(const ordered_json& block, const std::string& wher
   blocks_only_keys(block, {"type", "id", "name", "input", "cache_control"}, where, "messages");
   const auto input = block.find("input");
   if (input == block.end() || !input->is_object())
-    blocks_refuse("messages", "needs an object '" + where + ".input'");
+    messages_refuse("messages", "needs an object '" + where + ".input'");
   return {
       {"id", blocks_string(block, "id", where, "messages")},
       {"type", "function"},
@@ -48,7 +44,7 @@ ordered_json blocks_tool_turn(const ordered_json& block, const std::string& wher
   blocks_only_keys(block, {"type", "tool_use_id", "content", "is_error", "cache_control"}, where,
                    "messages");
   if (const auto e = block.find("is_error"); e != block.end() && !e->is_boolean())
-    blocks_refuse("messages", "needs a boolean '" + where + ".is_error'");
+    messages_refuse("messages", "needs a boolean '" + where + ".is_error'");
   const auto content = block.find("content");
   const std::string text = content == block.end() || content->is_null()
                                ? std::string()
@@ -67,18 +63,18 @@ void blocks_flush_text(const std::string& role, std::string& text, bool& has_tex
 }
 
 ordered_json blocks_function(const ordered_json& tool, const std::string& where) {
-  if (!tool.is_object()) blocks_refuse("tools", "must hold objects");
+  if (!tool.is_object()) messages_refuse("tools", "must hold objects");
   const std::string type = tool.value("type", "custom");
   if (type != "custom")
-    blocks_refuse("tools",
-                  "holds '" + where + "' of type '" + type +
-                      "': only client tools (name, description, input_schema) are supported, "
-                      "no server tools");
+    messages_refuse("tools",
+                    "holds '" + where + "' of type '" + type +
+                        "': only client tools (name, description, input_schema) are supported, "
+                        "no server tools");
   blocks_only_keys(tool, {"type", "name", "description", "input_schema", "cache_control"}, where,
                    "tools");
   const auto schema = tool.find("input_schema");
   if (schema == tool.end() || !schema->is_object())
-    blocks_refuse("tools", "needs an object '" + where + ".input_schema'");
+    messages_refuse("tools", "needs an object '" + where + ".input_schema'");
   ordered_json f = {{"name", blocks_string(tool, "name", where, "tools")}};
   if (const auto d = tool.find("description"); d != tool.end() && !d->is_null())
     f["description"] = *d;
@@ -87,7 +83,7 @@ ordered_json blocks_function(const ordered_json& tool, const std::string& where)
 }
 
 void messages_tool_choice(const ordered_json& choice, ordered_json& chat) {
-  if (!choice.is_object()) blocks_refuse("tool_choice", "must be an object with a 'type'");
+  if (!choice.is_object()) messages_refuse("tool_choice", "must be an object with a 'type'");
   blocks_only_keys(choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice",
                    "tool_choice");
   const std::string type = choice.value("type", "");
@@ -100,27 +96,31 @@ void messages_tool_choice(const ordered_json& choice, ordered_json& chat) {
         {"type", "function"},
         {"function", {{"name", blocks_string(choice, "name", "tool_choice", "tool_choice")}}}};
   else
-    blocks_refuse("tool_choice", "type must be auto, any, tool or none, not '" + type + "'");
+    messages_refuse("tool_choice", "type must be auto, any, tool or none, not '" + type + "'");
   if (const auto d = choice.find("disable_parallel_tool_use"); d != choice.end() && !d->is_null()) {
     if (!d->is_boolean())
-      blocks_refuse("tool_choice", "disable_parallel_tool_use must be a boolean");
+      messages_refuse("tool_choice", "disable_parallel_tool_use must be a boolean");
     chat["parallel_tool_calls"] = !d->get<bool>();
   }
 }
 
 }  // namespace
 
+void messages_refuse(const std::string& field, const std::string& why) {
+  throw bad_param(field, "'" + field + "' " + why);
+}
+
 std::string messages_text(const ordered_json& content, const std::string& field) {
   if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) blocks_refuse(field, "must be a string or an array of text blocks");
+  if (!content.is_array()) messages_refuse(field, "must be a string or an array of text blocks");
   std::string text;
   for (const ordered_json& block : content) {
     const std::string type = block.is_object() ? block.value("type", "") : "";
     if (type != "text")
-      blocks_refuse(field, "holds a block of type '" + type +
-                               "' where only text blocks are supported (no images or documents)");
+      messages_refuse(field, "holds a block of type '" + type +
+                                 "' where only text blocks are supported (no images or documents)");
     if (!block.contains("text") || !block["text"].is_string())
-      blocks_refuse(field, "text blocks need a string 'text'");
+      messages_refuse(field, "text blocks need a string 'text'");
     text += block["text"].get<std::string>();
   }
   return text;
@@ -147,9 +147,9 @@ void append_chat_turns(const std::string& role, const ordered_json& content, ord
       blocks_flush_text(role, text, has_text, out);
       out.push_back(blocks_tool_turn(block, where));
     } else {
-      blocks_refuse("messages", "holds a " + role + " block of type '" + type +
-                                    "': supported are text, tool_use (assistant) and tool_result "
-                                    "(user); no images, documents or thinking");
+      messages_refuse("messages", "holds a " + role + " block of type '" + type +
+                                      "': supported are text, tool_use (assistant) and tool_result "
+                                      "(user); no images, documents or thinking");
     }
   }
   const bool with_text = has_text;
@@ -162,7 +162,7 @@ void append_chat_turns(const std::string& role, const ordered_json& content, ord
 
 void messages_tools(const ordered_json& body, ordered_json& chat) {
   if (const auto t = body.find("tools"); t != body.end() && !t->is_null()) {
-    if (!t->is_array()) blocks_refuse("tools", "must be an array");
+    if (!t->is_array()) messages_refuse("tools", "must be an array");
     ordered_json tools = ordered_json::array();
     for (size_t i = 0; i < t->size(); ++i)
       tools.push_back(blocks_function((*t)[i], "tools[" + std::to_string(i) + "]"));

@@ -23,6 +23,9 @@
 
 namespace kvforge::server {
 
+// Throws ApiError 400 naming `field`: "'<field>' <why>".
+[[noreturn]] void messages_refuse(const std::string& field, const std::string& why);
+
 // A string, or text blocks, as one text; `field` names it in a 400.
 std::string messages_text(const nlohmann::ordered_json& content, const std::string& field);
 
