@@ -191,9 +191,13 @@ ReplyContent reply_content(const std::optional<ToolCallSyntax>& syntax, const st
     reader.finish();
     if (reader.complete() && !reader.calls().empty()) {
       ReplyContent out{json::array(), true};
-      for (const ToolCall& call : reader.calls())
-        out.blocks.push_back(tool_use_block(new_tool_use_id(), call));
-      return out;
+      try {
+        for (const ToolCall& call : reader.calls())
+          out.blocks.push_back(tool_use_block(new_tool_use_id(), call));
+        return out;
+      } catch (const json::parse_error&) {
+        // Not JSON after all (the grammar rules this out): the reply is its text.
+      }
     }
   }
   return {json::array({{{"type", "text"}, {"text", text}}}), false};
