@@ -43,8 +43,17 @@ class Embedder {
   // std::invalid_argument for an empty input or a tensor-parallel model,
   // std::out_of_range for a token outside the vocabulary.
   std::vector<float> embed(std::span<const int32_t> tokens) const;
+  // The embeddings of several inputs computed together: each input is a KV
+  // sequence of one cache, and every forward call runs up to 256 tokens of
+  // as many inputs as fit. Each result is the same bits as embed() of that
+  // input alone (the forward pass does not depend on its batch neighbours or
+  // where a prefill is cut). The cache holds inputs.size() x the longest
+  // input's positions. Throws as embed() does.
+  std::vector<std::vector<float>> embed_batch(std::span<const std::vector<int32_t>> inputs) const;
 
  private:
+  void check_batch(std::span<const std::vector<int32_t>> inputs) const;
+
   const Model& model_;
   ThreadPool& pool_;
   Pooling pooling_;

@@ -3,6 +3,7 @@
 #include <random>
 #include <set>
 
+#include "app/server/anthropic_blocks.h"
 #include "app/server/model_names.h"
 
 namespace kvforge::server {
@@ -10,28 +11,6 @@ namespace {
 
 using nlohmann::json;
 using nlohmann::ordered_json;
-
-[[noreturn]] void messages_refuse(const std::string& field, const std::string& why) {
-  throw bad_param(field, "'" + field + "' " + why);
-}
-
-// A string, or text blocks (the only kind of block served).
-std::string messages_text(const ordered_json& content, const std::string& field) {
-  if (content.is_string()) return content.get<std::string>();
-  if (!content.is_array()) messages_refuse(field, "must be a string or an array of text blocks");
-  std::string text;
-  for (const ordered_json& block : content) {
-    const std::string type = block.is_object() ? block.value("type", "") : "";
-    if (type != "text")
-      messages_refuse(field, "holds a block of type '" + type +
-                                 "': only text blocks are supported (no images, documents, "
-                                 "tool_use or tool_result yet)");
-    if (!block.contains("text") || !block["text"].is_string())
-      messages_refuse(field, "text blocks need a string 'text'");
-    text += block["text"].get<std::string>();
-  }
-  return text;
-}
 
 ordered_json messages_chat_messages(const ordered_json& body) {
   ordered_json out = ordered_json::array();
@@ -46,7 +25,7 @@ ordered_json messages_chat_messages(const ordered_json& body) {
     if (role != "user" && role != "assistant")
       messages_refuse("messages", "roles must be user or assistant, not '" + role + "'");
     if (!msg.contains("content")) messages_refuse("messages", "need 'content'");
-    out.push_back({{"role", role}, {"content", messages_text(msg["content"], "messages")}});
+    append_chat_turns(role, msg["content"], out);
   }
   return out;
 }
@@ -92,9 +71,10 @@ const char* anthropic_error_type(int status) {
   }
 }
 
-json messages_stop(const MessagesRequest& r, const GenerationOutcome& done) {
+json messages_stop(const MessagesRequest& r, const GenerationOutcome& done, bool tool_use) {
   if (done.finish == FinishReason::Length)
     return {{"stop_reason", "max_tokens"}, {"stop_sequence", nullptr}};
+  if (tool_use) return {{"stop_reason", "tool_use"}, {"stop_sequence", nullptr}};
   if (done.stop_index && *done.stop_index < r.stop_sequences.size())
     return {{"stop_reason", "stop_sequence"},
             {"stop_sequence", r.stop_sequences[*done.stop_index]}};
@@ -107,9 +87,10 @@ MessagesRequest parse_messages_request(std::string_view text, const RequestLimit
                                        bool count_only) {
   const ordered_json body = parse_json_body(text, limits, JsonBodyChecks{});
   static const std::set<std::string> create = {
-      "model",       "max_tokens", "messages", "system", "stop_sequences",
-      "temperature", "top_p",      "top_k",    "stream", "metadata"};
-  static const std::set<std::string> count = {"model", "messages", "system"};
+      "model", "max_tokens", "messages", "system",   "stop_sequences", "temperature",
+      "top_p", "top_k",      "stream",   "metadata", "tools",          "tool_choice"};
+  static const std::set<std::string> count = {"model", "messages", "system", "tools",
+                                              "tool_choice"};
   for (const auto& [key, value] : body.items())
     if (!(count_only ? count : create).count(key))
       messages_refuse(
@@ -121,6 +102,7 @@ MessagesRequest parse_messages_request(std::string_view text, const RequestLimit
   if (!serves_model(limits, r.model)) throw model_not_found(limits, r.model);
   r.chat["model"] = r.model;
   r.chat["messages"] = messages_chat_messages(body);
+  messages_tools(body, r.chat);
   if (!count_only) messages_sampling(body, r);
   if (const auto m = body.find("metadata"); m != body.end() && !m->is_null() && !m->is_object())
     messages_refuse("metadata", "must be an object");
@@ -141,20 +123,24 @@ std::string new_message_id() {
 }
 
 json message_object(const MessagesRequest& r, const std::string& id, int input_tokens,
-                    const GenerationOutcome& done) {
+                    const std::optional<ToolCallSyntax>& tools, const GenerationOutcome& done) {
+  ReplyContent content = reply_content(tools, done.text);
   json out = {{"id", id},
               {"type", "message"},
               {"role", "assistant"},
               {"model", r.model},
-              {"content", json::array({{{"type", "text"}, {"text", done.text}}})}};
-  out.update(messages_stop(r, done));
+              {"content", std::move(content.blocks)}};
+  out.update(messages_stop(r, done, content.tool_use));
   out["usage"] = {{"input_tokens", input_tokens}, {"output_tokens", done.tokens}};
   return out;
 }
 
 MessagesEventWriter::MessagesEventWriter(const MessagesRequest& r, std::string id, int input_tokens,
+                                         const std::optional<ToolCallSyntax>& tools,
                                          std::function<bool(const std::string&)> write)
-    : request_(r), id_(std::move(id)), input_tokens_(input_tokens), write_(std::move(write)) {}
+    : request_(r), id_(std::move(id)), input_tokens_(input_tokens), write_(std::move(write)) {
+  if (tools) calls_.emplace(*tools);
+}
 
 bool MessagesEventWriter::start() {
   const json message = {{"id", id_},
@@ -165,28 +151,69 @@ bool MessagesEventWriter::start() {
                         {"stop_reason", nullptr},
                         {"stop_sequence", nullptr},
                         {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}};
+  // A reply read for tool calls opens its first block once it is known to be text or calls.
   return write_(
              typed_sse_event("message_start", {{"type", "message_start"}, {"message", message}})) &&
-         write_(typed_sse_event("content_block_start",
-                                {{"type", "content_block_start"},
-                                 {"index", 0},
-                                 {"content_block", {{"type", "text"}, {"text", ""}}}})) &&
+         (calls_ || open_block({{"type", "text"}, {"text", ""}})) &&
          write_(typed_sse_event("ping", {{"type", "ping"}}));
 }
 
-bool MessagesEventWriter::delta(const std::string& text) {
-  return write_(typed_sse_event("content_block_delta",
-                                {{"type", "content_block_delta"},
-                                 {"index", 0},
-                                 {"delta", {{"type", "text_delta"}, {"text", text}}}}));
+bool MessagesEventWriter::open_block(const json& block) {
+  if (!close_block()) return false;
+  ++index_;
+  open_ = true;
+  text_open_ = block["type"] == "text";
+  return write_(typed_sse_event(
+      "content_block_start",
+      {{"type", "content_block_start"}, {"index", index_}, {"content_block", block}}));
+}
+
+bool MessagesEventWriter::close_block() {
+  if (!open_) return true;
+  open_ = text_open_ = false;
+  return write_(
+      typed_sse_event("content_block_stop", {{"type", "content_block_stop"}, {"index", index_}}));
+}
+
+bool MessagesEventWriter::block_delta(const json& delta) {
+  return write_(
+      typed_sse_event("content_block_delta",
+                      {{"type", "content_block_delta"}, {"index", index_}, {"delta", delta}}));
+}
+
+bool MessagesEventWriter::text(const std::string& text) {
+  if (!text_open_ && !open_block({{"type", "text"}, {"text", ""}})) return false;
+  return block_delta({{"type", "text_delta"}, {"text", text}});
+}
+
+bool MessagesEventWriter::forward(const ToolCallReader::Output& out) {
+  if (!out.content.empty() && !text(out.content)) return false;
+  for (const ToolCallDelta& d : out.calls) {
+    if (d.first && !open_block({{"type", "tool_use"},
+                                {"id", new_tool_use_id()},
+                                {"name", d.name},
+                                {"input", json::object()}}))
+      return false;
+    if (!d.arguments.empty() &&
+        !block_delta({{"type", "input_json_delta"}, {"partial_json", d.arguments}}))
+      return false;
+  }
+  return true;
+}
+
+bool MessagesEventWriter::delta(const std::string& piece) {
+  return calls_ ? forward(calls_->feed(piece)) : text(piece);
 }
 
 bool MessagesEventWriter::finish(const GenerationOutcome& done) {
-  return write_(typed_sse_event("content_block_stop",
-                                {{"type", "content_block_stop"}, {"index", 0}})) &&
-         write_(typed_sse_event("message_delta", {{"type", "message_delta"},
-                                                  {"delta", messages_stop(request_, done)},
-                                                  {"usage", {{"output_tokens", done.tokens}}}})) &&
+  if (calls_ && !forward(calls_->finish())) return false;
+  if (index_ < 0 && !open_block({{"type", "text"}, {"text", ""}})) return false;  // an empty reply
+  const bool tool_use = calls_ && calls_->complete() && !calls_->calls().empty();
+  return close_block() &&
+         write_(
+             typed_sse_event("message_delta", {{"type", "message_delta"},
+                                               {"delta", messages_stop(request_, done, tool_use)},
+                                               {"usage", {{"output_tokens", done.tokens}}}})) &&
          write_(typed_sse_event("message_stop", {{"type", "message_stop"}}));
 }
 

@@ -8,7 +8,8 @@ namespace {
 void stream_message(std::shared_ptr<MessagesRequest> r, PreparedRequest prepared, EngineLoop& loop,
                     httplib::Response& res) {
   stream_generation(res, std::move(prepared), loop, [r](PreparedRequest& p, const SseWrite& write) {
-    return std::make_unique<MessagesEventWriter>(*r, new_message_id(), p.prompt_tokens, write);
+    return std::make_unique<MessagesEventWriter>(*r, new_message_id(), p.prompt_tokens,
+                                                 p.tool_calls, write);
   });
 }
 
@@ -26,8 +27,9 @@ void answer_message(const std::shared_ptr<ApiRouteContext>& ctx, const httplib::
   const std::optional<GenerationOutcome> done = pump_generation(
       p, svc.loop(), [](const std::string&) { return true; }, gone);
   if (!done) throw ApiError(499, "the client closed the connection; the request was aborted");
-  res.set_content(dump_json(message_object(r, new_message_id(), p.prompt_tokens, *done)),
-                  "application/json");
+  res.set_content(
+      dump_json(message_object(r, new_message_id(), p.prompt_tokens, p.tool_calls, *done)),
+      "application/json");
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "app/server/completion_service.h"
 #include "app/server/openai_error.h"
 #include "app/server/request_fields.h"
+#include "app/server/tool_request.h"
 
 namespace kvforge::server {
 
@@ -16,6 +17,7 @@ int CompletionService::count_chat_tokens(std::string_view body,
   ChatRequest r;
   try {
     r = parse_chat_request(json, limits_);
+    plan_tools(json, r, tool_style_);  // the tools as the template sees them
   } catch (const nlohmann::json::exception& e) {
     throw ApiError(400, std::string("invalid request: ") + e.what());
   }

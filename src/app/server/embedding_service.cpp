@@ -1,5 +1,6 @@
 #include "app/server/embedding_service.h"
 
+#include <chrono>
 #include <future>
 
 #include "app/server/openai_error.h"
@@ -27,7 +28,10 @@ std::string_view embed_utf8_prefix(std::string_view s, size_t n) {
 
 EmbeddingService::EmbeddingService(const Embedder& embedder, CompletionService& completions,
                                    int max_tokens)
-    : embedder_(embedder), completions_(completions), max_tokens_(max_tokens) {}
+    : embedder_(embedder),
+      completions_(completions),
+      max_tokens_(max_tokens),
+      batcher_(embedder, completions.loop()) {}
 
 std::vector<int32_t> EmbeddingService::tokens_of(const EmbeddingInput& input, bool truncate) const {
   const Tokenizer& tok = completions_.tokenizer();
@@ -71,22 +75,21 @@ EmbeddingResult EmbeddingService::embed(const EmbeddingsRequest& r,
     token_lists.push_back(tokens_of(input, r.truncate));
     out.prompt_tokens += static_cast<int>(token_lists.back().size());
   }
-  for (const std::vector<int32_t>& tokens : token_lists) {
-    if (client_gone && client_gone())
-      throw ApiError(499, "the client closed the connection; the request was aborted");
-    std::vector<float> vector;
-    std::future<void> done =
-        completions_.loop().run_between_steps([&] { vector = embedder_.embed(tokens); });
+  std::vector<std::future<std::vector<float>>> pending;
+  for (std::vector<int32_t>& tokens : token_lists)
+    pending.push_back(batcher_.submit(std::move(tokens)));
+  for (std::future<std::vector<float>>& vector : pending) {
+    // Computed whatever the client does (it may share a batch with other requests).
+    while (vector.wait_for(std::chrono::milliseconds(20)) != std::future_status::ready)
+      if (client_gone && client_gone())
+        throw ApiError(499, "the client closed the connection; the request was aborted");
     try {
-      done.get();
-    } catch (const std::future_error&) {
-      throw ApiError(503, "the server stopped before the embedding was computed", "server_error");
+      out.vectors.push_back(vector.get());
     } catch (const std::invalid_argument& e) {
       throw bad_param("input", e.what());
     } catch (const std::out_of_range& e) {
       throw bad_param("input", e.what());
     }
-    out.vectors.push_back(std::move(vector));
   }
   return out;
 }

@@ -1,9 +1,9 @@
 // What the embedding routes do between HTTP and the model: tokenize each
 // input, check it against the context, and run the Embedder on the engine
-// loop's thread between engine steps (one input per job), so embeddings use
-// the engine's thread pool without disturbing the sequences it generates:
-// each job has a KV cache of its own, freed when it ends, and never takes a
-// block of the engine's pool.
+// loop's thread between engine steps, batched with every other request's
+// inputs (embedding_batcher.h), so embeddings use the engine's thread pool
+// without disturbing the sequences it generates: each batch has a KV cache of
+// its own, freed when it ends, and never takes a block of the engine's pool.
 #pragma once
 
 #include <functional>
@@ -11,6 +11,7 @@
 
 #include "app/embedding/embedder.h"
 #include "app/server/completion_service.h"
+#include "app/server/embedding_batcher.h"
 #include "app/server/embeddings_api.h"
 
 namespace kvforge::server {
@@ -31,7 +32,7 @@ class EmbeddingService {
 
   // Throws ApiError: 400 for an input that is empty, outside the vocabulary
   // or (without r.truncate) longer than the context; 499 when `client_gone`
-  // says so between inputs; 503 when the server stops meanwhile.
+  // says so while waiting; 503 when the server stops meanwhile.
   EmbeddingResult embed(const EmbeddingsRequest& r, const std::function<bool()>& client_gone);
 
  private:
@@ -40,6 +41,7 @@ class EmbeddingService {
   const Embedder& embedder_;
   CompletionService& completions_;
   int max_tokens_;
+  EmbeddingBatcher batcher_;
 };
 
 }  // namespace kvforge::server

@@ -26,6 +26,7 @@
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
 #include "app/server/responses_routes.h"
+#include "app/server/slot_actions.h"
 #include "app/server/slots_route.h"
 
 namespace kvforge::server {
@@ -320,6 +321,13 @@ struct HttpServer::Impl {
                                             service.limits().max_tokens_limit)),
                    "application/json");
              }));
+    http.Post(
+        R"(/slots/([^/]*))", guarded([this](const httplib::Request& req, httplib::Response& res) {
+          res.set_content(dump_json(slot_action_response(service.loop().running(),
+                                                         options.props.total_slots, req.matches[1],
+                                                         req.get_param_value("action"), req.body)),
+                          "application/json");
+        }));
     http.Get(kProps, guarded([this](const httplib::Request&, httplib::Response& res) {
                res.set_content(dump_json(props_response(service, options.props)),
                                "application/json");

@@ -92,6 +92,30 @@ TEST_F(EmbedderTest, LongInputsPoolAcrossChunks) {
   EXPECT_LT(cosine(all, head), 1 - 1e-6);
 }
 
+// Batch invariance: inputs computed together (pieces of several in one
+// forward call, a long input cut at other places than alone) give the same
+// bits as each alone, for every pooling.
+TEST_F(EmbedderTest, BatchEqualsEachInputAlone) {
+  ThreadPool pool(2);
+  std::vector<std::vector<int32_t>> inputs;
+  for (int n : {5, 1, 300, 17, 250, 3, 40}) {
+    std::vector<int32_t>& t = inputs.emplace_back();
+    for (int i = 0; i < n; ++i) t.push_back(int32_t(260 + (i * 7 + n) % 300));
+  }
+  for (Pooling p : {Pooling::Mean, Pooling::Last, Pooling::Cls}) {
+    const Embedder embedder(*model_, pool, p);
+    const std::vector<std::vector<float>> batch = embedder.embed_batch(inputs);
+    ASSERT_EQ(batch.size(), inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      SCOPED_TRACE(std::string(pooling_name(p)) + " input " + std::to_string(i));
+      EXPECT_EQ(batch[i], embedder.embed(inputs[i]));
+    }
+  }
+  const std::vector<std::vector<int32_t>> with_empty = {{1, 2}, {}};
+  EXPECT_THROW(Embedder(*model_, pool, Pooling::Mean).embed_batch(with_empty),
+               std::invalid_argument);
+}
+
 TEST(PoolingTest, NamesRoundTrip) {
   for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Last})
     EXPECT_EQ(pooling_from_name(pooling_name(p)), p);

@@ -1,8 +1,9 @@
 // Anthropic's Messages API on `kvforge serve` (issue 41), driven by the
 // @anthropic-ai/sdk client: messages.create streamed and not, greedy text
 // equal to /v1/chat/completions, stop_sequences and stop_reason, usage,
-// count_tokens, x-api-key, and errors in Anthropic's shape (which the client
-// turns into its typed errors). Run by run_server_tests.sh (CTest: server_openai).
+// count_tokens, x-api-key, errors in Anthropic's shape (which the client
+// turns into its typed errors), and tools: tool_use blocks streamed and not,
+// and a round trip with tool_result rendered as the chat path renders it. Run by run_server_tests.sh (CTest: server_openai).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import Anthropic from '@anthropic-ai/sdk';
@@ -16,7 +17,7 @@ let client;
 let openai;
 
 before(async () => {
-  server = await startServer(['--max-seqs', '4', '--api-key', KEY]);
+  server = await startServer(['--max-seqs', '4', '--api-key', KEY, '-c', '1024']);
   const base = `http://127.0.0.1:${server.port}`;
   client = new Anthropic({ baseURL: base, apiKey: KEY, maxRetries: 0 });  // sends x-api-key
   openai = new OpenAI({ baseURL: `${base}/v1`, apiKey: KEY, maxRetries: 0 });
@@ -101,8 +102,14 @@ test("errors have Anthropic's shape: the client's typed errors", async () => {
     });
   };
   await refused({ max_tokens: undefined }, Anthropic.BadRequestError, /max_tokens/);
-  await refused({ tools: [{ name: 'f', input_schema: { type: 'object' } }] },
+  await refused({ tools: [{ name: 'f', input_schema: { type: 'array' } }] },
                 Anthropic.BadRequestError, /tools/);
+  await refused({ tools: [{ type: 'web_search_20250305', name: 'web_search' }] },
+                Anthropic.BadRequestError, /server tools/);
+  await refused({ tools: [WEATHER], tool_choice: { type: 'tool', name: 'nope' } },
+                Anthropic.BadRequestError, /tool_choice/);
+  await refused({ tools: [WEATHER], tool_choice: { type: 'sometimes' } },
+                Anthropic.BadRequestError, /tool_choice/);
   await refused({ messages: [{ role: 'user', content: [{ type: 'image', source: {} }] }] },
                 Anthropic.BadRequestError, /image/);
   await refused({ model: 'claude-sonnet-4' }, Anthropic.NotFoundError, /claude-sonnet-4/);
@@ -110,4 +117,83 @@ test("errors have Anthropic's shape: the client's typed errors", async () => {
   await assert.rejects(stranger.messages.create({ model: MODEL, max_tokens: 8,
                                                   messages: [{ role: 'user', content: 'hi' }] }),
                        (e) => e instanceof Anthropic.AuthenticationError);
+});
+
+// Tools (anthropic_blocks.h): the same calls the chat path makes, in Anthropic's shapes.
+const WEATHER = {
+  name: 'get_weather', description: 'The weather in a city',
+  input_schema: { type: 'object', additionalProperties: false, required: ['city', 'unit'],
+                  properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } } },
+};
+const ASK = [{ role: 'user', content: 'What is the weather in Paris?' }];
+const checkWeather = (block) => {
+  assert.equal(block.type, 'tool_use');
+  assert.match(block.id, /^toolu_[0-9a-f]{24}$/);
+  assert.equal(block.name, 'get_weather');
+  assert.deepEqual(Object.keys(block.input).sort(), ['city', 'unit']);
+  assert.equal(typeof block.input.city, 'string');
+  assert.ok(['c', 'f'].includes(block.input.unit), JSON.stringify(block.input));
+};
+
+test('tools: a tool_use reply, streamed and not, and a tool_result round trip', async () => {
+  const ask = { model: MODEL, max_tokens: 400, temperature: 0, tools: [WEATHER], messages: ASK,
+                tool_choice: { type: 'tool', name: 'get_weather', disable_parallel_tool_use: true } };
+  const msg = await client.messages.create(ask);
+  assert.equal(msg.stop_reason, 'tool_use');
+  assert.equal(msg.content.length, 1, JSON.stringify(msg.content));
+  checkWeather(msg.content[0]);
+  const count = await client.messages.countTokens({ model: MODEL, tools: [WEATHER], messages: ASK,
+                                                    tool_choice: ask.tool_choice });
+  assert.equal(count.input_tokens, msg.usage.input_tokens);
+
+  // Streamed: a tool_use block whose input comes in input_json_delta pieces; greedy, so the same call.
+  const types = [];
+  let pieces = 0;
+  const stream = client.messages.stream(ask);
+  stream.on('streamEvent', (e) => {
+    types.push(e.type === 'content_block_start' ? `start:${e.content_block.type}` : e.type);
+    if (e.type === 'content_block_delta') {
+      assert.equal(e.delta.type, 'input_json_delta');
+      ++pieces;
+    }
+  });
+  const streamed = await stream.finalMessage();
+  assert.equal(streamed.stop_reason, 'tool_use');
+  checkWeather(streamed.content[0]);
+  assert.deepEqual(streamed.content[0].input, msg.content[0].input);
+  assert.ok(pieces > 1, `input came in ${pieces} pieces`);
+  assert.deepEqual(types.filter((t) => t !== 'content_block_delta'),
+                   ['message_start', 'start:tool_use', 'content_block_stop', 'message_delta',
+                    'message_stop']);
+
+  // The round trip: the call and its result go back; the prompt is what chat completions renders.
+  const call = msg.content[0];
+  const answer = await client.messages.create({
+    model: MODEL, max_tokens: 8, temperature: 0, tools: [WEATHER], tool_choice: { type: 'none' },
+    messages: [...ASK, { role: 'assistant', content: [{ type: 'text', text: 'Let me look.' }, call] },
+               { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id,
+                                            content: [{ type: 'text', text: '21 degrees' }] },
+                                          { type: 'text', text: 'Thanks.' }] }] });
+  const ref = await openai.chat.completions.create({
+    model: MODEL, max_tokens: 8, temperature: 0, tool_choice: 'none',
+    tools: [{ type: 'function', function: { name: WEATHER.name, description: WEATHER.description,
+                                            parameters: WEATHER.input_schema } }],
+    messages: [...ASK,
+               { role: 'assistant', content: 'Let me look.', tool_calls: [{ id: call.id, type: 'function',
+                 function: { name: call.name, arguments: JSON.stringify(call.input) } }] },
+               { role: 'tool', tool_call_id: call.id, content: '21 degrees' },
+               { role: 'user', content: 'Thanks.' }] });
+  assert.equal(answer.usage.input_tokens, ref.usage.prompt_tokens);
+  assert.equal(answer.content[0].type, 'text');
+  assert.equal(answer.content[0].text, ref.choices[0].message.content);
+  assert.notEqual(answer.stop_reason, 'tool_use');
+});
+
+test('tools: tool_choice any with disable_parallel_tool_use gives one call', async () => {
+  const msg = await client.messages.create({
+    model: MODEL, max_tokens: 400, temperature: 1, tools: [WEATHER], messages: ASK,
+    tool_choice: { type: 'any', disable_parallel_tool_use: true } });
+  assert.equal(msg.stop_reason, 'tool_use');
+  assert.equal(msg.content.length, 1);
+  checkWeather(msg.content[0]);
 });

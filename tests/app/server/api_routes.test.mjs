@@ -154,6 +154,41 @@ test('llama-server /slots: the running request while it streams, idle after', as
   assert.equal((await fetch(`${cors.base}/slots`)).status, 401);
 });
 
+test('llama-server slot actions: erase an idle slot, refusals naming why', async () => {
+  const base = plain.base;
+  const act = async (id, action, body) => {
+    const res = await post(base, `/slots/${id}?action=${action}`, body ?? {});
+    return { status: res.status, body: await res.json() };
+  };
+  assert.deepEqual(await act(2, 'erase'), { status: 200, body: { id_slot: 2, n_erased: 0 } });
+  // save and restore: no KV is kept per slot (paged: a shared prefix cache).
+  for (const action of ['save', 'restore']) {
+    const r = await act(0, action, { filename: 'conversation.bin' });
+    assert.equal(r.status, 501, JSON.stringify(r));
+    assert.equal(r.body.error.type, 'not_supported_error');
+    assert.match(r.body.error.message, /no KV per slot/);
+    assert.equal((await act(0, action, { filename: '../etc/passwd' })).status, 400);
+    assert.equal((await act(0, action, {})).status, 400);
+  }
+  for (const [id, action, pattern] of [['x', 'erase', /Invalid slot ID/], [4, 'erase', /Invalid slot ID/],
+                                       ['-1', 'erase', /Invalid slot ID/], [0, 'shred', /Invalid action/]]) {
+    const r = await act(id, action);
+    assert.equal(r.status, 400, JSON.stringify(r));
+    assert.match(r.body.error.message, pattern);
+  }
+  // A slot processing a request is not erased under it.
+  const res = await post(base, '/v1/completions', { prompt: TEXT, max_tokens: 200, stream: true,
+                                                    temperature: 0, ignore_eos: true });
+  const reader = res.body.getReader();
+  await reader.read();
+  const busy = await act(0, 'erase');
+  assert.equal(busy.status, 409, JSON.stringify(busy));
+  assert.match(busy.body.error.message, /processing request/);
+  while (!(await reader.read()).done);  // read to the end: a cut stream would be logged 499
+  const denied = await fetch(`${cors.base}/slots/0?action=erase`, { method: 'POST' });
+  assert.equal(denied.status, 401);
+});
+
 test('a stream the client cuts is logged 499, a finished one 200', async () => {
   const client = new OpenAI({ apiKey: 'unused', baseURL: `${plain.base}/v1`, maxRetries: 0 });
   const controller = new AbortController();

@@ -102,6 +102,40 @@ test('ollama embed and the older /api/embeddings equal the OpenAI route', async 
                        (e) => e.status_code === 400 && /options.temperature/.test(e.message));
 });
 
+// Issue 41: 64 concurrent embedding requests beside 8 streaming chats. The
+// embeddings batch with each other (embedding_batcher.h) between engine steps:
+// every chat's tokens are as alone, every vector is the same bits as computed
+// alone, and no KV block of the pool is held afterwards.
+test('64 embeddings beside 8 streaming chats: chats and vectors as alone, no KV left', async () => {
+  const chat = async (i) => {
+    const stream = await client.chat.completions.create({
+      model: MODEL, messages: [{ role: 'user', content: `Tell of the flood, part ${i}` }],
+      max_tokens: 24, temperature: 0, stream: true, logprobs: true });
+    const tokens = [];
+    for await (const chunk of stream)
+      for (const t of chunk.choices[0]?.logprobs?.content ?? []) tokens.push([t.token, t.logprob]);
+    return tokens;
+  };
+  const embed = (i) => client.embeddings.create(
+    { model: MODEL, input: `verse ${i} of the book`.repeat(1 + (i % 5)), encoding_format: 'float' })
+    .then((r) => r.data[0].embedding);
+  const alone = [];
+  for (let i = 0; i < 8; ++i) alone.push(await chat(i));
+  const vectorsAlone = [];
+  for (let i = 0; i < 64; ++i) vectorsAlone.push(await embed(i));
+  const chats = Array.from({ length: 8 }, (_, i) => chat(i));
+  const embeds = Array.from({ length: 64 }, (_, i) => embed(i));
+  const [together, vectors] = await Promise.all([Promise.all(chats), Promise.all(embeds)]);
+  for (let i = 0; i < 8; ++i) {
+    assert.ok(alone[i].length > 0);
+    assert.deepEqual(together[i], alone[i], `chat ${i}`);
+  }
+  for (let i = 0; i < 64; ++i) assert.deepEqual(vectors[i], vectorsAlone[i], `embedding ${i}`);
+  const metrics = await (await fetch(`${base}/metrics`)).text();
+  assert.match(metrics, /^kvforge_kv_blocks_used 0$/m);
+  assert.match(metrics, /^kvforge_requests_in_flight 0$/m);
+});
+
 test('embeddings beside a streaming chat leave its greedy text unchanged', async () => {
   const chat = async () => {
     const stream = await client.chat.completions.create({

@@ -322,6 +322,12 @@ const FAMILY_CASES = [
   ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'system', content: 'x' }] }, 400],
   ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'x' }], stop_sequences: [''] }, 400],
   ['/v1/messages', { model: 'nope', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] }, 404],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'x' }], tools: 'x' }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: 'x' }], tools: [{ name: 'f', input_schema: { type: 'object' } }], tool_choice: 'any' }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'tool_use', id: 'a', name: 'f', input: 'x' }] }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'assistant', content: [{ type: 'tool_use', id: 'a', name: 'f', input: '{}' }] }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 7, content: 'r' }] }] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 8, messages: [{ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'a', content: [{ type: 'text', text: 'and the earth '.repeat(500000) }] }] }] }, 400],
   ['/v1/messages/count_tokens', { model: MODEL_ID, messages: [{ role: 'user', content: 'and the earth '.repeat(500000) }] }, 400],
   ['/v1/messages/count_tokens', { model: MODEL_ID, messages: 'x' }, 400],
 ];
