@@ -19,7 +19,8 @@ std::vector<std::string> without_ends(std::vector<std::string> bytes,
 GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends)
     : token_bytes(without_ends(std::move(bytes), ends)),
       end_ids(std::move(ends)),
-      trie(token_bytes) {}
+      trie(token_bytes),
+      text_trie(trie, token_bytes, json_text_classes()) {}
 
 bool GrammarVocabulary::is_end(int32_t token) const {
   return std::find(end_ids.begin(), end_ids.end(), token) != end_ids.end();
@@ -31,7 +32,8 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       limits_(limits),
-      arena_(grammar_, limits.max_stacks, limits.max_expansion) {
+      arena_(grammar_, limits.max_stacks, limits.max_expansion),
+      set_keeps_classes_(grammar_.byte_sets.size() + 1, -1) {
   // The sentinel: a byte set that takes no byte, in no rule.
   grammar_.byte_sets.push_back(ByteSet{});
   const auto pos = uint32_t(grammar_.elements.size());
@@ -53,8 +55,20 @@ uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) cons
     sets_.push_back(stacks);
     rows_.emplace_back();
     cut_ends_.push_back(std::binary_search(stacks.begin(), stacks.end(), sentinel_));
+    whole_classes_.push_back(keeps_classes(stacks));
   }
   return it->second;
+}
+
+bool GrammarConstraint::keeps_classes(const std::vector<uint32_t>& stacks) const {
+  for (uint32_t id : stacks) {
+    if (id == kEmptyStack) continue;
+    const uint32_t set = grammar_.elements[arena_.node(id).pos].value;
+    int8_t& known = set_keeps_classes_[set];
+    if (known < 0) known = vocab_->text_trie.classes().keeps_whole(grammar_.byte_sets[set]) ? 1 : 0;
+    if (!known) return false;
+  }
+  return true;
 }
 
 // Set ids live only within one call, so the tables may start over between calls.
@@ -64,6 +78,7 @@ void GrammarConstraint::bound_sets() const {
   set_ids_.clear();
   rows_.clear();
   cut_ends_.clear();
+  whole_classes_.clear();
   intern_set({});
 }
 
@@ -147,7 +162,11 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t c
   if (!found) {
     auto made = std::make_shared<StackPrefixMask>();
     made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
-    walk_prefix(vocab_->trie.root(), intern_set({cut}), *made);
+    const uint32_t start = intern_set({cut});
+    if (limits_.class_walks && whole_classes_[start])
+      walk_prefix_classes(vocab_->text_trie.trie().root(), start, *made);
+    else
+      walk_prefix(vocab_->trie.root(), start, *made);
     vocab_->prefix_masks.add(key, made);
     found = std::move(made);
   }
@@ -169,6 +188,30 @@ void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set,
       if (sets_[next].size() == 1) continue;  // only the sentinel: nothing more to walk
     }
     if (child.child_begin != child.child_end) walk_prefix(child, next, out);
+  }
+}
+
+// As walk_prefix() over class node `node`, whose set keeps classes whole:
+// each class's representative byte stands for the class. Below a set that
+// splits a class, the walk goes on over the byte nodes the class node stands for.
+void GrammarConstraint::walk_prefix_classes(const TokenTrie::Node& node, uint32_t set,
+                                            StackPrefixMask& out) const {
+  const ClassTrie& ct = vocab_->text_trie;
+  for (const TokenTrie::Node& child : ct.trie().children(node)) {
+    const uint32_t next = step(set, ct.classes().representative[child.byte]);
+    if (next == 0) continue;
+    for (int32_t t : ct.trie().tokens(child)) mask_set(out.accepted, t);
+    const std::span<const uint32_t> real = ct.real_nodes(child);
+    if (cut_ends_[next]) {
+      out.roots.insert(out.roots.end(), real.begin(), real.end());
+      if (sets_[next].size() == 1) continue;
+    }
+    if (child.child_begin == child.child_end) continue;
+    if (whole_classes_[next]) {
+      walk_prefix_classes(child, next, out);
+    } else {
+      for (uint32_t r : real) walk_prefix(vocab_->trie.node(r), next, out);
+    }
   }
 }
 
