@@ -47,10 +47,12 @@ double cpu_bracket_us() {
 
 struct WalkTimes {
   std::vector<double> mask_us, mask_cpu_us, accept_us;
+  uint64_t hash = 1469598103934665603ull;  // FNV-1a of every mask: equal runs, equal masks
   void add(const WalkTimes& t) {
     mask_us.insert(mask_us.end(), t.mask_us.begin(), t.mask_us.end());
     mask_cpu_us.insert(mask_cpu_us.end(), t.mask_cpu_us.begin(), t.mask_cpu_us.end());
     accept_us.insert(accept_us.end(), t.accept_us.begin(), t.accept_us.end());
+    hash = (hash ^ t.hash) * 1099511628211ull;
   }
 };
 
@@ -67,6 +69,7 @@ void walk(const std::shared_ptr<const GrammarConstraint>& c, std::mt19937& rng, 
     times.mask_us.push_back(us_since(t0));
     times.mask_cpu_us.push_back(std::max(0.0, cpu_us() - c0 - bracket_us));
     ok.clear();
+    for (uint64_t w : mask) times.hash = (times.hash ^ w) * 1099511628211ull;
     for (size_t w = 0; w < mask.size(); ++w)
       for (uint64_t bits = mask[w]; bits; bits &= bits - 1)
         ok.push_back(int32_t(w * 64 + size_t(__builtin_ctzll(bits))));
@@ -133,6 +136,7 @@ void run_grammar_bench(const std::string& model, const std::vector<std::string>&
     all.add(t);
   }
   print_row("all", 0, all);
+  std::printf("# hash of every mask: %016llx\n", static_cast<unsigned long long>(all.hash));
 }
 
 }  // namespace kvforge::cli

@@ -33,6 +33,22 @@ uint32_t class_child(const TokenTrie& trie, uint32_t parent, uint8_t c) {
   return trie.index(kids[lo]);
 }
 
+// Bytes with equal signatures share a class; classes are numbered by their lowest byte.
+ByteClasses classes_of(const std::array<uint32_t, 256>& sig) {
+  ByteClasses out;
+  std::map<uint32_t, uint8_t> ids;
+  for (int b = 0; b < 256; ++b) {
+    const auto [it, added] = ids.emplace(sig[b], uint8_t(ids.size()));
+    if (added) {
+      out.members.emplace_back();
+      out.representative.push_back(uint8_t(b));
+    }
+    out.of[b] = it->second;
+    out.members[it->second].set(uint8_t(b));
+  }
+  return out;
+}
+
 }  // namespace
 
 bool ByteClasses::keeps_whole(const ByteSet& set) const {
@@ -78,18 +94,18 @@ ByteClasses json_text_classes() {
   }
   for (int b = 0; b < 0x80; ++b)
     if (b < 0x20 || b == '"' || b == '\\' || b == 0x7F) sig[b] = n++;
-  ByteClasses out;
-  std::map<uint32_t, uint8_t> ids;
+  return classes_of(sig);
+}
+
+ByteClasses word_classes() {
+  std::array<uint32_t, 256> sig{};
+  const ByteClasses text = json_text_classes();
   for (int b = 0; b < 256; ++b) {
-    const auto [it, added] = ids.emplace(sig[b], uint8_t(ids.size()));
-    if (added) {
-      out.members.emplace_back();
-      out.representative.push_back(uint8_t(b));
-    }
-    out.of[b] = it->second;
-    out.members[it->second].set(uint8_t(b));
+    const bool letter = (b | 0x20) >= 'a' && (b | 0x20) <= 'z';
+    const bool digit = b >= '0' && b <= '9';
+    sig[b] = b >= 0x80 ? 0x200 + text.of[b] : letter ? 0x100 : digit ? 0x101 : uint32_t(b);
   }
-  return out;
+  return classes_of(sig);
 }
 
 ClassTrie::ClassTrie(const TokenTrie& trie, const std::vector<std::string>& token_bytes,

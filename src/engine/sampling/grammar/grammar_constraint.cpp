@@ -20,7 +20,8 @@ GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector
     : token_bytes(without_ends(std::move(bytes), ends)),
       end_ids(std::move(ends)),
       trie(token_bytes),
-      text_trie(trie, token_bytes, json_text_classes()) {}
+      class_tries{ClassTrie(trie, token_bytes, json_text_classes()),
+                  ClassTrie(trie, token_bytes, word_classes())} {}
 
 bool GrammarVocabulary::is_end(int32_t token) const {
   return std::find(end_ids.begin(), end_ids.end(), token) != end_ids.end();
@@ -60,15 +61,21 @@ uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) cons
   return it->second;
 }
 
-bool GrammarConstraint::keeps_classes(const std::vector<uint32_t>& stacks) const {
+uint8_t GrammarConstraint::keeps_classes(const std::vector<uint32_t>& stacks) const {
+  uint8_t bits = 0xFF;
   for (uint32_t id : stacks) {
     if (id == kEmptyStack) continue;
     const uint32_t set = grammar_.elements[arena_.node(id).pos].value;
-    int8_t& known = set_keeps_classes_[set];
-    if (known < 0) known = vocab_->text_trie.classes().keeps_whole(grammar_.byte_sets[set]) ? 1 : 0;
-    if (!known) return false;
+    int16_t& known = set_keeps_classes_[set];
+    if (known < 0) {
+      known = 0;
+      for (size_t k = 0; k < vocab_->class_tries.size(); ++k)
+        if (vocab_->class_tries[k].classes().keeps_whole(grammar_.byte_sets[set]))
+          known = int16_t(known | (1 << k));
+    }
+    bits &= uint8_t(known);
   }
-  return true;
+  return bits;
 }
 
 // Set ids live only within one call, so the tables may start over between calls.
@@ -163,10 +170,14 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t c
     auto made = std::make_shared<StackPrefixMask>();
     made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
     const uint32_t start = intern_set({cut});
-    if (limits_.class_walks && whole_classes_[start])
-      walk_prefix_classes(vocab_->text_trie.trie().root(), start, *made);
-    else
+    const uint8_t whole = limits_.class_walks ? whole_classes_[start] : 0;
+    if (whole != 0) {
+      const size_t k = size_t(__builtin_ctz(whole));
+      const ClassTrie& ct = vocab_->class_tries[k];
+      walk_prefix_classes(ct, k, ct.trie().root(), start, *made);
+    } else {
       walk_prefix(vocab_->trie.root(), start, *made);
+    }
     vocab_->prefix_masks.add(key, made);
     found = std::move(made);
   }
@@ -194,9 +205,9 @@ void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set,
 // As walk_prefix() over class node `node`, whose set keeps classes whole:
 // each class's representative byte stands for the class. Below a set that
 // splits a class, the walk goes on over the byte nodes the class node stands for.
-void GrammarConstraint::walk_prefix_classes(const TokenTrie::Node& node, uint32_t set,
+void GrammarConstraint::walk_prefix_classes(const ClassTrie& ct, size_t k,
+                                            const TokenTrie::Node& node, uint32_t set,
                                             StackPrefixMask& out) const {
-  const ClassTrie& ct = vocab_->text_trie;
   for (const TokenTrie::Node& child : ct.trie().children(node)) {
     const uint32_t next = step(set, ct.classes().representative[child.byte]);
     if (next == 0) continue;
@@ -207,8 +218,8 @@ void GrammarConstraint::walk_prefix_classes(const TokenTrie::Node& node, uint32_
       if (sets_[next].size() == 1) continue;
     }
     if (child.child_begin == child.child_end) continue;
-    if (whole_classes_[next]) {
-      walk_prefix_classes(child, next, out);
+    if ((whole_classes_[next] >> k) & 1) {
+      walk_prefix_classes(ct, k, child, next, out);
     } else {
       for (uint32_t r : real) walk_prefix(vocab_->trie.node(r), next, out);
     }

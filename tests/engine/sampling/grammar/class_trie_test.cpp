@@ -33,8 +33,8 @@ std::vector<std::string> random_vocabulary(unsigned seed, size_t n) {
   return out;
 }
 
-// JSON strings free, bounded, with escapes and \u; a class that splits the
-// plain letters; an object around them; strings that take controls.
+// An e-mail address (word classes); JSON strings free, bounded, with escapes and \u; a class that
+// splits the plain letters; an object around them; strings that take controls.
 const std::vector<std::string> kGrammars = {
     R"(root  ::= "{" ws "\"k\":" ws str "," ws "\"n\":" ws short "," ws "\"e\":" ws tight "}"
 char  ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4})
@@ -46,6 +46,7 @@ ws    ::= | " ")",
 item ::= "\"" char{2,7} "\"" | [0-9]+ | "\"" [^"]* "\""
 char ::= [^"\\\x7F\x00-\x1F] | "\\" ["\\/bfnrt])",
     R"(root ::= "\"" ( [^"\\\x00-\x1F] | "\\" ["n] )* "\"" ( "," root )?)",
+    R"(root ::= [a-zA-Z0-9_+-]{1,6} ("." [a-zA-Z0-9]{1,4}){0,2} "@" [a-zA-Z]{2,5} | [0-9]+ "a")",
 };
 
 // One sequence's masks under class walks and byte walks (separate
@@ -129,6 +130,18 @@ TEST(ClassTrie, JsonTextClasses) {
   ByteSet quote;
   quote.set('"');
   EXPECT_TRUE(c.keeps_whole(quote));
+  const ByteClasses w = word_classes();
+  EXPECT_EQ(w.of['a'], w.of['Z']);
+  EXPECT_EQ(w.of['0'], w.of['9']);
+  EXPECT_NE(w.of['a'], w.of['0']);
+  EXPECT_NE(w.of['.'], w.of['@']);
+  EXPECT_EQ(w.of[0xC3], c.of[0xC3] - c.of[0x80] + w.of[0x80]);
+  ByteSet alnum;
+  alnum.set_range('a', 'z');
+  alnum.set_range('A', 'Z');
+  alnum.set_range('0', '9');
+  EXPECT_TRUE(w.keeps_whole(alnum));
+  EXPECT_FALSE(c.keeps_whole(alnum));
 }
 
 }  // namespace class_trie_test
