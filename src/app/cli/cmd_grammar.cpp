@@ -26,6 +26,7 @@ struct GrammarFlags {
   std::string model;
   bool schema = false;
   bool lowered = false;
+  bool byte_walks = false;
 };
 
 ConstraintSpec spec_of(const GrammarFlags& f) {
@@ -52,7 +53,7 @@ void time_first_mask(const ConstraintSpec& spec, const std::string& model) {
 void run_grammar(const GrammarFlags& f) {
   if (f.action == "bench") {
     if (f.model.empty()) throw std::invalid_argument("grammar bench: -m MODEL is required");
-    run_grammar_bench(f.model, f.files, f.walks, f.max_steps);
+    run_grammar_bench(f.model, f.files, f.walks, f.max_steps, f.byte_walks);
     return;
   }
   if (f.action != "check")
@@ -75,6 +76,7 @@ void declare_flags(CLI::App& sub, GrammarFlags& f) {
       ->capture_default_str();
   sub.add_flag("--schema", f.schema, "the file is a JSON schema whatever its name");
   sub.add_flag("--lowered", f.lowered, "print the compiled byte-level rules");
+  sub.add_flag("--byte-walks", f.byte_walks, "bench: walk the byte trie only (the baseline)");
   sub.add_option("-m,--model", f.model,
                  "check: bind to this model's vocabulary and time the first mask; bench: required");
 }

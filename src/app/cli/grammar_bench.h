@@ -16,7 +16,9 @@ namespace kvforge::cli {
 // `schema`), else GBNF. Throws std::invalid_argument if it cannot be read.
 ConstraintSpec constraint_spec_of_file(const std::string& path, bool schema);
 
+// byte_walks: every walk over the byte trie (ConstraintLimits::class_walks
+// off), the baseline the class trie is measured against.
 void run_grammar_bench(const std::string& model, const std::vector<std::string>& files, int walks,
-                       int max_steps);
+                       int max_steps, bool byte_walks = false);
 
 }  // namespace kvforge::cli

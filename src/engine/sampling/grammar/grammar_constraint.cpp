@@ -19,7 +19,9 @@ std::vector<std::string> without_ends(std::vector<std::string> bytes,
 GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends)
     : token_bytes(without_ends(std::move(bytes), ends)),
       end_ids(std::move(ends)),
-      trie(token_bytes) {}
+      trie(token_bytes),
+      class_tries{ClassTrie(trie, token_bytes, json_text_classes()),
+                  ClassTrie(trie, token_bytes, word_classes())} {}
 
 bool GrammarVocabulary::is_end(int32_t token) const {
   return std::find(end_ids.begin(), end_ids.end(), token) != end_ids.end();
@@ -31,7 +33,8 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
     : grammar_(std::move(grammar)),
       vocab_(std::move(vocab)),
       limits_(limits),
-      arena_(grammar_, limits.max_stacks, limits.max_expansion) {
+      arena_(grammar_, limits.max_stacks, limits.max_expansion),
+      set_keeps_classes_(grammar_.byte_sets.size() + 1, -1) {
   // The sentinel: a byte set that takes no byte, in no rule.
   grammar_.byte_sets.push_back(ByteSet{});
   const auto pos = uint32_t(grammar_.elements.size());
@@ -53,8 +56,26 @@ uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) cons
     sets_.push_back(stacks);
     rows_.emplace_back();
     cut_ends_.push_back(std::binary_search(stacks.begin(), stacks.end(), sentinel_));
+    whole_classes_.push_back(keeps_classes(stacks));
   }
   return it->second;
+}
+
+uint8_t GrammarConstraint::keeps_classes(const std::vector<uint32_t>& stacks) const {
+  uint8_t bits = 0xFF;
+  for (uint32_t id : stacks) {
+    if (id == kEmptyStack) continue;
+    const uint32_t set = grammar_.elements[arena_.node(id).pos].value;
+    int16_t& known = set_keeps_classes_[set];
+    if (known < 0) {
+      known = 0;
+      for (size_t k = 0; k < vocab_->class_tries.size(); ++k)
+        if (vocab_->class_tries[k].classes().keeps_whole(grammar_.byte_sets[set]))
+          known = int16_t(known | (1 << k));
+    }
+    bits &= uint8_t(known);
+  }
+  return bits;
 }
 
 // Set ids live only within one call, so the tables may start over between calls.
@@ -64,6 +85,7 @@ void GrammarConstraint::bound_sets() const {
   set_ids_.clear();
   rows_.clear();
   cut_ends_.clear();
+  whole_classes_.clear();
   intern_set({});
 }
 
@@ -147,7 +169,15 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t c
   if (!found) {
     auto made = std::make_shared<StackPrefixMask>();
     made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
-    walk_prefix(vocab_->trie.root(), intern_set({cut}), *made);
+    const uint32_t start = intern_set({cut});
+    const uint8_t whole = limits_.class_walks ? whole_classes_[start] : 0;
+    if (whole != 0) {
+      const size_t k = size_t(__builtin_ctz(whole));
+      const ClassTrie& ct = vocab_->class_tries[k];
+      walk_prefix_classes(ct, k, ct.trie().root(), start, *made);
+    } else {
+      walk_prefix(vocab_->trie.root(), start, *made);
+    }
     vocab_->prefix_masks.add(key, made);
     found = std::move(made);
   }
@@ -169,6 +199,30 @@ void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set,
       if (sets_[next].size() == 1) continue;  // only the sentinel: nothing more to walk
     }
     if (child.child_begin != child.child_end) walk_prefix(child, next, out);
+  }
+}
+
+// As walk_prefix() over class node `node`, whose set keeps classes whole:
+// each class's representative byte stands for the class. Below a set that
+// splits a class, the walk goes on over the byte nodes the class node stands for.
+void GrammarConstraint::walk_prefix_classes(const ClassTrie& ct, size_t k,
+                                            const TokenTrie::Node& node, uint32_t set,
+                                            StackPrefixMask& out) const {
+  for (const TokenTrie::Node& child : ct.trie().children(node)) {
+    const uint32_t next = step(set, ct.classes().representative[child.byte]);
+    if (next == 0) continue;
+    for (int32_t t : ct.trie().tokens(child)) mask_set(out.accepted, t);
+    const std::span<const uint32_t> real = ct.real_nodes(child);
+    if (cut_ends_[next]) {
+      out.roots.insert(out.roots.end(), real.begin(), real.end());
+      if (sets_[next].size() == 1) continue;
+    }
+    if (child.child_begin == child.child_end) continue;
+    if ((whole_classes_[next] >> k) & 1) {
+      walk_prefix_classes(ct, k, child, next, out);
+    } else {
+      for (uint32_t r : real) walk_prefix(vocab_->trie.node(r), next, out);
+    }
   }
 }
 

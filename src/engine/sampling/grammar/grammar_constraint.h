@@ -30,6 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/sampling/grammar/class_trie.h"
 #include "engine/sampling/grammar/grammar.h"
 #include "engine/sampling/grammar/stack_arena.h"
 #include "engine/sampling/grammar/stack_prefix_masks.h"
@@ -46,6 +47,9 @@ struct GrammarVocabulary {
   std::vector<std::string> token_bytes;  // (n_vocab)
   std::vector<int32_t> end_ids;
   TokenTrie trie;
+  // Under json_text_classes() then word_classes(): a walk takes the first
+  // whose classes its start keeps whole.
+  std::array<ClassTrie, 2> class_tries;
   StackPrefixMaskCache prefix_masks;  // shared by every grammar over this vocabulary
   size_t n_vocab() const { return token_bytes.size(); }
   bool is_end(int32_t token) const;
@@ -64,6 +68,9 @@ struct ConstraintLimits {
   // Stack nodes whose allowed tokens are walked apart from the stack beneath
   // them (stack_prefix_masks.h): a JSON string's rules are 3 deep.
   size_t cut_depth = 3;
+  // Walk a cut stack's top over the class trie where its states allow it
+  // (class_trie.h); off, every walk is over bytes (the same masks, slower).
+  bool class_walks = true;
 };
 
 class GrammarConstraint {
@@ -95,6 +102,9 @@ class GrammarConstraint {
   std::shared_ptr<const StackPrefixMask> prefix_mask(uint32_t cut) const;
   void walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const;
   void walk_prefix(const TokenTrie::Node& node, uint32_t set, StackPrefixMask& out) const;
+  void walk_prefix_classes(const ClassTrie& ct, size_t k, const TokenTrie::Node& node, uint32_t set,
+                           StackPrefixMask& out) const;
+  uint8_t keeps_classes(const std::vector<uint32_t>& stacks) const;
   uint32_t intern_set(const std::vector<uint32_t>& stacks) const;
   void bound_sets() const;
   uint32_t step(uint32_t set, uint8_t b) const;  // the set after byte b (0: none)
@@ -109,6 +119,9 @@ class GrammarConstraint {
   mutable std::unordered_map<uint32_t, std::shared_ptr<const StackPrefixMask>> prefix_masks_;
   mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
   mutable std::vector<uint8_t> cut_ends_;            // (set id) -> holds sentinel_
+  // (set id) -> bit k: its byte sets keep the classes of class_tries[k] whole
+  mutable std::vector<uint8_t> whole_classes_;
+  mutable std::vector<int16_t> set_keeps_classes_;  // (byte set) -> the same bits, -1 unknown
   mutable std::map<std::vector<uint32_t>, uint32_t> set_ids_;
   mutable std::vector<std::unique_ptr<Row>> rows_;  // (set id) -> transitions, null until used
   mutable std::vector<uint32_t> scratch_;
