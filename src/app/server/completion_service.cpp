@@ -247,7 +247,8 @@ void CompletionService::fit_prompt(std::vector<int32_t>& prompt, CommonRequest& 
 }
 
 PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
-                                           const std::function<bool()>& cancelled) {
+                                           const std::function<bool()>& cancelled,
+                                           const PromptRewrite& rewrite) {
   const PrepareGate::Ticket ticket = gate_.enter(body.size(), cancelled);
   JsonBodyChecks checks;
   checks.top_level_key = [kind](const std::string& key) { reject_unknown_field(key, kind); };
@@ -264,6 +265,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
     ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits); });
     p.tool_calls = parse_fields([&] { return plan_tools(json, r, tool_style_); });
     s.prompt = fit_chat(r, truncate, cancelled, p.messages_dropped);
+    if (rewrite) rewrite(render_chat(r, cancelled).text, s.prompt);
     fit_prompt(s.prompt, r, "messages");
     p.common = r;
   } else {

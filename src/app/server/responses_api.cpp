@@ -101,12 +101,11 @@ void responses_tools(const ordered_json& body) {
       responses_refuse("tool_choice", "must be \"auto\" or \"none\" (no tools)");
 }
 
+// The input as chat messages (the instructions are kept apart: responses_history.h).
 ordered_json responses_messages(const ordered_json& body) {
   ordered_json messages = ordered_json::array();
-  if (const auto i = body.find("instructions"); i != body.end() && !i->is_null()) {
+  if (const auto i = body.find("instructions"); i != body.end() && !i->is_null())
     if (!i->is_string()) responses_refuse("instructions", "must be a string");
-    messages.push_back({{"role", "system"}, {"content", *i}});
-  }
   const auto input = body.find("input");
   if (input == body.end()) responses_refuse("input", "is required");
   if (input->is_string()) {
@@ -137,16 +136,21 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
   const ordered_json body = parse_json_body(text, limits, JsonBodyChecks{});
   for (const auto& [key, value] : body.items())
     if (!responses_fields().count(key)) responses_refuse(key, "is not supported on /v1/responses");
-  if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null())
-    responses_refuse("previous_response_id",
-                     "is not supported: this server does not store responses (store: false)");
-  if (const auto s = body.find("store"); s != body.end() && *s == true)
-    responses_refuse("store", "true is not supported: this server does not store responses");
   ResponsesRequest r;
+  if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null()) {
+    if (!p->is_string() || p->get_ref<const std::string&>().empty())
+      responses_refuse("previous_response_id", "must be a response id (a string)");
+    r.previous_response_id = p->get<std::string>();
+  }
+  if (const auto s = body.find("store"); s != body.end() && !s->is_null()) {
+    if (!s->is_boolean()) responses_refuse("store", "must be a boolean");
+    r.store = s->get<bool>();
+  }
   const auto model = body.find("model");
   if (model == body.end() || !model->is_string()) responses_refuse("model", "must be a string");
   r.chat["model"] = *model;
-  r.chat["messages"] = responses_messages(body);
+  r.input = responses_messages(body);
+  r.instructions = body.value("instructions", ordered_json());
   responses_tools(body);
   if (const auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) {
     if (!m->is_number_integer() || m->get<int64_t>() < 1)
@@ -169,7 +173,10 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
             {"metadata", body.value("metadata", json::object())},
             {"text", body.value("text", json{{"format", {{"type", "text"}}}})},
             {"truncation", body.value("truncation", json("disabled"))},
-            {"user", body.value("user", json())}};
+            {"user", body.value("user", json())},
+            {"store", r.store},
+            {"previous_response_id",
+             r.previous_response_id.empty() ? json() : json(r.previous_response_id)}};
   return r;
 }
 
@@ -204,9 +211,7 @@ json response_object(const ResponsesRequest& r, const ResponseIds& ids, const st
                              {"content", json::array({output_text_part(done->text)})}});
   for (const auto& [key, value] : r.echo.items()) out[key] = value;
   out["parallel_tool_calls"] = true;
-  out["previous_response_id"] = nullptr;
   out["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
-  out["store"] = false;
   out["tool_choice"] = "auto";
   out["tools"] = json::array();
   out["usage"] = done ? responses_usage(input_tokens, done->tokens) : json();
@@ -268,6 +273,7 @@ bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
                     {"output_index", 0},
                     {"content_index", 0},
                     {"part", message["content"][0]}};
+  if (on_finish) on_finish(done, response);
   const std::string last =
       response["status"] == "completed" ? "response.completed" : "response.incomplete";
   return send("response.output_text.done", text_done) &&

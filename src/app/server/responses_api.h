@@ -11,9 +11,10 @@
 // input_text/output_text parts), instructions, max_output_tokens,
 // temperature, top_p, stream, text.format (text, json_object, json_schema
 // through the grammar), truncation ("auto" drops the oldest turns, as on
-// chat), store: false, metadata (echoed), user, tool_choice "auto"/"none"
-// and tools: [] (no tools). Responses are not stored, so previous_response_id
-// and store: true are refused; any other field is a 400 naming it.
+// chat), store (default true: kept in the response store, response_store.h),
+// previous_response_id (the turn continues a stored response,
+// responses_history.h), metadata (echoed), user, tool_choice "auto"/"none"
+// and tools: [] (no tools); any other field is a 400 naming it.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +28,13 @@
 namespace kvforge::server {
 
 struct ResponsesRequest {
-  nlohmann::ordered_json chat;  // the body for CompletionService::prepare (ApiKind::kChat)
+  // The body for CompletionService::prepare (ApiKind::kChat); its messages
+  // are filled once the previous response is known (conversation_messages).
+  nlohmann::ordered_json chat;
+  nlohmann::ordered_json instructions;  // null when none
+  nlohmann::ordered_json input;         // the turn's input as chat messages
+  std::string previous_response_id;     // empty: a new conversation
+  bool store = true;
   bool stream = false;
   nlohmann::json echo;  // the request's settings the response object repeats
 };
@@ -56,6 +63,8 @@ class ResponsesEventWriter final : public GenerationEventWriter {
   bool delta(const std::string& text) override;
   bool finish(const GenerationOutcome& done) override;  // output_text.done .. completed
   bool error(const ApiError& e) override;
+  // Called with the finished response object before its last events go out.
+  std::function<void(const GenerationOutcome&, const nlohmann::json&)> on_finish;
 
  private:
   bool send(const std::string& type, nlohmann::json data);

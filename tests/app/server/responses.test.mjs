@@ -1,9 +1,11 @@
 // OpenAI's Responses API on `kvforge serve` (issue 41), driven by the openai
 // client's responses.create, streamed and not: greedy text equal to
 // /v1/chat/completions on the same conversation, the documented event
-// sequence, text.format json_schema through the grammar, and the refusals
-// (previous_response_id: responses are not stored). Run by
-// run_server_tests.sh (CTest: server_openai).
+// sequence, text.format json_schema through the grammar, the refusals, and
+// stored responses: retrieve, delete, 404 for unknown ids, and a 5-turn
+// previous_response_id chain whose greedy text equals chat completions
+// resending the whole conversation while the prefix cache serves the history.
+// Run by run_server_tests.sh (CTest: server_apis).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
@@ -89,7 +91,7 @@ test('text.format json_schema: the output is JSON of the schema', async () => {
   assert.equal(res.text.format.type, 'json_schema');
 });
 
-test('refusals name the field; previous_response_id says responses are not stored', async () => {
+test('refusals name the field', async () => {
   const refused = async (body, param, pattern) => {
     await assert.rejects(client.responses.create({ model: MODEL, input: 'x', ...body }), (e) => {
       assert.equal(e.status, 400, e.message);
@@ -98,8 +100,8 @@ test('refusals name the field; previous_response_id says responses are not store
       return true;
     });
   };
-  await refused({ previous_response_id: 'resp_123' }, 'previous_response_id', /not store/);
-  await refused({ store: true }, 'store');
+  await refused({ store: 'yes' }, 'store');
+  await refused({ previous_response_id: 7 }, 'previous_response_id');
   await refused({ reasoning: { effort: 'low' } }, 'reasoning');
   await refused({ tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
   await refused({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
@@ -108,4 +110,84 @@ test('refusals name the field; previous_response_id says responses are not store
   await refused({ max_output_tokens: 0 }, 'max_output_tokens');
   await assert.rejects(client.responses.create({ model: 'gpt-4.1', input: 'x' }),
                        (e) => e.status === 404 && e.code === 'model_not_found');
+});
+
+const metric = async (name) => {
+  const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(name + ' '));
+  return Number(line.split(' ')[1]);
+};
+
+test('stored responses: retrieve, delete, then 404 in OpenAI\'s shape', async () => {
+  const res = await client.responses.create({ model: MODEL, input: 'In the beginning',
+                                              max_output_tokens: 3, temperature: 0 });
+  assert.equal(res.store, true);
+  const got = await client.responses.retrieve(res.id);
+  assert.deepEqual(got, res);
+  const deleted = await fetch(`http://127.0.0.1:${server.port}/v1/responses/${res.id}`,
+                              { method: 'DELETE' });
+  assert.equal(deleted.status, 200);
+  assert.deepEqual(await deleted.json(), { deleted: true, id: res.id, object: 'response' });
+  const other = await client.responses.create({ model: MODEL, input: 'x', max_output_tokens: 1 });
+  await client.responses.delete(other.id);
+  for (const call of [() => client.responses.retrieve(res.id),
+                      () => client.responses.delete(res.id),
+                      () => client.responses.retrieve('resp_unknown')]) {
+    await assert.rejects(call(), (e) => {
+      assert.equal(e.status, 404);
+      assert.equal(e.type, 'invalid_request_error');
+      assert.match(e.message, /not found/);
+      return true;
+    });
+  }
+  const unstored = await client.responses.create({ model: MODEL, input: 'x', store: false,
+                                                   max_output_tokens: 1 });
+  assert.equal(unstored.store, false);
+  await assert.rejects(client.responses.retrieve(unstored.id), (e) => e.status === 404);
+  await assert.rejects(
+    client.responses.create({ model: MODEL, input: 'x', previous_response_id: unstored.id }),
+    (e) => e.status === 400 && e.code === 'previous_response_not_found' &&
+           e.param === 'previous_response_id');
+});
+
+const TURNS = ['Tell of the flood', 'And then?', 'Who was saved?', 'What came after?',
+               'Say it again'];
+
+// Each turn continues the previous response; the reference resends every
+// message through chat completions. Greedy, so the texts must be equal.
+const chain = async (stream) => {
+  const messages = [{ role: 'system', content: INSTRUCTIONS }];
+  let previous = null;
+  for (const [i, turn] of TURNS.entries()) {
+    messages.push({ role: 'user', content: turn });
+    const reusedBefore = await metric('kvforge_prefix_cache_tokens_reused_total');
+    const body = { model: MODEL, instructions: INSTRUCTIONS, input: turn, max_output_tokens: 8,
+                   temperature: 0, previous_response_id: previous };
+    let res;
+    if (stream) {
+      for await (const ev of await client.responses.create({ ...body, stream: true }))
+        if (ev.type === 'response.completed' || ev.type === 'response.incomplete') res = ev.response;
+    } else {
+      res = await client.responses.create(body);
+    }
+    const reused = await metric('kvforge_prefix_cache_tokens_reused_total') - reusedBefore;
+    // From turn 2 on, the history's full blocks (16 tokens) come from the prefix cache.
+    if (i > 0) assert.ok(reused >= 16, `turn ${i + 1}: ${reused} tokens reused`);
+    const ref = await client.chat.completions.create({ model: MODEL, max_tokens: 8,
+                                                       temperature: 0, messages });
+    const refText = ref.choices[0].message.content;
+    assert.equal(res.output_text ?? res.output[0].content[0].text, refText, `turn ${i + 1}`);
+    assert.equal(res.previous_response_id, previous);
+    assert.equal(res.usage.input_tokens, ref.usage.prompt_tokens, `turn ${i + 1}`);
+    messages.push({ role: 'assistant', content: refText });
+    previous = res.id;
+  }
+};
+
+test('previous_response_id: 5 turns equal chat completions resending everything', async () => {
+  await chain(false);
+});
+
+test('previous_response_id, streamed: 5 turns equal chat completions', async () => {
+  await chain(true);
 });
