@@ -9,6 +9,9 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { startServer, stopServer } from './serve_process.mjs';
 
 const MODEL = 'kvforge-kjv-4m';
@@ -190,4 +193,39 @@ test('previous_response_id: 5 turns equal chat completions resending everything'
 
 test('previous_response_id, streamed: 5 turns equal chat completions', async () => {
   await chain(true);
+});
+
+test('--kv-disk: stored responses survive a restart; a corrupt store file stops the start',
+     async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kvforge-responses-'));
+  try {
+    const clientOf = (s) => new OpenAI({ baseURL: `http://127.0.0.1:${s.port}/v1`,
+                                         apiKey: 'unused', maxRetries: 0 });
+    const first = await startServer(['--kv-disk', dir]);
+    const a = clientOf(first);
+    const one = await a.responses.create({ model: MODEL, input: TURNS[0], max_output_tokens: 6,
+                                           temperature: 0 });
+    const two = await a.responses.create({ model: MODEL, input: TURNS[1], max_output_tokens: 6,
+                                           temperature: 0, previous_response_id: one.id });
+    await stopServer(first.proc);
+    const second = await startServer(['--kv-disk', dir]);
+    try {
+      const b = clientOf(second);
+      assert.deepEqual(await b.responses.retrieve(one.id), one);
+      const again = await b.responses.create({ model: MODEL, input: TURNS[1], max_output_tokens: 6,
+                                               temperature: 0, previous_response_id: one.id });
+      assert.equal(again.output_text, two.output_text);  // the same conversation after a restart
+    } finally {
+      await stopServer(second.proc);
+    }
+    const file = readdirSync(dir).find((f) => /^responses-[0-9a-f]{16}\.json$/.test(f));
+    assert.ok(file, readdirSync(dir).join(' '));
+    writeFileSync(join(dir, file), '{"kvforge_response_store": 1, "responses": [');
+    await assert.rejects(startServer(['--kv-disk', dir]), (e) => {
+      assert.match(e.message, new RegExp(`${file}: is corrupt`));
+      return true;
+    });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
