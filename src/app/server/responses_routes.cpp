@@ -2,6 +2,7 @@
 
 #include "app/server/responses_api.h"
 #include "app/server/responses_history.h"
+#include "app/server/responses_tools.h"
 
 namespace kvforge::server {
 namespace {
@@ -34,12 +35,12 @@ struct ResponsesTurn {
 };
 
 void remember(ResponseStore& store, const ResponsesTurn& t, const GenerationOutcome& done,
-              const json& object) {
+              const json& object, const json& calls) {
   if (!t.request.store) return;
   auto s = std::make_shared<StoredResponse>();
   s->object = object;
   s->instructions = t.request.instructions;
-  const ordered_json reply = ordered_json::array({{{"role", "assistant"}, {"content", done.text}}});
+  const ordered_json reply = ordered_json::array({reply_message(done.text, calls)});
   s->messages = conversation_after(t.previous.get(), t.request.input, reply);
   s->prompt_text = t.prompt_text;
   s->prompt_ids = t.prompt_ids;
@@ -71,15 +72,17 @@ PreparedRequest prepare_turn(CompletionService& svc, ResponsesTurn& t, ResponseS
 
 void stream_response(std::shared_ptr<ResponsesTurn> t, std::shared_ptr<ResponseStore> store,
                      PreparedRequest prepared, EngineLoop& loop, httplib::Response& res) {
-  stream_generation(
-      res, std::move(prepared), loop, [t, store](PreparedRequest& p, const SseWrite& write) {
-        auto events = std::make_unique<ResponsesEventWriter>(t->request, t->ids, t->model,
-                                                             p.prompt_tokens, write);
-        events->on_finish = [t, store](const GenerationOutcome& done, const json& object) {
-          remember(*store, *t, done, object);
-        };
-        return events;
-      });
+  stream_generation(res, std::move(prepared), loop,
+                    [t, store](PreparedRequest& p, const SseWrite& write) {
+                      auto events = std::make_unique<ResponsesEventWriter>(
+                          t->request, t->ids, t->model, p.prompt_tokens, write);
+                      events->tool_calls = p.tool_calls;
+                      events->on_finish = [t, store](const GenerationOutcome& done,
+                                                     const json& object, const json& calls) {
+                        remember(*store, *t, done, object, calls);
+                      };
+                      return events;
+                    });
 }
 
 void install_stored_routes(httplib::Server& http, const std::shared_ptr<ApiRouteContext>& ctx,
@@ -126,8 +129,10 @@ void install_responses_routes(httplib::Server& http, std::shared_ptr<ApiRouteCon
     const std::optional<GenerationOutcome> done = pump_generation(
         p, svc.loop(), [](const std::string&) { return true; }, gone);
     if (!done) throw ApiError(499, "the client closed the connection; the request was aborted");
-    const json object = response_object(t->request, t->ids, t->model, p.prompt_tokens, &*done);
-    remember(*store, *t, *done, object);
+    const json calls = read_reply_calls(p.tool_calls, done->text);
+    const json object =
+        response_object(t->request, t->ids, t->model, p.prompt_tokens, &*done, calls);
+    remember(*store, *t, *done, object, calls);
     res.set_content(dump_json(object), "application/json");
   };
   http.Post("/v1/responses",

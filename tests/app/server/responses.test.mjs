@@ -106,10 +106,10 @@ test('refusals name the field', async () => {
   await refused({ store: 'yes' }, 'store');
   await refused({ previous_response_id: 7 }, 'previous_response_id');
   await refused({ reasoning: { effort: 'low' } }, 'reasoning');
-  await refused({ tools: [{ type: 'function', name: 'f', parameters: {} }] }, 'tools');
+  await refused({ tools: [{ type: 'web_search' }] }, 'tools', /web_search/);
   await refused({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] },
                 'input');
-  await refused({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }, 'input');
+  await refused({ input: [{ type: 'function_call_output', call_id: 'c' }] }, 'input', /output/);
   await refused({ max_output_tokens: 0 }, 'max_output_tokens');
   await assert.rejects(client.responses.create({ model: 'gpt-4.1', input: 'x' }),
                        (e) => e.status === 404 && e.code === 'model_not_found');
@@ -229,3 +229,71 @@ test('--kv-disk: stored responses survive a restart; a corrupt store file stops 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+const WEATHER = { type: 'function', name: 'get_weather', description: 'The weather in a city',
+                  parameters: { type: 'object', properties: { city: { type: 'string', maxLength: 16 } },
+                                required: ['city'], additionalProperties: false } };
+
+// A required call, its output sent back as function_call_output (with the call
+// itself, and again through previous_response_id), streamed and not.
+test('tools: function_call items, events, and the round trip back', async () => {
+  // The tools' system prompt needs more than the model's own context of 256.
+  const tooled = await startServer(['-c', '2048']);
+  try {
+    await toolRoundTrip(new OpenAI({ baseURL: `http://127.0.0.1:${tooled.port}/v1`,
+                                     apiKey: 'unused', maxRetries: 0 }));
+  } finally {
+    await stopServer(tooled.proc);
+  }
+});
+
+async function toolRoundTrip(client) {
+  const body = { model: MODEL, input: 'What is the weather in Paris?', tools: [WEATHER],
+                 tool_choice: 'required', parallel_tool_calls: false,
+                 max_output_tokens: 160, temperature: 0 };
+  const res = await client.responses.create(body);
+  assert.equal(res.output.length >= 1, true, JSON.stringify(res.output));
+  const call = res.output[0];
+  assert.equal(call.type, 'function_call');
+  assert.equal(call.name, 'get_weather');
+  assert.match(call.call_id, /^call_/);
+  assert.equal(typeof JSON.parse(call.arguments).city, 'string');
+  assert.equal(res.tools[0].name, 'get_weather');
+  assert.equal(res.tool_choice, 'required');
+
+  const types = [];
+  let args = '';
+  let last;
+  for await (const ev of await client.responses.create({ ...body, stream: true })) {
+    types.push(ev.type);
+    if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+    last = ev;
+  }
+  assert.deepEqual(types.slice(0, 6), ['response.created', 'response.in_progress',
+    'response.output_item.added', 'response.function_call_arguments.delta',
+    'response.function_call_arguments.done', 'response.output_item.done']);
+  assert.equal(types.at(-1), 'response.completed');
+  assert.equal(args, call.arguments);  // greedy: the same call streamed
+  assert.equal(last.response.output[0].arguments, call.arguments);
+
+  const output = { type: 'function_call_output', call_id: call.call_id, output: '{"sky": "clear"}' };
+  const resent = await client.responses.create({
+    model: MODEL, tools: [WEATHER], tool_choice: 'none', max_output_tokens: 8, temperature: 0,
+    input: [{ role: 'user', content: 'What is the weather in Paris?' },
+            { type: 'function_call', call_id: call.call_id, name: call.name, arguments: call.arguments },
+            output] });
+  assert.equal(resent.output[0].type, 'message');
+  const chained = await client.responses.create({
+    model: MODEL, tools: [WEATHER], tool_choice: 'none', max_output_tokens: 8, temperature: 0,
+    previous_response_id: res.id, input: [output] });
+  assert.equal(chained.output_text, resent.output_text);  // the stored call renders as resent
+  const chat = await client.chat.completions.create({
+    model: MODEL, max_tokens: 8, temperature: 0, tool_choice: 'none',
+    tools: [{ type: 'function', function: { name: WEATHER.name, description: WEATHER.description,
+                                            parameters: WEATHER.parameters } }],
+    messages: [{ role: 'user', content: 'What is the weather in Paris?' },
+               { role: 'assistant', content: null, tool_calls: [{ id: call.call_id, type: 'function',
+                 function: { name: call.name, arguments: call.arguments } }] },
+               { role: 'tool', tool_call_id: call.call_id, content: '{"sky": "clear"}' }] });
+  assert.equal(resent.output_text, chat.choices[0].message.content);
+}
