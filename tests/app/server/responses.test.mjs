@@ -115,8 +115,8 @@ test('refusals name the field', async () => {
                        (e) => e.status === 404 && e.code === 'model_not_found');
 });
 
-const metric = async (name) => {
-  const text = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+const metric = async (name, port = server.port) => {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
   const line = text.split('\n').find((l) => l.startsWith(name + ' '));
   return Number(line.split(' ')[1]);
 };
@@ -158,26 +158,26 @@ const TURNS = ['Tell of the flood', 'And then?', 'Who was saved?', 'What came af
 
 // Each turn continues the previous response; the reference resends every
 // message through chat completions. Greedy, so the texts must be equal.
-const chain = async (stream) => {
+const chain = async (stream, c = client, port = server.port) => {
   const messages = [{ role: 'system', content: INSTRUCTIONS }];
   let previous = null;
   for (const [i, turn] of TURNS.entries()) {
     messages.push({ role: 'user', content: turn });
-    const reusedBefore = await metric('kvforge_prefix_cache_tokens_reused_total');
+    const reusedBefore = await metric('kvforge_prefix_cache_tokens_reused_total', port);
     const body = { model: MODEL, instructions: INSTRUCTIONS, input: turn, max_output_tokens: 8,
                    temperature: 0, previous_response_id: previous };
     let res;
     if (stream) {
-      for await (const ev of await client.responses.create({ ...body, stream: true }))
+      for await (const ev of await c.responses.create({ ...body, stream: true }))
         if (ev.type === 'response.completed' || ev.type === 'response.incomplete') res = ev.response;
     } else {
-      res = await client.responses.create(body);
+      res = await c.responses.create(body);
     }
-    const reused = await metric('kvforge_prefix_cache_tokens_reused_total') - reusedBefore;
+    const reused = await metric('kvforge_prefix_cache_tokens_reused_total', port) - reusedBefore;
     // From turn 2 on, the history's full blocks (16 tokens) come from the prefix cache.
     if (i > 0) assert.ok(reused >= 16, `turn ${i + 1}: ${reused} tokens reused`);
-    const ref = await client.chat.completions.create({ model: MODEL, max_tokens: 8,
-                                                       temperature: 0, messages });
+    const ref = await c.chat.completions.create({ model: MODEL, max_tokens: 8,
+                                                  temperature: 0, messages });
     const refText = ref.choices[0].message.content;
     assert.equal(res.output_text ?? res.output[0].content[0].text, refText, `turn ${i + 1}`);
     assert.equal(res.previous_response_id, previous);
@@ -193,6 +193,25 @@ test('previous_response_id: 5 turns equal chat completions resending everything'
 
 test('previous_response_id, streamed: 5 turns equal chat completions', async () => {
   await chain(true);
+});
+
+// The model has no chat template, and the fallback's turns are plain text, so
+// a SentencePiece vocabulary re-tokenizes them (responses_history.h). With a
+// template ending each turn with the EOS token, the prompt starts with the
+// stored token ids instead: the same equalities hold.
+test('previous_response_id on stored token ids: 5 turns equal chat completions', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'kvforge-responses-template-'));
+  const file = join(dir, 'turns.jinja');
+  writeFileSync(file, '{% for m in messages %}{{ m.role }}: {{ m.content }}{{ eos_token }}' +
+                      '{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}');
+  const s = await startServer(['--chat-template', file]);
+  try {
+    await chain(false, new OpenAI({ baseURL: `http://127.0.0.1:${s.port}/v1`, apiKey: 'unused',
+                                    maxRetries: 0 }), s.port);
+  } finally {
+    await stopServer(s.proc);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('--kv-disk: stored responses survive a restart; a corrupt store file stops the start',
