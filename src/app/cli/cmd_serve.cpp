@@ -22,6 +22,7 @@
 #include "app/cli/commands.h"
 #include "app/cli/engine_flags.h"
 #include "app/cli/flag_checks.h"
+#include "app/cli/serve_responses.h"
 #include "app/cli/static_flags.h"
 #include "app/cli/subcommand.h"
 #include "app/embedding/embedder.h"
@@ -51,6 +52,7 @@ struct ServeFlags : ModelFlags {
   bool truncate = false;  // chat conversations drop their oldest turns by default
   std::string pooling;    // embeddings: empty = the file's <arch>.pooling_type, else last
   std::string reasoning_format = "auto";  // as llama-server's default (reasoning_reader.h)
+  ResponseStoreFlags responses;
 };
 
 ChatTemplate load_chat_template(const ServeFlags& f, const gguf::GgufFile& file) {
@@ -217,6 +219,8 @@ void serve(const ServeFlags& f) {
   http_options.log_format = server::parse_log_format(f.log_format);
   http_options.access_log = !f.no_access_log;
   http_options.props = {path.string(), static_cast<int>(max_running)};
+  const ServedResponses responses(f.responses, f.engine.disk.dir, *model);
+  http_options.responses = responses.store;
   server::HttpServer http(http_options, service, metrics);
   const Embedder embedder(
       *model, *chosen.pool,
@@ -224,11 +228,12 @@ void serve(const ServeFlags& f) {
   server::EmbeddingService embeddings(embedder, service, max_sequence_tokens);
   http.serve_embeddings(embeddings);
   const int port = http.bind();
-  std::fprintf(stderr, "kvforge serve: model %s (%s); %s; embeddings: %s pooling\n",
+  std::fprintf(stderr, "kvforge serve: model %s (%s); %s; embeddings: %s pooling; %s\n",
                limits.model_ids[0].c_str(), path.c_str(), engine_line.c_str(),
-               pooling_name(embedder.pooling()));
+               pooling_name(embedder.pooling()), responses.describe().c_str());
   serve_until_signal(http, stop_signals, f.http.host, port);
   loop.stop();
+  responses.save();
   std::fprintf(stderr, "kvforge serve: stopped\n");
   if (const std::string why = loop.broken(); !why.empty()) throw std::runtime_error(why);
 }
@@ -308,6 +313,7 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
       ->check(CLI::IsMember({"none", "deepseek", "deepseek-legacy", "auto"}))
       ->capture_default_str();
   declare_long_conversation_flags(sub, f);
+  f.responses.add_to(sub);
   f.static_mode.add_to(sub);
 }
 

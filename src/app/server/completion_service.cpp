@@ -256,7 +256,8 @@ void CompletionService::fit_prompt(std::vector<int32_t>& prompt, CommonRequest& 
 }
 
 PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
-                                           const std::function<bool()>& cancelled) {
+                                           const std::function<bool()>& cancelled,
+                                           const PromptRewrite& rewrite) {
   const PrepareGate::Ticket ticket = gate_.enter(body.size(), cancelled);
   JsonBodyChecks checks;
   checks.top_level_key = [kind](const std::string& key) { reject_unknown_field(key, kind); };
@@ -274,6 +275,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
     p.tool_calls = parse_fields([&] { return plan_tools(json, r, tool_style_); });
     const ReasoningFormat reasoning = request_reasoning_format(json, limits_.reasoning_format);
     s.prompt = fit_chat(r, truncate, cancelled, p.messages_dropped);
+    if (rewrite) rewrite(render_chat(r, cancelled).text, s.prompt);
     fit_prompt(s.prompt, r, "messages");
     p.reply = reply_format(reasoning, chat_template_, prompt_end(tokenizer_, s.prompt));
     s.options.render_special = p.reply.harmony;  // its markup is special tokens

@@ -47,8 +47,14 @@ class CompletionService {
   // busy; 499 when `cancelled` said so while waiting or rendering). At most
   // PrepareGate's capacity of request bytes is prepared at once, and a prompt
   // whose length in bytes proves it cannot fit is refused before it is tokenized.
+  //
+  // `rewrite` (chat only) sees the rendered prompt text and its tokens before
+  // the context checks, and may replace the tokens: the Responses API
+  // continuing a stored conversation with the ids it computed (responses_history.h).
+  using PromptRewrite = std::function<void(const std::string& text, std::vector<int32_t>& tokens)>;
   PreparedRequest prepare(ApiKind kind, std::string_view body,
-                          const std::function<bool()>& cancelled = {});
+                          const std::function<bool()>& cancelled = {},
+                          const PromptRewrite& rewrite = {});
 
   // Waits for the whole result; returns the response JSON. `client_gone` is
   // asked every 20 ms while waiting; once it says true the request

@@ -33,6 +33,7 @@ std::optional<GenerationOutcome> pump_generation(
         out.text = ev.result->text;
         out.finish = ev.result->finish;
         out.stop_index = ev.stop_index;
+        out.token_ids = ev.result->tokens;
       }
     }
     if (u.closed) return out;

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "app/server/completion_service.h"
 #include "app/server/openai_error.h"
@@ -23,6 +24,7 @@ struct GenerationOutcome {
   int tokens = 0;    // generated
   FinishReason finish = FinishReason::Stop;
   std::optional<size_t> stop_index;  // which of the request's stop strings ended it
+  std::vector<int32_t> token_ids;    // generated (EOS excluded)
 };
 
 // Waits for the request's events; calls on_delta with each new piece of text

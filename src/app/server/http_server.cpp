@@ -283,7 +283,7 @@ struct HttpServer::Impl {
     auto api = std::make_shared<ApiRouteContext>(
         ApiRouteContext{service, [this](const httplib::Request& req) { return authorized(req); },
                         [this] { return client_gone(); }});
-    install_responses_routes(http, api);
+    install_responses_routes(http, api, options.responses);
     install_anthropic_routes(http, api);
     install_ollama_routes(http, {service, options.props.model_path,
                                  [this](const httplib::Request& req) { return authorized(req); },

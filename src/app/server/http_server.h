@@ -11,6 +11,7 @@
 #include "app/server/access_log.h"
 #include "app/server/completion_service.h"
 #include "app/server/llama_routes.h"
+#include "app/server/response_store.h"
 #include "app/server/server_metrics.h"
 
 namespace kvforge::server {
@@ -37,6 +38,9 @@ struct HttpServerOptions {
   bool access_log = true;  // one line per request on stderr (access_log.h)
   LogFormat log_format = LogFormat::kText;
   ServerProps props;  // what GET /props reports (llama_routes.h)
+  // The Responses API's stored responses (response_store.h); null: a store
+  // of the default bounds, forgotten when the server stops.
+  std::shared_ptr<ResponseStore> responses;
 };
 
 class HttpServer {

@@ -4,6 +4,8 @@
 #include <random>
 #include <set>
 
+#include "app/server/responses_tools.h"
+
 namespace kvforge::server {
 namespace {
 
@@ -92,27 +94,18 @@ void responses_format(const ordered_json& text, ordered_json& chat) {
   chat["response_format"] = {{"type", "json_schema"}, {"json_schema", schema}};
 }
 
-void responses_tools(const ordered_json& body) {
-  if (const auto t = body.find("tools"); t != body.end() && !t->is_null())
-    if (!t->is_array() || !t->empty())
-      responses_refuse("tools", "are not supported on /v1/responses yet (function calls)");
-  if (const auto c = body.find("tool_choice"); c != body.end() && !c->is_null())
-    if (*c != "auto" && *c != "none")
-      responses_refuse("tool_choice", "must be \"auto\" or \"none\" (no tools)");
-}
-
+// The input as chat messages (the instructions are kept apart: responses_history.h).
 ordered_json responses_messages(const ordered_json& body) {
   ordered_json messages = ordered_json::array();
-  if (const auto i = body.find("instructions"); i != body.end() && !i->is_null()) {
+  if (const auto i = body.find("instructions"); i != body.end() && !i->is_null())
     if (!i->is_string()) responses_refuse("instructions", "must be a string");
-    messages.push_back({{"role", "system"}, {"content", *i}});
-  }
   const auto input = body.find("input");
   if (input == body.end()) responses_refuse("input", "is required");
   if (input->is_string()) {
     messages.push_back({{"role", "user"}, {"content", *input}});
   } else if (input->is_array() && !input->empty()) {
-    for (const ordered_json& item : *input) messages.push_back(responses_message(item));
+    for (const ordered_json& item : *input)
+      if (!append_tool_item(item, messages)) messages.push_back(responses_message(item));
   } else {
     responses_refuse("input", "must be a string or a non-empty array of message items");
   }
@@ -137,17 +130,22 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
   const ordered_json body = parse_json_body(text, limits, JsonBodyChecks{});
   for (const auto& [key, value] : body.items())
     if (!responses_fields().count(key)) responses_refuse(key, "is not supported on /v1/responses");
-  if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null())
-    responses_refuse("previous_response_id",
-                     "is not supported: this server does not store responses (store: false)");
-  if (const auto s = body.find("store"); s != body.end() && *s == true)
-    responses_refuse("store", "true is not supported: this server does not store responses");
   ResponsesRequest r;
+  if (const auto p = body.find("previous_response_id"); p != body.end() && !p->is_null()) {
+    if (!p->is_string() || p->get_ref<const std::string&>().empty())
+      responses_refuse("previous_response_id", "must be a response id (a string)");
+    r.previous_response_id = p->get<std::string>();
+  }
+  if (const auto s = body.find("store"); s != body.end() && !s->is_null()) {
+    if (!s->is_boolean()) responses_refuse("store", "must be a boolean");
+    r.store = s->get<bool>();
+  }
   const auto model = body.find("model");
   if (model == body.end() || !model->is_string()) responses_refuse("model", "must be a string");
   r.chat["model"] = *model;
-  r.chat["messages"] = responses_messages(body);
-  responses_tools(body);
+  r.input = responses_messages(body);
+  r.instructions = body.value("instructions", ordered_json());
+  responses_tools_to_chat(body, r.chat);
   if (const auto m = body.find("max_output_tokens"); m != body.end() && !m->is_null()) {
     if (!m->is_number_integer() || m->get<int64_t>() < 1)
       responses_refuse("max_output_tokens", "must be a positive integer");
@@ -169,7 +167,13 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
             {"metadata", body.value("metadata", json::object())},
             {"text", body.value("text", json{{"format", {{"type", "text"}}}})},
             {"truncation", body.value("truncation", json("disabled"))},
-            {"user", body.value("user", json())}};
+            {"user", body.value("user", json())},
+            {"store", r.store},
+            {"tools", body.value("tools", json::array())},
+            {"tool_choice", body.value("tool_choice", json("auto"))},
+            {"parallel_tool_calls", body.value("parallel_tool_calls", json(true))},
+            {"previous_response_id",
+             r.previous_response_id.empty() ? json() : json(r.previous_response_id)}};
   return r;
 }
 
@@ -188,7 +192,7 @@ ResponseIds new_response_ids() {
 }
 
 json response_object(const ResponsesRequest& r, const ResponseIds& ids, const std::string& model,
-                     int input_tokens, const GenerationOutcome* done) {
+                     int input_tokens, const GenerationOutcome* done, const json& calls) {
   json out = {{"id", ids.response}, {"object", "response"}, {"created_at", ids.created_at}};
   const bool cut = done && done->finish == FinishReason::Length;
   out["status"] = !done ? "in_progress" : cut ? "incomplete" : "completed";
@@ -196,19 +200,16 @@ json response_object(const ResponsesRequest& r, const ResponseIds& ids, const st
   out["incomplete_details"] = cut ? json{{"reason", "max_output_tokens"}} : json();
   out["model"] = model;
   out["output"] = json::array();
-  if (done)
+  if (done && calls.is_array() && !calls.empty())
+    for (const json& call : calls) out["output"].push_back(function_call_item(call, "completed"));
+  else if (done)
     out["output"].push_back({{"id", ids.message},
                              {"type", "message"},
                              {"status", cut ? "incomplete" : "completed"},
                              {"role", "assistant"},
                              {"content", json::array({output_text_part(done->text)})}});
   for (const auto& [key, value] : r.echo.items()) out[key] = value;
-  out["parallel_tool_calls"] = true;
-  out["previous_response_id"] = nullptr;
   out["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
-  out["store"] = false;
-  out["tool_choice"] = "auto";
-  out["tools"] = json::array();
   out["usage"] = done ? responses_usage(input_tokens, done->tokens) : json();
   return out;
 }
@@ -238,17 +239,24 @@ json ResponsesEventWriter::item(const std::string& status, const json& content) 
 
 bool ResponsesEventWriter::start() {
   const json response = response_object(request_, ids_, model_, input_tokens_, nullptr);
-  const json where = {{"item_id", ids_.message}, {"output_index", 0}, {"content_index", 0}};
-  json part = where;
-  part["part"] = output_text_part("");
   return send("response.created", {{"response", response}}) &&
-         send("response.in_progress", {{"response", response}}) &&
-         send("response.output_item.added",
+         send("response.in_progress", {{"response", response}}) && (tool_calls || open_message());
+}
+
+bool ResponsesEventWriter::open_message() {
+  json part = {{"item_id", ids_.message}, {"output_index", 0}, {"content_index", 0}};
+  part["part"] = output_text_part("");
+  return send("response.output_item.added",
               {{"output_index", 0}, {"item", item("in_progress", json::array())}}) &&
          send("response.content_part.added", part);
 }
 
 bool ResponsesEventWriter::delta(const std::string& text) {
+  if (tool_calls) return true;  // held until the reply is known to be text or calls
+  return send_text(text);
+}
+
+bool ResponsesEventWriter::send_text(const std::string& text) {
   return send("response.output_text.delta", {{"item_id", ids_.message},
                                              {"output_index", 0},
                                              {"content_index", 0},
@@ -256,9 +264,7 @@ bool ResponsesEventWriter::delta(const std::string& text) {
                                              {"logprobs", json::array()}});
 }
 
-bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
-  const json response = response_object(request_, ids_, model_, input_tokens_, &done);
-  const json& message = response["output"][0];
+bool ResponsesEventWriter::close_message(const GenerationOutcome& done, const json& message) {
   json text_done = {{"item_id", ids_.message},
                     {"output_index", 0},
                     {"content_index", 0},
@@ -268,12 +274,47 @@ bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
                     {"output_index", 0},
                     {"content_index", 0},
                     {"part", message["content"][0]}};
-  const std::string last =
-      response["status"] == "completed" ? "response.completed" : "response.incomplete";
   return send("response.output_text.done", text_done) &&
          send("response.content_part.done", part_done) &&
-         send("response.output_item.done", {{"output_index", 0}, {"item", message}}) &&
-         send(last, {{"response", response}});
+         send("response.output_item.done", {{"output_index", 0}, {"item", message}});
+}
+
+// Each call: its item added, its arguments in one delta, then done.
+bool ResponsesEventWriter::send_calls(const json& output) {
+  for (size_t i = 0; i < output.size(); ++i) {
+    const json& done = output[i];
+    json added = done;
+    added["status"] = "in_progress";
+    added["arguments"] = "";
+    const json where = {{"item_id", done["id"]}, {"output_index", i}};
+    json delta = where, args_done = where;
+    delta["delta"] = done["arguments"];
+    args_done["arguments"] = done["arguments"];
+    args_done["name"] = done["name"];
+    if (!send("response.output_item.added", {{"output_index", i}, {"item", added}}) ||
+        !send("response.function_call_arguments.delta", delta) ||
+        !send("response.function_call_arguments.done", args_done) ||
+        !send("response.output_item.done", {{"output_index", i}, {"item", done}}))
+      return false;
+  }
+  return true;
+}
+
+bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
+  const json calls = read_reply_calls(tool_calls, done.text);
+  const json response = response_object(request_, ids_, model_, input_tokens_, &done, calls);
+  if (on_finish) on_finish(done, response, calls);
+  bool sent = true;
+  if (!calls.is_null())
+    sent = send_calls(response["output"]);
+  else if (tool_calls)  // a text reply held back: its message in one piece
+    sent = open_message() && (done.text.empty() || send_text(done.text)) &&
+           close_message(done, response["output"][0]);
+  else
+    sent = close_message(done, response["output"][0]);
+  const std::string last =
+      response["status"] == "completed" ? "response.completed" : "response.incomplete";
+  return sent && send(last, {{"response", response}});
 }
 
 bool ResponsesEventWriter::error(const ApiError& e) {

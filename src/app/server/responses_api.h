@@ -11,23 +11,35 @@
 // input_text/output_text parts), instructions, max_output_tokens,
 // temperature, top_p, stream, text.format (text, json_object, json_schema
 // through the grammar), truncation ("auto" drops the oldest turns, as on
-// chat), store: false, metadata (echoed), user, tool_choice "auto"/"none"
-// and tools: [] (no tools). Responses are not stored, so previous_response_id
-// and store: true are refused; any other field is a 400 naming it.
+// chat), store (default true: kept in the response store, response_store.h),
+// previous_response_id (the turn continues a stored response,
+// responses_history.h), metadata (echoed), user, function tools with
+// tool_choice and parallel_tool_calls, and function_call /
+// function_call_output input items (responses_tools.h); any other field is
+// a 400 naming it.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "app/chat/tool_call_syntax.h"
 #include "app/server/generation_pump.h"
 #include "app/server/openai_request.h"
 
 namespace kvforge::server {
 
 struct ResponsesRequest {
-  nlohmann::ordered_json chat;  // the body for CompletionService::prepare (ApiKind::kChat)
+  // The body for CompletionService::prepare (ApiKind::kChat); its messages
+  // are filled once the previous response is known (conversation_messages).
+  nlohmann::ordered_json chat;
+  nlohmann::ordered_json instructions;  // null when none
+  nlohmann::ordered_json input;         // the turn's input as chat messages
+  std::string previous_response_id;     // empty: a new conversation
+  bool store = true;
   bool stream = false;
   nlohmann::json echo;  // the request's settings the response object repeats
 };
@@ -45,7 +57,8 @@ struct ResponseIds {
 ResponseIds new_response_ids();
 nlohmann::json response_object(const ResponsesRequest& r, const ResponseIds& ids,
                                const std::string& model, int input_tokens,
-                               const GenerationOutcome* done);
+                               const GenerationOutcome* done,
+                               const nlohmann::json& calls = nullptr);
 
 // Writes the typed event stream of one response through `write`.
 class ResponsesEventWriter final : public GenerationEventWriter {
@@ -56,8 +69,21 @@ class ResponsesEventWriter final : public GenerationEventWriter {
   bool delta(const std::string& text) override;
   bool finish(const GenerationOutcome& done) override;  // output_text.done .. completed
   bool error(const ApiError& e) override;
+  // Called with the finished response object (and the reply's tool calls in
+  // the chat shape, or null) before its last events go out.
+  std::function<void(const GenerationOutcome&, const nlohmann::json& response,
+                     const nlohmann::json& calls)>
+      on_finish;
+  // The request has tools (the chat path's reading of the reply): the text
+  // is held until the reply is known to be calls (function_call items and
+  // their argument events) or text (the message in one delta).
+  std::optional<ToolCallSyntax> tool_calls;
 
  private:
+  bool open_message();
+  bool send_text(const std::string& text);
+  bool close_message(const GenerationOutcome& done, const nlohmann::json& message);
+  bool send_calls(const nlohmann::json& output);
   bool send(const std::string& type, nlohmann::json data);
   nlohmann::json item(const std::string& status, const nlohmann::json& content) const;
 

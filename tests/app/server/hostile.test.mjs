@@ -314,6 +314,9 @@ const FAMILY_CASES = [
   ['/v1/responses', { model: MODEL_ID, input: 'and the earth '.repeat(500000) }, 400],
   ['/v1/responses', { model: MODEL_ID, input: [{ role: 'user', content: 5 }] }, 400],
   ['/v1/responses', { model: MODEL_ID, input: 'x', previous_response_id: 'resp_x' }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', previous_response_id: ['resp_x'] }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', previous_response_id: 'r'.repeat(100000) }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', store: 'yes' }, 400],
   ['/v1/responses', { model: MODEL_ID, input: 'x', max_output_tokens: 1e12 }, 400],
   ['/v1/responses', { model: MODEL_ID, input: Array(5000).fill({ role: 'user', content: 'a' }) }, 400],
   ['/v1/responses', { model: MODEL_ID, input: 'x', text: { format: { type: 'json_schema', schema: 7 } } }, 400],
@@ -348,6 +351,42 @@ test('the API families refuse hostile bodies with a 4xx in their own error shape
   assert.equal(cut.status, 200, cut.text.slice(0, 300));
   assert.ok(cut.seconds < 2 * SLOW, `a cut 7 MB input took ${cut.seconds.toFixed(2)} s`);
   assert.ok((await healthy(main.base)).ok);
+});
+
+// The response store is bounded by count and bytes (serve --responses-max,
+// --responses-max-bytes): the oldest responses go, the newest stay, and ids
+// from a client (unknown, huge, path-like) are 404s. The store's own unit test
+// (tests/app/server/response_store_test.cpp) puts 10,000 responses through it.
+test('stored responses stay bounded: the oldest are evicted, unknown ids are 404s', async () => {
+  const s = await startServer(['--responses-max', '40', '--responses-max-bytes', '200000']);
+  try {
+    const input = 'and the earth was without form and void '.repeat(10);
+    const ids = [];
+    const t0 = performance.now();
+    for (let round = 0; round < 10; ++round) {
+      const batch = await Promise.all(Array.from({ length: 25 }, () => post(s.base, '/v1/responses',
+        JSON.stringify({ model: MODEL_ID, input, max_output_tokens: 1 }))));
+      for (const r of batch) { assert.equal(r.status, 200, r.text); ids.push(r.json.id); }
+    }
+    const get = async (id) => (await fetch(`${s.base}/v1/responses/${id}`, { headers: AUTH })).status;
+    assert.equal(await get(ids[0]), 404);
+    assert.equal(await get(ids.at(-1)), 200);
+    let kept = 0;
+    for (const id of ids) if (await get(id) === 200) ++kept;
+    assert.ok(kept > 0 && kept <= 40, `${kept} of ${ids.length} kept`);
+    for (const id of ['resp_unknown', 'r'.repeat(2000), '..%2F..%2Fetc%2Fpasswd'])
+      assert.equal(await get(id), 404, id.slice(0, 40));
+    const gone = await post(s.base, '/v1/responses',
+                            JSON.stringify({ model: MODEL_ID, input: 'x', previous_response_id: ids[0] }));
+    assert.equal(gone.status, 400);
+    assert.equal(gone.json.error.code, 'previous_response_not_found');
+    console.log(`# ${ids.length} responses stored in ${((performance.now() - t0) / 1000).toFixed(2)} s; ` +
+                `${kept} kept; server peak RSS ${(peakRss(s.proc.pid) / 2 ** 20).toFixed(0)} MiB`);
+    assert.ok(peakRss(s.proc.pid) < RSS_LIMIT);
+  } finally {
+    s.proc.kill('SIGTERM');
+    await s.exited;
+  }
 });
 
 test('chat_template_kwargs may only add names', async () => {

@@ -18,7 +18,10 @@ export async function startServer(args) {
       const m = /listening on http:\/\/[\d.]+:(\d+)/.exec(log);
       if (m) { clearTimeout(timer); resolve(Number(m[1])); }
     });
-    proc.on('exit', (code) => reject(new Error(`server exited (${code}):\n` + log)));
+    proc.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited (${code}):\n` + log));
+    });
   });
   return { proc, port, log: () => log };
 }
