@@ -159,18 +159,24 @@ std::vector<float> run(const Model& model) {
   return out;
 }
 
+// qwen35moe's and qwen3next's MTP blocks hold experts and a shared expert too.
 TEST(HybridModel, MtpBlocksAreSkippedWithoutChangingABit) {
-  RandomModelSpec with = hybrid_spec();
-  with.n_mtp = 1;
-  const auto plain = Model::from_file(
-      gguf::GgufFile::from_bytes(make_random_model(hybrid_spec()).to_bytes(), "plain"));
-  const auto mtp =
-      Model::from_file(gguf::GgufFile::from_bytes(make_random_model(with).to_bytes(), "mtp"));
-  EXPECT_EQ(mtp->config().n_layer, 8);
-  EXPECT_EQ(mtp->config().n_layer_mtp, 1);
-  const std::vector<float> a = run(*plain), b = run(*mtp);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  for (const char* arch : {"qwen35", "qwen35moe", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    RandomModelSpec plain_spec = hybrid_spec();
+    plain_spec.arch = arch;
+    RandomModelSpec with = plain_spec;
+    with.n_mtp = 1;
+    const auto plain = Model::from_file(
+        gguf::GgufFile::from_bytes(make_random_model(plain_spec).to_bytes(), "plain"));
+    const auto mtp =
+        Model::from_file(gguf::GgufFile::from_bytes(make_random_model(with).to_bytes(), "mtp"));
+    EXPECT_EQ(mtp->config().n_layer, 8);
+    EXPECT_EQ(mtp->config().n_layer_mtp, 1);
+    const std::vector<float> a = run(*plain), b = run(*mtp);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  }
 }
 
 TEST(HybridModel, StateContinuesOnlyWhereItStopped) {
