@@ -18,6 +18,7 @@ void GatedDeltaNetScratch::reserve(const ModelConfig& c, int max_tokens) {
   z.resize(n * size_t(l.value_dim()));
   beta.resize(n * size_t(l.n_v_heads));
   decay.resize(n * size_t(l.n_v_heads));
+  if (l.grouped_heads) beta_alpha.resize(n * 2 * size_t(l.n_v_heads));
   out.resize(n * size_t(l.value_dim()));
   order.resize(n);
   seq_begin.reserve(n + 1);
@@ -108,7 +109,7 @@ void recur(const ModelConfig& c, const LinearAttentionWeights& w, const LinearAt
     for (size_t item = b; item < e; ++item) {
       const size_t i = item / size_t(l.n_v_heads);
       const int h = int(item % size_t(l.n_v_heads));
-      const int hk = h % l.n_k_heads;
+      const int hk = l.key_head(h);
       float* state = s.states[i].matrix + int64_t(h) * d * d;
       for (int32_t j = s.seq_begin[i]; j < s.seq_begin[i + 1]; ++j) {
         const int64_t t = s.order[size_t(j)];
@@ -128,6 +129,21 @@ void recur(const ModelConfig& c, const LinearAttentionWeights& w, const LinearAt
   });
 }
 
+// Grouped heads (qwen3next): ssm_ba's [n_tokens][2 n_v_heads] rows into
+// beta and alpha [n_tokens][n_v_heads]; key head g holds the betas then the
+// alphas of value heads g·r .. g·r + r - 1.
+void split_beta_alpha(const LinearAttentionConfig& l, int64_t n, GatedDeltaNetScratch& s) {
+  const int r = l.heads_per_key();
+  for (int64_t t = 0; t < n; ++t) {
+    const float* ba = s.beta_alpha.data() + t * 2 * l.n_v_heads;
+    for (int h = 0; h < l.n_v_heads; ++h) {
+      const int64_t at = int64_t(h / r) * 2 * r + h % r;
+      s.beta[size_t(t * l.n_v_heads + h)] = ba[at];
+      s.decay[size_t(t * l.n_v_heads + h)] = ba[at + r];
+    }
+  }
+}
+
 }  // namespace
 
 void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w, int layer,
@@ -135,11 +151,18 @@ void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w
                            ThreadPool& pool, MatmulScratch& ms, float* proj) {
   const int64_t n = step.n_tokens;
   bind_states(layer, step, kv, c, s);
-  const MatmulOutput in[] = {{w.qkv, s.qkv.data()},
-                             {w.gate, s.z.data()},
-                             {w.beta, s.beta.data()},
-                             {w.alpha, s.decay.data()}};
-  matmul_batch(in, step.xn, n, pool, ms);
+  if (c.linear.grouped_heads) {
+    const MatmulOutput in[] = {
+        {w.qkv, s.qkv.data()}, {w.gate, s.z.data()}, {w.beta_alpha, s.beta_alpha.data()}};
+    matmul_batch(in, step.xn, n, pool, ms);
+    split_beta_alpha(c.linear, n, s);
+  } else {
+    const MatmulOutput in[] = {{w.qkv, s.qkv.data()},
+                               {w.gate, s.z.data()},
+                               {w.beta, s.beta.data()},
+                               {w.alpha, s.decay.data()}};
+    matmul_batch(in, step.xn, n, pool, ms);
+  }
   convolve(c, w, step, s, pool);
   recur(c, w, step, s, pool);
   for (size_t i = 0; i < step.seqs.size(); ++i)

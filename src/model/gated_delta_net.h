@@ -1,12 +1,12 @@
-// Qwen 3.5's Gated DeltaNet layer (linear attention with a per-sequence
-// recurrent state), as llama.cpp's qwen35 graph computes it:
+// Qwen 3.5's and Qwen3-Next's Gated DeltaNet layer (linear attention with a
+// per-sequence recurrent state), as llama.cpp's qwen35 and qwen3next graphs compute it:
 //
 //   qkv = attn_qkv · xn    [conv_channels] = q [n_k_heads][d] | k [n_k_heads][d] | v [n_v_heads][d]
 //   z = attn_gate · xn     [n_v_heads][d] the output norm's gate
 //   β = sigmoid(ssm_beta · xn), g = ssm_a · softplus(ssm_alpha · xn + ssm_dt.bias)   [n_v_heads]
 //   c = silu(causal_conv1d(qkv))  over the sequence's last conv_kernel inputs (the conv window)
-//   q, k l2-normed per head; value head h reads key head h % n_k_heads (llama.cpp's
-//   converter orders the value heads so)
+//   q, k l2-normed per head; value head h reads key head h % n_k_heads (qwen35: llama.cpp's
+//   converter orders the value heads so) or h / (n_v_heads / n_k_heads) (qwen3next)
 //   o_h = delta rule (core/ops/gated_delta.h) over the head's state matrix
 //   proj = ssm_out · (rms_norm(o_h) · ssm_norm · silu(z_h))
 //
@@ -27,10 +27,13 @@ namespace kvforge {
 
 // A linear-attention layer's weights (shapes from ModelConfig::linear; d = head_dim).
 struct LinearAttentionWeights {
-  WeightView qkv;              // attn_qkv [conv_channels rows][n_embd]
-  WeightView gate;             // attn_gate [n_v_heads * d rows][n_embd]
-  WeightView beta;             // ssm_beta [n_v_heads rows][n_embd]
-  WeightView alpha;            // ssm_alpha [n_v_heads rows][n_embd]
+  WeightView qkv;    // attn_qkv [conv_channels rows][n_embd]
+  WeightView gate;   // attn_gate [n_v_heads * d rows][n_embd]
+  WeightView beta;   // ssm_beta [n_v_heads rows][n_embd] (tiled heads)
+  WeightView alpha;  // ssm_alpha [n_v_heads rows][n_embd] (tiled heads)
+  // ssm_ba [2 n_v_heads rows][n_embd] (grouped heads, LinearAttentionConfig): per key
+  // head, its value heads' beta rows then their alpha rows
+  WeightView beta_alpha;
   std::vector<float> conv;     // ssm_conv1d [conv_channels][conv_kernel]
   std::vector<float> dt_bias;  // ssm_dt.bias [n_v_heads]
   std::vector<float> a;        // ssm_a [n_v_heads] = -exp(A_log)
@@ -45,6 +48,7 @@ struct GatedDeltaNetScratch {
   std::vector<float> z;                // [n_tokens][value_dim]
   std::vector<float> beta;             // [n_tokens][n_v_heads] then sigmoid
   std::vector<float> decay;            // [n_tokens][n_v_heads] alpha, then g (log decay)
+  std::vector<float> beta_alpha;       // [n_tokens][2 n_v_heads] ssm_ba's rows (grouped heads)
   std::vector<float> out;              // [n_tokens][value_dim] heads' outputs, then gated-normed
   std::vector<int32_t> order;          // [n_tokens] token indices grouped by sequence, in order
   std::vector<int32_t> seq_begin;      // [n_seqs + 1] each sequence's range in `order`

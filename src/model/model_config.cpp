@@ -42,6 +42,10 @@ constexpr ArchTraits kArchs[] = {
     {"phi3", Architecture::Phi3, RopeStyle::Neox, false, false, false, 0, 0},
     {"qwen3moe", Architecture::Qwen3Moe, RopeStyle::Neox, false, true, false, 0, 0},
     {"qwen35", Architecture::Qwen35, RopeStyle::Neox, false, true, false, 0, 0},
+    // qwen35 with a mixture of experts and a shared expert as its FFN.
+    {"qwen35moe", Architecture::Qwen35Moe, RopeStyle::Neox, false, true, false, 0, 0},
+    // Qwen3-Next: the same hybrid and FFN, grouped value heads, plain NeoX RoPE.
+    {"qwen3next", Architecture::Qwen3Next, RopeStyle::Neox, false, true, false, 0, 0},
     // gpt-oss (llama.cpp's openai-moe): even layers windowed, odd layers full.
     {"gpt-oss", Architecture::GptOss, RopeStyle::Neox, false, false, false, 2, 0},
 };
@@ -49,11 +53,6 @@ constexpr ArchTraits kArchs[] = {
 const ArchTraits& arch_traits(const gguf::GgufFile& f, const std::string& name) {
   for (const ArchTraits& t : kArchs)
     if (name == t.name) return t;
-  if (name == "qwen3next")
-    fail(f,
-         "general.architecture 'qwen3next' is not supported: its FFN is a mixture of experts "
-         "with a shared expert and its linear-attention layers fuse q|k|v|z (ssm_in) and "
-         "beta|alpha (ssm_ba); kvforge implements the dense hybrid 'qwen35'");
   fail(f, "unsupported general.architecture '" + name +
               "' (supported: " + supported_architecture_names() + ")");
 }
@@ -165,7 +164,8 @@ void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
 }  // namespace
 
 const char* supported_architecture_names() {
-  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, gpt-oss";
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, qwen35moe, qwen3next, "
+         "gpt-oss";
 }
 
 size_t ModelConfig::state_bytes_per_sequence() const {
@@ -188,7 +188,9 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   config_detail::check_arch_keys(f, c.arch_name);
   read_shapes(f, c);
   config_detail::read_moe(f, c);
-  if (c.arch == Architecture::Qwen35) config_detail::read_hybrid(f, c);
+  if (c.arch == Architecture::Qwen35 || c.arch == Architecture::Qwen35Moe ||
+      c.arch == Architecture::Qwen3Next)
+    config_detail::read_hybrid(f, c);
   c.attn_scale = 1.0f / std::sqrt(float(c.head_dim));
   if (t.post_norms) read_gemma(f, c);
   if (c.arch == Architecture::GptOss) config_detail::read_gpt_oss(f, c);

@@ -15,7 +15,19 @@
 
 namespace kvforge {
 
-enum class Architecture { Llama, Qwen2, Qwen3, Gemma2, Gemma3, Phi3, Qwen3Moe, Qwen35, GptOss };
+enum class Architecture {
+  Llama,
+  Qwen2,
+  Qwen3,
+  Gemma2,
+  Gemma3,
+  Phi3,
+  Qwen3Moe,
+  Qwen35,
+  Qwen35Moe,
+  Qwen3Next,
+  GptOss
+};
 
 // How RoPE pairs up the dimensions of a head.
 //  AdjacentPairs: (x[2i], x[2i+1]) — GGUF llama files (converters permute Q/K
@@ -33,14 +45,25 @@ enum class RopeScaling { None, Linear, Yarn, LongRope };
 // above and up clamped both ways at 7, then gate·sigmoid(1.702 gate)·(up + 1).
 enum class FfnActivation { Silu, GeluTanh, SwigluOai };
 
-// Qwen 3.5's Gated DeltaNet (linear attention) layers: the `<arch>.ssm.*`
-// keys as llama.cpp reads them (model_hybrid_config.cpp). Zero when the model
-// has none.
+// Qwen 3.5's and Qwen3-Next's Gated DeltaNet (linear attention) layers: the
+// `<arch>.ssm.*` keys as llama.cpp reads them (model_hybrid_config.cpp). Zero
+// when the model has none.
 struct LinearAttentionConfig {
   int conv_kernel = 0;  // ssm.conv_kernel: taps of the causal conv1d over q|k|v
   int n_k_heads = 0;    // ssm.group_count: query/key heads
   int n_v_heads = 0;    // ssm.time_step_rank: value heads (a multiple of n_k_heads)
   int head_dim = 0;     // ssm.state_size: the key and the value head dimension
+  // How value heads share key heads. Tiled (qwen35, qwen35moe: the converter
+  // reorders them): value head h reads key head h % n_k_heads, and beta and
+  // alpha are two matrices (ssm_beta, ssm_alpha). Grouped (qwen3next): the
+  // n_v/n_k value heads of key head g are g·r .. g·r + r - 1, and one matrix
+  // ssm_ba holds, per key head, its r betas then its r alphas.
+  bool grouped_heads = false;
+
+  int heads_per_key() const { return n_v_heads / n_k_heads; }
+  int key_head(int v_head) const {
+    return grouped_heads ? v_head / heads_per_key() : v_head % n_k_heads;
+  }
 
   int key_dim() const { return n_k_heads * head_dim; }
   int value_dim() const { return n_v_heads * head_dim; }

@@ -1,5 +1,6 @@
-// qwen35's hybrid layout read as llama.cpp reads it (llama_model_qwen35::
-// load_arch_hparams): the Gated DeltaNet shapes from the `ssm.*` keys, which
+// The hybrid layout of qwen35, qwen35moe and qwen3next read as llama.cpp
+// reads it (llama_model_<arch>::load_arch_hparams, the same for the three but
+// for qwen3next's RoPE): the Gated DeltaNet shapes from the `ssm.*` keys, which
 // layers are recurrent (attention.recurrent_layers, else every
 // full_attention_interval-th layer is full attention), the trailing
 // multi-token-prediction blocks, and the interleaved multi-section RoPE.
@@ -116,7 +117,10 @@ void read_hybrid(const gguf::GgufFile& f, ModelConfig& c) {
   c.attn_gate = true;
   read_linear_shapes(f, c);
   read_recurrent_layers(f, n_all, c);
-  read_rope_sections(f, c);
+  // Qwen3-Next rotates with plain NeoX RoPE (llama.cpp's rope type for it);
+  // Qwen 3.5's sections must reduce to it for text.
+  c.linear.grouped_heads = c.arch == Architecture::Qwen3Next;
+  if (c.arch != Architecture::Qwen3Next) read_rope_sections(f, c);
 }
 
 }  // namespace kvforge::config_detail

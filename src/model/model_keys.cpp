@@ -63,6 +63,11 @@ constexpr std::string_view kQwen35Keys[] = {"ssm.conv_kernel",
                                             "rope.dimension_sections",
                                             "nextn_predict_layers"};
 
+// Read for qwen35moe (model_hybrid_config.cpp, model/moe_config.cpp).
+constexpr std::string_view kQwen35MoeKeys[] = {"expert_count", "expert_used_count",
+                                               "expert_feed_forward_length",
+                                               "expert_shared_feed_forward_length"};
+
 // Known not to change what is computed: whether the RoPE scaling was
 // fine-tuned is a note about training; converters copy a LayerNorm epsilon
 // from some configs, and these architectures have RMS norms only.
@@ -85,6 +90,11 @@ bool arch_reads(const std::string& arch, std::string_view key) {
   if (arch == "gemma3") return listed(kGemma3Keys, key);
   if (arch == "qwen3moe") return listed(kQwen3MoeKeys, key);
   if (arch == "qwen35") return listed(kQwen35Keys, key);
+  if (arch == "qwen35moe") return listed(kQwen35Keys, key) || listed(kQwen35MoeKeys, key);
+  // qwen3next: qwen35moe's keys but the RoPE sections (it rotates with plain NeoX RoPE).
+  if (arch == "qwen3next")
+    return key != "rope.dimension_sections" &&
+           (listed(kQwen35Keys, key) || listed(kQwen35MoeKeys, key));
   if (arch == "gpt-oss") return listed(kGptOssKeys, key);
   return false;
 }

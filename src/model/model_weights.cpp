@@ -51,6 +51,12 @@ class TensorLoader {
     return WeightView{t.type, f_.tensor_data(t).data(), rows, cols};
   }
 
+  // A 1-D tensor of `cols` values as a one-row matrix (ffn_gate_inp_shexp).
+  WeightView row(const std::string& name, int64_t cols) {
+    const gguf::TensorInfo& t = find(name, {uint64_t(cols)});
+    return WeightView{t.type, f_.tensor_data(t).data(), 1, cols};
+  }
+
   // A 3-D tensor of n [rows][cols] matrices (ne = [cols, rows, n]), one view per matrix.
   std::vector<WeightView> slabs(const std::string& name, int64_t n, int64_t rows, int64_t cols) {
     const gguf::TensorInfo& t = find(name, {uint64_t(cols), uint64_t(rows), uint64_t(n)});
@@ -87,6 +93,10 @@ class TensorLoader {
         fail(name, "entry " + std::to_string(i) + " = " + config_detail::float_str(v[i]) +
                        ", expected a finite factor > 0");
     return v;
+  }
+
+  [[noreturn]] void refuse(const std::string& name, const std::string& what) const {
+    fail(name, what);
   }
 
   // Every tensor of the file was read, or is known not to change the output.
@@ -166,6 +176,12 @@ void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, Mo
   m.gate = load.slabs(p + "ffn_gate_exps.weight", n, ff, c.n_embd);
   m.up = load.slabs(p + "ffn_up_exps.weight", n, ff, c.n_embd);
   m.down = load.slabs(p + "ffn_down_exps.weight", n, c.n_embd, ff);
+  if (const int64_t sff = c.moe.n_ff_shexp; sff > 0) {
+    m.shared_gate_inp = load.row(p + "ffn_gate_inp_shexp.weight", c.n_embd);
+    m.shared_gate = load.matrix(p + "ffn_gate_shexp.weight", sff, c.n_embd);
+    m.shared_up = load.matrix(p + "ffn_up_shexp.weight", sff, c.n_embd);
+    m.shared_down = load.matrix(p + "ffn_down_shexp.weight", c.n_embd, sff);
+  }
   if (c.arch != Architecture::GptOss) return;
   m.router_bias = load.vector(p + "ffn_gate_inp.bias", n);
   m.gate_bias = load.table(p + "ffn_gate_exps.bias", n, ff);
@@ -196,10 +212,20 @@ void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, La
 void load_linear_attention(TensorLoader& load, const std::string& p, const ModelConfig& c,
                            LinearAttentionWeights& l) {
   const LinearAttentionConfig& s = c.linear;
+  // Older qwen3next files fuse q|k|v|z per key head into ssm_in (llama.cpp's
+  // "legacy" path); current converters write attn_qkv and attn_gate.
+  if (load.has(p + "ssm_in.weight"))
+    load.refuse(p + "ssm_in.weight", "(the fused q|k|v|z projection of older " + c.arch_name +
+                                         " conversions) is not supported; convert the model "
+                                         "again (attn_qkv and attn_gate)");
   l.qkv = load.matrix(p + "attn_qkv.weight", s.conv_channels(), c.n_embd);
   l.gate = load.matrix(p + "attn_gate.weight", s.value_dim(), c.n_embd);
-  l.beta = load.matrix(p + "ssm_beta.weight", s.n_v_heads, c.n_embd);
-  l.alpha = load.matrix(p + "ssm_alpha.weight", s.n_v_heads, c.n_embd);
+  if (s.grouped_heads) {
+    l.beta_alpha = load.matrix(p + "ssm_ba.weight", 2 * int64_t(s.n_v_heads), c.n_embd);
+  } else {
+    l.beta = load.matrix(p + "ssm_beta.weight", s.n_v_heads, c.n_embd);
+    l.alpha = load.matrix(p + "ssm_alpha.weight", s.n_v_heads, c.n_embd);
+  }
   const WeightView conv = load.matrix(p + "ssm_conv1d.weight", s.conv_channels(), s.conv_kernel);
   l.conv.resize(size_t(s.conv_channels()) * size_t(s.conv_kernel));
   const size_t rb = row_bytes(conv.type, size_t(s.conv_kernel));
@@ -351,6 +377,8 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   std::vector<std::pair<WeightView*, int64_t>> matrices;
   for (LayerWeights& l : w.layers) {
     for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
+    for (WeightView* v : {&l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down})
+      matrices.emplace_back(v, v->rows);
     // Each expert's slab is a whole matrix (mixtures of experts run on one rank).
     for (std::vector<WeightView>* slabs : {&l.moe.gate, &l.moe.up, &l.moe.down})
       for (WeightView& v : *slabs) matrices.emplace_back(&v, v.rows);

@@ -10,6 +10,11 @@
 //                   softmax over those k logits only.
 // Then, where norm_topk: weights /= max(sum of the k weights, 2^-14) (the
 // smallest normal f16, llama.cpp's clamp), then weights *= weights_scale.
+//
+// A shared expert (qwen35moe, qwen3next: ffn_{gate,up,down}_shexp) runs on
+// every token beside the routed ones, a SwiGLU FFN of n_ff_shexp rows whose
+// output is scaled by sigmoid(ffn_gate_inp_shexp · x) (one logit per token)
+// and added to the routed sum (llama.cpp's qwen35moe.cpp / qwen3next.cpp).
 #pragma once
 
 #include "core/gguf/gguf_file.h"
@@ -25,6 +30,7 @@ struct MoeConfig {
   ExpertGating gating = ExpertGating::SoftmaxThenTopK;
   bool norm_topk = false;      // the k weights divided by their sum
   float weights_scale = 1.0f;  // the weights multiplied by it after that
+  int n_ff_shexp = 0;          // FFN rows of the shared expert (0: none)
 };
 
 struct ModelConfig;

@@ -77,6 +77,12 @@ void MoeScratch::reserve(const ModelConfig& c, int max_tokens) {
   gate.resize(pairs * size_t(c.moe.n_ff_exp));
   up.resize(pairs * size_t(c.moe.n_ff_exp));
   y.resize(pairs * size_t(c.n_embd));
+  if (const size_t sff = size_t(c.moe.n_ff_shexp); sff > 0) {
+    shared_logit.resize(n);
+    shared_gate.resize(n * sff);
+    shared_up.resize(n * sff);
+    shared_y.resize(n * size_t(c.n_embd));
+  }
   capacity = max_tokens;
 }
 
@@ -157,6 +163,30 @@ void add_expert_biases(const MoeConfig& m, const MoeWeights& w, MoeScratch& s, i
   }
 }
 
+// out [n][n_embd] += the shared expert's gated output (moe_ffn.h), as
+// llama.cpp adds it: the expert's output times the sigmoid, then the sum.
+void add_shared_expert(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n,
+                       float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms) {
+  const int64_t d = c.n_embd, ff = c.moe.n_ff_shexp;
+  const MatmulOutput in[] = {{w.shared_gate_inp, s.shared_logit.data()},
+                             {w.shared_gate, s.shared_gate.data()},
+                             {w.shared_up, s.shared_up.data()}};
+  matmul_batch(in, xn, n, pool, ms);
+  pool.parallel_for(size_t(n), [&](size_t t0, size_t t1) {
+    gated_activation(c, s.shared_gate.data() + int64_t(t0) * ff,
+                     s.shared_up.data() + int64_t(t0) * ff, int64_t(t1 - t0) * ff);
+  });
+  matmul(w.shared_down, s.shared_gate.data(), n, s.shared_y.data(), pool, ms);
+  pool.parallel_for(size_t(n), [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      const float g = 1.0f / (1.0f + std::exp(-s.shared_logit[t]));
+      const float* y = s.shared_y.data() + int64_t(t) * d;
+      float* o = out + int64_t(t) * d;
+      for (int64_t i = 0; i < d; ++i) o[i] += y[i] * g;
+    }
+  });
+}
+
 }  // namespace
 
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
@@ -206,6 +236,7 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
       }
     }
   });
+  if (m.n_ff_shexp > 0) add_shared_expert(c, w, xn, n_tokens, out, s, pool, ms);
 }
 
 std::vector<WeightView> expert_slabs(GgmlType type, const void* data, int64_t n, int64_t rows,

@@ -5,6 +5,8 @@
 //   (e_j, w_j) for j < k = route(logits[t])               k = n_expert_used
 //   out[t] = sum_{j < k} w_j · down_{e_j}(act(gate_{e_j} xn[t]) * up_{e_j} xn[t])
 // (gpt-oss: each expert's gate, up and down products plus its biases).
+// With a shared expert (qwen35moe, qwen3next), after the routed sum:
+//   out[t] += sigmoid(shared_gate_inp · xn[t]) · down_s(silu(gate_s xn[t]) * up_s xn[t])
 //
 // Memory traffic follows the active parameters: the step's (token, expert)
 // pairs are grouped by expert, so each selected expert's slabs are read once
@@ -48,6 +50,11 @@ struct MoeScratch {
   std::vector<float> gate;       // [n_tokens * k][n_ff_exp]
   std::vector<float> up;         // [n_tokens * k][n_ff_exp]
   std::vector<float> y;          // [n_tokens * k][n_embd] each pair's expert output
+  // The shared expert's (MoeConfig::n_ff_shexp > 0), else empty.
+  std::vector<float> shared_logit;  // [n_tokens] its gate's logit
+  std::vector<float> shared_gate;   // [n_tokens][n_ff_shexp]
+  std::vector<float> shared_up;     // [n_tokens][n_ff_shexp]
+  std::vector<float> shared_y;      // [n_tokens][n_embd]
 };
 
 // out [n_tokens][n_embd] = the MoE FFN of xn [n_tokens][n_embd].

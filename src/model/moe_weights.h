@@ -21,6 +21,11 @@ struct MoeWeights {
   std::vector<float> gate_bias;  // [n_expert][n_ff_exp]
   std::vector<float> up_bias;    // [n_expert][n_ff_exp]
   std::vector<float> down_bias;  // [n_expert][n_embd]
+  // The shared expert (MoeConfig::n_ff_shexp > 0), else empty views.
+  WeightView shared_gate_inp;  // ffn_gate_inp_shexp: [1 row][n_embd], the sigmoid gate's logit
+  WeightView shared_gate;      // ffn_gate_shexp: [n_ff_shexp rows][n_embd]
+  WeightView shared_up;        // ffn_up_shexp: [n_ff_shexp rows][n_embd]
+  WeightView shared_down;      // ffn_down_shexp: [n_embd rows][n_ff_shexp]
 };
 
 // The [n][rows][cols] 3-D tensor at `data` of `type` as n WeightViews.

@@ -80,6 +80,14 @@ class TensorMaker {
     add_f32(name, v);
   }
 
+  // A one-row gate (ffn_gate_inp_shexp, 1-D): entries uniform in ±1/sqrt(n), logits O(1).
+  void gate_vector(const std::string& name, int64_t n) {
+    std::vector<float> v(static_cast<size_t>(n));
+    const float a = float(1.0 / std::sqrt(double(n)));
+    for (float& x : v) x = a * rng_.next();
+    add_f32(name, v);
+  }
+
   // Norm weights near 1 so that every element of the norm matters.
   void norm(const std::string& name, int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
@@ -154,10 +162,19 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
 }
 
 const char* random_model_architectures() {
-  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, gpt-oss";
+  return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, qwen35moe, qwen3next, "
+         "gpt-oss";
 }
 
 namespace {
+
+// Gated DeltaNet hybrids, and the architectures whose FFN is a mixture of experts.
+bool hybrid_arch(const std::string& a) {
+  return a == "qwen35" || a == "qwen35moe" || a == "qwen3next";
+}
+bool moe_arch(const std::string& a) {
+  return a == "qwen3moe" || a == "gpt-oss" || a == "qwen35moe" || a == "qwen3next";
+}
 
 // Llama 3.1's frequency divisors: 1 for wavelengths under orig/high, the
 // factor over orig/low, a smooth blend between (Meta's published rule).
@@ -193,9 +210,9 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
     w.set(a + "attention.key_length", gguf::Value::u32(uint32_t(head_dim)));
     w.set(a + "attention.value_length", gguf::Value::u32(uint32_t(head_dim)));
   }
-  const int rope_dim = spec.arch != "qwen35" ? head_dim
-                       : spec.rope_dim > 0   ? spec.rope_dim
-                                             : head_dim / 4;
+  const int rope_dim = !hybrid_arch(spec.arch) ? head_dim
+                       : spec.rope_dim > 0     ? spec.rope_dim
+                                               : head_dim / 4;
   w.set(a + "rope.dimension_count", gguf::Value::u32(uint32_t(rope_dim)));
   w.set(a + "rope.freq_base", gguf::Value::f32(spec.rope_freq_base));
   w.set(a + "attention.layer_norm_rms_epsilon", gguf::Value::f32(spec.rms_eps));
@@ -219,22 +236,30 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   if (spec.rope_orig_ctx > 0)
     w.set(a + "rope.scaling.original_context_length",
           gguf::Value::u32(uint32_t(spec.rope_orig_ctx)));
-  if (spec.arch == "qwen3moe" || spec.arch == "gpt-oss") {
+  if (moe_arch(spec.arch)) {
     w.set(a + "expert_count", gguf::Value::u32(uint32_t(spec.n_expert)));
     w.set(a + "expert_used_count", gguf::Value::u32(uint32_t(spec.n_expert_used)));
     w.set(a + "expert_feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff_exp)));
   }
+  if (spec.arch == "qwen35moe" || spec.arch == "qwen3next")
+    w.set(a + "expert_shared_feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff_shexp)));
 }
 
 // The dense FFN, or a mixture of experts' router and expert tensors (with
-// gpt-oss's router and expert biases).
+// gpt-oss's router and expert biases, qwen35moe's and qwen3next's shared expert).
 void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
   const std::string& arch = spec.arch;
-  if (arch == "qwen3moe" || arch == "gpt-oss") {
+  if (moe_arch(arch)) {
     make.matrix_of(GgmlType::F32, p + "ffn_gate_inp.weight", spec.n_expert, spec.n_embd);
     make.matrix(p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
     make.matrix(p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
     make.matrix(p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
+    if (arch == "qwen35moe" || arch == "qwen3next") {
+      make.gate_vector(p + "ffn_gate_inp_shexp.weight", spec.n_embd);
+      make.matrix(p + "ffn_gate_shexp.weight", spec.n_ff_shexp, spec.n_embd);
+      make.matrix(p + "ffn_up_shexp.weight", spec.n_ff_shexp, spec.n_embd);
+      make.matrix(p + "ffn_down_shexp.weight", spec.n_embd, spec.n_ff_shexp);
+    }
     if (arch != "gpt-oss") return;
     make.bias(p + "ffn_gate_inp.bias", spec.n_expert);
     make.bias_table(p + "ffn_gate_exps.bias", spec.n_expert, spec.n_ff_exp);
@@ -251,8 +276,8 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string
   make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
 }
 
-// qwen35's keys: the Gated DeltaNet shapes, the layer pattern, the MTP
-// blocks, and RoPE sections as Qwen 3.5's [11, 11, 10, 0] scaled to rope_dim.
+// The hybrids' keys: the Gated DeltaNet shapes, the layer pattern, the MTP
+// blocks, and (not qwen3next) RoPE sections as Qwen 3.5's [11, 11, 10, 0] scaled to rope_dim.
 void write_hybrid_keys(gguf::GgufWriter& w, const RandomModelSpec& spec, int head_dim) {
   const std::string a = spec.arch + ".";
   w.set(a + "ssm.conv_kernel", gguf::Value::u32(uint32_t(spec.ssm_conv_kernel)));
@@ -262,6 +287,7 @@ void write_hybrid_keys(gguf::GgufWriter& w, const RandomModelSpec& spec, int hea
   w.set(a + "ssm.inner_size", gguf::Value::u32(uint32_t(spec.ssm_v_heads * spec.ssm_head_dim)));
   w.set(a + "full_attention_interval", gguf::Value::u32(uint32_t(spec.full_attention_interval)));
   if (spec.n_mtp > 0) w.set(a + "nextn_predict_layers", gguf::Value::u32(uint32_t(spec.n_mtp)));
+  if (spec.arch == "qwen3next") return;
   const int pairs = (spec.rope_dim > 0 ? spec.rope_dim : head_dim / 4) / 2;
   w.set(a + "rope.dimension_sections",
         gguf::Value::i32_array({(pairs + 2) / 3, (pairs + 1) / 3, pairs / 3, 0}));
@@ -278,15 +304,20 @@ void add_linear_attention(TensorMaker& make, const RandomModelSpec& spec, const 
   make.matrix_of(GgmlType::F32, p + "ssm_conv1d.weight", channels, spec.ssm_conv_kernel);
   make.bias(p + "ssm_dt.bias", hv);
   make.decay_rates(p + "ssm_a", hv);
-  make.matrix(p + "ssm_beta.weight", hv, spec.n_embd);
-  make.matrix(p + "ssm_alpha.weight", hv, spec.n_embd);
+  if (spec.arch == "qwen3next") {  // per key head: its value heads' betas, then their alphas
+    make.matrix(p + "ssm_ba.weight", 2 * hv, spec.n_embd);
+  } else {
+    make.matrix(p + "ssm_beta.weight", hv, spec.n_embd);
+    make.matrix(p + "ssm_alpha.weight", hv, spec.n_embd);
+  }
   make.norm(p + "ssm_norm.weight", d);
   make.matrix(p + "ssm_out.weight", spec.n_embd, value_dim);
 }
 
-// A qwen35 block: attn_norm, the layer's attention (gated full attention
+// A hybrid block: attn_norm, the layer's attention (gated full attention
 // with Q/K norms, or linear), post_attention_norm (the FFN's input norm),
-// SwiGLU FFN. MTP blocks add nextn.* (llama.cpp's loader shapes).
+// the FFN (qwen35: SwiGLU; the others: experts and the shared expert). MTP
+// blocks add nextn.* (llama.cpp's loader shapes).
 void add_hybrid_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_dim) {
   const std::string p = "blk." + std::to_string(l) + ".";
   const int64_t q_dim = int64_t(head_dim) * spec.n_head,
@@ -304,9 +335,7 @@ void add_hybrid_block(TensorMaker& make, const RandomModelSpec& spec, int l, int
     make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
   }
   make.norm(p + "post_attention_norm.weight", spec.n_embd);
-  make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
-  make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
-  make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+  write_ffn(make, spec, p);
   if (!mtp) return;
   make.matrix(p + "nextn.eh_proj.weight", spec.n_embd, 2 * int64_t(spec.n_embd));
   make.norm(p + "nextn.enorm.weight", spec.n_embd);
@@ -333,15 +362,15 @@ void write_rope_factors(TensorMaker& make, const RandomModelSpec& spec, int head
 
 namespace {
 
-// qwen35: the n_layer blocks, the output, then the MTP blocks (after the
+// The hybrids: the n_layer blocks, the output, then the MTP blocks (after the
 // output, so that a file with them has the same trunk weights as one without).
 gguf::GgufWriter make_hybrid_model(gguf::GgufWriter& w, TensorMaker& make,
                                    const RandomModelSpec& spec, int n_vocab, int head_dim) {
   if (spec.ssm_v_heads % spec.ssm_k_heads != 0 || spec.full_attention_interval < 1 ||
       spec.ssm_conv_kernel < 1)
-    throw std::invalid_argument(
-        "make_random_model: qwen35 needs ssm_v_heads a multiple of ssm_k_heads, "
-        "full_attention_interval >= 1 and ssm_conv_kernel >= 1");
+    throw std::invalid_argument("make_random_model: " + spec.arch +
+                                " needs ssm_v_heads a multiple of ssm_k_heads, "
+                                "full_attention_interval >= 1 and ssm_conv_kernel >= 1");
   write_hybrid_keys(w, spec, head_dim);
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
   for (int l = 0; l < spec.n_layer; ++l) add_hybrid_block(make, spec, l, head_dim);
@@ -395,8 +424,7 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
 void check_spec(const RandomModelSpec& spec) {
   const std::string& arch = spec.arch;
   const bool known = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma2" ||
-                     arch == "gemma3" || arch == "phi3" || arch == "qwen3moe" || arch == "qwen35" ||
-                     arch == "gpt-oss";
+                     arch == "gemma3" || arch == "phi3" || moe_arch(arch) || hybrid_arch(arch);
   if (!known)
     throw std::invalid_argument("make_random_model: unknown architecture '" + arch + "' (" +
                                 random_model_architectures() + ")");
@@ -404,12 +432,12 @@ void check_spec(const RandomModelSpec& spec) {
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
         "n_head a multiple of n_kv_head");
-  const bool moe = arch == "qwen3moe" || arch == "gpt-oss";
-  if (moe && (spec.n_expert < 1 || spec.n_expert_used < 1 || spec.n_expert_used > spec.n_expert ||
-              spec.n_ff_exp < 1))
+  if (moe_arch(arch) &&
+      (spec.n_expert < 1 || spec.n_expert_used < 1 || spec.n_expert_used > spec.n_expert ||
+       spec.n_ff_exp < 1 || spec.n_ff_shexp < 1))
     throw std::invalid_argument(
-        "make_random_model: a mixture of experts needs 1 <= n_expert_used <= n_expert and "
-        "n_ff_exp >= 1");
+        "make_random_model: a mixture of experts needs 1 <= n_expert_used <= n_expert, "
+        "n_ff_exp >= 1 and n_ff_shexp >= 1");
 }
 
 }  // namespace
@@ -421,7 +449,7 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   write_hyperparameters(w, spec, n_vocab, head_dim);
   TensorMaker make(w, spec);
-  if (spec.arch == "qwen35") return make_hybrid_model(w, make, spec, n_vocab, head_dim);
+  if (hybrid_arch(spec.arch)) return make_hybrid_model(w, make, spec, n_vocab, head_dim);
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
   write_rope_factors(make, spec, head_dim);
   for (int l = 0; l < spec.n_layer; ++l) add_block(make, spec, l, head_dim);

@@ -23,7 +23,9 @@ struct RandomModelSpec {
   // tied output), gemma3 (both), phi3 (fused attn_qkv and gate|up),
   // qwen3moe (Q/K norms, experts instead of the dense FFN), gpt-oss
   // (attention biases and sinks, experts with biases, a window of 128
-  // unless sliding_window says otherwise):
+  // unless sliding_window says otherwise), qwen35 (Gated DeltaNet hybrid),
+  // qwen35moe (its MoE variant with a shared expert), qwen3next (as
+  // qwen35moe, with grouped value heads, a fused ssm_ba and no RoPE sections):
   // the tensors each architecture's loader expects.
   std::string arch = "llama";
   int n_embd = 64;
@@ -53,16 +55,18 @@ struct RandomModelSpec {
   bool llama3_rope_freqs = false;
   // Phi-3's rope_factors_long/short.weight (LongRoPE).
   bool longrope_factors = false;
-  // Mixture of experts (qwen3moe, gpt-oss): expert_count, expert_used_count and
-  // expert_feed_forward_length; the router (ffn_gate_inp) stays F32, as
-  // llama-quantize keeps it.
+  // Mixture of experts (qwen3moe, gpt-oss, qwen35moe, qwen3next): expert_count, expert_used_count
+  // and expert_feed_forward_length; the router (ffn_gate_inp) stays F32, as llama-quantize keeps
+  // it.
   int n_expert = 8;
   int n_expert_used = 2;
   int n_ff_exp = 32;
-  // qwen35 (hybrid): Gated DeltaNet layers with these shapes (ssm.conv_kernel,
-  // ssm.state_size, ssm.group_count, ssm.time_step_rank), every
+  // qwen35moe, qwen3next: the shared expert's rows (expert_shared_feed_forward_length).
+  int n_ff_shexp = 32;
+  // qwen35, qwen35moe, qwen3next (hybrid): Gated DeltaNet layers with these shapes
+  // (ssm.conv_kernel, ssm.state_size, ssm.group_count, ssm.time_step_rank), every
   // full_attention_interval-th layer full gated attention rotating rope_dim
-  // dimensions per head (0: head_dim / 4, as Qwen 3.5), and n_mtp
+  // dimensions per head (0: head_dim / 4, as Qwen 3.5 and Qwen3-Next), and n_mtp
   // multi-token-prediction blocks after the n_layer blocks.
   int ssm_conv_kernel = 4;
   int ssm_head_dim = 16;

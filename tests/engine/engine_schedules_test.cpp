@@ -213,6 +213,10 @@ const ArchCase kArchCases[] = {
     // Hybrid: 8 layers, every 4th full gated attention, the others Gated
     // DeltaNet whose per-sequence state the engine's state pool holds.
     {"qwen35_hybrid", "qwen35", 0, 32, "", false},
+    // The hybrid mixtures: qwen35's layers with 8 experts (2 per token) and a
+    // shared expert; qwen3next's grouped value heads.
+    {"qwen35moe_hybrid", "qwen35moe", 0, 32, "", false},
+    {"qwen3next_hybrid", "qwen3next", 0, 32, "", false},
 };
 
 const Workload& arch_workload(const ArchCase& a) {
@@ -234,7 +238,8 @@ const Workload& arch_workload(const ArchCase& a) {
     spec.llama3_rope_freqs = a.llama3_rope_freqs;
     spec.longrope_factors = std::string(a.arch) == "phi3";
     if (spec.longrope_factors) spec.rope_orig_ctx = 64;
-    if (spec.arch == "qwen35") spec.n_layer = 8;
+    if (spec.arch == "qwen35" || spec.arch == "qwen35moe" || spec.arch == "qwen3next")
+      spec.n_layer = 8;
     w = std::make_unique<Workload>(testing::make_test_model(spec));
     const ModelConfig& c = w->model->config();
     // Hybrid models reuse no prefix (kv/hybrid_kv_manager.h).

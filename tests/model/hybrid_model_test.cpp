@@ -1,5 +1,5 @@
 // Qwen 3.5 (qwen35) files as llama.cpp reads them: the hybrid layout, every
-// `ssm.*` key required, an unknown recurrent-layer kind, a qwen3next file,
+// `ssm.*` key required, an unknown recurrent-layer kind, an older qwen3next file,
 // a RoPE layout text cannot compute and tensor parallelism refused naming
 // what; the multi-token-prediction blocks skipped without changing a bit; a
 // recurrent state that can only continue where it stopped.
@@ -122,12 +122,14 @@ TEST(HybridModel, InconsistentShapesAndLayoutsAreRefused) {
          {"qwen35.nextn_predict_layers = 8"});
 }
 
-TEST(HybridModel, Qwen3NextIsRefusedSayingWhy) {
+// qwen3next loads (hybrid_moe_model_test.cpp) but for older conversions,
+// which fuse q|k|v|z per key head into ssm_in.
+TEST(HybridModel, Qwen3NextOfTheOlderFusedLayoutIsRefusedSayingWhy) {
   RandomModelSpec s = hybrid_spec();
-  const std::string what = load_error(edited_model(s, [](gguf::GgufWriter& w) {
-    w.set("general.architecture", gguf::Value::string("qwen3next"));
-  }));
-  expect_mentions(what, {"edited.gguf", "qwen3next", "mixture of experts", "qwen35"});
+  s.arch = "qwen3next";
+  const std::string what = load_error(edited_model(
+      s, [](gguf::GgufWriter&) {}, "blk.0.ssm_in.weight"));
+  expect_mentions(what, {"edited.gguf", "blk.0.ssm_in.weight", "not supported", "convert"});
 }
 
 TEST(HybridModel, TensorParallelismIsRefused) {
@@ -157,18 +159,24 @@ std::vector<float> run(const Model& model) {
   return out;
 }
 
+// qwen35moe's and qwen3next's MTP blocks hold experts and a shared expert too.
 TEST(HybridModel, MtpBlocksAreSkippedWithoutChangingABit) {
-  RandomModelSpec with = hybrid_spec();
-  with.n_mtp = 1;
-  const auto plain = Model::from_file(
-      gguf::GgufFile::from_bytes(make_random_model(hybrid_spec()).to_bytes(), "plain"));
-  const auto mtp =
-      Model::from_file(gguf::GgufFile::from_bytes(make_random_model(with).to_bytes(), "mtp"));
-  EXPECT_EQ(mtp->config().n_layer, 8);
-  EXPECT_EQ(mtp->config().n_layer_mtp, 1);
-  const std::vector<float> a = run(*plain), b = run(*mtp);
-  ASSERT_EQ(a.size(), b.size());
-  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  for (const char* arch : {"qwen35", "qwen35moe", "qwen3next"}) {
+    SCOPED_TRACE(arch);
+    RandomModelSpec plain_spec = hybrid_spec();
+    plain_spec.arch = arch;
+    RandomModelSpec with = plain_spec;
+    with.n_mtp = 1;
+    const auto plain = Model::from_file(
+        gguf::GgufFile::from_bytes(make_random_model(plain_spec).to_bytes(), "plain"));
+    const auto mtp =
+        Model::from_file(gguf::GgufFile::from_bytes(make_random_model(with).to_bytes(), "mtp"));
+    EXPECT_EQ(mtp->config().n_layer, 8);
+    EXPECT_EQ(mtp->config().n_layer_mtp, 1);
+    const std::vector<float> a = run(*plain), b = run(*mtp);
+    ASSERT_EQ(a.size(), b.size());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float)));
+  }
 }
 
 TEST(HybridModel, StateContinuesOnlyWhereItStopped) {

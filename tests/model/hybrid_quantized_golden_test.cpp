@@ -1,4 +1,4 @@
-// qwen35 (hybrid) files quantized by llama-quantize to Q8_0 against
+// qwen35, qwen35moe and qwen3next (hybrid) files quantized by llama-quantize to Q8_0 against
 // llama.cpp's logits for them (data/hybrid_quantized, README there).
 //
 // Both engines quantize each matmul input to q8_0 blocks by the same rule
@@ -52,7 +52,8 @@ namespace hybrid_quantized_golden {  // the unity build joins this file with oth
 // The f32 goldens' bound (f32 summation order, exp/softplus/SiLU by different code).
 constexpr float kBound = 1e-4f;
 // Two independent quantizations of one computation: the measured ratio of
-// the engines' distances from the f32-activation run is 1.3 (qwen35-gqa-q8_0).
+// the engines' distances from the f32-activation run is 1.3 (qwen35-gqa-q8_0),
+// 1.01 (qwen3next-q8_0).
 constexpr float kNoiseRatio = 2.0f;
 
 struct QuantizedGolden {
@@ -133,7 +134,9 @@ TEST_P(HybridQuantizedGoldenTest, LogitsWithinQuantizationNoiseOfLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Files, HybridQuantizedGoldenTest,
                          ::testing::Values(QuantizedGolden{"qwen35-gqa-q8_0", 2},
-                                           QuantizedGolden{"qwen35-wide-q8_0", 105}),
+                                           QuantizedGolden{"qwen35-wide-q8_0", 105},
+                                           QuantizedGolden{"qwen35moe-q8_0", 105},
+                                           QuantizedGolden{"qwen3next-q8_0", 58}),
                          [](const auto& param_info) {
                            return testing::golden_test_name(param_info.param.name);
                          });

@@ -99,7 +99,7 @@ TEST(MoeFfn, EachTokenIsTheSameBitsAloneAndInAnyBatch) {
 // Splitting experts (and gpt-oss's sinks) over ranks is not written yet:
 // the split is refused by name rather than computed wrongly.
 TEST(MoeFfn, TensorParallelIsRefusedByName) {
-  for (const char* arch : {"qwen3moe", "gpt-oss"}) {
+  for (const char* arch : {"qwen3moe", "gpt-oss", "qwen35moe", "qwen3next"}) {
     RandomModelSpec spec;
     spec.arch = arch;
     if (std::string(arch) == "gpt-oss") spec.sliding_window = 6;  // its files state one

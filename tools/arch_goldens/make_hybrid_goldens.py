@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Writes random-weight qwen35 (hybrid: Gated DeltaNet + gated full
-attention) models with llama.cpp's logits for them
+"""Writes random-weight qwen35, qwen35moe and qwen3next (hybrid: Gated
+DeltaNet + gated full attention; the last two with a mixture of experts and
+a shared expert as FFN) models with llama.cpp's logits for them
 (tests/model/data/hybrid, checked by hybrid_golden_test).
 
 Development-time only (needs llama.cpp's dump_logits and gguf-py, see
@@ -9,7 +10,7 @@ Development-time only (needs llama.cpp's dump_logits and gguf-py, see
   PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tools/arch_goldens/make_hybrid_goldens.py \
       --kvforge build/kvforge --dump-logits $REF/dump_logits --out tests/model/data/hybrid
 
-Each model is `kvforge make-model --arch qwen35` (f32, 259-token byte
+Each model is `kvforge make-model --arch ...` (f32, 259-token byte
 vocabulary, n_embd 64, 8 layers: layers 3 and 7 full attention, the others
 linear), peaked to predict the next byte as make_goldens.py's models are.
 The prompt (BOS + 87 bytes) is longer than the conv window (4) and than one
@@ -34,6 +35,17 @@ MODELS = {
     # As many key as value heads, a wider conv window, a 32-dim state, half the head rotated.
     "qwen35-wide": ["--ssm-k-heads", "2", "--ssm-v-heads", "2", "--ssm-head-dim", "32",
                     "--ssm-conv-kernel", "6", "--rope-dim", "16", "--seed", "12"],
+    # qwen35-gqa's layers with 8 experts of 32 rows, 2 per token, beside a
+    # shared expert of 32 rows behind its sigmoid gate: routing differs token
+    # by token and layer by layer (32 rows: Q8_0 blocks fit every matrix).
+    "qwen35moe": ["--arch", "qwen35moe", "--ssm-k-heads", "2", "--ssm-v-heads", "4",
+                  "--ssm-head-dim", "16", "--n-expert", "8", "--n-expert-used", "2",
+                  "--n-ff-exp", "32", "--n-ff-shexp", "32", "--seed", "13"],
+    # The same with Qwen3-Next's layout: value heads grouped by key head
+    # (value head h reads key head h / 2), beta|alpha fused in ssm_ba, plain NeoX RoPE.
+    "qwen3next": ["--arch", "qwen3next", "--ssm-k-heads", "2", "--ssm-v-heads", "4",
+                  "--ssm-head-dim", "16", "--n-expert", "8", "--n-expert-used", "2",
+                  "--n-ff-exp", "32", "--n-ff-shexp", "32", "--seed", "14"],
 }
 
 
@@ -42,9 +54,12 @@ def main() -> None:
     ap.add_argument("--kvforge", required=True)
     ap.add_argument("--dump-logits", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--only", nargs="*", default=None)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     for name, extra in MODELS.items():
+        if a.only and name not in a.only:
+            continue
         model = os.path.join(a.out, name + ".gguf")
         base = [x for i in range(0, len(BASE), 2) if BASE[i] not in extra for x in BASE[i:i + 2]]
         run([a.kvforge, "make-model", "-o", model] + base + extra)

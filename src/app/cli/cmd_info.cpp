@@ -111,7 +111,10 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   if (c.moe.n_expert > 0)
     out.push_back("mixture of experts: " + std::to_string(c.moe.n_expert) + " experts of " +
                   std::to_string(c.moe.n_ff_exp) + " FFN rows, " +
-                  std::to_string(c.moe.n_expert_used) + " per token");
+                  std::to_string(c.moe.n_expert_used) + " per token" +
+                  (c.moe.n_ff_shexp > 0
+                       ? ", and a shared expert of " + std::to_string(c.moe.n_ff_shexp) + " rows"
+                       : ""));
   return out;
 }
 

@@ -54,6 +54,7 @@ void make_model(const MakeModelFlags& f) {
   spec->n_expert = a.n_expert;
   spec->n_expert_used = a.n_expert_used;
   spec->n_ff_exp = a.n_ff_exp;
+  spec->n_ff_shexp = a.n_ff_shexp;
   spec->ssm_conv_kernel = a.ssm_conv_kernel;
   spec->ssm_head_dim = a.ssm_head_dim;
   spec->ssm_k_heads = a.ssm_k_heads;
@@ -122,25 +123,29 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
                "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
   sub.add_flag("--longrope-factors", a.longrope_factors,
                "write Phi-3's rope_factors_long/short.weight");
-  sub.add_option("--n-expert", a.n_expert, "experts per layer (qwen3moe, gpt-oss)")
+  sub.add_option("--n-expert", a.n_expert, "experts per layer (mixtures of experts)")
       ->capture_default_str();
-  sub.add_option("--n-expert-used", a.n_expert_used, "experts each token runs (qwen3moe, gpt-oss)")
+  sub.add_option("--n-expert-used", a.n_expert_used,
+                 "experts each token runs (mixtures of experts)")
       ->capture_default_str();
-  sub.add_option("--n-ff-exp", a.n_ff_exp, "FFN rows of one expert (qwen3moe, gpt-oss)")
+  sub.add_option("--n-ff-exp", a.n_ff_exp, "FFN rows of one expert (mixtures of experts)")
       ->capture_default_str();
-  sub.add_option("--ssm-conv-kernel", a.ssm_conv_kernel, "qwen35: ssm.conv_kernel")
+  sub.add_option("--n-ff-shexp", a.n_ff_shexp,
+                 "FFN rows of the shared expert (qwen35moe, qwen3next)")
       ->capture_default_str();
-  sub.add_option("--ssm-head-dim", a.ssm_head_dim, "qwen35: ssm.state_size (linear head size)")
+  sub.add_option("--ssm-conv-kernel", a.ssm_conv_kernel, "hybrids: ssm.conv_kernel")
       ->capture_default_str();
-  sub.add_option("--ssm-k-heads", a.ssm_k_heads, "qwen35: ssm.group_count (linear key heads)")
+  sub.add_option("--ssm-head-dim", a.ssm_head_dim, "hybrids: ssm.state_size (linear head size)")
       ->capture_default_str();
-  sub.add_option("--ssm-v-heads", a.ssm_v_heads, "qwen35: ssm.time_step_rank (value heads)")
+  sub.add_option("--ssm-k-heads", a.ssm_k_heads, "hybrids: ssm.group_count (linear key heads)")
+      ->capture_default_str();
+  sub.add_option("--ssm-v-heads", a.ssm_v_heads, "hybrids: ssm.time_step_rank (value heads)")
       ->capture_default_str();
   sub.add_option("--full-attention-interval", a.full_attention_interval,
-                 "qwen35: every n-th layer is full attention")
+                 "hybrids: every n-th layer is full attention")
       ->capture_default_str();
-  sub.add_option("--rope-dim", a.rope_dim, "qwen35: rotated dimensions per head (default head/4)");
-  sub.add_option("--mtp-layers", a.n_mtp, "qwen35: multi-token-prediction blocks to append");
+  sub.add_option("--rope-dim", a.rope_dim, "hybrids: rotated dimensions per head (default head/4)");
+  sub.add_option("--mtp-layers", a.n_mtp, "hybrids: multi-token-prediction blocks to append");
 }
 
 }  // namespace

@@ -54,11 +54,43 @@ uint64_t kv_bytes_per_layer_token(const ModelShape& s, KvFormat f) {
 // Matrix parameters with `experts` of a mixture's experts per layer.
 int64_t matrix_params(const ModelShape& s, int64_t experts) {
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_kv_head * s.head_dim;
-  const int64_t ffn = s.n_expert > 0 ? s.n_embd * s.n_expert + experts * 3 * s.n_embd * s.n_ff_exp
-                                     : 3 * s.n_embd * s.n_ff;
-  const int64_t per_layer = s.n_embd * q_dim + 2 * s.n_embd * kv_dim + q_dim * s.n_embd + ffn;
-  return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_layer * per_layer;
+  int64_t ffn = s.n_expert > 0 ? s.n_embd * s.n_expert + experts * 3 * s.n_embd * s.n_ff_exp
+                               : 3 * s.n_embd * s.n_ff;
+  if (s.n_ff_shexp > 0) ffn += 3 * s.n_embd * s.n_ff_shexp + s.n_embd;
+  const int64_t attn =
+      s.n_embd * q_dim * (s.attn_gate ? 2 : 1) + 2 * s.n_embd * kv_dim + q_dim * s.n_embd;
+  const LinearAttentionConfig& l = s.linear;
+  const int64_t channels = l.conv_channels(), value = l.value_dim();
+  const int64_t linear =
+      s.n_embd * (channels + value + 2 * l.n_v_heads) + value * s.n_embd + channels * l.conv_kernel;
+  return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_kv_layers() * attn +
+         s.n_recurrent_layers * linear + s.n_layer * ffn;
 }
+
+namespace {
+
+// Qwen3-Next and Qwen 3.5's MoE models (config.json of each): every 4th
+// layer gated full attention, the others Gated DeltaNet with 16 key and 32
+// value heads of 128 and a conv of 4 taps; experts of 512 rows beside a shared
+// expert of 512.
+ModelShape qwen_hybrid_moe(std::string name, int64_t vocab, int64_t layers, int64_t experts,
+                           int64_t used) {
+  ModelShape s = shape(std::move(name), vocab, 2048, layers, 16, 2, 512, 262144);
+  s.head_dim = 256;
+  s.attn_gate = true;
+  s.n_expert = experts;
+  s.n_expert_used = used;
+  s.n_ff_exp = 512;
+  s.n_ff_shexp = 512;
+  s.linear =
+      LinearAttentionConfig{.conv_kernel = 4, .n_k_heads = 16, .n_v_heads = 32, .head_dim = 128};
+  s.n_recurrent_layers = layers - layers / 4;
+  s.state_bytes_per_sequence =
+      uint64_t(s.n_recurrent_layers) * s.linear.state_floats() * sizeof(float);
+  return s;
+}
+
+}  // namespace
 
 int64_t ModelShape::n_matrix_params() const { return matrix_params(*this, n_expert); }
 
@@ -103,13 +135,17 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
     s.n_ff_exp = 2880;
     return s;
   }
+  // 48 layers, 512 experts with 10 per token; 40 layers, 256 experts with 8.
+  if (name == "qwen3-next-80b-a3b") return qwen_hybrid_moe(name, 151936, 48, 512, 10);
+  if (name == "qwen3.5-35b-a3b") return qwen_hybrid_moe(name, 248320, 40, 256, 8);
   return std::nullopt;
 }
 
 std::vector<std::string> ModelShape::preset_names() {
-  return {"llama-7b",    "llama-2-7b",     "llama-2-13b",   "llama-2-70b", "llama-3-8b",
-          "llama-3-70b", "tinyllama-1.1b", "llama-3.1-8b",  "qwen3-8b",    "gemma-2-2b",
-          "gemma-3-4b",  "phi-3-mini",     "qwen3-30b-a3b", "gpt-oss-20b"};
+  return {"llama-7b",      "llama-2-7b",  "llama-2-13b",        "llama-2-70b",
+          "llama-3-8b",    "llama-3-70b", "tinyllama-1.1b",     "llama-3.1-8b",
+          "qwen3-8b",      "gemma-2-2b",  "gemma-3-4b",         "phi-3-mini",
+          "qwen3-30b-a3b", "gpt-oss-20b", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b"};
 }
 
 ModelShape ModelShape::from_config(const ModelConfig& c) {
@@ -122,6 +158,9 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.n_expert = c.moe.n_expert;
   s.n_expert_used = c.moe.n_expert_used;
   s.n_ff_exp = c.moe.n_ff_exp;
+  s.n_ff_shexp = c.moe.n_ff_shexp;
+  s.linear = c.linear;
+  s.attn_gate = c.attn_gate;
   s.n_recurrent_layers = c.n_layer - c.n_kv_layers();
   s.state_bytes_per_sequence = c.state_bytes_per_sequence();
   return s;

@@ -53,11 +53,19 @@ struct ModelShape {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_exp = 0;
-  // Hybrid models (qwen35): n_recurrent_layers of the n_layer layers keep no
-  // K/V but a fixed state of state_bytes_per_sequence (all of them, f32) per
-  // sequence, counted with each sequence's KV.
+  // A shared expert (qwen35moe, qwen3next): n_ff_shexp rows every token runs,
+  // and its gate's one row.
+  int64_t n_ff_shexp = 0;
+  // Hybrid models (qwen35, qwen35moe, qwen3next): n_recurrent_layers of the
+  // n_layer layers keep no K/V but a fixed state of state_bytes_per_sequence
+  // (all of them, f32) per sequence, counted with each sequence's KV. Their
+  // matrices are the Gated DeltaNet's (`linear`: qkv, gate, beta and alpha,
+  // out, and the conv taps); the full layers' attn_q also holds each head's
+  // output gate (attn_gate).
   int64_t n_recurrent_layers = 0;
   uint64_t state_bytes_per_sequence = 0;
+  LinearAttentionConfig linear;
+  bool attn_gate = false;
   int64_t n_kv_layers() const { return n_layer - n_recurrent_layers; }
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
@@ -72,7 +80,8 @@ struct ModelShape {
   // Named shapes of published models: llama-7b, llama-2-7b, llama-2-13b,
   // llama-2-70b, llama-3-8b, llama-3-70b, tinyllama-1.1b, llama-3.1-8b,
   // qwen3-8b, gemma-2-2b, gemma-3-4b, phi-3-mini, qwen3-30b-a3b, gpt-oss-20b (its
-  // bias vectors and sinks are not counted: vectors, not matrices). nullopt for unknown names
+  // bias vectors and sinks are not counted: vectors, not matrices),
+  // qwen3-next-80b-a3b, qwen3.5-35b-a3b (hybrids with a shared expert). nullopt for unknown names
   // (the CLI resolves its random-model presets to a shape itself). (Gemma's four norm
   // vectors per layer count as two: too few parameters to matter.)
   static std::optional<ModelShape> preset(const std::string& name);

@@ -35,5 +35,14 @@ TEST(StaticMoe, CompilingPlansForGptOssIsRefusedByName) {
   expect_refused(*testing::make_test_model(spec), "gpt-oss");
 }
 
+TEST(StaticMoe, CompilingPlansForTheHybridMixturesIsRefusedByName) {
+  for (const char* arch : {"qwen35moe", "qwen3next"}) {
+    RandomModelSpec spec;
+    spec.arch = arch;
+    spec.n_layer = 4;  // layer 3 full attention, the others Gated DeltaNet
+    expect_refused(*testing::make_test_model(spec), arch);
+  }
+}
+
 }  // namespace
 }  // namespace kvforge
