@@ -85,25 +85,8 @@ void make_model(const MakeModelFlags& f) {
   std::fprintf(stderr, "wrote %s\n", f.out.c_str());
 }
 
-void declare_flags(CLI::App& sub, MakeModelFlags& f) {
-  sub.add_option("-o,--output", f.out, "output GGUF file")->required();
-  sub.add_option("--preset", f.preset,
-                 "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
-      ->capture_default_str();
-  sub.add_option("--vocab", f.vocab, "take the tokenizer from this GGUF (default: byte vocab)");
-  sub.add_option("--type", f.type, "matrix type: " + supported_weight_type_names())
-      ->capture_default_str();
-  sub.add_option("-s,--seed", f.seed, "weights seed")->capture_default_str();
-  sub.add_option("--n-embd", f.n_embd, "override the preset");
-  sub.add_option("--n-layer", f.n_layer, "override the preset");
-  sub.add_option("--n-head", f.n_head, "override the preset");
-  sub.add_option("--n-kv-head", f.n_kv_head, "override the preset");
-  sub.add_option("--n-ff", f.n_ff, "override the preset");
-  sub.add_option("--n-ctx", f.n_ctx, "override the preset");
-  sub.add_option("--n-vocab", f.n_vocab,
-                 "override the preset: byte vocabulary padded with unused tokens to this size");
-  sub.add_flag("--tied", f.tied, "tie the output projection to the token embedding");
-  RandomModelSpec& a = f.arch;
+// The layer shapes beyond llama's: heads, windows, RoPE variants, soft-caps.
+void declare_architecture_flags(CLI::App& sub, RandomModelSpec& a) {
   sub.add_option("--arch", a.arch, std::string("architecture: ") + random_model_architectures())
       ->capture_default_str();
   sub.add_option("--head-dim", a.head_dim, "head size (default n_embd / n_head)");
@@ -123,6 +106,10 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
                "write Llama 3.1's rope_freqs.weight (factor 8 over --rope-orig-ctx or 8192)");
   sub.add_flag("--longrope-factors", a.longrope_factors,
                "write Phi-3's rope_factors_long/short.weight");
+}
+
+// Mixtures of experts and the hybrid (linear-attention) layers.
+void declare_expert_and_hybrid_flags(CLI::App& sub, RandomModelSpec& a) {
   sub.add_option("--n-expert", a.n_expert, "experts per layer (mixtures of experts)")
       ->capture_default_str();
   sub.add_option("--n-expert-used", a.n_expert_used,
@@ -146,6 +133,28 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
       ->capture_default_str();
   sub.add_option("--rope-dim", a.rope_dim, "hybrids: rotated dimensions per head (default head/4)");
   sub.add_option("--mtp-layers", a.n_mtp, "hybrids: multi-token-prediction blocks to append");
+}
+
+void declare_flags(CLI::App& sub, MakeModelFlags& f) {
+  sub.add_option("-o,--output", f.out, "output GGUF file")->required();
+  sub.add_option("--preset", f.preset,
+                 "tiny or small (768/12 layers/12 heads/4 KV/ff 2048/32000 tokens)")
+      ->capture_default_str();
+  sub.add_option("--vocab", f.vocab, "take the tokenizer from this GGUF (default: byte vocab)");
+  sub.add_option("--type", f.type, "matrix type: " + supported_weight_type_names())
+      ->capture_default_str();
+  sub.add_option("-s,--seed", f.seed, "weights seed")->capture_default_str();
+  sub.add_option("--n-embd", f.n_embd, "override the preset");
+  sub.add_option("--n-layer", f.n_layer, "override the preset");
+  sub.add_option("--n-head", f.n_head, "override the preset");
+  sub.add_option("--n-kv-head", f.n_kv_head, "override the preset");
+  sub.add_option("--n-ff", f.n_ff, "override the preset");
+  sub.add_option("--n-ctx", f.n_ctx, "override the preset");
+  sub.add_option("--n-vocab", f.n_vocab,
+                 "override the preset: byte vocabulary padded with unused tokens to this size");
+  sub.add_flag("--tied", f.tied, "tie the output projection to the token embedding");
+  declare_architecture_flags(sub, f.arch);
+  declare_expert_and_hybrid_flags(sub, f.arch);
 }
 
 }  // namespace

@@ -254,6 +254,32 @@ void declare_long_conversation_flags(CLI::App& sub, ServeFlags& f) {
                "system message) instead of a 400, as a request's \"truncation\": \"auto\"");
 }
 
+// What one client may ask of the server: queue, samples, connections, bytes, seconds.
+void declare_limit_flags(CLI::App& sub, ServeFlags& f) {
+  sub.add_option("--max-queue", f.max_queue,
+                 "requests waiting beyond --max-seqs (static: --static-slots) before 429")
+      ->check(at_least(0))
+      ->capture_default_str();
+  sub.add_option("--max-n", f.max_n, "largest 'n' (parallel samples) per request")
+      ->check(at_least(1))
+      ->capture_default_str();
+  sub.add_option("--http-threads", f.http.threads, "HTTP connections served at once")
+      ->check(at_least(1))
+      ->capture_default_str();
+  sub.add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (413 beyond)")
+      ->check(at_least(1))
+      ->capture_default_str();
+  sub.add_option("--header-timeout", f.http.header_timeout_s,
+                 "seconds for a request's line and headers to arrive (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  sub.add_option("--body-timeout", f.http.body_timeout_s,
+                 "seconds for a body of --max-body bytes to arrive; a smaller body gets its "
+                 "share, at least --header-timeout (408 beyond)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
 void declare_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_option("--host", f.http.host, "address to listen on")->capture_default_str();
   sub.add_option("--port", f.http.port, "port; 0 = any free port")
@@ -282,28 +308,7 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
   f.add_tp_flag(sub);
   f.add_threads_flag(sub, "compute threads");
   f.engine.add_to(sub);
-  sub.add_option("--max-queue", f.max_queue,
-                 "requests waiting beyond --max-seqs (static: --static-slots) before 429")
-      ->check(at_least(0))
-      ->capture_default_str();
-  sub.add_option("--max-n", f.max_n, "largest 'n' (parallel samples) per request")
-      ->check(at_least(1))
-      ->capture_default_str();
-  sub.add_option("--http-threads", f.http.threads, "HTTP connections served at once")
-      ->check(at_least(1))
-      ->capture_default_str();
-  sub.add_option("--max-body", f.http.max_body_bytes, "largest request body in bytes (413 beyond)")
-      ->check(at_least(1))
-      ->capture_default_str();
-  sub.add_option("--header-timeout", f.http.header_timeout_s,
-                 "seconds for a request's line and headers to arrive (408 beyond)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  sub.add_option("--body-timeout", f.http.body_timeout_s,
-                 "seconds for a body of --max-body bytes to arrive; a smaller body gets its "
-                 "share, at least --header-timeout (408 beyond)")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
+  declare_limit_flags(sub, f);
   sub.add_option("--chat-template", f.chat_template_file,
                  "Jinja chat template file (default: the model's tokenizer.chat_template)");
   sub.add_option("--reasoning-format", f.reasoning_format,
