@@ -179,12 +179,15 @@ test('the page sends its temperature and system prompt', { skip: !CHROMIUM && 'c
               document.getElementById('temperature').value = ''; true`);
 });
 
-test('the page holds a 30-turn conversation in the 256-token context', { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
+// 30 turns as issue 40 asks; a sanitizer build (several times slower) holds 10, which still
+// trims the conversation several times over (each reply may fill the context).
+const TURNS = process.env.KVFORGE_SANITIZED === '1' ? 10 : 30;
+test(`the page holds a ${TURNS}-turn conversation in the 256-token context`, { skip: !CHROMIUM && 'chromium is not installed' }, async () => {
   // "max tokens: auto": each reply may run to the end of the context, as in issue 40's repro.
   await page(`document.getElementById('reset').click();
               document.getElementById('maxtokens').value = ''; true`);
   const questions = ['Who made the heaven?', 'And the earth?', 'What of the sea?', 'And the light?'];
-  for (let turn = 0; turn < 30; ++turn) {
+  for (let turn = 0; turn < TURNS; ++turn) {
     const reply = await say(questions[turn % questions.length]);
     assert.ok(!reply.error, `turn ${turn + 1}: ${JSON.stringify(reply)}`);
   }

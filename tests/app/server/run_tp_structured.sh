@@ -9,6 +9,11 @@ here="$(cd "$(dirname "$0")" && pwd)"
 kvforge="$1"
 mpirun="$2"
 [ -x "$mpirun" ] || { echo "SKIP: kvforge was built without MPI"; exit 77; }
+if grep -aq -m1 -e __asan_init -e __tsan_init "$kvforge"; then
+  echo "SKIP: a sanitizer build runs the grammar wire in tensor_parallel_commands and the"
+  echo "      grammar_wire tests; the corpus under mpirun runs in the release build"
+  exit 77
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Two ranks on two cores (or fewer): oversubscribed, yielding while idle; leak checks off
 # under mpirun as in tests/engine/lockstep/tp_setup.sh.

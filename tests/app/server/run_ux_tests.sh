@@ -14,4 +14,6 @@ if [ ! -d "$here/node_modules/openai" ]; then
   exit 1
 fi
 export KVFORGE_BIN="$1" KVFORGE_MODEL="${2:-$here/../../../models/kvforge-kjv-4m.gguf}"
+# A sanitizer build is slower: the page test holds a shorter conversation there.
+if grep -aq -m1 -e __asan_init -e __tsan_init "$1"; then export KVFORGE_SANITIZED=1; fi
 node --test --test-concurrency=1 "$here/ux.test.mjs" "$here/page.test.mjs" "$here/truncation.test.mjs"
