@@ -7,22 +7,19 @@
 #include <cstdio>
 #include <string>
 
+#include "core/enum_names.h"
 #include "engine/engine_impl.h"
 #include "model/model_fingerprint.h"
 
 namespace kvforge {
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::Stop:
-      return "stop";
-    case FinishReason::Length:
-      return "length";
-    case FinishReason::Abort:
-      return "abort";
-  }
-  return "?";
-}
+constexpr EnumName<FinishReason> kFinishReasonNames[] = {
+    {FinishReason::Stop, "stop"},
+    {FinishReason::Length, "length"},
+    {FinishReason::Abort, "abort"},
+};
+
+const char* finish_reason_name(FinishReason reason) { return name_of(reason, kFinishReasonNames); }
 
 std::unique_ptr<KvDiskTier> open_disk_tier(const Model& model, const EngineOptions& o,
                                            KvFormat format, int32_t block_size, size_t block_bytes,

@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/enum_names.h"
+
 namespace kvforge {
 namespace {
 
@@ -29,16 +31,14 @@ ReasoningFormat parse_reasoning_format(std::string_view name) {
                               "' is not one of none, deepseek, deepseek-legacy, auto");
 }
 
+constexpr EnumName<ReasoningFormat> kReasoningFormatNames[] = {
+    {ReasoningFormat::kNone, "none"},
+    {ReasoningFormat::kDeepseekLegacy, "deepseek-legacy"},
+    {ReasoningFormat::kDeepseek, "deepseek"},
+};
+
 const char* reasoning_format_name(ReasoningFormat format) {
-  switch (format) {
-    case ReasoningFormat::kNone:
-      return "none";
-    case ReasoningFormat::kDeepseekLegacy:
-      return "deepseek-legacy";
-    case ReasoningFormat::kDeepseek:
-      break;
-  }
-  return "deepseek";
+  return name_of(format, kReasoningFormatNames);
 }
 
 bool prompt_opens_reasoning(std::string_view prompt) {

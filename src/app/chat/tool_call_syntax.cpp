@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "app/chat/chat_template.h"
+#include "core/enum_names.h"
 
 namespace kvforge {
 namespace {
@@ -145,22 +146,17 @@ ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template) {
   return ToolCallStyle::kGeneric;
 }
 
+constexpr EnumName<ToolCallStyle> kToolCallStyleNames[] = {
+    {ToolCallStyle::kHermes, "hermes"},
+    {ToolCallStyle::kLlama3, "llama3"},
+    {ToolCallStyle::kHarmony, "harmony"},
+    {ToolCallStyle::kMistral, "mistral"},
+    {ToolCallStyle::kMistralArgs, "mistral-args"},
+    {ToolCallStyle::kGeneric, "generic"},
+};
+
 const char* tool_call_style_name(ToolCallStyle style) {
-  switch (style) {
-    case ToolCallStyle::kHermes:
-      return "hermes";
-    case ToolCallStyle::kLlama3:
-      return "llama3";
-    case ToolCallStyle::kHarmony:
-      return "harmony";
-    case ToolCallStyle::kMistral:
-      return "mistral";
-    case ToolCallStyle::kMistralArgs:
-      return "mistral-args";
-    case ToolCallStyle::kGeneric:
-      break;
-  }
-  return "generic";
+  return name_of(style, kToolCallStyleNames);
 }
 
 TemplateConversation conversation_for_template(ToolCallStyle style, const ordered_json& messages,

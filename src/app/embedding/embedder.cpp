@@ -5,6 +5,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "core/enum_names.h"
 #include "engine/kv/contiguous_kv_cache.h"
 #include "model/forward.h"
 
@@ -68,22 +69,16 @@ void l2_normalize(std::vector<float>& v) {
 
 }  // namespace
 
-const char* pooling_name(Pooling p) {
-  switch (p) {
-    case Pooling::Mean:
-      return "mean";
-    case Pooling::Cls:
-      return "cls";
-    case Pooling::Last:
-      return "last";
-  }
-  return "?";
-}
+constexpr EnumName<Pooling> kPoolingNames[] = {
+    {Pooling::Mean, "mean"},
+    {Pooling::Cls, "cls"},
+    {Pooling::Last, "last"},
+};
+
+const char* pooling_name(Pooling p) { return name_of(p, kPoolingNames); }
 
 std::optional<Pooling> pooling_from_name(std::string_view name) {
-  for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Last})
-    if (name == pooling_name(p)) return p;
-  return std::nullopt;
+  return value_named(name, kPoolingNames);
 }
 
 Pooling model_pooling(const Model& model, Pooling fallback) {

@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/enum_names.h"
 #include "core/formats/bf16.h"
 #include "core/formats/f16.h"
 #include "core/formats/kv_bf16.h"
@@ -86,26 +87,15 @@ void kv_decode_head(KvDtype t, const uint8_t* src, float* dst, int head_dim) {
   unknown(t);
 }
 
-const char* kv_dtype_name(KvDtype t) {
-  switch (t) {
-    case KvDtype::F32:
-      return "f32";
-    case KvDtype::F16:
-      return "f16";
-    case KvDtype::BF16:
-      return "bf16";
-    case KvDtype::Int8:
-      return "int8";
-    case KvDtype::Q4:
-      return "q4";
-  }
-  return "?";
-}
+constexpr EnumName<KvDtype> kKvDtypeNames[] = {
+    {KvDtype::F32, "f32"},   {KvDtype::F16, "f16"}, {KvDtype::BF16, "bf16"},
+    {KvDtype::Int8, "int8"}, {KvDtype::Q4, "q4"},
+};
+
+const char* kv_dtype_name(KvDtype t) { return name_of(t, kKvDtypeNames); }
 
 std::optional<KvDtype> kv_dtype_from_name(std::string_view name) {
-  for (KvDtype t : kAllKvDtypes)
-    if (name == kv_dtype_name(t)) return t;
-  return std::nullopt;
+  return value_named(name, kKvDtypeNames);
 }
 
 const char* kv_dtype_names() { return "f32, f16, bf16, int8, q4"; }

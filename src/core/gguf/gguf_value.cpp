@@ -1,38 +1,18 @@
 #include "core/gguf/gguf_value.h"
 
+#include "core/enum_names.h"
+
 namespace kvforge::gguf {
 
-std::string_view value_type_name(ValueType t) {
-  switch (t) {
-    case ValueType::UINT8:
-      return "uint8";
-    case ValueType::INT8:
-      return "int8";
-    case ValueType::UINT16:
-      return "uint16";
-    case ValueType::INT16:
-      return "int16";
-    case ValueType::UINT32:
-      return "uint32";
-    case ValueType::INT32:
-      return "int32";
-    case ValueType::FLOAT32:
-      return "float32";
-    case ValueType::BOOL:
-      return "bool";
-    case ValueType::STRING:
-      return "string";
-    case ValueType::ARRAY:
-      return "array";
-    case ValueType::UINT64:
-      return "uint64";
-    case ValueType::INT64:
-      return "int64";
-    case ValueType::FLOAT64:
-      return "float64";
-  }
-  return "unknown";
-}
+constexpr EnumName<ValueType> kValueTypeNames[] = {
+    {ValueType::UINT8, "uint8"},     {ValueType::INT8, "int8"},     {ValueType::UINT16, "uint16"},
+    {ValueType::INT16, "int16"},     {ValueType::UINT32, "uint32"}, {ValueType::INT32, "int32"},
+    {ValueType::FLOAT32, "float32"}, {ValueType::BOOL, "bool"},     {ValueType::STRING, "string"},
+    {ValueType::ARRAY, "array"},     {ValueType::UINT64, "uint64"}, {ValueType::INT64, "int64"},
+    {ValueType::FLOAT64, "float64"},
+};
+
+std::string_view value_type_name(ValueType t) { return name_of(t, kValueTypeNames, "unknown"); }
 
 bool is_valid_value_type(uint32_t id) { return id <= static_cast<uint32_t>(ValueType::FLOAT64); }
 

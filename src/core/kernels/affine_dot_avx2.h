@@ -41,8 +41,8 @@ struct AffineAvx2Dot {
 
   // Steps and offsets of the n <= 8 blocks from `first` on as f32 lanes,
   // zero past n, from their (d | m << 16) words: eight scalar loads, not a
-  // gather, which measured slower on Zen 4 (and is much slower on Intel
-  // cores with the Gather Data Sampling mitigation).
+  // gather: gathers are slow on Zen 4 and slower still on Intel cores with
+  // the Gather Data Sampling mitigation.
   static void steps_and_offsets(const uint8_t* first, int n, __m256& dw, __m256& mw) {
     int32_t words[8] = {};
     for (int j = 0; j < 8; ++j)

@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/cpu_features.h"
+#include "core/enum_names.h"
 #include "core/formats/iq4_nl.h"
 #include "core/formats/iq4_xs.h"
 #include "core/formats/q2_k.h"
@@ -296,45 +297,27 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
   return if_fits(groups, rows, cols);
 }
 
-const char* layout_name(WeightLayout layout) {
-  switch (layout) {
-    case WeightLayout::Q4_0Groups8:
-      return "Q4_0Groups8";
-    case WeightLayout::Q8_0Groups8:
-      return "Q8_0Groups8";
-    case WeightLayout::Q8_0Tiles16:
-      return "Q8_0Tiles16";
-    case WeightLayout::Q4_0Tiles16:
-      return "Q4_0Tiles16";
-    case WeightLayout::F16Interleaved16:
-      return "F16Interleaved16";
-    case WeightLayout::BF16Interleaved16:
-      return "BF16Interleaved16";
-    case WeightLayout::Q4_KTiles16:
-      return "Q4_KTiles16";
-    case WeightLayout::Q5_KTiles16:
-      return "Q5_KTiles16";
-    case WeightLayout::Q6_KTiles16:
-      return "Q6_KTiles16";
-    case WeightLayout::IQ4_NLTiles16:
-      return "IQ4_NLTiles16";
-    case WeightLayout::Q5_0Tiles16:
-      return "Q5_0Tiles16";
-    case WeightLayout::Q5_1Tiles16:
-      return "Q5_1Tiles16";
-    case WeightLayout::Q4_1Tiles16:
-      return "Q4_1Tiles16";
-    case WeightLayout::Q2_KTiles16:
-      return "Q2_KTiles16";
-    case WeightLayout::Q3_KTiles16:
-      return "Q3_KTiles16";
-    case WeightLayout::IQ4_XSTiles16:
-      return "IQ4_XSTiles16";
-    case WeightLayout::Native:
-      break;
-  }
-  return "Native";
-}
+constexpr EnumName<WeightLayout> kLayoutNames[] = {
+    {WeightLayout::Q4_0Groups8, "Q4_0Groups8"},
+    {WeightLayout::Q8_0Groups8, "Q8_0Groups8"},
+    {WeightLayout::Q8_0Tiles16, "Q8_0Tiles16"},
+    {WeightLayout::Q4_0Tiles16, "Q4_0Tiles16"},
+    {WeightLayout::F16Interleaved16, "F16Interleaved16"},
+    {WeightLayout::BF16Interleaved16, "BF16Interleaved16"},
+    {WeightLayout::Q4_KTiles16, "Q4_KTiles16"},
+    {WeightLayout::Q5_KTiles16, "Q5_KTiles16"},
+    {WeightLayout::Q6_KTiles16, "Q6_KTiles16"},
+    {WeightLayout::IQ4_NLTiles16, "IQ4_NLTiles16"},
+    {WeightLayout::Q5_0Tiles16, "Q5_0Tiles16"},
+    {WeightLayout::Q5_1Tiles16, "Q5_1Tiles16"},
+    {WeightLayout::Q4_1Tiles16, "Q4_1Tiles16"},
+    {WeightLayout::Q2_KTiles16, "Q2_KTiles16"},
+    {WeightLayout::Q3_KTiles16, "Q3_KTiles16"},
+    {WeightLayout::IQ4_XSTiles16, "IQ4_XSTiles16"},
+    {WeightLayout::Native, "Native"},
+};
+
+const char* layout_name(WeightLayout layout) { return name_of(layout, kLayoutNames); }
 
 GgmlType layout_type(WeightLayout layout) {
   switch (layout) {

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/byte_codec.h"
+#include "core/enum_names.h"
 #include "engine/kv/kv_checksum.h"
 
 namespace kvforge {
@@ -80,23 +81,16 @@ std::vector<uint8_t> encode_block_file(const KvBlockIdentity& id, uint64_t chain
   return w.take();
 }
 
-const char* block_file_check_name(BlockFileCheck c) {
-  switch (c) {
-    case BlockFileCheck::kOk:
-      return "ok";
-    case BlockFileCheck::kTruncated:
-      return "truncated";
-    case BlockFileCheck::kBadMagic:
-      return "bad magic or version";
-    case BlockFileCheck::kChecksum:
-      return "checksum mismatch";
-    case BlockFileCheck::kOtherIdentity:
-      return "other model, KV format or block size";
-    case BlockFileCheck::kOtherTokens:
-      return "other token ids";
-  }
-  return "?";
-}
+constexpr EnumName<BlockFileCheck> kBlockFileCheckNames[] = {
+    {BlockFileCheck::kOk, "ok"},
+    {BlockFileCheck::kTruncated, "truncated"},
+    {BlockFileCheck::kBadMagic, "bad magic or version"},
+    {BlockFileCheck::kChecksum, "checksum mismatch"},
+    {BlockFileCheck::kOtherIdentity, "other model, KV format or block size"},
+    {BlockFileCheck::kOtherTokens, "other token ids"},
+};
+
+const char* block_file_check_name(BlockFileCheck c) { return name_of(c, kBlockFileCheckNames); }
 
 BlockFileCheck decode_block_file(std::span<const uint8_t> file, const KvBlockIdentity& id,
                                  uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
