@@ -41,10 +41,7 @@ std::shared_ptr<const GrammarConstraint> ConstraintCache::get(const ConstraintSp
     std::lock_guard lock(mu_);
     for (auto it = recent_.begin(); it != recent_.end(); ++it) {
       if (it->first != key) continue;
-      // Parse stacks accumulate over the requests sharing a grammar (a
-      // deeply recursive one makes new ones); a fresh copy starts over
-      // long before the stack budget would refuse requests.
-      if (it->second->stack_count() > ConstraintLimits{}.max_stacks / 2) {
+      if (it->second->worn()) {
         recent_.erase(it);
         break;
       }

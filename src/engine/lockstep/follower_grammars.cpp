@@ -12,9 +12,7 @@ FollowerGrammars::FollowerGrammars(GrammarVocabularySource vocabulary, size_t ca
 std::shared_ptr<const GrammarConstraint> FollowerGrammars::bind(Grammar rules) {
   for (auto it = recent_.begin(); it != recent_.end(); ++it) {
     if (!same_rules(it->first, rules)) continue;
-    // As rank 0's cache: a grammar whose parse stacks pile up starts over
-    // long before the stack budget would refuse a request.
-    if (it->second->stack_count() > ConstraintLimits{}.max_stacks / 2) {
+    if (it->second->worn()) {
       recent_.erase(it);
       break;
     }

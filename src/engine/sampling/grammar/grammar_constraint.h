@@ -91,6 +91,12 @@ class GrammarConstraint {
   // stack: its cached mask, shared; more: a new union.
   std::shared_ptr<const TokenMask> allowed(std::span<const uint32_t> stacks) const;
 
+  // Parse stacks accumulate over the requests sharing a constraint (a deeply
+  // recursive grammar keeps making new ones): past half the stack budget a
+  // cache should start over with a fresh copy, long before the budget would
+  // refuse a request. Every rank's cache asks this, so all start over alike.
+  bool worn() const { return stack_count() > limits_.max_stacks / 2; }
+
   // Stacks and cached masks so far, for tests and benchmarks.
   size_t stack_count() const;
   size_t cached_masks() const;

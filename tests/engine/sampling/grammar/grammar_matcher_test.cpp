@@ -119,5 +119,22 @@ TEST(GrammarMatcher, StackBudgetIsACleanError) {
       GrammarError);
 }
 
+// Caches start a constraint over once it has used half its stack budget:
+// each nesting level of this grammar makes one new stack.
+TEST(GrammarMatcher, AConstraintIsWornPastHalfItsStackBudget) {
+  auto vocab = vocab_of({"[", "]"});
+  ConstraintLimits limits;
+  limits.max_stacks = 64;
+  auto c = std::make_shared<GrammarConstraint>(compile_gbnf("root ::= \"[\" root? \"]\""), vocab,
+                                               limits);
+  GrammarMatcher m(c);
+  EXPECT_FALSE(c->worn());
+  while (c->stack_count() <= 32) {
+    EXPECT_FALSE(c->worn()) << c->stack_count() << " stacks";
+    m.accept(1);
+  }
+  EXPECT_TRUE(c->worn()) << c->stack_count() << " stacks";
+}
+
 }  // namespace
 }  // namespace kvforge
