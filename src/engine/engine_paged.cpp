@@ -32,22 +32,18 @@ void check_options(const EngineOptions& o) {
     throw std::invalid_argument("engine: context must be >= 0, got " + std::to_string(o.n_ctx));
 }
 
-// Bytes of the hybrid model's state snapshots (they come out of --kv-memory first).
-uint64_t snapshot_bytes(const Model& model, const EngineOptions& o) {
-  if (!model.config().hybrid() || o.state_snapshots <= 0) return 0;
-  return uint64_t(o.state_snapshots) * model.rank_config().state_bytes_per_sequence();
-}
-
-// --kv-memory less the state snapshots: what the state slots and blocks share.
+// --kv-memory less the state snapshots: what the state slots and blocks
+// share, by the planner's rule (kv/kv_pool_split.h).
 uint64_t kv_budget_bytes(const Model& model, const EngineOptions& o) {
   const uint64_t budget = uint64_t(std::floor(o.kv_memory_mib * 1048576.0));
-  const uint64_t snapshots = o.kv_blocks > 0 ? 0 : snapshot_bytes(model, o);
-  if (snapshots >= budget)
-    throw std::invalid_argument("engine: KV memory of " + std::to_string(o.kv_memory_mib) +
-                                " MiB does not hold the " + std::to_string(o.state_snapshots) +
-                                " recurrent-state snapshots (" + std::to_string(snapshots) +
-                                " bytes)");
-  return budget - snapshots;
+  if (o.kv_blocks > 0) return budget;
+  try {
+    return kv_budget_after_snapshots(ModelShape::from_config(model.rank_config()), budget,
+                                     o.state_snapshots);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(std::string("engine: ") + e.what() + " (--kv-memory " +
+                                std::to_string(o.kv_memory_mib) + " MiB)");
+  }
 }
 
 std::vector<int32_t> group_windows(const Model& model) {

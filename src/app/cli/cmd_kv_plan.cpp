@@ -27,6 +27,7 @@ struct KvPlanFlags : ModelFlags {
   int64_t block_size = 16;
   double budget_gib = 0;
   int tp = 1;
+  int64_t state_snapshots = 0;
 };
 
 // What a card holds when --tp is given without --budget-gib.
@@ -163,15 +164,25 @@ void print_budget_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlan
 }
 
 // A hybrid model: how the engine's pool splits the KV part of the budget
-// (--kv-memory of budget - weights) into state slots and K/V blocks.
+// (--kv-memory of budget - weights) into snapshots, state slots and K/V blocks.
 void print_pool_split(const ModelShape& s, const KvPlanFlags& f, KvFormat fmt, uint64_t weights) {
   const uint64_t budget = uint64_t(f.budget_gib * kGiB);
   if (budget <= weights) return;
-  const KvPoolSplit p = split_kv_pool(s, fmt, budget - weights, f.ctx, f.block_size, f.batch);
+  const uint64_t kv_memory = budget - weights;
+  if (snapshot_bytes(s, f.state_snapshots) >= kv_memory) {
+    std::printf("pool split     --kv-memory %s does not hold the %lld snapshots\n",
+                gib(kv_memory).c_str(), static_cast<long long>(f.state_snapshots));
+    return;
+  }
+  const KvPoolSplit p =
+      split_kv_pool(s, fmt, kv_budget_after_snapshots(s, kv_memory, f.state_snapshots), f.ctx,
+                    f.block_size, f.batch);
   std::printf(
-      "pool split     --kv-memory %s at -c %lld, --parallel %lld: %lld state slots (%s) + "
-      "%lld blocks of %lld tokens (%s); at most %lld sequences run at once\n",
-      gib(budget - weights).c_str(), static_cast<long long>(f.ctx), static_cast<long long>(f.batch),
+      "pool split     --kv-memory %s at -c %lld, --parallel %lld: %lld snapshots (%s), "
+      "%lld state slots (%s) + %lld blocks of %lld tokens (%s); at most %lld sequences run at "
+      "once\n",
+      gib(kv_memory).c_str(), static_cast<long long>(f.ctx), static_cast<long long>(f.batch),
+      static_cast<long long>(f.state_snapshots), gib(snapshot_bytes(s, f.state_snapshots)).c_str(),
       static_cast<long long>(p.state_slots), gib(p.state_bytes).c_str(),
       static_cast<long long>(p.blocks), static_cast<long long>(f.block_size),
       gib(p.block_bytes).c_str(), static_cast<long long>(p.state_slots));
@@ -224,9 +235,13 @@ void kv_plan(const KvPlanFlags& f) {
   if (s.n_recurrent_layers > 0)
     std::printf(
         "state          %llu bytes/sequence in %lld recurrent layers (f32, any length), "
-        "in KV/sequence above; K/V in %lld layers\n",
+        "in KV/sequence above; K/V in %lld layers\n"
+        "snapshots      %lld for prefix reuse (--state-snapshots), %s, out of --kv-memory "
+        "before the state slots and blocks; not in the total below\n",
         static_cast<unsigned long long>(s.state_bytes_per_sequence),
-        static_cast<long long>(s.n_recurrent_layers), static_cast<long long>(s.n_kv_layers()));
+        static_cast<long long>(s.n_recurrent_layers), static_cast<long long>(s.n_kv_layers()),
+        static_cast<long long>(f.state_snapshots),
+        gib(snapshot_bytes(s, f.state_snapshots)).c_str());
   std::printf("total          %s  (weights + KV; activations and scratch not counted)\n",
               gib(p.total).c_str());
   if (f.budget_gib > 0) print_budget_lines(s, p, f, fmt, m.weight_bytes);
@@ -249,6 +264,11 @@ void declare_flags(CLI::App& sub, KvPlanFlags& f) {
       ->capture_default_str();
   sub.add_option("--budget-gib", f.budget_gib,
                  "memory budget in GiB (weights + KV); with --tp, per rank (default 32)");
+  sub.add_option("--state-snapshots", f.state_snapshots,
+                 "hybrid models: recurrent-state snapshots kept for prefix reuse, as the "
+                 "engine's flag (out of the KV budget before the split)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   sub.add_option("--tp", f.tp, "tensor-parallel ranks: also print one rank's share")
       ->capture_default_str()
       ->check(CLI::Range(1, 4096));

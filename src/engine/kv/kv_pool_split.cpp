@@ -2,8 +2,22 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace kvforge {
+
+uint64_t snapshot_bytes(const ModelShape& s, int64_t snapshots) {
+  return snapshots > 0 ? uint64_t(snapshots) * s.state_bytes_per_sequence : 0;
+}
+
+uint64_t kv_budget_after_snapshots(const ModelShape& s, uint64_t kv_budget, int64_t snapshots) {
+  const uint64_t held = snapshot_bytes(s, snapshots);
+  if (held > 0 && held >= kv_budget)
+    throw std::invalid_argument("KV memory of " + std::to_string(kv_budget) +
+                                " bytes does not hold the " + std::to_string(snapshots) +
+                                " recurrent-state snapshots (" + std::to_string(held) + " bytes)");
+  return kv_budget - held;
+}
 
 KvPoolSplit split_kv_pool(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t n_ctx,
                           int64_t block_tokens, int64_t max_seqs) {

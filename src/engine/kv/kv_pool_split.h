@@ -25,6 +25,14 @@ struct KvPoolSplit {
   uint64_t block_bytes = 0;  // blocks · bytes per block
 };
 
+// Recurrent-state snapshots kept for prefix reuse (--state-snapshots) come
+// out of the KV budget before the split: the budget that is left for the
+// slots and blocks. 0 snapshots, or a model without recurrent layers: the
+// whole budget. Throws std::invalid_argument when the snapshots alone do not
+// fit, naming both sizes.
+uint64_t snapshot_bytes(const ModelShape& shape, int64_t snapshots);
+uint64_t kv_budget_after_snapshots(const ModelShape& shape, uint64_t kv_budget, int64_t snapshots);
+
 // Throws std::invalid_argument when max_seqs, n_ctx or block_tokens is < 1.
 // blocks is 0 when the budget holds the one slot and no block.
 KvPoolSplit split_kv_pool(const ModelShape& shape, KvFormat format, uint64_t kv_budget,

@@ -150,6 +150,12 @@ expect_in "per rank       weights 32.49 GiB" kvplan-tp.out
 expect_in "a 32 GiB card per rank: does NOT fit" kvplan-tp.out
 "$kv" kv-plan --preset llama-2-70b --tp 16 >kvplan-tp16.out
 expect_in "each held by 2 ranks (replicated" kvplan-tp16.out
+# kv-plan --state-snapshots: 4 snapshots of Qwen3-Next's 79036416-byte state
+# come out of the KV budget before its split into slots and blocks.
+"$kv" kv-plan --preset qwen3-next-80b-a3b --weight-type q4_k --budget-gib 64 -c 4096 \
+  --parallel 2 --state-snapshots 4 >kvplan-snap.out
+expect_in "snapshots      4 for prefix reuse (--state-snapshots), 301.50 MiB" kvplan-snap.out
+expect_in "--parallel 2: 4 snapshots (301.50 MiB), 2 state slots (150.75 MiB)" kvplan-snap.out
 # chat: three turns through stdin, paged and static, each reusing the earlier turns' K/V.
 bash "$here/chat_turns.sh" "$kv" "$here/../../../models/kvforge-kjv-4m.gguf" "$work/chat"
 echo "cli smoke: ok"
