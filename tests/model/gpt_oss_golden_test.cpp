@@ -1,5 +1,7 @@
 // gpt-oss against llama.cpp's logits (data/gpt_oss, README there): a
-// random-weight f32 file and its MXFP4_MOE version by llama-quantize, 4
+// random-weight f32 file and its MXFP4_MOE and Q8_0 versions by
+// llama-quantize, and a 256-wide one of the same layout in Q4_K_M (4 experts,
+// 2 per token); 4
 // layers alternating windows of 8 and full attention, with sinks, biases,
 // YaRN and 8 experts of the clamped SwiGLU (4 per token); 17 prompt tokens
 // and 16 greedy steps reach position 32, four windows.
@@ -8,14 +10,15 @@
 // (architecture_golden_test.cpp, moe_quantized_golden_test.cpp). In f32 the
 // engines differ by summation order only (~1e-6 of the logits); in MXFP4_MOE
 // both quantize each matmul input to q8_0 blocks by the same rule and take
-// exact per-block integer products, so f32 summation order remains there too.
+// exact per-block integer products, so f32 summation order remains there too;
+// likewise Q8_0, and Q4_K_M over q8_K blocks.
 // What could exceed it is a crossing: an activation carried over a q8_0
 // rounding boundary, two experts whose router logits are that close swapped,
 // or a value on either side of the SwiGLU clamp at 7; each would move the
 // logits by 1e-2 or more. None happens on these files, so the bound pins
 // them and a change of arithmetic that makes one appear fails here. Every
-// greedy pick must equal llama.cpp's (smallest margins 0.024 and 0.005, far
-// above the bound).
+// greedy pick must equal llama.cpp's (smallest margins 0.024, 0.005, 0.006
+// and 0.007, far above the bound).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -53,7 +56,8 @@ TEST_P(GptOssGoldenTest, LogitsAndGreedyTokensMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, GptOssGoldenTest,
-                         ::testing::Values("gpt-oss-f32", "gpt-oss-mxfp4_moe"),
+                         ::testing::Values("gpt-oss-f32", "gpt-oss-mxfp4_moe", "gpt-oss-q8_0",
+                                           "gpt-oss-q4_k_m"),
                          [](const auto& param_info) {
                            return testing::golden_test_name(param_info.param);
                          });

@@ -1,8 +1,10 @@
-// qwen35, qwen35moe and qwen3next (hybrid) files quantized by llama-quantize to Q8_0 against
-// llama.cpp's logits for them (data/hybrid_quantized, README there).
+// qwen35, qwen35moe and qwen3next (hybrid) files quantized by llama-quantize to Q8_0, and a
+// 256-wide qwen35 to Q4_K_M, against llama.cpp's logits for them (data/hybrid_quantized,
+// README there).
 //
 // Both engines quantize each matmul input to q8_0 blocks by the same rule
-// (d = max|x| / 127 rounded to f16, values rounded to int8), so where no
+// (d = max|x| / 127 rounded to f16, values rounded to int8; for K-quant
+// weights q8_K blocks of 256 with an f32 d), so where no
 // input lands on a rounding boundary they agree to f32 summation order, as
 // the f32 goldens do (kBound, hybrid_golden_test.cpp). Where an f32
 // difference of one ulp does put an input on either side of a boundary, the
@@ -53,7 +55,7 @@ namespace hybrid_quantized_golden {  // the unity build joins this file with oth
 constexpr float kBound = 1e-4f;
 // Two independent quantizations of one computation: the measured ratio of
 // the engines' distances from the f32-activation run is 1.3 (qwen35-gqa-q8_0),
-// 1.01 (qwen3next-q8_0).
+// 1.01 (qwen3next-q8_0), 1.05 (qwen35-q4_k_m).
 constexpr float kNoiseRatio = 2.0f;
 
 struct QuantizedGolden {
@@ -136,7 +138,8 @@ INSTANTIATE_TEST_SUITE_P(Files, HybridQuantizedGoldenTest,
                          ::testing::Values(QuantizedGolden{"qwen35-gqa-q8_0", 2},
                                            QuantizedGolden{"qwen35-wide-q8_0", 105},
                                            QuantizedGolden{"qwen35moe-q8_0", 105},
-                                           QuantizedGolden{"qwen3next-q8_0", 58}),
+                                           QuantizedGolden{"qwen3next-q8_0", 58},
+                                           QuantizedGolden{"qwen35-q4_k_m", 25}),
                          [](const auto& param_info) {
                            return testing::golden_test_name(param_info.param.name);
                          });
