@@ -173,8 +173,16 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
 void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, MoeWeights& m) {
   const int64_t n = c.moe.n_expert, ff = c.moe.n_ff_exp;
   m.router = load.matrix(p + "ffn_gate_inp.weight", n, c.n_embd);
-  m.gate = load.slabs(p + "ffn_gate_exps.weight", n, ff, c.n_embd);
-  m.up = load.slabs(p + "ffn_up_exps.weight", n, ff, c.n_embd);
+  if (load.has(p + "ffn_gate_up_exps.weight")) {
+    // Gate and up in one tensor: each expert's 2·ff rows, its gate rows first.
+    for (const WeightView& slab : load.slabs(p + "ffn_gate_up_exps.weight", n, 2 * ff, c.n_embd)) {
+      m.gate.push_back(row_range(slab, 0, ff));
+      m.up.push_back(row_range(slab, ff, ff));
+    }
+  } else {
+    m.gate = load.slabs(p + "ffn_gate_exps.weight", n, ff, c.n_embd);
+    m.up = load.slabs(p + "ffn_up_exps.weight", n, ff, c.n_embd);
+  }
   m.down = load.slabs(p + "ffn_down_exps.weight", n, c.n_embd, ff);
   if (const int64_t sff = c.moe.n_ff_shexp; sff > 0) {
     m.shared_gate_inp = load.row(p + "ffn_gate_inp_shexp.weight", c.n_embd);
