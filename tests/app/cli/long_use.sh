@@ -100,6 +100,17 @@ kill -TERM "$pid"
 wait "$pid" || true
 expect_in "up to 4 sequences; each sequence gets the whole context of 128 tokens" serve.err
 expect_in "llama-server would split -c across its -np slots" serve.err
+# A hybrid model runs only as many sequences as it has recurrent-state slots:
+# 3 sequences of 64 tokens fill this --kv-memory, whatever -np says.
+"$kv" make-model -o hybrid.gguf --arch qwen35 --n-embd 64 --n-layer 4 --n-head 4 --n-kv-head 2 \
+  --head-dim 16 --n-ff 64 --n-ctx 64 --ssm-k-heads 2 --ssm-v-heads 2 --ssm-head-dim 16 2>/dev/null
+"$kv" serve -m hybrid.gguf -c 64 -np 8 --kv-memory 0.06 --port 0 -t 1 2>serve-hybrid.err &
+pid=$!
+for _ in $(seq 100); do grep -q listening serve-hybrid.err && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid" || true
+grep -qF "up to 3 sequences; each sequence gets the whole context of 64 tokens" serve-hybrid.err ||
+  { cat serve-hybrid.err >&2; fail "serve counts -np, not the hybrid model's state slots"; }
 
 # --- chat: multi-line input (a trailing \ and """ blocks), /bye.
 printf '%s\n' 'first line \' 'second line' '"""' 'block one' 'block two"""' '/save multi.json' \
