@@ -16,21 +16,22 @@ constexpr OperandRole kAttentionOut[] = {{R::Attn}, {R::Proj}};
 constexpr OperandRole kResidualNorm[] = {{R::Proj}, {R::X}, {R::Xn, true}};
 constexpr OperandRole kFfn[] = {{R::Xn}, {R::Gate}, {R::Up}, {R::Proj}};
 constexpr OperandRole kLogits[] = {{R::X}, {R::OutXn}, {R::Logits}};
+constexpr OperandRole kMoeFfn[] = {{R::Xn}, {R::Proj}};
 
 }  // namespace
 
 std::span<const OperandRole> op_roles(OpCode code) {
   static constexpr std::span<const OperandRole> kRoles[kOpCodeCount] = {
-      kMasks,        kEmbed,        kNorm,         kAttentionIn, kAttend,
-      kWindowAttend, kAttentionOut, kResidualNorm, kFfn,         kLogits};
+      kMasks,        kEmbed,        kNorm, kAttentionIn, kAttend, kWindowAttend,
+      kAttentionOut, kResidualNorm, kFfn,  kLogits,      kMoeFfn};
   const int i = int(code);
   return i >= 0 && i < kOpCodeCount ? kRoles[i] : std::span<const OperandRole>();
 }
 
 const char* op_name(OpCode code) {
   static const char* const kNames[kOpCodeCount] = {
-      "masks",         "embed",         "norm",          "attention_in", "attend",
-      "window_attend", "attention_out", "residual_norm", "ffn",          "logits"};
+      "masks",         "embed",         "norm", "attention_in", "attend", "window_attend",
+      "attention_out", "residual_norm", "ffn",  "logits",       "moe_ffn"};
   const int i = int(code);
   return i >= 0 && i < kOpCodeCount ? kNames[i] : "invalid";
 }

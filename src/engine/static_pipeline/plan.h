@@ -30,7 +30,8 @@ namespace kvforge {
 enum class PlanKind : uint8_t { Prefill = 0, Generate = 1 };
 
 // One op per step of the forward pass's layer walk (model/layer_walk.h),
-// run through the shared block steps (model/block_steps.h); only Masks,
+// run through the shared block steps (model/block_steps.h) and the FFN the
+// forward pass runs (dense or model/moe_ffn.h); only Masks,
 // Attend and WindowAttend are the static pipeline's own (its cache, mask
 // and rings). An op's operands are buffer ids in the order of its roles
 // (op_roles), each role fixing the buffer's size:
@@ -48,10 +49,12 @@ enum class OpCode : uint8_t {
   // proj, x → x += post(proj) and xn = next(x) (`norm` the post norm, `next_norm` of
   // `next_layer` the next; kNoNorm and xn kNoBuffer after the last layer)
   ResidualNorm = 7,
-  Ffn = 8,     // xn → gate, up (its scratch) → proj
-  Logits = 9,  // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
+  Ffn = 8,      // xn → gate, up (its scratch) → proj
+  Logits = 9,   // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
+  MoeFfn = 10,  // xn → proj: the mixture-of-experts FFN (model/moe_ffn.h), its routing
+                // scratch the executor's own (sized for the plan's rows once)
 };
-inline constexpr int kOpCodeCount = 10;
+inline constexpr int kOpCodeCount = 11;
 // WindowAttend: a sliding-window layer's cache is a ring of `window`
 // positions that a prefill chunk's writes would overwrite before its earlier
 // rows have read them, so its rows' K/V are staged as the cache's head

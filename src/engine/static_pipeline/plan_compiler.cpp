@@ -97,13 +97,13 @@ class PlanRecorder {
            .buffers = operands({x_, xn_})});
   }
   void linear_attention_block(int l) {
-    throw std::invalid_argument(c_.arch_name + ": static plans do not record linear-attention " +
-                                "layers yet (layer " + std::to_string(l) + ")");
+    throw std::invalid_argument(c_.arch_name + ": --static is not supported yet for " +
+                                "linear-attention layers (layer " + std::to_string(l) + ")");
   }
   void attention_input(int l) {
     if (c_.attn_gate)
       throw std::invalid_argument(c_.arch_name +
-                                  ": static plans do not record gated attention yet");
+                                  ": --static is not supported yet with gated attention");
     q_ = b_.buffer(prefix(l) + "q", BufferRole::Q);
     k_ = b_.buffer(prefix(l) + "k", BufferRole::K);
     v_ = b_.buffer(prefix(l) + "v", BufferRole::V);
@@ -147,7 +147,13 @@ class PlanRecorder {
            .layer = int16_t(l),
            .buffers = operands({proj_, x_})});
   }
+  // A mixture of experts records one op: its routing scratch is the executor's.
   void ffn_block(int l) {
+    if (c_.moe.n_expert > 0) {
+      proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
+      return b_.op(
+          {.code = OpCode::MoeFfn, .layer = int16_t(l), .buffers = operands({xn_, proj_})});
+    }
     const uint16_t gate = b_.buffer(prefix(l) + "gate", BufferRole::Gate);
     const uint16_t up = b_.buffer(prefix(l) + "up", BufferRole::Up);
     proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
@@ -199,9 +205,6 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   // This rank's heads and FFN rows (all of them on one process); the logits
   // buffer holds the whole vocabulary (rank_config keeps n_vocab).
   const ModelConfig& c = model.rank_config();
-  if (c.moe.n_expert > 0)
-    throw std::invalid_argument(c.arch_name +
-                                ": --static is not supported yet for mixture-of-experts models");
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

@@ -24,7 +24,7 @@ class PlanRun {
  public:
   PlanRun(const Model& model, Communicator& comm, const Plan& plan, const PlanInputs& in,
           StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
-          TpExchange& tp)
+          TpExchange& tp, MoeScratch& moe)
       : m_(model),
         c_(model.rank_config()),
         p_(plan),
@@ -32,6 +32,7 @@ class PlanRun {
         cache_(cache),
         arena_(arena),
         pool_(pool),
+        moe_(moe),
         env_{model, comm, pool, scratch, tp, nullptr} {}
 
   float* f32(uint16_t b) const { return reinterpret_cast<float*>(arena_ + p_.buffers[b].offset); }
@@ -88,6 +89,9 @@ class PlanRun {
       }
       case OpCode::Ffn:
         return dense_ffn(env_, l, buf(0), p_.rows, buf(1), buf(2), buf(3));
+      case OpCode::MoeFfn:  // padding rows are routed too: each row's experts are its own
+        return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, buf(0), p_.rows, buf(1), moe_, pool_,
+                       env_.matmul);
       case OpCode::Logits:
         return output_logits(env_, buf(0), in_.logit_rows, buf(1), false, buf(2));
       default:
@@ -231,6 +235,7 @@ class PlanRun {
   StaticKvCache& cache_;
   uint8_t* arena_;
   ThreadPool& pool_;
+  MoeScratch& moe_;
   const StepEnv env_;  // the shared steps run with the caller's scratch, untimed
 };
 
@@ -257,7 +262,9 @@ void run_op(PlanRun& run, const PlanOp& op) {
 
 PlanExecutor::PlanExecutor(const Model& model, Communicator& comm, const Plan& plan,
                            int32_t n_threads)
-    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {}
+    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {
+  moe_.reserve(model.rank_config(), plan.rows);
+}
 
 void PlanExecutor::check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
                                 const MatmulScratch& scratch, const ThreadPool& pool) const {
@@ -324,7 +331,7 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_);
+  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_, moe_);
   for (const PlanOp& op : plan_.ops) run_op(run, op);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
 }

@@ -2,9 +2,9 @@
 // starts without compiling, the way an NPU runtime loads a compiled blob.
 //
 // Layout (little-endian; every count bounded by the bytes that remain):
-//   magic "KVFPLAN\0", u32 version (3; 2 held the fine-grained ops of 18
-//   codes before the plan recorded the forward pass's steps, 1 also lacked
-//   the sliding-window layers)
+//   magic "KVFPLAN\0", u32 version (4; 3 lacked the mixture-of-experts op,
+//   2 held the fine-grained ops of 18 codes before the plan recorded the
+//   forward pass's steps, 1 also lacked the sliding-window layers)
 //   u64 model fingerprint, u64 configuration fingerprint
 //   configuration: i32 max_prompt_len, i32 min_response_len, i32 prefill_chunk,
 //                  u32 n_variants, i32 variants[n], i32 slots, u8 K dtype, u8 V dtype
@@ -40,7 +40,7 @@
 
 namespace kvforge {
 
-inline constexpr uint32_t kPlanFileVersion = 3;
+inline constexpr uint32_t kPlanFileVersion = 4;
 
 std::vector<uint8_t> serialize_plans(const PlanSet& set);
 // Structure only (no model at hand): throws PlanError prefixed with `name`.

@@ -8,6 +8,7 @@
 #include "engine/static_pipeline/memory_planner.h"
 #include "model/block_steps.h"
 #include "model/layer_walk.h"
+#include "model/moe_ffn.h"
 
 namespace kvforge {
 namespace {
@@ -61,7 +62,7 @@ class PlanChecker {
   void check_support() const {
     bool sinks = false;
     for (const LayerWeights& w : m_.weights().layers) sinks |= !w.attn_sinks.empty();
-    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid() || sinks)
+    if (c_.attn_gate || c_.hybrid() || sinks)
       fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
@@ -160,6 +161,10 @@ class PlanChecker {
         ++layers_[size_t(op.layer)].outputs;
         return;
       case OpCode::Ffn:
+      case OpCode::MoeFfn:
+        if ((op.code == OpCode::MoeFfn) != (c_.moe.n_expert > 0))
+          fail(where + ": layer " + std::to_string(op.layer) + " has a " +
+               (c_.moe.n_expert > 0 ? "mixture-of-experts" : "dense") + " FFN");
         ++layers_[size_t(op.layer)].ffns;
         return;
       case OpCode::Logits:
@@ -349,6 +354,9 @@ uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op) {
       return matmul_step_scratch_bytes(model, MatmulStep::DenseFfn, op.layer, op.rows);
     case OpCode::Logits:
       return matmul_step_scratch_bytes(model, MatmulStep::OutputLogits, -1, op.rows);
+    case OpCode::MoeFfn:
+      return moe_ffn_scratch_bytes(model.rank_config(),
+                                   model.weights().layers[size_t(op.layer)].moe, op.rows);
     default:
       return 0;
   }

@@ -65,6 +65,16 @@ TEST(StaticAllocation, WindowedGemmaStepsAllocateNothing) {
   expect_steps_allocate_nothing(spec);
 }
 
+// The mixture-of-experts FFN: its routing scratch is reserved with the executors.
+TEST(StaticAllocation, MixtureOfExpertsStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  RandomModelSpec spec = testing::tiny_spec("qwen3moe", 8);
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 32;
+  expect_steps_allocate_nothing(spec);
+}
+
 TEST(StaticAllocation, CompilingCountsPlans) {
   const auto model = testing::make_test_model(testing::tiny_spec());
   const uint64_t before = plans_compiled();

@@ -166,8 +166,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, StaticArchitectures, ::testing::ValuesIn
 
 // The llama.cpp golden files of every architecture and RoPE variant (see
 // architecture_golden_test.cpp): static equals dynamic on each, past the
-// windows (8) and the original contexts (16). Mixtures of experts are not
-// recorded by the static pipeline yet: their plans must be refused.
+// windows (8) and the original contexts (16), mixtures of experts included.
 TEST(StaticArchitectureGoldens, EveryGoldenFileRunsStaticallyWithTheDynamicBits) {
   const auto dir = testing::source_dir() / "tests/model/data/architectures";
   int files = 0;
@@ -181,10 +180,6 @@ TEST(StaticArchitectureGoldens, EveryGoldenFileRunsStaticallyWithTheDynamicBits)
     config.min_response_len = 24;
     config.prefill_chunk = 8;
     config.generate_variants = {16, 32, 48};
-    if (model->config().moe.n_expert > 0) {
-      EXPECT_THROW(compile_plans(*model, config, 2), std::invalid_argument);
-      continue;
-    }
     ThreadPool pool(2);
     StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
     const std::vector<int32_t> prompt = test_prompt(17, 3);

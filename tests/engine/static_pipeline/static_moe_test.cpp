@@ -1,0 +1,125 @@
+// The static pipeline records the mixture-of-experts FFN as one op that runs
+// the forward pass's own moe_ffn (model/moe_ffn.h): padding rows are routed
+// like any row, and a token's experts and sums depend on its row alone, so
+// static logits equal the dynamic ones bit for bit through chunked prefill,
+// the generate variants and two slots. Architectures whose other layers the
+// plans do not record yet are refused by name.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "engine/static_pipeline/plan_file.h"
+#include "static_test_util.h"
+
+namespace kvforge {
+namespace {
+
+using testing::dynamic_greedy;
+using testing::GreedyTrace;
+using testing::same_bits;
+using testing::static_greedy;
+using testing::test_prompt;
+
+// Compiling a prefill plan throws, naming the architecture.
+void expect_refused(const Model& model, const std::string& arch) {
+  try {
+    compile_plan(model, PlanKind::Prefill, 8, 64, 1, 2);
+    FAIL() << "a plan was compiled for " << arch;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(arch + ": --static is not supported yet"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+void expect_same_traces(const GreedyTrace& got, const GreedyTrace& want) {
+  ASSERT_EQ(got.tokens, want.tokens);
+  for (size_t i = 0; i < want.logits.size(); ++i)
+    ASSERT_TRUE(same_bits(got.logits[i], want.logits[i])) << "step " << i;
+}
+
+// 8 experts, 2 picked: a chunk of 8 rows reaches most experts with uneven counts.
+std::unique_ptr<Model> qwen3moe() { return testing::make_moe_test_model(8, 2, 32, 17); }
+
+TEST(StaticMoe, Qwen3MoeSameLogitsBitsAsDynamicThroughChunksAndVariants) {
+  const auto model = qwen3moe();
+  const StaticConfig config = testing::small_static_config();
+  ThreadPool pool(2);
+  StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
+  for (int32_t len : {1, 9, 23}) {  // one row, past one chunk, three chunks (the last padded)
+    SCOPED_TRACE("prompt length " + std::to_string(len));
+    const std::vector<int32_t> prompt = test_prompt(size_t(len), len);
+    const int steps = len == 23 ? config.capacity() - len : 6;  // 23: through every variant
+    const GreedyTrace want = dynamic_greedy(*model, prompt, steps, 2, {}, config.capacity());
+    expect_same_traces(static_greedy(runner, 0, prompt, steps), want);
+    runner.release(0);
+  }
+}
+
+// Two slots in one generate step (and an idle padding row between prefills).
+TEST(StaticMoe, TwoSlotsWithQuantizedKvEqualDynamic) {
+  const auto model = qwen3moe();
+  const KvFormat kv{KvDtype::F16, KvDtype::Int8};
+  const StaticConfig config = testing::small_static_config(2, kv);
+  ThreadPool pool(3);
+  StaticRunner runner(*model, pool, compile_plans(*model, config, 3));
+  const std::vector<int32_t> a = test_prompt(13, 1), b = test_prompt(6, 2);
+  const GreedyTrace want_a = dynamic_greedy(*model, a, 8, 3, kv, config.capacity());
+  const GreedyTrace want_b = dynamic_greedy(*model, b, 8, 3, kv, config.capacity());
+  std::vector<int32_t> ta{testing::argmax(runner.prefill(0, a))};
+  std::vector<int32_t> tb{testing::argmax(runner.prefill(1, b))};
+  const size_t n_vocab = size_t(model->config().n_vocab);
+  for (int i = 0; i < 8; ++i) {
+    const std::vector<int32_t> step = {ta.back(), tb.back()};
+    const std::span<const float> logits = runner.decode(step);
+    ASSERT_TRUE(same_bits(logits.first(n_vocab), want_a.logits[size_t(i) + 1])) << i;
+    ASSERT_TRUE(same_bits(logits.subspan(n_vocab, n_vocab), want_b.logits[size_t(i) + 1])) << i;
+    ta.push_back(testing::argmax(logits.first(n_vocab)));
+    tb.push_back(testing::argmax(logits.subspan(n_vocab, n_vocab)));
+  }
+  EXPECT_EQ(ta, want_a.tokens);
+  EXPECT_EQ(tb, want_b.tokens);
+}
+
+// The op set grew (moe_ffn): a plan file of version 3 is refused by name;
+// a dense FFN op in a mixture-of-experts plan is refused by validation.
+TEST(StaticMoe, PlanFilesRoundTripAndOlderOrMismatchedOnesAreRefused) {
+  const auto model = qwen3moe();
+  const PlanSet plans = compile_plans(*model, testing::small_static_config(), 1);
+  const std::vector<uint8_t> bytes = serialize_plans(plans);
+  EXPECT_EQ(load_plans(bytes, "mem", *model), plans);
+  std::vector<uint8_t> v3 = bytes;
+  v3[8] = 3;
+  try {
+    load_plans(v3, "old.kvfplan", *model);
+    FAIL() << "a version 3 plan file was loaded";
+  } catch (const PlanError& e) {
+    EXPECT_NE(std::string(e.what()).find("version 3 is not supported (expected 4)"),
+              std::string::npos)
+        << e.what();
+  }
+  PlanSet dense_op = plans;
+  for (PlanOp& op : dense_op.prefill.ops)
+    if (op.code == OpCode::MoeFfn) op.code = OpCode::Ffn;
+  EXPECT_THROW(load_plans(serialize_plans(dense_op), "edited.kvfplan", *model), PlanError);
+}
+
+TEST(StaticMoe, CompilingPlansForGptOssIsRefusedByName) {
+  RandomModelSpec spec;
+  spec.arch = "gpt-oss";
+  spec.sliding_window = 6;
+  expect_refused(*testing::make_test_model(spec), "gpt-oss");
+}
+
+TEST(StaticMoe, CompilingPlansForTheHybridMixturesIsRefusedByName) {
+  for (const char* arch : {"qwen35moe", "qwen3next"}) {
+    RandomModelSpec spec;
+    spec.arch = arch;
+    spec.n_layer = 4;  // layer 3 full attention, the others Gated DeltaNet
+    expect_refused(*testing::make_test_model(spec), arch);
+  }
+}
+
+}  // namespace
+}  // namespace kvforge
