@@ -44,6 +44,7 @@ enum class OpCode : uint8_t {
   Norm = 2,          // x → xn by the layer's `norm`
   AttentionIn = 3,   // xn, cos_sin of the layer's table → q, k, v
   Attend = 4,        // q, k, v, attn_mask → attn: K/V written, then masked attention
+                     // (with sinks: attend_queries over exactly [0, pos], no mask)
   WindowAttend = 5,  // q, k, v, staged → attn: see below
   AttentionOut = 6,  // attn → proj
   // proj, x → x += post(proj) and xn = next(x) (`norm` the post norm, `next_norm` of

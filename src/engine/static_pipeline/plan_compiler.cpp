@@ -114,9 +114,6 @@ class PlanRecorder {
   // Full layers write K/V then attend over the mask; a window's ring is
   // written only after its rows attended their staged records (plan.h).
   void attend(int l) {
-    if (!m_.weights().layers[size_t(l)].attn_sinks.empty())
-      throw std::invalid_argument(c_.arch_name + ": --static is not supported yet with attention " +
-                                  "sinks (layer " + std::to_string(l) + ")");
     attn_ = b_.buffer(prefix(l) + "attn", BufferRole::Attn);
     if (c_.window(l) == 0)
       return b_.op({.code = OpCode::Attend,

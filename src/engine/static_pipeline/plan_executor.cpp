@@ -49,6 +49,7 @@ class PlanRun {
   void attend(const PlanOp& op) {
     const auto& b = op.buffers;
     kv_write(op.layer, b[1], b[2]);
+    if (c_.attn_sinks) return sink_attention(op.layer, b[0], b[4]);
     attention(op.layer, b[0], b[3], b[4]);
   }
 
@@ -168,7 +169,6 @@ class PlanRun {
     const uint8_t* k_records = bytes(staged_records);
     const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
     const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
-    const Scoring scoring{c_.attn_scale, c_.attn_softcap};
     const size_t q_dim = size_t(c_.q_dim());
     const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
@@ -190,7 +190,31 @@ class PlanRun {
       staged.n = pos - run_first + 1;
       const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
       attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
-                     h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim, scratch);
+                     h / c_.gqa_group(), c_.head_dim, format, scoring(layer, h), out, q_dim,
+                     scratch);
+    });
+  }
+
+  // Query head h's scoring in `layer`: scale, soft-cap and its sink (gpt-oss).
+  Scoring scoring(int layer, int h) const {
+    const std::vector<float>& sinks = m_.weights().layers[size_t(layer)].attn_sinks;  // [n_head]
+    return {c_.attn_scale, c_.attn_softcap, sinks.empty() ? nullptr : sinks.data() + h};
+  }
+
+  // A full layer with sinks: each row over exactly its positions [0, pos]
+  // (filled: a slot's valid part is a prefix), through attend_queries as the
+  // dynamic pass reads them, since the masked kernel has no sink term.
+  void sink_attention(int layer, uint16_t q, uint16_t attn) {
+    const KvFormat format = cache_.format();
+    const size_t q_dim = size_t(c_.q_dim());
+    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
+    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const KeyRange keys{0, in_.positions[t] + 1};
+      const KvSpan span = cache_.span(layer, in_.slots[t], keys.end);
+      const KvView kv{&span, 1, 0};
+      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
+                     h / c_.gqa_group(), c_.head_dim, format, scoring(layer, h), out, q_dim,
+                     scratch);
     });
   }
 

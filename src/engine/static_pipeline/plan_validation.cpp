@@ -60,9 +60,7 @@ class PlanChecker {
 
   // What compile_plan refuses, a plan file cannot bring in.
   void check_support() const {
-    bool sinks = false;
-    for (const LayerWeights& w : m_.weights().layers) sinks |= !w.attn_sinks.empty();
-    if (c_.attn_gate || c_.hybrid() || sinks)
+    if (c_.attn_gate || c_.hybrid())
       fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
@@ -338,9 +336,10 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
 }
 
 uint64_t attention_scratch_bytes(const Plan& plan, const ModelConfig& c) {
-  // attend_queries (WindowAttend) needs the larger scratch.
-  const uint64_t per_thread = c.sliding_window > 0 ? attention_queries_scratch_floats(c.head_dim)
-                                                   : attention_scratch_floats(c.head_dim);
+  // attend_queries (WindowAttend, and Attend with sinks) needs the larger scratch.
+  const uint64_t per_thread = c.sliding_window > 0 || c.attn_sinks
+                                  ? attention_queries_scratch_floats(c.head_dim)
+                                  : attention_scratch_floats(c.head_dim);
   return uint64_t(plan.attention_split.size() - 1) * per_thread * sizeof(float);
 }
 

@@ -75,6 +75,14 @@ TEST(StaticAllocation, MixtureOfExpertsStepsAllocateNothing) {
   expect_steps_allocate_nothing(spec);
 }
 
+// gpt-oss: sinks in windowed and full layers, experts with biases.
+TEST(StaticAllocation, GptOssStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  RandomModelSpec spec = testing::tiny_spec("gpt-oss", 8);
+  spec.sliding_window = 6;
+  expect_steps_allocate_nothing(spec);
+}
+
 TEST(StaticAllocation, CompilingCountsPlans) {
   const auto model = testing::make_test_model(testing::tiny_spec());
   const uint64_t before = plans_compiled();

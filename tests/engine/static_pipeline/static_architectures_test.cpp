@@ -24,6 +24,7 @@ namespace kvforge {
 namespace {
 
 using testing::dynamic_greedy;
+using testing::expect_same_traces;
 using testing::GreedyTrace;
 using testing::same_bits;
 using testing::static_greedy;
@@ -105,12 +106,6 @@ StaticConfig long_config(int32_t slots = 1, KvFormat kv = {}) {
   c.slots = slots;
   c.kv_format = kv;
   return c;
-}
-
-void expect_same_traces(const GreedyTrace& got, const GreedyTrace& want) {
-  ASSERT_EQ(got.tokens, want.tokens);
-  for (size_t i = 0; i < want.logits.size(); ++i)
-    ASSERT_TRUE(same_bits(got.logits[i], want.logits[i])) << "step " << i;
 }
 
 class StaticArchitectures : public ::testing::TestWithParam<ArchCase> {};

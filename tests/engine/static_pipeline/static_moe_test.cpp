@@ -16,6 +16,7 @@ namespace kvforge {
 namespace {
 
 using testing::dynamic_greedy;
+using testing::expect_same_traces;
 using testing::GreedyTrace;
 using testing::same_bits;
 using testing::static_greedy;
@@ -31,12 +32,6 @@ void expect_refused(const Model& model, const std::string& arch) {
               std::string::npos)
         << e.what();
   }
-}
-
-void expect_same_traces(const GreedyTrace& got, const GreedyTrace& want) {
-  ASSERT_EQ(got.tokens, want.tokens);
-  for (size_t i = 0; i < want.logits.size(); ++i)
-    ASSERT_TRUE(same_bits(got.logits[i], want.logits[i])) << "step " << i;
 }
 
 // 8 experts, 2 picked: a chunk of 8 rows reaches most experts with uneven counts.
@@ -103,13 +98,6 @@ TEST(StaticMoe, PlanFilesRoundTripAndOlderOrMismatchedOnesAreRefused) {
   for (PlanOp& op : dense_op.prefill.ops)
     if (op.code == OpCode::MoeFfn) op.code = OpCode::Ffn;
   EXPECT_THROW(load_plans(serialize_plans(dense_op), "edited.kvfplan", *model), PlanError);
-}
-
-TEST(StaticMoe, CompilingPlansForGptOssIsRefusedByName) {
-  RandomModelSpec spec;
-  spec.arch = "gpt-oss";
-  spec.sliding_window = 6;
-  expect_refused(*testing::make_test_model(spec), "gpt-oss");
 }
 
 TEST(StaticMoe, CompilingPlansForTheHybridMixturesIsRefusedByName) {

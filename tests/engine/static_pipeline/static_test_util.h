@@ -2,6 +2,8 @@
 // tiny random models, and the dynamic engine (SequenceRunner) as the oracle.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -70,6 +72,13 @@ inline GreedyTrace dynamic_greedy(const Model& model, std::span<const int32_t> p
     logits = runner.decode(t.tokens.back());
   }
   return t;
+}
+
+// Same tokens, and logits the same bits at every step.
+inline void expect_same_traces(const GreedyTrace& got, const GreedyTrace& want) {
+  ASSERT_EQ(got.tokens, want.tokens);
+  for (size_t i = 0; i < want.logits.size(); ++i)
+    ASSERT_TRUE(same_bits(got.logits[i], want.logits[i])) << "step " << i;
 }
 
 inline GreedyTrace static_greedy(StaticRunner& runner, int32_t slot,
