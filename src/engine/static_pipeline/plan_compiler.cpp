@@ -97,19 +97,18 @@ class PlanRecorder {
            .buffers = operands({x_, xn_})});
   }
   void linear_attention_block(int l) {
-    throw std::invalid_argument(c_.arch_name + ": --static is not supported yet for " +
-                                "linear-attention layers (layer " + std::to_string(l) + ")");
+    proj_ = b_.buffer(prefix(l) + "linear_out", BufferRole::Proj);
+    b_.op(
+        {.code = OpCode::LinearAttention, .layer = int16_t(l), .buffers = operands({xn_, proj_})});
   }
   void attention_input(int l) {
-    if (c_.attn_gate)
-      throw std::invalid_argument(c_.arch_name +
-                                  ": --static is not supported yet with gated attention");
     q_ = b_.buffer(prefix(l) + "q", BufferRole::Q);
     k_ = b_.buffer(prefix(l) + "k", BufferRole::K);
     v_ = b_.buffer(prefix(l) + "v", BufferRole::V);
+    gate_ = c_.attn_gate ? b_.buffer(prefix(l) + "attn_gate", BufferRole::AttnGate) : kNoBuffer;
     b_.op({.code = OpCode::AttentionIn,
            .layer = int16_t(l),
-           .buffers = operands({xn_, cos_sin_[m_.rope_index(l)], q_, k_, v_})});
+           .buffers = operands({xn_, cos_sin_[m_.rope_index(l)], q_, k_, v_, gate_})});
   }
   // Full layers write K/V then attend over the mask; a window's ring is
   // written only after its rows attended their staged records (plan.h).
@@ -126,7 +125,9 @@ class PlanRecorder {
   }
   void attention_output(int l) {
     proj_ = b_.buffer(prefix(l) + "attn_out", BufferRole::Proj);
-    b_.op({.code = OpCode::AttentionOut, .layer = int16_t(l), .buffers = operands({attn_, proj_})});
+    b_.op({.code = OpCode::AttentionOut,
+           .layer = int16_t(l),
+           .buffers = operands({attn_, proj_, gate_})});
   }
   void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
     xn_ = b_.buffer(prefix(next_layer) + (next == LayerNorm::Attn ? "attn_in" : "ffn_in"),
@@ -179,6 +180,7 @@ class PlanRecorder {
   uint16_t x_ = kNoBuffer;   // the residual stream
   uint16_t xn_ = kNoBuffer;  // the last norm's output
   uint16_t q_ = kNoBuffer, k_ = kNoBuffer, v_ = kNoBuffer, attn_ = kNoBuffer;
+  uint16_t gate_ = kNoBuffer;                     // the output gate (attn_gate models)
   uint16_t proj_ = kNoBuffer;                     // the last block's output
   uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // per RoPE table
   uint16_t attn_mask_ = kNoBuffer;

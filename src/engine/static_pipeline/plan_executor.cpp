@@ -24,7 +24,7 @@ class PlanRun {
  public:
   PlanRun(const Model& model, Communicator& comm, const Plan& plan, const PlanInputs& in,
           StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
-          TpExchange& tp, MoeScratch& moe)
+          TpExchange& tp, MoeScratch& moe, StaticLinearAttention* linear)
       : m_(model),
         c_(model.rank_config()),
         p_(plan),
@@ -33,6 +33,7 @@ class PlanRun {
         arena_(arena),
         pool_(pool),
         moe_(moe),
+        linear_(linear),
         env_{model, comm, pool, scratch, tp, nullptr} {}
 
   float* f32(uint16_t b) const { return reinterpret_cast<float*>(arena_ + p_.buffers[b].offset); }
@@ -77,9 +78,9 @@ class PlanRun {
         return norm_rows(env_, layer_norm_weight(m_, LayerNorm(op.norm), l), buf(0), p_.rows,
                          buf(1));
       case OpCode::AttentionIn:
-        return attention_input(env_, l, buf(0), buf(1), p_.rows, {buf(2), buf(3), buf(4)});
+        return attention_input(env_, l, buf(0), buf(1), p_.rows, {buf(2), buf(3), buf(4), buf(5)});
       case OpCode::AttentionOut:
-        return attention_output(env_, l, buf(0), nullptr, p_.rows, buf(1));
+        return attention_output(env_, l, buf(0), buf(2), p_.rows, buf(1));
       case OpCode::ResidualNorm: {
         const std::vector<float>* next =
             op.next_norm == kNoNorm
@@ -90,6 +91,8 @@ class PlanRun {
       }
       case OpCode::Ffn:
         return dense_ffn(env_, l, buf(0), p_.rows, buf(1), buf(2), buf(3));
+      case OpCode::LinearAttention:
+        return linear_->run(env_, l, buf(0), in_.positions, in_.slots, in_.valid, cache_, buf(1));
       case OpCode::MoeFfn:  // padding rows are routed too: each row's experts are its own
         return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, buf(0), p_.rows, buf(1), moe_, pool_,
                        env_.matmul);
@@ -260,7 +263,8 @@ class PlanRun {
   uint8_t* arena_;
   ThreadPool& pool_;
   MoeScratch& moe_;
-  const StepEnv env_;  // the shared steps run with the caller's scratch, untimed
+  StaticLinearAttention* linear_;  // hybrid models only
+  const StepEnv env_;              // the shared steps run with the caller's scratch, untimed
 };
 
 // One op of a plan: the static pipeline's own (masks, attention over its
@@ -288,6 +292,7 @@ PlanExecutor::PlanExecutor(const Model& model, Communicator& comm, const Plan& p
                            int32_t n_threads)
     : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {
   moe_.reserve(model.rank_config(), plan.rows);
+  if (model.rank_config().hybrid()) linear_.emplace(model.rank_config(), plan.rows);
 }
 
 void PlanExecutor::check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
@@ -355,7 +360,8 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_, moe_);
+  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_, moe_,
+              linear_ ? &*linear_ : nullptr);
   for (const PlanOp& op : plan_.ops) run_op(run, op);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
 }

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,7 @@
 #include "core/threadpool.h"
 #include "engine/static_pipeline/plan.h"
 #include "engine/static_pipeline/static_kv_cache.h"
+#include "engine/static_pipeline/static_linear_attention.h"
 #include "model/forward_steps.h"
 #include "model/model.h"
 #include "model/moe_ffn.h"
@@ -73,6 +75,9 @@ class PlanExecutor {
   // plan's rows at construction (its shapes follow the routing, so they are
   // not arena buffers); empty for dense models.
   mutable MoeScratch moe_;
+  // The linear-attention layers' gathered rows and scratch (hybrid models),
+  // also reserved for the plan's rows at construction.
+  mutable std::optional<StaticLinearAttention> linear_;
 };
 
 }  // namespace kvforge

@@ -7,6 +7,7 @@
 #include "core/ops/attention.h"
 #include "engine/static_pipeline/memory_planner.h"
 #include "model/block_steps.h"
+#include "model/gated_delta_net.h"
 #include "model/layer_walk.h"
 #include "model/moe_ffn.h"
 
@@ -36,7 +37,6 @@ class PlanChecker {
       : p_(plan), m_(model), c_(model.rank_config()), n_threads_(n_threads) {}
 
   void run() {
-    check_support();
     check_shape();
     required_.assign(p_.buffers.size(), 0);
     roles_.assign(p_.buffers.size(), kNoRole);
@@ -56,12 +56,6 @@ class PlanChecker {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw PlanError("plan " + p_.label() + ": " + what);
-  }
-
-  // What compile_plan refuses, a plan file cannot bring in.
-  void check_support() const {
-    if (c_.attn_gate || c_.hybrid())
-      fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
   void check_shape() {
@@ -143,7 +137,14 @@ class PlanChecker {
         return expect_norm(where, op.norm, op.layer, false);
       case OpCode::ResidualNorm:
         return check_residual(where, op);
+      case OpCode::LinearAttention:
+        if (!c_.recurrent(op.layer))
+          fail(where + ": layer " + std::to_string(op.layer) + " is an attention layer");
+        ++layers_[size_t(op.layer)].linear;
+        return;
       case OpCode::AttentionIn:
+        expect_recurrent(where, op.layer, false);
+        expect_gate(where, op.buffers[5]);
         ++layers_[size_t(op.layer)].inputs;
         if (op.buffers[1] != cos_sin_[m_.rope_index(op.layer)])
           fail(where + ": layer " + std::to_string(op.layer) +
@@ -152,10 +153,13 @@ class PlanChecker {
         return;
       case OpCode::Attend:
       case OpCode::WindowAttend:
+        expect_recurrent(where, op.layer, false);
         expect_window(where, op.layer, op.code == OpCode::WindowAttend);
         ++layers_[size_t(op.layer)].attentions;
         return;
       case OpCode::AttentionOut:
+        expect_recurrent(where, op.layer, false);
+        expect_gate(where, op.buffers[2]);
         ++layers_[size_t(op.layer)].outputs;
         return;
       case OpCode::Ffn:
@@ -210,6 +214,20 @@ class PlanChecker {
            std::to_string(have) + " values, the op needs " + std::to_string(c_.n_embd));
   }
 
+  // Attention ops only on attention layers (LinearAttention checks the converse).
+  void expect_recurrent(const std::string& where, int layer, bool recurrent) const {
+    if (c_.recurrent(layer) != recurrent)
+      fail(where + ": layer " + std::to_string(layer) + " is a linear-attention layer");
+  }
+
+  // An output gate exactly for attn_gate models.
+  void expect_gate(const std::string& where, uint16_t gate) const {
+    if ((gate != kNoBuffer) != c_.attn_gate)
+      fail(where + ": " +
+           (c_.attn_gate ? "no output gate for a model with gated attention"
+                         : "an output gate the model does not have"));
+  }
+
   // Full attention reads the layer's cache as one span of the capacity, a
   // window as a ring: the op must be the layer's kind.
   void expect_window(const std::string& where, int layer, bool windowed) const {
@@ -228,6 +246,14 @@ class PlanChecker {
     for (int l = 0; l < c_.n_layer; ++l) {
       const LayerOps& ops = layers_[size_t(l)];
       const std::string where = "layer " + std::to_string(l) + ": ";
+      // A linear-attention layer: one op instead of the attention's three
+      // (which check_step refuses on it).
+      if (c_.recurrent(l)) {
+        if (ops.linear != 1 || ops.ffns != 1)
+          fail(where + std::to_string(ops.linear) + " linear-attention and " +
+               std::to_string(ops.ffns) + " FFN ops, expected 1 each");
+        continue;
+      }
       if (ops.attentions != 1)
         fail(where + std::to_string(ops.attentions) + " attention ops, expected 1");
       if (ops.inputs != 1 || ops.outputs != 1 || ops.ffns != 1)
@@ -270,7 +296,7 @@ class PlanChecker {
   std::vector<uint8_t> roles_;      // [buffers] the BufferRole of its first use
   uint64_t matmul_scratch_ = 0;
   struct LayerOps {
-    int inputs = 0, attentions = 0, outputs = 0, ffns = 0;
+    int inputs = 0, attentions = 0, outputs = 0, ffns = 0, linear = 0;
   };
   std::vector<LayerOps> layers_;  // [n_layer]
   int mask_ops_ = 0, embed_ops_ = 0, logits_ops_ = 0;
@@ -315,7 +341,9 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
     case BufferRole::CosSin:
       return r * uint64_t(c.rope_dim) * f;
     case BufferRole::Q:
+      return r * uint64_t(c.q_dim()) * (c.attn_gate ? 2 : 1) * f;
     case BufferRole::Attn:
+    case BufferRole::AttnGate:
       return r * uint64_t(c.q_dim()) * f;
     case BufferRole::K:
     case BufferRole::V:
@@ -353,6 +381,9 @@ uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op) {
       return matmul_step_scratch_bytes(model, MatmulStep::DenseFfn, op.layer, op.rows);
     case OpCode::Logits:
       return matmul_step_scratch_bytes(model, MatmulStep::OutputLogits, -1, op.rows);
+    case OpCode::LinearAttention:
+      return gated_delta_net_scratch_bytes(
+          model.rank_config(), model.weights().layers[size_t(op.layer)].linear, op.rows);
     case OpCode::MoeFfn:
       return moe_ffn_scratch_bytes(model.rank_config(),
                                    model.weights().layers[size_t(op.layer)].moe, op.rows);

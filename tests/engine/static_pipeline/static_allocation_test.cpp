@@ -83,6 +83,17 @@ TEST(StaticAllocation, GptOssStepsAllocateNothing) {
   expect_steps_allocate_nothing(spec);
 }
 
+// Hybrid: the Gated DeltaNet op's gathered rows and scratch are the executor's,
+// the states the cache's; the full layers' output gate an arena buffer.
+TEST(StaticAllocation, HybridStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  for (const char* arch : {"qwen35", "qwen35moe"}) {
+    RandomModelSpec spec = testing::tiny_spec(arch, 8);
+    spec.n_layer = 4;
+    expect_steps_allocate_nothing(spec);
+  }
+}
+
 TEST(StaticAllocation, CompilingCountsPlans) {
   const auto model = testing::make_test_model(testing::tiny_spec());
   const uint64_t before = plans_compiled();
