@@ -14,11 +14,6 @@
 namespace kvforge {
 namespace {
 
-using testing::dynamic_greedy;
-using testing::expect_same_traces;
-using testing::GreedyTrace;
-using testing::same_bits;
-using testing::static_greedy;
 using testing::test_prompt;
 
 // Windows of 8 on layers 0 and 2, sinks on every layer (data/gpt_oss/README.md):
@@ -29,16 +24,7 @@ TEST(StaticGptOss, GoldenFilesRunStaticallyWithTheDynamicBits) {
     SCOPED_TRACE(name);
     const auto model = Model::load(dir / name);
     ASSERT_TRUE(model->config().attn_sinks);
-    StaticConfig config;
-    config.max_prompt_len = 24;
-    config.min_response_len = 24;
-    config.prefill_chunk = 8;
-    config.generate_variants = {16, 32, 48};
-    ThreadPool pool(2);
-    StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
-    const std::vector<int32_t> prompt = test_prompt(17, 3);
-    const GreedyTrace want = dynamic_greedy(*model, prompt, 30, 2, {}, config.capacity());
-    expect_same_traces(static_greedy(runner, 0, prompt, 30), want);
+    testing::expect_golden_file_runs_statically(*model);
   }
 }
 
@@ -54,25 +40,8 @@ TEST(StaticGptOss, QuantizedKvAndTwoSlotsEqualDynamic) {
   const auto model = testing::make_test_model(gpt_oss_spec());
   for (const KvFormat kv :
        {KvFormat{KvDtype::Int8, KvDtype::Int8}, KvFormat{KvDtype::Q4, KvDtype::F16}}) {
-    const StaticConfig config = testing::small_static_config(2, kv);
-    ThreadPool pool(3);
-    StaticRunner runner(*model, pool, compile_plans(*model, config, 3));
-    const std::vector<int32_t> a = test_prompt(19, 1), b = test_prompt(5, 2);
-    const GreedyTrace want_a = dynamic_greedy(*model, a, 10, 3, kv, config.capacity());
-    const GreedyTrace want_b = dynamic_greedy(*model, b, 10, 3, kv, config.capacity());
-    std::vector<int32_t> ta{testing::argmax(runner.prefill(0, a))};
-    std::vector<int32_t> tb{testing::argmax(runner.prefill(1, b))};
-    const size_t n_vocab = size_t(model->config().n_vocab);
-    for (int i = 0; i < 10; ++i) {
-      const std::vector<int32_t> step = {ta.back(), tb.back()};
-      const std::span<const float> logits = runner.decode(step);
-      ASSERT_TRUE(same_bits(logits.first(n_vocab), want_a.logits[size_t(i) + 1])) << i;
-      ASSERT_TRUE(same_bits(logits.subspan(n_vocab, n_vocab), want_b.logits[size_t(i) + 1])) << i;
-      ta.push_back(testing::argmax(logits.first(n_vocab)));
-      tb.push_back(testing::argmax(logits.subspan(n_vocab, n_vocab)));
-    }
-    EXPECT_EQ(ta, want_a.tokens);
-    EXPECT_EQ(tb, want_b.tokens);
+    testing::expect_two_slots_equal_dynamic(*model, testing::small_static_config(2, kv), 3,
+                                            test_prompt(19, 1), test_prompt(5, 2), 10);
   }
 }
 

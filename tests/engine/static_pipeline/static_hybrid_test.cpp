@@ -23,10 +23,8 @@ namespace kvforge {
 namespace {
 
 using testing::dynamic_greedy;
-using testing::expect_same_traces;
 using testing::GreedyTrace;
 using testing::same_bits;
-using testing::static_greedy;
 using testing::test_prompt;
 
 // Layers 0-2 Gated DeltaNet, 3 full gated attention; conv window 4, chunks of 8.
@@ -48,16 +46,7 @@ TEST(StaticHybrid, GoldenFilesRunStaticallyWithTheDynamicBits) {
     ++files;
     const auto model = Model::load(entry.path());
     ASSERT_TRUE(model->config().hybrid());
-    StaticConfig config;
-    config.max_prompt_len = 24;
-    config.min_response_len = 24;
-    config.prefill_chunk = 8;
-    config.generate_variants = {16, 32, 48};
-    ThreadPool pool(2);
-    StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
-    const std::vector<int32_t> prompt = test_prompt(17, 3);
-    const GreedyTrace want = dynamic_greedy(*model, prompt, 30, 2, {}, config.capacity());
-    expect_same_traces(static_greedy(runner, 0, prompt, 30), want);
+    testing::expect_golden_file_runs_statically(*model);
   }
   EXPECT_EQ(files, 4);  // qwen35 (two shapes), qwen35moe, qwen3next
 }

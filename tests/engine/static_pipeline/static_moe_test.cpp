@@ -17,7 +17,6 @@ namespace {
 using testing::dynamic_greedy;
 using testing::expect_same_traces;
 using testing::GreedyTrace;
-using testing::same_bits;
 using testing::static_greedy;
 using testing::test_prompt;
 
@@ -43,25 +42,8 @@ TEST(StaticMoe, Qwen3MoeSameLogitsBitsAsDynamicThroughChunksAndVariants) {
 TEST(StaticMoe, TwoSlotsWithQuantizedKvEqualDynamic) {
   const auto model = qwen3moe();
   const KvFormat kv{KvDtype::F16, KvDtype::Int8};
-  const StaticConfig config = testing::small_static_config(2, kv);
-  ThreadPool pool(3);
-  StaticRunner runner(*model, pool, compile_plans(*model, config, 3));
-  const std::vector<int32_t> a = test_prompt(13, 1), b = test_prompt(6, 2);
-  const GreedyTrace want_a = dynamic_greedy(*model, a, 8, 3, kv, config.capacity());
-  const GreedyTrace want_b = dynamic_greedy(*model, b, 8, 3, kv, config.capacity());
-  std::vector<int32_t> ta{testing::argmax(runner.prefill(0, a))};
-  std::vector<int32_t> tb{testing::argmax(runner.prefill(1, b))};
-  const size_t n_vocab = size_t(model->config().n_vocab);
-  for (int i = 0; i < 8; ++i) {
-    const std::vector<int32_t> step = {ta.back(), tb.back()};
-    const std::span<const float> logits = runner.decode(step);
-    ASSERT_TRUE(same_bits(logits.first(n_vocab), want_a.logits[size_t(i) + 1])) << i;
-    ASSERT_TRUE(same_bits(logits.subspan(n_vocab, n_vocab), want_b.logits[size_t(i) + 1])) << i;
-    ta.push_back(testing::argmax(logits.first(n_vocab)));
-    tb.push_back(testing::argmax(logits.subspan(n_vocab, n_vocab)));
-  }
-  EXPECT_EQ(ta, want_a.tokens);
-  EXPECT_EQ(tb, want_b.tokens);
+  testing::expect_two_slots_equal_dynamic(*model, testing::small_static_config(2, kv), 3,
+                                          test_prompt(13, 1), test_prompt(6, 2), 8);
 }
 
 // The op set grew (moe_ffn, then the output gate): a plan file of version 3 is refused by name;
