@@ -25,6 +25,9 @@ std::unique_ptr<KvDiskTier> open_slots_disk_tier(const Model& model, const Engin
   if (model.tp() > 1)
     return open_disk_tier(model, o, format, o.block_size, 0,
                           "tensor-parallel ranks could restore a prefix in different steps");
+  if (model.config().hybrid())
+    return open_disk_tier(model, o, format, o.block_size, 0,
+                          "hybrid models keep no recurrent states in the slots' disk tier yet");
   return open_disk_tier(model, o, format, o.block_size, cache.run_bytes(o.block_size), "");
 }
 

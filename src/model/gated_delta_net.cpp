@@ -170,4 +170,13 @@ void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w
   matmul(w.out, s.out.data(), n, proj, pool, ms);
 }
 
+size_t gated_delta_net_scratch_bytes(const ModelConfig& c, const LinearAttentionWeights& w,
+                                     int64_t n_tokens) {
+  const MatmulOutput grouped[] = {{w.qkv}, {w.gate}, {w.beta_alpha}};
+  const MatmulOutput tiled[] = {{w.qkv}, {w.gate}, {w.beta}, {w.alpha}};
+  const size_t in = c.linear.grouped_heads ? matmul_batch_scratch_bytes(grouped, n_tokens)
+                                           : matmul_batch_scratch_bytes(tiled, n_tokens);
+  return std::max(in, matmul_scratch_bytes(w.out, n_tokens));
+}
+
 }  // namespace kvforge

@@ -74,4 +74,9 @@ void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w
                            const LinearAttentionStep& step, KvStore& kv, GatedDeltaNetScratch& s,
                            ThreadPool& pool, MatmulScratch& ms, float* proj);
 
+// Bytes of MatmulScratch::activations gated_delta_net_block needs over
+// n_tokens tokens (for reserving up front: the static plans).
+size_t gated_delta_net_scratch_bytes(const ModelConfig& c, const LinearAttentionWeights& w,
+                                     int64_t n_tokens);
+
 }  // namespace kvforge

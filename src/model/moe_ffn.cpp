@@ -239,6 +239,20 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
   if (m.n_ff_shexp > 0) add_shared_expert(c, w, xn, n_tokens, out, s, pool, ms);
 }
 
+size_t moe_ffn_scratch_bytes(const ModelConfig& c, const MoeWeights& w, int64_t n_tokens) {
+  const int64_t pairs = n_tokens * c.moe.n_expert_used;
+  const MatmulOutput gate_up[] = {{w.gate[0]}, {w.up[0]}};  // all experts share their types
+  size_t bytes = std::max({matmul_scratch_bytes(w.router, n_tokens),
+                           matmul_batch_scratch_bytes(gate_up, pairs),
+                           matmul_scratch_bytes(w.down[0], pairs)});
+  if (c.moe.n_ff_shexp > 0) {
+    const MatmulOutput shared[] = {{w.shared_gate_inp}, {w.shared_gate}, {w.shared_up}};
+    bytes = std::max({bytes, matmul_batch_scratch_bytes(shared, n_tokens),
+                      matmul_scratch_bytes(w.shared_down, n_tokens)});
+  }
+  return bytes;
+}
+
 std::vector<WeightView> expert_slabs(GgmlType type, const void* data, int64_t n, int64_t rows,
                                      int64_t cols) {
   const size_t slab = row_bytes(type, size_t(cols)) * size_t(rows);

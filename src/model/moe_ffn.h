@@ -61,4 +61,9 @@ struct MoeScratch {
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
              float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms);
 
+// Bytes of MatmulScratch::activations moe_ffn needs over n_tokens tokens
+// whatever their routing: every expert product converts at most the step's
+// n_tokens * k grouped rows (for reserving up front: the static plans).
+size_t moe_ffn_scratch_bytes(const ModelConfig& c, const MoeWeights& w, int64_t n_tokens);
+
 }  // namespace kvforge

@@ -59,7 +59,8 @@ void variant_step_times(const BenchStaticFlags& f, const Model& model, StaticRun
   if (ctx < 1 || ctx > runner.config().max_prompt_len || ctx >= runner.capacity())
     throw std::invalid_argument("--context " + std::to_string(ctx) +
                                 " must be in [1, max-prompt-len] and below the capacity");
-  runner.prefill(0, bench_prompt(ctx, model.config().n_vocab));
+  const std::vector<int32_t> prompt = bench_prompt(ctx, model.config().n_vocab);
+  runner.prefill(0, prompt);
   const int32_t token[1] = {3};
   std::printf("\ndecode step at context %d, per generate variant (median of %d):\n", ctx, f.reps);
   std::printf("  %-10s %12s %10s\n", "KV length", "ms/step", "vs smallest");
@@ -68,7 +69,12 @@ void variant_step_times(const BenchStaticFlags& f, const Model& model, StaticRun
   for (size_t v = runner.variant_for(ctx + 1); v < lens.size(); ++v) {
     std::vector<double> times;
     for (int r = 0; r < f.reps + 2; ++r) {
-      runner.truncate(0, ctx);
+      if (runner.state_intact(0, ctx)) {
+        runner.truncate(0, ctx);
+      } else {  // a hybrid model's recurrent states cannot be cut back: fill the slot again
+        runner.release(0);
+        runner.prefill(0, prompt);
+      }
       const auto t0 = Clock::now();
       runner.decode_with_variant(token, v);
       if (r >= 2) times.push_back(ms_since(t0));  // two warm-up steps

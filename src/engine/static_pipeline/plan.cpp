@@ -9,28 +9,31 @@ using R = BufferRole;
 constexpr OperandRole kMasks[] = {{R::AttnMask}};
 constexpr OperandRole kEmbed[] = {{R::X}, {R::CosSin}, {R::CosSin, true}};
 constexpr OperandRole kNorm[] = {{R::X}, {R::Xn}};
-constexpr OperandRole kAttentionIn[] = {{R::Xn}, {R::CosSin}, {R::Q}, {R::K}, {R::V}};
+constexpr OperandRole kAttentionIn[] = {{R::Xn}, {R::CosSin}, {R::Q},
+                                        {R::K},  {R::V},      {R::AttnGate, true}};
 constexpr OperandRole kAttend[] = {{R::Q}, {R::K}, {R::V}, {R::AttnMask}, {R::Attn}};
 constexpr OperandRole kWindowAttend[] = {{R::Q}, {R::K}, {R::V}, {R::Staged}, {R::Attn}};
-constexpr OperandRole kAttentionOut[] = {{R::Attn}, {R::Proj}};
+constexpr OperandRole kAttentionOut[] = {{R::Attn}, {R::Proj}, {R::AttnGate, true}};
 constexpr OperandRole kResidualNorm[] = {{R::Proj}, {R::X}, {R::Xn, true}};
 constexpr OperandRole kFfn[] = {{R::Xn}, {R::Gate}, {R::Up}, {R::Proj}};
 constexpr OperandRole kLogits[] = {{R::X}, {R::OutXn}, {R::Logits}};
+constexpr OperandRole kMoeFfn[] = {{R::Xn}, {R::Proj}};
+constexpr OperandRole kLinearAttention[] = {{R::Xn}, {R::Proj}};
 
 }  // namespace
 
 std::span<const OperandRole> op_roles(OpCode code) {
   static constexpr std::span<const OperandRole> kRoles[kOpCodeCount] = {
-      kMasks,        kEmbed,        kNorm,         kAttentionIn, kAttend,
-      kWindowAttend, kAttentionOut, kResidualNorm, kFfn,         kLogits};
+      kMasks,        kEmbed,        kNorm, kAttentionIn, kAttend, kWindowAttend,
+      kAttentionOut, kResidualNorm, kFfn,  kLogits,      kMoeFfn, kLinearAttention};
   const int i = int(code);
   return i >= 0 && i < kOpCodeCount ? kRoles[i] : std::span<const OperandRole>();
 }
 
 const char* op_name(OpCode code) {
   static const char* const kNames[kOpCodeCount] = {
-      "masks",         "embed",         "norm",          "attention_in", "attend",
-      "window_attend", "attention_out", "residual_norm", "ffn",          "logits"};
+      "masks",         "embed",         "norm", "attention_in", "attend",  "window_attend",
+      "attention_out", "residual_norm", "ffn",  "logits",       "moe_ffn", "linear_attention"};
   const int i = int(code);
   return i >= 0 && i < kOpCodeCount ? kNames[i] : "invalid";
 }
@@ -49,7 +52,8 @@ const char* role_name(BufferRole role) {
                                        "gate",
                                        "up",
                                        "logit rows",
-                                       "logits"};
+                                       "logits",
+                                       "output gate"};
   return kNames[int(role)];
 }
 

@@ -30,7 +30,8 @@ namespace kvforge {
 enum class PlanKind : uint8_t { Prefill = 0, Generate = 1 };
 
 // One op per step of the forward pass's layer walk (model/layer_walk.h),
-// run through the shared block steps (model/block_steps.h); only Masks,
+// run through the shared block steps (model/block_steps.h) and the FFN the
+// forward pass runs (dense or model/moe_ffn.h); only Masks,
 // Attend and WindowAttend are the static pipeline's own (its cache, mask
 // and rings). An op's operands are buffer ids in the order of its roles
 // (op_roles), each role fixing the buffer's size:
@@ -41,17 +42,23 @@ enum class OpCode : uint8_t {
   Masks = 0,
   Embed = 1,         // x, cos_sin, cos_sin of the second RoPE table (kNoBuffer with one)
   Norm = 2,          // x → xn by the layer's `norm`
-  AttentionIn = 3,   // xn, cos_sin of the layer's table → q, k, v
+  AttentionIn = 3,   // xn, cos_sin of the layer's table → q, k, v (and the output gate)
   Attend = 4,        // q, k, v, attn_mask → attn: K/V written, then masked attention
+                     // (with sinks: attend_queries over exactly [0, pos], no mask)
   WindowAttend = 5,  // q, k, v, staged → attn: see below
-  AttentionOut = 6,  // attn → proj
+  AttentionOut = 6,  // attn (gated by the output gate) → proj
   // proj, x → x += post(proj) and xn = next(x) (`norm` the post norm, `next_norm` of
   // `next_layer` the next; kNoNorm and xn kNoBuffer after the last layer)
   ResidualNorm = 7,
-  Ffn = 8,     // xn → gate, up (its scratch) → proj
-  Logits = 9,  // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
+  Ffn = 8,      // xn → gate, up (its scratch) → proj
+  Logits = 9,   // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
+  MoeFfn = 10,  // xn → proj: the mixture-of-experts FFN (model/moe_ffn.h), its routing
+                // scratch the executor's own (sized for the plan's rows once)
+  // xn → proj: a hybrid model's Gated DeltaNet layer over its valid rows, each
+  // slot's recurrent state in the cache (static_linear_attention.h)
+  LinearAttention = 11,
 };
-inline constexpr int kOpCodeCount = 10;
+inline constexpr int kOpCodeCount = 12;
 // WindowAttend: a sliding-window layer's cache is a ring of `window`
 // positions that a prefill chunk's writes would overwrite before its earlier
 // rows have read them, so its rows' K/V are staged as the cache's head
@@ -65,7 +72,7 @@ enum class BufferRole : uint8_t {
   X,         // [rows][n_embd] f32 the residual stream
   Xn,        // [rows][n_embd] f32 normalised
   CosSin,    // [rows][rope_dim] f32 RoPE angles of one table
-  Q,         // [rows][q_dim] f32
+  Q,         // [rows][q_dim] f32 ([rows][2 q_dim] with attn_gate: attention_input's query | gate)
   K,         // [rows][kv_dim] f32
   V,         // [rows][kv_dim] f32
   AttnMask,  // [rows][kv_len] bytes
@@ -76,13 +83,14 @@ enum class BufferRole : uint8_t {
   Up,        // [rows][n_ff] f32
   OutXn,     // [n_logit_rows][n_embd] f32 the logit rows, final-normed
   Logits,    // [n_logit_rows][n_vocab] f32, the plan's output
+  AttnGate,  // [rows][q_dim] f32 the output gate of attn_gate models (qwen35)
 };
-inline constexpr int kMaxOperands = 5;
+inline constexpr int kMaxOperands = 6;
 inline constexpr uint16_t kNoBuffer = 0xFFFF;
 inline constexpr uint8_t kNoNorm = 0xFF;
 
 // An op's operand roles, in order; an optional one may be kNoBuffer (Embed's
-// second table, ResidualNorm's xn).
+// second table, ResidualNorm's xn, the output gate without attn_gate).
 struct OperandRole {
   BufferRole role;
   bool optional = false;
@@ -98,8 +106,8 @@ struct PlanOp {
   int16_t layer = -1;           // -1 for ops outside the layers
   int16_t next_layer = -1;      // ResidualNorm: next_norm's layer
   int32_t rows = 0;             // the plan's rows; n_logit_rows for Logits
-  std::array<uint16_t, kMaxOperands> buffers = {kNoBuffer, kNoBuffer, kNoBuffer, kNoBuffer,
-                                                kNoBuffer};  // in op_roles order
+  std::array<uint16_t, kMaxOperands> buffers = {kNoBuffer, kNoBuffer, kNoBuffer,
+                                                kNoBuffer, kNoBuffer, kNoBuffer};  // op_roles order
   bool operator==(const PlanOp&) const = default;
 };
 

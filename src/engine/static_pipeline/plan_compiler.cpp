@@ -97,26 +97,22 @@ class PlanRecorder {
            .buffers = operands({x_, xn_})});
   }
   void linear_attention_block(int l) {
-    throw std::invalid_argument(c_.arch_name + ": static plans do not record linear-attention " +
-                                "layers yet (layer " + std::to_string(l) + ")");
+    proj_ = b_.buffer(prefix(l) + "linear_out", BufferRole::Proj);
+    b_.op(
+        {.code = OpCode::LinearAttention, .layer = int16_t(l), .buffers = operands({xn_, proj_})});
   }
   void attention_input(int l) {
-    if (c_.attn_gate)
-      throw std::invalid_argument(c_.arch_name +
-                                  ": static plans do not record gated attention yet");
     q_ = b_.buffer(prefix(l) + "q", BufferRole::Q);
     k_ = b_.buffer(prefix(l) + "k", BufferRole::K);
     v_ = b_.buffer(prefix(l) + "v", BufferRole::V);
+    gate_ = c_.attn_gate ? b_.buffer(prefix(l) + "attn_gate", BufferRole::AttnGate) : kNoBuffer;
     b_.op({.code = OpCode::AttentionIn,
            .layer = int16_t(l),
-           .buffers = operands({xn_, cos_sin_[m_.rope_index(l)], q_, k_, v_})});
+           .buffers = operands({xn_, cos_sin_[m_.rope_index(l)], q_, k_, v_, gate_})});
   }
   // Full layers write K/V then attend over the mask; a window's ring is
   // written only after its rows attended their staged records (plan.h).
   void attend(int l) {
-    if (!m_.weights().layers[size_t(l)].attn_sinks.empty())
-      throw std::invalid_argument(c_.arch_name + ": --static is not supported yet with attention " +
-                                  "sinks (layer " + std::to_string(l) + ")");
     attn_ = b_.buffer(prefix(l) + "attn", BufferRole::Attn);
     if (c_.window(l) == 0)
       return b_.op({.code = OpCode::Attend,
@@ -129,7 +125,9 @@ class PlanRecorder {
   }
   void attention_output(int l) {
     proj_ = b_.buffer(prefix(l) + "attn_out", BufferRole::Proj);
-    b_.op({.code = OpCode::AttentionOut, .layer = int16_t(l), .buffers = operands({attn_, proj_})});
+    b_.op({.code = OpCode::AttentionOut,
+           .layer = int16_t(l),
+           .buffers = operands({attn_, proj_, gate_})});
   }
   void residual_then_norm(LayerNorm post, int l, LayerNorm next, int next_layer) {
     xn_ = b_.buffer(prefix(next_layer) + (next == LayerNorm::Attn ? "attn_in" : "ffn_in"),
@@ -147,7 +145,13 @@ class PlanRecorder {
            .layer = int16_t(l),
            .buffers = operands({proj_, x_})});
   }
+  // A mixture of experts records one op: its routing scratch is the executor's.
   void ffn_block(int l) {
+    if (c_.moe.n_expert > 0) {
+      proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
+      return b_.op(
+          {.code = OpCode::MoeFfn, .layer = int16_t(l), .buffers = operands({xn_, proj_})});
+    }
     const uint16_t gate = b_.buffer(prefix(l) + "gate", BufferRole::Gate);
     const uint16_t up = b_.buffer(prefix(l) + "up", BufferRole::Up);
     proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
@@ -176,6 +180,7 @@ class PlanRecorder {
   uint16_t x_ = kNoBuffer;   // the residual stream
   uint16_t xn_ = kNoBuffer;  // the last norm's output
   uint16_t q_ = kNoBuffer, k_ = kNoBuffer, v_ = kNoBuffer, attn_ = kNoBuffer;
+  uint16_t gate_ = kNoBuffer;                     // the output gate (attn_gate models)
   uint16_t proj_ = kNoBuffer;                     // the last block's output
   uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // per RoPE table
   uint16_t attn_mask_ = kNoBuffer;
@@ -199,9 +204,6 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   // This rank's heads and FFN rows (all of them on one process); the logits
   // buffer holds the whole vocabulary (rank_config keeps n_vocab).
   const ModelConfig& c = model.rank_config();
-  if (c.moe.n_expert > 0)
-    throw std::invalid_argument(c.arch_name +
-                                ": --static is not supported yet for mixture-of-experts models");
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

@@ -24,7 +24,7 @@ class PlanRun {
  public:
   PlanRun(const Model& model, Communicator& comm, const Plan& plan, const PlanInputs& in,
           StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
-          TpExchange& tp)
+          TpExchange& tp, MoeScratch& moe, StaticLinearAttention* linear)
       : m_(model),
         c_(model.rank_config()),
         p_(plan),
@@ -32,6 +32,8 @@ class PlanRun {
         cache_(cache),
         arena_(arena),
         pool_(pool),
+        moe_(moe),
+        linear_(linear),
         env_{model, comm, pool, scratch, tp, nullptr} {}
 
   float* f32(uint16_t b) const { return reinterpret_cast<float*>(arena_ + p_.buffers[b].offset); }
@@ -48,6 +50,7 @@ class PlanRun {
   void attend(const PlanOp& op) {
     const auto& b = op.buffers;
     kv_write(op.layer, b[1], b[2]);
+    if (c_.attn_sinks) return sink_attention(op.layer, b[0], b[4]);
     attention(op.layer, b[0], b[3], b[4]);
   }
 
@@ -75,9 +78,9 @@ class PlanRun {
         return norm_rows(env_, layer_norm_weight(m_, LayerNorm(op.norm), l), buf(0), p_.rows,
                          buf(1));
       case OpCode::AttentionIn:
-        return attention_input(env_, l, buf(0), buf(1), p_.rows, {buf(2), buf(3), buf(4)});
+        return attention_input(env_, l, buf(0), buf(1), p_.rows, {buf(2), buf(3), buf(4), buf(5)});
       case OpCode::AttentionOut:
-        return attention_output(env_, l, buf(0), nullptr, p_.rows, buf(1));
+        return attention_output(env_, l, buf(0), buf(2), p_.rows, buf(1));
       case OpCode::ResidualNorm: {
         const std::vector<float>* next =
             op.next_norm == kNoNorm
@@ -88,6 +91,11 @@ class PlanRun {
       }
       case OpCode::Ffn:
         return dense_ffn(env_, l, buf(0), p_.rows, buf(1), buf(2), buf(3));
+      case OpCode::LinearAttention:
+        return linear_->run(env_, l, buf(0), in_.positions, in_.slots, in_.valid, cache_, buf(1));
+      case OpCode::MoeFfn:  // padding rows are routed too: each row's experts are its own
+        return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, buf(0), p_.rows, buf(1), moe_, pool_,
+                       env_.matmul);
       case OpCode::Logits:
         return output_logits(env_, buf(0), in_.logit_rows, buf(1), false, buf(2));
       default:
@@ -164,7 +172,6 @@ class PlanRun {
     const uint8_t* k_records = bytes(staged_records);
     const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
     const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
-    const Scoring scoring{c_.attn_scale, c_.attn_softcap};
     const size_t q_dim = size_t(c_.q_dim());
     const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
     for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
@@ -186,7 +193,31 @@ class PlanRun {
       staged.n = pos - run_first + 1;
       const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
       attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
-                     h / c_.gqa_group(), c_.head_dim, format, scoring, out, q_dim, scratch);
+                     h / c_.gqa_group(), c_.head_dim, format, scoring(layer, h), out, q_dim,
+                     scratch);
+    });
+  }
+
+  // Query head h's scoring in `layer`: scale, soft-cap and its sink (gpt-oss).
+  Scoring scoring(int layer, int h) const {
+    const std::vector<float>& sinks = m_.weights().layers[size_t(layer)].attn_sinks;  // [n_head]
+    return {c_.attn_scale, c_.attn_softcap, sinks.empty() ? nullptr : sinks.data() + h};
+  }
+
+  // A full layer with sinks: each row over exactly its positions [0, pos]
+  // (filled: a slot's valid part is a prefix), through attend_queries as the
+  // dynamic pass reads them, since the masked kernel has no sink term.
+  void sink_attention(int layer, uint16_t q, uint16_t attn) {
+    const KvFormat format = cache_.format();
+    const size_t q_dim = size_t(c_.q_dim());
+    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
+    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const KeyRange keys{0, in_.positions[t] + 1};
+      const KvSpan span = cache_.span(layer, in_.slots[t], keys.end);
+      const KvView kv{&span, 1, 0};
+      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
+                     h / c_.gqa_group(), c_.head_dim, format, scoring(layer, h), out, q_dim,
+                     scratch);
     });
   }
 
@@ -231,7 +262,9 @@ class PlanRun {
   StaticKvCache& cache_;
   uint8_t* arena_;
   ThreadPool& pool_;
-  const StepEnv env_;  // the shared steps run with the caller's scratch, untimed
+  MoeScratch& moe_;
+  StaticLinearAttention* linear_;  // hybrid models only
+  const StepEnv env_;              // the shared steps run with the caller's scratch, untimed
 };
 
 // One op of a plan: the static pipeline's own (masks, attention over its
@@ -257,7 +290,10 @@ void run_op(PlanRun& run, const PlanOp& op) {
 
 PlanExecutor::PlanExecutor(const Model& model, Communicator& comm, const Plan& plan,
                            int32_t n_threads)
-    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {}
+    : model_(model), comm_(comm), plan_(plan), n_threads_(n_threads) {
+  moe_.reserve(model.rank_config(), plan.rows);
+  if (model.rank_config().hybrid()) linear_.emplace(model.rank_config(), plan.rows);
+}
 
 void PlanExecutor::check_inputs(const PlanInputs& in, const StaticKvCache& cache, uint8_t* arena,
                                 const MatmulScratch& scratch, const ThreadPool& pool) const {
@@ -324,7 +360,8 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_);
+  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_, moe_,
+              linear_ ? &*linear_ : nullptr);
   for (const PlanOp& op : plan_.ops) run_op(run, op);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};
 }

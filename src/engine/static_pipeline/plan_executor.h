@@ -6,8 +6,9 @@
 // window), so static and dynamic results are the same bits.
 //
 // Nothing is allocated per run: activations live in the caller's arena at
-// the plan's offsets, and the
-// matmul scratch is reserved by the caller to the plan's size. Tensor
+// the plan's offsets (but the mixture-of-experts scratch, the executor's own,
+// reserved once), and the matmul scratch is reserved by the caller to the
+// plan's size. Tensor
 // parallel (model.tp() > 1): a plan compiled for this rank's share computes
 // its heads and FFN rows; attention output, FFN down and the logits are
 // gathered from every rank as the dynamic forward pass gathers them (the
@@ -15,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,8 +24,10 @@
 #include "core/threadpool.h"
 #include "engine/static_pipeline/plan.h"
 #include "engine/static_pipeline/static_kv_cache.h"
+#include "engine/static_pipeline/static_linear_attention.h"
 #include "model/forward_steps.h"
 #include "model/model.h"
+#include "model/moe_ffn.h"
 
 namespace kvforge {
 
@@ -67,6 +71,13 @@ class PlanExecutor {
   const Plan& plan_;
   int32_t n_threads_;
   mutable TpExchange tp_;  // run() is const: the buffers are scratch, not state
+  // The mixture-of-experts FFN's routing and grouped rows, reserved for the
+  // plan's rows at construction (its shapes follow the routing, so they are
+  // not arena buffers); empty for dense models.
+  mutable MoeScratch moe_;
+  // The linear-attention layers' gathered rows and scratch (hybrid models),
+  // also reserved for the plan's rows at construction.
+  mutable std::optional<StaticLinearAttention> linear_;
 };
 
 }  // namespace kvforge

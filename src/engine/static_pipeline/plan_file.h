@@ -2,9 +2,10 @@
 // starts without compiling, the way an NPU runtime loads a compiled blob.
 //
 // Layout (little-endian; every count bounded by the bytes that remain):
-//   magic "KVFPLAN\0", u32 version (3; 2 held the fine-grained ops of 18
-//   codes before the plan recorded the forward pass's steps, 1 also lacked
-//   the sliding-window layers)
+//   magic "KVFPLAN\0", u32 version (5; 4 had 5 operands per op, without the
+//   output gate of gated attention; 3 lacked the mixture-of-experts op,
+//   2 held the fine-grained ops of 18 codes before the plan recorded the
+//   forward pass's steps, 1 also lacked the sliding-window layers)
 //   u64 model fingerprint, u64 configuration fingerprint
 //   configuration: i32 max_prompt_len, i32 min_response_len, i32 prefill_chunk,
 //                  u32 n_variants, i32 variants[n], i32 slots, u8 K dtype, u8 V dtype
@@ -16,7 +17,7 @@
 //     u16 row runs buffer (0xFFFF without sliding-window layers),
 //     u32 n_buffers, per buffer: u16 name length, name, u64 offset, u64 bytes
 //     u32 n_ops, per op: u8 code, u8 norm, u8 next_norm, i16 layer, i16 next_layer,
-//                        i32 rows, u16 buffers[5] (plan.h)
+//                        i32 rows, u16 buffers[6] (plan.h)
 //     u32 n_split, i32 split[n]
 //   u64 FNV-1a 64 checksum of every byte before it
 //
@@ -40,7 +41,7 @@
 
 namespace kvforge {
 
-inline constexpr uint32_t kPlanFileVersion = 3;
+inline constexpr uint32_t kPlanFileVersion = 5;
 
 std::vector<uint8_t> serialize_plans(const PlanSet& set);
 // Structure only (no model at hand): throws PlanError prefixed with `name`.

@@ -7,7 +7,9 @@
 #include "core/ops/attention.h"
 #include "engine/static_pipeline/memory_planner.h"
 #include "model/block_steps.h"
+#include "model/gated_delta_net.h"
 #include "model/layer_walk.h"
+#include "model/moe_ffn.h"
 
 namespace kvforge {
 namespace {
@@ -35,7 +37,6 @@ class PlanChecker {
       : p_(plan), m_(model), c_(model.rank_config()), n_threads_(n_threads) {}
 
   void run() {
-    check_support();
     check_shape();
     required_.assign(p_.buffers.size(), 0);
     roles_.assign(p_.buffers.size(), kNoRole);
@@ -55,14 +56,6 @@ class PlanChecker {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw PlanError("plan " + p_.label() + ": " + what);
-  }
-
-  // What compile_plan refuses, a plan file cannot bring in.
-  void check_support() const {
-    bool sinks = false;
-    for (const LayerWeights& w : m_.weights().layers) sinks |= !w.attn_sinks.empty();
-    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid() || sinks)
-      fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
   void check_shape() {
@@ -144,7 +137,14 @@ class PlanChecker {
         return expect_norm(where, op.norm, op.layer, false);
       case OpCode::ResidualNorm:
         return check_residual(where, op);
+      case OpCode::LinearAttention:
+        if (!c_.recurrent(op.layer))
+          fail(where + ": layer " + std::to_string(op.layer) + " is an attention layer");
+        ++layers_[size_t(op.layer)].linear;
+        return;
       case OpCode::AttentionIn:
+        expect_recurrent(where, op.layer, false);
+        expect_gate(where, op.buffers[5]);
         ++layers_[size_t(op.layer)].inputs;
         if (op.buffers[1] != cos_sin_[m_.rope_index(op.layer)])
           fail(where + ": layer " + std::to_string(op.layer) +
@@ -153,13 +153,20 @@ class PlanChecker {
         return;
       case OpCode::Attend:
       case OpCode::WindowAttend:
+        expect_recurrent(where, op.layer, false);
         expect_window(where, op.layer, op.code == OpCode::WindowAttend);
         ++layers_[size_t(op.layer)].attentions;
         return;
       case OpCode::AttentionOut:
+        expect_recurrent(where, op.layer, false);
+        expect_gate(where, op.buffers[2]);
         ++layers_[size_t(op.layer)].outputs;
         return;
       case OpCode::Ffn:
+      case OpCode::MoeFfn:
+        if ((op.code == OpCode::MoeFfn) != (c_.moe.n_expert > 0))
+          fail(where + ": layer " + std::to_string(op.layer) + " has a " +
+               (c_.moe.n_expert > 0 ? "mixture-of-experts" : "dense") + " FFN");
         ++layers_[size_t(op.layer)].ffns;
         return;
       case OpCode::Logits:
@@ -207,6 +214,20 @@ class PlanChecker {
            std::to_string(have) + " values, the op needs " + std::to_string(c_.n_embd));
   }
 
+  // Attention ops only on attention layers (LinearAttention checks the converse).
+  void expect_recurrent(const std::string& where, int layer, bool recurrent) const {
+    if (c_.recurrent(layer) != recurrent)
+      fail(where + ": layer " + std::to_string(layer) + " is a linear-attention layer");
+  }
+
+  // An output gate exactly for attn_gate models.
+  void expect_gate(const std::string& where, uint16_t gate) const {
+    if ((gate != kNoBuffer) != c_.attn_gate)
+      fail(where + ": " +
+           (c_.attn_gate ? "no output gate for a model with gated attention"
+                         : "an output gate the model does not have"));
+  }
+
   // Full attention reads the layer's cache as one span of the capacity, a
   // window as a ring: the op must be the layer's kind.
   void expect_window(const std::string& where, int layer, bool windowed) const {
@@ -225,6 +246,14 @@ class PlanChecker {
     for (int l = 0; l < c_.n_layer; ++l) {
       const LayerOps& ops = layers_[size_t(l)];
       const std::string where = "layer " + std::to_string(l) + ": ";
+      // A linear-attention layer: one op instead of the attention's three
+      // (which check_step refuses on it).
+      if (c_.recurrent(l)) {
+        if (ops.linear != 1 || ops.ffns != 1)
+          fail(where + std::to_string(ops.linear) + " linear-attention and " +
+               std::to_string(ops.ffns) + " FFN ops, expected 1 each");
+        continue;
+      }
       if (ops.attentions != 1)
         fail(where + std::to_string(ops.attentions) + " attention ops, expected 1");
       if (ops.inputs != 1 || ops.outputs != 1 || ops.ffns != 1)
@@ -267,7 +296,7 @@ class PlanChecker {
   std::vector<uint8_t> roles_;      // [buffers] the BufferRole of its first use
   uint64_t matmul_scratch_ = 0;
   struct LayerOps {
-    int inputs = 0, attentions = 0, outputs = 0, ffns = 0;
+    int inputs = 0, attentions = 0, outputs = 0, ffns = 0, linear = 0;
   };
   std::vector<LayerOps> layers_;  // [n_layer]
   int mask_ops_ = 0, embed_ops_ = 0, logits_ops_ = 0;
@@ -312,7 +341,9 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
     case BufferRole::CosSin:
       return r * uint64_t(c.rope_dim) * f;
     case BufferRole::Q:
+      return r * uint64_t(c.q_dim()) * (c.attn_gate ? 2 : 1) * f;
     case BufferRole::Attn:
+    case BufferRole::AttnGate:
       return r * uint64_t(c.q_dim()) * f;
     case BufferRole::K:
     case BufferRole::V:
@@ -333,9 +364,10 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
 }
 
 uint64_t attention_scratch_bytes(const Plan& plan, const ModelConfig& c) {
-  // attend_queries (WindowAttend) needs the larger scratch.
-  const uint64_t per_thread = c.sliding_window > 0 ? attention_queries_scratch_floats(c.head_dim)
-                                                   : attention_scratch_floats(c.head_dim);
+  // attend_queries (WindowAttend, and Attend with sinks) needs the larger scratch.
+  const uint64_t per_thread = c.sliding_window > 0 || c.attn_sinks
+                                  ? attention_queries_scratch_floats(c.head_dim)
+                                  : attention_scratch_floats(c.head_dim);
   return uint64_t(plan.attention_split.size() - 1) * per_thread * sizeof(float);
 }
 
@@ -349,6 +381,12 @@ uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op) {
       return matmul_step_scratch_bytes(model, MatmulStep::DenseFfn, op.layer, op.rows);
     case OpCode::Logits:
       return matmul_step_scratch_bytes(model, MatmulStep::OutputLogits, -1, op.rows);
+    case OpCode::LinearAttention:
+      return gated_delta_net_scratch_bytes(
+          model.rank_config(), model.weights().layers[size_t(op.layer)].linear, op.rows);
+    case OpCode::MoeFfn:
+      return moe_ffn_scratch_bytes(model.rank_config(),
+                                   model.weights().layers[size_t(op.layer)].moe, op.rows);
     default:
       return 0;
   }

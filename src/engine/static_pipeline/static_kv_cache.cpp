@@ -7,10 +7,12 @@
 namespace kvforge {
 namespace {
 
-// `config` with only `n_layer` layers: the shape of one group's records.
+// `config` with only `n_layer` attention layers: the shape of one group's
+// records (the recurrent states are the cache's own pool).
 ModelConfig group_config(const ModelConfig& config, int n_layer) {
   ModelConfig g = config;
   g.n_layer = n_layer;
+  g.recurrent_layers.clear();
   return g;
 }
 
@@ -18,7 +20,11 @@ ModelConfig group_config(const ModelConfig& config, int n_layer) {
 
 StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_t slots,
                              KvFormat format)
-    : n_layer_(config.n_layer), capacity_(capacity), slots_(slots), format_(format) {
+    : n_layer_(config.n_layer),
+      capacity_(capacity),
+      slots_(slots),
+      format_(format),
+      states_(config, slots) {
   if (capacity <= 0 || slots <= 0)
     throw std::invalid_argument("StaticKvCache: capacity " + std::to_string(capacity) +
                                 " and slots " + std::to_string(slots) + " must be positive");
@@ -26,7 +32,7 @@ StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_
   for (int l = 0; l < n_layer_; ++l) {
     const int32_t w = config.window(l);
     windows_.push_back(w);
-    group_index_.push_back(w > 0 ? n_ring++ : n_full++);
+    group_index_.push_back(config.recurrent(l) ? -1 : w > 0 ? n_ring++ : n_full++);
     if (w > 0) ring_ = std::min(w, capacity);
   }
   if (n_full > 0) full_.emplace(group_config(config, n_full), capacity, format, slots);
@@ -41,12 +47,15 @@ StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_
 }
 
 size_t StaticKvCache::bytes() const {
-  return (full_ ? full_->bytes() : 0) + (ring_kv_ ? ring_kv_->bytes() : 0) + mask_.size() +
-         tags_.size() * sizeof(int32_t);
+  return (full_ ? full_->bytes() : 0) + (ring_kv_ ? ring_kv_->bytes() : 0) + states_.bytes() +
+         mask_.size() + tags_.size() * sizeof(int32_t);
 }
 
 void StaticKvCache::check(int layer, int32_t slot, int32_t pos, int32_t max_pos,
                           const char* what) const {
+  if (layer >= 0 && layer < n_layer_ && group_index_[size_t(layer)] < 0)
+    throw std::logic_error("static KV cache: " + std::string(what) + " layer " +
+                           std::to_string(layer) + ", a linear-attention layer (it holds no K/V)");
   if (layer < 0 || layer >= n_layer_ || slot < 0 || slot >= slots_ || pos < 0 || pos > max_pos)
     throw std::out_of_range(
         std::string("static KV cache: ") + what + " layer " + std::to_string(layer) + ", slot " +
@@ -163,6 +172,7 @@ bool StaticKvCache::holds(int32_t slot, int32_t first, int32_t n) const {
 void StaticKvCache::poison_unfilled(uint8_t byte) {
   for (int l = 0; l < n_layer_; ++l) {
     const int g = group_index_[size_t(l)];
+    if (g < 0) continue;
     for (int32_t s = 0; s < slots_; ++s) {
       if (windows_[size_t(l)] == 0) {
         for (int32_t p = 0; p < capacity_; ++p)
@@ -182,10 +192,10 @@ size_t StaticKvCache::run_bytes(int32_t n) const {
 
 void StaticKvCache::export_run(int32_t slot, int32_t first, int32_t n,
                                std::span<uint8_t> out) const {
-  if (ring_kv_ || !full_ || out.size() != run_bytes(n))
+  if (ring_kv_ || !full_ || states_.n_slots() > 0 || out.size() != run_bytes(n))
     throw std::logic_error("static KV cache: export_run of " + std::to_string(out.size()) +
                            " bytes, expected " + std::to_string(run_bytes(n)) +
-                           " (and no sliding-window layers)");
+                           " (and no sliding-window or recurrent layers)");
   if (first < 0 || first + n > length(slot))
     throw std::out_of_range("static KV cache: export_run of positions [" + std::to_string(first) +
                             ", " + std::to_string(first + n) + ") of slot " + std::to_string(slot) +
@@ -197,10 +207,10 @@ void StaticKvCache::export_run(int32_t slot, int32_t first, int32_t n,
 
 void StaticKvCache::import_run(int32_t slot, int32_t first, int32_t n,
                                std::span<const uint8_t> in) {
-  if (ring_kv_ || !full_ || in.size() != run_bytes(n))
+  if (ring_kv_ || !full_ || states_.n_slots() > 0 || in.size() != run_bytes(n))
     throw std::logic_error("static KV cache: import_run of " + std::to_string(in.size()) +
                            " bytes, expected " + std::to_string(run_bytes(n)) +
-                           " (and no sliding-window layers)");
+                           " (and no sliding-window or recurrent layers)");
   if (first != length(slot) || first + n > capacity_)
     throw std::out_of_range("static KV cache: import_run at " + std::to_string(first) +
                             " into slot " + std::to_string(slot) + " of length " +

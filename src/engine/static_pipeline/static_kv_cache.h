@@ -11,6 +11,9 @@
 //                   the capacity. Per ring cell a tag keeps the position it
 //                   holds ([n_ring][slots][ring] i32, -1 = none): a position
 //                   that a later one overwrote is never read as itself.
+//   linear-attention layers (hybrid models): no K/V; one recurrent state per
+//                   slot and layer instead (RecurrentStatePool: [slots][n_recurrent]
+//                   conv windows and delta-rule matrices), allocated with the rest.
 // Mask: [slots][capacity] bytes, 1 = position filled, shared by all layers.
 // The valid part of a slot is always a prefix [0, length); positions past it
 // keep whatever an earlier sequence left there, which the mask makes
@@ -30,6 +33,7 @@
 #include <vector>
 
 #include "engine/kv/contiguous_kv_cache.h"
+#include "engine/kv/recurrent_state_pool.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
 
@@ -42,8 +46,14 @@ class StaticKvCache final : public KvStore {
   int32_t capacity() const { return capacity_; }
   int32_t slots() const { return slots_; }
   KvFormat format() const override { return format_; }
-  // K/V records of both groups, the masks and the ring tags.
+  // K/V records of both groups, the recurrent states, the masks and the ring tags.
   size_t bytes() const;
+  // The state of `slot` in linear-attention layer `layer` (hybrid models).
+  RecurrentState recurrent_state(int layer, int32_t slot) override {
+    return states_.state(layer, slot);
+  }
+  // Recurrent-state bytes per slot (0 without linear-attention layers).
+  size_t state_bytes_per_slot() const { return states_.bytes_per_slot(); }
 
   // The sliding window of `layer` (0: full attention, stored at full capacity).
   int32_t window(int layer) const { return windows_[size_t(layer)]; }
@@ -89,7 +99,7 @@ class StaticKvCache final : public KvStore {
   // Positions [first, first + n) of `slot` in every layer, in the paged
   // pool's block layout ([n_layer] x (K [n_kv_head][n] records, then V)),
   // so the KV disk tier's files serve both engines. Models without sliding
-  // windows only (std::logic_error otherwise). import_run marks the
+  // windows or recurrent layers only (std::logic_error otherwise). import_run marks the
   // positions filled; [0, first) must be filled already.
   size_t run_bytes(int32_t n) const;
   void export_run(int32_t slot, int32_t first, int32_t n, std::span<uint8_t> out) const;
@@ -114,13 +124,15 @@ class StaticKvCache final : public KvStore {
   int32_t capacity_;
   int32_t slots_;
   KvFormat format_;
-  int32_t ring_ = 0;                          // positions per slot of every window layer
-  std::vector<int32_t> windows_;              // [n_layer] 0 = full attention
-  std::vector<int> group_index_;              // [n_layer] the layer's index in full_ or ring_kv_
+  int32_t ring_ = 0;              // positions per slot of every window layer
+  std::vector<int32_t> windows_;  // [n_layer] 0 = full attention
+  std::vector<int>
+      group_index_;  // [n_layer] the layer's index in full_ or ring_kv_ (-1: recurrent)
   std::optional<ContiguousKvCache> full_;     // [n_full][slots][n_kv_head][capacity] records
   std::optional<ContiguousKvCache> ring_kv_;  // [n_ring][slots][n_kv_head][ring] records
   std::vector<int32_t> tags_;                 // [n_ring][slots][ring] position held, -1 = none
   std::vector<uint8_t> mask_;                 // [slots][capacity] 1 = filled
+  RecurrentStatePool states_;                 // [slots] states of the recurrent layers
 };
 
 }  // namespace kvforge

@@ -213,8 +213,18 @@ void StaticRunner::truncate(int32_t slot, int32_t length) {
                            std::to_string(length) +
                            " positions would need positions its sliding-window ring of " +
                            std::to_string(cache_.ring_positions()) + " has overwritten");
+  if (!state_intact(slot, length))
+    throw std::logic_error("static runner: slot " + std::to_string(slot) + " truncated to " +
+                           std::to_string(length) + " of its " +
+                           std::to_string(lengths_[size_t(slot)]) +
+                           " positions: its linear-attention layers' recurrent states have "
+                           "folded in every position and cannot be cut back");
   cache_.truncate(slot, length);
   lengths_[size_t(slot)] = length;
+}
+
+bool StaticRunner::state_intact(int32_t slot, int32_t length) const {
+  return !model_.config().hybrid() || length == 0 || length == lengths_.at(size_t(slot));
 }
 
 }  // namespace kvforge

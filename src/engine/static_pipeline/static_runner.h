@@ -81,12 +81,18 @@ class StaticRunner {
 
   // Forgets positions [length, ...) of the slot (0 frees it). Throws
   // std::logic_error when the next position's sliding window reaches
-  // positions the ring no longer holds (see window_intact).
+  // positions the ring no longer holds (see window_intact), or when a hybrid
+  // model's recurrent states would have to be cut back (see state_intact).
   void truncate(int32_t slot, int32_t length);
   // Whether the slot, cut to `length` (≤ its length), still holds what the
   // sliding window of position `length` reads: always without windows; with
   // them, a ring of `window` positions only holds the last ones written.
   bool window_intact(int32_t slot, int32_t length) const;
+  // Whether the slot, cut to `length`, still has the recurrent states of its
+  // first `length` positions: always without linear-attention layers; with
+  // them only for 0 (a restart) or its whole length, since a state has folded
+  // in every position and cannot be cut back.
+  bool state_intact(int32_t slot, int32_t length) const;
   void release(int32_t slot) { truncate(slot, 0); }
   // Context shift: drops positions [first, first + drop) of the slot and moves
   // the later ones down in place (StaticKvCache::shift), nothing recomputed.

@@ -24,6 +24,9 @@ int32_t StaticSlotManager::reusable(int32_t index, std::span<const int32_t> prom
   if (prompt.size() - common > size_t(runner_.config().prefill_chunk)) return 0;
   // A sliding-window ring keeps only the last positions the slot wrote.
   if (!runner_.window_intact(index, int32_t(common))) return 0;
+  // A hybrid model's states hold the slot's whole length: only a prompt that
+  // continues all of it reuses the slot (its states are then exactly right).
+  if (!runner_.state_intact(index, int32_t(common))) return 0;
   return int32_t(common);
 }
 

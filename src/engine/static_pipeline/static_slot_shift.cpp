@@ -16,10 +16,10 @@ namespace kvforge {
 
 void StaticKvCache::shift(int32_t slot, int32_t first, int32_t drop, int32_t n,
                           std::span<const RopeTable* const> ropes) {
-  if (ring_ > 0)
+  if (ring_ > 0 || states_.n_slots() > 0)
     throw std::logic_error(
-        "static KV cache: a context shift needs a model without sliding-window "
-        "layers");
+        "static KV cache: a context shift needs a model without sliding-window or "
+        "linear-attention layers (a recurrent state cannot drop tokens)");
   if (slot < 0 || slot >= slots_ || first < 0 || drop < 0 || first + drop > n || n > capacity_ ||
       ropes.size() != size_t(n_layer_))
     throw std::out_of_range("static KV cache: shift of slot " + std::to_string(slot) + ", [" +

@@ -65,6 +65,35 @@ TEST(StaticAllocation, WindowedGemmaStepsAllocateNothing) {
   expect_steps_allocate_nothing(spec);
 }
 
+// The mixture-of-experts FFN: its routing scratch is reserved with the executors.
+TEST(StaticAllocation, MixtureOfExpertsStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  RandomModelSpec spec = testing::tiny_spec("qwen3moe", 8);
+  spec.n_expert = 8;
+  spec.n_expert_used = 2;
+  spec.n_ff_exp = 32;
+  expect_steps_allocate_nothing(spec);
+}
+
+// gpt-oss: sinks in windowed and full layers, experts with biases.
+TEST(StaticAllocation, GptOssStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  RandomModelSpec spec = testing::tiny_spec("gpt-oss", 8);
+  spec.sliding_window = 6;
+  expect_steps_allocate_nothing(spec);
+}
+
+// Hybrid: the Gated DeltaNet op's gathered rows and scratch are the executor's,
+// the states the cache's; the full layers' output gate an arena buffer.
+TEST(StaticAllocation, HybridStepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  for (const char* arch : {"qwen35", "qwen35moe"}) {
+    RandomModelSpec spec = testing::tiny_spec(arch, 8);
+    spec.n_layer = 4;
+    expect_steps_allocate_nothing(spec);
+  }
+}
+
 TEST(StaticAllocation, CompilingCountsPlans) {
   const auto model = testing::make_test_model(testing::tiny_spec());
   const uint64_t before = plans_compiled();

@@ -24,6 +24,7 @@ namespace kvforge {
 namespace {
 
 using testing::dynamic_greedy;
+using testing::expect_same_traces;
 using testing::GreedyTrace;
 using testing::same_bits;
 using testing::static_greedy;
@@ -107,12 +108,6 @@ StaticConfig long_config(int32_t slots = 1, KvFormat kv = {}) {
   return c;
 }
 
-void expect_same_traces(const GreedyTrace& got, const GreedyTrace& want) {
-  ASSERT_EQ(got.tokens, want.tokens);
-  for (size_t i = 0; i < want.logits.size(); ++i)
-    ASSERT_TRUE(same_bits(got.logits[i], want.logits[i])) << "step " << i;
-}
-
 class StaticArchitectures : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(StaticArchitectures, SameLogitsBitsAsDynamicThroughChunksWindowsAndVariants) {
@@ -132,31 +127,12 @@ TEST_P(StaticArchitectures, SameLogitsBitsAsDynamicThroughChunksWindowsAndVarian
   }
 }
 
+// Both slots decode in one generate step each time.
 TEST_P(StaticArchitectures, QuantizedKvAndTwoSlotsEqualDynamic) {
   const auto model = testing::make_test_model(GetParam().spec);
   const KvFormat kv{KvDtype::F16, KvDtype::Int8};
-  const StaticConfig config = long_config(2, kv);
-  ThreadPool pool(3);
-  StaticRunner runner(*model, pool, compile_plans(*model, config, 3));
-  const std::vector<int32_t> a = test_prompt(23, 1), b = test_prompt(9, 2);
-  const GreedyTrace want_a = dynamic_greedy(*model, a, 20, 3, kv, config.capacity());
-  const GreedyTrace want_b = dynamic_greedy(*model, b, 20, 3, kv, config.capacity());
-  // Both slots decode in one generate step each time.
-  std::span<const float> la = runner.prefill(0, a);
-  std::vector<int32_t> tokens_a{testing::argmax(la)};
-  std::span<const float> lb = runner.prefill(1, b);
-  std::vector<int32_t> tokens_b{testing::argmax(lb)};
-  const size_t n_vocab = size_t(model->config().n_vocab);
-  for (int i = 0; i < 20; ++i) {
-    const std::vector<int32_t> step = {tokens_a.back(), tokens_b.back()};
-    const std::span<const float> logits = runner.decode(step);
-    ASSERT_TRUE(same_bits(logits.first(n_vocab), want_a.logits[size_t(i) + 1])) << i;
-    ASSERT_TRUE(same_bits(logits.subspan(n_vocab, n_vocab), want_b.logits[size_t(i) + 1])) << i;
-    tokens_a.push_back(testing::argmax(logits.first(n_vocab)));
-    tokens_b.push_back(testing::argmax(logits.subspan(n_vocab, n_vocab)));
-  }
-  EXPECT_EQ(tokens_a, want_a.tokens);
-  EXPECT_EQ(tokens_b, want_b.tokens);
+  testing::expect_two_slots_equal_dynamic(*model, long_config(2, kv), 3, test_prompt(23, 1),
+                                          test_prompt(9, 2), 20);
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, StaticArchitectures, ::testing::ValuesIn(arch_cases()),
@@ -166,8 +142,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, StaticArchitectures, ::testing::ValuesIn
 
 // The llama.cpp golden files of every architecture and RoPE variant (see
 // architecture_golden_test.cpp): static equals dynamic on each, past the
-// windows (8) and the original contexts (16). Mixtures of experts are not
-// recorded by the static pipeline yet: their plans must be refused.
+// windows (8) and the original contexts (16), mixtures of experts included.
 TEST(StaticArchitectureGoldens, EveryGoldenFileRunsStaticallyWithTheDynamicBits) {
   const auto dir = testing::source_dir() / "tests/model/data/architectures";
   int files = 0;
@@ -175,21 +150,7 @@ TEST(StaticArchitectureGoldens, EveryGoldenFileRunsStaticallyWithTheDynamicBits)
     if (entry.path().extension() != ".gguf") continue;
     SCOPED_TRACE(entry.path().filename().string());
     ++files;
-    const auto model = Model::load(entry.path());
-    StaticConfig config;
-    config.max_prompt_len = 24;
-    config.min_response_len = 24;
-    config.prefill_chunk = 8;
-    config.generate_variants = {16, 32, 48};
-    if (model->config().moe.n_expert > 0) {
-      EXPECT_THROW(compile_plans(*model, config, 2), std::invalid_argument);
-      continue;
-    }
-    ThreadPool pool(2);
-    StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
-    const std::vector<int32_t> prompt = test_prompt(17, 3);
-    const GreedyTrace want = dynamic_greedy(*model, prompt, 30, 2, {}, config.capacity());
-    expect_same_traces(static_greedy(runner, 0, prompt, 30), want);
+    testing::expect_golden_file_runs_statically(*Model::load(entry.path()));
   }
   EXPECT_GE(files, 8);
 }

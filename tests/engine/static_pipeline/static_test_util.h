@@ -2,6 +2,8 @@
 // tiny random models, and the dynamic engine (SequenceRunner) as the oracle.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -72,6 +74,13 @@ inline GreedyTrace dynamic_greedy(const Model& model, std::span<const int32_t> p
   return t;
 }
 
+// Same tokens, and logits the same bits at every step.
+inline void expect_same_traces(const GreedyTrace& got, const GreedyTrace& want) {
+  ASSERT_EQ(got.tokens, want.tokens);
+  for (size_t i = 0; i < want.logits.size(); ++i)
+    ASSERT_TRUE(same_bits(got.logits[i], want.logits[i])) << "step " << i;
+}
+
 inline GreedyTrace static_greedy(StaticRunner& runner, int32_t slot,
                                  std::span<const int32_t> prompt, int steps) {
   GreedyTrace t;
@@ -83,6 +92,48 @@ inline GreedyTrace static_greedy(StaticRunner& runner, int32_t slot,
     logits = runner.decode_one(slot, t.tokens.back());
   }
   return t;
+}
+
+// Prompts a and b prefilled into slots 0 and 1, then `steps` generate steps
+// of both slots at once: each slot's logits are the same bits as the
+// dynamic run of its prompt alone (in config.kv_format, on n_threads).
+inline void expect_two_slots_equal_dynamic(const Model& model, const StaticConfig& config,
+                                           int n_threads, std::span<const int32_t> a,
+                                           std::span<const int32_t> b, int steps) {
+  ThreadPool pool(n_threads);
+  StaticRunner runner(model, pool, compile_plans(model, config, n_threads));
+  const KvFormat kv = config.kv_format;
+  const GreedyTrace want_a = dynamic_greedy(model, a, steps, n_threads, kv, config.capacity());
+  const GreedyTrace want_b = dynamic_greedy(model, b, steps, n_threads, kv, config.capacity());
+  std::vector<int32_t> tokens_a{argmax(runner.prefill(0, a))};
+  std::vector<int32_t> tokens_b{argmax(runner.prefill(1, b))};
+  const size_t n_vocab = size_t(model.config().n_vocab);
+  for (int i = 0; i < steps; ++i) {
+    const std::vector<int32_t> step = {tokens_a.back(), tokens_b.back()};
+    const std::span<const float> logits = runner.decode(step);
+    ASSERT_TRUE(same_bits(logits.first(n_vocab), want_a.logits[size_t(i) + 1])) << i;
+    ASSERT_TRUE(same_bits(logits.subspan(n_vocab, n_vocab), want_b.logits[size_t(i) + 1])) << i;
+    tokens_a.push_back(argmax(logits.first(n_vocab)));
+    tokens_b.push_back(argmax(logits.subspan(n_vocab, n_vocab)));
+  }
+  EXPECT_EQ(tokens_a, want_a.tokens);
+  EXPECT_EQ(tokens_b, want_b.tokens);
+}
+
+// A llama.cpp golden file's model run statically as the golden tests run it:
+// a prompt of 17 in chunks of 8, then 30 steps through variants 16/32/48;
+// the same bits as the dynamic run.
+inline void expect_golden_file_runs_statically(const Model& model) {
+  StaticConfig config;
+  config.max_prompt_len = 24;
+  config.min_response_len = 24;
+  config.prefill_chunk = 8;
+  config.generate_variants = {16, 32, 48};
+  ThreadPool pool(2);
+  StaticRunner runner(model, pool, compile_plans(model, config, 2));
+  const std::vector<int32_t> prompt = test_prompt(17, 3);
+  const GreedyTrace want = dynamic_greedy(model, prompt, 30, 2, {}, config.capacity());
+  expect_same_traces(static_greedy(runner, 0, prompt, 30), want);
 }
 
 }  // namespace kvforge::testing
