@@ -10,6 +10,7 @@
 
 #include "core/formats/row_codec.h"
 #include "core/kernels/weight_repack.h"
+#include "model/linear_attention_tp.h"
 #include "model/model_config_parts.h"
 #include "model/moe_tensor_parallel.h"
 
@@ -260,8 +261,9 @@ void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s)
     l.ffn_up = row_range(l.ffn_up, s.first_ff(), s.n_ff);
   }
   keep_rank_experts(l.moe, c, s);
+  keep_rank_linear(l.linear, c, s);
   const int64_t hd = c.head_dim, qhd = hd * (c.attn_gate ? 2 : 1);  // qhd: attn_q rows per head
-  if (l.attn_q.data == nullptr) return;  // a recurrent layer (tensor parallelism refuses those)
+  if (l.attn_q.data == nullptr) return;                             // a recurrent layer
   const int64_t q0 = s.first_head() * qhd, nq = s.n_head * qhd;
   const int64_t kv0 = s.first_kv_head() * hd, nkv = s.n_kv_head * hd;
   l.attn_q = row_range(l.attn_q, q0, nq);
@@ -353,9 +355,6 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     attn_types.push_back(attn_output[i].type);
     ffn_types.push_back(ffn_down[i].type);
   }
-  if (c.hybrid() && n_ranks > 1)
-    throw std::invalid_argument(c.arch_name + ": tensor parallelism is not supported yet for " +
-                                "hybrid models (linear-attention heads are not split over ranks)");
   w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
   for (LayerWeights& l : w.layers) keep_rank_rows(l, c, w.split);
   w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);

@@ -169,7 +169,7 @@ void add_expert_biases(const MoeConfig& m, const MoeWeights& w, MoeScratch& s, i
 // output rows this rank computes (n_embd on one process).
 void add_shared_expert(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n,
                        float* out, int64_t dl, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms,
-                       const MoeRanks* ranks) {
+                       const TpRanks* ranks) {
   const int64_t ff = c.moe.n_ff_shexp;
   const MatmulOutput in[] = {{w.shared_gate_inp, s.shared_logit.data()},
                              {w.shared_gate, s.shared_gate.data()},
@@ -248,8 +248,7 @@ void add_picks(const MoeConfig& m, const MoeWeights& w, int64_t n_tokens, int64_
 }  // namespace
 
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
-             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms,
-             const MoeRanks* ranks) {
+             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms, const TpRanks* ranks) {
   const MoeConfig& m = c.moe;
   const int64_t ff = m.n_ff_exp, rows = n_tokens * m.n_expert_used;
   s.reserve(c, int(n_tokens));

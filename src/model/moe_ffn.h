@@ -61,13 +61,13 @@ struct MoeScratch {
   std::vector<float> out_rows;  // [n_tokens][n_embd / n] this rank's output rows
 };
 
-struct MoeRanks;
+struct TpRanks;
 
 // out [n_tokens][n_embd] = the MoE FFN of xn [n_tokens][n_embd]. c: this
 // rank's config (rank_config: its n_ff_exp share). ranks: nullptr on one
 // process, else this rank's share and channel (model/moe_tensor_parallel.h).
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
              float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms,
-             const MoeRanks* ranks = nullptr);
+             const TpRanks* ranks = nullptr);
 
 }  // namespace kvforge

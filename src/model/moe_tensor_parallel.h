@@ -17,31 +17,15 @@
 
 #include <cstdint>
 
-#include "core/comm/communicator.h"
-#include "core/kernels/matmul.h"
-#include "model/forward_steps.h"
 #include "model/model_config.h"
 #include "model/moe_weights.h"
 #include "model/tensor_split.h"
+#include "model/tp_ranks.h"
 
 namespace kvforge {
-
-// `rows` rows of m from row `first` on: a view into the same bytes.
-WeightView row_range(const WeightView& m, int64_t first, int64_t rows);
 
 // Keeps this rank's rows of every expert's matrices and biases (the whole
 // model's config `c`); the router stays whole. Nothing to do on one rank.
 void keep_rank_experts(MoeWeights& m, const ModelConfig& c, const TensorSplit& s);
-
-// What a rank of a tensor-parallel MoE step exchanges through.
-struct MoeRanks {
-  const TensorSplit& split;
-  Communicator& comm;
-  TpExchange& ex;
-};
-
-// out [rows][n_ranks * cols] = every rank's `mine` [rows][cols] side by side
-// (rank r's columns from r * cols): gathered, then laid out by row.
-void gather_columns(const MoeRanks& r, const float* mine, int64_t rows, int64_t cols, float* out);
 
 }  // namespace kvforge

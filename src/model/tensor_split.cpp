@@ -38,6 +38,18 @@ void check_experts(const ModelConfig& c, int n_ranks) {
       refuse(n_ranks, "the model's " + std::to_string(n) + " " + what + " do not divide evenly");
 }
 
+// Each rank holds whole linear-attention key heads (and their value heads)
+// and an equal share of ssm_out's output rows.
+void check_linear_heads(const ModelConfig& c, int n_ranks) {
+  if (c.linear.n_k_heads % n_ranks != 0)
+    refuse(n_ranks, "the model's " + std::to_string(c.linear.n_k_heads) +
+                        " linear-attention key heads do not divide evenly; each rank holds whole "
+                        "key heads and the value heads that read them");
+  if (c.n_embd % n_ranks != 0)
+    refuse(n_ranks, "the model's " + std::to_string(c.n_embd) +
+                        " embedding rows (ssm_out's outputs) do not divide evenly");
+}
+
 }  // namespace
 
 TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
@@ -71,6 +83,7 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
     refuse(n_ranks, "attn_output splits into " + std::to_string(s.attn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
   if (c.moe.n_expert > 0) check_experts(c, n_ranks);
+  if (c.hybrid()) check_linear_heads(c, n_ranks);
   if (c.moe.n_expert == 0 && s.ffn_parts % n_ranks != 0)
     refuse(n_ranks, "ffn_down splits into " + std::to_string(s.ffn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
@@ -82,6 +95,8 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   s.n_ff_exp = c.moe.n_ff_exp / n_ranks;
   s.n_ff_shexp = c.moe.n_ff_shexp / n_ranks;
   s.n_embd_rows = c.n_embd / n_ranks;
+  s.n_k_heads = c.linear.n_k_heads / n_ranks;
+  s.n_v_heads = c.linear.n_v_heads / n_ranks;
   // Vocabulary rows in multiples of kVocabRowQuantum, the last rank taking what is left.
   const int64_t v = c.n_vocab;
   const int64_t per = (v / n_ranks + kVocabRowQuantum - 1) / kVocabRowQuantum * kVocabRowQuantum;
@@ -101,6 +116,8 @@ ModelConfig TensorSplit::rank_config(const ModelConfig& c) const {
   r.n_ff = n_ff;
   r.moe.n_ff_exp = c.moe.n_ff_exp / n_ranks;
   r.moe.n_ff_shexp = c.moe.n_ff_shexp / n_ranks;
+  r.linear.n_k_heads = n_k_heads;
+  r.linear.n_v_heads = n_v_heads;
   return r;
 }
 

@@ -110,11 +110,11 @@ gguf::GgufFile moe_file(const char* arch, std::vector<uint8_t>& bytes) {
 const uint8_t* bytes_of(const WeightView& v) { return static_cast<const uint8_t*>(v.data); }
 
 // Each of two ranks keeps its half of every expert's gate/up rows, of each
-// expert's output rows (down), of the biases, and its heads' sinks; the
-// router stays whole (model/moe_tensor_parallel.h). tensor_parallel_mpi
+// expert's output rows (down), of the shared expert's, of the biases, and
+// its heads' sinks; the router stays whole (model/moe_tensor_parallel.h). tensor_parallel_mpi
 // checks the logits of 2 and 4 ranks against one process's bits.
 TEST(MoeFfn, TensorParallelRanksHoldHalfOfEveryExpert) {
-  for (const char* arch : {"qwen3moe", "gpt-oss"}) {
+  for (const char* arch : {"qwen3moe", "gpt-oss", "qwen35moe", "qwen3next"}) {
     std::vector<uint8_t> bytes;
     const gguf::GgufFile file = moe_file(arch, bytes);
     const ModelConfig c = config_of(file);
@@ -134,6 +134,12 @@ TEST(MoeFfn, TensorParallelRanksHoldHalfOfEveryExpert) {
         EXPECT_EQ(m.down[e].cols, c.moe.n_ff_exp) << arch;
         EXPECT_EQ(bytes_of(m.down[e]), bytes_of(row_range(w.down[e], r * d, d))) << arch;
       }
+      if (w.shared_gate.data) {  // qwen35moe, qwen3next
+        EXPECT_EQ(bytes_of(m.shared_up),
+                  bytes_of(row_range(w.shared_up, r * c.moe.n_ff_shexp / 2, c.moe.n_ff_shexp / 2)));
+        EXPECT_EQ(bytes_of(m.shared_down), bytes_of(row_range(w.shared_down, r * d, d)));
+        EXPECT_EQ(bytes_of(m.shared_gate_inp), bytes_of(w.shared_gate_inp));
+      }
       if (w.gate_bias.empty()) continue;
       const int64_t last = c.moe.n_expert - 1;  // the last expert's biases, this rank's columns
       EXPECT_EQ(m.gate_bias[size_t(last * ff)], w.gate_bias[size_t(last * 2 * ff + r * ff)]);
@@ -142,24 +148,6 @@ TEST(MoeFfn, TensorParallelRanksHoldHalfOfEveryExpert) {
       const std::vector<float>& sinks = half.layers[0].attn_sinks;
       ASSERT_EQ(int(sinks.size()), c.n_head / 2);
       EXPECT_EQ(sinks[0], whole.layers[0].attn_sinks[size_t(r * c.n_head / 2)]);
-    }
-  }
-}
-
-// Hybrid mixtures (linear-attention layers) are not split over ranks yet:
-// refused by name rather than computed wrongly.
-TEST(MoeFfn, TensorParallelIsRefusedByNameForHybrids) {
-  for (const char* arch : {"qwen35moe", "qwen3next"}) {
-    std::vector<uint8_t> bytes;
-    const gguf::GgufFile file = moe_file(arch, bytes);
-    try {
-      ModelWeights::from_gguf(file, config_of(file), 0, 2);
-      FAIL() << "two ranks of a hybrid mixture of experts loaded: " << arch;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string(arch) +
-                                           ": tensor parallelism is not supported yet"),
-                std::string::npos)
-          << e.what();
     }
   }
 }

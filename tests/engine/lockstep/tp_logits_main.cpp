@@ -103,6 +103,7 @@ std::string paged_workload(const kvforge::Model& model, kvforge::ThreadPool& poo
   o.max_seqs = 4;
   o.max_batched_tokens = 8;
   o.n_ctx = 128;
+  o.state_snapshots = 4;  // hybrids: prefix hits restore recurrent-state snapshots
   o.comm = &world;
   if (digest_logits)
     o.on_logits = [&](RequestId id, int branch, std::span<const float> logits) {
