@@ -9,6 +9,7 @@
 
 #include "model/block_steps.h"
 #include "model/layer_walk.h"
+#include "model/moe_tensor_parallel.h"
 
 namespace kvforge {
 
@@ -147,8 +148,9 @@ class ForwardPass {
   void ffn_block(int l) {
     if (c_.moe.n_expert > 0) {
       const PhaseTimer t(&s_.times_.weight_matmuls);
+      const TpRanks ranks{split_, comm_, s_.tp_};
       return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, s_.xn_.data(), n_, s_.proj_.data(),
-                     s_.moe_, pool_, s_.matmul_);
+                     s_.moe_, pool_, s_.matmul_, split_.n_ranks > 1 ? &ranks : nullptr);
     }
     dense_ffn(env_, l, s_.xn_.data(), n_, s_.gate_.data(), s_.up_.data(), s_.proj_.data());
   }
@@ -166,8 +168,9 @@ class ForwardPass {
     const PhaseTimer timer(&s_.times_.attention);
     const LinearAttentionStep step{s_.xn_.data(), n_, in_.positions,
                                    std::span(s_.token_seq_slot_.data(), size_t(n_)), s_.step_seqs_};
+    const TpRanks ranks{split_, comm_, s_.tp_};
     gated_delta_net_block(c_, m_.weights().layers[size_t(l)].linear, l, step, kv_, s_.gdn_, pool_,
-                          s_.matmul_, s_.proj_.data());
+                          s_.matmul_, s_.proj_.data(), split_.n_ranks > 1 ? &ranks : nullptr);
   }
 
  private:

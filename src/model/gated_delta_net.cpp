@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/ops/gated_delta.h"
+#include "model/linear_attention_tp.h"
 
 namespace kvforge {
 
@@ -148,7 +149,7 @@ void split_beta_alpha(const LinearAttentionConfig& l, int64_t n, GatedDeltaNetSc
 
 void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w, int layer,
                            const LinearAttentionStep& step, KvStore& kv, GatedDeltaNetScratch& s,
-                           ThreadPool& pool, MatmulScratch& ms, float* proj) {
+                           ThreadPool& pool, MatmulScratch& ms, float* proj, const TpRanks* ranks) {
   const int64_t n = step.n_tokens;
   bind_states(layer, step, kv, c, s);
   if (c.linear.grouped_heads) {
@@ -167,6 +168,7 @@ void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w
   recur(c, w, step, s, pool);
   for (size_t i = 0; i < step.seqs.size(); ++i)
     *s.states[i].n_past += s.seq_begin[i + 1] - s.seq_begin[i];
+  if (ranks) return linear_output_tp(c, w, *ranks, s.out.data(), n, s, pool, ms, proj);
   matmul(w.out, s.out.data(), n, proj, pool, ms);
 }
 

@@ -18,6 +18,7 @@
 #include <span>
 #include <vector>
 
+#include "core/huge_page_buffer.h"
 #include "core/kernels/matmul.h"
 #include "core/threadpool.h"
 #include "model/kv_store.h"
@@ -39,6 +40,9 @@ struct LinearAttentionWeights {
   std::vector<float> a;        // ssm_a [n_v_heads] = -exp(A_log)
   std::vector<float> norm;     // ssm_norm [d]
   WeightView out;              // ssm_out [n_embd rows][n_v_heads * d]
+  // Tensor parallel: this rank's rows of the matrices above, copied out of
+  // the file (model/linear_attention_tp.h); empty on one process.
+  HugePageBuffer rank_rows;
 };
 
 // Activation buffers, sized by reserve().
@@ -54,6 +58,9 @@ struct GatedDeltaNetScratch {
   std::vector<int32_t> seq_begin;      // [n_seqs + 1] each sequence's range in `order`
   std::vector<int32_t> cursor;         // [n_seqs] where the sort puts each sequence's next token
   std::vector<RecurrentState> states;  // [n_seqs] this layer's state of each sequence
+  // Tensor parallel only (model/linear_attention_tp.h), grown on first use:
+  std::vector<float> heads_all;  // [n_tokens][whole value_dim] every rank's head outputs
+  std::vector<float> proj_rows;  // [n_tokens][n_embd / n] this rank's ssm_out rows
   void reserve(const ModelConfig& c, int max_tokens);
 };
 
@@ -67,12 +74,17 @@ struct LinearAttentionStep {
   std::span<const int32_t> seqs;
 };
 
+struct TpRanks;
+
 // proj [n_tokens][n_embd] = the layer's output; advances each sequence's state
 // in `kv` by its tokens. Throws std::logic_error when a sequence's tokens do
 // not continue its state (position ≠ the state's n_past, and not a restart at 0).
+// c: this rank's config; ranks: nullptr on one process, else this rank's share
+// and channel (model/linear_attention_tp.h).
 void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w, int layer,
                            const LinearAttentionStep& step, KvStore& kv, GatedDeltaNetScratch& s,
-                           ThreadPool& pool, MatmulScratch& ms, float* proj);
+                           ThreadPool& pool, MatmulScratch& ms, float* proj,
+                           const TpRanks* ranks = nullptr);
 
 // Bytes of MatmulScratch::activations gated_delta_net_block needs over
 // n_tokens tokens (for reserving up front: the static plans).

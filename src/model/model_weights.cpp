@@ -10,7 +10,9 @@
 
 #include "core/formats/row_codec.h"
 #include "core/kernels/weight_repack.h"
+#include "model/linear_attention_tp.h"
 #include "model/model_config_parts.h"
+#include "model/moe_tensor_parallel.h"
 
 namespace kvforge {
 namespace {
@@ -124,12 +126,6 @@ class TensorLoader {
   int skipped_blocks_;
   std::unordered_set<std::string> used_;
 };
-
-// `rows` rows of m from row `first` on: a view into the same bytes.
-WeightView row_range(const WeightView& m, int64_t first, int64_t rows) {
-  const size_t rb = row_bytes(m.type, size_t(m.cols));
-  return WeightView{m.type, static_cast<const uint8_t*>(m.data) + size_t(first) * rb, rows, m.cols};
-}
 
 void split(const std::vector<float>& v, std::vector<float>& a, size_t n_a, std::vector<float>& b,
            size_t n_b, std::vector<float>& c) {
@@ -264,10 +260,18 @@ std::vector<float> sub(const std::vector<float>& v, int64_t first, int64_t n) {
   return std::vector<float>(v.begin() + first, v.begin() + first + n);
 }
 
-// Keeps the rows of this rank's heads and FFN rows (all of them on one process).
+// Keeps the rows of this rank's heads and FFN rows (all of them on one
+// process): attention heads with their biases and sinks, dense FFN rows or
+// each expert's share (model/moe_tensor_parallel.h).
 void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s) {
+  if (l.ffn_gate.data) {  // a dense FFN
+    l.ffn_gate = row_range(l.ffn_gate, s.first_ff(), s.n_ff);
+    l.ffn_up = row_range(l.ffn_up, s.first_ff(), s.n_ff);
+  }
+  keep_rank_experts(l.moe, c, s);
+  keep_rank_linear(l.linear, c, s);
   const int64_t hd = c.head_dim, qhd = hd * (c.attn_gate ? 2 : 1);  // qhd: attn_q rows per head
-  if (l.attn_q.data == nullptr) return;  // a recurrent layer (tensor parallelism refuses those)
+  if (l.attn_q.data == nullptr) return;                             // a recurrent layer
   const int64_t q0 = s.first_head() * qhd, nq = s.n_head * qhd;
   const int64_t kv0 = s.first_kv_head() * hd, nkv = s.n_kv_head * hd;
   l.attn_q = row_range(l.attn_q, q0, nq);
@@ -276,8 +280,7 @@ void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s)
   l.bias_q = sub(l.bias_q, s.first_head() * hd, s.n_head * hd);
   l.bias_k = sub(l.bias_k, kv0, nkv);
   l.bias_v = sub(l.bias_v, kv0, nkv);
-  l.ffn_gate = row_range(l.ffn_gate, s.first_ff(), s.n_ff);
-  l.ffn_up = row_range(l.ffn_up, s.first_ff(), s.n_ff);
+  l.attn_sinks = sub(l.attn_sinks, s.first_head(), s.n_head);
 }
 
 size_t align64(size_t n) { return (n + 63) & ~size_t(63); }
@@ -334,10 +337,6 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
 
 ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c, int rank,
                                      int n_ranks) {
-  if (c.moe.n_expert > 0 && n_ranks > 1)
-    throw std::invalid_argument(c.arch_name +
-                                ": tensor parallelism is not supported yet for "
-                                "mixture-of-experts models");
   TensorLoader load(file, c.n_layer);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
@@ -364,9 +363,6 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     attn_types.push_back(attn_output[i].type);
     ffn_types.push_back(ffn_down[i].type);
   }
-  if (c.hybrid() && n_ranks > 1)
-    throw std::invalid_argument(c.arch_name + ": tensor parallelism is not supported yet for " +
-                                "hybrid models (linear-attention heads are not split over ranks)");
   w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
   for (LayerWeights& l : w.layers) keep_rank_rows(l, c, w.split);
   w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);
@@ -385,11 +381,11 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   std::vector<std::pair<WeightView*, int64_t>> matrices;
   for (LayerWeights& l : w.layers) {
     for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
+    // Each expert's share is 1/n of its rows (the router is whole).
     for (WeightView* v : {&l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down})
-      matrices.emplace_back(v, v->rows);
-    // Each expert's slab is a whole matrix (mixtures of experts run on one rank).
+      matrices.emplace_back(v, v->rows * n);
     for (std::vector<WeightView>* slabs : {&l.moe.gate, &l.moe.up, &l.moe.down})
-      for (WeightView& v : *slabs) matrices.emplace_back(&v, v.rows);
+      for (WeightView& v : *slabs) matrices.emplace_back(&v, v.rows * n);
     // A replicated KV head's rows are 1/(n / replicas) of the whole matrix.
     for (WeightView* v : {&l.attn_k, &l.attn_v})
       matrices.emplace_back(v, v->rows * n / split.kv_replicas);

@@ -6,6 +6,7 @@
 
 #include "core/formats/row_codec.h"
 #include "model/forward_steps.h"
+#include "model/moe_tensor_parallel.h"
 
 namespace kvforge {
 namespace {
@@ -163,11 +164,13 @@ void add_expert_biases(const MoeConfig& m, const MoeWeights& w, MoeScratch& s, i
   }
 }
 
-// out [n][n_embd] += the shared expert's gated output (moe_ffn.h), as
-// llama.cpp adds it: the expert's output times the sigmoid, then the sum.
+// out [n][dl] += the shared expert's gated output (moe_ffn.h), as llama.cpp
+// adds it: the expert's output times the sigmoid, then the sum. dl: the
+// output rows this rank computes (n_embd on one process).
 void add_shared_expert(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n,
-                       float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms) {
-  const int64_t d = c.n_embd, ff = c.moe.n_ff_shexp;
+                       float* out, int64_t dl, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms,
+                       const TpRanks* ranks) {
+  const int64_t ff = c.moe.n_ff_shexp;
   const MatmulOutput in[] = {{w.shared_gate_inp, s.shared_logit.data()},
                              {w.shared_gate, s.shared_gate.data()},
                              {w.shared_up, s.shared_up.data()}};
@@ -176,28 +179,29 @@ void add_shared_expert(const ModelConfig& c, const MoeWeights& w, const float* x
     gated_activation(c, s.shared_gate.data() + int64_t(t0) * ff,
                      s.shared_up.data() + int64_t(t0) * ff, int64_t(t1 - t0) * ff);
   });
-  matmul(w.shared_down, s.shared_gate.data(), n, s.shared_y.data(), pool, ms);
+  const float* h = s.shared_gate.data();
+  if (ranks) {  // every rank's columns of h, for this rank's output rows
+    s.shared_h.resize(size_t(n * ff * ranks->split.n_ranks));
+    gather_columns(*ranks, h, n, ff, s.shared_h.data());
+    h = s.shared_h.data();
+  }
+  matmul(w.shared_down, h, n, s.shared_y.data(), pool, ms);
   pool.parallel_for(size_t(n), [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
       const float g = 1.0f / (1.0f + std::exp(-s.shared_logit[t]));
-      const float* y = s.shared_y.data() + int64_t(t) * d;
-      float* o = out + int64_t(t) * d;
-      for (int64_t i = 0; i < d; ++i) o[i] += y[i] * g;
+      const float* y = s.shared_y.data() + int64_t(t) * dl;
+      float* o = out + int64_t(t) * dl;
+      for (int64_t i = 0; i < dl; ++i) o[i] += y[i] * g;
     }
   });
 }
 
-}  // namespace
-
-void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
-             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms) {
+// The selected experts' gate and up products of the grouped rows, their
+// biases (gpt-oss) and the activation: s.gate [rows][n_ff_exp] = h.
+void expert_gate_up(const ModelConfig& c, const MoeWeights& w, int64_t rows, MoeScratch& s,
+                    ThreadPool& pool, MatmulScratch& ms) {
   const MoeConfig& m = c.moe;
-  const int k = m.n_expert_used;
-  const int64_t d = c.n_embd, ff = m.n_ff_exp, rows = n_tokens * k;
-  s.reserve(c, int(n_tokens));
-  matmul(w.router, xn, n_tokens, s.logits.data(), pool, ms);
-  add_bias(s.logits.data(), w.router_bias, n_tokens);
-  route_and_group(c, xn, n_tokens, s);
+  const int64_t d = c.n_embd, ff = m.n_ff_exp;
   for_each_run(m, s.first, [&](const ExpertRun& r) {
     if (r.n == 1) {  // gate and up in one region, the input converted once
       const int64_t at = r.first_row * ff;
@@ -214,29 +218,62 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
     gated_activation(c, s.gate.data() + int64_t(r0) * ff, s.up.data() + int64_t(r0) * ff,
                      int64_t(r1 - r0) * ff);
   });
-  for_each_run(m, s.first, [&](const ExpertRun& r) {
-    run_matmul(r, w.down, s.gate.data(), ff, s.y.data(), d, pool, ms);
-  });
-  // Each token's k products in pick order.
+}
+
+// out [n_tokens][dl] = each token's k expert outputs s.y (+ their biases)
+// times their weights, added in pick order.
+void add_picks(const MoeConfig& m, const MoeWeights& w, int64_t n_tokens, int64_t dl, MoeScratch& s,
+               ThreadPool& pool, float* out) {
+  const int k = m.n_expert_used;
   pool.parallel_for(size_t(n_tokens), [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
-      float* o = out + int64_t(t) * d;
+      float* o = out + int64_t(t) * dl;
       for (int j = 0; j < k; ++j) {
         const size_t pick = t * size_t(k) + size_t(j);
         const float wj = s.weights[pick];
-        float* y = s.y.data() + int64_t(s.row_of[pick]) * d;
+        float* y = s.y.data() + int64_t(s.row_of[pick]) * dl;
         if (!w.down_bias.empty()) {  // the expert's output bias, before its weight (llama.cpp)
-          const float* b = w.down_bias.data() + int64_t(s.experts[pick]) * d;
-          for (int64_t i = 0; i < d; ++i) y[i] += b[i];
+          const float* b = w.down_bias.data() + int64_t(s.experts[pick]) * dl;
+          for (int64_t i = 0; i < dl; ++i) y[i] += b[i];
         }
         if (j == 0)
-          for (int64_t i = 0; i < d; ++i) o[i] = wj * y[i];
+          for (int64_t i = 0; i < dl; ++i) o[i] = wj * y[i];
         else
-          for (int64_t i = 0; i < d; ++i) o[i] += wj * y[i];
+          for (int64_t i = 0; i < dl; ++i) o[i] += wj * y[i];
       }
     }
   });
-  if (m.n_ff_shexp > 0) add_shared_expert(c, w, xn, n_tokens, out, s, pool, ms);
+}
+
+}  // namespace
+
+void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
+             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms, const TpRanks* ranks) {
+  const MoeConfig& m = c.moe;
+  const int64_t ff = m.n_ff_exp, rows = n_tokens * m.n_expert_used;
+  s.reserve(c, int(n_tokens));
+  matmul(w.router, xn, n_tokens, s.logits.data(), pool, ms);
+  add_bias(s.logits.data(), w.router_bias, n_tokens);
+  route_and_group(c, xn, n_tokens, s);
+  expert_gate_up(c, w, rows, s, pool, ms);
+  // On several ranks: every rank's columns of h, this rank's output rows
+  // (model/moe_tensor_parallel.h).
+  const float* h = s.gate.data();
+  const int64_t n_ranks = ranks ? ranks->split.n_ranks : 1;
+  const int64_t dl = ranks ? ranks->split.n_embd_rows : c.n_embd;
+  if (ranks) {
+    s.h.resize(size_t(rows * ff * n_ranks));
+    gather_columns(*ranks, h, rows, ff, s.h.data());
+    h = s.h.data();
+  }
+  for_each_run(m, s.first, [&](const ExpertRun& r) {
+    run_matmul(r, w.down, h, ff * n_ranks, s.y.data(), dl, pool, ms);
+  });
+  if (ranks) s.out_rows.resize(size_t(n_tokens * dl));
+  float* o = ranks ? s.out_rows.data() : out;
+  add_picks(m, w, n_tokens, dl, s, pool, o);
+  if (m.n_ff_shexp > 0) add_shared_expert(c, w, xn, n_tokens, o, dl, s, pool, ms, ranks);
+  if (ranks) gather_columns(*ranks, o, n_tokens, dl, out);
 }
 
 size_t moe_ffn_scratch_bytes(const ModelConfig& c, const MoeWeights& w, int64_t n_tokens) {

@@ -54,12 +54,21 @@ struct MoeScratch {
   std::vector<float> shared_logit;  // [n_tokens] its gate's logit
   std::vector<float> shared_gate;   // [n_tokens][n_ff_shexp]
   std::vector<float> shared_up;     // [n_tokens][n_ff_shexp]
-  std::vector<float> shared_y;      // [n_tokens][n_embd]
+  std::vector<float> shared_y;      // [n_tokens][n_embd] (this rank's [n_tokens][n_embd / n])
+  // Tensor parallel only (model/moe_tensor_parallel.h), grown on first use:
+  std::vector<float> h;         // [n_tokens * k][n_ff_exp] every rank's columns of gate
+  std::vector<float> shared_h;  // [n_tokens][n_ff_shexp] every rank's columns of shared_gate
+  std::vector<float> out_rows;  // [n_tokens][n_embd / n] this rank's output rows
 };
 
-// out [n_tokens][n_embd] = the MoE FFN of xn [n_tokens][n_embd].
+struct TpRanks;
+
+// out [n_tokens][n_embd] = the MoE FFN of xn [n_tokens][n_embd]. c: this
+// rank's config (rank_config: its n_ff_exp share). ranks: nullptr on one
+// process, else this rank's share and channel (model/moe_tensor_parallel.h).
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
-             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms);
+             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms,
+             const TpRanks* ranks = nullptr);
 
 // Bytes of MatmulScratch::activations moe_ffn needs over n_tokens tokens
 // whatever their routing: every expert product converts at most the step's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace kvforge {
 namespace {
@@ -27,6 +28,28 @@ int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
                               " ranks: " + why);
 }
 
+// Each rank holds an equal share of every expert's rows and of its outputs.
+void check_experts(const ModelConfig& c, int n_ranks) {
+  const std::pair<int, const char*> dims[] = {{c.moe.n_ff_exp, "rows of each expert"},
+                                              {c.moe.n_ff_shexp, "rows of the shared expert"},
+                                              {c.n_embd, "embedding rows (each expert's outputs)"}};
+  for (const auto& [n, what] : dims)
+    if (n % n_ranks != 0)
+      refuse(n_ranks, "the model's " + std::to_string(n) + " " + what + " do not divide evenly");
+}
+
+// Each rank holds whole linear-attention key heads (and their value heads)
+// and an equal share of ssm_out's output rows.
+void check_linear_heads(const ModelConfig& c, int n_ranks) {
+  if (c.linear.n_k_heads % n_ranks != 0)
+    refuse(n_ranks, "the model's " + std::to_string(c.linear.n_k_heads) +
+                        " linear-attention key heads do not divide evenly; each rank holds whole "
+                        "key heads and the value heads that read them");
+  if (c.n_embd % n_ranks != 0)
+    refuse(n_ranks, "the model's " + std::to_string(c.n_embd) +
+                        " embedding rows (ssm_out's outputs) do not divide evenly");
+}
+
 }  // namespace
 
 TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
@@ -46,7 +69,8 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   s.attn_parts = parts_of(c.q_dim(), most, attn_output_types);
   int ffn_max = most;
   while (ffn_max > 1 && c.n_ff % ffn_max != 0) ffn_max /= 2;
-  s.ffn_parts = parts_of(c.n_ff, ffn_max, ffn_down_types);
+  // A mixture of experts has no dense ffn_down: its experts split by rows instead.
+  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(c.n_ff, ffn_max, ffn_down_types);
   if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
     refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
                         " KV heads do not divide evenly; each rank holds whole KV heads");
@@ -58,7 +82,9 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   if (s.attn_parts % n_ranks != 0)
     refuse(n_ranks, "attn_output splits into " + std::to_string(s.attn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
-  if (s.ffn_parts % n_ranks != 0)
+  if (c.moe.n_expert > 0) check_experts(c, n_ranks);
+  if (c.hybrid()) check_linear_heads(c, n_ranks);
+  if (c.moe.n_expert == 0 && s.ffn_parts % n_ranks != 0)
     refuse(n_ranks, "ffn_down splits into " + std::to_string(s.ffn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
   s.n_head = c.n_head / n_ranks;
@@ -66,6 +92,11 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   s.kv_replicas = n_ranks > c.n_kv_head ? n_ranks / c.n_kv_head : 1;
   s.n_kv_head = n_ranks > c.n_kv_head ? 1 : c.n_kv_head / n_ranks;
   s.n_ff = c.n_ff / n_ranks;
+  s.n_ff_exp = c.moe.n_ff_exp / n_ranks;
+  s.n_ff_shexp = c.moe.n_ff_shexp / n_ranks;
+  s.n_embd_rows = c.n_embd / n_ranks;
+  s.n_k_heads = c.linear.n_k_heads / n_ranks;
+  s.n_v_heads = c.linear.n_v_heads / n_ranks;
   // Vocabulary rows in multiples of kVocabRowQuantum, the last rank taking what is left.
   const int64_t v = c.n_vocab;
   const int64_t per = (v / n_ranks + kVocabRowQuantum - 1) / kVocabRowQuantum * kVocabRowQuantum;
@@ -83,6 +114,10 @@ ModelConfig TensorSplit::rank_config(const ModelConfig& c) const {
   r.n_head = n_head;
   r.n_kv_head = n_kv_head;
   r.n_ff = n_ff;
+  r.moe.n_ff_exp = c.moe.n_ff_exp / n_ranks;
+  r.moe.n_ff_shexp = c.moe.n_ff_shexp / n_ranks;
+  r.linear.n_k_heads = n_k_heads;
+  r.linear.n_v_heads = n_v_heads;
   return r;
 }
 

@@ -12,6 +12,22 @@
 //   output        vocabulary rows vocab_first[rank] .. + vocab_rows[rank]
 //   token_embd, norms: whole on every rank
 //
+// A mixture of experts (model/moe_tensor_parallel.h) keeps the router whole
+// on every rank (every rank picks the same experts) and splits each expert:
+//   ffn_gate/up_exps   rows [rank * n_ff_exp / n, ...) of every expert (and
+//                      the shared expert's n_ff_shexp rows likewise)
+//   ffn_down_exps      output rows [rank * n_embd / n, ...) of every expert,
+//                      over all n_ff_exp columns (the activations gathered
+//                      first), so each output is one whole dot product as on
+//                      one process; the tokens' sums over their experts are
+//                      taken per output row and the rows gathered.
+//
+// A hybrid model's linear-attention layers (model/linear_attention_tp.h)
+// split like attention: each rank holds n_k_heads / n key heads and the
+// value heads that read them (q/k/v conv channels, gate, beta/alpha rows and
+// their recurrent state); ssm_out splits by output rows over all columns,
+// the heads' outputs gathered first.
+//
 // attn_parts and ffn_parts depend on the model only (shapes and the weight
 // types' block sizes), never on the rank count: every rank count that
 // divides both computes the same partial sums and adds them in the same
@@ -48,12 +64,20 @@ struct TensorSplit {
   int n_kv_head = 0;                 // this rank's KV heads
   int kv_replicas = 1;               // ranks holding each KV head (> 1: more ranks than KV heads)
   int n_ff = 0;                      // this rank's FFN rows
+  int n_ff_exp = 0;                  // this rank's rows of each expert's gate/up (mixtures)
+  int n_ff_shexp = 0;                // this rank's rows of the shared expert's gate/up
+  int n_embd_rows = 0;               // this rank's output rows of each expert's down / ssm_out
+  int n_k_heads = 0;                 // this rank's linear-attention key heads (hybrids)
+  int n_v_heads = 0;                 // this rank's linear-attention value heads (hybrids)
   std::vector<int64_t> vocab_first;  // [n_ranks] first output row of each rank
   std::vector<int64_t> vocab_rows;   // [n_ranks] output rows of each rank
 
   int first_kv_head() const { return rank / kv_replicas * n_kv_head; }
   int first_head() const { return rank * n_head; }
   int first_ff() const { return rank * n_ff; }
+  int first_ff_exp() const { return rank * n_ff_exp; }
+  int first_ff_shexp() const { return rank * n_ff_shexp; }
+  int first_embd_row() const { return rank * n_embd_rows; }
 
   // The split for `rank` of `n_ranks`. attn_output_types / ffn_down_types:
   // each layer's type (a part must hold whole blocks of it). Throws
@@ -61,8 +85,9 @@ struct TensorSplit {
   static TensorSplit of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
                         std::span<const GgmlType> ffn_down_types, int rank, int n_ranks);
 
-  // The config this rank computes with: n_head, n_kv_head and n_ff of its
-  // share (so KV caches built from it hold this rank's KV heads only).
+  // The config this rank computes with: n_head, n_kv_head, n_ff, the
+  // experts' n_ff_exp / n_ff_shexp and the linear-attention heads of its share (so KV caches built
+  // from it hold this rank's KV heads only).
   ModelConfig rank_config(const ModelConfig& c) const;
 };
 

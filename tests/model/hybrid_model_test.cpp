@@ -132,15 +132,19 @@ TEST(HybridModel, Qwen3NextOfTheOlderFusedLayoutIsRefusedSayingWhy) {
   expect_mentions(what, {"edited.gguf", "blk.0.ssm_in.weight", "not supported", "convert"});
 }
 
-TEST(HybridModel, TensorParallelismIsRefused) {
+// Two ranks split the linear-attention heads (model/linear_attention_tp.h);
+// four cannot split the file's 2 key heads and are refused, naming them.
+TEST(HybridModel, TensorParallelismRefusesRanksBeyondTheKeyHeads) {
   const gguf::GgufFile f =
       gguf::GgufFile::from_bytes(make_random_model(hybrid_spec()).to_bytes(), "q35");
   const ModelConfig c = ModelConfig::from_gguf(f);
+  EXPECT_EQ(ModelWeights::from_gguf(f, c, 1, 2).layers[0].linear.qkv.rows,
+            c.linear.conv_channels() / 2);
   try {
-    ModelWeights::from_gguf(f, c, 0, 2);
-    FAIL() << "a hybrid model was split over 2 ranks";
+    ModelWeights::from_gguf(f, c, 0, 4);
+    FAIL() << "a hybrid model's 2 key heads were split over 4 ranks";
   } catch (const std::invalid_argument& e) {
-    expect_mentions(e.what(), {"qwen35", "tensor parallelism is not supported yet"});
+    expect_mentions(e.what(), {"4 ranks", "2 linear-attention key heads"});
   }
 }
 

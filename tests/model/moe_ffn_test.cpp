@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/moe_tensor_parallel.h"
 #include "test_models.h"
 
 namespace kvforge {
@@ -96,24 +97,57 @@ TEST(MoeFfn, EachTokenIsTheSameBitsAloneAndInAnyBatch) {
   }
 }
 
-// Splitting experts (and gpt-oss's sinks) over ranks is not written yet:
-// the split is refused by name rather than computed wrongly.
-TEST(MoeFfn, TensorParallelIsRefusedByName) {
+ModelConfig config_of(const gguf::GgufFile& file) { return ModelConfig::from_gguf(file); }
+
+gguf::GgufFile moe_file(const char* arch, std::vector<uint8_t>& bytes) {
+  RandomModelSpec spec;
+  spec.arch = arch;
+  if (std::string(arch) == "gpt-oss") spec.sliding_window = 6;  // its files state one
+  bytes = make_random_model(spec).to_bytes();
+  return gguf::GgufFile::from_bytes(bytes, "moe");
+}
+
+const uint8_t* bytes_of(const WeightView& v) { return static_cast<const uint8_t*>(v.data); }
+
+// Each of two ranks keeps its half of every expert's gate/up rows, of each
+// expert's output rows (down), of the shared expert's, of the biases, and
+// its heads' sinks; the router stays whole (model/moe_tensor_parallel.h). tensor_parallel_mpi
+// checks the logits of 2 and 4 ranks against one process's bits.
+TEST(MoeFfn, TensorParallelRanksHoldHalfOfEveryExpert) {
   for (const char* arch : {"qwen3moe", "gpt-oss", "qwen35moe", "qwen3next"}) {
-    RandomModelSpec spec;
-    spec.arch = arch;
-    if (std::string(arch) == "gpt-oss") spec.sliding_window = 6;  // its files state one
-    const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
-    const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "moe");
-    const ModelConfig c = ModelConfig::from_gguf(file);
-    try {
-      ModelWeights::from_gguf(file, c, 0, 2);
-      FAIL() << "two ranks of a mixture of experts loaded: " << arch;
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string(arch) +
-                                           ": tensor parallelism is not supported yet"),
-                std::string::npos)
-          << e.what();
+    std::vector<uint8_t> bytes;
+    const gguf::GgufFile file = moe_file(arch, bytes);
+    const ModelConfig c = config_of(file);
+    const ModelWeights whole = ModelWeights::from_gguf(file, c);
+    const MoeWeights& w = whole.layers[0].moe;
+    const int64_t ff = c.moe.n_ff_exp / 2, d = c.n_embd / 2;
+    for (int r = 0; r < 2; ++r) {
+      const ModelWeights half = ModelWeights::from_gguf(file, c, r, 2);
+      const MoeWeights& m = half.layers[0].moe;
+      EXPECT_EQ(bytes_of(m.router), bytes_of(w.router)) << arch;
+      EXPECT_EQ(m.router.rows, w.router.rows) << arch;
+      for (size_t e = 0; e < w.gate.size(); ++e) {
+        EXPECT_EQ(m.gate[e].rows, ff) << arch;
+        EXPECT_EQ(bytes_of(m.gate[e]), bytes_of(row_range(w.gate[e], r * ff, ff))) << arch;
+        EXPECT_EQ(bytes_of(m.up[e]), bytes_of(row_range(w.up[e], r * ff, ff))) << arch;
+        EXPECT_EQ(m.down[e].rows, d) << arch;
+        EXPECT_EQ(m.down[e].cols, c.moe.n_ff_exp) << arch;
+        EXPECT_EQ(bytes_of(m.down[e]), bytes_of(row_range(w.down[e], r * d, d))) << arch;
+      }
+      if (w.shared_gate.data) {  // qwen35moe, qwen3next
+        EXPECT_EQ(bytes_of(m.shared_up),
+                  bytes_of(row_range(w.shared_up, r * c.moe.n_ff_shexp / 2, c.moe.n_ff_shexp / 2)));
+        EXPECT_EQ(bytes_of(m.shared_down), bytes_of(row_range(w.shared_down, r * d, d)));
+        EXPECT_EQ(bytes_of(m.shared_gate_inp), bytes_of(w.shared_gate_inp));
+      }
+      if (w.gate_bias.empty()) continue;
+      const int64_t last = c.moe.n_expert - 1;  // the last expert's biases, this rank's columns
+      EXPECT_EQ(m.gate_bias[size_t(last * ff)], w.gate_bias[size_t(last * 2 * ff + r * ff)]);
+      EXPECT_EQ(m.down_bias[size_t(last * d + d - 1)],
+                w.down_bias[size_t(last * 2 * d + r * d + d - 1)]);
+      const std::vector<float>& sinks = half.layers[0].attn_sinks;
+      ASSERT_EQ(int(sinks.size()), c.n_head / 2);
+      EXPECT_EQ(sinks[0], whole.layers[0].attn_sinks[size_t(r * c.n_head / 2)]);
     }
   }
 }

@@ -102,6 +102,41 @@ TEST(TensorSplit, ReplicatesKvHeadsBeyondTheirCount) {
   EXPECT_THROW(TensorSplit::of(c, f32, f32, 0, 16), std::invalid_argument);  // 8 query heads
 }
 
+// A mixture of experts: every rank holds 1/n of each expert's gate/up rows,
+// of the shared expert's, and of each expert's output rows.
+TEST(TensorSplit, ExpertsSplitTheirRowsAndOutputs) {
+  ModelConfig c = small_config();
+  c.moe.n_expert = 8;
+  c.moe.n_expert_used = 2;
+  c.moe.n_ff_exp = 96;
+  c.moe.n_ff_shexp = 64;
+  const std::vector<GgmlType> q8(2, GgmlType::Q8_0);
+  for (int n : {1, 2, 4})
+    for (int r = 0; r < n; ++r) {
+      const TensorSplit s = TensorSplit::of(c, q8, q8, r, n);
+      EXPECT_EQ(s.n_ff_exp * n, c.moe.n_ff_exp);
+      EXPECT_EQ(s.first_ff_exp(), r * c.moe.n_ff_exp / n);
+      EXPECT_EQ(s.n_ff_shexp * n, c.moe.n_ff_shexp);
+      EXPECT_EQ(s.n_embd_rows * n, c.n_embd);
+      EXPECT_EQ(s.first_embd_row(), r * c.n_embd / n);
+      EXPECT_EQ(s.ffn_parts, 1);  // no dense ffn_down
+      const ModelConfig rc = s.rank_config(c);
+      EXPECT_EQ(rc.moe.n_ff_exp, c.moe.n_ff_exp / n);
+      EXPECT_EQ(rc.moe.n_ff_shexp, c.moe.n_ff_shexp / n);
+      EXPECT_EQ(rc.n_embd, c.n_embd);
+    }
+  c.moe.n_ff_exp = 90;  // 2 ranks take 45 rows each, 4 ranks cannot share them
+  EXPECT_NO_THROW(TensorSplit::of(c, q8, q8, 0, 2));
+  try {
+    TensorSplit::of(c, q8, q8, 0, 4);
+    ADD_FAILURE() << "4 ranks split experts of 90 rows";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("90 rows of each expert do not divide evenly"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // One process keeps the fixed parts too: the loaded weights hold them.
 TEST(TensorSplit, OneProcessModelHoldsItsColumnParts) {
   RandomModelSpec spec;

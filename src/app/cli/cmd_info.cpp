@@ -138,13 +138,16 @@ void print_active_parameters(const ModelConfig& c, const gguf::GgufFile& f) {
 // shard this model's KV heads, and which replicate them (kv-plan --tp N
 // sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
-  if (c.moe.n_expert > 0) {
-    std::printf("  tensor parallel  one rank only (not supported yet for mixtures of experts)\n");
-    return;
-  }
+  // A dense FFN splits its rows; a mixture of experts each expert's rows and
+  // outputs; linear attention its key heads and ssm_out's outputs.
+  const auto ffn_splits = [&](int tp) {
+    if (c.hybrid() && (c.linear.n_k_heads % tp != 0 || c.n_embd % tp != 0)) return false;
+    if (c.moe.n_expert == 0) return c.n_ff % tp == 0;
+    return c.moe.n_ff_exp % tp == 0 && c.moe.n_ff_shexp % tp == 0 && c.n_embd % tp == 0;
+  };
   std::string split, replicated;
   for (int tp = 2; tp <= kMaxColumnParts; tp *= 2) {
-    if (c.n_head % tp != 0 || c.n_ff % tp != 0) break;
+    if (c.n_head % tp != 0 || !ffn_splits(tp)) break;
     if (c.n_kv_head % tp == 0)
       split += (split.empty() ? "" : ", ") + std::to_string(tp);
     else if (tp % c.n_kv_head == 0)

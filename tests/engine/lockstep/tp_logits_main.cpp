@@ -1,4 +1,4 @@
-// tp_logits MODEL OUT: runs a fixed workload through the paged engine on this
+// tp_logits MODEL OUT [--paged-only]: runs a fixed workload through the paged engine on this
 // rank's share of MODEL (all of it in one process, a share of it under
 // `mpirun -np N`) and, on rank 0, writes to OUT one line per distribution a
 // branch sampled from: the request, branch and an FNV-1a digest of the
@@ -14,7 +14,8 @@
 // (prefix-cache hits); 8-token prefill chunks batched with decodes, blocks
 // of 4 positions and a pool too small for all at once (preemption). Then the
 // static pipeline: two slots, prefill in 8-row chunks and batched decodes
-// through two generate variants, each logits row digested ("static ...").
+// through two generate variants, each logits row digested ("static ...");
+// --paged-only leaves it out, for architectures the static pipeline refuses.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -102,6 +103,7 @@ std::string paged_workload(const kvforge::Model& model, kvforge::ThreadPool& poo
   o.max_seqs = 4;
   o.max_batched_tokens = 8;
   o.n_ctx = 128;
+  o.state_snapshots = 4;  // hybrids: prefix hits restore recurrent-state snapshots
   o.comm = &world;
   if (digest_logits)
     o.on_logits = [&](RequestId id, int branch, std::span<const float> logits) {
@@ -151,8 +153,9 @@ std::string without_logits(const std::string& lines) {
 }
 
 int run(int argc, char** argv, kvforge::Communicator& world) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: tp_logits MODEL OUT\n");
+  const bool paged_only = argc == 4 && std::strcmp(argv[3], "--paged-only") == 0;
+  if (argc != 3 && !paged_only) {
+    std::fprintf(stderr, "usage: tp_logits MODEL OUT [--paged-only]\n");
     return 2;
   }
   const auto model = kvforge::Model::load(argv[1], world.size() > 1 ? &world : nullptr);
@@ -170,7 +173,7 @@ int run(int argc, char** argv, kvforge::Communicator& world) {
     throw std::runtime_error("greedy steps sent " + std::to_string(sent_greedy) +
                              " bytes, full logits " + std::to_string(sent_full));
   lines += "greedy steps: the same tokens\n";
-  lines += static_workload(*model, pool, world);
+  if (!paged_only) lines += static_workload(*model, pool, world);
   if (world.rank() == 0) {
     FILE* out = std::fopen(argv[2], "w");
     if (!out) throw std::runtime_error(std::string(argv[2]) + ": cannot write");

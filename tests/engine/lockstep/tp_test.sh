@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Tensor parallelism over MPI on tiny random models, 1, 2 and 4 ranks over
-# loopback: the logits of every step (a digest of their bits) and the greedy
-# tokens of a batched workload with chunked prefill, prefix-cache hits and
-# preemption, and of the static pipeline's slots (tp_logits.cpp), are the
+# Tensor parallelism over MPI on tiny random models (dense, mixtures of
+# experts, hybrids), 1, 2 and 4 ranks over loopback: the logits of every
+# step (a digest of their bits) and the greedy tokens of a batched workload with chunked prefill, prefix-cache hits and
+# preemption (hybrids: recurrent-state snapshots restored on prefix hits),
+# and of the static pipeline's slots (tp_logits.cpp), are the
 # same bytes at every rank count and in a plain single process (greedy-only
 # steps, which gather slice maxima instead of logits, too); `kvforge
 # run` under mpirun prints once and matches a single process, on the paged
@@ -46,16 +47,26 @@ declare -A models=(
   [qwen3]="--arch qwen3 --n-embd 64 --n-head 4 --n-kv-head 2"
   [gemma2]="--arch gemma2 --n-embd 64 --n-head 4 --n-kv-head 2 --sliding-window 8"
   [phi3]="--arch phi3 --n-embd 64 --n-head 4 --n-kv-head 2"
+  [qwen3moe]="--arch qwen3moe --n-embd 64 --n-head 4 --n-kv-head 2"
+  [qwen3moe-q8]="--arch qwen3moe --n-embd 128 --n-head 8 --n-kv-head 4 --type q8_0 --n-vocab 512 --n-ff-exp 64"
+  [gpt-oss]="--arch gpt-oss --n-embd 64 --n-head 4 --n-kv-head 2 --sliding-window 8"
+  [qwen35]="--arch qwen35 --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
+  [qwen3next]="--arch qwen3next --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
+  [qwen35moe]="--arch qwen35moe --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
 )
+# Architectures the static pipeline refuses: their paged workload only.
+declare -A paged_only=([qwen3moe]=1 [qwen3moe-q8]=1 [gpt-oss]=1 [qwen35]=1 [qwen3next]=1 [qwen35moe]=1)
 for name in $(printf '%s\n' "${!models[@]}" | sort); do
   # shellcheck disable=SC2086
   "$kv" make-model -o "$name.gguf" --preset tiny --n-layer 2 ${models[$name]} 2>/dev/null
-  "$tp_logits" "$name.gguf" "$name.single" || fail "$name: single process"
+  only=()
+  [ -z "${paged_only[$name]:-}" ] || only=(--paged-only)
+  "$tp_logits" "$name.gguf" "$name.single" "${only[@]}" || fail "$name: single process"
   expect_in "tokens" "$name.single"
   heads=$("$kv" info "$name.gguf" | sed -n 's/^ *heads *\([0-9]*\) (KV heads.*/\1/p')
   for np in 1 2 4; do
     [ "$np" -le "$heads" ] || continue
-    timeout 60 "${mpi[@]}" -np "$np" "$tp_logits" "$name.gguf" "$name.tp$np" ||
+    timeout 60 "${mpi[@]}" -np "$np" "$tp_logits" "$name.gguf" "$name.tp$np" "${only[@]}" ||
       fail "$name: mpirun -np $np"
     cmp -s "$name.single" "$name.tp$np" ||
       { diff "$name.single" "$name.tp$np" | head >&2; fail "$name: tp=$np differs from one process"; }
@@ -80,6 +91,20 @@ if timeout 60 "${mpi[@]}" -np 3 "$kv" run -m llama-mha.gguf -n 1 -t 1 >/dev/null
   fail "3 ranks on 4 KV heads ran"
 fi
 expect_in "KV heads do not divide evenly" tp3.err
+# A mixture of experts whose experts' rows the ranks cannot share equally.
+"$kv" make-model -o moe-odd.gguf --preset tiny --n-layer 1 --arch qwen3moe --n-embd 64 --n-head 4 \
+  --n-kv-head 4 --n-ff-exp 34 2>/dev/null
+if timeout 60 "${mpi[@]}" -np 4 "$kv" run -m moe-odd.gguf -n 1 -t 1 >/dev/null 2>moe4.err; then
+  fail "4 ranks on experts of 34 rows ran"
+fi
+expect_in "34 rows of each expert do not divide evenly" moe4.err
+# A hybrid model whose 2 linear-attention key heads 4 ranks cannot share.
+"$kv" make-model -o hybrid-2k.gguf --preset tiny --n-layer 4 --arch qwen35 --n-embd 64 --n-head 4 \
+  --n-kv-head 4 --ssm-k-heads 2 --ssm-v-heads 4 2>/dev/null
+if timeout 60 "${mpi[@]}" -np 4 "$kv" run -m hybrid-2k.gguf -n 1 -t 1 >/dev/null 2>hyb4.err; then
+  fail "4 ranks on 2 linear-attention key heads ran"
+fi
+expect_in "2 linear-attention key heads do not divide evenly" hyb4.err
 
 # The static pipeline: each rank compiles the plans of its share; the same
 # text as one process (the default plans: prefill chunks, generate variants).
