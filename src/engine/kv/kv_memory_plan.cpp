@@ -63,8 +63,9 @@ int64_t matrix_params(const ModelShape& s, int64_t experts) {
   const int64_t channels = l.conv_channels(), value = l.value_dim();
   const int64_t linear =
       s.n_embd * (channels + value + 2 * l.n_v_heads) + value * s.n_embd + channels * l.conv_kernel;
+  const int64_t shared_attn = 2 * s.n_embd * q_dim;  // Q and O only
   return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_kv_layers() * attn +
-         s.n_recurrent_layers * linear + s.n_layer * ffn;
+         s.n_shared_kv_layers * shared_attn + s.n_recurrent_layers * linear + s.n_layer * ffn;
 }
 
 namespace {
@@ -153,7 +154,7 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
                        c.n_head, c.n_kv_head, c.n_ff, c.n_ctx_train);
   s.head_dim = c.head_dim;
   s.tied_output = c.tied_output;
-  for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.window(l) > 0 ? 1 : 0;
+  for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.owns_kv(l) && c.window(l) > 0 ? 1 : 0;
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
   s.n_expert = c.moe.n_expert;
   s.n_expert_used = c.moe.n_expert_used;
@@ -161,7 +162,8 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.n_ff_shexp = c.moe.n_ff_shexp;
   s.linear = c.linear;
   s.attn_gate = c.attn_gate;
-  s.n_recurrent_layers = c.n_layer - c.n_kv_layers();
+  s.n_shared_kv_layers = c.n_kv_shared;
+  s.n_recurrent_layers = c.n_layer - c.n_kv_layers() - c.n_kv_shared;
   s.state_bytes_per_sequence = c.state_bytes_per_sequence();
   return s;
 }

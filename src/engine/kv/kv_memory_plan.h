@@ -66,7 +66,11 @@ struct ModelShape {
   uint64_t state_bytes_per_sequence = 0;
   LinearAttentionConfig linear;
   bool attn_gate = false;
-  int64_t n_kv_layers() const { return n_layer - n_recurrent_layers; }
+  // Gemma 4: the last n_shared_kv_layers layers read an earlier layer's K/V
+  // and keep none (their Q and O matrices counted, no K/V); n_swa_layers
+  // counts the windowed layers that keep K/V.
+  int64_t n_shared_kv_layers = 0;
+  int64_t n_kv_layers() const { return n_layer - n_recurrent_layers - n_shared_kv_layers; }
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
   // and the two norm vectors, and the final norm.

@@ -202,6 +202,9 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   if (c.moe.n_expert > 0)
     throw std::invalid_argument(c.arch_name +
                                 ": --static is not supported yet for mixture-of-experts models");
+  if (c.arch == Architecture::Gemma4)
+    throw std::invalid_argument(
+        "gemma4: --static is not supported yet (shared-KV layers, per-layer embeddings)");
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

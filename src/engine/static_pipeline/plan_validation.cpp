@@ -61,7 +61,8 @@ class PlanChecker {
   void check_support() const {
     bool sinks = false;
     for (const LayerWeights& w : m_.weights().layers) sinks |= !w.attn_sinks.empty();
-    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid() || sinks)
+    if (c_.moe.n_expert > 0 || c_.attn_gate || c_.hybrid() || sinks ||
+        c_.arch == Architecture::Gemma4)
       fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
