@@ -58,6 +58,36 @@ TEST(SharedKvLayers, SharedLayersHoldNoSlotAndNoBytes) {
   EXPECT_EQ(kv_bytes_per_token(ModelShape::from_config(shared), f32), shared.kv_bytes_per_token(4));
 }
 
+// The planner's figures are the engine's: bytes per token, and the blocks a
+// budget buys (PagedKvCache's block, 2 slots of the 6 layers keeping K/V).
+TEST(SharedKvLayers, PlannerCountsAsThePagedPool) {
+  const std::vector<uint8_t> bytes = bytes_of(3);
+  const ModelConfig c = ModelConfig::from_gguf(gguf::GgufFile::from_bytes(bytes, "s"));
+  const ModelShape s = ModelShape::from_config(c);
+  EXPECT_EQ(s.n_shared_kv_layers, 3);
+  EXPECT_EQ(s.n_shared_swa_layers, 2);
+  EXPECT_EQ(s.n_swa_layers, 4);
+  for (const KvFormat f : {KvFormat{}, KvFormat{KvDtype::F16, KvDtype::F16}}) {
+    EXPECT_EQ(kv_bytes_per_token(s, f), c.kv_bytes_per_token(f.k == KvDtype::F16 ? 2 : 4));
+    const uint64_t budget = 1 << 20;
+    EXPECT_EQ(uint64_t(kv_pool_blocks(s, f, budget, 16)),
+              budget / PagedKvCache::block_bytes(c, 16, f));
+  }
+  EXPECT_EQ(kv_bytes_per_token(without_kv_sharing(s), KvFormat{}), size_t(9 * 2 * 64 * 4));
+}
+
+// Gemma 4 E2B (kv-plan --preset gemma-4-e2b), one KV head, f16: 12 windowed
+// layers of 256 and 3 full of 512 keep K/V, 2 * (12 * 256 + 3 * 512) * 2 =
+// 18432 bytes per token; all 35 (28 windowed, 7 full) would keep
+// 2 * (28 * 256 + 7 * 512) * 2 = 43008.
+TEST(SharedKvLayers, Gemma4E2bPresetBytesPerToken) {
+  const auto s = ModelShape::preset("gemma-4-e2b");
+  ASSERT_TRUE(s);
+  const KvFormat f16{KvDtype::F16, KvDtype::F16};
+  EXPECT_EQ(kv_bytes_per_token(*s, f16), 18432u);
+  EXPECT_EQ(kv_bytes_per_token(without_kv_sharing(*s), f16), 43008u);
+}
+
 TEST(SharedKvLayers, StaticPlansAndTensorParallelismAreRefused) {
   const std::vector<uint8_t> bytes = bytes_of(3);
   const auto model = Model::from_file(gguf::GgufFile::from_bytes(bytes, "g4"));
