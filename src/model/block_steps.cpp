@@ -88,10 +88,12 @@ void attention_input(const StepEnv& env, int layer, const float* xn, const float
   const ModelConfig& c = env.model.rank_config();
   const LayerWeights& w = env.model.weights().layers[size_t(layer)];
   // One parallel region for Q, K and V: the normalized input is quantized once.
+  // A layer reading another layer's K/V (gemma4's shared tail) computes Q only.
+  const bool own_kv = w.attn_k.data != nullptr;
   const MatmulOutput qkv[] = {{w.attn_q, out.q}, {w.attn_k, out.k}, {w.attn_v, out.v}};
   {
     const PhaseTimer t(phase(env, &ForwardTimes::weight_matmuls));
-    matmul_batch(qkv, xn, rows, env.pool, env.matmul);
+    matmul_batch(std::span(qkv, own_kv ? 3 : 1), xn, rows, env.pool, env.matmul);
   }
   if (c.attn_gate) split_query_gate(c, out.q, out.gate, rows);
   add_bias(out.q, w.bias_q, rows);
@@ -102,9 +104,10 @@ void attention_input(const StepEnv& env, int layer, const float* xn, const float
     float* k = out.k + t * c.kv_dim();
     if (c.qk_norm) {
       norm_heads(c, q, c.n_head, w.attn_q_norm);
-      norm_heads(c, k, c.n_kv_head, w.attn_k_norm);
+      if (own_kv) norm_heads(c, k, c.n_kv_head, w.attn_k_norm);
     }
-    rope_token(env.model, layer, q, k, cos_sin + t * c.rope_dim);
+    if (!w.attn_v_norm.empty()) norm_heads(c, out.v + t * c.kv_dim(), c.n_kv_head, w.attn_v_norm);
+    rope_token(env.model, layer, q, own_kv ? k : nullptr, cos_sin + t * c.rope_dim);
   });
 }
 
@@ -177,7 +180,7 @@ size_t matmul_step_scratch_bytes(const Model& model, MatmulStep step, int layer,
   const MatmulOutput gate_up[] = {{w.ffn_gate}, {w.ffn_up}};
   switch (step) {
     case MatmulStep::AttentionInput:
-      return matmul_batch_scratch_bytes(qkv, rows);
+      return matmul_batch_scratch_bytes(std::span(qkv, w.attn_k.data ? 3 : 1), rows);
     case MatmulStep::AttentionOutput:
       return matmul_scratch_bytes(w.attn_output, rows);
     default:

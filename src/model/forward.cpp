@@ -10,6 +10,7 @@
 #include "model/block_steps.h"
 #include "model/layer_walk.h"
 #include "model/moe_tensor_parallel.h"
+#include "model/per_layer_embedding.h"
 
 namespace kvforge {
 
@@ -31,6 +32,8 @@ void ForwardScratch::reserve(int max_tokens, int n_threads) {
   gate_.resize(n * c.n_ff);
   up_.resize(n * c.n_ff);
   proj_.resize(n * c.n_embd);
+  ple_.resize(n * size_t(c.n_layer) * size_t(c.n_embd_per_layer));
+  ple_gate_.resize(n * size_t(c.n_embd_per_layer));
   cos_sin_.resize(2 * n * c.rope_dim);  // sliding-window layers may have their own table
   step_seqs_.reserve(n);
   seq_n_keys_.reserve(n);
@@ -116,6 +119,11 @@ class ForwardPass {
   void embed() {
     float* const tables[2] = {cos_sin(0, 0), cos_sin(1, 0)};
     embed_rows(m_, in_.tokens, in_.positions, s_.x_.data(), tables);
+    if (c_.n_embd_per_layer > 0) per_layer_inputs(env_, in_.tokens, s_.x_.data(), s_.ple_.data());
+  }
+  void layer_tail(int l) {
+    per_layer_block(env_, l, s_.ple_.data(), n_, s_.x_.data(), s_.ple_gate_.data(),
+                    s_.proj_.data());
   }
   void norm(LayerNorm which, int l) {
     norm_rows(env_, layer_norm_weight(m_, which, l), s_.x_.data(), n_, s_.xn_.data());
@@ -134,9 +142,10 @@ class ForwardPass {
                              {s_.q_.data(), s_.k_.data(), s_.v_.data(), s_.attn_gate_.data()});
   }
   // attn = attention of q over the store, after writing this step's K and V
-  // (on this thread, where the store's checks' exceptions reach the caller).
+  // (on this thread, where the store's checks' exceptions reach the caller);
+  // a shared-KV layer writes none and reads its source layer's.
   void attend(int l) {
-    for (int64_t t = 0; t < n_; ++t)
+    for (int64_t t = 0; t < n_ && c_.owns_kv(l); ++t)
       kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
                 s_.v_.data() + t * c_.kv_dim());
     attend_store(l);
@@ -254,7 +263,8 @@ class ForwardPass {
     key_ranges(c_.window(l));
     for (size_t i = 0; i < s_.step_seqs_.size(); ++i) {
       s_.seq_spans_[i].clear();
-      kv_.spans(l, s_.step_seqs_[i], s_.seq_first_key_[i], s_.seq_n_keys_[i], s_.seq_spans_[i]);
+      kv_.spans(c_.kv_source(l), s_.step_seqs_[i], s_.seq_first_key_[i], s_.seq_n_keys_[i],
+                s_.seq_spans_[i]);
     }
     const std::vector<int32_t>& runs = s_.query_runs_;
     const Scoring scoring{c_.attn_scale, c_.attn_softcap};

@@ -65,6 +65,8 @@ class ForwardScratch {
   std::vector<float> gate_;             // [n_tokens][n_ff]
   std::vector<float> up_;               // [n_tokens][n_ff]
   std::vector<float> proj_;             // [n_tokens][n_embd] output of attn_output / ffn_down
+  std::vector<float> ple_;              // [n_tokens][n_layer][n_embd_per_layer] (gemma4)
+  std::vector<float> ple_gate_;         // [n_tokens][n_embd_per_layer] (gemma4)
   std::vector<float> cos_sin_;          // [rope tables][n_tokens][rope_dim]
   std::vector<float> head_scratch_;     // [n_threads][attention_queries_scratch_floats]
   std::vector<int32_t> step_seqs_;      // distinct sequences of the step

@@ -52,7 +52,7 @@ void rope_token(const Model& model, int layer, float* q, float* k, const float* 
   const ModelConfig& c = model.rank_config();
   const RopeTable& rope = model.rope(layer);
   rope.apply(q, c.n_head, c.head_dim, cs);
-  rope.apply(k, c.n_kv_head, c.head_dim, cs);
+  if (k) rope.apply(k, c.n_kv_head, c.head_dim, cs);
 }
 
 void gated_activation(const ModelConfig& c, float* gate, const float* up, int64_t n) {

@@ -66,7 +66,7 @@ void add_bias(float* y, const std::vector<float>& bias, int64_t rows);
 void norm_heads(const ModelConfig& c, float* heads, int n_heads, const std::vector<float>& weight);
 
 // One token's q [q_dim] and k [kv_dim] rotated by the angles `cs` [rope_dim]
-// of the layer's RoPE table (Model::rope_index).
+// of the layer's RoPE table (Model::rope_index); q only for a null k.
 void rope_token(const Model& model, int layer, float* q, float* k, const float* cs);
 
 // gate[i] = act(gate[i]) * up[i] for n values: GELU-tanh (GeGLU) when the

@@ -20,12 +20,15 @@
 //                                  then xn = next(x), in one pass over each token's row
 //   residual(post, layer)          the same without a norm after it (the last layer)
 //   ffn_block(layer)               proj = ffn_down(act(gate(xn)) * up(xn))
+//   layer_tail(layer)              gemma4: x += the per-layer embedding's projection, x *=
+//                                  the layer's output scale (model/per_layer_embedding.h)
 //   output()                       logits of the wanted rows: final norm, output matrix,
 //                                  soft-cap, gathered over tensor-parallel ranks
 // Which weight each norm uses is decided here; each step's own features
 // (biases, Q/K norms, window, activation) by the model's config.
 #pragma once
 
+#include <stdexcept>
 #include <vector>
 
 #include "model/model.h"
@@ -46,6 +49,8 @@ inline const std::vector<float>& layer_norm_weight(const Model& model, LayerNorm
 template <class Steps>
 void walk_forward(const Model& model, Steps& s) {
   const int n_layer = model.rank_config().n_layer;
+  // Gemma 4 ends each layer with its per-layer embedding and output scale.
+  const bool tail = model.rank_config().arch == Architecture::Gemma4;
   s.embed();
   s.norm(LayerNorm::Attn, 0);
   for (int l = 0; l < n_layer; ++l) {
@@ -59,10 +64,17 @@ void walk_forward(const Model& model, Steps& s) {
     s.residual_then_norm(LayerNorm::AttnPost, l, LayerNorm::Ffn, l);
     s.ffn_block(l);
     // The next layer's attention norm; output() norms its own rows.
-    if (l + 1 < n_layer)
+    if (l + 1 < n_layer && !tail)
       s.residual_then_norm(LayerNorm::FfnPost, l, LayerNorm::Attn, l + 1);
     else
       s.residual(LayerNorm::FfnPost, l);
+    if (tail) {
+      if constexpr (requires { s.layer_tail(l); })
+        s.layer_tail(l);
+      else
+        throw std::logic_error("this layer walk cannot run gemma4's per-layer embeddings");
+      if (l + 1 < n_layer) s.norm(LayerNorm::Attn, l + 1);
+    }
   }
   s.output();
 }

@@ -30,8 +30,13 @@ Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
   const bool neox = c.rope_style == RopeStyle::Neox;
   const std::span<const float> factors = rope_factors(c, weights_);
   ropes_.emplace_back(c.rope_dim, c.rope, neox, factors);
-  const bool own_swa_rope = c.sliding_window > 0 && !same_rope(c.rope, c.rope_swa);
-  if (own_swa_rope) ropes_.emplace_back(c.rope_dim, c.rope_swa, neox, factors);
+  // Gemma 4's rope_freqs apply to its full layers only.
+  const bool swa_unfactored = c.arch == Architecture::Gemma4 && !factors.empty();
+  const bool own_swa_rope =
+      c.sliding_window > 0 && (!same_rope(c.rope, c.rope_swa) || swa_unfactored);
+  if (own_swa_rope)
+    ropes_.emplace_back(c.rope_dim, c.rope_swa, neox,
+                        swa_unfactored ? std::span<const float>() : factors);
   layer_rope_.resize(size_t(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l) layer_rope_[size_t(l)] = own_swa_rope && c.window(l) ? 1 : 0;
 }

@@ -48,6 +48,8 @@ constexpr ArchTraits kArchs[] = {
     {"qwen3next", Architecture::Qwen3Next, RopeStyle::Neox, false, true, false, 0, 0},
     // gpt-oss (llama.cpp's openai-moe): even layers windowed, odd layers full.
     {"gpt-oss", Architecture::GptOss, RopeStyle::Neox, false, false, false, 2, 0},
+    // Gemma 4: the gemma block with shared-KV layers and per-layer embeddings.
+    {"gemma4", Architecture::Gemma4, RopeStyle::Neox, false, true, true, 0, 0},
 };
 
 const ArchTraits& arch_traits(const gguf::GgufFile& f, const std::string& name) {
@@ -165,7 +167,7 @@ void read_gemma(const gguf::GgufFile& f, ModelConfig& c) {
 
 const char* supported_architecture_names() {
   return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, qwen35moe, qwen3next, "
-         "gpt-oss";
+         "gpt-oss, gemma4";
 }
 
 size_t ModelConfig::state_bytes_per_sequence() const {
@@ -195,6 +197,7 @@ ModelConfig ModelConfig::from_gguf(const gguf::GgufFile& f) {
   if (t.post_norms) read_gemma(f, c);
   if (c.arch == Architecture::GptOss) config_detail::read_gpt_oss(f, c);
   read_sliding_window(f, t, c);
+  if (c.arch == Architecture::Gemma4) config_detail::read_gemma4(f, c);
   config_detail::read_rope(f, c);
   // gemma2 always multiplies by the embeddings (an output.weight is then
   // refused as a tensor nothing reads, as llama.cpp refuses it).

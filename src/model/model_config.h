@@ -26,7 +26,8 @@ enum class Architecture {
   Qwen35,
   Qwen35Moe,
   Qwen3Next,
-  GptOss
+  GptOss,
+  Gemma4
 };
 
 // How RoPE pairs up the dimensions of a head.
@@ -120,6 +121,13 @@ struct ModelConfig {
   // nextn_predict_layers: multi-token-prediction blocks stored after the
   // n_layer blocks, which the main pass never runs (not counted in n_layer).
   int n_layer_mtp = 0;
+  // Gemma 4 (model_gemma4_config.cpp): per-layer token embeddings of
+  // n_embd_per_layer values per layer (0 = none), the last n_kv_shared layers
+  // reading an earlier layer's K/V (kv_source) and storing none, and V
+  // RMS-normed per head without a weight.
+  int n_embd_per_layer = 0;
+  int n_kv_shared = 0;
+  bool v_norm = false;
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
@@ -133,9 +141,18 @@ struct ModelConfig {
   // Recurrent-state bytes of one sequence (f32, every linear-attention layer).
   size_t state_bytes_per_sequence() const;
   const RopeConfig& layer_rope(int layer) const { return window(layer) ? rope_swa : rope; }
-  // Layers that keep K/V: all but a hybrid model's recurrent ones.
+  // The layer whose K/V `layer` attends over: itself, or for Gemma 4's
+  // shared tail the last layer keeping K/V of the same kind (llama.cpp's
+  // rule: the last one for full layers, the one before it for windowed).
+  int kv_source(int layer) const {
+    const int first_shared = n_layer - n_kv_shared;
+    return layer < first_shared ? layer : first_shared - (window(layer) ? 2 : 1);
+  }
+  // The layer stores K/V (not recurrent, not reading another layer's).
+  bool owns_kv(int layer) const { return !recurrent(layer) && kv_source(layer) == layer; }
+  // Layers that keep K/V: all but a hybrid model's recurrent ones and Gemma 4's shared ones.
   int n_kv_layers() const {
-    int n = n_layer;
+    int n = n_layer - n_kv_shared;
     for (uint8_t r : recurrent_layers) n -= r;
     return n;
   }

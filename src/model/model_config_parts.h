@@ -50,4 +50,8 @@ void read_hybrid(const gguf::GgufFile& f, ModelConfig& c);
 // SwiGLU of its experts (model_gpt_oss_config.cpp). Needs the shapes read first.
 void read_gpt_oss(const gguf::GgufFile& f, ModelConfig& c);
 
+// gemma4: per-layer embeddings, shared-KV layers, the windowed layers' head
+// sizes (model_gemma4_config.cpp). Needs the shapes and windows read first.
+void read_gemma4(const gguf::GgufFile& f, ModelConfig& c);
+
 }  // namespace kvforge::config_detail

@@ -46,6 +46,11 @@ constexpr std::string_view kReadKeys[] = {
 constexpr std::string_view kGemma2Keys[] = {"attn_logit_softcapping", "final_logit_softcapping",
                                             "rope.freq_base_swa"};
 constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.freq_base_swa"};
+// Read for gemma4 (model_gemma4_config.cpp).
+constexpr std::string_view kGemma4Keys[] = {
+    "final_logit_softcapping",          "rope.freq_base_swa",         "rope.dimension_count_swa",
+    "embedding_length_per_layer_input", "attention.shared_kv_layers", "attention.key_length_swa",
+    "attention.value_length_swa"};
 // Read for the mixtures of experts (model/moe_config.cpp).
 constexpr std::string_view kQwen3MoeKeys[] = {"expert_count", "expert_used_count",
                                               "expert_feed_forward_length"};
@@ -88,6 +93,7 @@ bool arch_reads(const std::string& arch, std::string_view key) {
   if (listed(kReadKeys, key) || listed(kInertKeys, key)) return true;
   if (arch == "gemma2") return listed(kGemma2Keys, key);
   if (arch == "gemma3") return listed(kGemma3Keys, key);
+  if (arch == "gemma4") return listed(kGemma4Keys, key);
   if (arch == "qwen3moe") return listed(kQwen3MoeKeys, key);
   if (arch == "qwen35") return listed(kQwen35Keys, key);
   if (arch == "qwen35moe") return listed(kQwen35Keys, key) || listed(kQwen35MoeKeys, key);

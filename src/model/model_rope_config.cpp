@@ -79,7 +79,7 @@ void read_rope(const gguf::GgufFile& f, ModelConfig& c) {
   c.rope_swa = r;
   if (c.arch == Architecture::Gemma2 || c.arch == Architecture::GptOss) {
     c.rope_swa.freq_base = float_key(f, a + "rope.freq_base_swa", r.freq_base, kFreqBase);
-  } else if (c.arch == Architecture::Gemma3) {
+  } else if (c.arch == Architecture::Gemma3 || c.arch == Architecture::Gemma4) {
     c.rope_swa.freq_base = float_key(f, a + "rope.freq_base_swa", 10000.0f, kFreqBase);
     c.rope_swa.freq_scale = 1.0f;
   }

@@ -165,6 +165,55 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
   if (c.post_norms) l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
 }
 
+// Gemma 4's attention: Q with its norm; K (and V, else V = K before the
+// norms, as llama.cpp) with K's norm where the layer keeps K/V. A shared
+// layer's K/V weights, where a file has them, are read and left unused:
+// that layer attends over its source layer's K/V (ModelConfig::kv_source).
+void load_gemma4_attention(TensorLoader& load, const std::string& p, const ModelConfig& c,
+                           bool owns_kv, LayerWeights& l, WeightView& attn_output) {
+  l.attn_q = load.matrix(p + "attn_q.weight", c.q_dim(), c.n_embd);
+  l.attn_q_norm = load.vector(p + "attn_q_norm.weight", c.head_dim);
+  if (owns_kv || load.has(p + "attn_k.weight")) {
+    l.attn_k = load.matrix(p + "attn_k.weight", c.kv_dim(), c.n_embd);
+    l.attn_k_norm = load.vector(p + "attn_k_norm.weight", c.head_dim);
+    l.attn_v = load.has(p + "attn_v.weight")
+                   ? load.matrix(p + "attn_v.weight", c.kv_dim(), c.n_embd)
+                   : l.attn_k;
+  }
+  if (owns_kv) {
+    l.attn_v_norm.assign(size_t(c.head_dim), 1.0f);
+  } else {
+    l.attn_k = l.attn_v = WeightView{};
+    l.attn_k_norm.clear();
+  }
+  attn_output = load.matrix(p + "attn_output.weight", c.n_embd, c.q_dim());
+  l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
+  if (load.has(p + "layer_output_scale.weight"))
+    l.out_scale = load.vector(p + "layer_output_scale.weight", 1)[0];
+  if (c.n_embd_per_layer == 0) return;
+  l.ple_gate = load.matrix(p + "inp_gate.weight", c.n_embd_per_layer, c.n_embd);
+  l.ple_proj = load.matrix(p + "proj.weight", c.n_embd, c.n_embd_per_layer);
+  l.ple_post_norm = load.vector(p + "post_norm.weight", c.n_embd);
+}
+
+// Gemma 4's model-wide per-layer embedding tensors and the full layers'
+// rope_freqs (which its windowed layers do not apply: Model's RoPE tables).
+void load_gemma4_globals(TensorLoader& load, const ModelConfig& c, ModelWeights& w) {
+  w.rope_freqs = load.rope_factors_if_present("rope_freqs.weight", c.rope_dim / 2);
+  if (c.n_embd_per_layer == 0) return;
+  const int64_t all = int64_t(c.n_layer) * c.n_embd_per_layer;
+  w.ple_token_embd = load.matrix("per_layer_token_embd.weight", c.n_vocab, all);
+  w.ple_model_proj = load.matrix("per_layer_model_proj.weight", all, c.n_embd);
+  w.ple_proj_norm = load.vector("per_layer_proj_norm.weight", c.n_embd_per_layer);
+  // Each layer's P values are dequantized on their own (model/per_layer_embedding.cpp).
+  const auto traits = type_traits(uint32_t(w.ple_token_embd.type));
+  if (!traits || c.n_embd_per_layer % int(traits->block_elems) != 0)
+    load.refuse("per_layer_token_embd.weight",
+                "has blocks of " + std::to_string(traits ? traits->block_elems : 0) +
+                    " values, which do not divide embedding_length_per_layer_input = " +
+                    std::to_string(c.n_embd_per_layer));
+}
+
 // The router and the experts' slabs (model/moe_weights.h).
 void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, MoeWeights& m) {
   const int64_t n = c.moe.n_expert, ff = c.moe.n_ff_exp;
@@ -337,20 +386,27 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
 
 ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c, int rank,
                                      int n_ranks) {
+  if (c.arch == Architecture::Gemma4 && n_ranks > 1)
+    throw std::invalid_argument("gemma4: tensor parallelism is not supported yet");
   TensorLoader load(file, c.n_layer);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);
   w.output_norm = load.vector("output_norm.weight", c.n_embd);
   const WeightView output =
       c.tied_output ? w.token_embd : load.matrix("output.weight", c.n_vocab, c.n_embd);
-  load_rope_factors(load, c, w);
+  if (c.arch == Architecture::Gemma4)
+    load_gemma4_globals(load, c, w);
+  else
+    load_rope_factors(load, c, w);
   w.layers.resize(size_t(c.n_layer));
   std::vector<WeightView> attn_output(w.layers.size()), ffn_down(w.layers.size());
   for (int i = 0; i < c.n_layer; ++i) {
     const std::string p = "blk." + std::to_string(i) + ".";
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = load.vector(p + "attn_norm.weight", c.n_embd);
-    if (c.recurrent(i))
+    if (c.arch == Architecture::Gemma4)
+      load_gemma4_attention(load, p, c, c.owns_kv(i), l, attn_output[size_t(i)]);
+    else if (c.recurrent(i))
       load_linear_attention(load, p, c, l.linear);
     else
       load_attention(load, p, c, l, attn_output[size_t(i)]);

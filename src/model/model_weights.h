@@ -39,6 +39,7 @@ struct LayerWeights {
   std::vector<float> bias_v;          // [kv_dim] or empty
   std::vector<float> attn_q_norm;     // [head_dim] or empty (qk_norm)
   std::vector<float> attn_k_norm;     // [head_dim] or empty (qk_norm)
+  std::vector<float> attn_v_norm;     // [head_dim] ones or empty (gemma4: V normed, no weight)
   ColumnParts attn_output;            // [n_embd rows][q_dim], this rank's attn parts
   std::vector<float> bias_o;          // [n_embd] or empty (attn_output_bias)
   std::vector<float> attn_sinks;      // [n_head] or empty (attn_sinks): each head's sink logit
@@ -51,12 +52,26 @@ struct LayerWeights {
   MoeWeights moe;  // mixture-of-experts models (config.moe): their FFN, ffn_gate/up/down empty
   // A recurrent layer's (ModelConfig::recurrent) in place of the attention weights above.
   LinearAttentionWeights linear;
+  // Gemma 4 (model/per_layer_embedding.h): the per-layer embedding's gate
+  // [n_embd_per_layer rows][n_embd] (inp_gate), projection [n_embd rows]
+  // [n_embd_per_layer] (proj) and norm [n_embd] (post_norm), empty without;
+  // the layer's output is multiplied by out_scale (layer_output_scale, else 1).
+  WeightView ple_gate;
+  WeightView ple_proj;
+  std::vector<float> ple_post_norm;
+  float out_scale = 1.0f;
 };
 
 struct ModelWeights {
   TensorSplit split;      // this rank's share of the model
   WeightView token_embd;  // [n_vocab rows][n_embd], whole on every rank
   std::vector<LayerWeights> layers;
+  // Gemma 4's per-layer token embeddings [n_vocab rows][n_layer * n_embd_per_layer],
+  // their projection from the embeddings [n_layer * n_embd_per_layer rows][n_embd]
+  // and its norm [n_embd_per_layer]; empty without (config.n_embd_per_layer 0).
+  WeightView ple_token_embd;
+  WeightView ple_model_proj;
+  std::vector<float> ple_proj_norm;
   std::vector<float> output_norm;  // [n_embd]
   // [split.vocab_rows[rank] rows][n_embd] from row split.vocab_first[rank];
   // (rows of) token_embd when tied

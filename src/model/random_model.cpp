@@ -163,7 +163,7 @@ std::optional<RandomModelSpec> RandomModelSpec::preset(const std::string& name) 
 
 const char* random_model_architectures() {
   return "llama, qwen2, qwen3, gemma2, gemma3, phi3, qwen3moe, qwen35, qwen35moe, qwen3next, "
-         "gpt-oss";
+         "gpt-oss, gemma4";
 }
 
 namespace {
@@ -222,7 +222,7 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
                      : spec.arch == "gpt-oss" ? 128
                                               : 0;
   if (window > 0) w.set(a + "attention.sliding_window", gguf::Value::u32(uint32_t(window)));
-  if (spec.swa_pattern > 0)
+  if (spec.swa_pattern > 0 && spec.arch != "gemma4")
     w.set(a + "attention.sliding_window_pattern", gguf::Value::u32(uint32_t(spec.swa_pattern)));
   if (spec.rope_freq_base_swa > 0)
     w.set(a + "rope.freq_base_swa", gguf::Value::f32(spec.rope_freq_base_swa));
@@ -381,6 +381,42 @@ gguf::GgufWriter make_hybrid_model(gguf::GgufWriter& w, TensorMaker& make,
   return std::move(w);
 }
 
+// gemma4's per-layer embedding tensors of one layer and its output scale.
+void add_gemma4_layer_tail(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
+  if (spec.n_embd_per_layer > 0) {
+    make.matrix(p + "inp_gate.weight", spec.n_embd_per_layer, spec.n_embd);
+    make.matrix(p + "proj.weight", spec.n_embd, spec.n_embd_per_layer);
+    make.norm(p + "post_norm.weight", spec.n_embd);
+  }
+  make.norm(p + "layer_output_scale.weight", 1);
+}
+
+// gemma4's keys beyond gemma3's, its model-wide per-layer embedding tensors,
+// and its full layers' rope_freqs: proportional RoPE, the first half of the
+// pairs rotating at their own frequency and the second half not at all
+// (a divisor of 1e30).
+void add_gemma4_globals(gguf::GgufWriter& w, TensorMaker& make, const RandomModelSpec& spec,
+                        int n_vocab, int head_dim) {
+  const std::string a = spec.arch + ".";
+  std::vector<gguf::Value> swa;
+  for (int l = 0; l < spec.n_layer; ++l)
+    swa.push_back(
+        gguf::Value::boolean(spec.swa_pattern == 0 || l % spec.swa_pattern < spec.swa_pattern - 1));
+  w.set(a + "attention.sliding_window_pattern", gguf::Value::array(gguf::ValueType::BOOL, swa));
+  w.set(a + "attention.shared_kv_layers", gguf::Value::u32(uint32_t(spec.n_kv_shared)));
+  w.set(a + "attention.key_length_swa", gguf::Value::u32(uint32_t(head_dim)));
+  w.set(a + "attention.value_length_swa", gguf::Value::u32(uint32_t(head_dim)));
+  w.set(a + "embedding_length_per_layer_input", gguf::Value::u32(uint32_t(spec.n_embd_per_layer)));
+  std::vector<float> freqs(size_t(head_dim / 2), 1.0f);
+  for (size_t i = freqs.size() / 2; i < freqs.size(); ++i) freqs[i] = 1e30f;
+  make.add_f32("rope_freqs.weight", freqs);
+  if (spec.n_embd_per_layer == 0) return;
+  const int64_t all = int64_t(spec.n_layer) * spec.n_embd_per_layer;
+  make.matrix("per_layer_token_embd.weight", n_vocab, all);
+  make.matrix("per_layer_model_proj.weight", all, spec.n_embd);
+  make.norm("per_layer_proj_norm.weight", spec.n_embd_per_layer);
+}
+
 // One block of the non-hybrid architectures: attn_norm, attention (Q/K/V
 // fused or not, qwen2's and gpt-oss's biases, Q/K norms, gpt-oss's output
 // bias and sinks), gemma's post norms, the FFN's norm (post_attention_norm
@@ -388,8 +424,11 @@ gguf::GgufWriter make_hybrid_model(gguf::GgufWriter& w, TensorMaker& make,
 void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_dim) {
   const std::string& arch = spec.arch;
   const std::string p = "blk." + std::to_string(l) + ".";
-  const bool gemma = arch == "gemma2" || arch == "gemma3", gpt_oss = arch == "gpt-oss";
-  const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe";
+  const bool gemma4 = arch == "gemma4", gpt_oss = arch == "gpt-oss";
+  const bool gemma = arch == "gemma2" || arch == "gemma3" || gemma4;
+  const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe" || gemma4;
+  // gemma4's shared layers have no K/V weights (llama.cpp does not require them).
+  const bool kv = !gemma4 || l < spec.n_layer - spec.n_kv_shared;
   const int64_t q_dim = int64_t(head_dim) * spec.n_head,
                 kv_dim = int64_t(head_dim) * spec.n_kv_head;
   make.norm(p + "attn_norm.weight", spec.n_embd);
@@ -397,8 +436,8 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
     make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, spec.n_embd);
   } else {
     make.matrix(p + "attn_q.weight", q_dim, spec.n_embd);
-    make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
-    make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
+    if (kv) make.matrix(p + "attn_k.weight", kv_dim, spec.n_embd);
+    if (kv) make.matrix(p + "attn_v.weight", kv_dim, spec.n_embd);
   }
   if (arch == "qwen2" || gpt_oss) {
     make.bias(p + "attn_q.bias", q_dim);
@@ -407,7 +446,7 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
   }
   if (qk_norm) {
     make.norm(p + "attn_q_norm.weight", head_dim);
-    make.norm(p + "attn_k_norm.weight", head_dim);
+    if (kv) make.norm(p + "attn_k_norm.weight", head_dim);
   }
   make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
   if (gpt_oss) {
@@ -418,13 +457,15 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
   make.norm(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), spec.n_embd);
   write_ffn(make, spec, p);
   if (gemma) make.norm(p + "post_ffw_norm.weight", spec.n_embd);
+  if (gemma4) add_gemma4_layer_tail(make, spec, p);
 }
 
 // Refuses specs the architecture's loader could not read.
 void check_spec(const RandomModelSpec& spec) {
   const std::string& arch = spec.arch;
   const bool known = arch == "llama" || arch == "qwen2" || arch == "qwen3" || arch == "gemma2" ||
-                     arch == "gemma3" || arch == "phi3" || moe_arch(arch) || hybrid_arch(arch);
+                     arch == "gemma3" || arch == "phi3" || arch == "gemma4" || moe_arch(arch) ||
+                     hybrid_arch(arch);
   if (!known)
     throw std::invalid_argument("make_random_model: unknown architecture '" + arch + "' (" +
                                 random_model_architectures() + ")");
@@ -452,6 +493,7 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   if (hybrid_arch(spec.arch)) return make_hybrid_model(w, make, spec, n_vocab, head_dim);
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
   write_rope_factors(make, spec, head_dim);
+  if (spec.arch == "gemma4") add_gemma4_globals(w, make, spec, n_vocab, head_dim);
   for (int l = 0; l < spec.n_layer; ++l) add_block(make, spec, l, head_dim);
   make.norm("output_norm.weight", spec.n_embd);
   if (!spec.tied_output && spec.arch != "gemma2")

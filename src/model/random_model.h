@@ -25,7 +25,8 @@ struct RandomModelSpec {
   // (attention biases and sinks, experts with biases, a window of 128
   // unless sliding_window says otherwise), qwen35 (Gated DeltaNet hybrid),
   // qwen35moe (its MoE variant with a shared expert), qwen3next (as
-  // qwen35moe, with grouped value heads, a fused ssm_ba and no RoPE sections):
+  // qwen35moe, with grouped value heads, a fused ssm_ba and no RoPE sections),
+  // gemma4 (shared-KV layers, per-layer embeddings):
   // the tensors each architecture's loader expects.
   std::string arch = "llama";
   int n_embd = 64;
@@ -75,6 +76,12 @@ struct RandomModelSpec {
   int full_attention_interval = 4;
   int rope_dim = 0;
   int n_mtp = 0;
+  // gemma4 (the gemma3 block plus V norms, no query scaling, a rope_freqs for
+  // the full layers and a layer_output_scale per layer): per-layer embeddings
+  // of this width (0: none) and attention.shared_kv_layers. Its window
+  // pattern is written as one boolean per layer.
+  int n_embd_per_layer = 16;
+  int n_kv_shared = 0;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;

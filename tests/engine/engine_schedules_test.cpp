@@ -217,6 +217,9 @@ const ArchCase kArchCases[] = {
     // shared expert; qwen3next's grouped value heads.
     {"qwen35moe_hybrid", "qwen35moe", 0, 32, "", false},
     {"qwen3next_hybrid", "qwen3next", 0, 32, "", false},
+    // Gemma 4: 9 layers (windows of 6 on six, pattern 3), the last 3 reading
+    // layers 4 and 5's K/V and holding no blocks, per-layer embeddings.
+    {"gemma4_shared_kv", "gemma4", 6, 32, "", false},
 };
 
 const Workload& arch_workload(const ArchCase& a) {
@@ -240,6 +243,11 @@ const Workload& arch_workload(const ArchCase& a) {
     if (spec.longrope_factors) spec.rope_orig_ctx = 64;
     if (spec.arch == "qwen35" || spec.arch == "qwen35moe" || spec.arch == "qwen3next")
       spec.n_layer = 8;
+    if (spec.arch == "gemma4") {
+      spec.n_layer = 9;
+      spec.swa_pattern = 3;
+      spec.n_kv_shared = 3;
+    }
     w = std::make_unique<Workload>(testing::make_test_model(spec));
     const ModelConfig& c = w->model->config();
     // Hybrid models reuse no prefix (kv/hybrid_kv_manager.h).

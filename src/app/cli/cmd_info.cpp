@@ -80,7 +80,15 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   const auto add = [&](bool used, std::string what) {
     if (used) out.push_back(std::move(what));
   };
-  add(f.find_tensor("rope_freqs.weight") != nullptr, "Llama 3 RoPE frequency factors");
+  const bool gemma4 = c.arch == Architecture::Gemma4;
+  add(f.find_tensor("rope_freqs.weight") != nullptr,
+      gemma4 ? "RoPE frequency factors on full layers" : "Llama 3 RoPE frequency factors");
+  add(c.n_embd_per_layer > 0,
+      "per-layer token embeddings of " + std::to_string(c.n_embd_per_layer) + " per layer");
+  add(c.v_norm, "V RMS norm, no query scaling");
+  add(c.n_kv_shared > 0, std::to_string(c.n_kv_shared) + " of " + std::to_string(c.n_layer) +
+                             " layers reuse an earlier layer's K/V (K/V in " +
+                             std::to_string(c.n_kv_layers()) + " layers)");
   add(f.find_tensor("rope_factors_long.weight") != nullptr,
       std::string("LongRoPE factors (") + (c.n_ctx_train > c.rope.n_ctx_orig ? "long" : "short") +
           " ones in use)");
@@ -138,6 +146,10 @@ void print_active_parameters(const ModelConfig& c, const gguf::GgufFile& f) {
 // shard this model's KV heads, and which replicate them (kv-plan --tp N
 // sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
+  if (c.arch == Architecture::Gemma4) {
+    std::printf("  tensor parallel  one rank only (not supported yet for gemma4)\n");
+    return;
+  }
   // A dense FFN splits its rows; a mixture of experts each expert's rows and
   // outputs; linear attention its key heads and ssm_out's outputs.
   const auto ffn_splits = [&](int tp) {

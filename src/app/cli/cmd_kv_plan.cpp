@@ -148,6 +148,17 @@ void print_window_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlan
       static_cast<unsigned long long>(p.kv_per_sequence_full));
 }
 
+// Gemma 4: the K/V its shared layers do not keep.
+void print_shared_kv_line(const ModelShape& s, const KvMemoryPlan& p, KvFormat fmt) {
+  const uint64_t unshared = kv_bytes_per_token(without_kv_sharing(s), fmt);
+  std::printf(
+      "shared KV      %lld of %lld layers read an earlier layer's K/V and keep none: %llu "
+      "bytes/token vs %llu without sharing (%.1f%%)\n",
+      static_cast<long long>(s.n_shared_kv_layers), static_cast<long long>(s.n_layer),
+      static_cast<unsigned long long>(p.kv_per_token), static_cast<unsigned long long>(unshared),
+      100.0 * double(p.kv_per_token) / double(unshared));
+}
+
 void print_budget_lines(const ModelShape& s, const KvMemoryPlan& p, const KvPlanFlags& f,
                         KvFormat fmt, uint64_t weights) {
   const uint64_t budget = uint64_t(f.budget_gib * kGiB);
@@ -232,6 +243,7 @@ void kv_plan(const KvPlanFlags& f) {
               gib(p.kv_per_sequence).c_str(), static_cast<long long>(f.ctx),
               gib(p.kv_total).c_str(), static_cast<long long>(f.batch));
   if (s.n_swa_layers > 0) print_window_lines(s, p, f);
+  if (s.n_shared_kv_layers > 0) print_shared_kv_line(s, p, fmt);
   if (s.n_recurrent_layers > 0)
     std::printf(
         "state          %llu bytes/sequence in %lld recurrent layers (f32, any length), "

@@ -62,6 +62,8 @@ void make_model(const MakeModelFlags& f) {
   spec->full_attention_interval = a.full_attention_interval;
   spec->rope_dim = a.rope_dim;
   spec->n_mtp = a.n_mtp;
+  spec->n_embd_per_layer = a.n_embd_per_layer;
+  spec->n_kv_shared = a.n_kv_shared;
   for (auto [flag, field] : {std::pair{f.n_embd, &spec->n_embd},
                              {f.n_layer, &spec->n_layer},
                              {f.n_head, &spec->n_head},
@@ -133,6 +135,11 @@ void declare_expert_and_hybrid_flags(CLI::App& sub, RandomModelSpec& a) {
       ->capture_default_str();
   sub.add_option("--rope-dim", a.rope_dim, "hybrids: rotated dimensions per head (default head/4)");
   sub.add_option("--mtp-layers", a.n_mtp, "hybrids: multi-token-prediction blocks to append");
+  sub.add_option("--n-embd-per-layer", a.n_embd_per_layer,
+                 "gemma4: per-layer embedding width (0: none)")
+      ->capture_default_str();
+  sub.add_option("--shared-kv-layers", a.n_kv_shared,
+                 "gemma4: last layers reusing an earlier layer's K/V");
 }
 
 void declare_flags(CLI::App& sub, MakeModelFlags& f) {

@@ -21,7 +21,7 @@ bool KvLayerGroups::any_window() const {
 KvLayerGroups KvLayerGroups::of(const ModelConfig& config) {
   std::vector<int32_t> windows(size_t(std::max(config.n_layer, 0)));
   for (int l = 0; l < config.n_layer; ++l)
-    windows[size_t(l)] = config.recurrent(l) ? kNoKv : config.window(l);
+    windows[size_t(l)] = config.owns_kv(l) ? config.window(l) : kNoKv;
   return of_windows(windows);
 }
 

@@ -20,6 +20,8 @@
 // A hybrid model's recurrent layers (Qwen 3.5's Gated DeltaNet) keep a state
 // per sequence instead (kv/recurrent_state_pool.h) and belong to no group:
 //   qwen35, 3 linear : 1 full:  1 full group of n_layer / 4 layers
+// Gemma 4's shared-KV layers read their source layer's slot (ModelConfig::
+// kv_source) and belong to no group either.
 // Full groups come first; group 0 is the prefix cache's primary group
 // (block_manager.h).
 #pragma once
@@ -37,7 +39,7 @@ struct KvLayerGroup {
 };
 
 struct KvLayerGroups {
-  // The window of a layer without K/V (a hybrid model's recurrent layer):
+  // The window of a layer without K/V of its own (recurrent or shared):
   // in no group, its group_of_layer and slot_of_layer -1.
   static constexpr int32_t kNoKv = -1;
 

@@ -44,9 +44,16 @@ void check(const ModelShape& s) {
                                 " with window " + std::to_string(s.sliding_window));
 }
 
-uint64_t kv_bytes_per_layer_token(const ModelShape& s, KvFormat f) {
-  const int hd = int(s.head_dim);
+// One layer's K and V of one token: a windowed layer's (head_dim_swa) or a full one's.
+uint64_t kv_bytes_per_layer_token(const ModelShape& s, KvFormat f, bool windowed = false) {
+  const int hd = int(windowed && s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim);
   return uint64_t(s.n_kv_head) * uint64_t(kv_head_bytes(f.k, hd) + kv_head_bytes(f.v, hd));
+}
+
+// K/V bytes of `full` positions in each full layer and `windowed` in each windowed one.
+uint64_t kv_positions_bytes(const ModelShape& s, KvFormat f, int64_t full, int64_t windowed) {
+  return uint64_t((s.n_kv_layers() - s.n_swa_layers) * full) * kv_bytes_per_layer_token(s, f) +
+         uint64_t(s.n_swa_layers * windowed) * kv_bytes_per_layer_token(s, f, true);
 }
 
 }  // namespace
@@ -63,8 +70,9 @@ int64_t matrix_params(const ModelShape& s, int64_t experts) {
   const int64_t channels = l.conv_channels(), value = l.value_dim();
   const int64_t linear =
       s.n_embd * (channels + value + 2 * l.n_v_heads) + value * s.n_embd + channels * l.conv_kernel;
+  const int64_t shared_attn = 2 * s.n_embd * q_dim;  // Q and O only
   return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_kv_layers() * attn +
-         s.n_recurrent_layers * linear + s.n_layer * ffn;
+         s.n_shared_kv_layers * shared_attn + s.n_recurrent_layers * linear + s.n_layer * ffn;
 }
 
 namespace {
@@ -128,6 +136,16 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
     s.n_ff_exp = 768;
     return s;
   }
+  // Gemma 4 E2B: 35 layers, 4 windowed (of 512, heads of 256) to each full
+  // one (heads of 512); the last 20 read the K/V of layers 13 (windowed) and
+  // 14 (full), so 15 layers keep K/V: 12 windowed and 3 full.
+  if (name == "gemma-4-e2b") {
+    ModelShape s = windowed(shape(name, 262144, 1536, 35, 8, 1, 6144, 131072), 512, 512, 12, true);
+    s.head_dim_swa = 256;
+    s.n_shared_kv_layers = 20;
+    s.n_shared_swa_layers = 16;
+    return s;
+  }
   if (name == "gpt-oss-20b") {  // 32 experts of 2880 rows, 4 per token; even layers windowed
     ModelShape s = windowed(shape(name, 201088, 2880, 24, 64, 8, 2880, 131072), 64, 128, 12, false);
     s.n_expert = 32;
@@ -142,10 +160,10 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
 }
 
 std::vector<std::string> ModelShape::preset_names() {
-  return {"llama-7b",      "llama-2-7b",  "llama-2-13b",        "llama-2-70b",
-          "llama-3-8b",    "llama-3-70b", "tinyllama-1.1b",     "llama-3.1-8b",
-          "qwen3-8b",      "gemma-2-2b",  "gemma-3-4b",         "phi-3-mini",
-          "qwen3-30b-a3b", "gpt-oss-20b", "qwen3-next-80b-a3b", "qwen3.5-35b-a3b"};
+  return {"llama-7b",        "llama-2-7b",     "llama-2-13b",   "llama-2-70b", "llama-3-8b",
+          "llama-3-70b",     "tinyllama-1.1b", "llama-3.1-8b",  "qwen3-8b",    "gemma-2-2b",
+          "gemma-3-4b",      "phi-3-mini",     "qwen3-30b-a3b", "gpt-oss-20b", "qwen3-next-80b-a3b",
+          "qwen3.5-35b-a3b", "gemma-4-e2b"};
 }
 
 ModelShape ModelShape::from_config(const ModelConfig& c) {
@@ -153,7 +171,7 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
                        c.n_head, c.n_kv_head, c.n_ff, c.n_ctx_train);
   s.head_dim = c.head_dim;
   s.tied_output = c.tied_output;
-  for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.window(l) > 0 ? 1 : 0;
+  for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.owns_kv(l) && c.window(l) > 0 ? 1 : 0;
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
   s.n_expert = c.moe.n_expert;
   s.n_expert_used = c.moe.n_expert_used;
@@ -161,7 +179,10 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.n_ff_shexp = c.moe.n_ff_shexp;
   s.linear = c.linear;
   s.attn_gate = c.attn_gate;
-  s.n_recurrent_layers = c.n_layer - c.n_kv_layers();
+  s.n_shared_kv_layers = c.n_kv_shared;
+  for (int l = c.n_layer - c.n_kv_shared; l < c.n_layer; ++l)
+    s.n_shared_swa_layers += c.window(l) > 0 ? 1 : 0;
+  s.n_recurrent_layers = c.n_layer - c.n_kv_layers() - c.n_kv_shared;
   s.state_bytes_per_sequence = c.state_bytes_per_sequence();
   return s;
 }
@@ -190,7 +211,13 @@ GgufWeights gguf_weights(const gguf::GgufFile& file) {
 
 uint64_t kv_bytes_per_token(const ModelShape& s, KvFormat f) {
   check(s);
-  return uint64_t(s.n_kv_layers()) * kv_bytes_per_layer_token(s, f);
+  return kv_positions_bytes(s, f, 1, 1);
+}
+
+ModelShape without_kv_sharing(ModelShape s) {
+  s.n_swa_layers += s.n_shared_swa_layers;
+  s.n_shared_kv_layers = s.n_shared_swa_layers = 0;
+  return s;
 }
 
 int64_t kv_window_positions(const ModelShape& s, int64_t block_tokens) {
@@ -204,8 +231,7 @@ uint64_t kv_bytes_per_sequence(const ModelShape& s, KvFormat f, int64_t n_ctx,
   check(s);
   if (n_ctx < 0) throw std::invalid_argument("context must be ≥ 0");
   const int64_t windowed = std::min(n_ctx, kv_window_positions(s, block_tokens));
-  const int64_t positions = (s.n_kv_layers() - s.n_swa_layers) * n_ctx + s.n_swa_layers * windowed;
-  return uint64_t(positions) * kv_bytes_per_layer_token(s, f) + s.state_bytes_per_sequence;
+  return kv_positions_bytes(s, f, n_ctx, windowed) + s.state_bytes_per_sequence;
 }
 
 KvMemoryPlan plan_kv_memory(const ModelShape& s, KvFormat f, uint64_t weights, int64_t n_ctx,
@@ -253,8 +279,10 @@ int64_t kv_block_slots(const ModelShape& s) {
 
 int64_t kv_pool_blocks(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t block_tokens) {
   if (block_tokens <= 0) throw std::invalid_argument("block size must be ≥ 1 token");
-  return int64_t(kv_budget / (uint64_t(kv_block_slots(s)) * kv_bytes_per_layer_token(s, f) *
-                              uint64_t(block_tokens)));
+  // A block's slots are sized for the wider of the two head sizes.
+  const uint64_t slot =
+      std::max(kv_bytes_per_layer_token(s, f), kv_bytes_per_layer_token(s, f, true));
+  return int64_t(kv_budget / (uint64_t(kv_block_slots(s)) * slot * uint64_t(block_tokens)));
 }
 
 }  // namespace kvforge

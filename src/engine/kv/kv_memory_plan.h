@@ -66,7 +66,14 @@ struct ModelShape {
   uint64_t state_bytes_per_sequence = 0;
   LinearAttentionConfig linear;
   bool attn_gate = false;
-  int64_t n_kv_layers() const { return n_layer - n_recurrent_layers; }
+  // Gemma 4: the last n_shared_kv_layers layers (n_shared_swa_layers of them
+  // windowed) read an earlier layer's K/V and keep none (their Q and O
+  // matrices counted, no K/V); n_swa_layers counts the windowed layers that
+  // keep K/V. Its windowed layers' heads are head_dim_swa wide (0: head_dim).
+  int64_t n_shared_kv_layers = 0;
+  int64_t n_shared_swa_layers = 0;
+  int64_t head_dim_swa = 0;
+  int64_t n_kv_layers() const { return n_layer - n_recurrent_layers - n_shared_kv_layers; }
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down
   // and the two norm vectors, and the final norm.
@@ -81,7 +88,10 @@ struct ModelShape {
   // llama-2-70b, llama-3-8b, llama-3-70b, tinyllama-1.1b, llama-3.1-8b,
   // qwen3-8b, gemma-2-2b, gemma-3-4b, phi-3-mini, qwen3-30b-a3b, gpt-oss-20b (its
   // bias vectors and sinks are not counted: vectors, not matrices),
-  // qwen3-next-80b-a3b, qwen3.5-35b-a3b (hybrids with a shared expert). nullopt for unknown names
+  // qwen3-next-80b-a3b, qwen3.5-35b-a3b (hybrids with a shared expert), gemma-4-e2b (20 of
+  // 35 layers on shared K/V; parameters counted with the full layers' head size for all
+  // layers and without the per-layer embeddings: K/V exact, weights approximate). nullopt
+  // for unknown names
   // (the CLI resolves its random-model presets to a shape itself). (Gemma's four norm
   // vectors per layer count as two: too few parameters to matter.)
   static std::optional<ModelShape> preset(const std::string& name);
@@ -102,6 +112,9 @@ GgufWeights gguf_weights(const gguf::GgufFile& file);
 
 // K and V of one token, all layers and KV heads, scales included.
 uint64_t kv_bytes_per_token(const ModelShape& shape, KvFormat format);
+// The same shape with every shared-KV layer keeping K/V of its own (Gemma 4
+// without sharing), for comparing.
+ModelShape without_kv_sharing(ModelShape shape);
 // K and V of one sequence of n_ctx tokens as the paged engine keeps it
 // (windowed layers at min(n_ctx, kv_window_positions) positions, see above),
 // plus its recurrent state (hybrid models).

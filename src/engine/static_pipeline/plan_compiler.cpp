@@ -204,6 +204,9 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   // This rank's heads and FFN rows (all of them on one process); the logits
   // buffer holds the whole vocabulary (rank_config keeps n_vocab).
   const ModelConfig& c = model.rank_config();
+  if (c.arch == Architecture::Gemma4)
+    throw std::invalid_argument(
+        "gemma4: --static is not supported yet (shared-KV layers, per-layer embeddings)");
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

@@ -37,6 +37,7 @@ class PlanChecker {
       : p_(plan), m_(model), c_(model.rank_config()), n_threads_(n_threads) {}
 
   void run() {
+    check_support();
     check_shape();
     required_.assign(p_.buffers.size(), 0);
     roles_.assign(p_.buffers.size(), kNoRole);
@@ -56,6 +57,12 @@ class PlanChecker {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw PlanError("plan " + p_.label() + ": " + what);
+  }
+
+  // What compile_plan refuses, a plan file cannot bring in.
+  void check_support() const {
+    if (c_.arch == Architecture::Gemma4)
+      fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
   void check_shape() {

@@ -1,0 +1,117 @@
+// Gemma 4's shared-KV layers in the KV accounting: the last n_kv_shared
+// layers read an earlier layer's K/V (ModelConfig::kv_source) and hold no
+// slot of the paged pool, so a block, the bytes per token and the memory
+// plan count only the layers that keep K/V. Static plans and tensor
+// parallelism refuse gemma4 by name.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "engine/kv/kv_layer_groups.h"
+#include "engine/kv/kv_memory_plan.h"
+#include "engine/kv/paged_kv_cache.h"
+#include "engine/static_pipeline/plan_compiler.h"
+#include "model/model.h"
+#include "model/random_model.h"
+
+namespace kvforge {
+namespace {
+
+// 9 layers, windows of 8 on six of them (pattern 3), the last 3 shared.
+RandomModelSpec gemma4_spec(int shared) {
+  RandomModelSpec spec;
+  spec.name = "gemma4-shared";
+  spec.arch = "gemma4";
+  spec.n_layer = 9;
+  spec.head_dim = 32;
+  spec.sliding_window = 8;
+  spec.swa_pattern = 3;
+  spec.n_kv_shared = shared;
+  return spec;
+}
+
+std::vector<uint8_t> bytes_of(int shared) {
+  return make_random_model(gemma4_spec(shared)).to_bytes();
+}
+
+TEST(SharedKvLayers, SharedLayersHoldNoSlotAndNoBytes) {
+  const std::vector<uint8_t> shared_bytes = bytes_of(3), own_bytes = bytes_of(0);
+  const ModelConfig shared = ModelConfig::from_gguf(gguf::GgufFile::from_bytes(shared_bytes, "s"));
+  const ModelConfig own = ModelConfig::from_gguf(gguf::GgufFile::from_bytes(own_bytes, "o"));
+  // Keeping K/V: full layers 2, 5; windowed 0, 1, 3, 4 (2 slots, 3 groups).
+  const KvLayerGroups g = KvLayerGroups::of(shared);
+  EXPECT_EQ(g.slots, 2);
+  EXPECT_EQ(g.windows(), (std::vector<int32_t>{0, 8, 8}));
+  for (int l : {6, 7, 8}) {
+    EXPECT_EQ(g.slot_of_layer[size_t(l)], -1) << l;
+    EXPECT_EQ(g.group_of_layer[size_t(l)], -1) << l;
+  }
+  // All 9 keeping K/V: 3 full, 6 windowed (3 slots).
+  EXPECT_EQ(KvLayerGroups::of(own).slots, 3);
+  // Bytes per token: 6 of 9 layers (2 * kv_dim 64 * 4 bytes each in f32).
+  EXPECT_EQ(shared.kv_bytes_per_token(4), size_t(6 * 2 * 64 * 4));
+  EXPECT_EQ(own.kv_bytes_per_token(4), size_t(9 * 2 * 64 * 4));
+  const KvFormat f32{};
+  EXPECT_EQ(PagedKvCache::block_bytes(shared, 16, f32) * 3,
+            PagedKvCache::block_bytes(own, 16, f32) * 2);
+  EXPECT_EQ(kv_bytes_per_token(ModelShape::from_config(shared), f32), shared.kv_bytes_per_token(4));
+}
+
+// The planner's figures are the engine's: bytes per token, and the blocks a
+// budget buys (PagedKvCache's block, 2 slots of the 6 layers keeping K/V).
+TEST(SharedKvLayers, PlannerCountsAsThePagedPool) {
+  const std::vector<uint8_t> bytes = bytes_of(3);
+  const ModelConfig c = ModelConfig::from_gguf(gguf::GgufFile::from_bytes(bytes, "s"));
+  const ModelShape s = ModelShape::from_config(c);
+  EXPECT_EQ(s.n_shared_kv_layers, 3);
+  EXPECT_EQ(s.n_shared_swa_layers, 2);
+  EXPECT_EQ(s.n_swa_layers, 4);
+  for (const KvFormat f : {KvFormat{}, KvFormat{KvDtype::F16, KvDtype::F16}}) {
+    EXPECT_EQ(kv_bytes_per_token(s, f), c.kv_bytes_per_token(f.k == KvDtype::F16 ? 2 : 4));
+    const uint64_t budget = 1 << 20;
+    EXPECT_EQ(uint64_t(kv_pool_blocks(s, f, budget, 16)),
+              budget / PagedKvCache::block_bytes(c, 16, f));
+  }
+  EXPECT_EQ(kv_bytes_per_token(without_kv_sharing(s), KvFormat{}), size_t(9 * 2 * 64 * 4));
+}
+
+// Gemma 4 E2B (kv-plan --preset gemma-4-e2b), one KV head, f16: 12 windowed
+// layers of 256 and 3 full of 512 keep K/V, 2 * (12 * 256 + 3 * 512) * 2 =
+// 18432 bytes per token; all 35 (28 windowed, 7 full) would keep
+// 2 * (28 * 256 + 7 * 512) * 2 = 43008.
+TEST(SharedKvLayers, Gemma4E2bPresetBytesPerToken) {
+  const auto s = ModelShape::preset("gemma-4-e2b");
+  ASSERT_TRUE(s);
+  const KvFormat f16{KvDtype::F16, KvDtype::F16};
+  EXPECT_EQ(kv_bytes_per_token(*s, f16), 18432u);
+  EXPECT_EQ(kv_bytes_per_token(without_kv_sharing(*s), f16), 43008u);
+}
+
+TEST(SharedKvLayers, StaticPlansAndTensorParallelismAreRefused) {
+  const std::vector<uint8_t> bytes = bytes_of(3);
+  const auto model = Model::from_file(gguf::GgufFile::from_bytes(bytes, "g4"));
+  for (const PlanKind kind : {PlanKind::Prefill, PlanKind::Generate}) {
+    try {
+      compile_plan(*model, kind, 4, 64, 1, 1);
+      FAIL() << "a static plan was compiled for gemma4";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("gemma4: --static is not supported yet"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "g4");
+  const ModelConfig c = ModelConfig::from_gguf(file);
+  try {
+    ModelWeights::from_gguf(file, c, 0, 2);
+    FAIL() << "gemma4 was split over 2 ranks";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("gemma4: tensor parallelism is not supported yet"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvforge
