@@ -112,9 +112,10 @@ ordered_json responses_messages(const ordered_json& body) {
   return messages;
 }
 
-json responses_usage(int input_tokens, int output_tokens) {
+json responses_usage(int input_tokens, const GenerationOutcome& done) {
+  const int output_tokens = done.tokens;
   return {{"input_tokens", input_tokens},
-          {"input_tokens_details", {{"cached_tokens", 0}}},
+          {"input_tokens_details", {{"cached_tokens", done.cached_tokens}}},
           {"output_tokens", output_tokens},
           {"output_tokens_details", {{"reasoning_tokens", 0}}},
           {"total_tokens", input_tokens + output_tokens}};
@@ -210,7 +211,7 @@ json response_object(const ResponsesRequest& r, const ResponseIds& ids, const st
                              {"content", json::array({output_text_part(done->text)})}});
   for (const auto& [key, value] : r.echo.items()) out[key] = value;
   out["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
-  out["usage"] = done ? responses_usage(input_tokens, done->tokens) : json();
+  out["usage"] = done ? responses_usage(input_tokens, *done) : json();
   return out;
 }
 
