@@ -3,6 +3,9 @@
 // computing them. It must equal what the engine's own counters say it
 // reused for that request: 0 on a first run, whole blocks (never the
 // prompt's last token) on a repeat, shared by every branch of the request.
+// Also Engine::export_prefix / import_prefix (llama-server's slot save and
+// restore): blocks moved to a new engine serve its next request as cached
+// tokens with the same greedy tokens; a bad file is refused naming why.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -78,6 +81,76 @@ TEST_F(EngineCachedTokensTest, ANewEngineCountsTheBlocksItRestoredFromDisk) {
   EXPECT_EQ(cached_tokens_of(second, prompt), std::set<int32_t>{48});
   EXPECT_EQ(second.stats().disk.tokens_restored, 48);
   EXPECT_EQ(second.stats().prefix.hits, 0);
+}
+
+// Runs the prompt greedily alone; returns its tokens.
+std::vector<int32_t> greedy_tokens(Engine& e, std::span<const int32_t> prompt) {
+  testing::EngineRecorder rec;
+  const RequestId id = e.add_request(prompt, testing::greedy(4));
+  while (e.has_unfinished()) rec.record(e.step());
+  return rec.at(id, 0).tokens;
+}
+
+std::string import_refusal(Engine& e, std::span<const int32_t> tokens,
+                           const std::vector<std::vector<uint8_t>>& files) {
+  try {
+    e.import_prefix(tokens, files);
+  } catch (const std::invalid_argument& err) {
+    return err.what();
+  }
+  return "";
+}
+
+TEST_F(EngineCachedTokensTest, ExportedBlocksServeAnotherEngineAsCachedTokens) {
+  ThreadPool pool(1);
+  const std::vector<int32_t> prompt = testing::make_prompt(40, 5);
+  Engine saver(*model_, pool, paged_options());
+  const std::vector<int32_t> expected = greedy_tokens(saver, prompt);
+  const auto files = saver.export_prefix(prompt);
+  ASSERT_EQ(files.size(), 2u);  // the whole blocks of 40 tokens: [0,16), [16,32)
+
+  Engine restored(*model_, pool, paged_options());
+  EXPECT_EQ(restored.import_prefix(prompt, files), 32);
+  EXPECT_EQ(restored.stats().kv_blocks_used, 0);  // cached, held by no one
+  EXPECT_EQ(cached_tokens_of(restored, prompt), std::set<int32_t>{32});
+  Engine fresh(*model_, pool, paged_options());
+  EXPECT_EQ(greedy_tokens(restored, prompt), expected);
+  EXPECT_EQ(greedy_tokens(fresh, prompt), expected);
+  EXPECT_EQ(fresh.export_prefix(std::vector<int32_t>(prompt.begin(), prompt.begin() + 10)).size(),
+            0u);  // less than a block: nothing to save
+}
+
+TEST_F(EngineCachedTokensTest, ImportRefusesCorruptForeignAndMismatchedFilesNamingWhy) {
+  ThreadPool pool(1);
+  const std::vector<int32_t> prompt = testing::make_prompt(40, 6);
+  Engine saver(*model_, pool, paged_options());
+  greedy_tokens(saver, prompt);
+  const auto files = saver.export_prefix(prompt);
+  ASSERT_EQ(files.size(), 2u);
+  Engine e(*model_, pool, paged_options());
+
+  auto corrupt = files;
+  corrupt[1][corrupt[1].size() / 2] ^= 0x40;
+  EXPECT_NE(import_refusal(e, prompt, corrupt).find("block 1: checksum"), std::string::npos)
+      << import_refusal(e, prompt, corrupt);
+  auto truncated = files;
+  truncated[0].resize(100);
+  EXPECT_NE(import_refusal(e, prompt, truncated).find("block 0: truncated"), std::string::npos);
+  std::vector<int32_t> other = prompt;
+  other[3] += 1;
+  EXPECT_NE(import_refusal(e, other, files).find("block 0"), std::string::npos);
+  // Nothing was kept by a refusal: the prompt is still computed whole.
+  EXPECT_EQ(cached_tokens_of(e, prompt), std::set<int32_t>{0});
+
+  RandomModelSpec spec;
+  spec.name = "engine-tiny-other";
+  spec.n_ctx = 256;
+  spec.seed = 12;
+  const auto other_model = testing::make_test_model(spec);
+  Engine foreign(*other_model, pool, paged_options());
+  const std::string why = import_refusal(foreign, prompt, files);
+  EXPECT_NE(why.find("another model"), std::string::npos) << why;
+  EXPECT_NE(foreign.block_fingerprint(), e.block_fingerprint());
 }
 
 }  // namespace
