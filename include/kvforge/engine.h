@@ -175,6 +175,25 @@ class Engine {
   // The static slots' plans and runner; null in the paged mode.
   const StaticRunner* static_runner() const;
 
+  // Whole prefix blocks out of and into the paged pool's prefix cache, for
+  // llama-server's slot save and restore (engine_prefix_io.cpp). Paged mode,
+  // one process, one full-attention layer group, prefix cache on; otherwise
+  // both throw std::invalid_argument saying why.
+  // The leading whole blocks of `tokens` the prefix cache holds, each encoded
+  // as a disk-tier block file (engine/kv/kv_block_file.h: this engine's
+  // identity, every token id of its prefix, a checksum).
+  std::vector<std::vector<uint8_t>> export_prefix(std::span<const int32_t> tokens);
+  // Checks every file against this engine's identity, the chained hash and
+  // the token ids of tokens[0, (b + 1) * block_size) and its checksum, then
+  // puts the blocks in the prefix cache (a later prompt starting with those
+  // tokens reuses them) and writes them through to the disk tier. Returns the
+  // tokens restored. Throws std::invalid_argument naming the first bad file
+  // and why (nothing is kept then), or when the pool has no room.
+  int32_t import_prefix(std::span<const int32_t> tokens,
+                        std::span<const std::vector<uint8_t>> files);
+  // KvBlockIdentity::fingerprint() of this engine's blocks (0 on static slots).
+  uint64_t block_fingerprint() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

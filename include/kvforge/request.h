@@ -50,6 +50,10 @@ struct StepEvent {
   int branch = 0;                       // 0..n-1
   std::optional<GeneratedToken> token;  // absent when the step only ended the branch (EOS)
   std::optional<FinishReason> finish;   // set on the branch's last event
+  // Prompt tokens of the request whose K/V came from a cache (RAM prefix
+  // cache, static slot or disk tier) instead of being computed (paged: whole
+  // blocks, never the prompt's last token).
+  int32_t cached_tokens = 0;
 };
 
 }  // namespace kvforge

@@ -46,6 +46,7 @@ struct BranchResult {
   std::string text;             // stop string excluded
   std::vector<int32_t> tokens;  // generated ids (EOS excluded)
   int prompt_tokens = 0;
+  int cached_tokens = 0;  // of prompt_tokens, served from a cache (StepEvent::cached_tokens)
   FinishReason finish = FinishReason::Stop;
   BranchTimings timings;
 };

@@ -95,6 +95,7 @@ void Engine::Impl::sample(Sequence& seq, std::span<const float> logits,
   if (options.on_logits) options.on_logits(seq.request, seq.branch, logits);
   StepEvent ev = requests.sample(seq.request, seq.branch, *seq.sampler, logits, seq.n_generated(),
                                  seq.len(), {seq.max_tokens, seq.max_len});
+  ev.cached_tokens = seq.n_cached;
   if (ev.token) seq.tokens.push_back(ev.token->id);
   if (ev.finish) finished.push_back(&seq);
   events.push_back(std::move(ev));

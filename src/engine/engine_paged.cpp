@@ -215,6 +215,7 @@ void Engine::Impl::step_paged(std::vector<StepEvent>& events) {
     for (int b = 1; b <= c.seq->pending_forks; ++b) {
       Sequence& child = add_branch(*c.seq, b);
       child.n_computed = c.seq->n_computed;
+      child.n_cached = c.seq->n_cached;
       if (paged->hybrid)
         paged->hybrid->fork(c.seq->id, child.id);
       else

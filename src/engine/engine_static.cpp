@@ -130,10 +130,12 @@ void Engine::Impl::admit_to_slots(const ScheduledChunk& admitted, std::vector<St
     const int32_t kept = seq->n_computed;  // what the slot manager keeps of the slot
     if (scheduler.load_prefix(*seq)) {
       tokens_reused += seq->n_computed;  // the kept whole blocks
+      seq->n_cached = seq->n_computed;   // the restored ones added when they land
       continue;
     }
     slot_kv->slots.truncate(seq->id, kept);
     tokens_reused += kept;
+    seq->n_cached = kept;
     fill_slot(*seq, false, events);
   }
 }

@@ -55,6 +55,7 @@ std::vector<Sequence*> Scheduler::land_loads(bool wait) {
     const int32_t n = seq.n_computed + l.blocks * tier_->block_size();
     kv_.truncate(seq.id, n);  // blocks whose files failed are recomputed
     kv_.mark_computed(seq.id, seq.tokens, n);
+    if (!seq.preempted) seq.n_cached += l.blocks * tier_->block_size();
     seq.n_computed = n;
     seq.loading = false;
     --n_loading_;
@@ -105,6 +106,7 @@ void Scheduler::preempt_last() {
   running_.pop_back();
   release(*seq);
   seq->n_computed = 0;
+  seq->preempted = true;
   waiting_.push_front(std::move(seq));
   ++preemptions_;
 }
@@ -204,6 +206,7 @@ void Scheduler::admit_waiting(SchedulerOutput& out, int32_t& budget) {
                              std::to_string(target) + " tokens, cached_prefix said " +
                              std::to_string(ram));
     seq.n_computed = ram;
+    if (!seq.preempted) seq.n_cached = ram;
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
     const int32_t eligible = (seq.len() - 1) / bs - ram / bs;  // prompt blocks past RAM's

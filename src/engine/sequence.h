@@ -38,6 +38,12 @@ struct Sequence {
   int32_t n_dropped = 0;   // tokens a context shift removed from `tokens`
   int pending_forks = 0;   // branches to fork off when the prompt is computed
   bool loading = false;    // waiting for a lower tier to restore its prefix blocks
+  // Prompt tokens whose K/V the first admission took from a cache (the RAM
+  // prefix cache, a kept static slot, blocks restored from the disk tier)
+  // instead of computing them: StepEvent::cached_tokens. A preemption does not
+  // change it (recomputing after one is the engine's cost, not the request's).
+  int32_t n_cached = 0;
+  bool preempted = false;
   std::unique_ptr<Sampler> sampler;
 
   int32_t len() const { return int32_t(tokens.size()); }

@@ -290,6 +290,9 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
   sub.add_flag("--metrics-public", f.http.metrics_public, "serve /metrics without the API key");
   sub.add_option("--cors-origin", f.http.cors_origin,
                  "allow browser apps from ORIGIN ('*' = any) to call the server (default: none)");
+  sub.add_option(
+      "--slot-save-path", f.http.slot_save_path,
+      "directory of llama-server's slot save/restore files (POST /slots/ID?action=save)");
   sub.add_option("--alias", f.aliases,
                  "model id in /v1/models and responses (default: file name); repeat it or "
                  "separate with commas for several")

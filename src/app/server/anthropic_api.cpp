@@ -131,7 +131,9 @@ json message_object(const MessagesRequest& r, const std::string& id, int input_t
               {"model", r.model},
               {"content", std::move(content.blocks)}};
   out.update(messages_stop(r, done, content.tool_use));
-  out["usage"] = {{"input_tokens", input_tokens}, {"output_tokens", done.tokens}};
+  out["usage"] = {{"input_tokens", input_tokens},
+                  {"cache_read_input_tokens", done.cached_tokens},
+                  {"output_tokens", done.tokens}};
   return out;
 }
 
@@ -210,10 +212,12 @@ bool MessagesEventWriter::finish(const GenerationOutcome& done) {
   if (index_ < 0 && !open_block({{"type", "text"}, {"text", ""}})) return false;  // an empty reply
   const bool tool_use = calls_ && calls_->complete() && !calls_->calls().empty();
   return close_block() &&
-         write_(
-             typed_sse_event("message_delta", {{"type", "message_delta"},
-                                               {"delta", messages_stop(request_, done, tool_use)},
-                                               {"usage", {{"output_tokens", done.tokens}}}})) &&
+         write_(typed_sse_event("message_delta",
+                                {{"type", "message_delta"},
+                                 {"delta", messages_stop(request_, done, tool_use)},
+                                 {"usage",
+                                  {{"output_tokens", done.tokens},
+                                   {"cache_read_input_tokens", done.cached_tokens}}}})) &&
          write_(typed_sse_event("message_stop", {{"type", "message_stop"}}));
 }
 

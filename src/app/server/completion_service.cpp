@@ -321,6 +321,7 @@ std::optional<nlohmann::json> CompletionService::complete(
   // Events may flow without pause, so the client is checked by the clock, not on timeouts.
   constexpr auto kCheckEvery = milliseconds(20);
   auto next_check = std::chrono::steady_clock::now() + kCheckEvery;
+  Usage usage{p.prompt_tokens, 0, p.messages_dropped};
   while (true) {
     RequestStream::Update u = p.stream->wait(kCheckEvery);
     if (client_gone && std::chrono::steady_clock::now() >= next_check) {
@@ -343,12 +344,12 @@ std::optional<nlohmann::json> CompletionService::complete(
       if (ev.result) {
         b.text = ev.result->text;  // authoritative: stop strings cut out
         b.finish_reason = finish_reason_name(ev.result->finish);
+        usage.cached_tokens = ev.result->cached_tokens;  // the same for every branch
       }
     }
     if (u.closed) break;
   }
   std::vector<Choice> choices;
-  Usage usage{p.prompt_tokens, 0, p.messages_dropped};
   for (size_t i = 0; i < branches.size(); ++i) {
     Choice c;
     c.index = static_cast<int>(i);
@@ -383,6 +384,7 @@ bool CompletionService::stream(PreparedRequest& p,
     }
     for (const TextEvent& ev : u.events) {
       BranchState& b = branches.at(static_cast<size_t>(ev.branch));
+      if (ev.result) usage.cached_tokens = ev.result->cached_tokens;  // the same for every branch
       if (ev.token) {
         ++b.tokens;
         ++usage.completion_tokens;

@@ -1,5 +1,6 @@
 #include "app/server/engine_loop.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -140,6 +141,7 @@ void EngineLoop::admit(std::deque<Pending>& pending) {
       const RequestId id =
           engine_.add_tokens(p.submission.prompt, p.submission.sampling, p.submission.options);
       active_[id] = p.stream;
+      prompts_[id] = p.submission.prompt;
       {
         std::lock_guard lock(running_mu_);
         running_.push_back(
@@ -222,6 +224,7 @@ void EngineLoop::step_engine() {
       count_decoded(ev.request);
     }
     if (ev.result) record_timings(*ev.result);
+    if (ev.result && ev.branch == 0) record_slot(ev.request, *ev.result);
     const RequestId id = ev.request;
     if (it->second->push(std::move(ev))) finish(id);
   }
@@ -242,6 +245,7 @@ void EngineLoop::finish(RequestId id) {
   }
   it->second->close();
   active_.erase(it);
+  prompts_.erase(id);
   --outstanding_;
 }
 
@@ -250,6 +254,31 @@ void EngineLoop::record_timings(const BranchResult& result) {
   metrics_.ttft.observe(result.timings.ttft_seconds);
   for (double s : result.timings.inter_token_seconds) metrics_.inter_token.observe(s);
   metrics_.request_duration.observe(result.timings.total_seconds);
+}
+
+void EngineLoop::record_slot(RequestId id, const BranchResult& result) {
+  const auto prompt = prompts_.find(id);
+  if (prompt == prompts_.end()) return;
+  size_t slot = 0;
+  {
+    std::lock_guard lock(running_mu_);
+    const auto it = std::find_if(running_.begin(), running_.end(),
+                                 [id](const RunningRequest& r) { return r.id == id; });
+    if (it == running_.end()) return;
+    slot = size_t(it - running_.begin());
+  }
+  std::vector<int32_t> tokens = prompt->second;
+  tokens.insert(tokens.end(), result.tokens.begin(), result.tokens.end());
+  set_slot_tokens(slot, std::move(tokens));
+}
+
+std::vector<int32_t> EngineLoop::slot_tokens(size_t slot) const {
+  return slot < slot_tokens_.size() ? slot_tokens_[slot] : std::vector<int32_t>{};
+}
+
+void EngineLoop::set_slot_tokens(size_t slot, std::vector<int32_t> tokens) {
+  if (slot_tokens_.size() <= slot) slot_tokens_.resize(slot + 1);
+  slot_tokens_[slot] = std::move(tokens);
 }
 
 }  // namespace kvforge::server

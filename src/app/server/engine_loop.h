@@ -67,6 +67,15 @@ class EngineLoop {
   // Why the engine can no longer serve; empty while it can.
   std::string broken() const;
 
+  // For a run_between_steps job only (the loop's thread): the text engine,
+  // and what each GET /slots entry last held for llama-server's slot save
+  // and restore (slot_files.h): the prompt and branch 0's generated tokens
+  // of the last request that finished as that entry (entries are the running
+  // requests in admission order), or what a restore put there.
+  TextEngine& engine() { return engine_; }
+  std::vector<int32_t> slot_tokens(size_t slot) const;
+  void set_slot_tokens(size_t slot, std::vector<int32_t> tokens);
+
  private:
   struct Pending {
     Submission submission;
@@ -79,6 +88,7 @@ class EngineLoop {
   void finish(RequestId id);
   void count_decoded(RequestId id);
   void record_timings(const BranchResult& result);
+  void record_slot(RequestId id, const BranchResult& result);
   void beat();
   void fail_all(const std::string& why);
 
@@ -101,6 +111,8 @@ class EngineLoop {
 
   // Loop thread only.
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> active_;
+  std::unordered_map<RequestId, std::vector<int32_t>> prompts_;  // of the active requests
+  std::vector<std::vector<int32_t>> slot_tokens_;                // [slot entry]
   std::thread thread_;
 };
 

@@ -34,6 +34,7 @@ std::optional<GenerationOutcome> pump_generation(
         out.finish = ev.result->finish;
         out.stop_index = ev.stop_index;
         out.token_ids = ev.result->tokens;
+        out.cached_tokens = ev.result->cached_tokens;
       }
     }
     if (u.closed) return out;

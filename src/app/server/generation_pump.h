@@ -20,8 +20,9 @@
 namespace kvforge::server {
 
 struct GenerationOutcome {
-  std::string text;  // stop string excluded
-  int tokens = 0;    // generated
+  std::string text;       // stop string excluded
+  int tokens = 0;         // generated
+  int cached_tokens = 0;  // prompt tokens served from the prefix cache (BranchResult)
   FinishReason finish = FinishReason::Stop;
   std::optional<size_t> stop_index;  // which of the request's stop strings ended it
   std::vector<int32_t> token_ids;    // generated (EOS excluded)

@@ -27,6 +27,7 @@
 #include "app/server/overflow_responder.h"
 #include "app/server/responses_routes.h"
 #include "app/server/slot_actions.h"
+#include "app/server/slot_files.h"
 #include "app/server/slots_route.h"
 
 namespace kvforge::server {
@@ -125,6 +126,7 @@ struct HttpServer::Impl {
   AccessLog access_log;
   OverflowResponder overflow;
   CorsPolicy cors;
+  std::unique_ptr<SlotFiles> slot_files;  // null without --slot-save-path
 
   Impl(HttpServerOptions o, CompletionService& s, ServerMetrics& m)
       : options(std::move(o)),
@@ -135,6 +137,10 @@ struct HttpServer::Impl {
         overflow([this](const OverflowRequest& r) { return answer_overflow(r); }, kOverflowHeadTime,
                  kOverflowMaxOpen),
         cors(options.cors_origin) {
+    if (!options.slot_save_path.empty())
+      slot_files = std::make_unique<SlotFiles>(
+          options.slot_save_path,
+          std::filesystem::path(options.props.model_path).filename().string());
     const auto threads = static_cast<size_t>(options.threads);
     http.new_task_queue = [threads] { return new ConnectionThreads(threads); };
     http.set_hand_over([this](socket_t sock) {
@@ -323,7 +329,7 @@ struct HttpServer::Impl {
              }));
     http.Post(
         R"(/slots/([^/]*))", guarded([this](const httplib::Request& req, httplib::Response& res) {
-          res.set_content(dump_json(slot_action_response(service.loop().running(),
+          res.set_content(dump_json(slot_action_response(service.loop(), slot_files.get(),
                                                          options.props.total_slots, req.matches[1],
                                                          req.get_param_value("action"), req.body)),
                           "application/json");

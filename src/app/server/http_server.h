@@ -41,6 +41,8 @@ struct HttpServerOptions {
   // The Responses API's stored responses (response_store.h); null: a store
   // of the default bounds, forgotten when the server stops.
   std::shared_ptr<ResponseStore> responses;
+  // llama-server's slot save/restore files (slot_files.h); empty: refused (501).
+  std::string slot_save_path;
 };
 
 class HttpServer {

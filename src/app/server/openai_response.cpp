@@ -12,7 +12,8 @@ using nlohmann::json;
 json usage_json(const Usage& u) {
   json out = {{"prompt_tokens", u.prompt_tokens},
               {"completion_tokens", u.completion_tokens},
-              {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+              {"total_tokens", u.prompt_tokens + u.completion_tokens},
+              {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
   if (u.truncated_messages > 0) out["truncated_messages"] = u.truncated_messages;
   return out;
 }

@@ -19,6 +19,7 @@ struct Usage {
   int prompt_tokens = 0;
   int completion_tokens = 0;
   int truncated_messages = 0;  // dropped to fit the context; reported when non-zero
+  int cached_tokens = 0;       // prompt_tokens_details.cached_tokens: served from the prefix cache
 };
 
 // One generated token with its log-probability and the most likely alternatives.

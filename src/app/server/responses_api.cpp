@@ -112,19 +112,20 @@ ordered_json responses_messages(const ordered_json& body) {
   return messages;
 }
 
-json responses_usage(int input_tokens, int output_tokens) {
+json responses_usage(int input_tokens, const GenerationOutcome& done) {
+  const int output_tokens = done.tokens;
   return {{"input_tokens", input_tokens},
-          {"input_tokens_details", {{"cached_tokens", 0}}},
+          {"input_tokens_details", {{"cached_tokens", done.cached_tokens}}},
           {"output_tokens", output_tokens},
           {"output_tokens_details", {{"reasoning_tokens", 0}}},
           {"total_tokens", input_tokens + output_tokens}};
 }
 
+}  // namespace
+
 json output_text_part(const std::string& text) {
   return {{"type", "output_text"}, {"text", text}, {"annotations", json::array()}};
 }
-
-}  // namespace
 
 ResponsesRequest parse_responses_request(std::string_view text, const RequestLimits& limits) {
   const ordered_json body = parse_json_body(text, limits, JsonBodyChecks{});
@@ -210,117 +211,8 @@ json response_object(const ResponsesRequest& r, const ResponseIds& ids, const st
                              {"content", json::array({output_text_part(done->text)})}});
   for (const auto& [key, value] : r.echo.items()) out[key] = value;
   out["reasoning"] = {{"effort", nullptr}, {"summary", nullptr}};
-  out["usage"] = done ? responses_usage(input_tokens, done->tokens) : json();
+  out["usage"] = done ? responses_usage(input_tokens, *done) : json();
   return out;
-}
-
-ResponsesEventWriter::ResponsesEventWriter(const ResponsesRequest& r, ResponseIds ids,
-                                           std::string model, int input_tokens,
-                                           std::function<bool(const std::string&)> write)
-    : request_(r),
-      ids_(std::move(ids)),
-      model_(std::move(model)),
-      input_tokens_(input_tokens),
-      write_(std::move(write)) {}
-
-bool ResponsesEventWriter::send(const std::string& type, json data) {
-  data["type"] = type;
-  data["sequence_number"] = sequence_++;
-  return write_(typed_sse_event(type, data));
-}
-
-json ResponsesEventWriter::item(const std::string& status, const json& content) const {
-  return {{"id", ids_.message},
-          {"type", "message"},
-          {"status", status},
-          {"role", "assistant"},
-          {"content", content}};
-}
-
-bool ResponsesEventWriter::start() {
-  const json response = response_object(request_, ids_, model_, input_tokens_, nullptr);
-  return send("response.created", {{"response", response}}) &&
-         send("response.in_progress", {{"response", response}}) && (tool_calls || open_message());
-}
-
-bool ResponsesEventWriter::open_message() {
-  json part = {{"item_id", ids_.message}, {"output_index", 0}, {"content_index", 0}};
-  part["part"] = output_text_part("");
-  return send("response.output_item.added",
-              {{"output_index", 0}, {"item", item("in_progress", json::array())}}) &&
-         send("response.content_part.added", part);
-}
-
-bool ResponsesEventWriter::delta(const std::string& text) {
-  if (tool_calls) return true;  // held until the reply is known to be text or calls
-  return send_text(text);
-}
-
-bool ResponsesEventWriter::send_text(const std::string& text) {
-  return send("response.output_text.delta", {{"item_id", ids_.message},
-                                             {"output_index", 0},
-                                             {"content_index", 0},
-                                             {"delta", text},
-                                             {"logprobs", json::array()}});
-}
-
-bool ResponsesEventWriter::close_message(const GenerationOutcome& done, const json& message) {
-  json text_done = {{"item_id", ids_.message},
-                    {"output_index", 0},
-                    {"content_index", 0},
-                    {"text", done.text},
-                    {"logprobs", json::array()}};
-  json part_done = {{"item_id", ids_.message},
-                    {"output_index", 0},
-                    {"content_index", 0},
-                    {"part", message["content"][0]}};
-  return send("response.output_text.done", text_done) &&
-         send("response.content_part.done", part_done) &&
-         send("response.output_item.done", {{"output_index", 0}, {"item", message}});
-}
-
-// Each call: its item added, its arguments in one delta, then done.
-bool ResponsesEventWriter::send_calls(const json& output) {
-  for (size_t i = 0; i < output.size(); ++i) {
-    const json& done = output[i];
-    json added = done;
-    added["status"] = "in_progress";
-    added["arguments"] = "";
-    const json where = {{"item_id", done["id"]}, {"output_index", i}};
-    json delta = where, args_done = where;
-    delta["delta"] = done["arguments"];
-    args_done["arguments"] = done["arguments"];
-    args_done["name"] = done["name"];
-    if (!send("response.output_item.added", {{"output_index", i}, {"item", added}}) ||
-        !send("response.function_call_arguments.delta", delta) ||
-        !send("response.function_call_arguments.done", args_done) ||
-        !send("response.output_item.done", {{"output_index", i}, {"item", done}}))
-      return false;
-  }
-  return true;
-}
-
-bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
-  const json calls = read_reply_calls(tool_calls, done.text);
-  const json response = response_object(request_, ids_, model_, input_tokens_, &done, calls);
-  if (on_finish) on_finish(done, response, calls);
-  bool sent = true;
-  if (!calls.is_null())
-    sent = send_calls(response["output"]);
-  else if (tool_calls)  // a text reply held back: its message in one piece
-    sent = open_message() && (done.text.empty() || send_text(done.text)) &&
-           close_message(done, response["output"][0]);
-  else
-    sent = close_message(done, response["output"][0]);
-  const std::string last =
-      response["status"] == "completed" ? "response.completed" : "response.incomplete";
-  return sent && send(last, {{"response", response}});
-}
-
-bool ResponsesEventWriter::error(const ApiError& e) {
-  return send("error", {{"code", e.code() ? json(*e.code()) : json(e.type())},
-                        {"message", e.what()},
-                        {"param", e.param() ? json(*e.param()) : json()}});
 }
 
 }  // namespace kvforge::server

@@ -25,10 +25,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "app/chat/tool_call_syntax.h"
 #include "app/server/generation_pump.h"
 #include "app/server/openai_request.h"
+#include "app/server/tool_call_response.h"
 
 namespace kvforge::server {
 
@@ -60,7 +62,11 @@ nlohmann::json response_object(const ResponsesRequest& r, const ResponseIds& ids
                                const GenerationOutcome* done,
                                const nlohmann::json& calls = nullptr);
 
-// Writes the typed event stream of one response through `write`.
+// {"type": "output_text", "text", "annotations": []}: a message's one content part.
+nlohmann::json output_text_part(const std::string& text);
+
+// Writes the typed event stream of one response through `write`
+// (responses_events.cpp).
 class ResponsesEventWriter final : public GenerationEventWriter {
  public:
   ResponsesEventWriter(const ResponsesRequest& r, ResponseIds ids, std::string model,
@@ -74,16 +80,20 @@ class ResponsesEventWriter final : public GenerationEventWriter {
   std::function<void(const GenerationOutcome&, const nlohmann::json& response,
                      const nlohmann::json& calls)>
       on_finish;
-  // The request has tools (the chat path's reading of the reply): the text
-  // is held until the reply is known to be calls (function_call items and
-  // their argument events) or text (the message in one delta).
+  // The request has tools: the reply is read as it streams (the chat path's
+  // ToolCallReader). Text once known to be text streams as the message's
+  // deltas; each call is a function_call item, added when its name is read,
+  // its arguments in pieces as they are generated, done at the end.
   std::optional<ToolCallSyntax> tool_calls;
 
  private:
   bool open_message();
   bool send_text(const std::string& text);
   bool close_message(const GenerationOutcome& done, const nlohmann::json& message);
-  bool send_calls(const nlohmann::json& output);
+  bool forward(const ToolCallReader::Output& out);
+  bool add_call(const nlohmann::json& chat_call);
+  bool close_calls(const nlohmann::json& calls);
+  nlohmann::json final_response(const GenerationOutcome& done, nlohmann::json& calls);
   bool send(const std::string& type, nlohmann::json data);
   nlohmann::json item(const std::string& status, const nlohmann::json& content) const;
 
@@ -93,6 +103,13 @@ class ResponsesEventWriter final : public GenerationEventWriter {
   int input_tokens_;
   std::function<bool(const std::string&)> write_;
   int sequence_ = 0;
+  int next_index_ = 0;                       // output_index of the next item added
+  std::optional<int> message_index_;         // the message item's, once added
+  std::string text_sent_;                    // the message's deltas so far
+  std::optional<ToolCallAssembler> calls_;   // reading the reply, with tools
+  std::vector<nlohmann::json> call_items_;   // function_call items added (in_progress)
+  std::vector<int> call_indexes_;            // their output_index
+  std::vector<std::string> call_arguments_;  // their arguments so far
 };
 
 }  // namespace kvforge::server

@@ -28,9 +28,10 @@ std::string slot_filename(const std::string& body) {
 
 }  // namespace
 
-nlohmann::json slot_action_response(const std::vector<EngineLoop::RunningRequest>& running,
-                                    int total_slots, const std::string& id,
-                                    const std::string& action, const std::string& body) {
+nlohmann::json slot_action_response(EngineLoop& loop, const SlotFiles* files, int total_slots,
+                                    const std::string& id, const std::string& action,
+                                    const std::string& body) {
+  const std::vector<EngineLoop::RunningRequest> running = loop.running();
   const size_t entries = std::max(running.size(), static_cast<size_t>(std::max(total_slots, 0)));
   size_t slot = 0;
   const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), slot);
@@ -38,14 +39,17 @@ nlohmann::json slot_action_response(const std::vector<EngineLoop::RunningRequest
     throw ApiError(400, "Invalid slot ID: '" + id + "' (GET /slots lists " +
                             std::to_string(entries) + " slots)");
   if (action == "save" || action == "restore") {
-    slot_filename(body);
-    throw ApiError(501,
-                   "slot " + action +
-                       " is not supported: kvforge keeps no KV per slot between requests. The "
-                       "paged engine reuses an earlier prompt's blocks for any request with the "
-                       "same prefix by itself (--kv-disk keeps them across restarts), and static "
-                       "slots are cleared for each request; send the conversation again instead",
-                   "not_supported_error");
+    const std::string filename = slot_filename(body);
+    if (!files)
+      throw ApiError(501,
+                     "slot " + action +
+                         " needs `kvforge serve --slot-save-path DIR` (the directory of the slot "
+                         "files): without it the server keeps no KV per slot to save or restore. "
+                         "The paged engine reuses an earlier prompt's blocks for any request with "
+                         "the same prefix by itself (--kv-disk keeps them across restarts)",
+                     "not_supported_error");
+    return action == "save" ? files->save(loop, slot, filename)
+                            : files->restore(loop, slot, filename);
   }
   if (action != "erase")
     throw ApiError(400, "Invalid action: '" + action + "' (save, restore or erase)",

@@ -283,17 +283,35 @@ async function toolRoundTrip(client) {
   const types = [];
   let args = '';
   let last;
+  let added;
   for await (const ev of await client.responses.create({ ...body, stream: true })) {
     types.push(ev.type);
     if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+    if (ev.type === 'response.output_item.added') added = ev.item;
     last = ev;
   }
-  assert.deepEqual(types.slice(0, 6), ['response.created', 'response.in_progress',
+  // The arguments stream in pieces as they are generated: one delta event per piece.
+  const deltas = types.filter((t) => t === 'response.function_call_arguments.delta').length;
+  assert.ok(deltas > 1, `arguments in ${deltas} pieces`);
+  const pieces = types.filter((t, i) => t !== 'response.function_call_arguments.delta' ||
+                                        types[i - 1] !== t);
+  assert.deepEqual(pieces.slice(0, 6), ['response.created', 'response.in_progress',
     'response.output_item.added', 'response.function_call_arguments.delta',
     'response.function_call_arguments.done', 'response.output_item.done']);
   assert.equal(types.at(-1), 'response.completed');
   assert.equal(args, call.arguments);  // greedy: the same call streamed
   assert.equal(last.response.output[0].arguments, call.arguments);
+  assert.equal(last.response.output[0].call_id, added.call_id, 'the streamed item is the final one');
+
+  // The SDK's responses.stream helper assembles the same call from the events.
+  const helper = client.responses.stream(body);
+  let helperArgs = '';
+  helper.on('response.function_call_arguments.delta', (ev) => { helperArgs += ev.delta; });
+  const final = await helper.finalResponse();
+  assert.equal(helperArgs, call.arguments);
+  assert.equal(final.output[0].type, 'function_call');
+  assert.equal(final.output[0].arguments, call.arguments);
+  assert.equal(final.output[0].status, 'completed');
 
   const output = { type: 'function_call_output', call_id: call.call_id, output: '{"sky": "clear"}' };
   const resent = await client.responses.create({

@@ -83,7 +83,7 @@ suite_routes() {
 }
 
 # Embeddings (openai and ollama clients), the Responses API (openai), Anthropic's Messages
-# API (@anthropic-ai/sdk).
+# API (@anthropic-ai/sdk); cached prompt tokens in each API's usage; slot save/restore.
 suite_apis() {
   echo "== kvforge serve, embeddings through the openai and ollama clients"
   run_node embeddings.test.mjs
@@ -91,6 +91,10 @@ suite_apis() {
   run_node responses.test.mjs
   echo "== kvforge serve, Anthropic's Messages API through the @anthropic-ai/sdk client"
   run_node anthropic.test.mjs
+  echo "== kvforge serve, prompt tokens served from the prefix cache in each API's usage"
+  run_node cache.test.mjs
+  echo "== kvforge serve, llama-server's slot save and restore"
+  run_node slots.test.mjs
 }
 
 # Hostile clients and model files: template bombs, 7 MB prompts, slow connections, a used

@@ -16,35 +16,36 @@
 namespace kvforge {
 namespace {
 
-constexpr int64_t kCtx = 64, kBlock = 16;
+constexpr int64_t kCtx = 64, kSplitBlock = 16;
 
 TEST(KvPoolSplit, StateSlotsForSequencesOfTheContext) {
   const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
   const KvFormat f16{KvDtype::F16, KvDtype::F16};
-  const uint64_t per_seq = kv_bytes_per_sequence(s, f16, kCtx, kBlock);
+  const uint64_t per_seq = kv_bytes_per_sequence(s, f16, kCtx, kSplitBlock);
   ASSERT_GT(s.state_bytes_per_sequence, 0u);
   const uint64_t budget = 3 * per_seq + per_seq / 2;  // 3.5 sequences
-  const KvPoolSplit p = split_kv_pool(s, f16, budget, kCtx, kBlock, 64);
+  const KvPoolSplit p = split_kv_pool(s, f16, budget, kCtx, kSplitBlock, 64);
   EXPECT_EQ(p.state_slots, 3);
   EXPECT_EQ(p.state_bytes, 3 * s.state_bytes_per_sequence);
-  EXPECT_GE(p.blocks, 3 * kCtx / kBlock) << "each slot's sequence has room for its context";
+  EXPECT_GE(p.blocks, 3 * kCtx / kSplitBlock) << "each slot's sequence has room for its context";
   EXPECT_LE(p.state_bytes + p.block_bytes, budget);
-  EXPECT_EQ(split_kv_pool(s, f16, budget, kCtx, kBlock, 2).state_slots, 2) << "max_seqs caps";
+  EXPECT_EQ(split_kv_pool(s, f16, budget, kCtx, kSplitBlock, 2).state_slots, 2) << "max_seqs caps";
   // A budget short of one whole sequence still gets a slot, and blocks when it holds any.
   const uint64_t state = s.state_bytes_per_sequence;
-  const KvPoolSplit small = split_kv_pool(s, f16, state + (per_seq - state) / 2, kCtx, kBlock, 64);
+  const KvPoolSplit small =
+      split_kv_pool(s, f16, state + (per_seq - state) / 2, kCtx, kSplitBlock, 64);
   EXPECT_EQ(small.state_slots, 1);
-  EXPECT_EQ(small.blocks, kCtx / kBlock / 2);
-  EXPECT_EQ(split_kv_pool(s, f16, state, kCtx, kBlock, 64).blocks, 0);
-  EXPECT_THROW(split_kv_pool(s, f16, budget, kCtx, kBlock, 0), std::invalid_argument);
+  EXPECT_EQ(small.blocks, kCtx / kSplitBlock / 2);
+  EXPECT_EQ(split_kv_pool(s, f16, state, kCtx, kSplitBlock, 64).blocks, 0);
+  EXPECT_THROW(split_kv_pool(s, f16, budget, kCtx, kSplitBlock, 0), std::invalid_argument);
   // Without recurrent layers every byte goes to blocks.
   ModelShape dense = s;
   dense.n_recurrent_layers = 0;
   dense.state_bytes_per_sequence = 0;
-  const KvPoolSplit d = split_kv_pool(dense, f16, budget, kCtx, kBlock, 64);
+  const KvPoolSplit d = split_kv_pool(dense, f16, budget, kCtx, kSplitBlock, 64);
   EXPECT_EQ(d.state_slots, 0);
-  EXPECT_EQ(d.blocks, kv_pool_blocks(dense, f16, budget, kBlock));
+  EXPECT_EQ(d.blocks, kv_pool_blocks(dense, f16, budget, kSplitBlock));
 }
 
 // The engine under --kv-memory: the planner's slots, its blocks (capped at
@@ -54,17 +55,17 @@ TEST(KvPoolSplit, EngineMatchesThePlanner) {
   const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
   EngineOptions o;
-  o.block_size = int32_t(kBlock);
+  o.block_size = int32_t(kSplitBlock);
   o.n_ctx = int32_t(kCtx);
   o.max_seqs = 64;
-  const uint64_t budget = 3 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kBlock) + 4096;
+  const uint64_t budget = 3 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kSplitBlock) + 4096;
   o.kv_memory_mib = double(budget) / 1048576.0;
-  const KvPoolSplit p = split_kv_pool(s, o.kv_format, budget, kCtx, kBlock, o.max_seqs);
+  const KvPoolSplit p = split_kv_pool(s, o.kv_format, budget, kCtx, kSplitBlock, o.max_seqs);
   ASSERT_EQ(p.state_slots, 3);
   ThreadPool pool(2);
   Engine e(*model, pool, o);
   EXPECT_EQ(e.options().max_seqs, 3) << "sequences run at once = state slots";
-  EXPECT_EQ(e.n_blocks(), std::min<int64_t>(p.blocks, 3 * kCtx / kBlock));
+  EXPECT_EQ(e.n_blocks(), std::min<int64_t>(p.blocks, 3 * kCtx / kSplitBlock));
   EXPECT_LE(e.kv_pool_bytes(), budget);
   EXPECT_EQ(e.kv_pool_bytes(), p.state_bytes + size_t(e.n_blocks()) * (p.block_bytes / p.blocks));
   for (uint32_t i = 0; i < 4; ++i)

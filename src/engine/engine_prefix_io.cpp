@@ -1,0 +1,141 @@
+// Engine::export_prefix / import_prefix (kvforge/engine.h): whole prefix
+// blocks of the paged pool as disk-tier block files and back. The blocks go
+// through the block manager's usual question-then-action calls under a
+// sequence id of their own, held only for the call: export admits it over
+// the cached blocks to read them, import admits it, fills the blocks it was
+// given, registers them as computed and frees it, leaving them cached.
+#include <cstdio>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "engine/engine_impl.h"
+#include "engine/kv/kv_block_file.h"
+#include "model/model_fingerprint.h"
+
+namespace kvforge {
+namespace {
+
+// Why prefix blocks cannot move in or out of this engine; "" when they can.
+std::string prefix_io_refusal(const Model& model, const EngineOptions& o, const PagedKv* paged) {
+  if (!paged) return "the static slots keep no prefix cache to save from or restore into";
+  if (model.tp() > 1 || o.comm) return "not supported under tensor parallelism";
+  if (model.config().hybrid()) return "not supported for models with recurrent layers";
+  if (paged->blocks.group_windows() != std::vector<int32_t>{0})
+    return "not supported for models with sliding-window layers";
+  if (!o.enable_prefix_cache) return "the prefix cache is off";
+  return "";
+}
+
+void check_prefix_io(const Model& model, const EngineOptions& o, const PagedKv* paged) {
+  if (const std::string why = prefix_io_refusal(model, o, paged); !why.empty())
+    throw std::invalid_argument("KV prefix blocks: " + why);
+}
+
+KvBlockIdentity identity_of(const Model& model, const EngineOptions& o, const PagedKv& paged) {
+  return {model_fingerprint(model), o.kv_format, paged.blocks.block_size(),
+          paged.cache.block_bytes()};
+}
+
+uint64_t file_fingerprint(const std::vector<uint8_t>& file) {
+  uint64_t f = 0;
+  if (file.size() >= 24) std::memcpy(&f, file.data() + 16, sizeof f);
+  return f;
+}
+
+std::string refusal(BlockFileCheck c, size_t b, const std::vector<uint8_t>& file, uint64_t ours) {
+  std::string why = std::string("block ") + std::to_string(b) + ": " + block_file_check_name(c);
+  if (c == BlockFileCheck::kOtherIdentity) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  " (written for another model, KV format or block size: fingerprint %016llx, "
+                  "this engine's %016llx)",
+                  static_cast<unsigned long long>(file_fingerprint(file)),
+                  static_cast<unsigned long long>(ours));
+    why += buf;
+  }
+  return why;
+}
+
+// tokens plus one more id: the block manager always leaves a prompt's last
+// token to compute, so the sentinel lets every whole block of `tokens` count.
+std::vector<int32_t> with_sentinel(std::span<const int32_t> tokens) {
+  std::vector<int32_t> out(tokens.begin(), tokens.end());
+  out.push_back(0);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<uint8_t>> Engine::export_prefix(std::span<const int32_t> tokens) {
+  Impl& m = *impl_;
+  check_prefix_io(m.model, m.options, m.paged.get());
+  BlockManager& blocks = m.paged->blocks;
+  const int32_t bs = blocks.block_size();
+  const std::vector<int32_t> probe = with_sentinel(tokens);
+  const int32_t n = blocks.cached_prefix(probe);
+  std::vector<std::vector<uint8_t>> out;
+  if (n == 0 || !blocks.can_allocate(probe, n)) return out;
+  const SeqId seq = m.next_seq++;
+  blocks.allocate(seq, probe, n);  // every block is cached: none is taken from the pool
+  const std::span<const BlockId> table = blocks.block_table(seq);
+  const KvBlockIdentity id = identity_of(m.model, m.options, *m.paged);
+  std::vector<uint8_t> payload(m.paged->cache.block_bytes());
+  uint64_t hash = PrefixCache::kRootHash;
+  for (int32_t b = 0; b < n / bs; ++b) {
+    m.paged->cache.export_block(table[size_t(b)], payload);
+    hash = PrefixCache::chain_hash(hash, tokens.subspan(size_t(b) * bs, size_t(bs)));
+    out.push_back(encode_block_file(id, hash, tokens.first(size_t(b + 1) * bs), payload));
+  }
+  blocks.free(seq);
+  return out;
+}
+
+int32_t Engine::import_prefix(std::span<const int32_t> tokens,
+                              std::span<const std::vector<uint8_t>> files) {
+  Impl& m = *impl_;
+  check_prefix_io(m.model, m.options, m.paged.get());
+  BlockManager& blocks = m.paged->blocks;
+  const int32_t bs = blocks.block_size();
+  const int32_t n = int32_t(files.size()) * bs;
+  if (size_t(n) > tokens.size())
+    throw std::invalid_argument("KV prefix blocks: " + std::to_string(files.size()) +
+                                " blocks need " + std::to_string(n) + " token ids, got " +
+                                std::to_string(tokens.size()));
+  const KvBlockIdentity id = identity_of(m.model, m.options, *m.paged);
+  std::vector<std::span<const uint8_t>> payloads(files.size());
+  uint64_t hash = PrefixCache::kRootHash;
+  for (size_t b = 0; b < files.size(); ++b) {
+    hash = PrefixCache::chain_hash(hash, tokens.subspan(b * size_t(bs), size_t(bs)));
+    const BlockFileCheck c =
+        decode_block_file(files[b], id, hash, tokens.first((b + 1) * size_t(bs)), payloads[b]);
+    if (c != BlockFileCheck::kOk)
+      throw std::invalid_argument("KV prefix blocks: " + refusal(c, b, files[b], id.fingerprint()));
+  }
+  const std::vector<int32_t> probe = with_sentinel(tokens.first(size_t(n)));
+  if (n == 0) return 0;
+  if (!blocks.can_allocate(probe, n))
+    throw std::invalid_argument("KV prefix blocks: the KV pool has no room for " +
+                                std::to_string(files.size()) + " blocks now");
+  const SeqId seq = m.next_seq++;
+  const int32_t reused = blocks.allocate(seq, probe, n);
+  const std::span<const BlockId> table = blocks.block_table(seq);
+  for (int32_t b = reused / bs; b < n / bs; ++b)
+    m.paged->cache.import_block(table[size_t(b)], payloads[size_t(b)]);
+  blocks.mark_computed(seq, probe, n);
+  if (m.tier) {
+    const ComputedRun run{seq, probe, reused, n, n};
+    m.tier->store_computed({&run, 1});
+  }
+  blocks.free(seq);
+  return n;
+}
+
+uint64_t Engine::block_fingerprint() const {
+  const Impl& m = *impl_;
+  if (!prefix_io_refusal(m.model, m.options, m.paged.get()).empty()) return 0;
+  return identity_of(m.model, m.options, *m.paged).fingerprint();
+}
+
+}  // namespace kvforge
