@@ -13,34 +13,12 @@ import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { startServer, stopServer } from './serve_process.mjs';
+import { weather, add as plainAdd } from './tool_fixtures.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ajv = new Ajv2020({ strict: false });
-const weather = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'The weather in a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } },
-      required: ['city', 'unit'],
-      additionalProperties: false,
-    },
-  },
-};
-const add = {
-  type: 'function',
-  function: {
-    name: 'add',
-    description: 'Adds two numbers',
-    parameters: {
-      type: 'object',
-      properties: { a: { type: 'integer', minimum: 0, maximum: 99 }, b: { type: 'number' } },
-      required: ['a', 'b'],
-    },
-  },
-};
+// gpt-oss's template writes every function's description.
+const add = { ...plainAdd, function: { ...plainAdd.function, description: 'Adds two numbers' } };
 const tools = [weather, add];
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
 

@@ -62,7 +62,12 @@ void GrammarConstraint::bind_tokens() {
     const std::string& ref = grammar_.tokens[i];
     int64_t id = -1;
     if (ref.size() > 3 && ref[1] == '[') {
-      id = std::stoll(ref.substr(2, ref.size() - 4));
+      // The parser let only <[digits]> through; rules from the wire are checked again.
+      const std::string digits = ref.substr(2, ref.size() - 4);
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos)
+        throw GrammarError("grammar: token reference '" + ref + "' is not <[digits]>");
+      id = std::stoll(digits);
     } else if (const auto it = vocab_->named_tokens.find(ref); it != vocab_->named_tokens.end()) {
       id = it->second;
     } else {
