@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 
 #include "app/structured/json_schema_gbnf.h"
 #include "engine/sampling/grammar/grammar_compiler.h"
@@ -21,7 +22,10 @@ std::shared_ptr<const kvforge::GrammarVocabulary> byte_vocab() {
   bytes.push_back("{\"");
   bytes.push_back("\":");
   bytes.push_back("abc");
-  return std::make_shared<kvforge::GrammarVocabulary>(std::move(bytes), std::vector<int32_t>{0});
+  bytes.push_back("");  // <|call|>: a control token that token references name
+  std::unordered_map<std::string, int32_t> named{{"<|call|>", int32_t(bytes.size()) - 1}};
+  return std::make_shared<kvforge::GrammarVocabulary>(std::move(bytes), std::vector<int32_t>{0},
+                                                      std::move(named));
 }
 
 }  // namespace

@@ -109,7 +109,7 @@ class TensorMaker {
 // A SentencePiece-style vocabulary that can encode any bytes: 3 specials then
 // the 256 byte tokens, then unused tokens (never produced by the tokenizer)
 // up to pad_to, so a model can have a realistic vocabulary size.
-int add_byte_vocab(gguf::GgufWriter& w, int pad_to) {
+int add_byte_vocab(gguf::GgufWriter& w, int pad_to, const std::vector<std::string>& control) {
   std::vector<std::string> tokens = {"<unk>", "<s>", "</s>"};
   std::vector<float> scores = {0, 0, 0};
   std::vector<int32_t> types = {2, 3, 3};  // unknown, control, control
@@ -119,6 +119,11 @@ int add_byte_vocab(gguf::GgufWriter& w, int pad_to) {
     tokens.emplace_back(buf);
     scores.push_back(0);
     types.push_back(6);  // byte
+  }
+  for (const std::string& c : control) {
+    tokens.push_back(c);
+    scores.push_back(0);
+    types.push_back(3);  // control
   }
   for (int i = int(tokens.size()); i < pad_to; ++i) {
     tokens.push_back("<unused_" + std::to_string(i) + ">");
@@ -486,7 +491,8 @@ void check_spec(const RandomModelSpec& spec) {
 gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::GgufFile* vocab) {
   check_spec(spec);
   gguf::GgufWriter w;
-  const int n_vocab = vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab);
+  const int n_vocab =
+      vocab ? copy_vocab(w, *vocab) : add_byte_vocab(w, spec.n_vocab, spec.control_tokens);
   const int head_dim = spec.head_dim > 0 ? spec.head_dim : spec.n_embd / spec.n_head;
   write_hyperparameters(w, spec, n_vocab, head_dim);
   TensorMaker make(w, spec);

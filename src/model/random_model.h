@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/gguf/gguf_file.h"
@@ -85,6 +86,9 @@ struct RandomModelSpec {
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;
+  // Control tokens appended to the byte-fallback vocabulary (chat markers such
+  // as gpt-oss's <|start|> ... <|call|>), before any padding.
+  std::vector<std::string> control_tokens;
   GgmlType weight_type = GgmlType::F32;  // matrices; norms stay F32
   uint64_t seed = 42;
 

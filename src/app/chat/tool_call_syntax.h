@@ -15,7 +15,8 @@
 //            [TOOL_CALLS]<function>[ARGS]{...}, once per call. History call ids
 //            become the 9 letters and digits these templates insist on.
 //   harmony  (gpt-oss): messages to functions.NAME on the commentary channel, read by
-//            harmony_reader.h; the fields below are unused and no grammar is made for it.
+//            harmony_reader.h; the fields below are unused: tool_call_gbnf writes its
+//            special tokens as token references (required and named calls only).
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -22,6 +22,7 @@ struct MakeModelFlags {
   std::string type = "f32";
   uint64_t seed = 42;
   int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, n_ctx = 0, n_vocab = 0;
+  std::vector<std::string> control_tokens;
   bool tied = false;
   RandomModelSpec arch;  // the architecture options, copied onto the preset
 };
@@ -74,14 +75,20 @@ void make_model(const MakeModelFlags& f) {
     if (flag > 0) *field = flag;
   std::optional<gguf::GgufFile> vocab;
   if (!f.vocab.empty()) vocab = gguf::GgufFile::open(f.vocab);
+  if (vocab && !f.control_tokens.empty())
+    throw std::invalid_argument(
+        "make-model: --control-tokens extends the byte vocabulary only, "
+        "not a --vocab file's");
+  spec->control_tokens = f.control_tokens;
   std::fprintf(stderr,
                "make-model: %s %s preset, n_embd %d, %d layers, %d heads (%d KV), n_ff %d, %s, "
                "vocab %s\n",
                spec->arch.c_str(), f.preset.c_str(), spec->n_embd, spec->n_layer, spec->n_head,
                spec->n_kv_head, spec->n_ff, f.type.c_str(),
                vocab ? f.vocab.c_str()
-                     : (std::to_string(std::max(spec->n_vocab, kByteVocabTokens)) +
-                        " tokens (bytes + unused)")
+                     : (std::to_string(std::max(spec->n_vocab,
+                                                kByteVocabTokens + int(f.control_tokens.size()))) +
+                        " tokens (bytes, control, unused)")
                            .c_str());
   make_random_model(*spec, vocab ? &*vocab : nullptr).write(f.out);
   std::fprintf(stderr, "wrote %s\n", f.out.c_str());
@@ -159,6 +166,9 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
   sub.add_option("--n-ctx", f.n_ctx, "override the preset");
   sub.add_option("--n-vocab", f.n_vocab,
                  "override the preset: byte vocabulary padded with unused tokens to this size");
+  sub.add_option("--control-tokens", f.control_tokens,
+                 "control tokens to add to the byte vocabulary (e.g. gpt-oss's <|start|>)")
+      ->delimiter(',');
   sub.add_flag("--tied", f.tied, "tie the output projection to the token embedding");
   declare_architecture_flags(sub, f.arch);
   declare_expert_and_hybrid_flags(sub, f.arch);

@@ -137,17 +137,8 @@ std::optional<ToolCallSyntax> plan_tools(const ordered_json& body, ChatRequest& 
     throw bad_param("logprobs",
                     "'logprobs' with 'stream' and 'tools' is not supported yet (the tool call "
                     "deltas carry none); drop one of them, or set 'tool_choice' to \"none\"");
-  if (style == ToolCallStyle::kHarmony) {
-    // gpt-oss writes its calls in special tokens, which a grammar cannot ask for
-    // yet: its calls are read (harmony_reader.h), not constrained.
-    if (choice.mode != "auto")
-      throw bad_param("tool_choice",
-                      std::string("'tool_choice' ") +
-                          (choice.mode == "function" ? "naming a function" : "\"required\"") +
-                          " is not supported yet for gpt-oss's harmony format (its calls are "
-                          "not constrained by a grammar); use \"auto\"");
-    return tool_call_syntax(style);
-  }
+  // gpt-oss under "auto": its calls are read (harmony_reader.h), not constrained.
+  if (style == ToolCallStyle::kHarmony && choice.mode == "auto") return tool_call_syntax(style);
   if (r.constraint)
     throw bad_param(r.constraint->source.substr(0, r.constraint->source.find('.')),
                     "'" + r.constraint->source +

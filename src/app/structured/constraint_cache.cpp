@@ -1,6 +1,7 @@
 #include "app/structured/constraint_cache.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "app/structured/json_schema_gbnf.h"
 #include "engine/sampling/grammar/grammar_compiler.h"
@@ -10,13 +11,21 @@ namespace kvforge {
 
 std::shared_ptr<const GrammarVocabulary> grammar_vocabulary(const Tokenizer& tokenizer) {
   std::vector<std::string> bytes(size_t(tokenizer.n_vocab()));
-  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id)
+  // The texts a grammar's `<...>` may name: every token written `<...>`,
+  // a control token's before a text token's of the same spelling.
+  std::unordered_map<std::string, int32_t> named;
+  for (int32_t id = 0; id < tokenizer.n_vocab(); ++id) {
     bytes[size_t(id)] = tokenizer.token_to_piece(id, /*render_special=*/false);
+    std::string text = tokenizer.token_to_piece(id, /*render_special=*/true);
+    if (text.size() < 3 || text.front() != '<' || text.back() != '>') continue;
+    const auto [it, added] = named.emplace(std::move(text), id);
+    if (!added && bytes[size_t(id)].empty() && !bytes[size_t(it->second)].empty()) it->second = id;
+  }
   std::vector<int32_t> ends = tokenizer.eog_ids();
   if (tokenizer.eos_id() >= 0 &&
       std::find(ends.begin(), ends.end(), tokenizer.eos_id()) == ends.end())
     ends.push_back(tokenizer.eos_id());
-  return std::make_shared<GrammarVocabulary>(std::move(bytes), std::move(ends));
+  return std::make_shared<GrammarVocabulary>(std::move(bytes), std::move(ends), std::move(named));
 }
 
 std::string constraint_gbnf(const ConstraintSpec& spec) {

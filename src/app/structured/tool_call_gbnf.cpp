@@ -33,6 +33,22 @@ std::string text_rule(const std::string& trigger) {
   return "text ::= " + body + "\n";
 }
 
+// What comes before a call's arguments, as GBNF. gpt-oss's harmony message to
+// NAME is written in special tokens, named as token references:
+// <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>
+// (the prompt ends with <|start|>assistant; <|call|> ends the generation).
+std::string call_head_gbnf(const ToolCallSyntax& syntax, const std::string& name) {
+  if (syntax.style == ToolCallStyle::kHarmony)
+    return "<|channel|> " + gbnf_literal("commentary to=functions." + name + " ") +
+           " <|constrain|> \"json\" <|message|>";
+  return gbnf_literal(syntax.call_head() + name + syntax.call_middle());
+}
+
+std::string call_tail_gbnf(const ToolCallSyntax& syntax) {
+  if (syntax.style == ToolCallStyle::kHarmony) return " <|call|>";
+  return syntax.call_tail().empty() ? "" : " " + gbnf_literal(syntax.call_tail());
+}
+
 std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& request) {
   std::string out, alternatives;
   for (size_t i = 0; i < request.functions.size(); ++i) {
@@ -43,10 +59,8 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
     } catch (const GrammarError& e) {
       throw GrammarError("function '" + f.name + "' parameters: " + e.what());
     }
-    const std::string head = syntax.call_head() + f.name + syntax.call_middle();
-    out += "call-" + std::to_string(i) + " ::= " + gbnf_literal(head) + " " + args;
-    if (!syntax.call_tail().empty()) out += " " + gbnf_literal(syntax.call_tail());
-    out += "\n";
+    out += "call-" + std::to_string(i) + " ::= " + call_head_gbnf(syntax, f.name) + " " + args +
+           call_tail_gbnf(syntax) + "\n";
     alternatives += (i ? " | call-" : "call-") + std::to_string(i);
   }
   return out + "call ::= " + alternatives + "\n";
@@ -56,12 +70,15 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
 
 std::string tool_call_gbnf(const ToolCallSyntax& syntax, const ToolGrammarRequest& request) {
   if (request.functions.empty()) throw GrammarError("no function to call");
-  if (syntax.style == ToolCallStyle::kHarmony)
-    throw GrammarError("gpt-oss's harmony tool calls are not constrained by a grammar yet");
+  const bool harmony = syntax.style == ToolCallStyle::kHarmony;
+  if (harmony && request.text_allowed)
+    throw GrammarError(
+        "gpt-oss's harmony calls under tool_choice \"auto\" are read, not constrained");
   std::string calls = "calls ::= ";
   if (!syntax.start.empty()) calls += gbnf_literal(syntax.start) + " ";
   calls += "call";
-  if (request.parallel && syntax.parallel)
+  // A harmony call ends the generation (<|call|>): one per reply.
+  if (request.parallel && syntax.parallel && !harmony)
     calls += " (" + gbnf_literal(syntax.separator) + " call){0," +
              std::to_string(kMaxParallelToolCalls - 1) + "}";
   if (!syntax.end.empty()) calls += " " + gbnf_literal(syntax.end);

@@ -3,7 +3,9 @@
 // function's JSON schema, and with tool_choice "auto" the alternative of a
 // text reply, which is any text that does not begin with the syntax's
 // trigger. So the model chooses by its first tokens, and once it starts a
-// call the call is whole and valid by construction.
+// call the call is whole and valid by construction. gpt-oss's harmony calls
+// (special tokens, as token references) are made only for "required" and a
+// named function: one call, no text.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -25,8 +25,9 @@ void check_indices(const Grammar& g) {
   for (const Element& e : g.elements) {
     const size_t limit = e.kind == ElementKind::Bytes  ? g.byte_sets.size()
                          : e.kind == ElementKind::Rule ? rules
+                         : is_token_element(e.kind)    ? g.tokens.size()
                                                        : size_t(UINT32_MAX) + 1;
-    if (e.kind > ElementKind::End) bad_grammar("element kind " + std::to_string(int(e.kind)));
+    if (e.kind > ElementKind::NotToken) bad_grammar("element kind " + std::to_string(int(e.kind)));
     if (e.value >= limit) bad_grammar("element points past its table");
   }
   for (const std::vector<uint32_t>& alts : g.alternatives)
@@ -52,6 +53,8 @@ void put_grammar(ByteWriter& w, const Grammar& g) {
     w.sized_bytes(alts.data(), alts.size() * sizeof(uint32_t));
   w.put(uint64_t(g.rule_names.size()));
   for (const std::string& name : g.rule_names) w.sized_bytes(name.data(), name.size());
+  w.put(uint64_t(g.tokens.size()));
+  for (const std::string& ref : g.tokens) w.sized_bytes(ref.data(), ref.size());
 }
 
 Grammar get_grammar(ByteReader& r) {
@@ -77,6 +80,12 @@ Grammar get_grammar(ByteReader& r) {
     const std::span<const uint8_t> b = r.sized_bytes("grammar rule name");
     name.assign(reinterpret_cast<const char*>(b.data()), b.size());
   }
+  g.tokens.resize(get_count(r, 8, "grammar token reference count"));
+  for (std::string& ref : g.tokens) {
+    const std::span<const uint8_t> b = r.sized_bytes("grammar token reference");
+    ref.assign(reinterpret_cast<const char*>(b.data()), b.size());
+  }
+  g.token_ids.assign(g.tokens.size(), -1);
   check_indices(g);
   return g;
 }
@@ -96,7 +105,7 @@ Grammar source_rules(const GrammarConstraint& c) {
 
 bool same_rules(const Grammar& a, const Grammar& b) {
   if (a.root != b.root || a.elements.size() != b.elements.size() || a.byte_sets != b.byte_sets ||
-      a.alternatives != b.alternatives || a.rule_names != b.rule_names)
+      a.alternatives != b.alternatives || a.rule_names != b.rule_names || a.tokens != b.tokens)
     return false;
   for (size_t i = 0; i < a.elements.size(); ++i)
     if (a.elements[i].kind != b.elements[i].kind || a.elements[i].value != b.elements[i].value)

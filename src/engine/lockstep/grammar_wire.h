@@ -3,10 +3,11 @@
 // to its own vocabulary (FollowerGrammars), so that all ranks mask the same
 // tokens and sample in lockstep.
 //
-// Layout (little-endian): u32 root, then four arrays, each a u64 count of
+// Layout (little-endian): u32 root, then five arrays, each a u64 count of
 // items followed by the items: elements {u8 kind, u32 value}; byte sets
 // {4 x u64}; alternatives {u64 count, u32 positions}; rule names {u64 bytes,
-// bytes}. Decoding checks every index against what it points into.
+// bytes}; token references as written {u64 bytes, bytes} (each rank binds
+// them to ids). Decoding checks every index against what it points into.
 #pragma once
 
 #include "core/byte_codec.h"

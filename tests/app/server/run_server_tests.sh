@@ -72,6 +72,11 @@ suite_tools() {
   run_node clients.test.mjs
   echo "== reasoning_content: <think> templates and gpt-oss's harmony"
   run_node reasoning.test.mjs
+  "$kvforge" make-model -o "$scratch/gpt-oss.gguf" --preset tiny --arch gpt-oss --seed 3 \
+    --control-tokens '<|start|>,<|end|>,<|message|>,<|channel|>,<|constrain|>,<|return|>,<|call|>' \
+    2>/dev/null
+  echo "== gpt-oss tool calls under required and a named function, random-weight model"
+  KVFORGE_MODEL="$scratch/gpt-oss.gguf" run_node harmony_tools.test.mjs
 }
 
 # CORS, model routes, llama-server's utility routes and Ollama's API: one engine suffices.

@@ -16,33 +16,9 @@ import path from 'node:path';
 import OpenAI from 'openai';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { startServer, stopServer } from './serve_process.mjs';
+import { weather, add } from './tool_fixtures.mjs';
 
 const ajv = new Ajv2020({ strict: false });
-// Bounded strings: a model that never closes a quote by choice still ends its call.
-const weather = {
-  type: 'function',
-  function: {
-    name: 'get_weather',
-    description: 'The weather in a city',
-    parameters: {
-      type: 'object',
-      properties: { city: { type: 'string', maxLength: 12 }, unit: { enum: ['c', 'f'] } },
-      required: ['city', 'unit'],
-      additionalProperties: false,
-    },
-  },
-};
-const add = {
-  type: 'function',
-  function: {
-    name: 'add',
-    parameters: {
-      type: 'object',
-      properties: { a: { type: 'integer', minimum: 0, maximum: 99 }, b: { type: 'integer' } },
-      required: ['a', 'b'],
-    },
-  },
-};
 const tools = [weather, add];
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }];
 

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "app/chat/harmony_reader.h"
 #include "app/chat/tool_call_reader.h"
 #include "engine/sampling/grammar/grammar_compiler.h"
 #include "engine/sampling/grammar/grammar_constraint.h"
@@ -139,6 +140,70 @@ TEST(ToolCallGbnf, RandomWalksAreReadBackAsCalls) {
       ASSERT_TRUE(reader.complete()) << out;
       for (const ToolCall& call : reader.calls())
         EXPECT_TRUE(ordered_json::parse(call.arguments).is_object()) << out;
+    }
+  }
+}
+
+// gpt-oss: bytes 1..256, then its markers as control tokens (no bytes);
+// <|call|> ends the generation, as o200k_harmony's EOG set has it.
+const std::vector<std::string> kHarmonyMarkers = {"<|channel|>", "<|constrain|>", "<|message|>",
+                                                  "<|call|>"};
+
+std::shared_ptr<const GrammarVocabulary> harmony_vocab() {
+  std::vector<std::string> bytes{""};
+  for (int b = 0; b < 256; ++b) bytes.push_back(std::string(1, char(b)));
+  std::unordered_map<std::string, int32_t> named;
+  for (const std::string& m : kHarmonyMarkers) {
+    named[m] = int32_t(bytes.size());
+    bytes.push_back("");
+  }
+  return std::make_shared<GrammarVocabulary>(std::move(bytes),
+                                             std::vector<int32_t>{0, named["<|call|>"]}, named);
+}
+
+// Random walks of harmony's required (and named) call grammar until <|call|>:
+// the markers come as special tokens only, and the reader finds one call of
+// an allowed function with object arguments.
+TEST(ToolCallGbnf, HarmonyCallsAreSpecialTokensAndOneCall) {
+  const ToolCallSyntax syntax = tool_call_syntax(ToolCallStyle::kHarmony);
+  EXPECT_THROW(tool_call_gbnf(syntax, weather_and_add(true, true)), GrammarError);  // auto: read
+  ToolGrammarRequest named = weather_and_add(false, true);
+  named.functions.erase(named.functions.begin());  // tool_choice naming "add"
+  for (const ToolGrammarRequest& r : {weather_and_add(false, true), named}) {
+    auto c = std::make_shared<GrammarConstraint>(compile_gbnf(tool_call_gbnf(syntax, r)),
+                                                 harmony_vocab());
+    std::mt19937 rng(11);
+    for (int walk = 0; walk < 20; ++walk) {
+      GrammarMatcher m(c);
+      std::string out;
+      int32_t pick = -1;
+      for (int step = 0; step < 3000 && pick != 260; ++step) {
+        std::vector<int32_t> ok;
+        for (int32_t t = 0; t <= 260; ++t)
+          if (mask_test(m.allowed(), t)) ok.push_back(t);
+        ASSERT_FALSE(ok.empty()) << out;
+        ASSERT_FALSE(mask_test(m.allowed(), 0)) << out;  // never plain end of text
+        pick = ok[rng() % ok.size()];
+        for (int32_t t : ok)
+          if (rng() % 3 == 0 &&
+              (t > 256 || std::string("\"]}").find(char(t - 1)) != std::string::npos))
+            pick = t;
+        m.accept(pick);
+        if (pick != 260)
+          out += pick > 256 ? kHarmonyMarkers[size_t(pick - 257)] : std::string(1, char(pick - 1));
+      }
+      ASSERT_EQ(pick, 260) << out;
+      ASSERT_TRUE(m.is_complete()) << out;
+      ASSERT_TRUE(out.starts_with("<|channel|>commentary to=functions.")) << out;
+      HarmonyReader reader(true);
+      reader.feed(out);
+      reader.finish();
+      ASSERT_EQ(reader.calls().size(), 1u) << out;
+      const ToolCall& call = reader.calls()[0];
+      EXPECT_TRUE(call.name == r.functions[0].name ||
+                  (r.functions.size() > 1 && call.name == r.functions[1].name))
+          << out;
+      EXPECT_TRUE(ordered_json::parse(call.arguments).is_object()) << out;
     }
   }
 }

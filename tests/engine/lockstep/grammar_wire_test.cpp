@@ -61,6 +61,28 @@ TEST(GrammarWire, TheFollowerAllowsWhatRankZeroAllows) {
   EXPECT_NE(grammars.bind(compile_gbnf(R"(root ::= "a")")), follower);
 }
 
+TEST(GrammarWire, TokenReferencesReachTheFollowerAsWritten) {
+  // Token 12 is a control token (no bytes) the grammar names by its text.
+  auto vocab = [] {
+    std::vector<std::string> bytes = {"",  "{", "}",    "\"", "a", "ab", ":",
+                                      " ", "1", "true", ",",  "é", ""};
+    return std::make_shared<GrammarVocabulary>(
+        std::move(bytes), std::vector<int32_t>{0},
+        std::unordered_map<std::string, int32_t>{{"<|call|>", 12}});
+  };
+  const char* gbnf = R"(root ::= <|call|> "a" !<[5]> <[4]>)";
+  const std::vector<uint8_t> bytes =
+      grammar_command_bytes(std::make_shared<GrammarConstraint>(compile_gbnf(gbnf), vocab()));
+  const AddCommand a = decode_commands(bytes.data(), bytes.size(), 1)[0].add;
+  EXPECT_TRUE(same_rules(*a.rules, compile_gbnf(gbnf)));
+  EXPECT_FALSE(same_rules(*a.rules, compile_gbnf(R"(root ::= <|call|> "a" !<[5]> <[3]>)")));
+  FollowerGrammars grammars(vocab);
+  const std::shared_ptr<const GrammarConstraint> follower = grammars.bind(*a.rules);
+  TokenMask only_call((13 + 63) / 64, 0);
+  mask_set(only_call, 12);
+  EXPECT_EQ(*follower->allowed(follower->initial_stacks()), only_call);
+}
+
 TEST(GrammarWire, AFollowerWithoutAVocabularyRefusesAGrammar) {
   FollowerGrammars grammars({});
   EXPECT_THROW(grammars.bind(compile_gbnf(kGbnf)), std::runtime_error);

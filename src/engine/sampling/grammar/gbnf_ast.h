@@ -13,11 +13,12 @@ namespace kvforge {
 struct GbnfAlternatives;
 
 struct GbnfItem {
-  enum class Kind { Literal, CharClass, AnyChar, RuleRef, Group };
+  enum class Kind { Literal, CharClass, AnyChar, RuleRef, Group, Token };
   Kind kind = Kind::Literal;
-  std::string text;                                   // Literal: UTF-8 bytes; RuleRef: the name
+  // Literal: UTF-8 bytes; RuleRef: the name; Token: "<[id]>" or "<text>"
+  std::string text;
   std::vector<std::pair<uint32_t, uint32_t>> ranges;  // CharClass: code point ranges, inclusive
-  bool negated = false;                               // CharClass: [^...]
+  bool negated = false;                               // CharClass: [^...]; Token: !<...>
   std::shared_ptr<GbnfAlternatives> group;            // Group: ( ... )
   uint32_t min = 1;
   int64_t max = 1;  // -1: unbounded

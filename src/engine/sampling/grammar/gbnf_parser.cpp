@@ -129,7 +129,7 @@ class GbnfParser {
       if (peek() != ')') fail("expected ')'");
       ++pos_;
     } else if (c == '<' || (c == '!' && peek(1) == '<')) {
-      fail("token references (<...>) are not supported");
+      parse_token(item);
     } else if (is_name_char(c)) {
       item.kind = GbnfItem::Kind::RuleRef;
       item.text = parse_name();
@@ -137,6 +137,28 @@ class GbnfParser {
       fail(std::string("unexpected character '") + c + "'");
     }
     return item;
+  }
+
+  // `<[id]>` or `<text>` (a token whose text is exactly `<text>`, as
+  // `<|start|>`), negated by a leading `!`; bound to ids by GrammarConstraint.
+  void parse_token(GbnfItem& item) {
+    item.kind = GbnfItem::Kind::Token;
+    if (peek() == '!') item.negated = true, ++pos_;
+    const size_t start = pos_;
+    const size_t close = s_.find('>', start);
+    const size_t newline = s_.find('\n', start);
+    if (close == std::string_view::npos || newline < close)
+      fail("token references end with '>': '<' without one");
+    item.text = std::string(s_.substr(start, close + 1 - start));
+    pos_ = close + 1;
+    if (item.text.size() > 2 && item.text[1] == '[') {
+      const std::string_view id = std::string_view(item.text).substr(2, item.text.size() - 4);
+      const bool digits = !id.empty() && id.size() <= 9 && item.text[item.text.size() - 2] == ']' &&
+                          id.find_first_not_of("0123456789") == std::string_view::npos;
+      if (!digits) fail("token references by id are <[digits]>, not '" + item.text + "'");
+    } else if (item.text.size() < 3) {
+      fail("token references name a token: '<>' names none");
+    }
   }
 
   void parse_char_class(GbnfItem& item) {

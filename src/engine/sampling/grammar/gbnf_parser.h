@@ -1,9 +1,10 @@
 // Parses llama.cpp's GBNF: `name ::= alternatives` rules, "literals" with
 // \n \r \t \\ \" \xHH \uHHHH \UHHHHHHHH escapes, [character classes] with ^
 // and ranges, `.` (any character), (groups), ? * + {m} {m,} {m,n}, and #
-// comments. A newline ends a rule except inside parentheses or after `|`.
-// Errors (GrammarError) carry the line and column. Token references
-// (`<[1234]>`, `<|tag|>`) are refused by name: they are not supported yet.
+// comments, and token references: `<[1234]>` (a token by id), `<|tag|>` (the
+// token whose text is exactly that), `!<...>` (any one token but it). A
+// newline ends a rule except inside parentheses or after `|`. Errors
+// (GrammarError) carry the line and column.
 #pragma once
 
 #include <string_view>

@@ -45,7 +45,12 @@ std::string Grammar::describe() const {
       for (uint32_t pos = alternatives[r][a]; elements[pos].kind != ElementKind::End; ++pos) {
         const Element& e = elements[pos];
         out += ' ';
-        out += e.kind == ElementKind::Rule ? rule_names[e.value] : describe_set(byte_sets[e.value]);
+        if (e.kind == ElementKind::Rule)
+          out += rule_names[e.value];
+        else if (is_token_element(e.kind))
+          out += (e.kind == ElementKind::NotToken ? "!" : "") + tokens[e.value];
+        else
+          out += describe_set(byte_sets[e.value]);
       }
       if (elements[alternatives[r][a]].kind == ElementKind::End) out += " \"\"";
     }

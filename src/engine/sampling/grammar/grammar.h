@@ -28,10 +28,18 @@ struct ByteSet {
 };
 
 enum class ElementKind : uint8_t {
-  Bytes,  // value: index into Grammar::byte_sets
-  Rule,   // value: rule id
-  End,    // closes an alternative
+  Bytes,     // value: index into Grammar::byte_sets
+  Rule,      // value: rule id
+  End,       // closes an alternative
+  Token,     // value: index into Grammar::tokens; that one token, whole
+  NotToken,  // value: index into Grammar::tokens; any one token but it (and the end tokens)
 };
+
+// A token element tops a stack as a byte set does, but takes no byte: only
+// a whole token, by id, at a token boundary (llama.cpp's `<...>` and `!<...>`).
+inline bool is_token_element(ElementKind k) {
+  return k == ElementKind::Token || k == ElementKind::NotToken;
+}
 
 struct Element {
   ElementKind kind;
@@ -43,6 +51,10 @@ struct Grammar {
   std::vector<ByteSet> byte_sets;
   std::vector<std::vector<uint32_t>> alternatives;  // (rule) -> first positions of its alternatives
   std::vector<std::string> rule_names;              // (rule)
+  // (token ref) -> as written: "<[123]>" or the token's text ("<|start|>")
+  std::vector<std::string> tokens;
+  // (token ref) -> token id; bound to a vocabulary by GrammarConstraint (-1 before)
+  std::vector<int32_t> token_ids;
   uint32_t root = 0;
 
   size_t rules() const { return alternatives.size(); }

@@ -1,6 +1,9 @@
 #include "engine/sampling/grammar/grammar_constraint.h"
 
 #include <algorithm>
+#include <string>
+
+#include "engine/sampling/grammar/grammar_error.h"
 
 namespace kvforge {
 
@@ -16,9 +19,11 @@ std::vector<std::string> without_ends(std::vector<std::string> bytes,
 
 }  // namespace
 
-GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends)
+GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends,
+                                     std::unordered_map<std::string, int32_t> named)
     : token_bytes(without_ends(std::move(bytes), ends)),
       end_ids(std::move(ends)),
+      named_tokens(std::move(named)),
       trie(token_bytes),
       class_tries{ClassTrie(trie, token_bytes, json_text_classes()),
                   ClassTrie(trie, token_bytes, word_classes())} {}
@@ -35,6 +40,7 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
       limits_(limits),
       arena_(grammar_, limits.max_stacks, limits.max_expansion),
       set_keeps_classes_(grammar_.byte_sets.size() + 1, -1) {
+  bind_tokens();
   // The sentinel: a byte set that takes no byte, in no rule.
   grammar_.byte_sets.push_back(ByteSet{});
   const auto pos = uint32_t(grammar_.elements.size());
@@ -50,6 +56,31 @@ namespace {
 constexpr uint32_t kUnknownSet = 0xFFFFFFFF;
 }  // namespace
 
+void GrammarConstraint::bind_tokens() {
+  grammar_.token_ids.assign(grammar_.tokens.size(), -1);
+  for (size_t i = 0; i < grammar_.tokens.size(); ++i) {
+    const std::string& ref = grammar_.tokens[i];
+    int64_t id = -1;
+    if (ref.size() > 3 && ref[1] == '[') {
+      // The parser let only <[digits]> through; rules from the wire are checked again.
+      const std::string digits = ref.substr(2, ref.size() - 4);
+      if (digits.empty() || digits.size() > 9 ||
+          digits.find_first_not_of("0123456789") != std::string::npos)
+        throw GrammarError("grammar: token reference '" + ref + "' is not <[digits]>");
+      id = std::stoll(digits);
+    } else if (const auto it = vocab_->named_tokens.find(ref); it != vocab_->named_tokens.end()) {
+      id = it->second;
+    } else {
+      throw GrammarError("grammar: token reference '" + ref +
+                         "' names no single token of this vocabulary");
+    }
+    if (id < 0 || size_t(id) >= vocab_->n_vocab())
+      throw GrammarError("grammar: token reference '" + ref + "' is past the vocabulary (" +
+                         std::to_string(vocab_->n_vocab()) + " tokens)");
+    grammar_.token_ids[i] = int32_t(id);
+  }
+}
+
 uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) const {
   const auto [it, added] = set_ids_.emplace(stacks, uint32_t(sets_.size()));
   if (added) {
@@ -64,7 +95,7 @@ uint32_t GrammarConstraint::intern_set(const std::vector<uint32_t>& stacks) cons
 uint8_t GrammarConstraint::keeps_classes(const std::vector<uint32_t>& stacks) const {
   uint8_t bits = 0xFF;
   for (uint32_t id : stacks) {
-    if (id == kEmptyStack) continue;
+    if (id == kEmptyStack || is_token_element(arena_.top(id).kind)) continue;  // takes no byte
     const uint32_t set = grammar_.elements[arena_.node(id).pos].value;
     int16_t& known = set_keeps_classes_[set];
     if (known < 0) {
@@ -119,6 +150,45 @@ std::vector<uint32_t> GrammarConstraint::advance(std::span<const uint32_t> from,
   return sets_[set];
 }
 
+std::vector<uint32_t> GrammarConstraint::advance_token(std::span<const uint32_t> from,
+                                                       int32_t token) const {
+  std::vector<uint32_t> out;
+  if (token < 0 || size_t(token) >= vocab_->n_vocab()) return out;
+  const std::string& bytes = vocab_->token_bytes[size_t(token)];
+  if (!bytes.empty()) out = advance(from, bytes);
+  std::lock_guard lock(mu_);
+  const bool end = vocab_->is_end(token);
+  for (uint32_t id : from) {
+    if (id == kEmptyStack || !is_token_element(arena_.top(id).kind)) continue;
+    const Element& e = arena_.top(id);
+    const bool named = grammar_.token_ids[e.value] == token;
+    if ((e.kind == ElementKind::Token && named) ||
+        (e.kind == ElementKind::NotToken && !named && !end))
+      arena_.expand(arena_.node(id).pos + 1, arena_.node(id).parent, out);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// A stack topped by a token element: that token, or every token but it and
+// the end tokens (those only where the grammar is complete).
+std::shared_ptr<const TokenMask> GrammarConstraint::token_mask(const Element& top) const {
+  const int32_t id = grammar_.token_ids[top.value];
+  const size_t n = vocab_->n_vocab();
+  auto mask = std::make_shared<TokenMask>((n + 63) / 64, 0);
+  if (top.kind == ElementKind::Token) {
+    mask_set(*mask, id);
+    return mask;
+  }
+  for (size_t w = 0; w < mask->size(); ++w) (*mask)[w] = ~uint64_t{0};
+  if (n % 64 != 0) mask->back() = (uint64_t{1} << (n % 64)) - 1;
+  (*mask)[size_t(id) >> 6] &= ~(uint64_t{1} << (id & 63));
+  for (int32_t e : vocab_->end_ids)
+    if (e >= 0 && size_t(e) < n) (*mask)[size_t(e) >> 6] &= ~(uint64_t{1} << (e & 63));
+  return mask;
+}
+
 std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
     std::span<const uint32_t> stacks) const {
   std::lock_guard lock(mu_);
@@ -142,6 +212,12 @@ std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
 std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) const {
   const auto hit = masks_.find(stack);
   if (hit != masks_.end()) return hit->second;
+  if (is_token_element(arena_.top(stack).kind)) {
+    auto mask = token_mask(arena_.top(stack));
+    if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
+    masks_.emplace(stack, mask);
+    return mask;
+  }
   bound_sets();
   uint32_t below = kEmptyStack;
   const uint32_t cut = arena_.cut(stack, limits_.cut_depth, sentinel_, below);

@@ -39,13 +39,16 @@
 namespace kvforge {
 
 // What the grammar engine needs of a tokenizer: each token's bytes ("" for
-// control tokens, which a grammar never allows) and the end-of-generation
-// tokens, allowed where the grammar is complete.
+// control tokens, which a grammar allows only where it names them), the
+// end-of-generation tokens, allowed where the grammar is complete, and the
+// tokens a grammar may name by text (`<|start|>`: special tokens' texts).
 struct GrammarVocabulary {
-  GrammarVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids);
+  GrammarVocabulary(std::vector<std::string> token_bytes, std::vector<int32_t> end_ids,
+                    std::unordered_map<std::string, int32_t> named_tokens = {});
 
   std::vector<std::string> token_bytes;  // (n_vocab)
   std::vector<int32_t> end_ids;
+  std::unordered_map<std::string, int32_t> named_tokens;  // text as written -> id
   TokenTrie trie;
   // Under json_text_classes() then word_classes(): a walk takes the first
   // whose classes its start keeps whole.
@@ -87,6 +90,9 @@ class GrammarConstraint {
   std::vector<uint32_t> initial_stacks() const;
   // The stacks `from` become after consuming `bytes` (empty: refused).
   std::vector<uint32_t> advance(std::span<const uint32_t> from, std::string_view bytes) const;
+  // The stacks `from` become after token `token`: its bytes, or a token
+  // element naming it (end tokens only by a `<...>` naming them). Empty: refused.
+  std::vector<uint32_t> advance_token(std::span<const uint32_t> from, int32_t token) const;
   // The tokens `stacks` allow (end tokens where one is kEmptyStack). One
   // stack: its cached mask, shared; more: a new union.
   std::shared_ptr<const TokenMask> allowed(std::span<const uint32_t> stacks) const;
@@ -104,7 +110,9 @@ class GrammarConstraint {
  private:
   using Row = std::array<uint32_t, 256>;  // byte -> set id, kUnknownSet until computed
 
+  void bind_tokens();
   std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
+  std::shared_ptr<const TokenMask> token_mask(const Element& top) const;
   std::shared_ptr<const StackPrefixMask> prefix_mask(uint32_t cut) const;
   void walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const;
   void walk_prefix(const TokenTrie::Node& node, uint32_t set, StackPrefixMask& out) const;

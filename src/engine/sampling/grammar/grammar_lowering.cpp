@@ -115,6 +115,11 @@ class Lowering {
         return {class_element({{0, kMaxCodePoint}})};
       case GbnfItem::Kind::RuleRef:
         return {Element{ElementKind::Rule, rule_id(item.text)}};
+      case GbnfItem::Kind::Token: {
+        const auto [it, added] = token_ids_.emplace(item.text, uint32_t(tokens_.size()));
+        if (added) tokens_.push_back(item.text);
+        return {Element{item.negated ? ElementKind::NotToken : ElementKind::Token, it->second}};
+      }
       case GbnfItem::Kind::Group: {
         Body body = lower_alternatives(*item.group, hint);
         if (body.size() == 1) return body[0];
@@ -174,6 +179,8 @@ class Lowering {
     Grammar g;
     g.byte_sets = std::move(byte_sets_);
     g.rule_names = std::move(names_);
+    g.token_ids.assign(tokens_.size(), -1);
+    g.tokens = std::move(tokens_);
     g.root = root;
     g.alternatives.resize(bodies_.size());
     for (size_t r = 0; r < bodies_.size(); ++r) {
@@ -194,6 +201,8 @@ class Lowering {
   std::vector<ByteSet> byte_sets_;
   std::map<std::array<uint64_t, 4>, uint32_t> set_ids_;
   std::map<std::vector<CodeRange>, uint32_t> class_rules_;
+  std::vector<std::string> tokens_;  // token references as written, in the order met
+  std::unordered_map<std::string, uint32_t> token_ids_;
   size_t n_elements_ = 0;
 };
 

@@ -30,19 +30,18 @@ bool GrammarMatcher::is_complete() const {
 bool GrammarMatcher::allows(int32_t token) const {
   const GrammarVocabulary& v = c_->vocabulary();
   if (ended_ || token < 0 || size_t(token) >= v.n_vocab()) return false;
-  if (v.is_end(token)) return is_complete();
-  const std::string& bytes = v.token_bytes[size_t(token)];
-  return !bytes.empty() && !c_->advance(stacks_, bytes).empty();
+  if (v.is_end(token) && is_complete()) return true;
+  return !c_->advance_token(stacks_, token).empty();
 }
 
 void GrammarMatcher::accept(int32_t token) {
   const GrammarVocabulary& v = c_->vocabulary();
   const bool in_vocab = !ended_ && token >= 0 && size_t(token) < v.n_vocab();
-  const bool end = in_vocab && v.is_end(token);
+  // An end token ends a complete grammar; elsewhere only a `<...>` naming it takes it.
+  const bool end = in_vocab && v.is_end(token) && is_complete();
   std::vector<uint32_t> next;
-  if (in_vocab && !end && !v.token_bytes[size_t(token)].empty())
-    next = c_->advance(stacks_, v.token_bytes[size_t(token)]);
-  if (end ? !is_complete() : next.empty())
+  if (in_vocab && !end) next = c_->advance_token(stacks_, token);
+  if (!end && next.empty())
     throw GrammarError("grammar: token " + std::to_string(token) + " is not allowed here");
   history_.push_back({std::move(stacks_), ended_});
   if (history_.size() > max_rollback_) history_.pop_front();

@@ -35,7 +35,7 @@ void StackArena::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& ou
     const StackNode w = work_.back();
     work_.pop_back();
     const Element& e = g_.elements[w.pos];
-    if (e.kind == ElementKind::Bytes) {
+    if (e.kind == ElementKind::Bytes || is_token_element(e.kind)) {
       out.push_back(intern(w.pos, w.parent));
     } else if (e.kind == ElementKind::End) {
       if (w.parent == kEmptyStack)

@@ -3,8 +3,8 @@
 // are one node id, so a set of stacks is a small sorted vector of ids and a
 // stack can key a cache. Node 0 is the empty stack: the grammar is complete.
 //
-// The stacks of a matcher are always topped by a byte-set element (expand()
-// resolves rule references and ends of alternatives first); the nodes below
+// The stacks of a matcher are always topped by a byte-set or token element
+// (expand() resolves rule references and ends of alternatives first); the nodes below
 // the top hold the positions to resume at when a rule ends. A rule reference
 // at the end of an alternative resumes nowhere, so it pushes nothing: loops
 // written as right recursion (x* -> r ::= x r | "") keep the stack flat.
@@ -33,7 +33,7 @@ class StackArena {
   StackArena(const Grammar& g, size_t max_nodes, size_t max_expansion);
 
   // The stacks that `pos` on top of `parent` stands for, each topped by a
-  // byte set (or kEmptyStack), appended to `out` (duplicates possible).
+  // byte set or a token (or kEmptyStack), appended to `out` (duplicates possible).
   void expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out);
   // The stacks `from` become after consuming byte `b`, sorted and unique.
   void advance(std::span<const uint32_t> from, uint8_t b, std::vector<uint32_t>& out);
@@ -45,10 +45,15 @@ class StackArena {
   uint32_t cut(uint32_t stack, size_t depth, uint32_t bottom, uint32_t& below);
 
   const StackNode& node(uint32_t id) const { return nodes_[id]; }
-  // Whether the byte set on top of stack `id` holds `b` (false for kEmptyStack).
+  // Whether the byte set on top of stack `id` holds `b` (false for
+  // kEmptyStack and a token on top).
   bool top_accepts(uint32_t id, uint8_t b) const {
-    return id != kEmptyStack && g_.byte_sets[g_.elements[nodes_[id].pos].value].test(b);
+    if (id == kEmptyStack) return false;
+    const Element& e = g_.elements[nodes_[id].pos];
+    return e.kind == ElementKind::Bytes && g_.byte_sets[e.value].test(b);
   }
+  // The element on top of stack `id` (not kEmptyStack).
+  const Element& top(uint32_t id) const { return g_.elements[nodes_[id].pos]; }
   size_t size() const { return nodes_.size(); }
 
  private:

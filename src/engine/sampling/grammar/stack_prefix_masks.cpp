@@ -19,6 +19,10 @@ class KeyWriter {
         out_ += 'b';
         const ByteSet& s = g_.byte_sets[e.value];
         out_.append(reinterpret_cast<const char*>(s.bits.data()), sizeof s.bits);
+      } else if (is_token_element(e.kind)) {
+        // By id: the same id is the same token in every grammar of this vocabulary.
+        out_ += (e.kind == ElementKind::Token ? 't' : 'n') + std::to_string(g_.token_ids[e.value]) +
+                ';';
       } else {
         out_ += 'r' + std::to_string(rule(e.value)) + ';';
       }
