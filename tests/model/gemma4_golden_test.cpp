@@ -28,6 +28,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "golden_logits.h"
 #include "model/model.h"
@@ -40,6 +41,7 @@ constexpr float kGemma4Bound = 2e-2f;
 constexpr float kGemma4MedianBound = 5e-3f;
 constexpr float kGemma4PickMargin = 4e-2f;
 
+// KVFORGE_GEMMA4_DIR points the test at other goldens (while trying shapes or seeds).
 const std::filesystem::path kGemma4Dir =
     std::getenv("KVFORGE_GEMMA4_DIR") ? std::filesystem::path(std::getenv("KVFORGE_GEMMA4_DIR"))
                                       : testing::source_dir() / "tests/model/data/gemma4";

@@ -1,0 +1,57 @@
+// What a gemma4 load refuses, naming the key: the features kvforge does not
+// compute yet (per-layer head sizes, the MoE variant) and shared-KV counts
+// that leave no source layer of the right kind.
+#include <gtest/gtest.h>
+
+#include "edited_model.h"
+
+namespace kvforge {
+namespace {
+
+using testing::edited_model;
+using testing::expect_mentions;
+using testing::load_error;
+
+// 9 layers, windows on 0, 1, 3, 4, 6, 7 (pattern 3), the last 3 shared.
+RandomModelSpec gemma4_spec() {
+  RandomModelSpec spec;
+  spec.arch = "gemma4";
+  spec.n_layer = 9;
+  spec.head_dim = 32;
+  spec.sliding_window = 8;
+  spec.swa_pattern = 3;
+  spec.n_kv_shared = 3;
+  return spec;
+}
+
+TEST(Gemma4Refusals, PerLayerHeadSizesAreRefusedByName) {
+  const std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.key_length_swa", gguf::Value::u32(16));
+  }));
+  expect_mentions(what, {"gemma4: per-layer head sizes are not supported yet",
+                         "gemma4.attention.key_length_swa = 16", "key_length = 32"});
+}
+
+TEST(Gemma4Refusals, ExpertsAreRefusedByName) {
+  const std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.expert_count", gguf::Value::u32(8));
+  }));
+  expect_mentions(what, {"gemma4.expert_count", "does not implement it for gemma4"});
+}
+
+TEST(Gemma4Refusals, SharedLayersNeedASourceOfTheirKind) {
+  // 4 shared: layers 0-4 keep K/V, layer 4 (windowed) is the last; the full
+  // layer 5 would read layer 4's windowed K/V.
+  std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.shared_kv_layers", gguf::Value::u32(4));
+  }));
+  expect_mentions(
+      what, {"gemma4.attention.shared_kv_layers = 4", "layer 5 (window 0)", "layer 4 (window 8)"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.shared_kv_layers", gguf::Value::u32(9));
+  }));
+  expect_mentions(what, {"gemma4.attention.shared_kv_layers = 9", "fewer than block_count 9"});
+}
+
+}  // namespace
+}  // namespace kvforge
