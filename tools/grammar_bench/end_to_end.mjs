@@ -2,7 +2,7 @@
 // a JSON schema: CLIENTS concurrent /v1/completions requests of MAX_TOKENS
 // tokens each, constrained (llama-server's json_schema field) and not
 // (ignore_eos), alternating, ROUNDS of each; prints one JSON line per round
-// and the medians. Usage:
+// and the medians, and the ratio of each pair of rounds. Usage:
 //   node tools/grammar_bench/end_to_end.mjs BASE_URL SCHEMA_FILE [clients=16] [max_tokens=96] [rounds=3]
 import { readFileSync } from 'node:fs';
 
@@ -39,5 +39,9 @@ for (let r = 1; r <= Number(rounds); ++r) {
   }
 }
 const free = median(seen.false), json = median(seen.true);
+// Each constrained round over the unconstrained one just before it: the
+// machine's load drifts over minutes, less within a pair.
+const pairs = seen.true.map((t, i) => +(t / seen.false[i]).toFixed(3));
 console.log(JSON.stringify({ clients: Number(clients), max_tokens: Number(maxTokens),
-  unconstrained_tokens_per_s: free, constrained_tokens_per_s: json, ratio: +(json / free).toFixed(3) }));
+  unconstrained_tokens_per_s: free, constrained_tokens_per_s: json, ratio: +(json / free).toFixed(3),
+  pair_ratios: pairs, median_pair_ratio: median(pairs) }));

@@ -4,14 +4,16 @@
 # serve` (end_to_end.mjs), and llama.cpp's llama-completion with and without
 # --json-schema on the same file (one sequence: it has no batching), each
 # alternating constrained and not, in the same run. MODEL files: see
-# docs/bench/grammar-end-to-end.md for how they were made.
+# docs/bench/grammar-end-to-end.md for how they were made. THREADS (default 1)
+# compute threads for both engines; SCHEMA (default schema_e2e.json here) the
+# JSON schema file.
 # Usage: tools/grammar_bench/end_to_end.sh KVFORGE LLAMA_COMPLETION MODEL [clients=16] [max_tokens=96] [rounds=3]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 kvforge="$1" llama="$2" model="$3"
 clients="${4:-16}" max_tokens="${5:-96}" rounds="${6:-3}"
-schema="$here/schema_e2e.json"
-threads=2
+schema="${SCHEMA:-$here/schema_e2e.json}"
+threads="${THREADS:-1}"  # llama.cpp at 2 threads spins badly on a shared machine
 
 echo "== kvforge serve, $clients concurrent requests of $max_tokens tokens: $model"
 log="$(mktemp)"
