@@ -151,6 +151,8 @@ void gated_delta_net_block(const ModelConfig& c, const LinearAttentionWeights& w
                            const LinearAttentionStep& step, KvStore& kv, GatedDeltaNetScratch& s,
                            ThreadPool& pool, MatmulScratch& ms, float* proj, const TpRanks* ranks) {
   const int64_t n = step.n_tokens;
+  if (!ranks && w.out.rows != c.n_embd)
+    throw std::logic_error("gated_delta_net_block: a rank's share of the heads needs its TpRanks");
   bind_states(layer, step, kv, c, s);
   if (c.linear.grouped_heads) {
     const MatmulOutput in[] = {

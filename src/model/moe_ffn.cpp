@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "core/formats/row_codec.h"
 #include "model/forward_steps.h"
@@ -251,6 +252,8 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
              float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms, const TpRanks* ranks) {
   const MoeConfig& m = c.moe;
   const int64_t ff = m.n_ff_exp, rows = n_tokens * m.n_expert_used;
+  if (!ranks && !w.down.empty() && w.down.front().rows != c.n_embd)
+    throw std::logic_error("moe_ffn: a rank's share of the experts needs its TpRanks");
   s.reserve(c, int(n_tokens));
   matmul(w.router, xn, n_tokens, s.logits.data(), pool, ms);
   add_bias(s.logits.data(), w.router_bias, n_tokens);

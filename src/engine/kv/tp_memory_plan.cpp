@@ -16,12 +16,28 @@ bool is_kv_projection(const std::string& name) {
 }
 
 bool is_whole(const std::string& name, const gguf::TensorInfo& t) {
-  // Vectors (norms, biases of row-parallel outputs) and the embedding table.
-  return t.dims.size() < 2 || name == "token_embd.weight";
+  // Vectors (norms, biases of row-parallel outputs), the embedding table and
+  // a mixture's router (every rank picks the experts).
+  return t.dims.size() < 2 || name == "token_embd.weight" || ends_with(name, "ffn_gate_inp.weight");
 }
 
 [[noreturn]] void refuse(int tp, const std::string& why) {
   throw std::invalid_argument("tensor parallelism over " + std::to_string(tp) + " ranks: " + why);
+}
+
+// The FFN (dense rows, or each expert's rows and outputs) and the
+// linear-attention key heads divide evenly, as model/tensor_split.h requires.
+void check_ffn_and_linear(const ModelShape& s, int tp) {
+  const auto need = [&](int64_t n, const std::string& what) {
+    if (n % tp != 0) refuse(tp, "the " + std::to_string(n) + " " + what + " do not divide evenly");
+  };
+  if (s.n_expert == 0) need(s.n_ff, "FFN rows (n_ff)");
+  if (s.n_expert > 0) {
+    need(s.n_ff_exp, "rows of each expert");
+    need(s.n_ff_shexp, "rows of the shared expert");
+    need(s.n_embd, "embedding rows (each expert's outputs)");
+  }
+  if (s.n_recurrent_layers > 0) need(s.linear.n_k_heads, "linear-attention key heads");
 }
 
 }  // namespace
@@ -31,12 +47,15 @@ WeightSplitBytes weight_split_bytes(const ModelShape& s, GgmlType matrix_type) {
   const auto bytes = [&](int64_t elems) {
     return uint64_t(elems / int64_t(tr.block_elems)) * tr.block_bytes;
   };
-  const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_kv_head * s.head_dim;
+  const int64_t kv = s.n_kv_layers() * 2 * s.n_embd * s.n_kv_head * s.head_dim;
+  // A mixture's routers (and shared-expert gates) are whole on every rank.
+  const int64_t routers =
+      s.n_expert > 0 ? s.n_layer * s.n_embd * (s.n_expert + (s.n_ff_shexp > 0 ? 1 : 0)) : 0;
+  const int64_t whole = s.n_vocab * s.n_embd + routers;
   WeightSplitBytes w;
-  w.whole = bytes(s.n_vocab * s.n_embd) + uint64_t(s.n_norm_params()) * 4;
-  w.kv_heads = uint64_t(s.n_layer) * bytes(2 * s.n_embd * kv_dim);
-  w.divided = uint64_t(s.n_layer) * bytes(2 * s.n_embd * q_dim + 3 * s.n_embd * s.n_ff);
-  if (!s.tied_output) w.divided += bytes(s.n_vocab * s.n_embd);
+  w.whole = bytes(whole) + uint64_t(s.n_norm_params()) * 4;
+  w.kv_heads = bytes(kv);
+  w.divided = bytes(s.n_matrix_params() - whole - kv);  // the output too, when not tied
   return w;
 }
 
@@ -57,7 +76,7 @@ TpRankPlan plan_tp_rank(const ModelShape& s, const WeightSplitBytes& w, int tp) 
   if (tp < 1) refuse(tp, "must be at least 1");
   if (s.n_head % tp != 0)
     refuse(tp, "the " + std::to_string(s.n_head) + " query heads do not divide evenly");
-  if (s.n_ff % tp != 0) refuse(tp, "n_ff " + std::to_string(s.n_ff) + " does not divide evenly");
+  check_ffn_and_linear(s, tp);
   TpRankPlan p;
   p.tp = tp;
   if (s.n_kv_head >= tp) {
@@ -78,6 +97,13 @@ TpRankPlan plan_tp_rank(const ModelShape& s, const WeightSplitBytes& w, int tp) 
   p.rank_shape.n_head = s.n_head / tp;
   p.rank_shape.n_kv_head = p.kv_heads_per_rank;
   p.rank_shape.n_ff = s.n_ff / tp;
+  // Each rank holds its share of every expert and of the linear-attention
+  // heads with their state (model/tensor_split.h).
+  p.rank_shape.n_ff_exp = s.n_ff_exp / tp;
+  p.rank_shape.n_ff_shexp = s.n_ff_shexp / tp;
+  p.rank_shape.linear.n_k_heads = s.linear.n_k_heads / tp;
+  p.rank_shape.linear.n_v_heads = s.linear.n_v_heads / tp;
+  p.rank_shape.state_bytes_per_sequence = s.state_bytes_per_sequence / uint64_t(tp);
   return p;
 }
 

@@ -46,5 +46,26 @@ TEST(TpMemoryPlan, RefusesRankCountsThatDoNotDivide) {
   EXPECT_THROW(plan_tp_rank(s, w, 0), std::invalid_argument);
 }
 
+// Mixtures split each expert (routers whole); hybrids their linear-attention
+// heads, with the recurrent state that goes with them.
+TEST(TpMemoryPlan, ExpertsAndLinearHeadsSplitWithTheirState) {
+  for (const char* name : {"qwen3-30b-a3b", "gpt-oss-20b", "qwen3.5-35b-a3b"}) {
+    const ModelShape s = *ModelShape::preset(name);
+    const WeightSplitBytes w = weight_split_bytes(s, GgmlType::Q8_0);
+    EXPECT_EQ(w.total(), weight_bytes(s, GgmlType::Q8_0)) << name;
+    EXPECT_GE(w.whole, uint64_t(s.n_layer * s.n_embd * s.n_expert)) << name;  // the routers
+    const TpRankPlan p = plan_tp_rank(s, w, 2);
+    EXPECT_EQ(p.rank_shape.n_ff_exp * 2, s.n_ff_exp) << name;
+    EXPECT_EQ(p.rank_shape.state_bytes_per_sequence * 2, s.state_bytes_per_sequence) << name;
+    EXPECT_EQ(p.rank_shape.linear.n_k_heads * 2, s.linear.n_k_heads) << name;
+  }
+  ModelShape odd = *ModelShape::preset("qwen3.5-35b-a3b");
+  odd.linear.n_k_heads = 6;
+  odd.linear.n_v_heads = 12;
+  odd.state_bytes_per_sequence = 0;
+  EXPECT_THROW(plan_tp_rank(odd, weight_split_bytes(odd, GgmlType::Q8_0), 4),
+               std::invalid_argument);
+}
+
 }  // namespace
 }  // namespace kvforge
