@@ -4,6 +4,7 @@
 // sequence id of their own, held only for the call: export admits it over
 // the cached blocks to read them, import admits it, fills the blocks it was
 // given, registers them as computed and frees it, leaving them cached.
+// Neither counts as a prefix-cache hit or miss: no prompt was admitted.
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -78,7 +79,7 @@ std::vector<std::vector<uint8_t>> Engine::export_prefix(std::span<const int32_t>
   std::vector<std::vector<uint8_t>> out;
   if (n == 0 || !blocks.can_allocate(probe, n)) return out;
   const SeqId seq = m.next_seq++;
-  blocks.allocate(seq, probe, n);  // every block is cached: none is taken from the pool
+  blocks.allocate(seq, probe, n, INT32_MAX, false);  // all cached: no block is taken
   const std::span<const BlockId> table = blocks.block_table(seq);
   const KvBlockIdentity id = identity_of(m.model, m.options, *m.paged);
   std::vector<uint8_t> payload(m.paged->cache.block_bytes());
@@ -119,7 +120,7 @@ int32_t Engine::import_prefix(std::span<const int32_t> tokens,
     throw std::invalid_argument("KV prefix blocks: the KV pool has no room for " +
                                 std::to_string(files.size()) + " blocks now");
   const SeqId seq = m.next_seq++;
-  const int32_t reused = blocks.allocate(seq, probe, n);
+  const int32_t reused = blocks.allocate(seq, probe, n, INT32_MAX, false);
   const std::span<const BlockId> table = blocks.block_table(seq);
   for (int32_t b = reused / bs; b < n / bs; ++b)
     m.paged->cache.import_block(table[size_t(b)], payloads[size_t(b)]);

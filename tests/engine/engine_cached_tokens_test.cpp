@@ -106,12 +106,15 @@ TEST_F(EngineCachedTokensTest, ExportedBlocksServeAnotherEngineAsCachedTokens) {
   const std::vector<int32_t> prompt = testing::make_prompt(40, 5);
   Engine saver(*model_, pool, paged_options());
   const std::vector<int32_t> expected = greedy_tokens(saver, prompt);
+  const int64_t hits = saver.stats().prefix.hits;
   const auto files = saver.export_prefix(prompt);
   ASSERT_EQ(files.size(), 2u);  // the whole blocks of 40 tokens: [0,16), [16,32)
+  EXPECT_EQ(saver.stats().prefix.hits, hits) << "moving blocks is no prompt's hit";
 
   Engine restored(*model_, pool, paged_options());
   EXPECT_EQ(restored.import_prefix(prompt, files), 32);
   EXPECT_EQ(restored.stats().kv_blocks_used, 0);  // cached, held by no one
+  EXPECT_EQ(restored.stats().prefix.misses, 0);
   EXPECT_EQ(cached_tokens_of(restored, prompt), std::set<int32_t>{32});
   Engine fresh(*model_, pool, paged_options());
   EXPECT_EQ(greedy_tokens(restored, prompt), expected);

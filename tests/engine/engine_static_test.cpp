@@ -4,6 +4,8 @@
 // finishing, aborting and stopping; requests no slot can serve are rejected.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "engine_test_util.h"
 #include "kvforge/engine.h"
 #include "static_test_util.h"
@@ -272,6 +274,32 @@ TEST_F(EngineStaticTest, PromptTokensKeptFollowTheOverflowPolicy) {
   auto truncating = make(1, {.eos_token_ids = {}, .overflow = OverflowPolicy::TruncateLeft});
   EXPECT_EQ(truncating->prompt_tokens_kept(41), 40);
   EXPECT_EQ(truncating->prompt_tokens_kept(12), 12);
+}
+
+// StepEvent::cached_tokens on static slots: what a reused slot kept.
+TEST_F(EngineStaticTest, EventsReportThePrefixAReusedSlotKept) {
+  auto engine =
+      make(2, {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
+  const auto run = [&](const std::vector<int32_t>& prompt, std::vector<int32_t>& generated) {
+    const RequestId id = engine->add_request(prompt, greedy(6), 1, {});
+    std::set<int32_t> cached;
+    while (engine->has_unfinished())
+      for (const StepEvent& ev : engine->step()) {
+        if (ev.request != id) continue;
+        cached.insert(ev.cached_tokens);
+        if (ev.token) generated.push_back(ev.token->id);
+      }
+    return cached;
+  };
+  const auto first = make_prompt(20, 7);
+  std::vector<int32_t> generated, ignored;
+  EXPECT_EQ(run(first, generated), std::set<int32_t>{0});
+  // The next turn keeps the prompt and 5 of the 6 generated tokens (the last never decoded).
+  std::vector<int32_t> next = first;
+  next.insert(next.end(), generated.begin(), generated.end() - 1);
+  for (int32_t t : make_prompt(3, 9)) next.push_back(t);
+  EXPECT_EQ(run(next, ignored), std::set<int32_t>{25});
+  EXPECT_EQ(engine->stats().prefix.tokens_reused, 25);
 }
 
 }  // namespace

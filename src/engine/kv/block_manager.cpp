@@ -258,7 +258,7 @@ bool BlockManager::can_allocate(std::span<const int32_t> tokens, int32_t n_token
 }
 
 int32_t BlockManager::allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens,
-                               int32_t max_reused) {
+                               int32_t max_reused, bool counted) {
   check_new_seq(seq, "allocate");
   check_tokens(tokens, n_tokens, "allocate");
   Reuse reuse = reusable(tokens, n_tokens, max_reused);
@@ -286,7 +286,7 @@ int32_t BlockManager::allocate(SeqId seq, std::span<const int32_t> tokens, int32
   for (GroupTable& t : s.groups)
     for (size_t i = size_t(std::max(t.held_from, reuse.depth)); i < t.table.size(); ++i)
       t.table[i] = take_free_block();
-  if (prefix_) {
+  if (prefix_ && counted) {
     const int32_t eligible =
         tokens.empty() ? 0 : int32_t((tokens.size() - 1) / size_t(block_size_));
     stats_.hits += int64_t(reuse.depth);

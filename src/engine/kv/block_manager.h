@@ -102,9 +102,10 @@ class BlockManager final : public KvManager {
   // Creates `seq` (must not exist) with blocks for the first n_tokens of
   // `tokens`; returns how many leading tokens already have K/V (the cached
   // prefix, ≤ n_tokens), which the caller must not recompute. Updates the
-  // prefix-cache counters.
+  // prefix-cache counters unless `counted` is false (blocks moved in or out
+  // of the cache, not a prompt admitted: Engine::export_prefix).
   int32_t allocate(SeqId seq, std::span<const int32_t> tokens, int32_t n_tokens,
-                   int32_t max_reused = INT32_MAX);
+                   int32_t max_reused = INT32_MAX, bool counted = true);
   // KvManager's names for the two: the branches forked off a sequence share
   // its blocks, so `width` asks for nothing more.
   bool can_admit(std::span<const int32_t> tokens, int32_t n_tokens, int) const override {
