@@ -9,6 +9,7 @@
 #include "core/ops/attention.h"
 #include "model/block_steps.h"
 #include "model/layer_walk.h"
+#include "model/tp_ranks.h"
 
 namespace kvforge {
 namespace {
@@ -93,9 +94,11 @@ class PlanRun {
         return dense_ffn(env_, l, buf(0), p_.rows, buf(1), buf(2), buf(3));
       case OpCode::LinearAttention:
         return linear_->run(env_, l, buf(0), in_.positions, in_.slots, in_.valid, cache_, buf(1));
-      case OpCode::MoeFfn:  // padding rows are routed too: each row's experts are its own
+      case OpCode::MoeFfn: {  // padding rows are routed too: each row's experts are its own
+        const TpRanks ranks{m_.split(), env_.comm, env_.tp};
         return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, buf(0), p_.rows, buf(1), moe_, pool_,
-                       env_.matmul);
+                       env_.matmul, m_.split().n_ranks > 1 ? &ranks : nullptr);
+      }
       case OpCode::Logits:
         return output_logits(env_, buf(0), in_.logit_rows, buf(1), false, buf(2));
       default:

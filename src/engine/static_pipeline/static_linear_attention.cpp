@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/tp_ranks.h"
+
 namespace kvforge {
 
 StaticLinearAttention::StaticLinearAttention(const ModelConfig& config, int32_t rows)
@@ -35,8 +37,12 @@ void StaticLinearAttention::run(const StepEnv& env, int layer, const float* xn,
   if (n == 0) return;
   const LinearAttentionStep step{xn_.data(), int64_t(n), std::span(positions_.data(), n),
                                  std::span(seq_of_row_.data(), n), std::span(seqs_.data(), n_seqs)};
+  // Every rank runs the same rows (lockstep), so each reaches the same gathers.
+  const TensorSplit& split = env.model.split();
+  const TpRanks ranks{split, env.comm, env.tp};
   gated_delta_net_block(c, env.model.weights().layers[size_t(layer)].linear, layer, step, cache,
-                        gdn_, env.pool, env.matmul, proj_.data());
+                        gdn_, env.pool, env.matmul, proj_.data(),
+                        split.n_ranks > 1 ? &ranks : nullptr);
   for (size_t i = 0; i < n; ++i) std::copy_n(proj_.data() + i * d, d, proj + size_t(rows_[i]) * d);
 }
 

@@ -85,24 +85,24 @@ TEST(KvPoolSplit, SnapshotsComeOutOfTheBudgetBeforeTheSplit) {
   const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
   EngineOptions o;
-  o.block_size = int32_t(kBlock);
+  o.block_size = int32_t(kSplitBlock);
   o.n_ctx = int32_t(kCtx);
   o.max_seqs = 64;
   o.state_snapshots = 5;
   const uint64_t held = 5 * s.state_bytes_per_sequence;
   ASSERT_EQ(snapshot_bytes(s, 5), held);
-  const uint64_t budget = held + 2 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kBlock) + 4096;
+  const uint64_t budget = held + 2 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kSplitBlock) + 4096;
   o.kv_memory_mib = double(budget) / 1048576.0;
   const uint64_t left = kv_budget_after_snapshots(s, budget, 5);
   EXPECT_EQ(left, budget - held);
-  const KvPoolSplit p = split_kv_pool(s, o.kv_format, left, kCtx, kBlock, o.max_seqs);
+  const KvPoolSplit p = split_kv_pool(s, o.kv_format, left, kCtx, kSplitBlock, o.max_seqs);
   ASSERT_EQ(p.state_slots, 2);
-  EXPECT_GT(split_kv_pool(s, o.kv_format, budget, kCtx, kBlock, o.max_seqs).state_slots, 2)
+  EXPECT_GT(split_kv_pool(s, o.kv_format, budget, kCtx, kSplitBlock, o.max_seqs).state_slots, 2)
       << "the whole budget would hold more slots";
   ThreadPool pool(2);
   Engine e(*model, pool, o);
   EXPECT_EQ(e.options().max_seqs, 2);
-  EXPECT_EQ(e.n_blocks(), std::min<int64_t>(p.blocks, 2 * kCtx / kBlock));
+  EXPECT_EQ(e.n_blocks(), std::min<int64_t>(p.blocks, 2 * kCtx / kSplitBlock));
   EXPECT_EQ(kv_budget_after_snapshots(s, budget, 0), budget);
   EXPECT_THROW(kv_budget_after_snapshots(s, held, 5), std::invalid_argument);
   o.kv_memory_mib = double(held) / 1048576.0;

@@ -55,7 +55,7 @@ declare -A models=(
   [qwen35moe]="--arch qwen35moe --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
 )
 # Architectures the static pipeline refuses: their paged workload only.
-declare -A paged_only=([qwen3moe]=1 [qwen3moe-q8]=1 [gpt-oss]=1 [qwen35]=1 [qwen3next]=1 [qwen35moe]=1)
+declare -A paged_only=()
 for name in $(printf '%s\n' "${!models[@]}" | sort); do
   # shellcheck disable=SC2086
   "$kv" make-model -o "$name.gguf" --preset tiny --n-layer 2 ${models[$name]} 2>/dev/null
