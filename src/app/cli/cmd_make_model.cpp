@@ -27,6 +27,37 @@ struct MakeModelFlags {
   RandomModelSpec arch;  // the architecture options, copied onto the preset
 };
 
+// The architecture options (--arch and the layer shapes) over a preset's sizes.
+void apply_architecture(const RandomModelSpec& a, RandomModelSpec& s) {
+  s.arch = a.arch;
+  s.head_dim = a.head_dim;
+  s.fused_qkv = a.fused_qkv;
+  s.sliding_window = a.sliding_window;
+  s.swa_pattern = a.swa_pattern;
+  s.rope_freq_base = a.rope_freq_base;
+  s.rope_freq_base_swa = a.rope_freq_base_swa;
+  s.attn_softcap = a.attn_softcap;
+  s.final_softcap = a.final_softcap;
+  s.rope_scaling = a.rope_scaling;
+  s.rope_factor = a.rope_factor;
+  s.rope_orig_ctx = a.rope_orig_ctx;
+  s.llama3_rope_freqs = a.llama3_rope_freqs;
+  s.longrope_factors = a.longrope_factors;
+  s.n_expert = a.n_expert;
+  s.n_expert_used = a.n_expert_used;
+  s.n_ff_exp = a.n_ff_exp;
+  s.n_ff_shexp = a.n_ff_shexp;
+  s.ssm_conv_kernel = a.ssm_conv_kernel;
+  s.ssm_head_dim = a.ssm_head_dim;
+  s.ssm_k_heads = a.ssm_k_heads;
+  s.ssm_v_heads = a.ssm_v_heads;
+  s.full_attention_interval = a.full_attention_interval;
+  s.rope_dim = a.rope_dim;
+  s.n_mtp = a.n_mtp;
+  s.n_embd_per_layer = a.n_embd_per_layer;
+  s.n_kv_shared = a.n_kv_shared;
+}
+
 void make_model(const MakeModelFlags& f) {
   std::optional<RandomModelSpec> spec = RandomModelSpec::preset(f.preset);
   if (!spec) throw std::invalid_argument("unknown preset '" + f.preset + "' (tiny, small)");
@@ -37,34 +68,7 @@ void make_model(const MakeModelFlags& f) {
   spec->weight_type = *type;
   spec->seed = f.seed;
   spec->tied_output = f.tied;
-  const RandomModelSpec& a = f.arch;
-  spec->arch = a.arch;
-  spec->head_dim = a.head_dim;
-  spec->fused_qkv = a.fused_qkv;
-  spec->sliding_window = a.sliding_window;
-  spec->swa_pattern = a.swa_pattern;
-  spec->rope_freq_base = a.rope_freq_base;
-  spec->rope_freq_base_swa = a.rope_freq_base_swa;
-  spec->attn_softcap = a.attn_softcap;
-  spec->final_softcap = a.final_softcap;
-  spec->rope_scaling = a.rope_scaling;
-  spec->rope_factor = a.rope_factor;
-  spec->rope_orig_ctx = a.rope_orig_ctx;
-  spec->llama3_rope_freqs = a.llama3_rope_freqs;
-  spec->longrope_factors = a.longrope_factors;
-  spec->n_expert = a.n_expert;
-  spec->n_expert_used = a.n_expert_used;
-  spec->n_ff_exp = a.n_ff_exp;
-  spec->n_ff_shexp = a.n_ff_shexp;
-  spec->ssm_conv_kernel = a.ssm_conv_kernel;
-  spec->ssm_head_dim = a.ssm_head_dim;
-  spec->ssm_k_heads = a.ssm_k_heads;
-  spec->ssm_v_heads = a.ssm_v_heads;
-  spec->full_attention_interval = a.full_attention_interval;
-  spec->rope_dim = a.rope_dim;
-  spec->n_mtp = a.n_mtp;
-  spec->n_embd_per_layer = a.n_embd_per_layer;
-  spec->n_kv_shared = a.n_kv_shared;
+  apply_architecture(f.arch, *spec);
   for (auto [flag, field] : {std::pair{f.n_embd, &spec->n_embd},
                              {f.n_layer, &spec->n_layer},
                              {f.n_head, &spec->n_head},
