@@ -48,16 +48,22 @@ TEST(KvPoolSplit, StateSlotsForSequencesOfTheContext) {
   EXPECT_EQ(d.blocks, kv_pool_blocks(dense, f16, budget, kSplitBlock));
 }
 
+// Blocks of kSplitBlock, a context of kCtx, up to 64 sequences.
+EngineOptions split_test_options() {
+  EngineOptions o;
+  o.block_size = int32_t(kSplitBlock);
+  o.n_ctx = int32_t(kCtx);
+  o.max_seqs = 64;
+  return o;
+}
+
 // The engine under --kv-memory: the planner's slots, its blocks (capped at
 // what those sequences can fill), the pool's bytes within the budget, and
 // that many sequences of the context running at once to the end.
 TEST(KvPoolSplit, EngineMatchesThePlanner) {
   const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
-  EngineOptions o;
-  o.block_size = int32_t(kSplitBlock);
-  o.n_ctx = int32_t(kCtx);
-  o.max_seqs = 64;
+  EngineOptions o = split_test_options();
   const uint64_t budget = 3 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kSplitBlock) + 4096;
   o.kv_memory_mib = double(budget) / 1048576.0;
   const KvPoolSplit p = split_kv_pool(s, o.kv_format, budget, kCtx, kSplitBlock, o.max_seqs);
@@ -84,14 +90,12 @@ TEST(KvPoolSplit, EngineMatchesThePlanner) {
 TEST(KvPoolSplit, SnapshotsComeOutOfTheBudgetBeforeTheSplit) {
   const auto model = testing::make_hybrid_engine_test_model();
   const ModelShape s = ModelShape::from_config(model->config());
-  EngineOptions o;
-  o.block_size = int32_t(kSplitBlock);
-  o.n_ctx = int32_t(kCtx);
-  o.max_seqs = 64;
+  EngineOptions o = split_test_options();
   o.state_snapshots = 5;
   const uint64_t held = 5 * s.state_bytes_per_sequence;
   ASSERT_EQ(snapshot_bytes(s, 5), held);
-  const uint64_t budget = held + 2 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kSplitBlock) + 4096;
+  const uint64_t budget =
+      held + 2 * kv_bytes_per_sequence(s, o.kv_format, kCtx, kSplitBlock) + 4096;
   o.kv_memory_mib = double(budget) / 1048576.0;
   const uint64_t left = kv_budget_after_snapshots(s, budget, 5);
   EXPECT_EQ(left, budget - held);

@@ -105,12 +105,17 @@ TEST(GrammarMatcher, RollbackRestoresTheMask) {
   EXPECT_THROW(m.accept(22), GrammarError);  // "[" is not valid at the root object
 }
 
-TEST(GrammarMatcher, StackBudgetIsACleanError) {
-  auto vocab = vocab_of({"[", "]"});
+// Brackets nested without end: each level makes one new parse stack, within
+// a budget of 64.
+std::shared_ptr<const GrammarConstraint> nesting_grammar_of_64_stacks() {
   ConstraintLimits limits;
   limits.max_stacks = 64;
-  auto c = std::make_shared<GrammarConstraint>(compile_gbnf("root ::= \"[\" root? \"]\""), vocab,
-                                               limits);
+  return std::make_shared<GrammarConstraint>(compile_gbnf("root ::= \"[\" root? \"]\""),
+                                             vocab_of({"[", "]"}), limits);
+}
+
+TEST(GrammarMatcher, StackBudgetIsACleanError) {
+  auto c = nesting_grammar_of_64_stacks();
   GrammarMatcher m(c);
   EXPECT_THROW(
       {
@@ -122,11 +127,7 @@ TEST(GrammarMatcher, StackBudgetIsACleanError) {
 // Caches start a constraint over once it has used half its stack budget:
 // each nesting level of this grammar makes one new stack.
 TEST(GrammarMatcher, AConstraintIsWornPastHalfItsStackBudget) {
-  auto vocab = vocab_of({"[", "]"});
-  ConstraintLimits limits;
-  limits.max_stacks = 64;
-  auto c = std::make_shared<GrammarConstraint>(compile_gbnf("root ::= \"[\" root? \"]\""), vocab,
-                                               limits);
+  auto c = nesting_grammar_of_64_stacks();
   GrammarMatcher m(c);
   EXPECT_FALSE(c->worn());
   while (c->stack_count() <= 32) {
