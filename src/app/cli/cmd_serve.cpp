@@ -116,8 +116,8 @@ std::string describe_paged(const ServeFlags& f, const CommandEngine& chosen) {
                 "across its -np slots), the pool holds %lld tokens: %lld sequences at full "
                 "context",
                 chosen.pool->size(), e.n_blocks(), e.block_size(), f.engine.kv.describe().c_str(),
-                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(),
-                e.options().max_seqs, ctx, static_cast<long long>(pool_tokens),
+                human_bytes(static_cast<double>(e.kv_pool_bytes())).c_str(), e.options().max_seqs,
+                ctx, static_cast<long long>(pool_tokens),
                 static_cast<long long>(pool_tokens / std::max(ctx, 1)));
   return buf;
 }
