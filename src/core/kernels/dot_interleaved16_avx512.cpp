@@ -18,7 +18,7 @@ namespace {
 constexpr int64_t kRows = 16;  // per group
 
 // Weight bytes per row block of the batch loop: the block's groups stay in
-// L2 (1-2 MiB on current x86 server cores) while every token tile passes over them.
+// L2 while every token tile passes over them.
 constexpr int64_t kBlockBytes = 256 * 1024;
 
 // The 16 rows' weights at one column (32 bytes) as f32, exactly.

@@ -58,9 +58,8 @@ void run_partial_row_tile(const MatmulTask& task, int64_t row, int nr, int64_t t
   run_register_tile<NR, NT>(task, row, t0, nt, dot);
 }
 
-// Activations of this many bytes per call stay in L2 (1 MiB or more on current
-// x86 server cores) next to the weights of a thread's rows: long prefills go through
-// the rows once per block of tokens of this size.
+// Activations of this many bytes per call stay in L2 next to the weights of a thread's rows: long
+// prefills go through the rows once per block of tokens of this size.
 inline constexpr int64_t kActivationBlockBytes = 256 * 1024;
 
 // Tokens per activation block: a multiple of the token tile, at least one tile.
