@@ -34,6 +34,22 @@ MODELS = {
     "qwen35-q4_k_m": ("hybrid_quantized", ["--arch", "qwen35", "--n-layer", "8", "--n-ctx", "256",
                                            "--ssm-k-heads", "2", "--ssm-v-heads", "4",
                                            "--ssm-head-dim", "64", "--seed", "21"], HYBRID_PROMPT),
+    # 4 layers alternating linear and full attention (each kind twice), a
+    # mixture of 4 experts of 256 rows (2 per token) and a shared expert as
+    # FFN; qwen3next with its own layout (value heads grouped by key head,
+    # beta|alpha fused, plain NeoX RoPE).
+    "qwen35moe-q4_k_m": ("hybrid_quantized", ["--arch", "qwen35moe", "--n-layer", "4", "--n-ctx", "256",
+                                              "--full-attention-interval", "2",
+                                              "--ssm-k-heads", "2", "--ssm-v-heads", "4",
+                                              "--ssm-head-dim", "64", "--n-expert", "4",
+                                              "--n-expert-used", "2", "--n-ff-exp", "256",
+                                              "--n-ff-shexp", "256", "--seed", "24"], HYBRID_PROMPT),
+    "qwen3next-q4_k_m": ("hybrid_quantized", ["--arch", "qwen3next", "--n-layer", "4", "--n-ctx", "256",
+                                              "--full-attention-interval", "2",
+                                              "--ssm-k-heads", "2", "--ssm-v-heads", "4",
+                                              "--ssm-head-dim", "64", "--n-expert", "4",
+                                              "--n-expert-used", "2", "--n-ff-exp", "256",
+                                              "--n-ff-shexp", "256", "--seed", "25"], HYBRID_PROMPT),
     # 4 experts of 256 rows, 2 per token.
     "qwen3moe-q4_k_m": ("moe_quantized", ["--arch", "qwen3moe", "--n-layer", "3", "--n-ctx", "64",
                                           "--n-expert", "4", "--n-expert-used", "2",
@@ -54,9 +70,12 @@ def main() -> None:
     ap.add_argument("--dump-logits", required=True)
     ap.add_argument("--quantize", required=True)
     ap.add_argument("--tests", required=True, help="tests/model/data")
+    ap.add_argument("--only", nargs="*", help="write these models only (default: all)")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         for name, (folder, args, prompt) in MODELS.items():
+            if a.only and name not in a.only:
+                continue
             base = os.path.join(tmp, name + "-f32.gguf")
             run([a.kvforge, "make-model", "-o", base] + WIDE + args)
             peak_next_byte(base)
@@ -66,6 +85,8 @@ def main() -> None:
             dump_logits(a.dump_logits, model, logits, prompt)
             report(name, model, logits)
     # gpt-oss in Q8_0: the 64-wide f32 golden quantized (blocks of 32 fit it).
+    if a.only and "gpt-oss-q8_0" not in a.only:
+        return
     gpt_oss = os.path.join(a.tests, "gpt_oss")
     model = os.path.join(gpt_oss, "gpt-oss-q8_0.gguf")
     run([a.quantize, os.path.join(gpt_oss, "gpt-oss-f32.gguf"), model, "Q8_0"])
