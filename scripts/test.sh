@@ -40,10 +40,13 @@ cmake --build build-tsan -j"$jobs" --target threadpool_tests model_tests engine_
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/threadpool_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/model_tests
 TSAN_OPTIONS=halt_on_error=1 build-tsan/tests/engine_tests
-# kvforge serve (HTTP threads, engine loop, queues; paged and static engines) under every
-# server suite, load test included (KVFORGE_SERVER_LOAD_CLIENTS=16 lightens it). The schema
-# corpus runs on the paged engine only: the static engine's threads are those `chat` drives.
-# tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (see the file).
+# kvforge serve (HTTP threads, engine loop, queues; paged and static engines) under the server
+# suites, load test included (KVFORGE_SERVER_LOAD_CLIENTS=16 lightens it). The schema corpus
+# runs on the paged engine only: the static engine's threads are those `chat` drives. The tools
+# suite (tool calls through each client) is left to the release and ASan runs: its requests take
+# the threads `chat` and `structured` already drive, grammar compiles off the engine thread
+# included. tsan.supp: reports from inside Debian's uninstrumented cpp-httplib (see the file).
 TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/app/server/tsan.supp" KVFORGE_STRUCTURED_MODES=paged \
-  tests/app/server/run_server_tests.sh build-tsan/kvforge
+  tests/app/server/run_server_tests.sh build-tsan/kvforge models/kvforge-kjv-4m.gguf \
+  chat structured routes apis hostile
 stage "all tests passed in ${SECONDS} s"

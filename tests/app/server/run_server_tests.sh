@@ -31,6 +31,7 @@ done
 export KVFORGE_BIN="$kvforge" KVFORGE_MODEL="$model"
 # A sanitizer build is slower and bigger: suites scale their time limits and skip RSS limits.
 if grep -aq -m1 -e __asan_init -e __tsan_init "$kvforge"; then export KVFORGE_SANITIZED=1; fi
+if grep -aq -m1 -e __tsan_init "$kvforge"; then export KVFORGE_TSAN=1; fi
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
