@@ -25,7 +25,7 @@ class PlanRun {
  public:
   PlanRun(const Model& model, Communicator& comm, const Plan& plan, const PlanInputs& in,
           StaticKvCache& cache, uint8_t* arena, MatmulScratch& scratch, ThreadPool& pool,
-          TpExchange& tp, MoeScratch& moe, StaticLinearAttention* linear)
+          TpExchange& tp, MoeScratch& moe, int64_t& moe_tokens, StaticLinearAttention* linear)
       : m_(model),
         c_(model.rank_config()),
         p_(plan),
@@ -34,6 +34,7 @@ class PlanRun {
         arena_(arena),
         pool_(pool),
         moe_(moe),
+        moe_tokens_(moe_tokens),
         linear_(linear),
         env_{model, comm, pool, scratch, tp, nullptr} {}
 
@@ -94,11 +95,8 @@ class PlanRun {
         return dense_ffn(env_, l, buf(0), p_.rows, buf(1), buf(2), buf(3));
       case OpCode::LinearAttention:
         return linear_->run(env_, l, buf(0), in_.positions, in_.slots, in_.valid, cache_, buf(1));
-      case OpCode::MoeFfn: {  // padding rows are routed too: each row's experts are its own
-        const TpRanks ranks{m_.split(), env_.comm, env_.tp};
-        return moe_ffn(c_, m_.weights().layers[size_t(l)].moe, buf(0), p_.rows, buf(1), moe_, pool_,
-                       env_.matmul, m_.split().n_ranks > 1 ? &ranks : nullptr);
-      }
+      case OpCode::MoeFfn:
+        return moe_ffn_of_valid_rows(l, buf(0), buf(1));
       case OpCode::Logits:
         return output_logits(env_, buf(0), in_.logit_rows, buf(1), false, buf(2));
       default:
@@ -107,6 +105,35 @@ class PlanRun {
   }
 
  private:
+  // The mixture of experts over the valid rows only: a padding row would pick experts of its
+  // own and have their weights read for nothing (a decode step reads only the picked
+  // experts). The valid rows of xn move up to the front (xn is dead after this op: the
+  // residual step writes the next norm into it), run as one batch, and their outputs go back
+  // to their rows; a padding row's output is zeros. moe_ffn's sums for a token do not depend
+  // on its neighbours, so the valid rows get the bits they had among the padding.
+  void moe_ffn_of_valid_rows(int l, float* xn, float* out) {
+    const int64_t d = c_.n_embd;
+    int64_t n = 0;
+    for (int32_t t = 0; t < p_.rows; ++t) {
+      if (!in_.valid[size_t(t)]) continue;
+      if (n != t) std::copy_n(xn + t * d, d, xn + n * d);  // n < t: moves up
+      ++n;
+    }
+    moe_tokens_ = n;
+    if (n > 0) {  // every rank has the same rows: all skip or all run
+      const TpRanks ranks{m_.split(), env_.comm, env_.tp};
+      moe_ffn(c_, m_.weights().layers[size_t(l)].moe, xn, n, out, moe_, pool_, env_.matmul,
+              m_.split().n_ranks > 1 ? &ranks : nullptr);
+    }
+    for (int32_t t = p_.rows - 1; t >= 0; --t) {  // from the end: row t >= its compact row
+      if (!in_.valid[size_t(t)]) {
+        std::fill_n(out + t * d, d, 0.0f);
+      } else if (--n != t) {
+        std::copy_n(out + n * d, d, out + t * d);
+      }
+    }
+  }
+
   void update_mask() {
     for (int32_t t = 0; t < p_.rows; ++t)
       if (in_.valid[t]) cache_.mask(in_.slots[t])[in_.positions[t]] = 1;
@@ -266,6 +293,7 @@ class PlanRun {
   uint8_t* arena_;
   ThreadPool& pool_;
   MoeScratch& moe_;
+  int64_t& moe_tokens_;
   StaticLinearAttention* linear_;  // hybrid models only
   const StepEnv env_;              // the shared steps run with the caller's scratch, untimed
 };
@@ -363,7 +391,7 @@ void PlanExecutor::check_runs(const PlanInputs& in, const StaticKvCache& cache) 
 std::span<const float> PlanExecutor::run(const PlanInputs& in, StaticKvCache& cache, uint8_t* arena,
                                          MatmulScratch& scratch, ThreadPool& pool) const {
   check_inputs(in, cache, arena, scratch, pool);
-  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_, moe_,
+  PlanRun run(model_, comm_, plan_, in, cache, arena, scratch, pool, tp_, moe_, moe_tokens_,
               linear_ ? &*linear_ : nullptr);
   for (const PlanOp& op : plan_.ops) run_op(run, op);
   return {run.f32(plan_.logits_buffer), size_t(plan_.n_logit_rows) * model_.config().n_vocab};

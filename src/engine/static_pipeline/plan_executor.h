@@ -53,6 +53,10 @@ class PlanExecutor {
 
   const Plan& plan() const { return plan_; }
 
+  // Tokens the last run's mixture-of-experts layers routed: its valid rows
+  // (padding rows pick no experts); 0 for dense models.
+  int64_t last_moe_tokens() const { return moe_tokens_; }
+
   // Runs the plan. `arena`: ≥ plan.arena_bytes, 64-byte aligned; `scratch`
   // reserved to ≥ plan.matmul_scratch_bytes; `pool` of n_threads threads.
   // Reads and writes `cache` (K/V and slot masks). Returns the logits
@@ -75,6 +79,7 @@ class PlanExecutor {
   // plan's rows at construction (its shapes follow the routing, so they are
   // not arena buffers); empty for dense models.
   mutable MoeScratch moe_;
+  mutable int64_t moe_tokens_ = 0;
   // The linear-attention layers' gathered rows and scratch (hybrid models),
   // also reserved for the plan's rows at construction.
   mutable std::optional<StaticLinearAttention> linear_;

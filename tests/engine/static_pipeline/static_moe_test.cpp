@@ -1,14 +1,20 @@
 // The static pipeline records the mixture-of-experts FFN as one op that runs
-// the forward pass's own moe_ffn (model/moe_ffn.h): padding rows are routed
-// like any row, and a token's experts and sums depend on its row alone, so
-// static logits equal the dynamic ones bit for bit through chunked prefill,
-// the generate variants and two slots.
+// the forward pass's own moe_ffn (model/moe_ffn.h) over the step's valid rows
+// (padding rows pick no experts), and a token's experts and sums depend on
+// its row alone, so static logits equal the dynamic ones bit for bit through
+// chunked prefill, the generate variants and two slots.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
+#include "engine/static_pipeline/plan_compiler.h"
+#include "engine/static_pipeline/plan_executor.h"
 #include "engine/static_pipeline/plan_file.h"
+#include "model/forward_steps.h"
 #include "static_test_util.h"
 
 namespace kvforge {
@@ -39,6 +45,53 @@ TEST(StaticMoe, Qwen3MoeSameLogitsBitsAsDynamicThroughChunksAndVariants) {
 }
 
 // Two slots in one generate step (and an idle padding row between prefills).
+// One generate step of 4 rows with the token on `row` and padding elsewhere:
+// that row's logits, and how many tokens the experts saw.
+struct OneRowStep {
+  std::vector<float> logits;
+  int64_t moe_tokens = 0;
+};
+OneRowStep generate_on_row(const Model& model, int32_t row, int32_t n_valid_rows) {
+  constexpr int32_t kRows = 4, kKv = 16;
+  ThreadPool pool(2);
+  const Plan plan = compile_plan(model, PlanKind::Generate, kRows, kKv, kRows, 2);
+  PlanExecutor exec(model, one_process_communicator(), plan, 2);
+  StaticKvCache cache(model.rank_config(), kKv, kRows, KvFormat{});
+  std::vector<uint8_t> storage(size_t(plan.arena_bytes) + 64);
+  uint8_t* arena = storage.data() + (64 - reinterpret_cast<uintptr_t>(storage.data()) % 64) % 64;
+  MatmulScratch scratch;
+  scratch.reserve(plan.matmul_scratch_bytes);
+  std::vector<int32_t> tokens(kRows, 0), positions(kRows, 0), slots{0, 1, 2, 3},
+      logit_rows{0, 1, 2, 3};
+  std::vector<uint8_t> valid(kRows, 0);
+  tokens[size_t(row)] = 7;
+  for (int32_t r = 0; r < n_valid_rows; ++r) valid[size_t((row + r) % kRows)] = 1;
+  const auto logits =
+      exec.run({tokens, positions, slots, valid, logit_rows}, cache, arena, scratch, pool);
+  const size_t n_vocab = size_t(model.config().n_vocab);
+  return {{logits.begin() + row * n_vocab, logits.begin() + (row + 1) * n_vocab},
+          exec.last_moe_tokens()};
+}
+
+// Padding rows route to no expert (a decode step with idle slots reads only
+// the experts its real tokens pick), and the real token's logits are the same
+// bits wherever its row is among the padding.
+TEST(StaticMoe, PaddingRowsPickNoExpertsAndMoveNoBits) {
+  const auto model = qwen3moe();
+  const OneRowStep first = generate_on_row(*model, 0, 1);
+  const OneRowStep third = generate_on_row(*model, 2, 1);
+  EXPECT_EQ(first.moe_tokens, 1);
+  EXPECT_EQ(third.moe_tokens, 1);
+  ASSERT_EQ(first.logits.size(), third.logits.size());
+  EXPECT_EQ(
+      std::memcmp(first.logits.data(), third.logits.data(), first.logits.size() * sizeof(float)),
+      0);
+  const OneRowStep full = generate_on_row(*model, 0, 4);
+  EXPECT_EQ(full.moe_tokens, 4);
+  EXPECT_EQ(
+      std::memcmp(first.logits.data(), full.logits.data(), first.logits.size() * sizeof(float)), 0);
+}
+
 TEST(StaticMoe, TwoSlotsWithQuantizedKvEqualDynamic) {
   const auto model = qwen3moe();
   const KvFormat kv{KvDtype::F16, KvDtype::Int8};
