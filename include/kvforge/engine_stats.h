@@ -24,6 +24,8 @@ struct KvDiskStats {
   int64_t bytes_read = 0;       // restored and rejected files
   int64_t bytes_written = 0;
   int64_t blocks_stored = 0;   // files written
+  int64_t states_stored = 0;   // recurrent-state snapshot files written (hybrid models)
+  int64_t state_hits = 0;      // snapshots restored from disk
   int64_t files_rejected = 0;  // truncated, corrupted, other model/format/tokens: deleted
   int64_t files_evicted = 0;   // deleted to stay under the size limit
   int64_t io_errors = 0;

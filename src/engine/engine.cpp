@@ -33,7 +33,8 @@ std::unique_ptr<KvDiskTier> open_disk_tier(const Model& model, const EngineOptio
       std::fprintf(stderr, "kvforge: warning: %s\n", msg.c_str());
     return nullptr;
   }
-  const KvBlockIdentity id{model_fingerprint(model), format, block_size, block_bytes};
+  KvBlockIdentity id{model_fingerprint(model), format, block_size, block_bytes};
+  id.state_bytes = model.rank_config().state_bytes_per_sequence();  // hybrid models' snapshots
   return std::make_unique<KvDiskTier>(o.kv_disk_dir, uint64_t(o.kv_disk_gib * 1073741824.0), id,
                                       o.on_warning);
 }

@@ -104,8 +104,10 @@ int32_t longest_sequence(const BlockManager& blocks, int32_t n_ctx) {
 // Why the disk tier cannot serve this engine; empty when it can.
 std::string disk_tier_refusal(const Model& model, const EngineOptions& o,
                               const BlockManager& blocks) {
-  if (model.config().hybrid()) return "hybrid models keep no recurrent-state snapshots on disk yet";
   if (!o.enable_prefix_cache) return "it needs the prefix cache";
+  if (model.config().hybrid() && !(o.state_snapshots > 0))
+    return "a hybrid model restores a prefix only with the recurrent-state snapshot after it, "
+           "and state snapshots are off (--state-snapshots 0)";
   if (blocks.group_windows() != std::vector<int32_t>{0})
     return "the model has sliding-window layers, whose blocks the pool releases";
   if (model.tp() > 1) return "tensor-parallel ranks would each need their own files";
@@ -141,7 +143,8 @@ PagedKv::PagedKv(const Model& model, ThreadPool& pool, const EngineOptions& o)
              o.max_batched_tokens),
       disk(open_disk_tier(model, o, o.kv_format, blocks.block_size(), cache.block_bytes(),
                           o.kv_disk_dir.empty() ? "" : disk_tier_refusal(model, o, blocks))) {
-  if (disk) tier = std::make_unique<DiskPrefixTier>(*disk, blocks, cache);
+  if (disk)
+    tier = std::make_unique<DiskPrefixTier>(*disk, blocks, cache, hybrid.get(), snapshots.get());
   cache.attach_states(hybrid.get());
 }
 

@@ -3,9 +3,10 @@
 // alone through SequenceRunner (contiguous cache, whole prompt in one pass),
 // whatever the block size, prefill chunk size, number of neighbours,
 // arrival times, prefix-cache hits, preemption with recompute, or thread
-// count. This holds because the forward kernels are row-wise (a token's
-// row never depends on the other rows of the step) and attention tiles are
-// cut at absolute positions (block boundaries do not change the summation).
+// count, and for a hybrid model prefix hits restored from the disk tier
+// in a new engine (K/V blocks and recurrent-state snapshots). This holds because the forward
+// kernels are row-wise (a token's row never depends on the other rows of the step) and attention
+// tiles are cut at absolute positions (block boundaries do not change the summation).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "core/kernels/weight_repack.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine_test_util.h"
+#include "temp_dir.h"
 
 namespace kvforge {
 namespace {
@@ -82,9 +84,14 @@ struct Workload {
   bool expect_prefix_hits = true;
 };
 
-void check_schedule(const Workload& w, const Schedule& s) {
+// disk_dir, snapshots: the disk tier and a hybrid model's state snapshots
+// (off by default); `stats`: where the engine's stats at the end go.
+void check_schedule(const Workload& w, const Schedule& s, const std::string& disk_dir = "",
+                    int32_t snapshots = 0, EngineStats* stats = nullptr) {
   ThreadPool pool(s.threads);
   EngineOptions o;
+  o.kv_disk_dir = disk_dir;
+  o.state_snapshots = snapshots;
   o.block_size = s.block_size;
   o.kv_blocks = s.kv_blocks > 0 ? s.kv_blocks : 4096 / s.block_size;
   o.max_batched_tokens = s.max_batched_tokens;
@@ -130,9 +137,10 @@ void check_schedule(const Workload& w, const Schedule& s) {
   if (s.prefix_cache && s.kv_blocks == 0 && s.block_size <= 16 && w.expect_prefix_hits) {
     EXPECT_GT(st.prefix.tokens_reused, 0) << "shared prompts should hit the prefix cache";
   }
-  if (!s.prefix_cache || w.model->config().hybrid()) {
+  if (!s.prefix_cache || (w.model->config().hybrid() && snapshots == 0)) {
     EXPECT_EQ(st.prefix.tokens_reused, 0) << "a hybrid model's K/V comes back only with its state";
   }
+  if (stats) *stats = st;
 }
 
 class EngineSchedulesTest : public ::testing::TestWithParam<Schedule> {};
@@ -268,6 +276,25 @@ TEST_P(EngineSchedulesArchTest, GreedyTokensAndLogitsAreThoseOfTheSequenceRunAlo
   Schedule s = schedule;
   s.kv_blocks *= int32_t(KvLayerGroups::of(w.model->config()).groups.size());
   check_schedule(w, s);
+}
+
+// A hybrid model's prefix hits from disk: one engine writes the workload's
+// blocks and snapshots through, a new one on the same directory (as after
+// a restart) restores them, alone and chunked.
+TEST(EngineSchedulesHybridDisk, PrefixHitsFromDiskAreTheRunAlone) {
+  const Workload& w = arch_workload(kArchCases[8]);
+  ASSERT_STREQ(kArchCases[8].arch, "qwen35");
+  for (const Schedule& s : {Schedule{"bs16_budget512_t2", 16, 0, 512, 64, 2, true, false},
+                            Schedule{"bs16_chunk3_t2", 16, 0, 3, 64, 2, true, false}}) {
+    SCOPED_TRACE(s.label);
+    testing::TempDir dir("kvforge-schedules-disk");
+    EngineStats first, restarted;
+    check_schedule(w, s, dir.path.string(), 4, &first);
+    EXPECT_GT(first.disk.states_stored, 0);
+    check_schedule(w, s, dir.path.string(), 4, &restarted);
+    EXPECT_GT(restarted.disk.state_hits, 0) << "prefixes restored from disk";
+    EXPECT_EQ(restarted.disk.files_rejected, 0);
+  }
 }
 
 // kv_blocks for the preemption cases: the longest request (64 + 8 tokens)

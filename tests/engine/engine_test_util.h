@@ -34,6 +34,18 @@ inline std::unique_ptr<Model> make_hybrid_engine_test_model() {
   return make_test_model(spec);
 }
 
+// Engine options for prefix reuse on that model: blocks of 16, two state
+// snapshots, prefill chunks of `chunk` tokens.
+inline EngineOptions hybrid_prefix_options(int32_t chunk) {
+  EngineOptions o;
+  o.block_size = 16;
+  o.kv_blocks = 64;
+  o.max_seqs = 4;
+  o.max_batched_tokens = chunk;
+  o.state_snapshots = 2;
+  return o;
+}
+
 // Deterministic pseudo-random prompt of `len` ids in [3, 259), seeded by `seed`.
 inline std::vector<int32_t> make_prompt(int len, uint32_t seed) {
   std::vector<int32_t> p(static_cast<size_t>(len));

@@ -81,6 +81,8 @@ CommandEngine make_chat_engine(const ChatFlags& f, const Model& model, const Tok
   eo.n_keep = n_keep;
   eo.max_seqs = 1;
   f.disk.apply(eo);
+  // A hybrid model's prefix on disk needs the recurrent-state snapshot after it.
+  if (!f.disk.dir.empty()) eo.state_snapshots = 1;
   return make_paged_engine(model, tokenizer, f.threads, eo);
 }
 

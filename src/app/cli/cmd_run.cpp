@@ -83,6 +83,8 @@ EngineOptions paged_options(const RunFlags& f, int ctx, int prompt_tokens) {
   o.max_batched_tokens = f.batch;
   o.kv_format = f.kv.format();
   f.disk.apply(o);
+  // A hybrid model's prefix on disk needs the recurrent-state snapshot after it.
+  if (!f.disk.dir.empty()) o.state_snapshots = 1;
   return o;
 }
 

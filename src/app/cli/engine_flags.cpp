@@ -65,7 +65,11 @@ std::string describe_kv_tiers(const EngineStats& st) {
       human_bytes(double(d.bytes_written)).c_str(), d.store_seconds * 1e3,
       (long long)d.files_rejected, (long long)d.files, human_bytes(double(d.bytes_on_disk)).c_str(),
       d.degraded ? ", DEGRADED to RAM-only after an I/O error" : "");
-  return buf;
+  std::string out = buf;
+  if (d.state_hits > 0 || d.states_stored > 0)  // a hybrid model's recurrent-state snapshots
+    out += "; disk state snapshots " + std::to_string(d.state_hits) + " restored, " +
+           std::to_string(d.states_stored) + " stored";
+  return out;
 }
 
 EngineOptions EngineFlags::to_options() const {

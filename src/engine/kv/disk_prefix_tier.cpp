@@ -6,8 +6,19 @@
 
 namespace kvforge {
 
-DiskPrefixTier::DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCache& cache)
-    : DiskTierReader(disk, blocks.block_size()), blocks_(blocks), cache_(cache) {
+DiskPrefixTier::DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCache& cache,
+                               HybridKvManager* hybrid, StateSnapshots* snapshots)
+    : DiskTierReader(disk, blocks.block_size()),
+      blocks_(blocks),
+      cache_(cache),
+      hybrid_(hybrid),
+      snapshots_(snapshots) {
+  if (with_states_ != (hybrid && snapshots) ||
+      (hybrid && hybrid->states().bytes_per_slot() != disk.identity().state_bytes))
+    throw std::invalid_argument(
+        "DiskPrefixTier: the disk tier's snapshots (" +
+        std::to_string(disk.identity().state_bytes) +
+        " bytes) need a hybrid manager with state snapshots of that size, and only it");
   if (disk.identity().payload_bytes != cache.block_bytes() ||
       disk.identity().block_size != block_size_)
     throw std::invalid_argument(
@@ -16,7 +27,29 @@ DiskPrefixTier::DiskPrefixTier(KvDiskTier& disk, BlockManager& blocks, PagedKvCa
         std::to_string(cache.block_bytes()) + " bytes, " + std::to_string(block_size_) +
         " tokens)");
   blocks_.record_new_entries();
+  if (snapshots_) snapshots_->record_finished();
   out_.resize(cache.block_bytes());
+}
+
+// The loader writes into staged_ and pool blocks: it stops before they go.
+DiskPrefixTier::~DiskPrefixTier() {
+  std::vector<SeqId> loading;
+  for (const auto& [seq, bytes] : staged_) loading.push_back(seq);
+  for (SeqId seq : loading) cancel_load(seq);
+}
+
+std::function<void(std::span<const uint8_t>)> DiskPrefixTier::state_destination(SeqId seq) {
+  if (!hybrid_) return nullptr;
+  std::vector<uint8_t>& into = staged_[seq];
+  into.resize(size_t(disk_.identity().state_bytes));
+  return [dst = into.data(), n = into.size()](std::span<const uint8_t> payload) {
+    std::copy_n(payload.data(), std::min(n, payload.size()), dst);
+  };
+}
+
+void DiskPrefixTier::landed(SeqId seq, int32_t from_block, int32_t good) {
+  if (!hybrid_ || good == 0) return;
+  hybrid_->restore_state(seq, staged_.at(seq), (from_block + good) * block_size_);
 }
 
 std::function<void(size_t, std::span<const uint8_t>)> DiskPrefixTier::destination(
@@ -40,6 +73,17 @@ void DiskPrefixTier::store_computed(std::span<const ComputedRun> runs) {
       throw std::logic_error("DiskPrefixTier: a block of sequence " + std::to_string(e.seq) +
                              " was cached outside this step");
     store(e, run->tokens);
+  }
+  if (snapshots_) store_states();
+}
+
+void DiskPrefixTier::store_states() {
+  for (const int32_t entry : snapshots_->take_finished()) {
+    const std::span<const int32_t> tokens = snapshots_->tokens(entry);
+    const int32_t n_blocks = int32_t(tokens.size()) / block_size_;
+    if (!disk_.enabled() || n_blocks == 0) continue;
+    const uint64_t hash = hashes(tokens, n_blocks).back();
+    if (!disk_.contains_state(hash)) disk_.store_state(hash, tokens, snapshots_->bytes_of(entry));
   }
 }
 

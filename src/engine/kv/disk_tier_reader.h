@@ -8,6 +8,14 @@
 //   - a static slot (static_pipeline/static_prefix_tier.h): into a staging
 //     buffer, copied into the slot when the load lands, on the engine thread,
 //     since the slot lives in the cache every generate plan spans.
+//
+// A hybrid model's tier (KvDiskTier::identity().state_bytes > 0) restores a
+// prefix only up to a block boundary whose recurrent-state snapshot is on
+// disk too: available() and start_load() shorten a run of blocks to the
+// last such boundary, the load reads that snapshot after the blocks, and a
+// load whose snapshot fails to verify restores nothing (K/V without the
+// state after it is of no use). The mode says where the snapshot goes
+// (state_destination) and applies it in landed().
 #pragma once
 
 #include <cstdint>
@@ -46,14 +54,27 @@ class DiskTierReader : public PrefixTier {
   virtual void landed(SeqId seq, int32_t from_block, int32_t good) = 0;
   // seq's load is gone (taken or cancelled): its destination is free.
   virtual void dropped(SeqId seq) = 0;
+  // Where the snapshot of seq's load goes (hybrid models; asked as
+  // destination() is, runs on the loader thread). Null: this mode restores
+  // no states, and a hybrid tier's start_load throws.
+  virtual std::function<void(std::span<const uint8_t> payload)> state_destination(SeqId) {
+    return nullptr;
+  }
 
   // Chain hashes of blocks [0, n_blocks) of `tokens` (a few ns per token).
   std::vector<uint64_t> hashes(std::span<const int32_t> tokens, int32_t n_blocks) const;
 
   KvDiskTier& disk_;
   const int32_t block_size_;
+  const bool with_states_;  // a hybrid model's tier: loads end at a snapshot
 
  private:
+  // n, shortened to the last boundary with a snapshot (hybrid models).
+  int32_t to_snapshot(std::span<const uint64_t> h, int32_t from_block, int32_t n) const;
+  // Accounts for a load's reads; the blocks it restored (0 without its state).
+  int32_t note_reads(const PrefixLoadResult& r);
+
+  std::vector<LoadedPrefix> ready_;  // loads of no block (no snapshot to end them): landed
   std::vector<std::pair<SeqId, int32_t>> from_blocks_;  // loads in flight: seq, from_block
   // Last: its thread stops first. A mode whose destination it owns cancels
   // its loads in its own destructor, which runs before this one.

@@ -91,6 +91,19 @@ void HybridKvManager::fork(SeqId parent, SeqId child) {
   slots_[child] = to;
 }
 
+void HybridKvManager::restore_state(SeqId seq, std::span<const uint8_t> bytes, int32_t length) {
+  states_.load(slot_of(seq), bytes, length);
+  // No step fills a snapshot at or before `length` any more.
+  const auto it = pending_.find(seq);
+  if (it == pending_.end() || snapshots_->length(it->second) > length) return;
+  if (snapshots_->length(it->second) == length) {
+    snapshots_->fill(it->second, bytes);
+    return;
+  }
+  snapshots_->drop(it->second);
+  pending_.erase(it);
+}
+
 RecurrentState HybridKvManager::state(int layer, SeqId seq) {
   RecurrentState st = states_.state(layer, slot_of(seq));
   if (const auto it = pending_.find(seq); it != pending_.end())

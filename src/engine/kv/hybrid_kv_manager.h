@@ -45,6 +45,10 @@ class HybridKvManager final : public KvManager {
   // `child` shares the parent's blocks and gets a copy of its states.
   void fork(SeqId parent, SeqId child);
 
+  // Sets seq's states to `bytes` (a snapshot restored by a lower tier) after
+  // its first `length` tokens; a snapshot seq was to take there gets them too.
+  void restore_state(SeqId seq, std::span<const uint8_t> bytes, int32_t length);
+
   // `layer`'s state of `seq`, for the KV store.
   RecurrentState state(int layer, SeqId seq);
   const RecurrentStatePool& states() const { return states_; }

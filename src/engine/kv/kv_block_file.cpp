@@ -50,7 +50,17 @@ BlockFileHeader read_header(ByteReader& r) {
 uint64_t KvBlockIdentity::fingerprint() const {
   const uint64_t fields[] = {
       kVersion, model, uint64_t(format.k), uint64_t(format.v), uint64_t(block_size), payload_bytes};
-  return xxh64(fields, sizeof fields);
+  const uint64_t h = xxh64(fields, sizeof fields);
+  if (state_bytes == 0 && !state) return h;
+  const uint64_t more[] = {h, state_bytes, uint64_t(state)};
+  return xxh64(more, sizeof more);
+}
+
+KvBlockIdentity KvBlockIdentity::for_state() const {
+  KvBlockIdentity s = *this;
+  s.payload_bytes = state_bytes;
+  s.state = true;
+  return s;
 }
 
 size_t block_file_bytes(const KvBlockIdentity& id, size_t n_prefix_tokens) {

@@ -22,6 +22,13 @@
 //                ([slots] × (K block bytes, V block bytes))
 //      end-8    8  u64 XXH64 of every byte before it
 //
+// A hybrid model's recurrent-state snapshot (state_snapshots.h) after a
+// prefix is a file of the same format under the state identity
+// (KvBlockIdentity::for_state): the prefix's token ids, then every
+// recurrent layer's conv window and matrices in f32 (the snapshot's layout),
+// verified the same way; its fingerprint differs from the blocks', so
+// neither kind is ever read as the other.
+//
 // The whole prefix's token ids are stored (not only this block's) so a
 // restored block is proven by comparing ids, never by trusting the hash: a
 // 64-bit collision cannot serve another prefix's K/V. That costs
@@ -44,8 +51,15 @@ struct KvBlockIdentity {
   KvFormat format;
   int32_t block_size = 0;
   uint64_t payload_bytes = 0;  // PagedKvCache::block_bytes: implies slots, heads, head_dim
-  // One value covering all of the above and the file layout version.
+  // A hybrid model's snapshot bytes (ModelConfig::state_bytes_per_sequence);
+  // 0: the model keeps no recurrent state.
+  uint64_t state_bytes = 0;
+  bool state = false;  // this identity names snapshot files, not K/V blocks
+  // One value covering all of the above and the file layout version (the
+  // last two only when set, so a dense model's files keep their names).
   uint64_t fingerprint() const;
+  // The identity of this tier's snapshot files: payload_bytes = state_bytes.
+  KvBlockIdentity for_state() const;
 };
 
 // Header + ids + payload + checksum, ready to write.

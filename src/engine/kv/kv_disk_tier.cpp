@@ -12,6 +12,9 @@
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
+
+#include "engine/kv/kv_checksum.h"
 
 namespace kvforge {
 namespace {
@@ -68,6 +71,7 @@ KvDiskTier::KvDiskTier(fs::path dir, uint64_t capacity_bytes, KvBlockIdentity id
     : dir_(std::move(dir)),
       capacity_(capacity_bytes),
       id_(id),
+      state_id_(id.for_state()),
       fingerprint_(id.fingerprint()),
       prefix_(hex16(fingerprint_) + "-"),
       warn_(std::move(warn)) {
@@ -83,8 +87,15 @@ KvDiskTier::KvDiskTier(fs::path dir, uint64_t capacity_bytes, KvBlockIdentity id
   scan();
 }
 
-fs::path KvDiskTier::path_of(uint64_t chain_hash) const {
-  return dir_ / (prefix_ + hex16(chain_hash) + ".kvb");
+fs::path KvDiskTier::path_of(uint64_t key) const { return dir_ / (prefix_ + hex16(key) + ".kvb"); }
+
+uint64_t KvDiskTier::state_key(uint64_t chain_hash) {
+  const uint64_t fields[] = {chain_hash, 0x5354415445ull};  // "STATE"
+  return xxh64(fields, sizeof fields);
+}
+
+bool KvDiskTier::contains_state(uint64_t chain_hash) const {
+  return id_.state_bytes > 0 && contains(state_key(chain_hash));
 }
 
 void KvDiskTier::degrade(const std::string& what) {
@@ -212,12 +223,36 @@ bool KvDiskTier::store(uint64_t chain_hash, std::span<const int32_t> prefix_toke
                        std::span<const uint8_t> payload) {
   if (!enabled()) return false;
   if (index_.count(chain_hash)) return true;
+  if (!store_file(chain_hash, id_, chain_hash, prefix_tokens, payload)) return false;
+  ++stats_.blocks_stored;
+  return true;
+}
+
+bool KvDiskTier::store_state(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+                             std::span<const uint8_t> payload) {
+  if (id_.state_bytes == 0 || payload.size() != id_.state_bytes)
+    throw std::invalid_argument("KV disk tier: a snapshot of " + std::to_string(payload.size()) +
+                                " bytes, the tier's identity says " +
+                                std::to_string(id_.state_bytes));
+  if (!enabled()) return false;
+  if (index_.count(state_key(chain_hash))) return true;
+  if (!store_file(state_key(chain_hash), state_id_, chain_hash, prefix_tokens, payload))
+    return false;
+  ++stats_.states_stored;
+  return true;
+}
+
+// A file not indexed yet, on an enabled tier: `key` names it, `chain_hash`
+// (the prefix's last block's) goes in its header.
+bool KvDiskTier::store_file(uint64_t key, const KvBlockIdentity& id, uint64_t chain_hash,
+                            std::span<const int32_t> prefix_tokens,
+                            std::span<const uint8_t> payload) {
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<uint8_t> file = encode_block_file(id_, chain_hash, prefix_tokens, payload);
+  const std::vector<uint8_t> file = encode_block_file(id, chain_hash, prefix_tokens, payload);
   if (!make_room(file.size())) return false;  // one block larger than the whole tier
-  const fs::path final_path = path_of(chain_hash);
-  const fs::path tmp = dir_ / (".tmp-" + prefix_ + hex16(chain_hash) + "-" +
-                               std::to_string(long(getpid())) + ".kvb");
+  const fs::path final_path = path_of(key);
+  const fs::path tmp =
+      dir_ / (".tmp-" + prefix_ + hex16(key) + "-" + std::to_string(long(getpid())) + ".kvb");
   if (!write_file(tmp, file)) return false;
   if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
     const int err = errno;
@@ -228,8 +263,7 @@ bool KvDiskTier::store(uint64_t chain_hash, std::span<const int32_t> prefix_toke
       degrade("cannot rename into " + final_path.string() + ": " + std::strerror(err));
     return false;
   }
-  index(chain_hash, file.size());
-  ++stats_.blocks_stored;
+  index(key, file.size());
   stats_.bytes_written += int64_t(file.size());
   stats_.store_seconds += seconds_since(start);
   return true;
@@ -239,10 +273,25 @@ KvDiskTier::BlockRead KvDiskTier::read_block(uint64_t chain_hash,
                                              std::span<const int32_t> prefix_tokens,
                                              BlockFileReader& reader,
                                              std::span<const uint8_t>& payload) const {
+  return read_file(chain_hash, id_, chain_hash, prefix_tokens, reader, payload);
+}
+
+KvDiskTier::BlockRead KvDiskTier::read_state(uint64_t chain_hash,
+                                             std::span<const int32_t> prefix_tokens,
+                                             BlockFileReader& reader,
+                                             std::span<const uint8_t>& payload) const {
+  return read_file(state_key(chain_hash), state_id_, chain_hash, prefix_tokens, reader, payload);
+}
+
+KvDiskTier::BlockRead KvDiskTier::read_file(uint64_t key, const KvBlockIdentity& id,
+                                            uint64_t chain_hash,
+                                            std::span<const int32_t> prefix_tokens,
+                                            BlockFileReader& reader,
+                                            std::span<const uint8_t>& payload) const {
   const auto start = std::chrono::steady_clock::now();
   BlockRead r;
-  const fs::path path = path_of(chain_hash);
-  const FileRead f = reader.read(path, block_file_bytes(id_, prefix_tokens.size()));
+  const fs::path path = path_of(key);
+  const FileRead f = reader.read(path, block_file_bytes(id, prefix_tokens.size()));
   if (f.status == FileRead::kMissing) return r;  // evicted by another process: a miss
   if (f.status == FileRead::kRefused) {          // not a regular file of this block's size
     r.outcome = BlockRead::kRejected;
@@ -255,8 +304,8 @@ KvDiskTier::BlockRead KvDiskTier::read_block(uint64_t chain_hash,
     return r;
   }
   r.bytes = int64_t(f.bytes.size());
-  const BlockFileCheck check = decode_block_file(f.bytes, id_, chain_hash, prefix_tokens, payload);
-  r.outcome = check == BlockFileCheck::kOk && payload.size() == id_.payload_bytes
+  const BlockFileCheck check = decode_block_file(f.bytes, id, chain_hash, prefix_tokens, payload);
+  r.outcome = check == BlockFileCheck::kOk && payload.size() == id.payload_bytes
                   ? BlockRead::kHit
                   : BlockRead::kRejected;
   r.seconds = seconds_since(start);
@@ -264,24 +313,35 @@ KvDiskTier::BlockRead KvDiskTier::read_block(uint64_t chain_hash,
 }
 
 bool KvDiskTier::note_read(uint64_t chain_hash, const BlockRead& r) {
+  if (!note_file_read(chain_hash, r)) return false;
+  ++stats_.hits;
+  stats_.tokens_restored += id_.block_size;
+  return true;
+}
+
+bool KvDiskTier::note_state_read(uint64_t chain_hash, const BlockRead& r) {
+  if (!note_file_read(state_key(chain_hash), r)) return false;
+  ++stats_.state_hits;
+  return true;
+}
+
+bool KvDiskTier::note_file_read(uint64_t key, const BlockRead& r) {
   stats_.bytes_read += r.bytes;
   switch (r.outcome) {
     case BlockRead::kMissing:
-      forget(chain_hash, false);
+      forget(key, false);
       return false;
     case BlockRead::kIoError:
       degrade(r.error);
       return false;
     case BlockRead::kRejected:
       ++stats_.files_rejected;
-      forget(chain_hash, true);
+      forget(key, true);
       return false;
     case BlockRead::kHit:
       break;
   }
-  touch(chain_hash);
-  ++stats_.hits;
-  stats_.tokens_restored += id_.block_size;
+  touch(key);
   stats_.load_seconds += r.seconds;
   return true;
 }

@@ -16,6 +16,13 @@
 // which the checksum rejects; paying an fsync per block would cost more than
 // the recompute it saves.
 //
+// Snapshots: a hybrid model's tier (identity().state_bytes > 0) also holds
+// recurrent-state snapshots at block boundaries, each a file of the same
+// format under its own identity (KvBlockIdentity::for_state), named by
+// state_key() of the chain hash of the prefix it follows. They share the
+// blocks' index, LRU, size limit and faults; a snapshot file that fails
+// verification is counted, deleted and a miss, as a block's is.
+//
 // Size: an LRU by bytes over our fingerprint's files, capacity_bytes in all;
 // recency is the file's mtime, refreshed on each hit, so it outlives the
 // process. A store that would pass the capacity first deletes the least
@@ -103,16 +110,35 @@ class KvDiskTier {
   KvReadMode read_mode() const { return reader_.mode(); }
   void set_read_mode(KvReadMode mode) { reader_ = BlockFileReader(mode); }
 
+  // Snapshots (see above): the same calls for the snapshot after the
+  // prefix whose last block has this chain hash; `payload` holds
+  // identity().state_bytes.
+  bool contains_state(uint64_t chain_hash) const;
+  bool store_state(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+                   std::span<const uint8_t> payload);
+  BlockRead read_state(uint64_t chain_hash, std::span<const int32_t> prefix_tokens,
+                       BlockFileReader& reader, std::span<const uint8_t>& payload) const;
+  bool note_state_read(uint64_t chain_hash, const BlockRead& r);
+  // The file key of the snapshot after the prefix ending in that block.
+  static uint64_t state_key(uint64_t chain_hash);
+
   // Prompt blocks the caller looked for in neither tier (for stats()).
   void note_misses(int64_t n) { stats_.misses += n; }
   const KvDiskStats& stats() const { return stats_; }
-  std::filesystem::path path_of(uint64_t chain_hash) const;
+  // The file of a block (its chain hash) or a snapshot (its state_key).
+  std::filesystem::path path_of(uint64_t key) const;
 
  private:
   struct Entry {
     uint64_t bytes = 0;
     std::list<uint64_t>::iterator lru;  // position in lru_
   };
+  bool store_file(uint64_t key, const KvBlockIdentity& id, uint64_t chain_hash,
+                  std::span<const int32_t> prefix_tokens, std::span<const uint8_t> payload);
+  BlockRead read_file(uint64_t key, const KvBlockIdentity& id, uint64_t chain_hash,
+                      std::span<const int32_t> prefix_tokens, BlockFileReader& reader,
+                      std::span<const uint8_t>& payload) const;
+  bool note_file_read(uint64_t key, const BlockRead& r);  // all but the hit counts
   void scan();
   void index(uint64_t chain_hash, uint64_t bytes);  // as the most recently used
   void forget(uint64_t chain_hash, bool unlink_file);
@@ -124,6 +150,7 @@ class KvDiskTier {
   std::filesystem::path dir_;
   uint64_t capacity_;
   KvBlockIdentity id_;
+  KvBlockIdentity state_id_;  // id_.for_state()
   uint64_t fingerprint_;
   std::string prefix_;  // "<fingerprint>-"
   WarnFn warn_;

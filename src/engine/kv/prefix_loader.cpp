@@ -11,6 +11,10 @@ int32_t PrefixLoadResult::n_good() const {
   return n;
 }
 
+bool PrefixLoadResult::state_good() const {
+  return !wants_state || (state && state->outcome == KvDiskTier::BlockRead::kHit);
+}
+
 PrefixLoader::PrefixLoader(const KvDiskTier& disk, KvReadMode mode,
                            std::chrono::milliseconds stall_timeout, ReadBlockFn read)
     : disk_(disk),
@@ -67,7 +71,7 @@ void PrefixLoader::abandon_if_stalled(std::unique_lock<std::mutex>& lock) {
   if (detach) abandoned.push_back(std::move(current_));
   // Queued jobs would wait behind the stuck read: recomputed instead.
   for (PrefixLoadJob& job : queue_)
-    abandoned.push_back({job.seq, std::move(job.hashes), {}, job.eligible});
+    abandoned.push_back({job.seq, std::move(job.hashes), {}, job.eligible, false, std::nullopt});
   queue_.clear();
   if (detach) detach_running(lock);
   if (!abandoned.empty()) abandoned.front().reads.push_back(std::move(stuck));
@@ -119,6 +123,26 @@ void PrefixLoader::load(const PrefixLoadJob& job, std::unique_lock<std::mutex>& 
     copying_ = false;
     done_.notify_all();  // a detach_running() may wait for the copy
   }
+  if (job.import_state && !detached_) load_state(job, lock);
+}
+
+// load()'s last read: the snapshot after the job's whole prefix.
+void PrefixLoader::load_state(const PrefixLoadJob& job, std::unique_lock<std::mutex>& lock) {
+  std::span<const uint8_t> payload;
+  lock.unlock();
+  KvDiskTier::BlockRead read = disk_.read_state(job.hashes.back(), job.tokens, reader_, payload);
+  lock.lock();
+  if (detached_) return;
+  progress_at_ = Clock::now();
+  const bool hit = read.outcome == KvDiskTier::BlockRead::kHit;
+  current_.state = std::move(read);
+  if (!hit) return;
+  copying_ = true;
+  lock.unlock();
+  job.import_state(payload);
+  lock.lock();
+  copying_ = false;
+  done_.notify_all();
 }
 
 void PrefixLoader::run() {
@@ -131,7 +155,7 @@ void PrefixLoader::run() {
     running_ = job.seq;
     detached_ = false;
     progress_at_ = Clock::now();
-    current_ = {job.seq, job.hashes, {}, job.eligible};
+    current_ = {job.seq, job.hashes, {}, job.eligible, bool(job.import_state), std::nullopt};
     done_.notify_all();  // a take(wait) now waits with the stall deadline
     load(job, lock);
     if (!detached_) finished_.push_back(std::move(current_));

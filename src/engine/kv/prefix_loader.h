@@ -55,6 +55,10 @@ struct PrefixLoadJob {
   // on the loader thread.
   std::function<void(size_t i, std::span<const uint8_t> payload)> import;
   int32_t eligible = 0;  // prompt blocks past the prefix held in RAM (miss count)
+  // A hybrid model's: once every block is a hit, the recurrent-state
+  // snapshot after the whole prefix is read (KvDiskTier::read_state) and
+  // its verified payload handed here, on the loader thread. Null: none.
+  std::function<void(std::span<const uint8_t> payload)> import_state = nullptr;
 };
 
 struct PrefixLoadResult {
@@ -62,8 +66,13 @@ struct PrefixLoadResult {
   std::vector<uint64_t> hashes;              // the job's
   std::vector<KvDiskTier::BlockRead> reads;  // [≤ n] in order; all but the last are hits
   int32_t eligible = 0;
+  bool wants_state = false;  // the job had an import_state
+  // The snapshot's read, when every block was a hit and the job wants one.
+  std::optional<KvDiskTier::BlockRead> state = std::nullopt;
   // Leading blocks whose bytes are now at their destination.
   int32_t n_good() const;
+  // Whether the state the job wants (if any) is at its destination.
+  bool state_good() const;
 };
 
 // How long a load may go without finishing a block read before it is
@@ -103,6 +112,7 @@ class PrefixLoader {
   using Clock = std::chrono::steady_clock;
   void run();
   void load(const PrefixLoadJob& job, std::unique_lock<std::mutex>& lock);
+  void load_state(const PrefixLoadJob& job, std::unique_lock<std::mutex>& lock);
   // Under mu_: the running job stops writing to its destination and its result
   // is dropped; returns once no block copy is in progress.
   void detach_running(std::unique_lock<std::mutex>& lock);

@@ -1,6 +1,7 @@
 #include "engine/kv/recurrent_state_pool.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -48,6 +49,16 @@ void RecurrentStatePool::copy(int32_t from, int32_t to) {
               data_.begin() + ptrdiff_t(size_t(to) * floats));
   std::copy_n(n_past_.begin() + ptrdiff_t(from) * layers_.count, layers_.count,
               n_past_.begin() + ptrdiff_t(to) * layers_.count);
+}
+
+void RecurrentStatePool::load(int32_t slot, std::span<const uint8_t> bytes, int32_t n_past) {
+  if (slot < 0 || slot >= n_slots_ || bytes.size() != bytes_per_slot_)
+    throw std::invalid_argument("recurrent state pool: " + std::to_string(bytes.size()) +
+                                " bytes for slot " + std::to_string(slot) + " of " +
+                                std::to_string(bytes_per_slot_));
+  std::memcpy(data_.data() + size_t(slot) * (bytes_per_slot_ / sizeof(float)), bytes.data(),
+              bytes.size());
+  std::fill_n(n_past_.begin() + ptrdiff_t(slot) * layers_.count, layers_.count, n_past);
 }
 
 size_t RecurrentStatePool::record(int layer, int32_t slot) const {

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "model/kv_store.h"
@@ -48,6 +49,9 @@ class RecurrentStatePool {
   void release(int32_t slot);
   // Copies every layer's state of `from` into `to` (n > 1 forks).
   void copy(int32_t from, int32_t to);
+  // Sets every layer's state of `slot` from `bytes` (bytes_per_slot, a
+  // snapshot's layout) as having absorbed n_past positions.
+  void load(int32_t slot, std::span<const uint8_t> bytes, int32_t n_past);
 
   // `layer`'s state in `slot`; throws std::out_of_range for a layer that is
   // not recurrent or a slot outside the pool.

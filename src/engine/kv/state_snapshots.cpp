@@ -1,6 +1,7 @@
 #include "engine/kv/state_snapshots.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -51,7 +52,32 @@ int32_t StateSnapshots::take(std::span<const int32_t> prefix) {
   return pick;
 }
 
-void StateSnapshots::finish(int32_t entry) { entries_.at(size_t(entry)).pending = false; }
+void StateSnapshots::finish(int32_t entry) {
+  entries_.at(size_t(entry)).pending = false;
+  if (recording_) finished_.push_back(entry);
+}
+
+std::vector<int32_t> StateSnapshots::take_finished() {
+  std::vector<int32_t> out;
+  out.swap(finished_);
+  return out;
+}
+
+std::span<const uint8_t> StateSnapshots::bytes_of(int32_t entry) const {
+  const size_t floats = size_t(layers_.count) * layers_.shape.state_floats();
+  const float* base = data_.data() + size_t(entry) * floats;
+  if (entry < 0 || size_t(entry) >= entries_.size())
+    throw std::out_of_range("state snapshots: no entry " + std::to_string(entry));
+  return {reinterpret_cast<const uint8_t*>(base), floats * sizeof(float)};
+}
+
+void StateSnapshots::fill(int32_t entry, std::span<const uint8_t> bytes) {
+  const std::span<const uint8_t> into = bytes_of(entry);
+  if (bytes.size() != into.size())
+    throw std::invalid_argument("state snapshots: " + std::to_string(bytes.size()) +
+                                " bytes for an entry of " + std::to_string(into.size()));
+  std::memcpy(const_cast<uint8_t*>(into.data()), bytes.data(), bytes.size());
+}
 
 void StateSnapshots::drop(int32_t entry) {
   Entry& x = entries_.at(size_t(entry));

@@ -53,6 +53,17 @@ class StateSnapshots {
   // the snapshot's tokens. Marks the entry used (LRU).
   void restore(int32_t entry, RecurrentStatePool& pool, int32_t slot);
 
+  // For a lower tier (the disk: kv/disk_prefix_tier.h). After
+  // record_finished(), finish() notes each entry it finishes, handed out
+  // once by take_finished(), while they still hold what finished them.
+  void record_finished() { recording_ = true; }
+  std::vector<int32_t> take_finished();
+  std::span<const int32_t> tokens(int32_t entry) const { return entries_.at(size_t(entry)).tokens; }
+  // An entry's records ([n_recurrent_layers] x (conv, matrix) floats) as
+  // bytes, to read or to fill (a pending one whose state came from the tier).
+  std::span<const uint8_t> bytes_of(int32_t entry) const;
+  void fill(int32_t entry, std::span<const uint8_t> bytes);
+
  private:
   struct Entry {
     std::vector<int32_t> tokens;
@@ -65,6 +76,8 @@ class StateSnapshots {
   std::vector<float> data_;
   std::vector<Entry> entries_;
   uint64_t clock_ = 0;
+  bool recording_ = false;
+  std::vector<int32_t> finished_;  // since the last take_finished()
 };
 
 }  // namespace kvforge

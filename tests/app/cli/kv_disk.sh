@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The KV disk tier across processes, on the default 4M model: `run` and
 # `batch` give the cold run's output when their prefix blocks come back from
-# disk in a new process (f16 and int8 KV), and a `batch` killed with -9 in
+# disk in a new process (f16 and int8 KV; a tiny qwen35 with its recurrent-state
+# snapshot), and a `batch` killed with -9 in
 # the middle of its writes leaves nothing a later run uses wrongly. Entries
 # planted under block names (FIFOs, directories, links out of the directory)
 # are neither opened, followed nor touched, and a file-size limit turns the
@@ -41,6 +42,21 @@ done
 cmp -s cold-static.out disk-static.out || fail "--static with restored blocks differs"
 [ "$(disk_hits disk-static.err)" -gt 0 ] || { cat disk-static.err >&2; fail "--static: no disk hits"; }
 cmp -s cold-static.out cold-f16.out || fail "--static and paged outputs differ"
+
+# A hybrid model (qwen35: recurrent layers): the prompt's blocks and the
+# recurrent-state snapshot at its last block boundary go to disk together,
+# and a new process restores both and gives the cold output.
+"$kv" make-model -o q35.gguf --arch qwen35 --preset tiny --n-layer 4 --seed 5 2>/dev/null
+q35=("$kv" run -m q35.gguf -p "$prompt" -n 16 --temp 0)
+"${q35[@]}" >cold-q35.out 2>/dev/null
+for i in 1 2; do
+  "${q35[@]}" --kv-disk disk-q35 >"q35-$i.out" 2>"q35-$i.err"
+  cmp -s cold-q35.out "q35-$i.out" || fail "qwen35 run $i differs from the cold run"
+done
+snapshots() { sed -n "s/.*disk state snapshots \([0-9]*\) restored, \([0-9]*\) stored.*/\1 \2/p" "$1"; }
+[ "$(snapshots q35-1.err)" = "0 1" ] || { cat q35-1.err >&2; fail "qwen35: the snapshot was not stored"; }
+[ "$(snapshots q35-2.err)" = "1 0" ] || { cat q35-2.err >&2; fail "qwen35: no snapshot restored"; }
+[ "$(disk_hits q35-2.err)" -gt 0 ] || { cat q35-2.err >&2; fail "qwen35: no disk hits after restart"; }
 
 # chat --session: two turns in two processes give the replies of two turns in
 # one, the second turn's history coming back from the session's tier.

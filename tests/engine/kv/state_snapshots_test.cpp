@@ -43,12 +43,7 @@ TEST(StateSnapshots, PrefixHitGivesTheColdRunsBits) {
   for (int32_t chunk : {512, 7}) {  // 7: the boundary at 48 falls inside a prefill chunk
     SCOPED_TRACE("max_batched_tokens " + std::to_string(chunk));
     ThreadPool pool(2);
-    EngineOptions o;
-    o.block_size = 16;
-    o.kv_blocks = 64;
-    o.max_seqs = 4;
-    o.max_batched_tokens = chunk;
-    o.state_snapshots = 2;
+    const EngineOptions o = testing::hybrid_prefix_options(chunk);
     testing::EngineRecorder rec;
     Engine e(*model, pool, rec.hook(o));
     const auto [first, first_reused] = run(e, rec, prompt, 6);
