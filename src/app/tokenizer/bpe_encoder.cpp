@@ -1,9 +1,11 @@
 #include "app/tokenizer/bpe_encoder.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 
 #include "app/tokenizer/pair_merge.h"
+#include "app/tokenizer/spm_encoder.h"
 #include "app/tokenizer/tokenizer_error.h"
 #include "app/tokenizer/utf8.h"
 
@@ -41,12 +43,16 @@ struct LowerPriority {
 
 }  // namespace
 
-BpeEncoder::BpeEncoder(const Vocabulary& vocab, const TokenIndex& index, bool ignore_merges)
-    : vocab_(vocab), index_(index), ignore_merges_(ignore_merges), merges_(vocab.merges.size()) {
+BpeEncoder::BpeEncoder(const Vocabulary& vocab, const TokenIndex& index, BpeOptions options)
+    : vocab_(vocab),
+      index_(index),
+      options_(options),
+      byte_tokens_(byte_piece_tokens(vocab, index)),
+      merges_(vocab.merges.size()) {
   std::string joined;
   for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
     const std::string& line = vocab.merges[rank];
-    // Byte-level spellings never contain a raw space, so the first one separates.
+    // Neither spelling has a raw space in a token, so the first one separates.
     const size_t space = line.find(' ', 1);
     if (space == std::string::npos) {
       throw TokenizerError(vocab.source + ": tokenizer.ggml.merges[" + std::to_string(rank) +
@@ -66,17 +72,22 @@ BpeEncoder::BpeEncoder(const Vocabulary& vocab, const TokenIndex& index, bool ig
 }
 
 void BpeEncoder::append_unmapped_char(std::string_view ch, std::vector<int32_t>& out) const {
+  const auto has_byte_token = [&](char c) { return byte_tokens_[static_cast<uint8_t>(c)] >= 0; };
+  if (options_.byte_fallback && std::all_of(ch.begin(), ch.end(), has_byte_token)) {
+    for (char c : ch) out.push_back(byte_tokens_[static_cast<uint8_t>(c)]);
+    return;
+  }
   if (vocab_.unk_id >= 0) {
     out.push_back(vocab_.unk_id);
     return;
   }
-  throw TokenizerError(vocab_.source + ": the byte-level character '" + std::string(ch) +
-                       "' has no token and there is no UNK token");
+  throw TokenizerError(vocab_.source + ": the character '" + std::string(ch) +
+                       "' has no token, no byte tokens and there is no UNK token");
 }
 
 void BpeEncoder::encode_word(std::string_view word, std::vector<int32_t>& out) const {
   if (word.empty()) return;
-  if (ignore_merges_) {
+  if (options_.ignore_merges) {
     const int32_t whole = index_.find(word);
     if (whole >= 0 && vocab_.type_of(whole) != TokenType::Control) {
       out.push_back(whole);

@@ -1,7 +1,9 @@
-// Byte-level BPE (tokenizer.ggml.model = "gpt2"), driven by merge ranks.
+// BPE driven by merge ranks: byte-level (tokenizer.ggml.model = "gpt2") and
+// SentencePiece-spelled ("gemma4").
 //
-// A word (one pre-tokenizer piece, already in byte-level spelling) starts as
-// one symbol per character, i.e. per original byte. The adjacent pair that
+// A word (one pre-tokenizer piece, already in the vocabulary's spelling)
+// starts as one symbol per character (per original byte in byte-level
+// spelling, per UTF-8 character otherwise). The adjacent pair that
 // appears earliest in the merge list is merged, the leftmost among equal
 // pairs, until no adjacent pair has a merge. A priority queue over a linked
 // list of symbols keeps this O(n log n) for long words.
@@ -18,12 +20,19 @@
 
 namespace kvforge {
 
+struct BpeOptions {
+  // A word that is itself a vocabulary token is emitted as that token
+  // without merging (Hugging Face "ignore_merges", LLaMA-3).
+  bool ignore_merges = false;
+  // A character left without a token becomes its UTF-8 bytes as <0xAB>
+  // tokens (Gemma 4) instead of UNK.
+  bool byte_fallback = false;
+};
+
 class BpeEncoder {
  public:
-  // `ignore_merges`: a word that is itself a vocabulary token is emitted as
-  // that token without merging (Hugging Face "ignore_merges", LLaMA-3).
   // Both references must outlive the encoder.
-  BpeEncoder(const Vocabulary& vocab, const TokenIndex& index, bool ignore_merges);
+  BpeEncoder(const Vocabulary& vocab, const TokenIndex& index, BpeOptions options);
 
   // Appends the ids for one word in byte-level spelling.
   void encode_word(std::string_view word, std::vector<int32_t>& out) const;
@@ -35,7 +44,8 @@ class BpeEncoder {
 
   const Vocabulary& vocab_;
   const TokenIndex& index_;
-  bool ignore_merges_;
+  BpeOptions options_;
+  std::array<int32_t, 256> byte_tokens_;  // byte -> id of "<0xAB>", -1 if absent
   MergeTable merges_;
 };
 

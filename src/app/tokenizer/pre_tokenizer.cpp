@@ -30,6 +30,10 @@ constexpr std::string_view kQwen2Pattern =
 constexpr std::string_view kQwen35Pattern =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// Gemma 4: merges span whole lines; no token holds a newline next to
+// anything else.
+constexpr std::string_view kNewlineRunsPattern = R"([^\n]+|\n+)";
+
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buffer[256];
   pcre2_get_error_message(code, buffer, sizeof(buffer));
@@ -56,6 +60,8 @@ std::string_view pre_tokenizer_pattern(PreTokenizerKind kind) {
       return kQwen2Pattern;
     case PreTokenizerKind::Qwen35:
       return kQwen35Pattern;
+    case PreTokenizerKind::NewlineRuns:
+      return kNewlineRunsPattern;
   }
   return kGpt2Pattern;
 }

@@ -8,9 +8,11 @@ namespace kvforge {
 
 namespace {
 
-// In order of preference when guessing the EOT token.
-constexpr std::array<std::string_view, 7> kEndOfTurnSpellings = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<EOT>", "<|eom_id|>",
+// In order of preference when guessing the EOT token. Gemma 4 ends a turn
+// with <turn|> and stops for a tool's answer at <|tool_response>.
+constexpr std::array<std::string_view, 9> kEndOfTurnSpellings = {
+    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",    "<|endoftext|>",
+    "<EOT>",      "<|eom_id|>", "<turn|>", "<|tool_response>",
 };
 
 // A vocabulary is searched only for a handful of spellings, once at load:

@@ -96,16 +96,20 @@ int parse_byte_piece(std::string_view text) {
   return hi * 16 + lo;
 }
 
-SpmEncoder::SpmEncoder(const Vocabulary& vocab, const TokenIndex& index)
-    : vocab_(vocab), index_(index) {
-  byte_tokens_.fill(-1);
+std::array<int32_t, 256> byte_piece_tokens(const Vocabulary& vocab, const TokenIndex& index) {
+  std::array<int32_t, 256> ids;
+  ids.fill(-1);
   for (int byte = 0; byte < 256; ++byte) {
     char spelling[8];
     std::snprintf(spelling, sizeof(spelling), "<0x%02X>", byte);
-    const int32_t id = index_.find(spelling);
-    if (id >= 0 && vocab_.type_of(id) == TokenType::Byte) byte_tokens_[byte] = id;
+    const int32_t id = index.find(spelling);
+    if (id >= 0 && vocab.type_of(id) == TokenType::Byte) ids[byte] = id;
   }
+  return ids;
 }
+
+SpmEncoder::SpmEncoder(const Vocabulary& vocab, const TokenIndex& index)
+    : vocab_(vocab), index_(index), byte_tokens_(byte_piece_tokens(vocab, index)) {}
 
 int32_t SpmEncoder::mergeable_piece(std::string_view text) const {
   const int32_t id = index_.find(text);

@@ -44,4 +44,7 @@ class SpmEncoder {
 // "<0xAB>" -> 0xAB for a byte piece's spelling; -1 if `text` is not one.
 int parse_byte_piece(std::string_view text);
 
+// byte -> id of the byte token "<0xAB>" (type Byte), -1 where the vocabulary has none.
+std::array<int32_t, 256> byte_piece_tokens(const Vocabulary& vocab, const TokenIndex& index);
+
 }  // namespace kvforge

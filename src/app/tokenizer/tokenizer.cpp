@@ -69,13 +69,19 @@ struct Tokenizer::State {
         eog(end_of_generation_ids(vocab)) {
     if (vocab.kind == VocabKind::SentencePiece) {
       spm.emplace(vocab, index);
+    } else if (vocab.kind == VocabKind::SpmStyleBpe) {
+      pre.emplace(PreTokenizerKind::NewlineRuns);
+      bpe.emplace(vocab, index, BpeOptions{.ignore_merges = false, .byte_fallback = true});
     } else {
       const PreTokenizerKind pre_kind = require_pre_tokenizer(vocab);
       pre.emplace(pre_kind);
       // LLaMA-3's tokenizer.json sets ignore_merges; GPT-2's and Qwen2's do not.
-      bpe.emplace(vocab, index, pre_kind == PreTokenizerKind::Llama3);
+      bpe.emplace(vocab, index, BpeOptions{.ignore_merges = pre_kind == PreTokenizerKind::Llama3});
     }
   }
+
+  // Appends the ids of one pre-tokenized word.
+  void encode_word(std::string_view word, std::string& spelled, std::vector<int32_t>& out) const;
 
   void encode_spm(const std::vector<TextFragment>& fragments, std::vector<int32_t>& out,
                   size_t max_tokens) const;
@@ -114,7 +120,6 @@ void Tokenizer::State::encode_spm(const std::vector<TextFragment>& fragments,
 
 void Tokenizer::State::encode_bpe(const std::vector<TextFragment>& fragments,
                                   std::vector<int32_t>& out, size_t max_tokens) const {
-  const ByteUnicodeMap& bytes = ByteUnicodeMap::instance();
   std::vector<std::string_view> words;
   std::string spelled;
   for (const TextFragment& fragment : fragments) {
@@ -126,11 +131,30 @@ void Tokenizer::State::encode_bpe(const std::vector<TextFragment>& fragments,
     pre->split(fragment.text, words);
     for (std::string_view word : words) {
       if (out.size() > max_tokens) return;
-      spelled.clear();
-      bytes.encode(word, spelled);
-      bpe->encode_word(spelled, out);
+      encode_word(word, spelled, out);
     }
   }
+}
+
+void Tokenizer::State::encode_word(std::string_view word, std::string& spelled,
+                                   std::vector<int32_t>& out) const {
+  spelled.clear();
+  if (vocab.kind == VocabKind::ByteLevelBpe) {
+    ByteUnicodeMap::instance().encode(word, spelled);
+    bpe->encode_word(spelled, out);
+    return;
+  }
+  // Gemma 4: a run of newlines that is a token is that token, whatever the
+  // merges would make of it (llama.cpp's rule for this vocabulary).
+  if (word.find_first_not_of('\n') == std::string_view::npos) {
+    const int32_t whole = index.find(word);
+    if (whole >= 0) {
+      out.push_back(whole);
+      return;
+    }
+  }
+  append_spm_spelling(word, spelled);
+  bpe->encode_word(spelled, out);
 }
 
 Tokenizer::Tokenizer(std::shared_ptr<const State> state) : state_(std::move(state)) {}
@@ -196,8 +220,8 @@ std::string Tokenizer::token_to_piece(int32_t id, bool render_special) const {
     default:
       break;
   }
-  if (vocab.kind == VocabKind::SentencePiece) return replace_spm_spaces(text);
-  return ByteUnicodeMap::instance().decode(text);
+  if (vocab.kind == VocabKind::ByteLevelBpe) return ByteUnicodeMap::instance().decode(text);
+  return replace_spm_spaces(text);
 }
 
 std::string Tokenizer::decode(std::span<const int32_t> ids, const DecodeOptions& options) const {

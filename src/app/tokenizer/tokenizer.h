@@ -1,14 +1,17 @@
 // Text <-> token ids for LLaMA-family models, built from GGUF metadata.
 //
-// Two vocabulary kinds (tokenizer.ggml.model):
+// Three vocabulary kinds (tokenizer.ggml.model):
 // - "llama": SentencePiece BPE (LLaMA-2, Phi-3, Mistral...). Spaces are
 //   spelled U+2581 "▁", a "▁" is prefixed to text (add_space_prefix), pieces
 //   merge by score, unknown characters fall back to <0xAB> byte tokens.
 // - "gpt2": byte-level BPE (GPT-2, LLaMA-3, Qwen2...). A regex chosen by
 //   tokenizer.ggml.pre cuts text into words, bytes are spelled as printable
 //   characters, pieces merge by rank.
-// Both reproduce the Hugging Face tokenizers of those models (test vectors in
-// ../shared/testdata/vocab).
+// - "gemma4": Gemma 4's BPE. Spaces are spelled "▁" (no prefix), text is cut
+//   only into runs of newlines and runs of other characters, pieces merge by
+//   rank over UTF-8 characters, unknown characters fall back to <0xAB> bytes.
+// They reproduce the Hugging Face tokenizers of those models (test vectors in
+// ../shared/testdata/vocab and llama.cpp's models/ folder).
 //
 // A Tokenizer is immutable and cheap to copy (shared state); all methods are
 // thread-safe.

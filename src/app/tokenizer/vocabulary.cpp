@@ -57,9 +57,8 @@ void validate_vocabulary(const Vocabulary& vocab) {
   check_id(vocab, vocab.pad_id, "PAD id");
   for (int32_t id : vocab.lstrip_tokens) check_id(vocab, id, "lstrip token");
   for (int32_t id : vocab.rstrip_tokens) check_id(vocab, id, "rstrip token");
-  if (vocab.kind == VocabKind::ByteLevelBpe && vocab.merges.empty()) {
-    throw TokenizerError(vocab.source +
-                         ": byte-level BPE vocabulary without tokenizer.ggml.merges");
+  if (vocab.kind != VocabKind::SentencePiece && vocab.merges.empty()) {
+    throw TokenizerError(vocab.source + ": BPE vocabulary without tokenizer.ggml.merges");
   }
 }
 

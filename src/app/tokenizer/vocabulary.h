@@ -13,6 +13,10 @@ namespace kvforge {
 enum class VocabKind {
   SentencePiece,  // "llama": score-driven BPE over characters, U+2581 for spaces, byte fallback
   ByteLevelBpe,   // "gpt2": rank-driven BPE over byte-level characters after a regex split
+  // "gemma4": rank-driven BPE over raw UTF-8 characters in SentencePiece
+  // spelling (U+2581 for spaces), split only into runs of newlines and runs
+  // of other characters, with <0xAB> byte fallback; no space prefix.
+  SpmStyleBpe,
 };
 
 // tokenizer.ggml.token_type, numbered as SentencePiece's piece types (+1).
@@ -34,7 +38,7 @@ struct Vocabulary {
   std::vector<std::string> tokens;  // (n_vocab) id -> text in the vocabulary's own spelling
   std::vector<float> scores;        // (n_vocab) or empty: SentencePiece merge priority
   std::vector<TokenType> types;     // (n_vocab) or empty (= all Normal)
-  std::vector<std::string> merges;  // ByteLevelBpe: "left right", rank = position
+  std::vector<std::string> merges;  // ByteLevelBpe, SpmStyleBpe: "left right", rank = position
 
   // -1 when the vocabulary has no such token.
   int32_t bos_id = -1;

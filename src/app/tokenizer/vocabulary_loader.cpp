@@ -16,8 +16,9 @@ VocabKind parse_kind(const gguf::GgufFile& file) {
   const std::string model = file.get_string("tokenizer.ggml.model");
   if (model == "llama") return VocabKind::SentencePiece;
   if (model == "gpt2") return VocabKind::ByteLevelBpe;
+  if (model == "gemma4") return VocabKind::SpmStyleBpe;
   throw TokenizerError(file.name() + ": tokenizer.ggml.model '" + model +
-                       "' is not supported (expected 'llama' or 'gpt2')");
+                       "' is not supported (expected 'llama', 'gpt2' or 'gemma4')");
 }
 
 // Every tokenizer.ggml.*_token_id, those kvforge reads (bos, eos, eot, eom,
@@ -62,11 +63,14 @@ Vocabulary load_vocabulary(const gguf::GgufFile& file) {
   Vocabulary vocab;
   vocab.source = file.name();
   vocab.kind = parse_kind(file);
-  vocab.pre = file.get_string_or("tokenizer.ggml.pre", "default");
+  // Gemma 4's split is fixed by its model kind, whatever tokenizer.ggml.pre says.
+  vocab.pre = vocab.kind == VocabKind::SpmStyleBpe
+                  ? "gemma4"
+                  : file.get_string_or("tokenizer.ggml.pre", "default");
   vocab.tokens = file.get_string_array("tokenizer.ggml.tokens");
   if (file.has("tokenizer.ggml.scores")) vocab.scores = file.get_f32_array("tokenizer.ggml.scores");
   vocab.types = read_types(file);
-  if (vocab.kind == VocabKind::ByteLevelBpe) {
+  if (vocab.kind != VocabKind::SentencePiece) {
     vocab.merges = file.get_string_array("tokenizer.ggml.merges");
   }
 
@@ -83,7 +87,12 @@ Vocabulary load_vocabulary(const gguf::GgufFile& file) {
   // LLaMA-3 needs <|begin_of_text|> although its GGUF often lacks the key.
   const bool bos_by_default = spm || pre_tokenizer_wants_bos(vocab.pre);
   vocab.add_bos = file.get_bool_or("tokenizer.ggml.add_bos_token", bos_by_default);
-  vocab.add_space_prefix = file.get_bool_or("tokenizer.ggml.add_space_prefix", spm);
+  // Gemma 4 is trained with <bos> first: llama.cpp turns add_bos on for it
+  // even where a converter wrote false, and so do we.
+  if (vocab.kind == VocabKind::SpmStyleBpe) vocab.add_bos = true;
+  // Gemma 4's normalizer never prefixes a space (llama.cpp: no BPE kind does).
+  vocab.add_space_prefix = vocab.kind != VocabKind::SpmStyleBpe &&
+                           file.get_bool_or("tokenizer.ggml.add_space_prefix", spm);
 
   validate_vocabulary(vocab);
   complete_special_tokens(vocab, lowercase(file.get_string_or("general.name", "")));

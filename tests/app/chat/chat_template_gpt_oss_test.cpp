@@ -10,28 +10,18 @@
 // content when it has tool calls); these inputs say `thinking` directly.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "app/chat/chat_template.h"
-#include "testdata.h"
+#include "chat_fixture.h"
 
 namespace kvforge {
 namespace {
 
 using nlohmann::ordered_json;
 
-std::string read(const std::string& name) {
-  std::ifstream in(testing::source_dir() / "tests/app/chat/data" / name, std::ios::binary);
-  EXPECT_TRUE(in) << name;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 std::string render(const char* messages, const char* tools = "null",
                    ordered_json extra = ordered_json::object()) {
-  const ChatTemplate t = ChatTemplate::parse(read("openai-gpt-oss-120b.jinja"));
+  const ChatTemplate t =
+      ChatTemplate::parse(testing::read_chat_fixture("openai-gpt-oss-120b.jinja"));
   ChatTemplateInputs in;
   in.messages = ordered_json::parse(messages);
   in.tools = ordered_json::parse(tools);
@@ -61,7 +51,7 @@ TEST(ChatTemplateGptOss, SystemDeveloperUserAssistant) {
                        {"role": "user", "content": "Hello!"},
                        {"role": "assistant", "content": "Hi there."},
                        {"role": "user", "content": "What is 2+2?"}])"),
-            read("gpt-oss-plain.txt"));
+            testing::read_chat_fixture("gpt-oss-plain.txt"));
 }
 
 // Tools as a TypeScript namespace, a call on the commentary channel, its
@@ -74,7 +64,7 @@ TEST(ChatTemplateGptOss, ToolsCallsAndResults) {
       {"role": "assistant", "content": "It is 21 degrees."},
       {"role": "user", "content": "And in Rome?"}])",
                    kTools),
-            read("gpt-oss-tools.txt"));
+            testing::read_chat_fixture("gpt-oss-tools.txt"));
 }
 
 // The analysis channel of a turn still in progress (a tool call, no final
@@ -87,7 +77,7 @@ TEST(ChatTemplateGptOss, AnalysisBeforeAToolCall) {
          "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
       {"role": "tool", "tool_call_id": "c1", "content": "cold"}])",
              kTools, {{"reasoning_effort", "high"}, {"model_identity", "You are a test model."}}),
-      read("gpt-oss-analysis.txt"));
+      testing::read_chat_fixture("gpt-oss-analysis.txt"));
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Loading the reference tokenizer vectors of ../shared/testdata/vocab:
-// X.gguf.inp holds strings each followed by "\n__ggml_vocab_test__\n",
+// X.gguf.inp holds strings each followed by "\n__ggml_vocab_test__\n" (the
+// last one's may be missing),
 // X.gguf.out one line of space-separated token ids per string.
 #pragma once
 
