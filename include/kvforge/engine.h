@@ -193,6 +193,12 @@ class Engine {
                         std::span<const std::vector<uint8_t>> files);
   // KvBlockIdentity::fingerprint() of this engine's blocks (0 on static slots).
   uint64_t block_fingerprint() const;
+  // Forgets the K/V kept for `tokens` (llama-server's slot erase): paged, the
+  // prefix-cache entries of its leading whole blocks that no running request
+  // holds; static, every free slot holding a prefix of `tokens` (or holding
+  // `tokens` and more) is emptied. The disk tier keeps its files. Returns the
+  // tokens forgotten (blocks times their size, or the emptied slots' tokens).
+  int32_t forget_prefix(std::span<const int32_t> tokens);
 
  private:
   struct Impl;

@@ -84,7 +84,7 @@ void TextEngine::on_event(const StepEvent& ev, Clock::time_point now, std::vecto
   Branch& b = req.branches.at(size_t(ev.branch));
   if (b.done) return;
   TextEvent te{ev.request, ev.branch, {}, ev.token, std::nullopt, std::nullopt};
-  b.result.cached_tokens = ev.cached_tokens;
+  b.result.cached_tokens = te.cached_tokens = ev.cached_tokens;
   if (ev.token) {
     BranchTimings& t = b.result.timings;
     if (b.last_token)

@@ -58,6 +58,7 @@ struct TextEvent {
   std::optional<GeneratedToken> token;  // the token this step produced, if any
   std::optional<BranchResult> result;   // set on the branch's last event
   std::optional<size_t> stop_index;     // last event: the stop string that ended the text
+  int cached_tokens = 0;  // the prompt tokens served from a cache (BranchResult::cached_tokens)
 };
 
 class TextEngine {

@@ -188,11 +188,12 @@ void serve(const ServeFlags& f) {
   test_render(chat_template, f.chat_template_file.empty()
                                  ? path.string() + " (tokenizer.chat_template)"
                                  : f.chat_template_file);
-  // The static engine brings a pool of its plans' thread count.
+  // The static engine brings a pool of its plans' thread count. Its slots keep
+  // their K/V between requests only for slot save and restore (--slot-save-path).
   const CommandEngine chosen =
       f.static_mode.active()
           ? make_static_engine(f.static_mode, *model, tokenizer, f.engine.kv.format(), f.threads,
-                               /*reuse_slots=*/false, f.engine.disk,
+                               /*reuse_slots=*/!f.http.slot_save_path.empty(), f.engine.disk,
                                {f.engine.options.context_shift, f.engine.options.n_keep})
           : make_paged_engine(*model, tokenizer, f.threads, f.engine.to_options());
   TextEngine& engine = *chosen.engine;

@@ -81,6 +81,18 @@ json messages_stop(const MessagesRequest& r, const GenerationOutcome& done, bool
   return {{"stop_reason", "end_turn"}, {"stop_sequence", nullptr}};
 }
 
+// Anthropic's usage: input_tokens counts only the prompt tokens computed for
+// this request, cache_read_input_tokens those taken from a cache, and
+// cache_creation_input_tokens those written at a cache_control breakpoint,
+// which kvforge accepts and ignores (every computed block is cached anyway,
+// at no extra cost), so it is always 0. The three add up to the prompt.
+json messages_usage(int prompt_tokens, int cached_tokens, int output_tokens) {
+  return {{"input_tokens", prompt_tokens - cached_tokens},
+          {"cache_creation_input_tokens", 0},
+          {"cache_read_input_tokens", cached_tokens},
+          {"output_tokens", output_tokens}};
+}
+
 }  // namespace
 
 MessagesRequest parse_messages_request(std::string_view text, const RequestLimits& limits,
@@ -131,9 +143,7 @@ json message_object(const MessagesRequest& r, const std::string& id, int input_t
               {"model", r.model},
               {"content", std::move(content.blocks)}};
   out.update(messages_stop(r, done, content.tool_use));
-  out["usage"] = {{"input_tokens", input_tokens},
-                  {"cache_read_input_tokens", done.cached_tokens},
-                  {"output_tokens", done.tokens}};
+  out["usage"] = messages_usage(input_tokens, done.cached_tokens, done.tokens);
   return out;
 }
 
@@ -144,7 +154,15 @@ MessagesEventWriter::MessagesEventWriter(const MessagesRequest& r, std::string i
   if (tools) calls_.emplace(*tools);
 }
 
-bool MessagesEventWriter::start() {
+// message_start carries the usage of the prompt, whose cached part is known
+// only once the request is admitted: it waits for the first token (the
+// Anthropic clients take the final message's input counts from it).
+bool MessagesEventWriter::start() { return true; }
+
+bool MessagesEventWriter::admitted(int cached_tokens) {
+  if (started_) return true;
+  started_ = true;
+  cached_tokens_ = cached_tokens;
   const json message = {{"id", id_},
                         {"type", "message"},
                         {"role", "assistant"},
@@ -152,7 +170,7 @@ bool MessagesEventWriter::start() {
                         {"content", json::array()},
                         {"stop_reason", nullptr},
                         {"stop_sequence", nullptr},
-                        {"usage", {{"input_tokens", input_tokens_}, {"output_tokens", 0}}}};
+                        {"usage", messages_usage(input_tokens_, cached_tokens, 0)}};
   // A reply read for tool calls opens its first block once it is known to be text or calls.
   return write_(
              typed_sse_event("message_start", {{"type", "message_start"}, {"message", message}})) &&
@@ -208,16 +226,16 @@ bool MessagesEventWriter::delta(const std::string& piece) {
 }
 
 bool MessagesEventWriter::finish(const GenerationOutcome& done) {
+  if (!admitted(done.cached_tokens)) return false;
   if (calls_ && !forward(calls_->finish())) return false;
   if (index_ < 0 && !open_block({{"type", "text"}, {"text", ""}})) return false;  // an empty reply
   const bool tool_use = calls_ && calls_->complete() && !calls_->calls().empty();
   return close_block() &&
-         write_(typed_sse_event("message_delta",
-                                {{"type", "message_delta"},
-                                 {"delta", messages_stop(request_, done, tool_use)},
-                                 {"usage",
-                                  {{"output_tokens", done.tokens},
-                                   {"cache_read_input_tokens", done.cached_tokens}}}})) &&
+         write_(typed_sse_event(
+             "message_delta",
+             {{"type", "message_delta"},
+              {"delta", messages_stop(request_, done, tool_use)},
+              {"usage", messages_usage(input_tokens_, cached_tokens_, done.tokens)}})) &&
          write_(typed_sse_event("message_stop", {{"type", "message_stop"}}));
 }
 

@@ -9,8 +9,10 @@
 //   answer: {"id": "msg_...", "type": "message", "role": "assistant",
 //   "content": [{"type": "text", "text"}] or tool_use blocks, "stop_reason":
 //   "end_turn" | "max_tokens" | "stop_sequence" | "tool_use", "stop_sequence",
-//   "usage": {"input_tokens",
-//   "output_tokens"}}, or the events message_start, content_block_start,
+//   "usage": {"input_tokens" (computed), "cache_creation_input_tokens" (0),
+//   "cache_read_input_tokens", "output_tokens"}}, as Anthropic counts them
+//   (the three input counts add up to the prompt), or the events
+//   message_start (once the first token came), content_block_start,
 //   ping, content_block_delta..., content_block_stop, message_delta,
 //   message_stop.
 // Errors have Anthropic's shape {"type": "error", "error": {"type", "message"}}.
@@ -55,7 +57,9 @@ class MessagesEventWriter final : public GenerationEventWriter {
   MessagesEventWriter(const MessagesRequest& r, std::string id, int input_tokens,
                       const std::optional<ToolCallSyntax>& tools,
                       std::function<bool(const std::string&)> write);
-  bool start() override;  // message_start, content_block_start (no tools), ping
+  bool start() override;  // nothing yet: message_start waits for admitted()
+  // message_start (its usage with the cached tokens), content_block_start (no tools), ping
+  bool admitted(int cached_tokens) override;
   bool delta(const std::string& piece) override;
   bool finish(const GenerationOutcome& done) override;  // content_block_stop .. message_stop
   bool error(const ApiError& e) override;
@@ -72,6 +76,8 @@ class MessagesEventWriter final : public GenerationEventWriter {
   int input_tokens_;
   std::optional<ToolCallReader> calls_;  // the reply is read for tool calls
   std::function<bool(const std::string&)> write_;
+  bool started_ = false;  // message_start written
+  int cached_tokens_ = 0;
   int index_ = -1;  // of the last block started
   bool open_ = false, text_open_ = false;
 };

@@ -277,8 +277,16 @@ std::vector<int32_t> EngineLoop::slot_tokens(size_t slot) const {
 }
 
 void EngineLoop::set_slot_tokens(size_t slot, std::vector<int32_t> tokens) {
+  std::lock_guard lock(running_mu_);
   if (slot_tokens_.size() <= slot) slot_tokens_.resize(slot + 1);
   slot_tokens_[slot] = std::move(tokens);
+}
+
+std::vector<size_t> EngineLoop::slot_token_counts() const {
+  std::lock_guard lock(running_mu_);
+  std::vector<size_t> out;
+  for (const std::vector<int32_t>& t : slot_tokens_) out.push_back(t.size());
+  return out;
 }
 
 }  // namespace kvforge::server

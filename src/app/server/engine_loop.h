@@ -75,6 +75,8 @@ class EngineLoop {
   TextEngine& engine() { return engine_; }
   std::vector<int32_t> slot_tokens(size_t slot) const;
   void set_slot_tokens(size_t slot, std::vector<int32_t> tokens);
+  // Thread-safe: how many tokens each entry holds (GET /slots' n_prompt_tokens of an idle one).
+  std::vector<size_t> slot_token_counts() const;
 
  private:
   struct Pending {
@@ -112,7 +114,7 @@ class EngineLoop {
   // Loop thread only.
   std::unordered_map<RequestId, std::shared_ptr<RequestStream>> active_;
   std::unordered_map<RequestId, std::vector<int32_t>> prompts_;  // of the active requests
-  std::vector<std::vector<int32_t>> slot_tokens_;                // [slot entry]
+  std::vector<std::vector<int32_t>> slot_tokens_;  // [slot entry]; written under running_mu_
   std::thread thread_;
 };
 

@@ -9,7 +9,7 @@ namespace kvforge::server {
 std::optional<GenerationOutcome> pump_generation(
     PreparedRequest& p, EngineLoop& loop,
     const std::function<bool(const std::string& delta)>& on_delta,
-    const std::function<bool()>& client_gone) {
+    const std::function<bool()>& client_gone, const std::function<bool(int)>& on_admitted) {
   using std::chrono::milliseconds;
   constexpr auto kCheckEvery = milliseconds(20);
   GenerationOutcome out;
@@ -21,7 +21,10 @@ std::optional<GenerationOutcome> pump_generation(
                      u.rejected->first >= 500 ? "server_error" : "invalid_request_error");
     for (const TextEvent& ev : u.events) {
       if (ev.token) {
-        ++out.tokens;
+        if (++out.tokens == 1 && on_admitted && !on_admitted(ev.cached_tokens)) {
+          loop.cancel(p.stream);
+          return std::nullopt;
+        }
         trace_token();
       }
       out.text += ev.text;
@@ -102,7 +105,8 @@ void stream_generation(
                       try {
                         const std::optional<GenerationOutcome> done = pump_generation(
                             p, *l, [&](const std::string& d) { return events->delta(d); },
-                            keep_alive_check(write));
+                            keep_alive_check(write),
+                            [&](int cached) { return events->admitted(cached); });
                         return done && events->finish(*done);
                       } catch (const ApiError& e) {
                         events->error(e);  // the stream began: the error is its last event

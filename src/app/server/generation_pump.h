@@ -28,14 +28,18 @@ struct GenerationOutcome {
   std::vector<int32_t> token_ids;    // generated (EOS excluded)
 };
 
-// Waits for the request's events; calls on_delta with each new piece of text
-// (false = the client is gone). Returns nullopt, the request cancelled, once
-// on_delta or client_gone (asked every 20 ms) says the client left. Throws
-// ApiError when the engine rejects or fails the request.
+// Waits for the request's events; calls on_admitted once with the prompt
+// tokens served from a cache when the first token comes (the count is known
+// only once the engine admitted the request), then on_delta with each new
+// piece of text (false from either = the client is gone). Returns nullopt,
+// the request cancelled, once a callback or client_gone (asked every 20 ms)
+// says the client left. Throws ApiError when the engine rejects or fails the
+// request.
 std::optional<GenerationOutcome> pump_generation(
     PreparedRequest& p, EngineLoop& loop,
     const std::function<bool(const std::string& delta)>& on_delta,
-    const std::function<bool()>& client_gone);
+    const std::function<bool()>& client_gone,
+    const std::function<bool(int cached_tokens)>& on_admitted = {});
 
 // Refuses (400 context_length_exceeded, param `param`) a chat body whose
 // message texts alone prove it longer than the context, before it is
@@ -60,6 +64,8 @@ class GenerationEventWriter {
  public:
   virtual ~GenerationEventWriter() = default;
   virtual bool start() = 0;  // the events before the first text
+  // The first token came; `cached_tokens` of the prompt were served from a cache.
+  virtual bool admitted(int /*cached_tokens*/) { return true; }
   virtual bool delta(const std::string& text) = 0;
   virtual bool finish(const GenerationOutcome& done) = 0;  // the events after the last text
   virtual bool error(const ApiError& e) = 0;               // a failure once the stream began

@@ -322,10 +322,10 @@ struct HttpServer::Impl {
                                 "application/json");
               }));
     http.Get("/slots", guarded([this](const httplib::Request&, httplib::Response& res) {
-               res.set_content(
-                   dump_json(slots_response(service.loop().running(), options.props.total_slots,
-                                            service.limits().max_tokens_limit)),
-                   "application/json");
+               res.set_content(dump_json(slots_response(
+                                   service.loop().running(), service.loop().slot_token_counts(),
+                                   options.props.total_slots, service.limits().max_tokens_limit)),
+                               "application/json");
              }));
     http.Post(
         R"(/slots/([^/]*))", guarded([this](const httplib::Request& req, httplib::Response& res) {

@@ -75,6 +75,9 @@ class ResponsesEventWriter final : public GenerationEventWriter {
   bool delta(const std::string& text) override;
   bool finish(const GenerationOutcome& done) override;  // output_text.done .. completed
   bool error(const ApiError& e) override;
+  // The response object of a whole reply, as its stream ends (for a
+  // non-streamed request whose reply is to be read the way a stream is).
+  nlohmann::json replay(const GenerationOutcome& done);
   // Called with the finished response object (and the reply's tool calls in
   // the chat shape, or null) before its last events go out.
   std::function<void(const GenerationOutcome&, const nlohmann::json& response,
@@ -94,6 +97,8 @@ class ResponsesEventWriter final : public GenerationEventWriter {
   bool add_call(const nlohmann::json& chat_call);
   bool close_calls(const nlohmann::json& calls);
   nlohmann::json final_response(const GenerationOutcome& done, nlohmann::json& calls);
+  // The reply ended at max_output_tokens inside a call it had begun.
+  bool call_cut(const GenerationOutcome& done) const;
   bool send(const std::string& type, nlohmann::json data);
   nlohmann::json item(const std::string& status, const nlohmann::json& content) const;
 

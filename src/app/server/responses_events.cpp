@@ -130,7 +130,10 @@ bool ResponsesEventWriter::close_calls(const json& calls) {
 
 // The response object with the output items in the order they streamed:
 // a message before whole calls stays, calls that never completed are kept
-// as "incomplete" items before the message that holds the reply's text.
+// as "incomplete" items before the message that holds the reply's text. A
+// call cut off by max_output_tokens is, as OpenAI answers it, an incomplete
+// item with the arguments generated so far, and no message holds its text
+// (only text streamed before it).
 json ResponsesEventWriter::final_response(const GenerationOutcome& done, json& calls) {
   const bool whole = calls_ && calls_->reader().complete() && !calls_->reader().calls().empty();
   calls = whole ? calls_->message_json() : json();
@@ -151,7 +154,11 @@ json ResponsesEventWriter::final_response(const GenerationOutcome& done, json& c
       item["arguments"] = call_arguments_[i];
       items.emplace_back(call_indexes_[i], std::move(item));
     }
-    items.emplace_back(message_index_.value_or(next_index_), response["output"][0]);
+    if (!call_cut(done))
+      items.emplace_back(message_index_.value_or(next_index_), response["output"][0]);
+    else if (message_index_)
+      items.emplace_back(*message_index_,
+                         item("completed", json::array({output_text_part(text_sent_)})));
   }
   std::sort(items.begin(), items.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -166,23 +173,39 @@ bool ResponsesEventWriter::finish(const GenerationOutcome& done) {
   const json response = final_response(done, calls);
   if (on_finish) on_finish(done, response, calls);
   bool sent = close_calls(calls);
-  if (calls.is_null()) {
-    const json& output = response["output"];
-    const json& message = *std::find_if(output.begin(), output.end(), [](const json& it) {
-      return it["type"] == "message";  // the reply's text, beside any incomplete call
-    });
+  const json& output = response["output"];
+  const auto message = std::find_if(output.begin(), output.end(), [](const json& it) {
+    return it["type"] == "message";  // the reply's text, beside any incomplete call
+  });
+  if (calls.is_null() && message != output.end()) {
     // Text the reader held (a reply that began as a call) goes out now.
-    const std::string& text = message["content"][0]["text"].get_ref<const std::string&>();
+    const std::string& text = (*message)["content"][0]["text"].get_ref<const std::string&>();
     const std::string rest =
         text.starts_with(text_sent_) ? text.substr(text_sent_.size()) : std::string();
     sent = sent && (message_index_ || open_message()) && (rest.empty() || send_text(rest)) &&
-           close_message(done, message);
+           close_message(done, *message);
   } else if (message_index_) {
     sent = sent && close_message(done, response["output"][size_t(*message_index_)]);
   }
   const std::string last =
       response["status"] == "completed" ? "response.completed" : "response.incomplete";
   return sent && send(last, {{"response", response}});
+}
+
+bool ResponsesEventWriter::call_cut(const GenerationOutcome& done) const {
+  return done.finish == FinishReason::Length && !call_items_.empty() &&
+         !(calls_->reader().complete() && !calls_->reader().calls().empty());
+}
+
+json ResponsesEventWriter::replay(const GenerationOutcome& done) {
+  json object;
+  on_finish = [&object](const GenerationOutcome&, const json& response, const json&) {
+    object = response;
+  };
+  start();
+  delta(done.text);
+  finish(done);
+  return object;
 }
 
 bool ResponsesEventWriter::error(const ApiError& e) {

@@ -85,6 +85,18 @@ void stream_response(std::shared_ptr<ResponsesTurn> t, std::shared_ptr<ResponseS
                     });
 }
 
+// The answer of a non-streamed turn. A reply cut off inside a tool call is
+// read as the stream reads it, so both give its incomplete function_call item.
+json answer_object(const ResponsesTurn& t, const PreparedRequest& p, const GenerationOutcome& done,
+                   const json& calls) {
+  if (!p.tool_calls || done.finish != FinishReason::Length || !calls.is_null())
+    return response_object(t.request, t.ids, t.model, p.prompt_tokens, &done, calls);
+  ResponsesEventWriter reader(t.request, t.ids, t.model, p.prompt_tokens,
+                              [](const std::string&) { return true; });
+  reader.tool_calls = p.tool_calls;
+  return reader.replay(done);
+}
+
 void install_stored_routes(httplib::Server& http, const std::shared_ptr<ApiRouteContext>& ctx,
                            const std::shared_ptr<ResponseStore>& store) {
   auto error_body = [](const ApiError& e) { return e.to_json(); };
@@ -130,8 +142,7 @@ void install_responses_routes(httplib::Server& http, std::shared_ptr<ApiRouteCon
         p, svc.loop(), [](const std::string&) { return true; }, gone);
     if (!done) throw ApiError(499, "the client closed the connection; the request was aborted");
     const json calls = read_reply_calls(p.tool_calls, done->text);
-    const json object =
-        response_object(t->request, t->ids, t->model, p.prompt_tokens, &*done, calls);
+    const json object = answer_object(*t, p, *done, calls);
     remember(*store, *t, *done, object, calls);
     res.set_content(dump_json(object), "application/json");
   };

@@ -95,7 +95,10 @@ nlohmann::json SlotFiles::save(EngineLoop& loop, size_t slot, const std::string&
     const std::vector<int32_t> held = loop.slot_tokens(slot);
     f.blocks = engine.export_prefix(held);
     f.fingerprint = engine.block_fingerprint();
-    f.tokens.assign(held.begin(), held.begin() + f.blocks.size() * size_t(engine.block_size()));
+    // Blocks of EngineOptions::block_size tokens in either mode (static
+    // slots: runs of a slot; Engine::block_size() is then the slot's capacity).
+    f.tokens.assign(held.begin(),
+                    held.begin() + f.blocks.size() * size_t(engine.options().block_size));
   });
   const std::vector<uint8_t> bytes = encode_slot_file(f);
   write_slot_file(dir_ / filename, bytes, filename);

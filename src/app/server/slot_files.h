@@ -12,8 +12,10 @@
 //     "filename", "n_restored", "n_read", "timings": {"restore_ms"}}.
 // Both run on the engine loop's thread between two steps. Errors: 404 for a
 // missing file, 400 naming what is wrong with a file, 501 where the engine
-// cannot move blocks (static slots, recurrent or windowed models, tensor
-// parallelism).
+// cannot move blocks (recurrent or windowed models, tensor parallelism).
+// On static slots (`serve --static`, whose slots then keep their K/V between
+// requests) save reads the free slot holding the entry's tokens and restore
+// fills a free slot, which the next request starting with those tokens takes.
 #pragma once
 
 #include <filesystem>

@@ -5,7 +5,7 @@
 namespace kvforge::server {
 
 nlohmann::json slots_response(const std::vector<EngineLoop::RunningRequest>& running,
-                              int total_slots, int n_ctx) {
+                              const std::vector<size_t>& held, int total_slots, int n_ctx) {
   nlohmann::json out = nlohmann::json::array();
   const size_t n = std::max(running.size(), static_cast<size_t>(std::max(total_slots, 0)));
   for (size_t i = 0; i < n; ++i) {
@@ -16,7 +16,9 @@ nlohmann::json slots_response(const std::vector<EngineLoop::RunningRequest>& run
                    {"n_ctx", n_ctx},
                    {"speculative", false},
                    {"is_processing", busy},
-                   {"n_prompt_tokens", r.prompt_tokens},
+                   {"n_prompt_tokens", busy              ? size_t(r.prompt_tokens)
+                                       : i < held.size() ? held[i]
+                                                         : 0},
                    {"n_branches", busy ? r.branches : 0},
                    {"next_token",
                     {{"has_next_token", busy},

@@ -179,6 +179,23 @@ void BlockManager::acquire(BlockId block) {
   ++rc;
 }
 
+int32_t BlockManager::forget_prefix(std::span<const int32_t> tokens) {
+  if (!prefix_) return 0;
+  int32_t forgotten = 0;
+  // Until a match finds nothing more to drop: a chain cut at a held block
+  // may go on in another (registered under that block's twin).
+  for (int32_t round = -1; round != 0; forgotten += round) {
+    round = 0;
+    for (const PrefixEntryRef& e : prefix_->match(tokens, int32_t(tokens.size()) / block_size_)) {
+      if (refcount_[size_t(e.block)] != 0) continue;
+      prefix_->erase(e.block);  // also unlinks it from the LRU
+      free_list_.push_back(e.block);
+      round += block_size_;
+    }
+  }
+  return forgotten;
+}
+
 void BlockManager::release(BlockId block) {
   int32_t& rc = refcount_[size_t(block)];
   if (rc <= 0)

@@ -170,6 +170,12 @@ class BlockManager final : public KvManager {
   // K depends on the dropped tokens, which no prompt of its tokens holds.
   void shift(SeqId seq, int32_t keep_blocks, int32_t drop_blocks);
 
+  // Drops the prefix-cache entries of the leading whole blocks of `tokens`
+  // that no sequence holds (llama-server's slot erase), so no later prompt
+  // reuses them; a block a sequence holds keeps its entry. Returns the
+  // tokens whose blocks were dropped.
+  int32_t forget_prefix(std::span<const int32_t> tokens);
+
   // --- for a lower tier (the disk) ----------------------------------------------
   // A group-0 entry registered by mark_computed: the block now provably holds
   // the K/V of tokens [0, (depth + 1) * block_size) of `seq`.

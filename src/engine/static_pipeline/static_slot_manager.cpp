@@ -121,6 +121,59 @@ void StaticSlotManager::free(SeqId seq) {
   --occupied_;
 }
 
+int32_t StaticSlotManager::free_slot_holding(std::span<const int32_t> tokens,
+                                             int32_t* common) const {
+  int32_t best = -1;
+  *common = 0;
+  for (int32_t i = 0; i < slots(); ++i) {
+    const Slot& slot = slots_[size_t(i)];
+    if (slot.seq >= 0) continue;
+    const size_t limit =
+        std::min({slot.tokens.size(), tokens.size(), size_t(std::max(slot.reusable, 0))});
+    const auto diff = std::mismatch(tokens.begin(), tokens.begin() + limit, slot.tokens.begin());
+    const auto n = int32_t(diff.first - tokens.begin());
+    if (best < 0 || n > *common) {
+      best = i;
+      *common = n;
+    }
+  }
+  return best;
+}
+
+int32_t StaticSlotManager::empty_free_slot() {
+  int32_t best = -1;
+  for (int32_t i = 0; i < slots(); ++i)
+    if (slots_[size_t(i)].seq < 0 &&
+        (best < 0 || slots_[size_t(i)].tokens.size() < slots_[size_t(best)].tokens.size()))
+      best = i;
+  if (best >= 0) {
+    runner_.release(best);
+    slots_[size_t(best)].tokens.clear();
+  }
+  return best;
+}
+
+void StaticSlotManager::held(int32_t slot, std::span<const int32_t> tokens) {
+  Slot& s = slots_.at(size_t(slot));
+  s.tokens.assign(tokens.begin(), tokens.end());
+  s.reusable = INT32_MAX;
+}
+
+int32_t StaticSlotManager::forget(std::span<const int32_t> tokens) {
+  int32_t forgotten = 0;
+  for (int32_t i = 0; i < slots(); ++i) {
+    Slot& slot = slots_[size_t(i)];
+    const size_t n = std::min(slot.tokens.size(), tokens.size());
+    if (slot.seq >= 0 || n == 0 ||
+        !std::equal(tokens.begin(), tokens.begin() + n, slot.tokens.begin()))
+      continue;
+    forgotten += int32_t(slot.tokens.size());
+    runner_.release(i);
+    slot.tokens.clear();
+  }
+  return forgotten;
+}
+
 int64_t StaticSlotManager::positions_filled() const {
   int64_t n = 0;
   for (size_t i = 0; i < slots_.size(); ++i)

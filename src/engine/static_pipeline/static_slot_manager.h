@@ -48,6 +48,20 @@ class StaticSlotManager final : public KvManager {
   // tokens in view, so a later prompt reuses at most `first` of the slot.
   void shift(SeqId seq, int32_t first, int32_t drop);
 
+  // Empties every free slot whose tokens and `tokens` agree over the shorter
+  // of the two (Engine::forget_prefix); returns the tokens those slots held.
+  int32_t forget(std::span<const int32_t> tokens);
+
+  // For slot save and restore (static_slot_io.h). The free slot whose tokens
+  // share the longest prefix with `tokens` (-1 when no slot is free) and the
+  // length of that prefix.
+  int32_t free_slot_holding(std::span<const int32_t> tokens, int32_t* common) const;
+  // An emptied free slot to restore into (an empty one first, else the one
+  // holding the fewest tokens), -1 when none is free; then `held` records the
+  // tokens whose K/V were put in it (import_run), which later prompts reuse.
+  int32_t empty_free_slot();
+  void held(int32_t slot, std::span<const int32_t> tokens);
+
   // The slot `seq` holds; std::logic_error when it holds none.
   int32_t slot_of(SeqId seq) const;
   int32_t slots() const { return int32_t(slots_.size()); }

@@ -25,6 +25,9 @@ before(async () => {
 
 after(async () => { await stopServer(server.proc); });
 
+// The whole prompt: Anthropic's input_tokens counts only what was not read from a cache.
+const promptTokens = (u) => u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+
 const SYSTEM = 'Answer in the words of the King James Bible.';
 const MESSAGES = [{ role: 'user', content: 'Tell of the flood' },
                   { role: 'assistant', content: [{ type: 'text', text: 'The waters rose.' }] },
@@ -45,7 +48,7 @@ test('messages.create: greedy text, stop_reason and usage equal chat completions
   assert.equal(msg.content[0].type, 'text');
   assert.equal(msg.content[0].text, ref.choices[0].message.content);
   assert.equal(msg.stop_reason, ref.choices[0].finish_reason === 'length' ? 'max_tokens' : 'end_turn');
-  assert.equal(msg.usage.input_tokens, ref.usage.prompt_tokens);
+  assert.equal(promptTokens(msg.usage), ref.usage.prompt_tokens);
   assert.equal(msg.usage.output_tokens, ref.usage.completion_tokens);
   const count = await client.messages.countTokens({ model: MODEL, system: SYSTEM, messages: MESSAGES });
   assert.equal(count.input_tokens, ref.usage.prompt_tokens);
@@ -87,7 +90,7 @@ test('streaming: message_start .. message_stop, deltas adding up to the text', a
   const final = await client.messages.stream({ model: MODEL, max_tokens: 12, temperature: 0,
                                               system: SYSTEM, messages: MESSAGES }).finalMessage();
   assert.equal(final.content[0].text, text);
-  assert.equal(final.usage.input_tokens, ref.usage.prompt_tokens);
+  assert.equal(promptTokens(final.usage), ref.usage.prompt_tokens);
 });
 
 test("errors have Anthropic's shape: the client's typed errors", async () => {
@@ -144,7 +147,7 @@ test('tools: a tool_use reply, streamed and not, and a tool_result round trip', 
   checkWeather(msg.content[0]);
   const count = await client.messages.countTokens({ model: MODEL, tools: [WEATHER], messages: ASK,
                                                     tool_choice: ask.tool_choice });
-  assert.equal(count.input_tokens, msg.usage.input_tokens);
+  assert.equal(count.input_tokens, promptTokens(msg.usage));
 
   // Streamed: a tool_use block whose input comes in input_json_delta pieces; greedy, so the same call.
   const types = [];
@@ -183,7 +186,7 @@ test('tools: a tool_use reply, streamed and not, and a tool_result round trip', 
                  function: { name: call.name, arguments: JSON.stringify(call.input) } }] },
                { role: 'tool', tool_call_id: call.id, content: '21 degrees' },
                { role: 'user', content: 'Thanks.' }] });
-  assert.equal(answer.usage.input_tokens, ref.usage.prompt_tokens);
+  assert.equal(promptTokens(answer.usage), ref.usage.prompt_tokens);
   assert.equal(answer.content[0].type, 'text');
   assert.equal(answer.content[0].text, ref.choices[0].message.content);
   assert.notEqual(answer.stop_reason, 'tool_use');

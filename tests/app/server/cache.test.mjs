@@ -1,7 +1,7 @@
 // Prompt tokens served from the prefix cache, as each API reports them (issue 41):
 // chat completions' usage.prompt_tokens_details.cached_tokens (streamed and not),
 // the Responses API's usage.input_tokens_details.cached_tokens and Anthropic's
-// usage.cache_read_input_tokens. A first request reports 0; the same request again
+// usage.cache_read_input_tokens (with input_tokens then the rest of the prompt). A first request reports 0; the same request again
 // reports what the engine reused for it: the growth of
 // kvforge_prefix_cache_tokens_reused_total, whole blocks of 16 (never the last token).
 // Run by run_server_tests.sh (CTest: server_apis).
@@ -81,15 +81,34 @@ test('responses: usage.input_tokens_details.cached_tokens', async () => {
   });
 });
 
-test('anthropic messages: usage.cache_read_input_tokens, streamed and not', async () => {
+// Anthropic counts differently: input_tokens is only the part of the prompt not read from a
+// cache (cache_read_input_tokens) nor written at a cache_control breakpoint
+// (cache_creation_input_tokens, always 0 here); the three add up to the prompt.
+test('anthropic messages: input_tokens without the cache_read_input_tokens, streamed and not',
+     async () => {
   const body = { model: MODEL, max_tokens: 3, temperature: 0, system: system('the psalms'),
                  messages: [{ role: 'user', content: 'Sing a psalm' }] };
+  const { input_tokens: prompt } = await anthropic.messages.countTokens(
+    { model: MODEL, system: body.system, messages: body.messages });
+  const usages = [];
   const cached = await firstThenRepeat(async () => {
     const msg = await anthropic.messages.create(body);
+    usages.push(msg.usage);
     return msg.usage.cache_read_input_tokens;
   });
+  assert.deepEqual(usages[0], { input_tokens: prompt, cache_creation_input_tokens: 0,
+                                cache_read_input_tokens: 0, output_tokens: 3 });
+  assert.deepEqual(usages[1], { input_tokens: prompt - cached, cache_creation_input_tokens: 0,
+                                cache_read_input_tokens: cached, output_tokens: 3 });
+  // Streamed: message_start already carries the split (the SDK's final message takes its input
+  // counts from there), and message_delta repeats it with the output count.
   const events = [];
-  for await (const ev of anthropic.messages.stream(body)) events.push(ev);
+  const stream = anthropic.messages.stream(body);
+  stream.on('streamEvent', (ev) => events.push(structuredClone(ev)));  // the SDK updates its own
+  const final = await stream.finalMessage();
+  assert.deepEqual(final.usage, usages[1]);
+  const start = events.find((ev) => ev.type === 'message_start');
+  assert.deepEqual(start.message.usage, { ...usages[1], output_tokens: 0 });
   const delta = events.find((ev) => ev.type === 'message_delta');
-  assert.equal(delta.usage.cache_read_input_tokens, cached);
+  assert.deepEqual(delta.usage, usages[1]);
 });

@@ -259,8 +259,10 @@ test('tools: function_call items, events, and the round trip back', async () => 
   // The tools' system prompt needs more than the model's own context of 256.
   const tooled = await startServer(['-c', '2048']);
   try {
-    await toolRoundTrip(new OpenAI({ baseURL: `http://127.0.0.1:${tooled.port}/v1`,
-                                     apiKey: 'unused', maxRetries: 0 }));
+    const client = new OpenAI({ baseURL: `http://127.0.0.1:${tooled.port}/v1`, apiKey: 'unused',
+                                maxRetries: 0 });
+    await toolRoundTrip(client);
+    await callCutOff(client);
   } finally {
     await stopServer(tooled.proc);
   }
@@ -333,4 +335,61 @@ async function toolRoundTrip(client) {
                  function: { name: call.name, arguments: call.arguments } }] },
                { role: 'tool', tool_call_id: call.call_id, content: '{"sky": "clear"}' }] });
   assert.equal(resent.output_text, chat.choices[0].message.content);
+}
+
+// A call cut off by max_output_tokens, as OpenAI answers it: status incomplete with
+// incomplete_details.reason max_output_tokens, the function_call item incomplete with the
+// arguments generated so far, and no message holding the call's raw text; streamed, the
+// call's events end in response.incomplete; the SDK's helper assembles the same response.
+async function callCutOff(client) {
+  const body = { model: MODEL, input: 'What is the weather in Paris?', tools: [WEATHER],
+                 tool_choice: 'required', parallel_tool_calls: false,
+                 max_output_tokens: 160, temperature: 0 };
+  const whole = await client.responses.create(body);
+  assert.equal(whole.status, 'completed');
+  const full = whole.output[0].arguments;
+  // The longest cut that ends inside the arguments (the call's own closing markup follows
+  // them): a few requests back from the whole call's length.
+  let cut;
+  let res;
+  for (let n = whole.usage.output_tokens - 1; n > 0 && !cut; --n) {
+    res = await client.responses.create({ ...body, max_output_tokens: n });
+    if (res.output[0]?.arguments?.length < full.length) cut = { ...body, max_output_tokens: n };
+  }
+  assert.ok(cut, 'a cut inside the arguments');
+  const check = (res, how) => {
+    assert.equal(res.status, 'incomplete', how);
+    assert.deepEqual(res.incomplete_details, { reason: 'max_output_tokens' }, how);
+    assert.equal(res.output.length, 1, `${how}: ${JSON.stringify(res.output)}`);
+    const [item] = res.output;
+    assert.equal(item.type, 'function_call', how);
+    assert.equal(item.status, 'incomplete', how);
+    assert.equal(item.name, 'get_weather', how);
+    assert.ok(full.startsWith(item.arguments) && item.arguments.length > 0 &&
+              item.arguments.length < full.length, `${how}: ${item.arguments} of ${full}`);
+    assert.equal(res.usage.output_tokens, cut.max_output_tokens, how);
+    return item;
+  };
+  const item = check(res, 'not streamed');
+
+  const types = [];
+  let args = '';
+  let last;
+  for await (const ev of await client.responses.create({ ...cut, stream: true })) {
+    types.push(ev.type);
+    if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+    if (ev.type === 'response.output_item.done') assert.equal(ev.item.status, 'incomplete');
+    last = ev;
+  }
+  const pieces = types.filter((t, i) => t !== 'response.function_call_arguments.delta' ||
+                                        types[i - 1] !== t);
+  assert.deepEqual(pieces, ['response.created', 'response.in_progress',
+    'response.output_item.added', 'response.function_call_arguments.delta',
+    'response.function_call_arguments.done', 'response.output_item.done', 'response.incomplete']);
+  const streamed = check(last.response, 'streamed');
+  assert.equal(args, item.arguments);
+  assert.equal(streamed.arguments, item.arguments);
+
+  const final = await client.responses.stream(cut).finalResponse();
+  assert.equal(check(final, 'the SDK helper').arguments, item.arguments);
 }

@@ -2,7 +2,8 @@
 // POST /slots/{id}?action=save|restore {"filename"}. A saved conversation restored
 // into a restarted server makes the same request a prefix-cache hit (cached_tokens)
 // with the same greedy text; hostile files are refused naming why: bad names,
-// a missing file, a corrupt or truncated one, another model's. Without the flag
+// a missing file, a corrupt or truncated one, another model's. erase forgets what a
+// slot holds. The static slots save and restore too (the same files). Without the flag
 // both actions are a 501 naming it. Run by run_server_tests.sh (CTest: server_apis).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -68,6 +69,30 @@ test('save, restart, restore: the next request is a prefix-cache hit with the sa
   assert.deepEqual(readFileSync(join(slotDir, 'copy.bin')), readFileSync(join(slotDir, 'chronicles.bin')));
 });
 
+// erase forgets what the slot holds: GET /slots shows it empty and the same request is
+// computed afresh (no cached tokens), with the same greedy text.
+test('erase: /slots shows the slot empty, the next request is no prefix-cache hit', async () => {
+  const messages = [{ role: 'system', content: 'Thou art a scribe of the kings of Judah; answer ' +
+                      'in the words of the King James Bible and name the kings in their order.' },
+                    { role: 'user', content: 'Who reigned after Solomon?' }];
+  const ask = () => post('/v1/chat/completions', { messages, max_tokens: 4, temperature: 0 });
+  const slots = async () => (await fetch(`${base()}/slots`)).json();
+  const first = await ask();
+  assert.equal(first.body.usage.prompt_tokens_details.cached_tokens, 0);
+  const held = (await slots())[0].n_prompt_tokens;  // the prompt and the reply's tokens
+  assert.ok(held >= first.body.usage.prompt_tokens, `slot 0 holds ${held}`);
+  const hit = await ask();
+  assert.ok(hit.body.usage.prompt_tokens_details.cached_tokens >= BLOCK, JSON.stringify(hit.body.usage));
+  const erased = await post('/slots/0?action=erase', {});
+  assert.deepEqual(erased, { status: 200, body: { id_slot: 0, n_erased: held } });
+  assert.equal((await slots())[0].n_prompt_tokens, 0);
+  const saved = await post('/slots/0?action=save', { filename: 'erased.bin' });
+  assert.equal(saved.body.n_saved, 0, JSON.stringify(saved.body));  // nothing left to save
+  const after = await ask();
+  assert.equal(after.body.usage.prompt_tokens_details.cached_tokens, 0);
+  assert.equal(after.body.choices[0].message.content, first.body.choices[0].message.content);
+});
+
 test('hostile names and files are refused naming why', async () => {
   await chat();
   assert.equal((await post('/slots/0?action=save', { filename: 'good.bin' })).status, 200);
@@ -111,6 +136,51 @@ test('hostile names and files are refused naming why', async () => {
     await stopServer(foreign.proc);
   }
   await refused('other.bin', 400, /saved by model 'other.gguf'.*another model/);
+});
+
+// `serve --static`: with --slot-save-path the slots keep their K/V between requests, save
+// reads the free slot holding the entry's tokens, restore fills a free slot that the next
+// request starting with those tokens takes (cached_tokens: all of them but the prompt's
+// last), and erase empties it. Files are the paged engine's: one restores into the other.
+test('static slots: save, restart, restore, erase', async () => {
+  const STATIC = ['--static', '--static-slots', '2', '--max-prompt-len', '192',
+                  '--min-response-len', '64', '--slot-save-path', slotDir];
+  let s = await startServer(STATIC);
+  try {
+    const at = () => `http://127.0.0.1:${s.port}`;
+    const first = await chat(at());
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    assert.equal(first.body.usage.prompt_tokens_details.cached_tokens, 0);
+    const prompt = first.body.usage.prompt_tokens;
+    const saved = await post('/slots/0?action=save', { filename: 'static.bin' }, at());
+    assert.equal(saved.status, 200, JSON.stringify(saved.body));
+    assert.ok(saved.body.n_saved >= BLOCK && saved.body.n_saved % BLOCK === 0, JSON.stringify(saved.body));
+
+    await stopServer(s.proc);
+    s = await startServer(STATIC);  // empty slots
+    const restored = await post('/slots/1?action=restore', { filename: 'static.bin' }, at());
+    assert.equal(restored.status, 200, JSON.stringify(restored.body));
+    assert.equal(restored.body.n_restored, saved.body.n_saved);
+    const again = await chat(at());
+    assert.equal(again.body.usage.prompt_tokens_details.cached_tokens,
+                 Math.min(restored.body.n_restored, prompt - 1));
+    assert.equal(again.body.choices[0].message.content, first.body.choices[0].message.content);
+
+    const held = (await (await fetch(`${at()}/slots`)).json())[0].n_prompt_tokens;
+    assert.ok(held >= prompt, `slot 0 holds ${held}`);
+    const erased = await post('/slots/0?action=erase', {}, at());
+    assert.deepEqual(erased, { status: 200, body: { id_slot: 0, n_erased: held } });
+    const fresh = await chat(at());
+    assert.equal(fresh.body.usage.prompt_tokens_details.cached_tokens, 0);
+    assert.equal(fresh.body.choices[0].message.content, first.body.choices[0].message.content);
+
+    // The paged engine's file of the first test: the same blocks.
+    const paged = await post('/slots/1?action=restore', { filename: 'chronicles.bin' }, at());
+    assert.equal(paged.status, 200, JSON.stringify(paged.body));
+    assert.equal(paged.body.n_restored, saved.body.n_saved);
+  } finally {
+    await stopServer(s.proc);
+  }
 });
 
 test('without --slot-save-path: 501 naming the flag', async () => {
