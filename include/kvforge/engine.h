@@ -175,10 +175,11 @@ class Engine {
   // The static slots' plans and runner; null in the paged mode.
   const StaticRunner* static_runner() const;
 
-  // Whole prefix blocks out of and into the paged pool's prefix cache, for
-  // llama-server's slot save and restore (engine_prefix_io.cpp). Paged mode,
-  // one process, one full-attention layer group, prefix cache on; otherwise
-  // both throw std::invalid_argument saying why.
+  // Whole prefix blocks out of and into the paged pool's prefix cache, or a
+  // free static slot (reuse_slots on; static_pipeline/static_slot_io.h), for
+  // llama-server's slot save and restore (engine_prefix_io.cpp). One
+  // process, one full-attention layer group, prefix cache on; otherwise both
+  // throw std::invalid_argument saying why.
   // The leading whole blocks of `tokens` the prefix cache holds, each encoded
   // as a disk-tier block file (engine/kv/kv_block_file.h: this engine's
   // identity, every token id of its prefix, a checksum).
@@ -191,7 +192,7 @@ class Engine {
   // and why (nothing is kept then), or when the pool has no room.
   int32_t import_prefix(std::span<const int32_t> tokens,
                         std::span<const std::vector<uint8_t>> files);
-  // KvBlockIdentity::fingerprint() of this engine's blocks (0 on static slots).
+  // KvBlockIdentity::fingerprint() of this engine's blocks (0 where they cannot move).
   uint64_t block_fingerprint() const;
   // Forgets the K/V kept for `tokens` (llama-server's slot erase): paged, the
   // prefix-cache entries of its leading whole blocks that no running request

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "app/server/anthropic_blocks.h"
+#include "app/server/json_body_parser.h"
 #include "app/server/model_names.h"
 
 namespace kvforge::server {
@@ -21,7 +22,7 @@ ordered_json messages_chat_messages(const ordered_json& body) {
     messages_refuse("messages", "must be a non-empty array");
   for (const ordered_json& msg : *m) {
     if (!msg.is_object()) messages_refuse("messages", "must hold objects");
-    const std::string role = msg.value("role", "");
+    const std::string role = string_value(msg, "role", "");
     if (role != "user" && role != "assistant")
       messages_refuse("messages", "roles must be user or assistant, not '" + role + "'");
     if (!msg.contains("content")) messages_refuse("messages", "need 'content'");

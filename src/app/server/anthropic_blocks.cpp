@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "app/server/json_body_parser.h"
 #include "app/server/openai_error.h"
 #include "app/server/tool_call_response.h"
 
@@ -64,7 +65,7 @@ void blocks_flush_text(const std::string& role, std::string& text, bool& has_tex
 
 ordered_json blocks_function(const ordered_json& tool, const std::string& where) {
   if (!tool.is_object()) messages_refuse("tools", "must hold objects");
-  const std::string type = tool.value("type", "custom");
+  const std::string type = string_value(tool, "type", "custom");
   if (type != "custom")
     messages_refuse("tools",
                     "holds '" + where + "' of type '" + type +
@@ -86,7 +87,7 @@ void messages_tool_choice(const ordered_json& choice, ordered_json& chat) {
   if (!choice.is_object()) messages_refuse("tool_choice", "must be an object with a 'type'");
   blocks_only_keys(choice, {"type", "name", "disable_parallel_tool_use"}, "tool_choice",
                    "tool_choice");
-  const std::string type = choice.value("type", "");
+  const std::string type = string_value(choice, "type", "");
   if (type == "auto" || type == "none")
     chat["tool_choice"] = type;
   else if (type == "any")
@@ -115,7 +116,7 @@ std::string messages_text(const ordered_json& content, const std::string& field)
   if (!content.is_array()) messages_refuse(field, "must be a string or an array of text blocks");
   std::string text;
   for (const ordered_json& block : content) {
-    const std::string type = block.is_object() ? block.value("type", "") : "";
+    const std::string type = block.is_object() ? string_value(block, "type", "") : "";
     if (type != "text")
       messages_refuse(field, "holds a block of type '" + type +
                                  "' where only text blocks are supported (no images or documents)");
@@ -136,7 +137,7 @@ void append_chat_turns(const std::string& role, const ordered_json& content, ord
   ordered_json calls = ordered_json::array();
   for (size_t i = 0; i < content.size(); ++i) {
     const ordered_json& block = content[i];
-    const std::string type = block.is_object() ? block.value("type", "") : "";
+    const std::string type = block.is_object() ? string_value(block, "type", "") : "";
     const std::string where = "content[" + std::to_string(i) + "]";
     if (type == "text") {
       text += messages_text(ordered_json::array({block}), "messages");

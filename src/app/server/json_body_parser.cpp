@@ -116,4 +116,11 @@ Json parse_json_linear(std::string_view text, const JsonBodyChecks& checks) {
   return builder.take();
 }
 
+std::string string_value(const nlohmann::ordered_json& obj, const char* key,
+                         const std::string& fallback) {
+  const auto v = obj.find(key);
+  if (v == obj.end() || v->is_null()) return fallback;
+  return v->is_string() ? v->get<std::string>() : std::string("(not a string)");
+}
+
 }  // namespace kvforge::server

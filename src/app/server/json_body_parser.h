@@ -31,4 +31,11 @@ struct JsonBodyChecks {
 // the checks throw, and nlohmann's parse_error / out_of_range for invalid text.
 nlohmann::ordered_json parse_json_linear(std::string_view text, const JsonBodyChecks& checks);
 
+// obj[key] when it is a string, `fallback` when absent or null, and
+// "(not a string)" otherwise, which no field's check accepts, so the
+// caller's refusal names the field (nlohmann's value() would throw a
+// type_error, answered 500).
+std::string string_value(const nlohmann::ordered_json& obj, const char* key,
+                         const std::string& fallback);
+
 }  // namespace kvforge::server

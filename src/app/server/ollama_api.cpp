@@ -37,6 +37,21 @@ const std::set<std::string>& runtime_options() {
   throw bad_param(field, "'" + field + "' is not supported: " + why);
 }
 
+// body[key] when it is a `T` (a string or a boolean), `fallback` when absent
+// or null; a 400 naming the field otherwise (nlohmann's value() would throw
+// a type_error, answered 500).
+template <typename T>
+T typed_field(const ordered_json& body, const char* key, T fallback) {
+  const auto v = body.find(key);
+  if (v == body.end() || v->is_null()) return fallback;
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!v->is_boolean()) throw bad_param(key, "'" + std::string(key) + "' must be a boolean");
+  } else if (!v->is_string()) {
+    throw bad_param(key, "'" + std::string(key) + "' must be a string");
+  }
+  return v->get<T>();
+}
+
 // The common fields: model, stream, options, and the refused ones.
 void map_common(const ordered_json& body, const RequestLimits& limits, OllamaRequest& r) {
   // "format": "json" or a JSON schema, through the grammar as response_format on chat.
@@ -88,7 +103,8 @@ ordered_json parse(std::string_view body, const RequestLimits& limits) {
 ordered_json chat_message(const ordered_json& m) {
   if (!m.is_object()) throw bad_param("messages", "each message must be an object");
   if (m.contains("images")) refuse("images", "kvforge serves text models only");
-  ordered_json out = {{"role", m.value("role", "")}, {"content", m.value("content", json())}};
+  ordered_json out = {{"role", typed_field<std::string>(m, "role", "")},
+                      {"content", m.value("content", json())}};
   if (m.contains("tool_calls")) out["tool_calls"] = m["tool_calls"];
   return out;
 }
@@ -154,9 +170,9 @@ OllamaRequest ollama_generate_request(std::string_view text, const RequestLimits
   OllamaRequest r;
   r.generate = true;
   map_common(body, limits, r);
-  const std::string prompt = body.value("prompt", "");
+  const std::string prompt = typed_field<std::string>(body, "prompt", "");
   r.load_only = prompt.empty();
-  if (body.value("raw", false)) {
+  if (typed_field(body, "raw", false)) {
     r.kind = ApiKind::kCompletion;
     r.openai["prompt"] = prompt;
     return r;
@@ -269,7 +285,8 @@ json ollama_ps(const RequestLimits& limits, const std::string& model_path) {
 json ollama_show(std::string_view text, const RequestLimits& limits, const std::string& model_path,
                  const std::string& chat_template) {
   const ordered_json body = parse(text, limits);
-  std::string name = body.value("model", body.value("name", ""));
+  std::string name =
+      typed_field<std::string>(body, "model", typed_field<std::string>(body, "name", ""));
   name = ollama_served_name(name);
   if (name.empty()) throw bad_param("model", "'model' is required");
   if (!serves_model(limits, name)) throw model_not_found(limits, name);

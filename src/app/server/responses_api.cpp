@@ -4,6 +4,7 @@
 #include <random>
 #include <set>
 
+#include "app/server/json_body_parser.h"
 #include "app/server/responses_tools.h"
 
 namespace kvforge::server {
@@ -43,7 +44,7 @@ std::string responses_content(const ordered_json& content) {
     responses_refuse("input", "items' content must be a string or an array of text parts");
   std::string text;
   for (const ordered_json& part : content) {
-    const std::string type = part.is_object() ? part.value("type", "") : "";
+    const std::string type = part.is_object() ? string_value(part, "type", "") : "";
     if (type != "input_text" && type != "output_text" && type != "text")
       responses_refuse("input", "content parts of type '" + type +
                                     "' are not supported (text parts only: input_text, "
@@ -57,12 +58,12 @@ std::string responses_content(const ordered_json& content) {
 
 ordered_json responses_message(const ordered_json& item) {
   if (!item.is_object()) responses_refuse("input", "items must be objects");
-  const std::string type = item.value("type", "message");
+  const std::string type = string_value(item, "type", "message");
   if (type != "message")
     responses_refuse("input", "items of type '" + type +
                                   "' are not supported (message items only; no tools or "
                                   "reasoning items)");
-  std::string role = item.value("role", "");
+  std::string role = string_value(item, "role", "");
   if (role == "developer") role = "system";
   if (role != "user" && role != "assistant" && role != "system")
     responses_refuse("input", "item role '" + role +
@@ -79,7 +80,7 @@ void responses_format(const ordered_json& text, ordered_json& chat) {
     if (key != "format") responses_refuse("text." + key, "is not supported");
   if (!text.contains("format") || text["format"].is_null()) return;
   const ordered_json& f = text["format"];
-  const std::string type = f.is_object() ? f.value("type", "") : "";
+  const std::string type = f.is_object() ? string_value(f, "type", "") : "";
   if (type == "text") return;
   if (type == "json_object") {
     chat["response_format"] = {{"type", "json_object"}};
@@ -87,7 +88,9 @@ void responses_format(const ordered_json& text, ordered_json& chat) {
   }
   if (type != "json_schema")
     responses_refuse("text.format", "must be of type text, json_object or json_schema");
-  ordered_json schema = {{"name", f.value("name", "response")}};
+  if (const auto n = f.find("name"); n != f.end() && !n->is_null() && !n->is_string())
+    responses_refuse("text.format.name", "must be a string");
+  ordered_json schema = {{"name", string_value(f, "name", "response")}};
   if (!f.contains("schema")) responses_refuse("text.format.schema", "is required");
   schema["schema"] = f["schema"];
   if (f.contains("strict")) schema["strict"] = f["strict"];

@@ -1,5 +1,6 @@
 #include "app/server/responses_tools.h"
 
+#include "app/server/json_body_parser.h"
 #include "app/server/openai_error.h"
 #include "app/server/tool_call_response.h"
 
@@ -21,7 +22,7 @@ const ordered_json& string_field(const ordered_json& item, const char* key, cons
 }
 
 ordered_json chat_tool(const ordered_json& tool) {
-  const std::string type = tool.is_object() ? tool.value("type", "") : "";
+  const std::string type = tool.is_object() ? string_value(tool, "type", "") : "";
   if (type != "function")
     refuse_tool("tools", "tools of type '" + type +
                              "' are not supported (functions only: {\"type\": \"function\", "
@@ -44,7 +45,7 @@ void responses_tools_to_chat(const ordered_json& body, ordered_json& chat) {
     if (!tools.empty()) chat["tools"] = tools;
   }
   if (const auto c = body.find("tool_choice"); c != body.end() && !c->is_null()) {
-    if (c->is_object() && c->value("type", "") == "function" && c->contains("name"))
+    if (c->is_object() && string_value(*c, "type", "") == "function" && c->contains("name"))
       chat["tool_choice"] = {{"type", "function"}, {"function", {{"name", (*c)["name"]}}}};
     else
       chat["tool_choice"] = *c;
@@ -54,7 +55,7 @@ void responses_tools_to_chat(const ordered_json& body, ordered_json& chat) {
 }
 
 bool append_tool_item(const ordered_json& item, ordered_json& messages) {
-  const std::string type = item.is_object() ? item.value("type", "") : "";
+  const std::string type = item.is_object() ? string_value(item, "type", "") : "";
   if (type == "function_call") {
     const ordered_json call = {{"id", string_field(item, "call_id", "function_call")},
                                {"type", "function"},

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "app/server/json_body_parser.h"
 #include "app/server/openai_error.h"
 #include "app/structured/tool_call_gbnf.h"
 #include "engine/sampling/grammar/grammar_error.h"
@@ -50,7 +51,7 @@ std::vector<ToolFunction> parse_tools(const ordered_json& tools) {
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string where = "tools[" + std::to_string(i) + "]";
     const ordered_json& t = tools[i];
-    if (!t.is_object() || t.value("type", "") != "function")
+    if (!t.is_object() || string_value(t, "type", "") != "function")
       throw bad_param("tools", "'" + where +
                                    "' must be an object of type \"function\" (other "
                                    "tool types are not supported)");
@@ -86,7 +87,7 @@ ToolChoice parse_choice(const ordered_json& body, const std::vector<ToolFunction
     return {c->get<std::string>(), ""};
   }
   const ordered_json* f =
-      c->is_object() && c->value("type", "") == "function" && c->contains("function")
+      c->is_object() && string_value(*c, "type", "") == "function" && c->contains("function")
           ? &(*c)["function"]
           : nullptr;
   if (!f || !f->is_object() || !f->contains("name") || !(*f)["name"].is_string())
