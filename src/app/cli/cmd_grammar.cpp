@@ -27,6 +27,7 @@ struct GrammarFlags {
   bool schema = false;
   bool lowered = false;
   bool byte_walks = false;
+  bool whole_walks = false;
 };
 
 ConstraintSpec spec_of(const GrammarFlags& f) {
@@ -53,7 +54,11 @@ void time_first_mask(const ConstraintSpec& spec, const std::string& model) {
 void run_grammar(const GrammarFlags& f) {
   if (f.action == "bench") {
     if (f.model.empty()) throw std::invalid_argument("grammar bench: -m MODEL is required");
-    run_grammar_bench(f.model, f.files, f.walks, f.max_steps, f.byte_walks);
+    ConstraintLimits limits;
+    limits.class_walks = !f.byte_walks;
+    limits.repetition_shifts = !f.whole_walks;
+    if (f.whole_walks) limits.max_cached_unions = 0;
+    run_grammar_bench(f.model, f.files, f.walks, f.max_steps, limits);
     return;
   }
   if (f.action != "check")
@@ -76,7 +81,9 @@ void declare_flags(CLI::App& sub, GrammarFlags& f) {
       ->capture_default_str();
   sub.add_flag("--schema", f.schema, "the file is a JSON schema whatever its name");
   sub.add_flag("--lowered", f.lowered, "print the compiled byte-level rules");
-  sub.add_flag("--byte-walks", f.byte_walks, "bench: walk the byte trie only (the baseline)");
+  sub.add_flag("--byte-walks", f.byte_walks, "bench: walk the byte trie only (a baseline)");
+  sub.add_flag("--whole-walks", f.whole_walks,
+               "bench: walk every cut stack whole, build every union anew (a baseline)");
   sub.add_option("-m,--model", f.model,
                  "check: bind to this model's vocabulary and time the first mask; bench: required");
 }

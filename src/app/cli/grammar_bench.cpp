@@ -106,13 +106,14 @@ ConstraintSpec constraint_spec_of_file(const std::string& path, bool schema) {
 }
 
 void run_grammar_bench(const std::string& model, const std::vector<std::string>& files, int walks,
-                       int max_steps, bool byte_walks) {
+                       int max_steps, const ConstraintLimits& limits) {
   const gguf::GgufFile file = gguf::GgufFile::open(resolve_model_path(model));
   const Tokenizer tok = Tokenizer::from_gguf(file);
   const auto t_vocab = Clock::now();
   const auto vocab = grammar_vocabulary(tok);
-  std::printf("# vocabulary: %zu tokens, trie of %zu nodes built in %.1f ms\n", vocab->n_vocab(),
-              vocab->trie.size(), us_since(t_vocab) / 1000);
+  std::printf("# vocabulary: %zu tokens (at most %zu bytes), trie of %zu nodes built in %.1f ms\n",
+              vocab->n_vocab(), vocab->trie.max_depth(), vocab->trie.size(),
+              us_since(t_vocab) / 1000);
   const double bracket_us = cpu_bracket_us();
   std::printf("# wall and thread CPU time per mask, us (CPU less the clock's %.1f us)\n",
               bracket_us);
@@ -124,8 +125,6 @@ void run_grammar_bench(const std::string& model, const std::vector<std::string>&
   for (const std::string& path : files) {
     const ConstraintSpec spec = constraint_spec_of_file(path, false);
     const auto t0 = Clock::now();
-    ConstraintLimits limits;
-    limits.class_walks = !byte_walks;
     auto c =
         std::make_shared<GrammarConstraint>(compile_gbnf(constraint_gbnf(spec)), vocab, limits);
     GrammarMatcher(c).allowed();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "app/structured/constraint_spec.h"
+#include "engine/sampling/grammar/grammar_constraint.h"
 
 namespace kvforge::cli {
 
@@ -16,9 +17,9 @@ namespace kvforge::cli {
 // `schema`), else GBNF. Throws std::invalid_argument if it cannot be read.
 ConstraintSpec constraint_spec_of_file(const std::string& path, bool schema);
 
-// byte_walks: every walk over the byte trie (ConstraintLimits::class_walks
-// off), the baseline the class trie is measured against.
+// `limits` bind every grammar: turning a shortcut off (class walks,
+// repetition shifts, cached unions) gives the baseline it is measured against.
 void run_grammar_bench(const std::string& model, const std::vector<std::string>& files, int walks,
-                       int max_steps, bool byte_walks = false);
+                       int max_steps, const ConstraintLimits& limits = {});
 
 }  // namespace kvforge::cli

@@ -17,6 +17,19 @@ std::vector<std::string> without_ends(std::vector<std::string> bytes,
   return bytes;
 }
 
+// (k < max_depth) the tokens of at most k bytes.
+std::vector<TokenMask> masks_up_to(const std::vector<std::string>& bytes, size_t max_depth) {
+  std::vector<std::vector<int32_t>> by_length(max_depth);
+  for (size_t t = 0; t < bytes.size(); ++t)
+    if (bytes[t].size() < max_depth) by_length[bytes[t].size()].push_back(int32_t(t));
+  std::vector<TokenMask> out(max_depth, TokenMask((bytes.size() + 63) / 64, 0));
+  for (size_t k = 1; k < max_depth; ++k) {
+    out[k] = out[k - 1];
+    for (int32_t t : by_length[k]) mask_set(out[k], t);
+  }
+  return out;
+}
+
 }  // namespace
 
 GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends,
@@ -26,7 +39,8 @@ GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector
       named_tokens(std::move(named)),
       trie(token_bytes),
       class_tries{ClassTrie(trie, token_bytes, json_text_classes()),
-                  ClassTrie(trie, token_bytes, word_classes())} {}
+                  ClassTrie(trie, token_bytes, word_classes())},
+      tokens_up_to(masks_up_to(token_bytes, trie.max_depth())) {}
 
 bool GrammarVocabulary::is_end(int32_t token) const {
   return std::find(end_ids.begin(), end_ids.end(), token) != end_ids.end();
@@ -41,6 +55,7 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
       arena_(grammar_, limits.max_stacks, limits.max_expansion),
       set_keeps_classes_(grammar_.byte_sets.size() + 1, -1) {
   bind_tokens();
+  shifts_ = repetition_shifts(grammar_);
   // The sentinel: a byte set that takes no byte, in no rule.
   grammar_.byte_sets.push_back(ByteSet{});
   const auto pos = uint32_t(grammar_.elements.size());
@@ -192,89 +207,203 @@ std::shared_ptr<const TokenMask> GrammarConstraint::token_mask(const Element& to
 std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
     std::span<const uint32_t> stacks) const {
   std::lock_guard lock(mu_);
-  auto with_ends = [&](TokenMask& m) {
-    for (int32_t e : vocab_->end_ids)
-      if (e >= 0 && size_t(e) < vocab_->n_vocab()) mask_set(m, e);
-  };
   if (stacks.size() == 1 && stacks[0] != kEmptyStack) return stack_mask(stacks[0]);
+  return union_mask(stacks);
+}
+
+std::shared_ptr<const TokenMask> GrammarConstraint::union_mask(
+    std::span<const uint32_t> stacks) const {
+  std::vector<uint32_t> key(stacks.begin(), stacks.end());
+  if (const auto hit = unions_.find(key); hit != unions_.end()) return hit->second;
   auto out = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
   for (uint32_t s : stacks) {
     if (s == kEmptyStack) {
-      with_ends(*out);
+      for (int32_t e : vocab_->end_ids)
+        if (e >= 0 && size_t(e) < vocab_->n_vocab()) mask_set(*out, e);
       continue;
     }
     const TokenMask& m = *stack_mask(s);
     for (size_t i = 0; i < out->size(); ++i) (*out)[i] |= m[i];
   }
+  if (limits_.max_cached_unions == 0) return out;
+  if (unions_.size() >= limits_.max_cached_unions) unions_.clear();
+  unions_.emplace(std::move(key), out);
   return out;
 }
 
+// Cached, or derived from the mask of a neighbour up a bounded repetition
+// (the nearest known), or computed whole.
 std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) const {
   const auto hit = masks_.find(stack);
   if (hit != masks_.end()) return hit->second;
   if (is_token_element(arena_.top(stack).kind)) {
     auto mask = token_mask(arena_.top(stack));
-    if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
-    masks_.emplace(stack, mask);
+    keep_mask(stack, mask);
     return mask;
   }
   bound_sets();
+  // Each neighbour agrees with the one below on its tokens of at most `bytes`
+  // bytes, so the nearest known agrees with `stack` on the least of them.
+  size_t bytes = SIZE_MAX;
+  std::shared_ptr<const TokenMask> base;
+  uint32_t at = stack;
+  for (size_t i = 0; limits_.repetition_shifts && i < limits_.max_shifts && !base; ++i) {
+    size_t b = 0;
+    if ((at = shifted(at, kEmptyStack, b)) == kEmptyStack) break;
+    bytes = std::min(bytes, b);
+    if (const auto known = masks_.find(at); known != masks_.end()) base = known->second;
+  }
+  std::shared_ptr<const TokenMask> mask;
+  if (!base)
+    mask = own_mask(stack, 0, nullptr);
+  else
+    mask = bytes >= vocab_->trie.max_depth() ? base : own_mask(stack, bytes, base.get());
+  keep_mask(stack, mask);
+  return mask;
+}
+
+void GrammarConstraint::keep_mask(uint32_t stack, std::shared_ptr<const TokenMask> mask) const {
+  if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
+  masks_.emplace(stack, std::move(mask));
+}
+
+// The tokens `stack` allows: those its cut part accepts and, where the cut
+// part may end, those the stack beneath it goes on with. With `base` (its
+// neighbour's mask), the tokens of at most `past` bytes are base's and only
+// longer ones are walked.
+std::shared_ptr<const TokenMask> GrammarConstraint::own_mask(uint32_t stack, size_t past,
+                                                             const TokenMask* base) const {
   uint32_t below = kEmptyStack;
   const uint32_t cut = arena_.cut(stack, limits_.cut_depth, sentinel_, below);
   const std::shared_ptr<const StackPrefixMask> prefix = prefix_mask(cut);
   auto mask = std::make_shared<TokenMask>(prefix->accepted);
+  if (base) {
+    const TokenMask& shorter = vocab_->tokens_up_to[past];
+    for (size_t i = 0; i < mask->size(); ++i)
+      (*mask)[i] = ((*mask)[i] & ~shorter[i]) | ((*base)[i] & shorter[i]);
+  }
   if (below != kEmptyStack && !prefix->roots.empty()) {
-    // Where the cut part ends, the stack beneath it goes on.
     std::vector<uint32_t> rest;
     arena_.expand(arena_.node(below).pos, arena_.node(below).parent, rest);
     std::sort(rest.begin(), rest.end());
     rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
     const uint32_t set = intern_set(rest);
-    for (uint32_t root : prefix->roots) walk(vocab_->trie.node(root), set, *mask);
+    for (uint32_t root : prefix->roots) {
+      const TokenTrie::Node& r = vocab_->trie.node(root);
+      if (r.height > past) walk(r, set, past, *mask);
+    }
   }
-  if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
-  masks_.emplace(stack, mask);
   return mask;
 }
 
+// The cut's prefix mask: cached, or derived from the mask of a neighbour up
+// a bounded repetition (the nearest known, as stack_mask()), or walked whole.
 std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t cut) const {
-  const auto hit = prefix_masks_.find(cut);
-  if (hit != prefix_masks_.end()) return hit->second;
-  const std::string key = state_key(grammar_, arena_, cut, sentinel_);
-  std::shared_ptr<const StackPrefixMask> found = vocab_->prefix_masks.find(key);
-  if (!found) {
+  std::string key;
+  if (auto known = known_prefix(cut, key)) return known;
+  size_t bytes = SIZE_MAX;
+  std::shared_ptr<const StackPrefixMask> base;
+  uint32_t at = cut;
+  for (size_t i = 0; limits_.repetition_shifts && i < limits_.max_shifts && !base; ++i) {
+    size_t b = 0;
+    if ((at = shifted(at, sentinel_, b)) == kEmptyStack) break;
+    bytes = std::min(bytes, b);
+    std::string up_key;
+    base = known_prefix(at, up_key);
+  }
+  std::shared_ptr<const StackPrefixMask> mask;
+  if (base) {
+    mask = shifted_prefix(cut, bytes, std::move(base));
+  } else {
     auto made = std::make_shared<StackPrefixMask>();
     made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
-    const uint32_t start = intern_set({cut});
-    const uint8_t whole = limits_.class_walks ? whole_classes_[start] : 0;
-    if (whole != 0) {
-      const size_t k = size_t(__builtin_ctz(whole));
-      const ClassTrie& ct = vocab_->class_tries[k];
-      walk_prefix_classes(ct, k, ct.trie().root(), start, *made);
-    } else {
-      walk_prefix(vocab_->trie.root(), start, *made);
-    }
-    vocab_->prefix_masks.add(key, made);
-    found = std::move(made);
+    walk_cut(cut, 0, *made);
+    ++whole_walks_;
+    mask = std::move(made);
   }
-  if (prefix_masks_.size() >= limits_.max_cached_masks) prefix_masks_.clear();
-  prefix_masks_.emplace(cut, found);
+  keep_prefix(cut, key, mask);
+  return mask;
+}
+
+// Cached for this grammar or, by its state key (filled in), for the vocabulary.
+std::shared_ptr<const StackPrefixMask> GrammarConstraint::known_prefix(uint32_t cut,
+                                                                       std::string& key) const {
+  if (const auto hit = prefix_masks_.find(cut); hit != prefix_masks_.end()) return hit->second;
+  key = state_key(grammar_, arena_, cut, sentinel_);
+  std::shared_ptr<const StackPrefixMask> found = vocab_->prefix_masks.find(key);
+  if (found) {
+    if (prefix_masks_.size() >= limits_.max_cached_masks) prefix_masks_.clear();
+    prefix_masks_.emplace(cut, found);
+  }
   return found;
 }
 
+void GrammarConstraint::keep_prefix(uint32_t cut, const std::string& key,
+                                    std::shared_ptr<const StackPrefixMask> mask) const {
+  vocab_->prefix_masks.add(key, mask);
+  if (prefix_masks_.size() >= limits_.max_cached_masks) prefix_masks_.clear();
+  prefix_masks_.emplace(cut, std::move(mask));
+}
+
+// `stack` (down to `bottom`) with its topmost bounded-repetition node one
+// repetition higher, and in `bytes` how long the tokens both treat alike may
+// be (kEmptyStack: no such node).
+uint32_t GrammarConstraint::shifted(uint32_t stack, uint32_t bottom, size_t& bytes) const {
+  for (uint32_t id = stack; id != kEmptyStack && id != bottom; id = arena_.node(id).parent) {
+    const uint32_t pos = arena_.node(id).pos;
+    if (pos >= shifts_.size() || shifts_[pos].bytes == 0) continue;
+    bytes = shifts_[pos].bytes;
+    return arena_.with_pos(stack, id, shifts_[pos].pos);
+  }
+  return kEmptyStack;
+}
+
+// The cut's prefix mask from `base`, its neighbour's: the tokens and roots
+// of at most `bytes` bytes from it, the deeper ones walked.
+std::shared_ptr<const StackPrefixMask> GrammarConstraint::shifted_prefix(
+    uint32_t cut, size_t bytes, std::shared_ptr<const StackPrefixMask> base) const {
+  if (bytes >= vocab_->trie.max_depth()) return base;  // no token is longer
+  auto made = std::make_shared<StackPrefixMask>();
+  const TokenMask& shorter = vocab_->tokens_up_to[bytes];
+  made->accepted.resize(shorter.size());
+  for (size_t i = 0; i < shorter.size(); ++i) made->accepted[i] = base->accepted[i] & shorter[i];
+  for (uint32_t r : base->roots)
+    if (vocab_->trie.node(r).depth <= bytes) made->roots.push_back(r);
+  walk_cut(cut, bytes, *made);
+  return made;
+}
+
+// Adds the tokens `cut` accepts and the nodes where it may end, deeper than
+// `past` bytes: over a class trie where its states keep the classes whole.
+void GrammarConstraint::walk_cut(uint32_t cut, size_t past, StackPrefixMask& out) const {
+  const uint32_t start = intern_set({cut});
+  const uint8_t whole = limits_.class_walks ? whole_classes_[start] : 0;
+  if (whole != 0) {
+    const size_t k = size_t(__builtin_ctz(whole));
+    const ClassTrie& ct = vocab_->class_tries[k];
+    walk_prefix_classes(ct, k, ct.trie().root(), start, past, out);
+  } else {
+    walk_prefix(vocab_->trie.root(), start, past, out);
+  }
+}
+
 // As walk(), and where the cut part may end (the set holds the sentinel)
-// the node is a root: the stack beneath decides the tokens below it.
-void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set,
+// the node is a root: the stack beneath decides the tokens below it. Only
+// tokens and roots deeper than `past` bytes are added.
+void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set, size_t past,
                                     StackPrefixMask& out) const {
   for (const TokenTrie::Node& child : vocab_->trie.children(node)) {
+    if (child.height <= past) continue;
     const uint32_t next = step(set, child.byte);
     if (next == 0) continue;
-    for (int32_t t : vocab_->trie.tokens(child)) mask_set(out.accepted, t);
+    const bool deep = child.depth > past;
+    if (deep)
+      for (int32_t t : vocab_->trie.tokens(child)) mask_set(out.accepted, t);
     if (cut_ends_[next]) {
-      out.roots.push_back(vocab_->trie.index(child));
+      if (deep) out.roots.push_back(vocab_->trie.index(child));
       if (sets_[next].size() == 1) continue;  // only the sentinel: nothing more to walk
     }
-    if (child.child_begin != child.child_end) walk_prefix(child, next, out);
+    if (child.child_begin != child.child_end) walk_prefix(child, next, past, out);
   }
 }
 
@@ -282,40 +411,52 @@ void GrammarConstraint::walk_prefix(const TokenTrie::Node& node, uint32_t set,
 // each class's representative byte stands for the class. Below a set that
 // splits a class, the walk goes on over the byte nodes the class node stands for.
 void GrammarConstraint::walk_prefix_classes(const ClassTrie& ct, size_t k,
-                                            const TokenTrie::Node& node, uint32_t set,
+                                            const TokenTrie::Node& node, uint32_t set, size_t past,
                                             StackPrefixMask& out) const {
   for (const TokenTrie::Node& child : ct.trie().children(node)) {
+    if (child.height <= past) continue;
     const uint32_t next = step(set, ct.classes().representative[child.byte]);
     if (next == 0) continue;
-    for (int32_t t : ct.trie().tokens(child)) mask_set(out.accepted, t);
+    const bool deep = child.depth > past;
+    if (deep)
+      for (int32_t t : ct.trie().tokens(child)) mask_set(out.accepted, t);
     const std::span<const uint32_t> real = ct.real_nodes(child);
     if (cut_ends_[next]) {
-      out.roots.insert(out.roots.end(), real.begin(), real.end());
+      if (deep) out.roots.insert(out.roots.end(), real.begin(), real.end());
       if (sets_[next].size() == 1) continue;
     }
     if (child.child_begin == child.child_end) continue;
     if ((whole_classes_[next] >> k) & 1) {
-      walk_prefix_classes(ct, k, child, next, out);
+      walk_prefix_classes(ct, k, child, next, past, out);
     } else {
-      for (uint32_t r : real) walk_prefix(vocab_->trie.node(r), next, out);
+      for (uint32_t r : real) walk_prefix(vocab_->trie.node(r), next, past, out);
     }
   }
 }
 
 // `set`: the stacks after the node's bytes. Tokens end where any stack
-// survives; a child is walked only if some stack takes its byte.
-void GrammarConstraint::walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const {
+// survives; a child is walked only if some stack takes its byte. Only tokens
+// deeper than `past` bytes are added.
+void GrammarConstraint::walk(const TokenTrie::Node& node, uint32_t set, size_t past,
+                             TokenMask& mask) const {
   for (const TokenTrie::Node& child : vocab_->trie.children(node)) {
+    if (child.height <= past) continue;
     const uint32_t next = step(set, child.byte);
     if (next == 0) continue;
-    for (int32_t t : vocab_->trie.tokens(child)) mask_set(mask, t);
-    if (child.child_begin != child.child_end) walk(child, next, mask);
+    if (child.depth > past)
+      for (int32_t t : vocab_->trie.tokens(child)) mask_set(mask, t);
+    if (child.child_begin != child.child_end) walk(child, next, past, mask);
   }
 }
 
 size_t GrammarConstraint::stack_count() const {
   std::lock_guard lock(mu_);
   return arena_.size();
+}
+
+size_t GrammarConstraint::whole_walks() const {
+  std::lock_guard lock(mu_);
+  return whole_walks_;
 }
 
 size_t GrammarConstraint::cached_masks() const {

@@ -32,11 +32,17 @@
 
 #include "engine/sampling/grammar/class_trie.h"
 #include "engine/sampling/grammar/grammar.h"
+#include "engine/sampling/grammar/repetition_shifts.h"
 #include "engine/sampling/grammar/stack_arena.h"
 #include "engine/sampling/grammar/stack_prefix_masks.h"
 #include "engine/sampling/grammar/token_trie.h"
 
 namespace kvforge {
+
+// A set of tokens: (ceil(n_vocab / 64)) words, bit t % 64 of word t / 64.
+using TokenMask = std::vector<uint64_t>;
+inline bool mask_test(const TokenMask& m, int32_t t) { return (m[size_t(t) >> 6] >> (t & 63)) & 1; }
+inline void mask_set(TokenMask& m, int32_t t) { m[size_t(t) >> 6] |= uint64_t{1} << (t & 63); }
 
 // What the grammar engine needs of a tokenizer: each token's bytes ("" for
 // control tokens, which a grammar allows only where it names them), the
@@ -54,14 +60,11 @@ struct GrammarVocabulary {
   // whose classes its start keeps whole.
   std::array<ClassTrie, 2> class_tries;
   StackPrefixMaskCache prefix_masks;  // shared by every grammar over this vocabulary
+  // (k < trie.max_depth()) the tokens of at most k bytes (repetition_shifts.h)
+  std::vector<TokenMask> tokens_up_to;
   size_t n_vocab() const { return token_bytes.size(); }
   bool is_end(int32_t token) const;
 };
-
-// A set of tokens: (ceil(n_vocab / 64)) words, bit t % 64 of word t / 64.
-using TokenMask = std::vector<uint64_t>;
-inline bool mask_test(const TokenMask& m, int32_t t) { return (m[size_t(t) >> 6] >> (t & 63)) & 1; }
-inline void mask_set(TokenMask& m, int32_t t) { m[size_t(t) >> 6] |= uint64_t{1} << (t & 63); }
 
 struct ConstraintLimits {
   size_t max_stacks = size_t{1} << 22;  // distinct parse stacks, all requests together
@@ -74,6 +77,14 @@ struct ConstraintLimits {
   // Walk a cut stack's top over the class trie where its states allow it
   // (class_trie.h); off, every walk is over bytes (the same masks, slower).
   bool class_walks = true;
+  // Derive the prefix mask of a stack inside a bounded repetition from its
+  // neighbour's (repetition_shifts.h), walking only the longer tokens; off,
+  // every cut stack is walked whole (the same masks, slower).
+  bool repetition_shifts = true;
+  // Neighbours looked up a chain for a known mask before walking whole.
+  size_t max_shifts = 64;
+  // Keep the union mask of a set of stacks for the next time the set is met.
+  size_t max_cached_unions = 256;
 };
 
 class GrammarConstraint {
@@ -106,18 +117,32 @@ class GrammarConstraint {
   // Stacks and cached masks so far, for tests and benchmarks.
   size_t stack_count() const;
   size_t cached_masks() const;
+  // Cut stacks whose prefix mask took a walk of the whole vocabulary.
+  size_t whole_walks() const;
 
  private:
   using Row = std::array<uint32_t, 256>;  // byte -> set id, kUnknownSet until computed
 
   void bind_tokens();
   std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
+  void keep_mask(uint32_t stack, std::shared_ptr<const TokenMask> mask) const;
+  std::shared_ptr<const TokenMask> own_mask(uint32_t stack, size_t past,
+                                            const TokenMask* base) const;
   std::shared_ptr<const TokenMask> token_mask(const Element& top) const;
+  std::shared_ptr<const TokenMask> union_mask(std::span<const uint32_t> stacks) const;
   std::shared_ptr<const StackPrefixMask> prefix_mask(uint32_t cut) const;
-  void walk(const TokenTrie::Node& node, uint32_t set, TokenMask& mask) const;
-  void walk_prefix(const TokenTrie::Node& node, uint32_t set, StackPrefixMask& out) const;
+  std::shared_ptr<const StackPrefixMask> known_prefix(uint32_t cut, std::string& key) const;
+  void keep_prefix(uint32_t cut, const std::string& key,
+                   std::shared_ptr<const StackPrefixMask> mask) const;
+  uint32_t shifted(uint32_t stack, uint32_t bottom, size_t& bytes) const;
+  std::shared_ptr<const StackPrefixMask> shifted_prefix(
+      uint32_t cut, size_t bytes, std::shared_ptr<const StackPrefixMask> base) const;
+  void walk_cut(uint32_t cut, size_t past, StackPrefixMask& out) const;
+  void walk(const TokenTrie::Node& node, uint32_t set, size_t past, TokenMask& mask) const;
+  void walk_prefix(const TokenTrie::Node& node, uint32_t set, size_t past,
+                   StackPrefixMask& out) const;
   void walk_prefix_classes(const ClassTrie& ct, size_t k, const TokenTrie::Node& node, uint32_t set,
-                           StackPrefixMask& out) const;
+                           size_t past, StackPrefixMask& out) const;
   uint8_t keeps_classes(const std::vector<uint32_t>& stacks) const;
   uint32_t intern_set(const std::vector<uint32_t>& stacks) const;
   void bound_sets() const;
@@ -131,6 +156,9 @@ class GrammarConstraint {
   mutable std::unordered_map<uint32_t, std::shared_ptr<const TokenMask>> masks_;
   uint32_t sentinel_ = 0;  // the stack node standing for what lies beneath a cut
   mutable std::unordered_map<uint32_t, std::shared_ptr<const StackPrefixMask>> prefix_masks_;
+  std::vector<RepetitionShift> shifts_;  // (element) -> its neighbour in a bounded repetition
+  mutable std::map<std::vector<uint32_t>, std::shared_ptr<const TokenMask>> unions_;
+  mutable size_t whole_walks_ = 0;
   mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
   mutable std::vector<uint8_t> cut_ends_;            // (set id) -> holds sentinel_
   // (set id) -> bit k: its byte sets keep the classes of class_tries[k] whole

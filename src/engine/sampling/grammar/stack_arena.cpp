@@ -74,6 +74,14 @@ uint32_t StackArena::cut(uint32_t stack, size_t depth, uint32_t bottom, uint32_t
   return out;
 }
 
+uint32_t StackArena::with_pos(uint32_t stack, uint32_t node, uint32_t pos) {
+  std::vector<uint32_t> above;  // top first
+  for (uint32_t id = stack; id != node; id = nodes_[id].parent) above.push_back(id);
+  uint32_t out = intern(pos, nodes_[node].parent);
+  for (auto it = above.rbegin(); it != above.rend(); ++it) out = intern(nodes_[*it].pos, out);
+  return out;
+}
+
 std::vector<uint32_t> StackArena::initial() {
   std::vector<uint32_t> out;
   for (uint32_t alt : g_.alternatives[g_.root]) expand(alt, kEmptyStack, out);

@@ -43,6 +43,8 @@ class StackArena {
   // node they stood on; `stack` itself (below = kEmptyStack) when it is no
   // deeper than `depth`.
   uint32_t cut(uint32_t stack, size_t depth, uint32_t bottom, uint32_t& below);
+  // `stack` with its node `node` (one of its nodes) at position `pos` instead.
+  uint32_t with_pos(uint32_t stack, uint32_t node, uint32_t pos);
 
   const StackNode& node(uint32_t id) const { return nodes_[id]; }
   // Whether the byte set on top of stack `id` holds `b` (false for

@@ -1,6 +1,8 @@
 #include "engine/sampling/grammar/token_trie.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace kvforge {
 
@@ -11,6 +13,9 @@ TokenTrie::TokenTrie(const std::vector<std::string>& token_bytes) {
     return token_bytes[size_t(a)] < token_bytes[size_t(b)];
   });
   for (int32_t t : tokens_) max_depth_ = std::max(max_depth_, token_bytes[size_t(t)].size());
+  if (max_depth_ > 0xFFFF)
+    throw std::invalid_argument("token trie: a token of " + std::to_string(max_depth_) +
+                                " bytes, at most 65,535 supported");
   nodes_.emplace_back();
   build(0, 0, uint32_t(tokens_.size()), 0, token_bytes);
 }
@@ -25,6 +30,8 @@ void TokenTrie::build(uint32_t node, uint32_t lo, uint32_t hi, size_t depth,
   while (i < hi && bytes[size_t(tokens_[i])].size() == depth) ++i;
   nodes_[node].token_begin = lo;
   nodes_[node].token_end = i;
+  nodes_[node].depth = uint16_t(depth);
+  nodes_[node].height = uint16_t(depth);
   struct Group {
     uint32_t lo, hi;
   };
@@ -43,8 +50,10 @@ void TokenTrie::build(uint32_t node, uint32_t lo, uint32_t hi, size_t depth,
     child.byte = byte_at(g.lo);
     nodes_.push_back(child);
   }
-  for (size_t k = 0; k < groups.size(); ++k)
+  for (size_t k = 0; k < groups.size(); ++k) {
     build(first + uint32_t(k), groups[k].lo, groups[k].hi, depth + 1, bytes);
+    nodes_[node].height = std::max(nodes_[node].height, nodes_[first + k].height);
+  }
 }
 
 }  // namespace kvforge

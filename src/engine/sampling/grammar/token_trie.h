@@ -16,10 +16,12 @@ class TokenTrie {
     uint32_t child_begin = 0, child_end = 0;  // range in nodes()
     uint32_t token_begin = 0, token_end = 0;  // range in tokens(): those spelled by this prefix
     uint8_t byte = 0;                         // the edge from the parent
+    uint16_t depth = 0;   // bytes from the root: the length of the tokens it spells
+    uint16_t height = 0;  // the longest token at or below it, in bytes
   };
 
   // token_bytes: (n_vocab) the bytes of each token; empty ones (control
-  // tokens) are left out of the trie.
+  // tokens) are left out of the trie. Tokens longer than 65,535 bytes are refused.
   explicit TokenTrie(const std::vector<std::string>& token_bytes);
 
   const Node& root() const { return nodes_[0]; }
