@@ -1,6 +1,7 @@
 #include "engine/kv/contiguous_kv_cache.h"
 
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -17,18 +18,11 @@ ContiguousKvCache::ContiguousKvCache(const ModelConfig& config, int32_t capacity
   if (capacity <= 0 || n_seqs <= 0)
     throw std::invalid_argument("ContiguousKvCache: capacity and n_seqs must be positive");
   const size_t records = size_t(n_seqs) * size_t(capacity) * size_t(n_kv_head_);
+  std::vector<int> all(static_cast<size_t>(n_layer_));
+  std::iota(all.begin(), all.end(), 0);
+  layers_.resize(all.size());
   size_t k_total = 0, v_total = 0;
-  for (int l = 0; l < n_layer_; ++l) {
-    LayerRecords r;
-    r.head_dim = config.layer_head_dim(l);
-    r.k_bytes = kv_head_bytes(format.k, r.head_dim);
-    r.v_bytes = kv_head_bytes(format.v, r.head_dim);
-    r.k_base = k_total;
-    r.v_base = v_total;
-    k_total += records * r.k_bytes;
-    v_total += records * r.v_bytes;
-    layers_.push_back(r);
-  }
+  lay_out_runs(config, all, records, format, layers_, k_total, v_total);
   k_ = HugePageBuffer(k_total);
   v_ = HugePageBuffer(v_total);
 }
@@ -45,13 +39,13 @@ size_t ContiguousKvCache::slot(int32_t seq, int head, int32_t pos) const {
 }
 
 uint8_t* ContiguousKvCache::k_at(int layer, int32_t seq, int head, int32_t pos) const {
-  const LayerRecords& r = layers_[size_t(layer)];
-  return const_cast<uint8_t*>(k_.data()) + r.k_base + slot(seq, head, pos) * r.k_bytes;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  return const_cast<uint8_t*>(k_.data()) + r.k_offset + slot(seq, head, pos) * r.k_head_bytes;
 }
 
 uint8_t* ContiguousKvCache::v_at(int layer, int32_t seq, int head, int32_t pos) const {
-  const LayerRecords& r = layers_[size_t(layer)];
-  return const_cast<uint8_t*>(v_.data()) + r.v_base + slot(seq, head, pos) * r.v_bytes;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  return const_cast<uint8_t*>(v_.data()) + r.v_offset + slot(seq, head, pos) * r.v_head_bytes;
 }
 
 void ContiguousKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) {
@@ -80,24 +74,24 @@ KvSpan ContiguousKvCache::span(int layer, int32_t seq, int32_t n) const {
     throw std::out_of_range("KV cache: " + std::to_string(n) + " positions requested, capacity " +
                             std::to_string(capacity_));
   check(layer, seq, 0);
-  const LayerRecords& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   KvSpan span;
   span.k = k_at(layer, seq, 0, 0);
   span.v = v_at(layer, seq, 0, 0);
-  span.k_pos_stride = r.k_bytes;
-  span.k_head_stride = size_t(capacity_) * r.k_bytes;
-  span.v_pos_stride = r.v_bytes;
-  span.v_head_stride = size_t(capacity_) * r.v_bytes;
+  span.k_pos_stride = r.k_head_bytes;
+  span.k_head_stride = size_t(capacity_) * r.k_head_bytes;
+  span.v_pos_stride = r.v_head_bytes;
+  span.v_head_stride = size_t(capacity_) * r.v_head_bytes;
   span.n = n;
   return span;
 }
 
 void ContiguousKvCache::fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte) {
   check(layer, seq, pos);
-  const LayerRecords& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   for (int h = 0; h < n_kv_head_; ++h) {
-    std::memset(k_at(layer, seq, h, pos), byte, r.k_bytes);
-    std::memset(v_at(layer, seq, h, pos), byte, r.v_bytes);
+    std::memset(k_at(layer, seq, h, pos), byte, r.k_head_bytes);
+    std::memset(v_at(layer, seq, h, pos), byte, r.v_head_bytes);
   }
 }
 
@@ -107,16 +101,16 @@ void ContiguousKvCache::prefault() {
 }
 
 size_t ContiguousKvCache::run_bytes(int32_t n, int layer) const {
-  const LayerRecords& r = layers_.at(size_t(layer));
-  return size_t(n_kv_head_) * size_t(n) * (r.k_bytes + r.v_bytes);
+  const KvLayerRun& r = layers_.at(size_t(layer));
+  return size_t(n_kv_head_) * size_t(n) * (r.k_head_bytes + r.v_head_bytes);
 }
 
 void ContiguousKvCache::copy_out(int layer, int32_t seq, int32_t first, int32_t n,
                                  uint8_t* out) const {
   check(layer, seq, first);
   check(layer, seq, first + n - 1);
-  const LayerRecords& r = layers_[size_t(layer)];
-  const size_t k_run = size_t(n) * r.k_bytes, v_run = size_t(n) * r.v_bytes;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  const size_t k_run = size_t(n) * r.k_head_bytes, v_run = size_t(n) * r.v_head_bytes;
   for (int h = 0; h < n_kv_head_; ++h)
     std::memcpy(out + size_t(h) * k_run, k_at(layer, seq, h, first), k_run);
   out += size_t(n_kv_head_) * k_run;
@@ -128,8 +122,8 @@ void ContiguousKvCache::copy_in(int layer, int32_t seq, int32_t first, int32_t n
                                 const uint8_t* in) {
   check(layer, seq, first);
   check(layer, seq, first + n - 1);
-  const LayerRecords& r = layers_[size_t(layer)];
-  const size_t k_run = size_t(n) * r.k_bytes, v_run = size_t(n) * r.v_bytes;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  const size_t k_run = size_t(n) * r.k_head_bytes, v_run = size_t(n) * r.v_head_bytes;
   for (int h = 0; h < n_kv_head_; ++h)
     std::memcpy(k_at(layer, seq, h, first), in + size_t(h) * k_run, k_run);
   in += size_t(n_kv_head_) * k_run;

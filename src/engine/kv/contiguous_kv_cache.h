@@ -17,6 +17,7 @@
 
 #include "core/huge_page_buffer.h"
 #include "core/ops/rope.h"
+#include "engine/kv/kv_layer_runs.h"
 #include "engine/kv/recurrent_state_pool.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
@@ -64,13 +65,6 @@ class ContiguousKvCache final : public KvStore {
   void prefault();
 
  private:
-  // One layer's records: its head size (ModelConfig::layer_head_dim) and
-  // where its [n_seqs][n_kv_head][capacity] block starts in k_ / v_.
-  struct LayerRecords {
-    int head_dim = 0;
-    size_t k_bytes = 0, v_bytes = 0;  // one head record
-    size_t k_base = 0, v_base = 0;    // byte offsets of the layer in k_ / v_
-  };
   void check(int layer, int32_t seq, int32_t pos) const;
   // Index of (seq, kv head, pos) among the records of one layer.
   size_t slot(int32_t seq, int head, int32_t pos) const;
@@ -83,10 +77,10 @@ class ContiguousKvCache final : public KvStore {
   int32_t capacity_;
   int32_t n_seqs_;
   KvFormat format_;
-  std::vector<LayerRecords> layers_;  // [n_layer]
-  HugePageBuffer k_;                  // per layer: [n_seqs][n_kv_head][capacity] K records
-  HugePageBuffer v_;                  // per layer: [n_seqs][n_kv_head][capacity] V records
-  RecurrentStatePool states_;         // [n_seqs] slots (none without recurrent layers)
+  std::vector<KvLayerRun> layers_;  // [n_layer]
+  HugePageBuffer k_;                // per layer: [n_seqs][n_kv_head][capacity] K records
+  HugePageBuffer v_;                // per layer: [n_seqs][n_kv_head][capacity] V records
+  RecurrentStatePool states_;       // [n_seqs] slots (none without recurrent layers)
 };
 
 }  // namespace kvforge

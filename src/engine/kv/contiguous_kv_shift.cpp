@@ -20,12 +20,12 @@ void ContiguousKvCache::move_down(int layer, int32_t seq, int32_t first, int32_t
   const size_t count = size_t(n - first - drop);
   if (drop == 0 || count == 0) return;
   check(layer, seq, first);
-  const LayerRecords& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   for (int h = 0; h < n_kv_head_; ++h) {
     uint8_t* k = k_at(layer, seq, h, first);
     uint8_t* v = v_at(layer, seq, h, first);
-    std::memmove(k, k + size_t(drop) * r.k_bytes, count * r.k_bytes);
-    std::memmove(v, v + size_t(drop) * r.v_bytes, count * r.v_bytes);
+    std::memmove(k, k + size_t(drop) * r.k_head_bytes, count * r.k_head_bytes);
+    std::memmove(v, v + size_t(drop) * r.v_head_bytes, count * r.v_head_bytes);
   }
 }
 
@@ -36,11 +36,11 @@ void ContiguousKvCache::rerotate_k(int layer, int32_t seq, int32_t first, int32_
   check(layer, seq, first + count - 1);
   std::vector<float> rotation(static_cast<size_t>(rope.rope_dim()));
   shift_rotation(rope, delta, rotation.data());
-  const LayerRecords& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   std::vector<float> scratch(static_cast<size_t>(r.head_dim));
   for (int h = 0; h < n_kv_head_; ++h)
-    rerotate_k_records(format_.k, k_at(layer, seq, h, first), size_t(count), r.k_bytes, r.head_dim,
-                       rope, rotation.data(), scratch.data());
+    rerotate_k_records(format_.k, k_at(layer, seq, h, first), size_t(count), r.k_head_bytes,
+                       r.head_dim, rope, rotation.data(), scratch.data());
 }
 
 }  // namespace kvforge

@@ -16,25 +16,16 @@ std::string windows_text(const std::vector<int32_t>& windows) {
 
 }  // namespace
 
-std::vector<PagedKvCache::LayerRun> PagedKvCache::layer_runs(const ModelConfig& config,
-                                                             const KvLayerGroups& groups,
-                                                             int32_t block_size, KvFormat format,
-                                                             size_t& k_block, size_t& v_block) {
-  std::vector<LayerRun> runs(size_t(std::max(config.n_layer, 0)));
+std::vector<KvLayerRun> PagedKvCache::layer_runs(const ModelConfig& config,
+                                                 const KvLayerGroups& groups, int32_t block_size,
+                                                 KvFormat format, size_t& k_block,
+                                                 size_t& v_block) {
+  std::vector<KvLayerRun> runs(size_t(std::max(config.n_layer, 0)));
   k_block = v_block = 0;
   const size_t records = size_t(config.n_kv_head) * size_t(block_size);
   for (const KvLayerGroup& g : groups.groups) {
     size_t k_end = 0, v_end = 0;
-    for (int l : g.layers) {
-      LayerRun& r = runs[size_t(l)];
-      r.head_dim = config.layer_head_dim(l);
-      r.k_head_bytes = kv_head_bytes(format.k, r.head_dim);
-      r.v_head_bytes = kv_head_bytes(format.v, r.head_dim);
-      r.k_offset = k_end;
-      r.v_offset = v_end;
-      k_end += records * r.k_head_bytes;
-      v_end += records * r.v_head_bytes;
-    }
+    lay_out_runs(config, g.layers, records, format, runs, k_end, v_end);
     k_block = std::max(k_block, k_end);
     v_block = std::max(v_block, v_end);
   }
@@ -129,7 +120,7 @@ void PagedKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, co
                            std::to_string(pos) + " lies in block " + std::to_string(block) +
                            " with refcount " + std::to_string(rc) +
                            ", expected 1 (a shared block must be copied before it is written)");
-  const LayerRun& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   const size_t in_block = size_t(pos % block_size_);
   uint8_t* k_rec = k_run(layer, block) + in_block * r.k_head_bytes;
   uint8_t* v_rec = v_run(layer, block) + in_block * r.v_head_bytes;
@@ -153,7 +144,7 @@ void PagedKvCache::spans(int layer, int32_t seq, int32_t first, int32_t n,
     throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) +
                             ": positions [" + std::to_string(first) + ", " + std::to_string(n) +
                             ") requested, " + std::to_string(reserved) + " reserved");
-  const LayerRun& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   for (int32_t pos = first; pos < n;) {
     const BlockId block = block_of(layer, seq, pos, "spans");
     const int32_t offset = pos % block_size_;

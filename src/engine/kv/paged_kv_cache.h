@@ -36,6 +36,7 @@
 #include "engine/kv/block_manager.h"
 #include "engine/kv/hybrid_kv_manager.h"
 #include "engine/kv/kv_layer_groups.h"
+#include "engine/kv/kv_layer_runs.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
 
@@ -91,16 +92,10 @@ class PagedKvCache final : public KvStore {
   // shares would corrupt it (a missed copy-on-write).
 
  private:
-  // Where one layer's records sit in a block (see the layout above).
-  struct LayerRun {
-    int head_dim = 0;
-    size_t k_head_bytes = 0, v_head_bytes = 0;  // one head record
-    size_t k_offset = 0, v_offset = 0;          // the layer's run in a block's K / V bytes
-  };
   // The runs of every layer for `groups` and the K / V bytes of one block.
-  static std::vector<LayerRun> layer_runs(const ModelConfig& config, const KvLayerGroups& groups,
-                                          int32_t block_size, KvFormat format, size_t& k_block,
-                                          size_t& v_block);
+  static std::vector<KvLayerRun> layer_runs(const ModelConfig& config, const KvLayerGroups& groups,
+                                            int32_t block_size, KvFormat format, size_t& k_block,
+                                            size_t& v_block);
   // Byte address of (layer, block, kv head 0, position 0) in k_ / v_.
   uint8_t* k_run(int layer, BlockId block) const;
   uint8_t* v_run(int layer, BlockId block) const;
@@ -117,7 +112,7 @@ class PagedKvCache final : public KvStore {
   int32_t n_blocks_;
   int32_t block_size_;
   KvFormat format_;
-  std::vector<LayerRun> layers_;          // [n_layer] (unused for layers without K/V)
+  std::vector<KvLayerRun> layers_;        // [n_layer] (unused for layers without K/V)
   size_t k_block_bytes_, v_block_bytes_;  // one block, every slot
   int export_chunks_;                     // equal head sizes: slots; else 1 (export_block)
   HugePageBuffer k_;                      // [n_blocks][k_block_bytes_]

@@ -23,7 +23,7 @@ void PagedKvCache::rerotate_k(int layer, BlockId block, int32_t first, int32_t n
                            ", expected 1 (a shared block must be copied before it is shifted)");
   std::vector<float> rotation(static_cast<size_t>(rope.rope_dim()));
   shift_rotation(rope, delta, rotation.data());
-  const LayerRun& r = layers_[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   std::vector<float> scratch(static_cast<size_t>(r.head_dim));
   uint8_t* run = k_run(layer, block) + size_t(first) * r.k_head_bytes;
   for (int h = 0; h < n_kv_head_; ++h)
