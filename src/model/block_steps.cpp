@@ -58,7 +58,7 @@ void embed_rows(const Model& model, std::span<const int32_t> tokens,
   for (size_t t = 0; t < tokens.size(); ++t) {
     embed_token(model, tokens[t], x + t * size_t(c.n_embd));
     for (size_t r = 0; r < tables.size(); ++r)
-      tables[r].angles(positions[t], cos_sin[r] + t * size_t(c.rope_dim));
+      tables[r].angles(positions[t], cos_sin[r] + t * size_t(c.max_rope_dim()));
   }
 }
 
@@ -85,7 +85,8 @@ void residual_then_norm(const StepEnv& env, const std::vector<float>& post_norm,
 
 void attention_input(const StepEnv& env, int layer, const float* xn, const float* cos_sin,
                      int64_t rows, const QkvRows& out) {
-  const ModelConfig& c = env.model.rank_config();
+  const ModelConfig& c = env.model.layer_config(layer);
+  const size_t cos_sin_stride = size_t(env.model.rank_config().max_rope_dim());  // all layers'
   const LayerWeights& w = env.model.weights().layers[size_t(layer)];
   // One parallel region for Q, K and V: the normalized input is quantized once.
   // A layer reading another layer's K/V (gemma4's shared tail) computes Q only.
@@ -107,13 +108,13 @@ void attention_input(const StepEnv& env, int layer, const float* xn, const float
       if (own_kv) norm_heads(c, k, c.n_kv_head, w.attn_k_norm);
     }
     if (!w.attn_v_norm.empty()) norm_heads(c, out.v + t * c.kv_dim(), c.n_kv_head, w.attn_v_norm);
-    rope_token(env.model, layer, q, own_kv ? k : nullptr, cos_sin + t * c.rope_dim);
+    rope_token(env.model, layer, q, own_kv ? k : nullptr, cos_sin + t * cos_sin_stride);
   });
 }
 
 void attention_output(const StepEnv& env, int layer, float* attn, const float* gate, int64_t rows,
                       float* proj) {
-  const ModelConfig& c = env.model.rank_config();
+  const ModelConfig& c = env.model.layer_config(layer);
   if (c.attn_gate)
     for_rows(env.pool, rows, [&](int64_t t) {
       float* a = attn + t * c.q_dim();

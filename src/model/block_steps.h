@@ -7,9 +7,10 @@
 //
 // Rows are tokens, all f32: x, xn, proj [rows][n_embd]; q, attn [rows][q_dim]
 // ([rows][2 q_dim] q with attn_gate: query | gate per head); k, v
-// [rows][kv_dim]; gate, up [rows][n_ff]; cos_sin [rows][rope_dim] per RoPE
-// table. The config is the model's rank_config() (this rank's heads and FFN
-// rows); row-parallel products and the logits are gathered over the ranks.
+// [rows][kv_dim]; gate, up [rows][n_ff]; cos_sin [rows][max_rope_dim] per RoPE
+// table. The config is the model's layer_config() (this rank's heads and FFN
+// rows, the layer's head shape); row-parallel products and the logits are
+// gathered over the ranks.
 #pragma once
 
 #include <cstdint>

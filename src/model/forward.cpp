@@ -17,24 +17,24 @@ namespace kvforge {
 void ForwardScratch::reserve(int max_tokens, int n_threads) {
   const ModelConfig& c = config_;
   const size_t head_floats =
-      size_t(std::max(1, n_threads)) * attention_queries_scratch_floats(c.head_dim);
+      size_t(std::max(1, n_threads)) * attention_queries_scratch_floats(c.max_head_dim());
   if (head_scratch_.size() < head_floats) head_scratch_.resize(head_floats);
   if (max_tokens <= capacity_) return;
   const size_t n = size_t(max_tokens);
   x_.resize(n * c.n_embd);
-  xn_.resize(n * std::max(c.n_embd, c.q_dim()));
-  q_.resize(n * c.q_dim() * (c.attn_gate ? 2 : 1));
-  if (c.attn_gate) attn_gate_.resize(n * c.q_dim());
+  xn_.resize(n * std::max(c.n_embd, c.max_q_dim()));
+  q_.resize(n * c.max_q_dim() * (c.attn_gate ? 2 : 1));
+  if (c.attn_gate) attn_gate_.resize(n * c.max_q_dim());
   gdn_.reserve(c, max_tokens);
-  k_.resize(n * c.kv_dim());
-  v_.resize(n * c.kv_dim());
-  attn_.resize(n * c.q_dim());
+  k_.resize(n * c.max_kv_dim());
+  v_.resize(n * c.max_kv_dim());
+  attn_.resize(n * c.max_q_dim());
   gate_.resize(n * c.n_ff);
   up_.resize(n * c.n_ff);
   proj_.resize(n * c.n_embd);
   ple_.resize(n * size_t(c.n_layer) * size_t(c.n_embd_per_layer));
   ple_gate_.resize(n * size_t(c.n_embd_per_layer));
-  cos_sin_.resize(2 * n * c.rope_dim);  // sliding-window layers may have their own table
+  cos_sin_.resize(2 * n * c.max_rope_dim());  // sliding-window layers may have their own table
   step_seqs_.reserve(n);
   seq_n_keys_.reserve(n);
   seq_first_key_.reserve(n);
@@ -145,9 +145,10 @@ class ForwardPass {
   // (on this thread, where the store's checks' exceptions reach the caller);
   // a shared-KV layer writes none and reads its source layer's.
   void attend(int l) {
+    const int64_t kv_dim = c_.layer_kv_dim(l);
     for (int64_t t = 0; t < n_ && c_.owns_kv(l); ++t)
-      kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * c_.kv_dim(),
-                s_.v_.data() + t * c_.kv_dim());
+      kv_.write(l, seq_of(t), in_.positions[size_t(t)], s_.k_.data() + t * kv_dim,
+                s_.v_.data() + t * kv_dim);
     attend_store(l);
   }
   void attention_output(int l) {
@@ -247,7 +248,7 @@ class ForwardPass {
   }
 
   float* cos_sin(int table, int64_t t) {
-    return s_.cos_sin_.data() + (table * n_ + t) * c_.rope_dim;
+    return s_.cos_sin_.data() + (table * n_ + t) * c_.max_rope_dim();
   }
 
   // Work items are (run of query tokens, kv head), split over threads. A run
@@ -269,10 +270,11 @@ class ForwardPass {
     const std::vector<int32_t>& runs = s_.query_runs_;
     const Scoring scoring{c_.attn_scale, c_.attn_softcap};
     const std::vector<float>& sinks = m_.weights().layers[size_t(l)].attn_sinks;  // [n_head]
-    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
+    const size_t per_thread = attention_queries_scratch_floats(c_.max_head_dim());
     const KvFormat format = kv_.format();
     const int group = c_.gqa_group();
-    const size_t q_dim = size_t(c_.q_dim());
+    const int head_dim = c_.layer_head_dim(l);
+    const size_t q_dim = size_t(c_.n_head) * size_t(head_dim);
     const int64_t items = int64_t(runs.size() - 1) * c_.n_kv_head;
     const auto cuts = attention_cuts(s_.run_work_, c_.n_kv_head, pool_.size());
     pool_.run_stealing(size_t(items), cuts, 1, 1, [&](int ti, size_t b, size_t e) {
@@ -284,11 +286,11 @@ class ForwardPass {
         const size_t slot = size_t(s_.token_seq_slot_[size_t(t)]);
         const auto& spans = s_.seq_spans_[slot];
         const KvView kv{spans.data(), spans.size(), s_.seq_first_key_[slot]};
-        const int64_t first = t * c_.q_dim() + int64_t(g) * group * c_.head_dim;
+        const int64_t first = t * int64_t(q_dim) + int64_t(g) * group * head_dim;
         Scoring group_scoring = scoring;  // the sinks of kv head g's query heads
         if (!sinks.empty()) group_scoring.sinks = sinks.data() + g * group;
         attend_queries(s_.q_.data() + first, q_dim, group, s_.token_keys_.data() + t,
-                       runs[r + 1] - int32_t(t), kv, g, c_.head_dim, format, group_scoring,
+                       runs[r + 1] - int32_t(t), kv, g, head_dim, format, group_scoring,
                        s_.attn_.data() + first, q_dim, scratch);
       }
     });

@@ -67,7 +67,7 @@ class ForwardScratch {
   std::vector<float> proj_;             // [n_tokens][n_embd] output of attn_output / ffn_down
   std::vector<float> ple_;              // [n_tokens][n_layer][n_embd_per_layer] (gemma4)
   std::vector<float> ple_gate_;         // [n_tokens][n_embd_per_layer] (gemma4)
-  std::vector<float> cos_sin_;          // [rope tables][n_tokens][rope_dim]
+  std::vector<float> cos_sin_;          // [rope tables][n_tokens][max_rope_dim]
   std::vector<float> head_scratch_;     // [n_threads][attention_queries_scratch_floats]
   std::vector<int32_t> step_seqs_;      // distinct sequences of the step
   std::vector<int32_t> seq_n_keys_;     // [distinct seq] KV positions attention reads

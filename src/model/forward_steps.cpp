@@ -49,7 +49,7 @@ void norm_heads(const ModelConfig& c, float* heads, int n_heads, const std::vect
 }
 
 void rope_token(const Model& model, int layer, float* q, float* k, const float* cs) {
-  const ModelConfig& c = model.rank_config();
+  const ModelConfig& c = model.layer_config(layer);
   const RopeTable& rope = model.rope(layer);
   rope.apply(q, c.n_head, c.head_dim, cs);
   if (k) rope.apply(k, c.n_kv_head, c.head_dim, cs);

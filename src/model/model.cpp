@@ -25,18 +25,25 @@ Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
     : file_(std::move(file)),
       config_(std::move(config)),
       rank_config_(weights.split.rank_config(config_)),
+      rank_config_swa_(rank_config_),
       weights_(std::move(weights)) {
   const ModelConfig& c = config_;
+  if (c.per_layer_heads()) {
+    rank_config_swa_.head_dim = c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim;
+    rank_config_swa_.rope_dim = c.rope_dim_swa > 0 ? c.rope_dim_swa : c.rope_dim;
+  }
   const bool neox = c.rope_style == RopeStyle::Neox;
   const std::span<const float> factors = rope_factors(c, weights_);
   ropes_.emplace_back(c.rope_dim, c.rope, neox, factors);
   // Gemma 4's rope_freqs apply to its full layers only.
   const bool swa_unfactored = c.arch == Architecture::Gemma4 && !factors.empty();
-  const bool own_swa_rope =
-      c.sliding_window > 0 && (!same_rope(c.rope, c.rope_swa) || swa_unfactored);
+  const int swa_rope_dim = c.rope_dim_swa > 0 ? c.rope_dim_swa : c.rope_dim;
+  const bool own_swa_rope = c.sliding_window > 0 && (!same_rope(c.rope, c.rope_swa) ||
+                                                     swa_unfactored || swa_rope_dim != c.rope_dim);
   if (own_swa_rope)
-    ropes_.emplace_back(c.rope_dim, c.rope_swa, neox,
-                        swa_unfactored ? std::span<const float>() : factors);
+    ropes_.emplace_back(
+        swa_rope_dim, c.rope_swa, neox,
+        swa_unfactored || swa_rope_dim != c.rope_dim ? std::span<const float>() : factors);
   layer_rope_.resize(size_t(c.n_layer));
   for (int l = 0; l < c.n_layer; ++l) layer_rope_[size_t(l)] = own_swa_rope && c.window(l) ? 1 : 0;
 }

@@ -39,6 +39,12 @@ class Model {
   // n_kv_head and n_ff (the same as config() on one process). KV caches are
   // built from it, so they hold this rank's KV heads only.
   const ModelConfig& rank_config() const { return rank_config_; }
+  // rank_config() as `layer` sees it: head_dim and rope_dim are the layer's
+  // (ModelConfig::layer_shape; they differ for Gemma 4's windowed layers).
+  const ModelConfig& layer_config(int layer) const {
+    return rank_config_.per_layer_heads() && rank_config_.window(layer) ? rank_config_swa_
+                                                                        : rank_config_;
+  }
   const TensorSplit& split() const { return weights_.split; }
   // Ranks of the tensor-parallel run (1: one process).
   int tp() const { return weights_.split.n_ranks; }
@@ -56,6 +62,7 @@ class Model {
   gguf::GgufFile file_;
   ModelConfig config_;
   ModelConfig rank_config_;
+  ModelConfig rank_config_swa_;  // rank_config_ with the windowed layers' head shape
   ModelWeights weights_;
   std::vector<RopeTable> ropes_;
   std::vector<int> layer_rope_;  // [n_layer] index into ropes_

@@ -4,6 +4,7 @@
 // (model_keys.cpp): a key that changes the math is never skipped silently.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -128,9 +129,38 @@ struct ModelConfig {
   int n_embd_per_layer = 0;
   int n_kv_shared = 0;
   bool v_norm = false;
+  // Sliding-window layers' own head size and rotated dimensions (Gemma 4:
+  // attention.key_length_swa, rope.dimension_count_swa); 0 = as full layers.
+  int head_dim_swa = 0;
+  int rope_dim_swa = 0;
 
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
+  // Per-layer shapes: q_dim()/kv_dim()/head_dim/rope_dim hold for full
+  // layers; a sliding-window layer may have its own (head_dim_swa).
+  int layer_head_dim(int layer) const {
+    return window(layer) && head_dim_swa > 0 ? head_dim_swa : head_dim;
+  }
+  int layer_rope_dim(int layer) const {
+    return window(layer) && rope_dim_swa > 0 ? rope_dim_swa : rope_dim;
+  }
+  int layer_kv_dim(int layer) const { return n_kv_head * layer_head_dim(layer); }
+  // Some layer's head size or rotated dimensions differ from the full layers'.
+  bool per_layer_heads() const {
+    return (head_dim_swa > 0 && head_dim_swa != head_dim) ||
+           (rope_dim_swa > 0 && rope_dim_swa != rope_dim);
+  }
+  int max_head_dim() const { return std::max(head_dim, head_dim_swa); }
+  int max_rope_dim() const { return std::max(rope_dim, rope_dim_swa); }
+  int max_q_dim() const { return n_head * max_head_dim(); }
+  int max_kv_dim() const { return n_kv_head * max_head_dim(); }
+  // This config as `layer` sees it: head_dim and rope_dim are the layer's.
+  ModelConfig layer_shape(int layer) const {
+    ModelConfig s = *this;
+    s.head_dim = layer_head_dim(layer);
+    s.rope_dim = layer_rope_dim(layer);
+    return s;
+  }
   int gqa_group() const { return n_head / n_kv_head; }  // query heads per KV head
   // The window of `layer`'s attention; 0 = full attention.
   int32_t window(int layer) const {
@@ -156,9 +186,12 @@ struct ModelConfig {
     for (uint8_t r : recurrent_layers) n -= r;
     return n;
   }
-  // 2 (K and V) * layers with K/V * kv_dim * bytes per element.
+  // 2 (K and V) * the kv_dim of each layer with K/V * bytes per element.
   size_t kv_bytes_per_token(size_t bytes_per_elem) const {
-    return size_t(2) * size_t(n_kv_layers()) * size_t(kv_dim()) * bytes_per_elem;
+    size_t elems = 0;
+    for (int l = 0; l < n_layer; ++l)
+      if (owns_kv(l)) elems += size_t(layer_kv_dim(l));
+    return size_t(2) * elems * bytes_per_elem;
   }
 
   // Reads and validates the hyperparameters; throws std::runtime_error naming

@@ -27,6 +27,28 @@ void check_shared_layers(const gguf::GgufFile& f, const ModelConfig& c) {
   }
 }
 
+// The windowed layers' head size and rotated dimensions (llama.cpp:
+// n_embd_head_k_swa, n_rot_swa; absent keys mean as full layers). K and V
+// keep one size per layer, as llama.cpp requires of Gemma 4.
+void read_swa_head_shape(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string a = c.arch_name + ".";
+  const int k_swa = optional(f, a + "attention.key_length_swa", c.head_dim, 1u << 16);
+  const int v_swa = optional(f, a + "attention.value_length_swa", k_swa, 1u << 16);
+  if (v_swa != k_swa)
+    fail(f, a + "attention.value_length_swa = " + std::to_string(v_swa) +
+                " differs from key_length_swa = " + std::to_string(k_swa) + " (unsupported)");
+  if (k_swa % 2 != 0) fail(f, "windowed head dimension " + std::to_string(k_swa) + " is odd");
+  const int rope_swa = optional(f, a + "rope.dimension_count_swa", c.rope_dim, 1u << 16);
+  if (rope_swa > k_swa || rope_swa % 2 != 0)
+    fail(f, a + "rope.dimension_count_swa = " + std::to_string(rope_swa) +
+                " must be even and at most key_length_swa " + std::to_string(k_swa));
+  if (k_swa != c.head_dim && c.sliding_window == 0)
+    fail(f, a + "attention.key_length_swa = " + std::to_string(k_swa) +
+                " differs from key_length but the model has no sliding window");
+  c.head_dim_swa = k_swa;
+  c.rope_dim_swa = rope_swa;
+}
+
 }  // namespace
 
 void read_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
@@ -42,17 +64,7 @@ void read_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
     fail(f, shared + " = " + std::to_string(c.n_kv_shared) + ", expected fewer than block_count " +
                 std::to_string(c.n_layer));
   check_shared_layers(f, c);
-  for (const char* k : {"attention.key_length_swa", "attention.value_length_swa"}) {
-    const int swa = optional(f, a + k, c.head_dim, 1u << 16);
-    if (swa != c.head_dim)
-      fail(f, "gemma4: per-layer head sizes are not supported yet (" + a + k + " = " +
-                  std::to_string(swa) + ", key_length = " + std::to_string(c.head_dim) + ")");
-  }
-  const int rope_swa = optional(f, a + "rope.dimension_count_swa", c.rope_dim, 1u << 16);
-  if (rope_swa != c.rope_dim)
-    fail(f, "gemma4: " + a + "rope.dimension_count_swa = " + std::to_string(rope_swa) +
-                " differs from rope.dimension_count = " + std::to_string(c.rope_dim) +
-                " (not supported yet)");
+  read_swa_head_shape(f, c);
 }
 
 }  // namespace kvforge::config_detail

@@ -165,8 +165,9 @@ void load_attention(TensorLoader& load, const std::string& p, const ModelConfig&
   if (c.post_norms) l.attn_post_norm = load.vector(p + "post_attention_norm.weight", c.n_embd);
 }
 
-// Gemma 4's attention: Q with its norm; K (and V, else V = K before the
-// norms, as llama.cpp) with K's norm where the layer keeps K/V. A shared
+// Gemma 4's attention (`c`: the layer's shape, ModelConfig::layer_shape):
+// Q with its norm; K (and V, else V = K before the norms, as llama.cpp)
+// with K's norm where the layer keeps K/V. A shared
 // layer's K/V weights, where a file has them, are read and left unused:
 // that layer attends over its source layer's K/V (ModelConfig::kv_source).
 void load_gemma4_attention(TensorLoader& load, const std::string& p, const ModelConfig& c,
@@ -405,7 +406,7 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     LayerWeights& l = w.layers[size_t(i)];
     l.attn_norm = load.vector(p + "attn_norm.weight", c.n_embd);
     if (c.arch == Architecture::Gemma4)
-      load_gemma4_attention(load, p, c, c.owns_kv(i), l, attn_output[size_t(i)]);
+      load_gemma4_attention(load, p, c.layer_shape(i), c.owns_kv(i), l, attn_output[size_t(i)]);
     else if (c.recurrent(i))
       load_linear_attention(load, p, c, l.linear);
     else
@@ -420,7 +421,8 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     ffn_types.push_back(ffn_down[i].type);
   }
   w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
-  for (LayerWeights& l : w.layers) keep_rank_rows(l, c, w.split);
+  for (int i = 0; i < c.n_layer; ++i)  // each layer's own head size (layer_shape)
+    keep_rank_rows(w.layers[size_t(i)], c.per_layer_heads() ? c.layer_shape(i) : c, w.split);
   w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);
   copy_rank_columns(w, attn_output, ffn_down, file);
   return w;

@@ -409,8 +409,11 @@ void add_gemma4_globals(gguf::GgufWriter& w, TensorMaker& make, const RandomMode
         gguf::Value::boolean(spec.swa_pattern == 0 || l % spec.swa_pattern < spec.swa_pattern - 1));
   w.set(a + "attention.sliding_window_pattern", gguf::Value::array(gguf::ValueType::BOOL, swa));
   w.set(a + "attention.shared_kv_layers", gguf::Value::u32(uint32_t(spec.n_kv_shared)));
-  w.set(a + "attention.key_length_swa", gguf::Value::u32(uint32_t(head_dim)));
-  w.set(a + "attention.value_length_swa", gguf::Value::u32(uint32_t(head_dim)));
+  const int swa_dim = spec.head_dim_swa > 0 ? spec.head_dim_swa : head_dim;
+  w.set(a + "attention.key_length_swa", gguf::Value::u32(uint32_t(swa_dim)));
+  w.set(a + "attention.value_length_swa", gguf::Value::u32(uint32_t(swa_dim)));
+  if (swa_dim != head_dim)
+    w.set(a + "rope.dimension_count_swa", gguf::Value::u32(uint32_t(swa_dim)));
   w.set(a + "embedding_length_per_layer_input", gguf::Value::u32(uint32_t(spec.n_embd_per_layer)));
   std::vector<float> freqs(size_t(head_dim / 2), 1.0f);
   for (size_t i = freqs.size() / 2; i < freqs.size(); ++i) freqs[i] = 1e30f;
@@ -465,6 +468,12 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
   if (gemma4) add_gemma4_layer_tail(make, spec, p);
 }
 
+// The head size of layer l: gemma4's windowed layers may have their own.
+int layer_head_dim(const RandomModelSpec& spec, int l, int head_dim) {
+  const bool windowed = spec.swa_pattern == 0 || l % spec.swa_pattern < spec.swa_pattern - 1;
+  return spec.arch == "gemma4" && spec.head_dim_swa > 0 && windowed ? spec.head_dim_swa : head_dim;
+}
+
 // Refuses specs the architecture's loader could not read.
 void check_spec(const RandomModelSpec& spec) {
   const std::string& arch = spec.arch;
@@ -500,7 +509,8 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   make.matrix("token_embd.weight", n_vocab, spec.n_embd);
   write_rope_factors(make, spec, head_dim);
   if (spec.arch == "gemma4") add_gemma4_globals(w, make, spec, n_vocab, head_dim);
-  for (int l = 0; l < spec.n_layer; ++l) add_block(make, spec, l, head_dim);
+  for (int l = 0; l < spec.n_layer; ++l)
+    add_block(make, spec, l, layer_head_dim(spec, l, head_dim));
   make.norm("output_norm.weight", spec.n_embd);
   if (!spec.tied_output && spec.arch != "gemma2")
     make.matrix("output.weight", n_vocab, spec.n_embd);

@@ -83,6 +83,10 @@ struct RandomModelSpec {
   // pattern is written as one boolean per layer.
   int n_embd_per_layer = 16;
   int n_kv_shared = 0;
+  // gemma4: the windowed layers' head size (0: head_dim), written as
+  // attention.key_length_swa / value_length_swa; they rotate all of it
+  // (rope.dimension_count_swa), as Gemma 4's files do.
+  int head_dim_swa = 0;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;

@@ -21,6 +21,10 @@
 // equal llama.cpp's where its margin exceeds 4e-2, twice the bound (on this
 // file: all of them, smallest margin 0.14).
 //
+// gemma4-swa-heads-f32: the same shape with the windowed layers' heads 16
+// wide beside the full layers' 32 (as real Gemma 4 files: 256 beside 512),
+// under the same bounds (smallest margin 0.075).
+//
 // Prefill runs in one pass and in chunks of 5 (across the window's edge),
 // through SequenceRunner; tests/engine/engine_schedules_test.cpp holds the
 // paged engine (whose shared layers hold no blocks) to it bit for bit.
@@ -29,6 +33,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <string>
 
 #include "golden_logits.h"
 #include "model/model.h"
@@ -65,9 +70,25 @@ TEST(Gemma4Golden, ModelHasSharedKvAndPerLayerEmbeddings) {
   EXPECT_EQ(c.attn_scale, 1.0f);
 }
 
-TEST(Gemma4Golden, LogitsAndGreedyTokensMatchLlamaCpp) {
-  const testing::GoldenLogits g = testing::read_golden_logits(kGemma4Dir / "gemma4-f32.logits.bin");
-  const auto model = Model::load(kGemma4Dir / "gemma4-f32.gguf");
+TEST(Gemma4Golden, WindowedLayersHaveTheirOwnHeadSize) {
+  const auto model = Model::load(kGemma4Dir / "gemma4-swa-heads-f32.gguf");
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.head_dim, 32);
+  EXPECT_EQ(c.head_dim_swa, 16);
+  EXPECT_EQ(c.layer_head_dim(4), 16);
+  EXPECT_EQ(c.layer_head_dim(5), 32);
+  EXPECT_EQ(c.layer_rope_dim(4), 16);
+  EXPECT_EQ(c.layer_head_dim(7), 16);  // shared, reading layer 4's K/V
+  // 2 full layers of 2 KV heads of 32, 4 windowed of 16: K and V, f32.
+  EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 64 + 4 * 32) * 4));
+}
+
+class Gemma4GoldenFile : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
+  const std::string name = GetParam();
+  const testing::GoldenLogits g = testing::read_golden_logits(kGemma4Dir / (name + ".logits.bin"));
+  const auto model = Model::load(kGemma4Dir / (name + ".gguf"));
   ASSERT_EQ(model->config().n_vocab, g.n_vocab);
   ASSERT_GT(g.rows(), 3 * model->config().sliding_window);
   for (const int max_batch : {512, 5}) {
@@ -91,10 +112,19 @@ TEST(Gemma4Golden, LogitsAndGreedyTokensMatchLlamaCpp) {
     EXPECT_LE(worst, kGemma4Bound);
     std::nth_element(diffs.begin(), diffs.begin() + ptrdiff_t(diffs.size() / 2), diffs.end());
     EXPECT_LE(diffs[diffs.size() / 2], kGemma4MedianBound) << "median row";
-    std::printf("gemma4-f32 chunks of %3d: max |logit - llama.cpp| = %.2e\n", max_batch,
+    std::printf("%s chunks of %3d: max |logit - llama.cpp| = %.2e\n", name.c_str(), max_batch,
                 double(worst));
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Files, Gemma4GoldenFile,
+                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32"),
+                         [](const auto& p) {
+                           std::string n = p.param;
+                           for (char& ch : n)
+                             if (ch == '-') ch = '_';
+                           return n;
+                         });
 
 }  // namespace
 }  // namespace kvforge

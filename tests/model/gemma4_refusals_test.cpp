@@ -24,12 +24,25 @@ RandomModelSpec gemma4_spec() {
   return spec;
 }
 
-TEST(Gemma4Refusals, PerLayerHeadSizesAreRefusedByName) {
-  const std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
-    w.set("gemma4.attention.key_length_swa", gguf::Value::u32(16));
+// Per-layer head sizes are read (gemma4_golden_test.cpp runs a file with
+// them); what llama.cpp refuses of them is refused by name, and a size the
+// tensors do not have is a shape error naming the tensor.
+TEST(Gemma4Refusals, InconsistentWindowedHeadSizesAreRefusedByName) {
+  std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.value_length_swa", gguf::Value::u32(16));
   }));
-  expect_mentions(what, {"gemma4: per-layer head sizes are not supported yet",
-                         "gemma4.attention.key_length_swa = 16", "key_length = 32"});
+  expect_mentions(what, {"gemma4.attention.value_length_swa = 16",
+                         "differs from key_length_swa = 32", "unsupported"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.rope.dimension_count_swa", gguf::Value::u32(64));
+  }));
+  expect_mentions(what, {"gemma4.rope.dimension_count_swa = 64", "at most key_length_swa 32"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.key_length_swa", gguf::Value::u32(16));
+    w.set("gemma4.attention.value_length_swa", gguf::Value::u32(16));
+    w.set("gemma4.rope.dimension_count_swa", gguf::Value::u32(16));
+  }));
+  expect_mentions(what, {"blk.0.attn_q.weight"});
 }
 
 TEST(Gemma4Refusals, ExpertsAreRefusedByName) {

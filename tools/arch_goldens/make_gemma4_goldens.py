@@ -19,6 +19,10 @@ unrotated) at base 1e6, the windowed ones at 10000; a per-layer output scale;
 a final soft-cap of 30. The prompt (17 tokens) and 16 greedy steps reach
 position 32, four windows. The shared layers have no K/V weights, so llama.cpp
 can only run them on their source layers' K/V.
+
+gemma4-swa-heads-f32 is the same shape with the windowed layers' heads 16
+wide (attention.key_length_swa, rope.dimension_count_swa) beside the full
+layers' 32, as real Gemma 4 files have (256 beside 512).
 """
 import argparse
 import os
@@ -33,6 +37,8 @@ ARGS = ["--arch", "gemma4", "--n-embd", "64", "--n-layer", "9", "--n-head", "4",
         "--rope-base-swa", "10000", "--n-embd-per-layer", "16", "--final-softcap", "30",
         "--seed", "1"]
 SHARED = "3"
+# name -> extra make-model arguments
+FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"]}
 
 
 def main() -> None:
@@ -42,14 +48,13 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    name = "gemma4-f32"
-    model = os.path.join(a.out, name + ".gguf")
-    logits = os.path.join(a.out, name + ".logits.bin")
-    run([a.kvforge, "make-model", "-o", model, "--shared-kv-layers", SHARED] + ARGS)
-    peak_next_byte(model)
-    dump_logits(a.dump_logits, model, logits)
-    report(name, model, logits)
-
+    for name, extra in FILES.items():
+        model = os.path.join(a.out, name + ".gguf")
+        logits = os.path.join(a.out, name + ".logits.bin")
+        run([a.kvforge, "make-model", "-o", model, "--shared-kv-layers", SHARED] + ARGS + extra)
+        peak_next_byte(model)
+        dump_logits(a.dump_logits, model, logits)
+        report(name, model, logits)
 
 if __name__ == "__main__":
     main()

@@ -78,10 +78,13 @@ struct CostModel {
     weight_bytes_per_token += double(row_bytes(w.token_embd.type, size_t(w.token_embd.cols)));
     matmul_flops_per_token = 2.0 * layer_params;
     output_flops = 2.0 * double(w.output.rows) * double(w.output.cols);
-    kv_bytes_per_position =
-        double(c.n_layer) * c.n_kv_head *
-        double(kv_head_bytes(kv.k, c.head_dim) + kv_head_bytes(kv.v, c.head_dim));
-    attention_flops_per_key = 4.0 * double(c.n_layer) * c.n_head * c.head_dim;
+    kv_bytes_per_position = attention_flops_per_key = 0;
+    for (int l = 0; l < c.n_layer; ++l) {
+      const int hd = c.layer_head_dim(l);
+      kv_bytes_per_position +=
+          double(c.n_kv_head) * double(kv_head_bytes(kv.k, hd) + kv_head_bytes(kv.v, hd));
+      attention_flops_per_key += 4.0 * double(c.n_head) * hd;
+    }
   }
 
   // Bytes read by a decode step with `n_past` tokens already cached (it attends to n_past + 1).

@@ -47,6 +47,13 @@ std::string dims_str(const std::vector<uint64_t>& dims) {
   return s;
 }
 
+// The first layer with a sliding window (0 when none has one).
+int first_windowed(const ModelConfig& c) {
+  for (int l = 0; l < c.n_layer; ++l)
+    if (c.window(l) > 0) return l;
+  return 0;
+}
+
 std::string rope_description(const ModelConfig& c) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s pairs, %d dims, base %g",
@@ -86,6 +93,9 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   add(c.n_embd_per_layer > 0,
       "per-layer token embeddings of " + std::to_string(c.n_embd_per_layer) + " per layer");
   add(c.v_norm, "V RMS norm, no query scaling");
+  add(c.per_layer_heads(), "windowed layers' heads of " +
+                               std::to_string(c.layer_head_dim(first_windowed(c))) + " (" +
+                               std::to_string(c.layer_rope_dim(first_windowed(c))) + " rotated)");
   add(c.n_kv_shared > 0, std::to_string(c.n_kv_shared) + " of " + std::to_string(c.n_layer) +
                              " layers reuse an earlier layer's K/V (K/V in " +
                              std::to_string(c.n_kv_layers()) + " layers)");

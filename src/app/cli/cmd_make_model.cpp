@@ -56,6 +56,7 @@ void apply_architecture(const RandomModelSpec& a, RandomModelSpec& s) {
   s.n_mtp = a.n_mtp;
   s.n_embd_per_layer = a.n_embd_per_layer;
   s.n_kv_shared = a.n_kv_shared;
+  s.head_dim_swa = a.head_dim_swa;
 }
 
 void make_model(const MakeModelFlags& f) {
@@ -151,6 +152,8 @@ void declare_expert_and_hybrid_flags(CLI::App& sub, RandomModelSpec& a) {
       ->capture_default_str();
   sub.add_option("--shared-kv-layers", a.n_kv_shared,
                  "gemma4: last layers reusing an earlier layer's K/V");
+  sub.add_option("--head-dim-swa", a.head_dim_swa,
+                 "gemma4: the windowed layers' head size (default: --head-dim)");
 }
 
 void declare_flags(CLI::App& sub, MakeModelFlags& f) {

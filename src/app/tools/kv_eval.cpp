@@ -73,11 +73,12 @@ Grid zero_grid(const ModelConfig& c) {
 // Adds, per (layer, kv head), the cosines over positions [0, n) of the two caches.
 void add_kv_cosines(const ModelConfig& c, const ContiguousKvCache& ref,
                     const ContiguousKvCache& cand, int32_t n, KvEvalResult& r) {
-  const int hd = c.head_dim;
-  std::vector<float> b(static_cast<size_t>(hd)), q(static_cast<size_t>(hd));
+  const int max_hd = c.max_head_dim();
+  std::vector<float> b(static_cast<size_t>(max_hd)), q(static_cast<size_t>(max_hd));
   std::vector<uint8_t> rec(
-      std::max(kv_head_bytes(cand.format().k, hd), kv_head_bytes(cand.format().v, hd)));
+      std::max(kv_head_bytes(cand.format().k, max_hd), kv_head_bytes(cand.format().v, max_hd)));
   for (int l = 0; l < c.n_layer; ++l) {
+    const int hd = c.layer_head_dim(l);
     std::vector<KvSpan> rs, cs;
     ref.spans(l, 0, 0, n, rs);
     cand.spans(l, 0, 0, n, cs);
@@ -182,9 +183,11 @@ KvEvalResult evaluate_kv_format(const Model& model, ThreadPool& pool,
   }
   sums.finish(kv_positions, r);
   r.kv_bytes_per_token_reference = c.kv_bytes_per_token(4);
-  r.kv_bytes_per_token_candidate =
-      size_t(c.n_layer) * size_t(c.n_kv_head) *
-      (kv_head_bytes(o.candidate.k, c.head_dim) + kv_head_bytes(o.candidate.v, c.head_dim));
+  r.kv_bytes_per_token_candidate = 0;
+  for (int l = 0; l < c.n_layer; ++l)
+    r.kv_bytes_per_token_candidate +=
+        size_t(c.n_kv_head) * (kv_head_bytes(o.candidate.k, c.layer_head_dim(l)) +
+                               kv_head_bytes(o.candidate.v, c.layer_head_dim(l)));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

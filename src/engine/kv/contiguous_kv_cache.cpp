@@ -1,6 +1,7 @@
 #include "engine/kv/contiguous_kv_cache.h"
 
 #include <cstring>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -10,18 +11,20 @@ ContiguousKvCache::ContiguousKvCache(const ModelConfig& config, int32_t capacity
                                      int32_t n_seqs)
     : n_layer_(config.n_layer),
       n_kv_head_(config.n_kv_head),
-      head_dim_(config.head_dim),
       capacity_(capacity),
       n_seqs_(n_seqs),
       format_(format),
-      k_head_bytes_(kv_head_bytes(format.k, config.head_dim)),
-      v_head_bytes_(kv_head_bytes(format.v, config.head_dim)),
       states_(config, n_seqs) {
   if (capacity <= 0 || n_seqs <= 0)
     throw std::invalid_argument("ContiguousKvCache: capacity and n_seqs must be positive");
-  const size_t positions = size_t(n_layer_) * size_t(n_seqs) * size_t(capacity);
-  k_ = HugePageBuffer(positions * size_t(n_kv_head_) * k_head_bytes_);
-  v_ = HugePageBuffer(positions * size_t(n_kv_head_) * v_head_bytes_);
+  const size_t records = size_t(n_seqs) * size_t(capacity) * size_t(n_kv_head_);
+  std::vector<int> all(static_cast<size_t>(n_layer_));
+  std::iota(all.begin(), all.end(), 0);
+  layers_.resize(all.size());
+  size_t k_total = 0, v_total = 0;
+  lay_out_runs(config, all, records, format, layers_, k_total, v_total);
+  k_ = HugePageBuffer(k_total);
+  v_ = HugePageBuffer(v_total);
 }
 
 void ContiguousKvCache::check(int layer, int32_t seq, int32_t pos) const {
@@ -31,18 +34,26 @@ void ContiguousKvCache::check(int layer, int32_t seq, int32_t pos) const {
                             " outside capacity " + std::to_string(capacity_));
 }
 
-size_t ContiguousKvCache::slot(int layer, int32_t seq, int head, int32_t pos) const {
-  return ((size_t(layer) * size_t(n_seqs_) + size_t(seq)) * size_t(n_kv_head_) + size_t(head)) *
-             size_t(capacity_) +
-         size_t(pos);
+size_t ContiguousKvCache::slot(int32_t seq, int head, int32_t pos) const {
+  return (size_t(seq) * size_t(n_kv_head_) + size_t(head)) * size_t(capacity_) + size_t(pos);
+}
+
+uint8_t* ContiguousKvCache::k_at(int layer, int32_t seq, int head, int32_t pos) const {
+  const KvLayerRun& r = layers_[size_t(layer)];
+  return const_cast<uint8_t*>(k_.data()) + r.k_offset + slot(seq, head, pos) * r.k_head_bytes;
+}
+
+uint8_t* ContiguousKvCache::v_at(int layer, int32_t seq, int head, int32_t pos) const {
+  const KvLayerRun& r = layers_[size_t(layer)];
+  return const_cast<uint8_t*>(v_.data()) + r.v_offset + slot(seq, head, pos) * r.v_head_bytes;
 }
 
 void ContiguousKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, const float* v) {
   check(layer, seq, pos);
+  const int d = layers_[size_t(layer)].head_dim;
   for (int h = 0; h < n_kv_head_; ++h) {
-    const size_t s = slot(layer, seq, h, pos);
-    kv_encode_head(format_.k, k + size_t(h) * head_dim_, k_.data() + s * k_head_bytes_, head_dim_);
-    kv_encode_head(format_.v, v + size_t(h) * head_dim_, v_.data() + s * v_head_bytes_, head_dim_);
+    kv_encode_head(format_.k, k + size_t(h) * size_t(d), k_at(layer, seq, h, pos), d);
+    kv_encode_head(format_.v, v + size_t(h) * size_t(d), v_at(layer, seq, h, pos), d);
   }
 }
 
@@ -63,24 +74,24 @@ KvSpan ContiguousKvCache::span(int layer, int32_t seq, int32_t n) const {
     throw std::out_of_range("KV cache: " + std::to_string(n) + " positions requested, capacity " +
                             std::to_string(capacity_));
   check(layer, seq, 0);
-  const size_t s = slot(layer, seq, 0, 0);
+  const KvLayerRun& r = layers_[size_t(layer)];
   KvSpan span;
-  span.k = k_.data() + s * k_head_bytes_;
-  span.v = v_.data() + s * v_head_bytes_;
-  span.k_pos_stride = k_head_bytes_;
-  span.k_head_stride = size_t(capacity_) * k_head_bytes_;
-  span.v_pos_stride = v_head_bytes_;
-  span.v_head_stride = size_t(capacity_) * v_head_bytes_;
+  span.k = k_at(layer, seq, 0, 0);
+  span.v = v_at(layer, seq, 0, 0);
+  span.k_pos_stride = r.k_head_bytes;
+  span.k_head_stride = size_t(capacity_) * r.k_head_bytes;
+  span.v_pos_stride = r.v_head_bytes;
+  span.v_head_stride = size_t(capacity_) * r.v_head_bytes;
   span.n = n;
   return span;
 }
 
 void ContiguousKvCache::fill_position(int layer, int32_t seq, int32_t pos, uint8_t byte) {
   check(layer, seq, pos);
+  const KvLayerRun& r = layers_[size_t(layer)];
   for (int h = 0; h < n_kv_head_; ++h) {
-    const size_t s = slot(layer, seq, h, pos);
-    std::memset(k_.data() + s * k_head_bytes_, byte, k_head_bytes_);
-    std::memset(v_.data() + s * v_head_bytes_, byte, v_head_bytes_);
+    std::memset(k_at(layer, seq, h, pos), byte, r.k_head_bytes);
+    std::memset(v_at(layer, seq, h, pos), byte, r.v_head_bytes);
   }
 }
 
@@ -89,36 +100,35 @@ void ContiguousKvCache::prefault() {
   std::memset(v_.data(), 0, v_.size());
 }
 
-size_t ContiguousKvCache::run_bytes(int32_t n) const {
-  return size_t(n_kv_head_) * size_t(n) * (k_head_bytes_ + v_head_bytes_);
+size_t ContiguousKvCache::run_bytes(int32_t n, int layer) const {
+  const KvLayerRun& r = layers_.at(size_t(layer));
+  return size_t(n_kv_head_) * size_t(n) * (r.k_head_bytes + r.v_head_bytes);
 }
 
 void ContiguousKvCache::copy_out(int layer, int32_t seq, int32_t first, int32_t n,
                                  uint8_t* out) const {
   check(layer, seq, first);
   check(layer, seq, first + n - 1);
-  const size_t k_run = size_t(n) * k_head_bytes_, v_run = size_t(n) * v_head_bytes_;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  const size_t k_run = size_t(n) * r.k_head_bytes, v_run = size_t(n) * r.v_head_bytes;
   for (int h = 0; h < n_kv_head_; ++h)
-    std::memcpy(out + size_t(h) * k_run, k_.data() + slot(layer, seq, h, first) * k_head_bytes_,
-                k_run);
+    std::memcpy(out + size_t(h) * k_run, k_at(layer, seq, h, first), k_run);
   out += size_t(n_kv_head_) * k_run;
   for (int h = 0; h < n_kv_head_; ++h)
-    std::memcpy(out + size_t(h) * v_run, v_.data() + slot(layer, seq, h, first) * v_head_bytes_,
-                v_run);
+    std::memcpy(out + size_t(h) * v_run, v_at(layer, seq, h, first), v_run);
 }
 
 void ContiguousKvCache::copy_in(int layer, int32_t seq, int32_t first, int32_t n,
                                 const uint8_t* in) {
   check(layer, seq, first);
   check(layer, seq, first + n - 1);
-  const size_t k_run = size_t(n) * k_head_bytes_, v_run = size_t(n) * v_head_bytes_;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  const size_t k_run = size_t(n) * r.k_head_bytes, v_run = size_t(n) * r.v_head_bytes;
   for (int h = 0; h < n_kv_head_; ++h)
-    std::memcpy(k_.data() + slot(layer, seq, h, first) * k_head_bytes_, in + size_t(h) * k_run,
-                k_run);
+    std::memcpy(k_at(layer, seq, h, first), in + size_t(h) * k_run, k_run);
   in += size_t(n_kv_head_) * k_run;
   for (int h = 0; h < n_kv_head_; ++h)
-    std::memcpy(v_.data() + slot(layer, seq, h, first) * v_head_bytes_, in + size_t(h) * v_run,
-                v_run);
+    std::memcpy(v_at(layer, seq, h, first), in + size_t(h) * v_run, v_run);
 }
 
 }  // namespace kvforge

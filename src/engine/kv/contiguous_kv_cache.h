@@ -17,6 +17,7 @@
 
 #include "core/huge_page_buffer.h"
 #include "core/ops/rope.h"
+#include "engine/kv/kv_layer_runs.h"
 #include "engine/kv/recurrent_state_pool.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
@@ -48,8 +49,8 @@ class ContiguousKvCache final : public KvStore {
   // Positions [first, first + n) of `seq` in `layer` as K then V, each
   // [n_kv_head][n] records: the paged pool's layout of one block of one layer
   // when n = block_size (PagedKvCache::export_block). out/in hold
-  // run_bytes(n) bytes.
-  size_t run_bytes(int32_t n) const;
+  // run_bytes(n, layer) bytes.
+  size_t run_bytes(int32_t n, int layer = 0) const;
   void copy_out(int layer, int32_t seq, int32_t first, int32_t n, uint8_t* out) const;
   void copy_in(int layer, int32_t seq, int32_t first, int32_t n, const uint8_t* in);
   // Context shift (contiguous_kv_shift.cpp): moves the records of positions
@@ -65,19 +66,21 @@ class ContiguousKvCache final : public KvStore {
 
  private:
   void check(int layer, int32_t seq, int32_t pos) const;
-  // Index of (layer, seq, kv head, pos) in records.
-  size_t slot(int layer, int32_t seq, int head, int32_t pos) const;
+  // Index of (seq, kv head, pos) among the records of one layer.
+  size_t slot(int32_t seq, int head, int32_t pos) const;
+  // The K / V record of (layer, seq, kv head, pos).
+  uint8_t* k_at(int layer, int32_t seq, int head, int32_t pos) const;
+  uint8_t* v_at(int layer, int32_t seq, int head, int32_t pos) const;
 
   int n_layer_;
   int n_kv_head_;
-  int head_dim_;
   int32_t capacity_;
   int32_t n_seqs_;
   KvFormat format_;
-  size_t k_head_bytes_, v_head_bytes_;  // one head record
-  HugePageBuffer k_;                    // [n_layer][n_seqs][n_kv_head][capacity] K records
-  HugePageBuffer v_;                    // [n_layer][n_seqs][n_kv_head][capacity] V records
-  RecurrentStatePool states_;           // [n_seqs] slots (none without recurrent layers)
+  std::vector<KvLayerRun> layers_;  // [n_layer]
+  HugePageBuffer k_;                // per layer: [n_seqs][n_kv_head][capacity] K records
+  HugePageBuffer v_;                // per layer: [n_seqs][n_kv_head][capacity] V records
+  RecurrentStatePool states_;       // [n_seqs] slots (none without recurrent layers)
 };
 
 }  // namespace kvforge

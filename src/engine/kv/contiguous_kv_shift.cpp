@@ -20,11 +20,12 @@ void ContiguousKvCache::move_down(int layer, int32_t seq, int32_t first, int32_t
   const size_t count = size_t(n - first - drop);
   if (drop == 0 || count == 0) return;
   check(layer, seq, first);
+  const KvLayerRun& r = layers_[size_t(layer)];
   for (int h = 0; h < n_kv_head_; ++h) {
-    uint8_t* k = k_.data() + slot(layer, seq, h, first) * k_head_bytes_;
-    uint8_t* v = v_.data() + slot(layer, seq, h, first) * v_head_bytes_;
-    std::memmove(k, k + size_t(drop) * k_head_bytes_, count * k_head_bytes_);
-    std::memmove(v, v + size_t(drop) * v_head_bytes_, count * v_head_bytes_);
+    uint8_t* k = k_at(layer, seq, h, first);
+    uint8_t* v = v_at(layer, seq, h, first);
+    std::memmove(k, k + size_t(drop) * r.k_head_bytes, count * r.k_head_bytes);
+    std::memmove(v, v + size_t(drop) * r.v_head_bytes, count * r.v_head_bytes);
   }
 }
 
@@ -35,11 +36,11 @@ void ContiguousKvCache::rerotate_k(int layer, int32_t seq, int32_t first, int32_
   check(layer, seq, first + count - 1);
   std::vector<float> rotation(static_cast<size_t>(rope.rope_dim()));
   shift_rotation(rope, delta, rotation.data());
-  std::vector<float> scratch(static_cast<size_t>(head_dim_));
+  const KvLayerRun& r = layers_[size_t(layer)];
+  std::vector<float> scratch(static_cast<size_t>(r.head_dim));
   for (int h = 0; h < n_kv_head_; ++h)
-    rerotate_k_records(format_.k, k_.data() + slot(layer, seq, h, first) * k_head_bytes_,
-                       size_t(count), k_head_bytes_, head_dim_, rope, rotation.data(),
-                       scratch.data());
+    rerotate_k_records(format_.k, k_at(layer, seq, h, first), size_t(count), r.k_head_bytes,
+                       r.head_dim, rope, rotation.data(), scratch.data());
 }
 
 }  // namespace kvforge

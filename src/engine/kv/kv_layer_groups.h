@@ -22,6 +22,15 @@
 //   qwen35, 3 linear : 1 full:  1 full group of n_layer / 4 layers
 // Gemma 4's shared-KV layers read their source layer's slot (ModelConfig::
 // kv_source) and belong to no group either.
+// Layers of different K/V widths (Gemma 4's windowed heads of 256 beside
+// full ones of 512: ModelConfig::layer_kv_dim) fill a block by width rather
+// than by count: a group holds layers of at most `capacity` K/V values per
+// position in total, capacity = the smallest type's total width (at least
+// the widest layer), so each type's layers are cut, in layer order, into
+// groups of equal width; with equal widths this is the count rule above:
+//   gemma-4-e2b, 3 full (512) / 12 SWA (256):  1 full group of 3 layers,
+//                                              2 windowed groups of 6
+// `slots` is then the most layers any group holds.
 // Full groups come first; group 0 is the prefix cache's primary group
 // (block_manager.h).
 #pragma once
@@ -45,6 +54,7 @@ struct KvLayerGroups {
 
   std::vector<KvLayerGroup> groups;  // full groups first
   int slots = 0;                     // layers per block (the largest group)
+  int64_t capacity = 0;              // K/V values per position a group may hold (see above)
   std::vector<int> group_of_layer;   // [n_layer]
   std::vector<int> slot_of_layer;    // [n_layer]
 
@@ -53,8 +63,10 @@ struct KvLayerGroups {
   bool any_window() const;
 
   static KvLayerGroups of(const ModelConfig& config);
-  // From per-layer windows directly ([n_layer], 0 = full attention, kNoKv = none).
-  static KvLayerGroups of_windows(const std::vector<int32_t>& layer_windows);
+  // From per-layer windows directly ([n_layer], 0 = full attention, kNoKv =
+  // none) and widths ([n_layer] K/V values per position; empty: all equal).
+  static KvLayerGroups of_windows(const std::vector<int32_t>& layer_windows,
+                                  const std::vector<int64_t>& layer_widths = {});
 };
 
 }  // namespace kvforge

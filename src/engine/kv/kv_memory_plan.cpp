@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "core/gguf/gguf_file.h"
+#include "engine/kv/kv_layer_groups.h"
 
 namespace kvforge {
 namespace {
@@ -170,6 +171,7 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   ModelShape s = shape(c.name.empty() ? c.arch_name : c.name, c.n_vocab, c.n_embd, c.n_layer,
                        c.n_head, c.n_kv_head, c.n_ff, c.n_ctx_train);
   s.head_dim = c.head_dim;
+  s.head_dim_swa = c.head_dim_swa > 0 && c.head_dim_swa != c.head_dim ? c.head_dim_swa : 0;
   s.tied_output = c.tied_output;
   for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.owns_kv(l) && c.window(l) > 0 ? 1 : 0;
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
@@ -277,12 +279,30 @@ int64_t kv_block_slots(const ModelShape& s) {
   return full == 0 || s.n_swa_layers == 0 ? s.n_kv_layers() : std::min(full, s.n_swa_layers);
 }
 
-int64_t kv_pool_blocks(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t block_tokens) {
+uint64_t kv_block_bytes(const ModelShape& s, KvFormat f, int64_t block_tokens) {
+  check(s);
   if (block_tokens <= 0) throw std::invalid_argument("block size must be ≥ 1 token");
-  // A block's slots are sized for the wider of the two head sizes.
-  const uint64_t slot =
-      std::max(kv_bytes_per_layer_token(s, f), kv_bytes_per_layer_token(s, f, true));
-  return int64_t(kv_budget / (uint64_t(kv_block_slots(s)) * slot * uint64_t(block_tokens)));
+  // The layers keeping K/V, full ones first (their order in the model does
+  // not change the groups' widths), grouped as PagedKvCache groups them.
+  const int64_t full = s.n_kv_layers() - s.n_swa_layers;
+  const int64_t swa_dim = s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim;
+  std::vector<int32_t> windows(size_t(s.n_kv_layers()), 0);
+  std::vector<int64_t> widths(size_t(s.n_kv_layers()), s.head_dim);
+  for (size_t l = size_t(full); l < windows.size(); ++l) {
+    windows[l] = int32_t(std::max<int64_t>(s.sliding_window, 1));
+    widths[l] = swa_dim;
+  }
+  uint64_t block = 0;
+  for (const KvLayerGroup& g : KvLayerGroups::of_windows(windows, widths).groups) {
+    uint64_t bytes = 0;
+    for (int l : g.layers) bytes += kv_bytes_per_layer_token(s, f, l >= full);
+    block = std::max(block, bytes * uint64_t(block_tokens));
+  }
+  return block;
+}
+
+int64_t kv_pool_blocks(const ModelShape& s, KvFormat f, uint64_t kv_budget, int64_t block_tokens) {
+  return int64_t(kv_budget / kv_block_bytes(s, f, block_tokens));
 }
 
 }  // namespace kvforge

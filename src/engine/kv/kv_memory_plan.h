@@ -147,8 +147,11 @@ int64_t max_sequences_for(const ModelShape& shape, KvFormat format, uint64_t wei
 // windows or when every layer is windowed, else the smaller of the full and
 // windowed layer counts.
 int64_t kv_block_slots(const ModelShape& shape);
+// One paged-engine block of `block_tokens` tokens (PagedKvCache::block_bytes):
+// as wide as its widest layer group (kv_layer_groups.h).
+uint64_t kv_block_bytes(const ModelShape& shape, KvFormat format, int64_t block_tokens);
 // KV pool sizing for the batching engine: whole blocks of `block_tokens` tokens
-// (kv_block_slots layers each) that fit in `kv_budget_bytes` (the budget for KV alone).
+// (kv_block_bytes each) that fit in `kv_budget_bytes` (the budget for KV alone).
 int64_t kv_pool_blocks(const ModelShape& shape, KvFormat format, uint64_t kv_budget_bytes,
                        int64_t block_tokens);
 

@@ -31,9 +31,7 @@ KvPoolSplit split_kv_pool(const ModelShape& s, KvFormat f, uint64_t kv_budget, i
   }
   if (p.state_bytes >= kv_budget) return p;
   p.blocks = kv_pool_blocks(s, f, kv_budget - p.state_bytes, block_tokens);
-  const uint64_t per_layer_token = kv_bytes_per_token(s, f) / uint64_t(s.n_kv_layers());
-  p.block_bytes =
-      uint64_t(p.blocks) * uint64_t(kv_block_slots(s)) * per_layer_token * uint64_t(block_tokens);
+  p.block_bytes = uint64_t(p.blocks) * kv_block_bytes(s, f, block_tokens);
   return p;
 }
 

@@ -16,51 +16,66 @@ std::string windows_text(const std::vector<int32_t>& windows) {
 
 }  // namespace
 
+std::vector<KvLayerRun> PagedKvCache::layer_runs(const ModelConfig& config,
+                                                 const KvLayerGroups& groups, int32_t block_size,
+                                                 KvFormat format, size_t& k_block,
+                                                 size_t& v_block) {
+  std::vector<KvLayerRun> runs(size_t(std::max(config.n_layer, 0)));
+  k_block = v_block = 0;
+  const size_t records = size_t(config.n_kv_head) * size_t(block_size);
+  for (const KvLayerGroup& g : groups.groups) {
+    size_t k_end = 0, v_end = 0;
+    lay_out_runs(config, g.layers, records, format, runs, k_end, v_end);
+    k_block = std::max(k_block, k_end);
+    v_block = std::max(v_block, v_end);
+  }
+  return runs;
+}
+
 PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks, KvFormat format)
     : blocks_(blocks),
       groups_(config.n_layer > 0 ? KvLayerGroups::of(config) : KvLayerGroups{}),
       n_layer_(config.n_layer),
-      n_slots_(groups_.slots),
       n_kv_head_(config.n_kv_head),
-      head_dim_(config.head_dim),
       n_blocks_(blocks.n_blocks()),
       block_size_(blocks.block_size()),
       format_(format),
-      k_head_bytes_(kv_head_bytes(format.k, config.head_dim)),
-      v_head_bytes_(kv_head_bytes(format.v, config.head_dim)),
-      k_block_bytes_(size_t(config.n_kv_head) * size_t(block_size_) * k_head_bytes_),
-      v_block_bytes_(size_t(config.n_kv_head) * size_t(block_size_) * v_head_bytes_) {
-  if (n_layer_ <= 0 || n_kv_head_ <= 0 || head_dim_ <= 0)
+      k_block_bytes_(0),
+      v_block_bytes_(0),
+      export_chunks_(
+          config.head_dim_swa > 0 && config.head_dim_swa != config.head_dim ? 1 : groups_.slots) {
+  if (n_layer_ <= 0 || n_kv_head_ <= 0 || config.head_dim <= 0)
     throw std::invalid_argument("PagedKvCache: model config has n_layer " +
                                 std::to_string(n_layer_) + ", n_kv_head " +
                                 std::to_string(n_kv_head_) + ", head_dim " +
-                                std::to_string(head_dim_) + "; all must be positive");
+                                std::to_string(config.head_dim) + "; all must be positive");
   if (groups_.windows() != blocks.group_windows())
     throw std::invalid_argument("PagedKvCache: the block manager's layer groups have windows " +
                                 windows_text(blocks.group_windows()) + ", the model's " +
                                 windows_text(groups_.windows()) + " (KvLayerGroups::of)");
-  const size_t layer_blocks = size_t(n_slots_) * size_t(n_blocks_);
-  k_ = HugePageBuffer(layer_blocks * k_block_bytes_);
-  v_ = HugePageBuffer(layer_blocks * v_block_bytes_);
+  layers_ = layer_runs(config, groups_, block_size_, format, k_block_bytes_, v_block_bytes_);
+  k_ = HugePageBuffer(size_t(n_blocks_) * k_block_bytes_);
+  v_ = HugePageBuffer(size_t(n_blocks_) * v_block_bytes_);
 }
 
 size_t PagedKvCache::block_bytes(const ModelConfig& config, int32_t block_size, KvFormat format) {
-  const size_t per_position =
-      kv_head_bytes(format.k, config.head_dim) + kv_head_bytes(format.v, config.head_dim);
-  return size_t(KvLayerGroups::of(config).slots) * size_t(config.n_kv_head) * size_t(block_size) *
-         per_position;
+  size_t k_block = 0, v_block = 0;
+  layer_runs(config, KvLayerGroups::of(config), block_size, format, k_block, v_block);
+  return k_block + v_block;
 }
 
 KvFormat PagedKvCache::format() const { return format_; }
 
 size_t PagedKvCache::bytes() const { return k_.size() + v_.size(); }
 
-size_t PagedKvCache::k_offset(int slot, BlockId block) const {
-  return (size_t(slot) * size_t(n_blocks_) + size_t(block)) * k_block_bytes_;
+uint8_t* PagedKvCache::k_run(int layer, BlockId block) const {
+  return const_cast<uint8_t*>(k_.data()) + size_t(block) * k_block_bytes_ +
+         layers_[size_t(layer)].k_offset;
 }
 
-size_t PagedKvCache::v_offset(int slot, BlockId block) const {
-  return (size_t(slot) * size_t(n_blocks_) + size_t(block)) * v_block_bytes_;
+uint8_t* PagedKvCache::v_run(int layer, BlockId block) const {
+  return const_cast<uint8_t*>(v_.data()) + size_t(block) * v_block_bytes_ +
+         layers_[size_t(layer)].v_offset;
 }
 
 BlockId PagedKvCache::block_of(int layer, int32_t seq, int32_t pos, const char* what) const {
@@ -100,22 +115,21 @@ void PagedKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, co
                             std::to_string(pos) + " outside its " + std::to_string(reserved) +
                             " reserved positions");
   const BlockId block = block_of(layer, seq, pos, "write");
-  const int slot = groups_.slot_of_layer[size_t(layer)];
   if (const int32_t rc = blocks_.refcount(block); rc != 1)
     throw std::logic_error("PagedKvCache::write: sequence " + std::to_string(seq) + ", position " +
                            std::to_string(pos) + " lies in block " + std::to_string(block) +
                            " with refcount " + std::to_string(rc) +
                            ", expected 1 (a shared block must be copied before it is written)");
+  const KvLayerRun& r = layers_[size_t(layer)];
   const size_t in_block = size_t(pos % block_size_);
-  uint8_t* k_rec = k_.data() + k_offset(slot, block) + in_block * k_head_bytes_;
-  uint8_t* v_rec = v_.data() + v_offset(slot, block) + in_block * v_head_bytes_;
-  const size_t k_head_stride = size_t(block_size_) * k_head_bytes_;
-  const size_t v_head_stride = size_t(block_size_) * v_head_bytes_;
+  uint8_t* k_rec = k_run(layer, block) + in_block * r.k_head_bytes;
+  uint8_t* v_rec = v_run(layer, block) + in_block * r.v_head_bytes;
+  const size_t k_head_stride = size_t(block_size_) * r.k_head_bytes;
+  const size_t v_head_stride = size_t(block_size_) * r.v_head_bytes;
+  const size_t d = size_t(r.head_dim);
   for (int h = 0; h < n_kv_head_; ++h) {
-    kv_encode_head(format_.k, k + size_t(h) * size_t(head_dim_), k_rec + size_t(h) * k_head_stride,
-                   head_dim_);
-    kv_encode_head(format_.v, v + size_t(h) * size_t(head_dim_), v_rec + size_t(h) * v_head_stride,
-                   head_dim_);
+    kv_encode_head(format_.k, k + size_t(h) * d, k_rec + size_t(h) * k_head_stride, r.head_dim);
+    kv_encode_head(format_.v, v + size_t(h) * d, v_rec + size_t(h) * v_head_stride, r.head_dim);
   }
 }
 
@@ -130,17 +144,17 @@ void PagedKvCache::spans(int layer, int32_t seq, int32_t first, int32_t n,
     throw std::out_of_range("PagedKvCache::spans: sequence " + std::to_string(seq) +
                             ": positions [" + std::to_string(first) + ", " + std::to_string(n) +
                             ") requested, " + std::to_string(reserved) + " reserved");
-  const int slot = groups_.slot_of_layer[size_t(layer)];
+  const KvLayerRun& r = layers_[size_t(layer)];
   for (int32_t pos = first; pos < n;) {
     const BlockId block = block_of(layer, seq, pos, "spans");
     const int32_t offset = pos % block_size_;
     KvSpan span;
-    span.k = k_.data() + k_offset(slot, block) + size_t(offset) * k_head_bytes_;
-    span.v = v_.data() + v_offset(slot, block) + size_t(offset) * v_head_bytes_;
-    span.k_pos_stride = k_head_bytes_;
-    span.k_head_stride = size_t(block_size_) * k_head_bytes_;
-    span.v_pos_stride = v_head_bytes_;
-    span.v_head_stride = size_t(block_size_) * v_head_bytes_;
+    span.k = k_run(layer, block) + size_t(offset) * r.k_head_bytes;
+    span.v = v_run(layer, block) + size_t(offset) * r.v_head_bytes;
+    span.k_pos_stride = r.k_head_bytes;
+    span.k_head_stride = size_t(block_size_) * r.k_head_bytes;
+    span.v_pos_stride = r.v_head_bytes;
+    span.v_head_stride = size_t(block_size_) * r.v_head_bytes;
     span.n = std::min(block_size_ - offset, n - pos);
     out.push_back(span);
     pos += span.n;
@@ -151,10 +165,10 @@ void PagedKvCache::copy_block(BlockId src, BlockId dst) {
   check_block(src, "copy_block (source)");
   check_block(dst, "copy_block (destination)");
   if (src == dst) return;
-  for (int l = 0; l < n_slots_; ++l) {
-    std::memcpy(k_.data() + k_offset(l, dst), k_.data() + k_offset(l, src), k_block_bytes_);
-    std::memcpy(v_.data() + v_offset(l, dst), v_.data() + v_offset(l, src), v_block_bytes_);
-  }
+  std::memcpy(k_.data() + size_t(dst) * k_block_bytes_, k_.data() + size_t(src) * k_block_bytes_,
+              k_block_bytes_);
+  std::memcpy(v_.data() + size_t(dst) * v_block_bytes_, v_.data() + size_t(src) * v_block_bytes_,
+              v_block_bytes_);
 }
 
 void PagedKvCache::export_block(BlockId block, std::span<uint8_t> out) const {
@@ -162,11 +176,14 @@ void PagedKvCache::export_block(BlockId block, std::span<uint8_t> out) const {
   if (out.size() != block_bytes())
     throw std::invalid_argument("PagedKvCache::export_block: " + std::to_string(out.size()) +
                                 " bytes given, a block is " + std::to_string(block_bytes()));
+  const size_t k_chunk = k_block_bytes_ / size_t(export_chunks_);
+  const size_t v_chunk = v_block_bytes_ / size_t(export_chunks_);
   uint8_t* p = out.data();
-  for (int l = 0; l < n_slots_; ++l) {
-    std::memcpy(p, k_.data() + k_offset(l, block), k_block_bytes_);
-    std::memcpy(p + k_block_bytes_, v_.data() + v_offset(l, block), v_block_bytes_);
-    p += k_block_bytes_ + v_block_bytes_;
+  for (int c = 0; c < export_chunks_; ++c) {
+    std::memcpy(p, k_.data() + size_t(block) * k_block_bytes_ + size_t(c) * k_chunk, k_chunk);
+    std::memcpy(p + k_chunk, v_.data() + size_t(block) * v_block_bytes_ + size_t(c) * v_chunk,
+                v_chunk);
+    p += k_chunk + v_chunk;
   }
 }
 
@@ -175,11 +192,14 @@ void PagedKvCache::import_block(BlockId block, std::span<const uint8_t> in) {
   if (in.size() != block_bytes())
     throw std::invalid_argument("PagedKvCache::import_block: " + std::to_string(in.size()) +
                                 " bytes given, a block is " + std::to_string(block_bytes()));
+  const size_t k_chunk = k_block_bytes_ / size_t(export_chunks_);
+  const size_t v_chunk = v_block_bytes_ / size_t(export_chunks_);
   const uint8_t* p = in.data();
-  for (int l = 0; l < n_slots_; ++l) {
-    std::memcpy(k_.data() + k_offset(l, block), p, k_block_bytes_);
-    std::memcpy(v_.data() + v_offset(l, block), p + k_block_bytes_, v_block_bytes_);
-    p += k_block_bytes_ + v_block_bytes_;
+  for (int c = 0; c < export_chunks_; ++c) {
+    std::memcpy(k_.data() + size_t(block) * k_block_bytes_ + size_t(c) * k_chunk, p, k_chunk);
+    std::memcpy(v_.data() + size_t(block) * v_block_bytes_ + size_t(c) * v_chunk, p + k_chunk,
+                v_chunk);
+    p += k_chunk + v_chunk;
   }
 }
 

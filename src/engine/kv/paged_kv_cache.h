@@ -8,18 +8,21 @@
 // all of it: docs/bench/design-measurements.md).
 //
 // Layout, K and V alike (each in its own format, core/formats/kv_format.h):
-//   [slots][n_blocks][n_kv_head][block_size] head records, record bytes fastest.
+//   [n_blocks][block] where a block holds its group's layers one after the
+//   other, each layer's run [n_kv_head][block_size] head records, record
+//   bytes fastest; a layer's records are its own head size
+//   (ModelConfig::layer_head_dim), so a block is as large as its widest group.
 // A block belongs to one layer group at a time (kv_layer_groups.h) and holds
-// that group's layers in its slots: layer l lives in slot slot_of_layer[l]
-// of the blocks in its group's block tables. Without sliding windows there
-// is one group, slots = n_layer and slot = layer.
-// Position varies fastest inside a block, so one kv head's keys (and values)
+// that group's layers: layer l lives in slot slot_of_layer[l] of the blocks
+// in its group's block tables. Without sliding windows there is one group,
+// slots = n_layer and slot = layer.
+// Position varies fastest inside a run, so one kv head's keys (and values)
 // of a block are one contiguous run of block_size records: the attention
 // kernel, which walks one kv head's positions in order, streams memory
 // sequentially within a block and jumps only at block edges. One block of
 // one layer is itself one contiguous run, so a per-block KvSpan is a plain
 // strided view (pos stride = one record, head stride = block_size records)
-// and a copy-on-write copies one run per layer. Writing a token touches
+// and a copy-on-write copies one run per block. Writing a token touches
 // n_kv_head records block_size records apart, which costs nothing next to
 // the reads (every step re-reads all earlier positions).
 #pragma once
@@ -33,6 +36,7 @@
 #include "engine/kv/block_manager.h"
 #include "engine/kv/hybrid_kv_manager.h"
 #include "engine/kv/kv_layer_groups.h"
+#include "engine/kv/kv_layer_runs.h"
 #include "model/kv_store.h"
 #include "model/model_config.h"
 
@@ -74,9 +78,10 @@ class PagedKvCache final : public KvStore {
   void copy_block(BlockId src, BlockId dst);
 
   // One block's K/V in every slot as one byte string, for the disk tier:
-  // [slots] x (K block bytes, then V block bytes), each the pool's own run
-  // ([n_kv_head][block_size] records). out/in hold block_bytes() bytes.
-  size_t block_bytes() const { return size_t(n_slots_) * (k_block_bytes_ + v_block_bytes_); }
+  // with equal head sizes [slots] x (K run, then V run), each the pool's own
+  // run ([n_kv_head][block_size] records); with per-layer head sizes the
+  // block's K bytes, then its V bytes. out/in hold block_bytes() bytes.
+  size_t block_bytes() const { return k_block_bytes_ + v_block_bytes_; }
   void export_block(BlockId block, std::span<uint8_t> out) const;
   void import_block(BlockId block, std::span<const uint8_t> in);
 
@@ -87,9 +92,13 @@ class PagedKvCache final : public KvStore {
   // shares would corrupt it (a missed copy-on-write).
 
  private:
-  // Byte offset of (slot, block, kv head 0, position 0) in k_ / v_.
-  size_t k_offset(int slot, BlockId block) const;
-  size_t v_offset(int slot, BlockId block) const;
+  // The runs of every layer for `groups` and the K / V bytes of one block.
+  static std::vector<KvLayerRun> layer_runs(const ModelConfig& config, const KvLayerGroups& groups,
+                                            int32_t block_size, KvFormat format, size_t& k_block,
+                                            size_t& v_block);
+  // Byte address of (layer, block, kv head 0, position 0) in k_ / v_.
+  uint8_t* k_run(int layer, BlockId block) const;
+  uint8_t* v_run(int layer, BlockId block) const;
   void check_layer(int layer, const char* what) const;
   void check_block(BlockId block, const char* what) const;
   // The block of `layer` holding `pos` of `seq`; throws if a window released it.
@@ -99,16 +108,15 @@ class PagedKvCache final : public KvStore {
   HybridKvManager* states_ = nullptr;
   KvLayerGroups groups_;
   int n_layer_;
-  int n_slots_;
   int n_kv_head_;
-  int head_dim_;
   int32_t n_blocks_;
   int32_t block_size_;
   KvFormat format_;
-  size_t k_head_bytes_, v_head_bytes_;    // one head record
-  size_t k_block_bytes_, v_block_bytes_;  // one block of one layer: n_kv_head * block_size records
-  HugePageBuffer k_;                      // [slots][n_blocks][n_kv_head][block_size] K records
-  HugePageBuffer v_;                      // [slots][n_blocks][n_kv_head][block_size] V records
+  std::vector<KvLayerRun> layers_;        // [n_layer] (unused for layers without K/V)
+  size_t k_block_bytes_, v_block_bytes_;  // one block, every slot
+  int export_chunks_;                     // equal head sizes: slots; else 1 (export_block)
+  HugePageBuffer k_;                      // [n_blocks][k_block_bytes_]
+  HugePageBuffer v_;                      // [n_blocks][v_block_bytes_]
 };
 
 }  // namespace kvforge

@@ -23,12 +23,12 @@ void PagedKvCache::rerotate_k(int layer, BlockId block, int32_t first, int32_t n
                            ", expected 1 (a shared block must be copied before it is shifted)");
   std::vector<float> rotation(static_cast<size_t>(rope.rope_dim()));
   shift_rotation(rope, delta, rotation.data());
-  std::vector<float> scratch(static_cast<size_t>(head_dim_));
-  const int slot = groups_.slot_of_layer[size_t(layer)];
-  uint8_t* run = k_.data() + k_offset(slot, block) + size_t(first) * k_head_bytes_;
+  const KvLayerRun& r = layers_[size_t(layer)];
+  std::vector<float> scratch(static_cast<size_t>(r.head_dim));
+  uint8_t* run = k_run(layer, block) + size_t(first) * r.k_head_bytes;
   for (int h = 0; h < n_kv_head_; ++h)
-    rerotate_k_records(format_.k, run + size_t(h) * size_t(block_size_) * k_head_bytes_, size_t(n),
-                       k_head_bytes_, head_dim_, rope, rotation.data(), scratch.data());
+    rerotate_k_records(format_.k, run + size_t(h) * size_t(block_size_) * r.k_head_bytes, size_t(n),
+                       r.k_head_bytes, r.head_dim, rope, rotation.data(), scratch.data());
 }
 
 }  // namespace kvforge

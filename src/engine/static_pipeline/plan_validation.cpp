@@ -346,7 +346,7 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
     case BufferRole::Proj:
       return r * uint64_t(c.n_embd) * f;
     case BufferRole::CosSin:
-      return r * uint64_t(c.rope_dim) * f;
+      return r * uint64_t(c.max_rope_dim()) * f;
     case BufferRole::Q:
       return r * uint64_t(c.q_dim()) * (c.attn_gate ? 2 : 1) * f;
     case BufferRole::Attn:
