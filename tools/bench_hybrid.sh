@@ -54,11 +54,11 @@ for shape in "${shapes[@]}"; do
     step "$shape pair $pair: llama-bench"
     theirs="$("$llama_bench" -m "$file" -p 512 -n 128 -t 2 -r 1 -o json 2>/dev/null)"
     printf '{"shape":"%s","pair":%s,"file_bytes":%s,"kvforge":%s,"llama":%s}\n' "$shape" "$pair" \
-      "$(stat -c %s "$file")" "$ours" "$theirs" | tr -d '\n' >>"$results"
+      "$(stat -L -c %s "$file")" "$ours" "$theirs" | tr -d '\n' >>"$results"
     echo >>"$results"
   done
   step "$shape: bench-serve, 1 and 16 concurrent conversations"
   "$kvforge" bench-serve -m "$file" -t 2 --concurrency 1 16 --rounds "$rounds" --skip-prefix \
-    --prompt-len 128 --gen-len 64 -c 4096 >"$out/serve-$shape.txt" 2>&1
+    --prompt-len 128 --gen-len 64 -c 4096 --kv-memory 1024 >"$out/serve-$shape.txt" 2>&1
 done
 python3 tools/bench_hybrid_table.py "$results" | tee "$out/hybrid.md"
