@@ -76,6 +76,8 @@ class CompletionService {
   EngineLoop& loop() { return loop_; }
   const std::string& model_id() const { return limits_.model_ids.front(); }
   const Tokenizer& tokenizer() const { return tokenizer_; }
+  // Tokenizer::max_token_bytes, computed once (it walks the whole vocabulary).
+  size_t max_token_bytes() const { return max_token_bytes_; }
   const ChatTemplate& chat_template() const { return chat_template_; }
 
  private:

@@ -41,7 +41,7 @@ std::vector<int32_t> EmbeddingService::tokens_of(const EmbeddingInput& input, bo
     // A token covers at most max_token_bytes of text: a longer text is refused,
     // or cut to what its first tokens can cover, before it is tokenized.
     std::string_view view = *text;
-    const size_t covered = (limit + kEmbedTruncationSlack) * tok.max_token_bytes();
+    const size_t covered = (limit + kEmbedTruncationSlack) * completions_.max_token_bytes();
     if (view.size() > covered) {
       if (!truncate) embed_too_long(limit);
       view = embed_utf8_prefix(view, covered);

@@ -60,7 +60,7 @@ void refuse_chat_past_context(const CompletionService& service, const nlohmann::
   for (const auto& m : chat["messages"])
     if (m.contains("content") && m["content"].is_string())
       bytes += m["content"].get_ref<const std::string&>().size();
-  const size_t per_token = service.tokenizer().max_token_bytes();
+  const size_t per_token = service.max_token_bytes();
   const size_t at_least = (bytes + per_token - 1) / per_token;
   const auto context = static_cast<size_t>(service.limits().max_tokens_limit);
   if (at_least >= context)
