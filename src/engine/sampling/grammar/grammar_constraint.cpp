@@ -30,6 +30,23 @@ std::vector<TokenMask> masks_up_to(const std::vector<std::string>& bytes, size_t
   return out;
 }
 
+// Walks up a bounded repetition from `at`, one shift at a time (at most
+// `max_shifts`), to the nearest neighbour `known` has a mask for. `bytes`
+// becomes the least shift size on the way: that neighbour agrees with `at` on
+// every token of at most that many bytes. Null when none is known.
+template <typename Shift, typename Known>
+auto nearest_known(uint32_t at, size_t max_shifts, size_t& bytes, Shift shift, Known known)
+    -> decltype(known(at)) {
+  bytes = SIZE_MAX;
+  for (size_t i = 0; i < max_shifts; ++i) {
+    size_t b = 0;
+    if ((at = shift(at, b)) == kEmptyStack) break;
+    bytes = std::min(bytes, b);
+    if (auto found = known(at)) return found;
+  }
+  return nullptr;
+}
+
 }  // namespace
 
 GrammarVocabulary::GrammarVocabulary(std::vector<std::string> bytes, std::vector<int32_t> ends,
@@ -245,14 +262,13 @@ std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) c
   // Each neighbour agrees with the one below on its tokens of at most `bytes`
   // bytes, so the nearest known agrees with `stack` on the least of them.
   size_t bytes = SIZE_MAX;
-  std::shared_ptr<const TokenMask> base;
-  uint32_t at = stack;
-  for (size_t i = 0; limits_.repetition_shifts && i < limits_.max_shifts && !base; ++i) {
-    size_t b = 0;
-    if ((at = shifted(at, kEmptyStack, b)) == kEmptyStack) break;
-    bytes = std::min(bytes, b);
-    if (const auto known = masks_.find(at); known != masks_.end()) base = known->second;
-  }
+  const std::shared_ptr<const TokenMask> base = nearest_known(
+      stack, limits_.repetition_shifts ? limits_.max_shifts : 0, bytes,
+      [&](uint32_t at, size_t& b) { return shifted(at, kEmptyStack, b); },
+      [&](uint32_t at) -> std::shared_ptr<const TokenMask> {
+        const auto known = masks_.find(at);
+        return known == masks_.end() ? nullptr : known->second;
+      });
   std::shared_ptr<const TokenMask> mask;
   if (!base)
     mask = own_mask(stack, 0, nullptr);
@@ -302,15 +318,13 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t c
   std::string key;
   if (auto known = known_prefix(cut, key)) return known;
   size_t bytes = SIZE_MAX;
-  std::shared_ptr<const StackPrefixMask> base;
-  uint32_t at = cut;
-  for (size_t i = 0; limits_.repetition_shifts && i < limits_.max_shifts && !base; ++i) {
-    size_t b = 0;
-    if ((at = shifted(at, sentinel_, b)) == kEmptyStack) break;
-    bytes = std::min(bytes, b);
-    std::string up_key;
-    base = known_prefix(at, up_key);
-  }
+  std::shared_ptr<const StackPrefixMask> base = nearest_known(
+      cut, limits_.repetition_shifts ? limits_.max_shifts : 0, bytes,
+      [&](uint32_t at, size_t& b) { return shifted(at, sentinel_, b); },
+      [&](uint32_t at) {
+        std::string up_key;
+        return known_prefix(at, up_key);
+      });
   std::shared_ptr<const StackPrefixMask> mask;
   if (base) {
     mask = shifted_prefix(cut, bytes, std::move(base));
