@@ -30,6 +30,16 @@ constexpr std::string_view kQwen2Pattern =
 constexpr std::string_view kQwen35Pattern =
     R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 
+// gpt-4o (tiktoken o200k_base; gpt-oss, Llama 4): a word is capitals then
+// small letters, so "HelloWorld" is two words; contractions stay on their
+// word; punctuation runs keep trailing newlines and slashes. Written as
+// llama.cpp runs it: "capital" is any letter but a-z and "small" any letter
+// but A-Z, so letters outside ASCII count as both, and marks as neither.
+constexpr std::string_view kGpt4oPattern =
+    R"([^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])*(?:(?=\p{L})[^A-Z])+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+    R"(|[^\r\n\p{L}\p{N}]?(?:(?=\p{L})[^a-z])+(?:(?=\p{L})[^A-Z])*(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?)"
+    R"(|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 // Gemma 4: merges span whole lines; no token holds a newline next to
 // anything else.
 constexpr std::string_view kNewlineRunsPattern = R"([^\n]+|\n+)";
@@ -47,6 +57,7 @@ std::optional<PreTokenizerKind> pre_tokenizer_kind(std::string_view pre) {
   if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3") return PreTokenizerKind::Llama3;
   if (pre == "qwen2" || pre == "deepseek-r1-qwen") return PreTokenizerKind::Qwen2;
   if (pre == "qwen35") return PreTokenizerKind::Qwen35;
+  if (pre == "gpt-4o" || pre == "llama4") return PreTokenizerKind::Gpt4o;
   return std::nullopt;
 }
 
@@ -60,6 +71,8 @@ std::string_view pre_tokenizer_pattern(PreTokenizerKind kind) {
       return kQwen2Pattern;
     case PreTokenizerKind::Qwen35:
       return kQwen35Pattern;
+    case PreTokenizerKind::Gpt4o:
+      return kGpt4oPattern;
     case PreTokenizerKind::NewlineRuns:
       return kNewlineRunsPattern;
   }

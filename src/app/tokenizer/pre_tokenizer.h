@@ -20,6 +20,7 @@ enum class PreTokenizerKind {
   Llama3,  // "llama-bpe", "llama3", "llama-v3": digits in groups of up to 3, case-free contractions
   Qwen2,   // "qwen2", "deepseek-r1-qwen": as LLaMA-3 but every digit alone
   Qwen35,  // "qwen35": as Qwen2 with combining marks (\p{M}) inside letter runs
+  Gpt4o,   // "gpt-4o", "llama4" (o200k): words split at lower-to-upper case changes
   // Runs of newlines and runs of anything else: the only split of Gemma 4's
   // vocabulary (tokenizer.ggml.model "gemma4", which has no tokenizer.ggml.pre).
   NewlineRuns,

@@ -50,9 +50,10 @@ std::string replace_spm_spaces(std::string_view text) {
 PreTokenizerKind require_pre_tokenizer(const Vocabulary& vocab) {
   const std::optional<PreTokenizerKind> kind = pre_tokenizer_kind(vocab.pre);
   if (!kind) {
-    throw TokenizerError(vocab.source + ": tokenizer.ggml.pre '" + vocab.pre +
-                         "' is not a known pre-tokenizer (known: default, gpt-2, phi-2, "
-                         "llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, qwen35)");
+    throw TokenizerError(
+        vocab.source + ": tokenizer.ggml.pre '" + vocab.pre +
+        "' is not a known pre-tokenizer (known: default, gpt-2, phi-2, "
+        "llama-bpe, llama3, llama-v3, qwen2, deepseek-r1-qwen, qwen35, gpt-4o, llama4)");
   }
   return *kind;
 }
