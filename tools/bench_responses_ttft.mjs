@@ -52,7 +52,7 @@ async function streamed(port, path, body, onEvent) {
 
 async function responsesChain(port) {
   let previous = null;
-  const ttfts = [];
+  const ttfts = [], texts = [];
   for (let t = 1; t <= TURNS; ++t) {
     const r = await streamed(port, '/v1/responses', {
       model: 'x', input: userText(t), max_output_tokens: MAX, temperature: 0, stream: true,
@@ -62,13 +62,14 @@ async function responsesChain(port) {
     });
     previous = r.id;
     ttfts.push(r.ttft);
+    texts.push(r.text);
   }
-  return ttfts;
+  return { ttfts, texts };
 }
 
 async function chatResend(port) {
   const messages = [];
-  const ttfts = [];
+  const ttfts = [], texts = [];
   for (let t = 1; t <= TURNS; ++t) {
     messages.push({ role: 'user', content: userText(t) });
     const r = await streamed(port, '/v1/chat/completions', {
@@ -76,8 +77,9 @@ async function chatResend(port) {
       (ev) => ev.choices?.[0]?.delta?.content || null);
     messages.push({ role: 'assistant', content: r.text });
     ttfts.push(r.ttft);
+    texts.push(r.text);
   }
-  return ttfts;
+  return { ttfts, texts };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -100,7 +102,7 @@ for (let i = 0; i < REPEAT; ++i) {
   }
 }
 const last = TURNS - 1;
-const turnMedian = (name, t) => median(runs[name].map((r) => r[t]));
+const turnMedian = (name, t) => median(runs[name].map((r) => r.ttfts[t]));
 for (const [name] of variants)
   console.log(`${name.padEnd(12)} TTFT per turn (median of ${REPEAT}, ms): ` +
               Array.from({ length: TURNS }, (_, t) => (1000 * turnMedian(name, t)).toFixed(1))
@@ -108,3 +110,14 @@ for (const [name] of variants)
 for (const name of ['chat', 'chat-nocache'])
   console.log(`turn ${TURNS}: ${name} / previous_response_id = ` +
               `${(turnMedian(name, last) / turnMedian('responses', last)).toFixed(2)}x`);
+// Greedy: every run of every variant must have written the same replies.
+const reference = runs.responses[0].texts;
+let differing = null;
+for (const [name] of variants)
+  runs[name].forEach((r, i) => r.texts.forEach((text, t) => {
+    if (!differing && text !== reference[t]) differing = `${name} run ${i + 1} turn ${t + 1}`;
+  }));
+console.log(differing ? `greedy replies differ: ${differing}` :
+            `greedy replies identical in all ${REPEAT * variants.length} runs ` +
+            `(${reference.map((t) => t.length).join('+')} characters)`);
+if (differing) process.exitCode = 1;
