@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace kvforge {
 namespace {
@@ -15,12 +16,29 @@ bool whole_blocks(int64_t cols, std::span<const GgmlType> types) {
   return true;
 }
 
-// The largest divisor d of `units` (at most kMaxColumnParts) with cols / d
-// whole blocks of every type.
-int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
+// The largest divisor d of `units` (at most kMaxColumnParts) with each of
+// `widths` / d whole blocks of every type.
+int parts_of(std::span<const int64_t> widths, int units, std::span<const GgmlType> types) {
+  const auto splits = [&](int d, int64_t cols) {
+    return cols % d == 0 && whole_blocks(cols / d, types);
+  };
   for (int d = std::min(units, kMaxColumnParts); d > 1; --d)
-    if (units % d == 0 && cols % d == 0 && whole_blocks(cols / d, types)) return d;
+    if (units % d == 0 &&
+        std::all_of(widths.begin(), widths.end(), [&](int64_t cols) { return splits(d, cols); }))
+      return d;
   return 1;
+}
+
+int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
+  return parts_of(std::span<const int64_t>(&cols, 1), units, types);
+}
+
+// attn_output's columns in each layer: Gemma 4's windowed layers have heads
+// of their own size, and every layer's must split into the same parts.
+std::vector<int64_t> attention_widths(const ModelConfig& c) {
+  std::vector<int64_t> widths;
+  for (int l = 0; l < c.n_layer; ++l) widths.push_back(int64_t(c.n_head) * c.layer_head_dim(l));
+  return widths;
 }
 
 [[noreturn]] void refuse(int n_ranks, const std::string& why) {
@@ -66,7 +84,7 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   // in whole blocks: ranks up to it share them whatever their number.
   int most = 1;
   while (most < kMaxColumnParts && c.n_head % (2 * most) == 0) most *= 2;
-  s.attn_parts = parts_of(c.q_dim(), most, attn_output_types);
+  s.attn_parts = parts_of(attention_widths(c), most, attn_output_types);
   int ffn_max = most;
   while (ffn_max > 1 && c.n_ff % ffn_max != 0) ffn_max /= 2;
   // A mixture of experts has no dense ffn_down: its experts split by rows instead.

@@ -39,12 +39,9 @@
 #include <cstdio>
 #include <string>
 
-#include "core/dtype.h"
-#include "core/formats/row_codec.h"
-#include "core/gguf/gguf_file.h"
-#include "core/gguf/gguf_writer.h"
 #include "golden_logits.h"
 #include "model/model.h"
+#include "quantization_noise.h"
 #include "testdata.h"
 
 namespace kvforge {
@@ -63,81 +60,12 @@ struct QuantizedGolden {
   int first_crossing_row;  // rows before it agree within kBound (rows() when none)
 };
 
-// `file` with every quantized tensor dequantized to f32: the same weight
-// values, multiplied by f32 activations.
-gguf::GgufFile dequantized(const gguf::GgufFile& file) {
-  gguf::GgufWriter out(3, file.alignment());
-  for (const gguf::KeyValue& kv : file.metadata()) out.set(kv.key, kv.value);
-  for (const gguf::TensorInfo& t : file.tensors()) {
-    const auto data = file.tensor_data(t);
-    const int64_t cols = int64_t(t.dims[0]), rows = int64_t(t.n_elements) / cols;
-    std::vector<uint8_t> bytes(size_t(t.n_elements) * sizeof(float));
-    float* f = reinterpret_cast<float*>(bytes.data());
-    const size_t rb = row_bytes(t.type, size_t(cols));
-    for (int64_t r = 0; r < rows; ++r)
-      dequantize_row(t.type, data.data() + size_t(r) * rb, f + r * cols, cols);
-    out.add_tensor(t.name, GgmlType::F32, t.dims, std::move(bytes));
-  }
-  return gguf::GgufFile::from_bytes(out.to_bytes(), "dequantized.gguf");
-}
-
-float max_diff(std::span<const float> a, std::span<const float> b, size_t from) {
-  float d = 0;
-  for (size_t i = from; i < a.size(); ++i) d = std::max(d, std::abs(a[i] - b[i]));
-  return d;
-}
-
-float margin(std::span<const float> row) {
-  std::vector<float> v(row.begin(), row.end());
-  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
-  return v[0] - v[1];
-}
-
 class HybridQuantizedGoldenTest : public ::testing::TestWithParam<QuantizedGolden> {};
 
 TEST_P(HybridQuantizedGoldenTest, LogitsWithinQuantizationNoiseOfLlamaCpp) {
-  const auto dir = testing::source_dir() / "tests/model/data/hybrid_quantized";
-  const std::string name = GetParam().name;
-  const testing::GoldenLogits g = testing::read_golden_logits(dir / (name + ".logits.bin"));
-  const auto path = dir / (name + ".gguf");
-  const auto model = Model::load(path);
-  ASSERT_EQ(model->config().n_vocab, g.n_vocab);
-  const std::vector<float> ours = testing::run_golden_tokens(*model, g, 2);
-  const auto f32_model = Model::from_file(dequantized(gguf::GgufFile::open(path)));
-  const std::vector<float> exact = testing::run_golden_tokens(*f32_model, g, 2);
-
-  const size_t split = size_t(GetParam().first_crossing_row) * size_t(g.n_vocab);
-  const std::span<const float> llama(g.logits);
-  const float before = max_diff(std::span(ours).first(split), llama.first(split), 0);
-  EXPECT_LE(before, kBound) << "rows before the first q8_0 rounding crossing";
-  const float worst = max_diff(ours, llama, split);
-  const float bound = max_diff(ours, exact, split);  // B above
-  const float llama_noise = max_diff(llama, exact, split);
-  EXPECT_LE(worst, bound);
-  EXPECT_LE(llama_noise, kNoiseRatio * bound + kBound);
-  EXPECT_LE(bound, kNoiseRatio * llama_noise + kBound);
-  int first_over = g.rows();  // printed: where a regenerated golden's crossing is
-  for (int i = g.rows() - 1; i >= 0; --i) {
-    const size_t at = size_t(i) * size_t(g.n_vocab);
-    if (max_diff(std::span(ours).subspan(at, size_t(g.n_vocab)), g.row(i), 0) > kBound)
-      first_over = i;
-  }
-  int picks = 0;
-  for (int i = 0; i < g.rows(); ++i) {
-    const float row_bound = i < GetParam().first_crossing_row ? kBound : bound;
-    if (margin(g.row(i)) <= 2 * row_bound) continue;
-    const auto row = std::span(ours).subspan(size_t(i) * size_t(g.n_vocab), size_t(g.n_vocab));
-    const auto want = g.row(i);
-    EXPECT_EQ(std::max_element(row.begin(), row.end()) - row.begin(),
-              std::max_element(want.begin(), want.end()) - want.begin())
-        << "top token of row " << i;
-    ++picks;
-  }
-  std::printf(
-      "%-18s before row %d (first row over the bound: %d): %.1e; after: |ours - llama.cpp| "
-      "%.2e, from f32 activations: ours %.2e, llama.cpp %.2e; %d top tokens compared\n",
-      name.c_str(), GetParam().first_crossing_row, first_over, double(before), double(worst),
-      double(bound), double(llama_noise), picks);
+  testing::expect_quantized_golden_within_noise(
+      testing::source_dir() / "tests/model/data/hybrid_quantized", GetParam().name,
+      {GetParam().first_crossing_row, kBound, kNoiseRatio});
 }
 
 INSTANTIATE_TEST_SUITE_P(

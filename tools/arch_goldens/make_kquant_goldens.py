@@ -23,10 +23,20 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from golden_common import PROMPT, dump_logits, peak_next_byte, report, run  # noqa: E402
+from make_gemma4_goldens import ARGS as GEMMA4_ARGS  # noqa: E402
+from make_gemma4_goldens import SHARED as GEMMA4_SHARED  # noqa: E402
 from make_hybrid_goldens import PROMPT as HYBRID_PROMPT  # noqa: E402
 
 WIDE = ["--n-embd", "256", "--n-head", "4", "--n-kv-head", "2", "--head-dim", "64",
         "--n-ff", "256"]
+
+
+
+def without(args: list, names: list) -> list:
+    """`args` (flag, value pairs) less the flags in `names` and their values."""
+    pairs = zip(args[::2], args[1::2])
+    return [x for flag, value in pairs if flag not in names for x in (flag, value)]
+
 
 # name -> (folder, make-model arguments, prompt)
 MODELS = {
@@ -61,6 +71,13 @@ MODELS = {
                                    "--n-ff-exp", "256", "--rope-scaling", "yarn",
                                    "--rope-factor", "4", "--rope-orig-ctx", "16", "--seed", "23"],
                        PROMPT),
+    # The Gemma 4 golden's layout (windows of 8, 3 shared-K/V layers,
+    # per-layer embeddings, soft-cap) at 256 wide, windowed heads of 32
+    # beside full ones of 64. The per-layer projections' 16-wide rows take no
+    # block format and stay f32, as in real files.
+    "gemma4-q4_k_m": ("gemma4", without(GEMMA4_ARGS, WIDE[::2] + ["--seed"]) +
+                      ["--shared-kv-layers", GEMMA4_SHARED,
+                                               "--head-dim-swa", "32", "--seed", "26"], PROMPT),
 }
 
 
@@ -84,14 +101,15 @@ def main() -> None:
             logits = model[:-len(".gguf")] + ".logits.bin"
             dump_logits(a.dump_logits, model, logits, prompt)
             report(name, model, logits)
-    # gpt-oss in Q8_0: the 64-wide f32 golden quantized (blocks of 32 fit it).
-    if a.only and "gpt-oss-q8_0" not in a.only:
-        return
-    gpt_oss = os.path.join(a.tests, "gpt_oss")
-    model = os.path.join(gpt_oss, "gpt-oss-q8_0.gguf")
-    run([a.quantize, os.path.join(gpt_oss, "gpt-oss-f32.gguf"), model, "Q8_0"])
-    dump_logits(a.dump_logits, model, model[:-len(".gguf")] + ".logits.bin")
-    report("gpt-oss-q8_0", model, model[:-len(".gguf")] + ".logits.bin")
+    # gpt-oss and Gemma 4 in Q8_0: their 64-wide f32 goldens quantized (blocks of 32 fit).
+    for name, folder, source in (("gpt-oss-q8_0", "gpt_oss", "gpt-oss-f32.gguf"),
+                                 ("gemma4-q8_0", "gemma4", "gemma4-swa-heads-f32.gguf")):
+        if a.only and name not in a.only:
+            continue
+        model = os.path.join(a.tests, folder, name + ".gguf")
+        run([a.quantize, os.path.join(a.tests, folder, source), model, "Q8_0"])
+        dump_logits(a.dump_logits, model, model[:-len(".gguf")] + ".logits.bin")
+        report(name, model, model[:-len(".gguf")] + ".logits.bin")
 
 
 if __name__ == "__main__":
