@@ -8,6 +8,7 @@
 #include <string>
 
 #include "model/block_steps.h"
+#include "model/gemma4_moe.h"
 #include "model/layer_walk.h"
 #include "model/moe_tensor_parallel.h"
 #include "model/per_layer_embedding.h"
@@ -154,8 +155,12 @@ class ForwardPass {
   void attention_output(int l) {
     kvforge::attention_output(env_, l, s_.attn_.data(), s_.attn_gate_.data(), n_, s_.proj_.data());
   }
-  // proj = FFN(xn): mixture of experts (model/moe_ffn.h) or dense.
+  // proj = FFN(xn): mixture of experts (model/moe_ffn.h), Gemma 4's dense FFN
+  // and experts (model/gemma4_moe.h), or dense.
   void ffn_block(int l) {
+    if (c_.arch == Architecture::Gemma4 && c_.moe.n_expert > 0)  // dense FFN beside the experts
+      return gemma4_moe_ffn(env_, l, s_.x_.data(), s_.xn_.data(), n_, s_.gate_.data(),
+                            s_.up_.data(), s_.moe_, s_.proj_.data());
     if (c_.moe.n_expert > 0) {
       const PhaseTimer t(&s_.times_.weight_matmuls);
       const TpRanks ranks{split_, comm_, s_.tp_};

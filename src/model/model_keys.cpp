@@ -46,11 +46,13 @@ constexpr std::string_view kReadKeys[] = {
 constexpr std::string_view kGemma2Keys[] = {"attn_logit_softcapping", "final_logit_softcapping",
                                             "rope.freq_base_swa"};
 constexpr std::string_view kGemma3Keys[] = {"final_logit_softcapping", "rope.freq_base_swa"};
-// Read for gemma4 (model_gemma4_config.cpp).
+// Read for gemma4 (model_gemma4_config.cpp; its experts: model/moe_config.cpp).
 constexpr std::string_view kGemma4Keys[] = {
-    "final_logit_softcapping",          "rope.freq_base_swa",         "rope.dimension_count_swa",
-    "embedding_length_per_layer_input", "attention.shared_kv_layers", "attention.key_length_swa",
-    "attention.value_length_swa"};
+    "final_logit_softcapping",    "rope.freq_base_swa",
+    "rope.dimension_count_swa",   "embedding_length_per_layer_input",
+    "attention.shared_kv_layers", "attention.key_length_swa",
+    "attention.value_length_swa", "expert_count",
+    "expert_used_count",          "expert_feed_forward_length"};
 // Read for the mixtures of experts (model/moe_config.cpp).
 constexpr std::string_view kQwen3MoeKeys[] = {"expert_count", "expert_used_count",
                                               "expert_feed_forward_length"};

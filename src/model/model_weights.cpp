@@ -236,11 +236,29 @@ void load_moe(TensorLoader& load, const std::string& p, const ModelConfig& c, Mo
     m.shared_up = load.matrix(p + "ffn_up_shexp.weight", sff, c.n_embd);
     m.shared_down = load.matrix(p + "ffn_down_shexp.weight", c.n_embd, sff);
   }
+  // Each expert's output scale, as llama.cpp applies it but for gpt-oss (whose
+  // loader leaves the tensor unread: refused there as unused). The gate and
+  // up experts' scales are not read (refused as unused).
+  if (c.arch != Architecture::GptOss && load.has(p + "ffn_down_exps.scale"))
+    m.down_scale = load.vector(p + "ffn_down_exps.scale", n);
   if (c.arch != Architecture::GptOss) return;
   m.router_bias = load.vector(p + "ffn_gate_inp.bias", n);
   m.gate_bias = load.table(p + "ffn_gate_exps.bias", n, ff);
   m.up_bias = load.table(p + "ffn_up_exps.bias", n, ff);
   m.down_bias = load.table(p + "ffn_down_exps.bias", n, c.n_embd);
+}
+
+// Gemma 4's MoE layer (model/gemma4_moe.h): the experts, their branch's
+// norms and the router's input scale; the dense FFN is load_ffn's.
+void load_gemma4_moe(TensorLoader& load, const std::string& p, const ModelConfig& c,
+                     MoeWeights& m) {
+  load_moe(load, p, c, m);
+  m.router_in_scale = load.vector(p + "ffn_gate_inp.scale", c.n_embd);
+  const float inv_sqrt = 1.0f / std::sqrt(float(c.n_embd));  // llama.cpp's 1/sqrt(n_embd)
+  for (float& v : m.router_in_scale) v *= inv_sqrt;
+  m.pre_norm = load.vector(p + "pre_ffw_norm_2.weight", c.n_embd);
+  m.post_norm = load.vector(p + "post_ffw_norm_2.weight", c.n_embd);
+  m.dense_post_norm = load.vector(p + "post_ffw_norm_1.weight", c.n_embd);
 }
 
 void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
@@ -250,7 +268,11 @@ void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, La
   const bool post_attention = c.hybrid() || c.arch == Architecture::GptOss;
   l.ffn_norm = load.vector(p + (post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
                            c.n_embd);
-  if (c.moe.n_expert > 0) return load_moe(load, p, c, l.moe);
+  // Gemma 4's MoE variant runs its experts beside the dense FFN.
+  if (c.arch == Architecture::Gemma4 && c.moe.n_expert > 0)
+    load_gemma4_moe(load, p, c, l.moe);
+  else if (c.moe.n_expert > 0)
+    return load_moe(load, p, c, l.moe);
   if (c.arch == Architecture::Phi3) {  // ffn_up holds gate rows, then up rows
     const WeightView gate_up = load.matrix(p + "ffn_up.weight", 2 * int64_t(c.n_ff), c.n_embd);
     l.ffn_gate = row_range(gate_up, 0, c.n_ff);
@@ -389,6 +411,8 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
                                      int n_ranks) {
   if (c.arch == Architecture::Gemma4 && n_ranks > 1)
     throw std::invalid_argument("gemma4: tensor parallelism is not supported yet");
+  if (c.arch == Architecture::Gemma4 && c.moe.n_expert > 0 && n_ranks > 1)
+    throw std::invalid_argument("gemma4 with experts: tensor parallelism is not supported yet");
   TensorLoader load(file, c.n_layer);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);

@@ -4,12 +4,13 @@
 //
 // The router scores every expert, `n_expert_used` of them run per token and
 // their outputs are summed with the routing weights:
-//   SoftmaxThenTopK (qwen3moe): p = softmax(router logits over all experts),
-//                   the k largest p picked, their p the weights;
+//   SoftmaxThenTopK (qwen3moe, gemma4): p = softmax(router logits over all
+//                   experts), the k largest p picked, their p the weights;
 //   TopKThenSoftmax (gpt-oss):  the k largest logits picked, the weights
 //                   softmax over those k logits only.
-// Then, where norm_topk: weights /= max(sum of the k weights, 2^-14) (the
-// smallest normal f16, llama.cpp's clamp), then weights *= weights_scale.
+// Then, where norm_topk (all but gpt-oss): weights /= max(sum of the k
+// weights, 2^-14) (the smallest normal f16, llama.cpp's clamp), then
+// weights *= weights_scale.
 //
 // A shared expert (qwen35moe, qwen3next: ffn_{gate,up,down}_shexp) runs on
 // every token beside the routed ones, a SwiGLU FFN of n_ff_shexp rows whose

@@ -85,6 +85,9 @@ void MoeScratch::reserve(const ModelConfig& c, int max_tokens) {
     shared_up.resize(n * sff);
     shared_y.resize(n * size_t(c.n_embd));
   }
+  if (c.arch == Architecture::Gemma4) {
+    for (std::vector<float>* v : {&branch_in, &router_in, &branch_out}) v->resize(n * c.n_embd);
+  }
   capacity = max_tokens;
 }
 
@@ -221,8 +224,8 @@ void expert_gate_up(const ModelConfig& c, const MoeWeights& w, int64_t rows, Moe
   });
 }
 
-// out [n_tokens][dl] = each token's k expert outputs s.y (+ their biases)
-// times their weights, added in pick order.
+// out [n_tokens][dl] = each token's k expert outputs s.y (+ their biases,
+// times their scales) times their weights, added in pick order.
 void add_picks(const MoeConfig& m, const MoeWeights& w, int64_t n_tokens, int64_t dl, MoeScratch& s,
                ThreadPool& pool, float* out) {
   const int k = m.n_expert_used;
@@ -237,6 +240,10 @@ void add_picks(const MoeConfig& m, const MoeWeights& w, int64_t n_tokens, int64_
           const float* b = w.down_bias.data() + int64_t(s.experts[pick]) * dl;
           for (int64_t i = 0; i < dl; ++i) y[i] += b[i];
         }
+        if (!w.down_scale.empty()) {  // the expert's output scale, before its weight (llama.cpp)
+          const float scale = w.down_scale[size_t(s.experts[pick])];
+          for (int64_t i = 0; i < dl; ++i) y[i] *= scale;
+        }
         if (j == 0)
           for (int64_t i = 0; i < dl; ++i) o[i] = wj * y[i];
         else
@@ -249,13 +256,14 @@ void add_picks(const MoeConfig& m, const MoeWeights& w, int64_t n_tokens, int64_
 }  // namespace
 
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
-             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms, const TpRanks* ranks) {
+             float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms, const TpRanks* ranks,
+             const float* router_in) {
   const MoeConfig& m = c.moe;
   const int64_t ff = m.n_ff_exp, rows = n_tokens * m.n_expert_used;
   if (!ranks && !w.down.empty() && w.down.front().rows != c.n_embd)
     throw std::logic_error("moe_ffn: a rank's share of the experts needs its TpRanks");
   s.reserve(c, int(n_tokens));
-  matmul(w.router, xn, n_tokens, s.logits.data(), pool, ms);
+  matmul(w.router, router_in ? router_in : xn, n_tokens, s.logits.data(), pool, ms);
   add_bias(s.logits.data(), w.router_bias, n_tokens);
   route_and_group(c, xn, n_tokens, s);
   expert_gate_up(c, w, rows, s, pool, ms);

@@ -5,6 +5,9 @@
 //   (e_j, w_j) for j < k = route(logits[t])               k = n_expert_used
 //   out[t] = sum_{j < k} w_j · down_{e_j}(act(gate_{e_j} xn[t]) * up_{e_j} xn[t])
 // (gpt-oss: each expert's gate, up and down products plus its biases).
+// With per-expert output scales (ffn_down_exps.scale), each down_{e_j}(...) is
+// multiplied by its expert's scale before its weight. Gemma 4 routes on its
+// own input (router_in), not xn (model/gemma4_moe.h).
 // With a shared expert (qwen35moe, qwen3next), after the routed sum:
 //   out[t] += sigmoid(shared_gate_inp · xn[t]) · down_s(silu(gate_s xn[t]) * up_s xn[t])
 //
@@ -59,6 +62,10 @@ struct MoeScratch {
   std::vector<float> h;         // [n_tokens * k][n_ff_exp] every rank's columns of gate
   std::vector<float> shared_h;  // [n_tokens][n_ff_shexp] every rank's columns of shared_gate
   std::vector<float> out_rows;  // [n_tokens][n_embd / n] this rank's output rows
+  // Gemma 4's expert branch (model/gemma4_moe.h), else empty:
+  std::vector<float> branch_in;   // [n_tokens][n_embd] the experts' input
+  std::vector<float> router_in;   // [n_tokens][n_embd] the router's input
+  std::vector<float> branch_out;  // [n_tokens][n_embd] the experts' weighted sum
 };
 
 struct TpRanks;
@@ -66,9 +73,10 @@ struct TpRanks;
 // out [n_tokens][n_embd] = the MoE FFN of xn [n_tokens][n_embd]. c: this
 // rank's config (rank_config: its n_ff_exp share). ranks: nullptr on one
 // process, else this rank's share and channel (model/moe_tensor_parallel.h).
+// router_in [n_tokens][n_embd]: what the router scores (nullptr: xn).
 void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t n_tokens,
              float* out, MoeScratch& s, ThreadPool& pool, MatmulScratch& ms,
-             const TpRanks* ranks = nullptr);
+             const TpRanks* ranks = nullptr, const float* router_in = nullptr);
 
 // Bytes of MatmulScratch::activations moe_ffn needs over n_tokens tokens
 // whatever their routing: every expert product converts at most the step's

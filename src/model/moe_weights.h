@@ -26,6 +26,16 @@ struct MoeWeights {
   WeightView shared_gate;      // ffn_gate_shexp: [n_ff_shexp rows][n_embd]
   WeightView shared_up;        // ffn_up_shexp: [n_ff_shexp rows][n_embd]
   WeightView shared_down;      // ffn_down_shexp: [n_embd rows][n_ff_shexp]
+  // Each expert's output scale (ffn_down_exps.scale, Gemma 4's per_expert_scale), empty
+  // where the file has none.
+  std::vector<float> down_scale;  // [n_expert]
+  // Gemma 4 (model/gemma4_moe.h), else empty: the router's input is
+  // rms_norm(x) * router_in_scale, the experts' rms_norm(x) * pre_norm, their
+  // sum normed by post_norm, the dense FFN's output by dense_post_norm.
+  std::vector<float> router_in_scale;  // [n_embd] ffn_gate_inp.scale / sqrt(n_embd)
+  std::vector<float> pre_norm;         // [n_embd] pre_ffw_norm_2
+  std::vector<float> post_norm;        // [n_embd] post_ffw_norm_2
+  std::vector<float> dense_post_norm;  // [n_embd] post_ffw_norm_1
 };
 
 // The [n][rows][cols] 3-D tensor at `data` of `type` as n WeightViews.

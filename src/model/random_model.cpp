@@ -88,6 +88,14 @@ class TensorMaker {
     add_f32(name, v);
   }
 
+  // Values in [base * 0.75, base * 1.25): positive scales that differ per entry
+  // (gemma4's router input scale and experts' output scales).
+  void scales(const std::string& name, int64_t n, float base) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& x : v) x = base * (1.0f + 0.25f * rng_.next());
+    add_f32(name, v);
+  }
+
   // Norm weights near 1 so that every element of the norm matters.
   void norm(const std::string& name, int64_t n) {
     std::vector<float> v(static_cast<size_t>(n));
@@ -241,7 +249,7 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   if (spec.rope_orig_ctx > 0)
     w.set(a + "rope.scaling.original_context_length",
           gguf::Value::u32(uint32_t(spec.rope_orig_ctx)));
-  if (moe_arch(spec.arch)) {
+  if (moe_arch(spec.arch) || spec.gemma4_moe) {
     w.set(a + "expert_count", gguf::Value::u32(uint32_t(spec.n_expert)));
     w.set(a + "expert_used_count", gguf::Value::u32(uint32_t(spec.n_expert_used)));
     w.set(a + "expert_feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff_exp)));
@@ -250,15 +258,34 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
     w.set(a + "expert_shared_feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff_shexp)));
 }
 
+// The router and the experts' 3-D tensors.
+void write_experts(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
+  make.matrix_of(GgmlType::F32, p + "ffn_gate_inp.weight", spec.n_expert, spec.n_embd);
+  make.matrix(p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
+  make.matrix(p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
+  make.matrix(p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
+}
+
+// gemma4's experts beside its dense FFN (model/gemma4_moe.h). The router's
+// input scale is about sqrt(n_embd), undoing its 1/sqrt(n_embd), so the
+// router logits are O(1) and the picks well apart.
+void write_gemma4_experts(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
+  write_experts(make, spec, p);
+  make.scales(p + "ffn_gate_inp.scale", spec.n_embd, std::sqrt(float(spec.n_embd)));
+  make.scales(p + "ffn_down_exps.scale", spec.n_expert, 1.0f);
+  make.norm(p + "pre_ffw_norm_2.weight", spec.n_embd);
+  make.norm(p + "post_ffw_norm_1.weight", spec.n_embd);
+  make.norm(p + "post_ffw_norm_2.weight", spec.n_embd);
+}
+
 // The dense FFN, or a mixture of experts' router and expert tensors (with
-// gpt-oss's router and expert biases, qwen35moe's and qwen3next's shared expert).
+// gpt-oss's router and expert biases, qwen35moe's and qwen3next's shared
+// expert), or both (gemma4_moe).
 void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
   const std::string& arch = spec.arch;
+  if (spec.gemma4_moe) write_gemma4_experts(make, spec, p);
   if (moe_arch(arch)) {
-    make.matrix_of(GgmlType::F32, p + "ffn_gate_inp.weight", spec.n_expert, spec.n_embd);
-    make.matrix(p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
-    make.matrix(p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
-    make.matrix(p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
+    write_experts(make, spec, p);
     if (arch == "qwen35moe" || arch == "qwen3next") {
       make.gate_vector(p + "ffn_gate_inp_shexp.weight", spec.n_embd);
       make.matrix(p + "ffn_gate_shexp.weight", spec.n_ff_shexp, spec.n_embd);
@@ -487,7 +514,9 @@ void check_spec(const RandomModelSpec& spec) {
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
         "n_head a multiple of n_kv_head");
-  if (moe_arch(arch) &&
+  if (spec.gemma4_moe && arch != "gemma4")
+    throw std::invalid_argument("make_random_model: gemma4_moe needs the gemma4 architecture");
+  if ((moe_arch(arch) || spec.gemma4_moe) &&
       (spec.n_expert < 1 || spec.n_expert_used < 1 || spec.n_expert_used > spec.n_expert ||
        spec.n_ff_exp < 1 || spec.n_ff_shexp < 1))
     throw std::invalid_argument(

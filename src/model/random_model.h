@@ -57,9 +57,9 @@ struct RandomModelSpec {
   bool llama3_rope_freqs = false;
   // Phi-3's rope_factors_long/short.weight (LongRoPE).
   bool longrope_factors = false;
-  // Mixture of experts (qwen3moe, gpt-oss, qwen35moe, qwen3next): expert_count, expert_used_count
-  // and expert_feed_forward_length; the router (ffn_gate_inp) stays F32, as llama-quantize keeps
-  // it.
+  // Mixture of experts (qwen3moe, gpt-oss, qwen35moe, qwen3next, gemma4_moe): expert_count,
+  // expert_used_count and expert_feed_forward_length; the router (ffn_gate_inp) stays F32, as
+  // llama-quantize keeps it.
   int n_expert = 8;
   int n_expert_used = 2;
   int n_ff_exp = 32;
@@ -87,6 +87,10 @@ struct RandomModelSpec {
   // attention.key_length_swa / value_length_swa; they rotate all of it
   // (rope.dimension_count_swa), as Gemma 4's files do.
   int head_dim_swa = 0;
+  // gemma4: the MoE variant (26B-A4B): in every layer n_expert experts
+  // (n_expert_used, n_ff_exp) beside the dense FFN, with the router's input
+  // scale, each expert's output scale and the two branches' norms.
+  bool gemma4_moe = false;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;

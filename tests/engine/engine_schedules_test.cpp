@@ -201,6 +201,7 @@ struct ArchCase {
   int head_dim;
   const char* rope_scaling;
   bool llama3_rope_freqs;
+  bool gemma4_moe = false;  // gemma4's MoE variant (RandomModelSpec::gemma4_moe)
 };
 
 std::ostream& operator<<(std::ostream& os, const ArchCase& a) { return os << a.label; }
@@ -228,6 +229,9 @@ const ArchCase kArchCases[] = {
     // Gemma 4: 9 layers (windows of 6 on six, pattern 3), the last 3 reading
     // layers 4 and 5's K/V and holding no blocks, per-layer embeddings.
     {"gemma4_shared_kv", "gemma4", 6, 32, "", false},
+    // Its MoE variant: the same layers with 8 experts (2 per token) beside
+    // each dense FFN, routed on their own input.
+    {"gemma4_moe_shared_kv", "gemma4", 6, 32, "", false, true},
 };
 
 const Workload& arch_workload(const ArchCase& a) {
@@ -247,6 +251,7 @@ const Workload& arch_workload(const ArchCase& a) {
       spec.rope_orig_ctx = 64;
     }
     spec.llama3_rope_freqs = a.llama3_rope_freqs;
+    spec.gemma4_moe = a.gemma4_moe;
     spec.longrope_factors = std::string(a.arch) == "phi3";
     if (spec.longrope_factors) spec.rope_orig_ctx = 64;
     if (spec.arch == "qwen35" || spec.arch == "qwen35moe" || spec.arch == "qwen3next")

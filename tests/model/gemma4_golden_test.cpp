@@ -25,6 +25,12 @@
 // wide beside the full layers' 32 (as real Gemma 4 files: 256 beside 512),
 // under the same bounds (smallest margin 0.075).
 //
+// gemma4-moe-f32: the MoE variant (6 layers, windows of 8 on four, the last
+// 3 sharing K/V; 8 experts of 32 rows, 2 per token, beside each dense FFN;
+// per-layer embeddings of 32) under the same bounds: 64 more GELUs per row
+// (the two experts'), max 5.2e-3; its picks above 4e-2 (smallest margin
+// 0.005) must equal llama.cpp's.
+//
 // Prefill runs in one pass and in chunks of 5 (across the window's edge),
 // through SequenceRunner; tests/engine/engine_schedules_test.cpp holds the
 // paged engine (whose shared layers hold no blocks) to it bit for bit.
@@ -34,6 +40,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <tuple>
 
 #include "golden_logits.h"
 #include "model/model.h"
@@ -52,6 +59,29 @@ constexpr float kGemma4NoiseRatio = 2.0f;
 const std::filesystem::path kGemma4Dir =
     std::getenv("KVFORGE_GEMMA4_DIR") ? std::filesystem::path(std::getenv("KVFORGE_GEMMA4_DIR"))
                                       : testing::source_dir() / "tests/model/data/gemma4";
+
+// max |llama.cpp's logit - ours| over row i.
+float row_difference(const testing::GoldenLogits& g, const std::vector<float>& ours, int i) {
+  const std::span<const float> want = g.row(i);
+  const float* got = ours.data() + size_t(i) * size_t(g.n_vocab);
+  float d = 0;
+  for (int j = 0; j < g.n_vocab; ++j) d = std::max(d, std::abs(want[size_t(j)] - got[j]));
+  return d;
+}
+
+// Row i's argmax is llama.cpp's greedy pick there, where row i picks one
+// (the prompt's last row on) and llama.cpp's margin exceeds `margin`.
+void expect_pick(const testing::GoldenLogits& g, const std::vector<float>& ours, int i,
+                 float margin) {
+  if (i < g.n_prompt - 1 || i + 1 == g.rows()) return;
+  const std::span<const float> want = g.row(i);
+  std::vector<float> top(want.begin(), want.end());
+  std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<>());
+  if (top[0] - top[1] <= margin) return;
+  const float* got = ours.data() + size_t(i) * size_t(g.n_vocab);
+  EXPECT_EQ(int(std::max_element(got, got + g.n_vocab) - got), g.tokens[size_t(i + 1)])
+      << "greedy pick after row " << i;
+}
 
 TEST(Gemma4Golden, ModelHasSharedKvAndPerLayerEmbeddings) {
   const auto model = Model::load(kGemma4Dir / "gemma4-f32.gguf");
@@ -85,6 +115,24 @@ TEST(Gemma4Golden, WindowedLayersHaveTheirOwnHeadSize) {
   EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 64 + 4 * 32) * 4));
 }
 
+TEST(Gemma4Golden, MoeVariantHasExpertsBesideTheDenseFfn) {
+  const auto model = Model::load(kGemma4Dir / "gemma4-moe-f32.gguf");
+  const ModelConfig& c = model->config();
+  // 6 layers, the last 3 shared: 3 and 4 read layer 1's K/V, 5 reads layer 2's.
+  EXPECT_EQ(std::make_tuple(c.n_layer, c.n_kv_shared, c.kv_source(3), c.kv_source(5)),
+            std::make_tuple(6, 3, 1, 2));
+  // 8 experts of 32 rows, 2 per token.
+  EXPECT_EQ(std::make_tuple(c.moe.n_expert, c.moe.n_expert_used, c.moe.n_ff_exp),
+            std::make_tuple(8, 2, 32));
+  EXPECT_EQ(c.moe.gating, ExpertGating::SoftmaxThenTopK);
+  EXPECT_TRUE(c.moe.norm_topk);
+  const LayerWeights& l = model->weights().layers[5];
+  EXPECT_EQ(l.ffn_gate.rows, 128);  // the dense FFN
+  EXPECT_EQ(l.moe.gate.size(), 8u);
+  EXPECT_EQ(l.moe.down_scale.size(), 8u);
+  EXPECT_EQ(l.moe.router_in_scale.size(), 64u);
+}
+
 class Gemma4GoldenFile : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
@@ -98,17 +146,8 @@ TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
     const std::vector<float> ours = testing::run_golden_tokens(*model, g, 2, max_batch);
     std::vector<float> diffs;
     for (int i = 0; i < g.rows(); ++i) {
-      const std::span<const float> want = g.row(i);
-      const float* got = ours.data() + size_t(i) * size_t(g.n_vocab);
-      float d = 0;
-      for (int j = 0; j < g.n_vocab; ++j) d = std::max(d, std::abs(want[size_t(j)] - got[j]));
-      diffs.push_back(d);
-      if (i < g.n_prompt - 1 || i + 1 == g.rows()) continue;
-      std::vector<float> top(want.begin(), want.end());
-      std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<>());
-      if (top[0] - top[1] <= kGemma4PickMargin) continue;
-      EXPECT_EQ(int(std::max_element(got, got + g.n_vocab) - got), g.tokens[size_t(i + 1)])
-          << "greedy pick after row " << i;
+      diffs.push_back(row_difference(g, ours, i));
+      expect_pick(g, ours, i, kGemma4PickMargin);
     }
     const float worst = *std::max_element(diffs.begin(), diffs.end());
     EXPECT_LE(worst, kGemma4Bound);
@@ -120,7 +159,7 @@ TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Gemma4GoldenFile,
-                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32"),
+                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32", "gemma4-moe-f32"),
                          [](const auto& p) {
                            std::string n = p.param;
                            for (char& ch : n)
@@ -128,24 +167,42 @@ INSTANTIATE_TEST_SUITE_P(Files, Gemma4GoldenFile,
                            return n;
                          });
 
-// Files quantized by llama-quantize (gemma4-q8_0: gemma4-swa-heads-f32 in
-// Q8_0; gemma4-q4_k_m: the same layout 256 wide, heads of 64 and 32, in
-// Q4_K_M with its Q5_0 / Q6_K / f16 fallbacks). The f32 engines already
-// differ by GELU's f16 flips (above), so activations differ in their last
-// bits from the first layer on, and the q8_0 rounding of matmul inputs
-// crosses where they do: from the first rows the two runs are independent
-// quantizations of one computation, checked as quantization_noise.h does
-// against kvforge's own run of the dequantized weights.
-class Gemma4QuantizedGolden : public ::testing::TestWithParam<const char*> {};
+// Files quantized by llama-quantize:
+//  - gemma4-q8_0: gemma4-swa-heads-f32 in Q8_0; gemma4-q4_k_m: the same
+//    layout 256 wide, heads of 64 and 32, in Q4_K_M with its Q5_0 / Q6_K /
+//    f16 fallbacks. The f32 engines already differ by GELU's f16 flips
+//    (above), so activations differ in their last bits from the first layer
+//    on and the q8_0 rounding of matmul inputs crosses from the first rows.
+//  - gemma4-moe-q8_0 (the MoE f32 golden in Q8_0) and gemma4-moe-q4_k_m (a
+//    256-wide MoE file in Q4_K / Q6_K): both engines quantize each matmul
+//    input by the same rule and take exact integer block products, so while
+//    their f32 inputs are the same bits their logits agree within 1e-4 (max
+//    6e-6): the 17 prompt rows and the first decode step. From 19 keys on an
+//    f32 sum goes in a different order, a GELU input flips (as above), and
+//    the flipped activation can cross a q8 rounding step in the next matmul.
+// After the first crossing the two runs are independent quantizations of
+// one computation, checked as quantization_noise.h does against kvforge's
+// own run of the dequantized weights.
+struct Gemma4Quantized {
+  const char* name;
+  int first_crossing_row;
+  float exact_bound;  // rows before the crossing; the f32 goldens' bound
+};
+
+class Gemma4QuantizedGolden : public ::testing::TestWithParam<Gemma4Quantized> {};
 
 TEST_P(Gemma4QuantizedGolden, LogitsWithinQuantizationNoiseOfLlamaCpp) {
-  testing::expect_quantized_golden_within_noise(kGemma4Dir, GetParam(),
-                                                {0, kGemma4Bound, kGemma4NoiseRatio});
+  const Gemma4Quantized& q = GetParam();
+  testing::expect_quantized_golden_within_noise(
+      kGemma4Dir, q.name, {q.first_crossing_row, q.exact_bound, kGemma4NoiseRatio});
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Gemma4QuantizedGolden,
-                         ::testing::Values("gemma4-q8_0", "gemma4-q4_k_m"),
-                         [](const auto& p) { return testing::golden_test_name(p.param); });
+                         ::testing::Values(Gemma4Quantized{"gemma4-q8_0", 0, kGemma4Bound},
+                                           Gemma4Quantized{"gemma4-q4_k_m", 0, kGemma4Bound},
+                                           Gemma4Quantized{"gemma4-moe-q8_0", 18, 1e-4f},
+                                           Gemma4Quantized{"gemma4-moe-q4_k_m", 18, 1e-4f}),
+                         [](const auto& p) { return testing::golden_test_name(p.param.name); });
 
 }  // namespace
 }  // namespace kvforge

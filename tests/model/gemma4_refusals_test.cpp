@@ -1,6 +1,6 @@
-// What a gemma4 load refuses, naming the key: the features kvforge does not
-// compute yet (per-layer head sizes, the MoE variant) and shared-KV counts
-// that leave no source layer of the right kind.
+// What a gemma4 load refuses, naming the key or tensor: inconsistent
+// windowed head sizes, expert keys and tensors that do not fit, and shared-KV
+// counts that leave no source layer of the right kind.
 #include <gtest/gtest.h>
 
 #include "edited_model.h"
@@ -45,11 +45,25 @@ TEST(Gemma4Refusals, InconsistentWindowedHeadSizesAreRefusedByName) {
   expect_mentions(what, {"blk.0.attn_q.weight"});
 }
 
-TEST(Gemma4Refusals, ExpertsAreRefusedByName) {
-  const std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+// The MoE variant (gemma4_golden_test.cpp runs it): keys llama.cpp requires
+// are required by name, expert shapes the tensors do not have are shape
+// errors naming the tensor, and expert scales it would apply but kvforge
+// does not read are refused as unused tensors.
+TEST(Gemma4Refusals, ExpertKeysAndTensorsAreCheckedByName) {
+  std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
     w.set("gemma4.expert_count", gguf::Value::u32(8));
+    w.set("gemma4.expert_used_count", gguf::Value::u32(2));
   }));
-  expect_mentions(what, {"gemma4.expert_count", "does not implement it for gemma4"});
+  expect_mentions(what, {"gemma4.expert_feed_forward_length"});
+  RandomModelSpec moe = gemma4_spec();
+  moe.gemma4_moe = true;
+  what = load_error(edited_model(moe, [](gguf::GgufWriter& w) {
+    w.set("gemma4.expert_feed_forward_length", gguf::Value::u32(16));
+  }));
+  expect_mentions(what, {"blk.0.ffn_gate_exps.weight", "has shape [64, 32, 8]"});
+  what = load_error(edited_model(
+      moe, [](gguf::GgufWriter&) {}, "blk.3.ffn_up_exps.scale"));
+  expect_mentions(what, {"blk.3.ffn_up_exps.scale", "is not used"});
 }
 
 TEST(Gemma4Refusals, SharedLayersNeedASourceOfTheirKind) {

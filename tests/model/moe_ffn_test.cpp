@@ -97,6 +97,36 @@ TEST(MoeFfn, EachTokenIsTheSameBitsAloneAndInAnyBatch) {
   }
 }
 
+// Each expert's output scale (ffn_down_exps.scale) multiplies its product
+// before its routing weight: scales of 2 double every output exactly (a
+// power of two rounds nothing). The router's own input (Gemma 4) routes the
+// tokens: given xn itself it changes nothing, given other rows it routes
+// them and the experts still run on xn.
+TEST(MoeFfn, ExpertScalesAndTheRoutersOwnInput) {
+  const auto model = testing::make_moe_test_model(8, 2, 32, 6);
+  const ModelConfig& c = model->config();
+  MoeWeights w = model->weights().layers[0].moe;
+  const int n = 9, d = c.n_embd;
+  std::vector<float> x(size_t(n * d)), other(size_t(n * d));
+  uint32_t r = 3;
+  for (float& v : x) v = float(int((r = r * 1664525u + 1013904223u) >> 9) % 2001 - 1000) / 500.0f;
+  for (float& v : other)
+    v = float(int((r = r * 1664525u + 1013904223u) >> 9) % 2001 - 1000) / 500.0f;
+  ThreadPool pool(2);
+  MatmulScratch ms;
+  MoeScratch s;
+  std::vector<float> plain(x.size()), out(x.size());
+  moe_ffn(c, w, x.data(), n, plain.data(), s, pool, ms);
+  moe_ffn(c, w, x.data(), n, out.data(), s, pool, ms, nullptr, x.data());
+  EXPECT_EQ(0, std::memcmp(out.data(), plain.data(), out.size() * 4));
+  const std::vector<int32_t> picks_of_x(s.experts.begin(), s.experts.begin() + n * 2);
+  moe_ffn(c, w, x.data(), n, out.data(), s, pool, ms, nullptr, other.data());
+  EXPECT_NE(std::vector<int32_t>(s.experts.begin(), s.experts.begin() + n * 2), picks_of_x);
+  w.down_scale.assign(size_t(c.moe.n_expert), 2.0f);
+  moe_ffn(c, w, x.data(), n, out.data(), s, pool, ms);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(out[i], 2.0f * plain[i]) << i;
+}
+
 ModelConfig config_of(const gguf::GgufFile& file) { return ModelConfig::from_gguf(file); }
 
 gguf::GgufFile moe_file(const char* arch, std::vector<uint8_t>& bytes) {

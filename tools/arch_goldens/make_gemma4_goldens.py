@@ -7,7 +7,8 @@ Development-time only (needs llama.cpp's dump_logits and gguf-py, see
 ../shared/peer/README.md):
 
   PYTHONPATH=$LLAMA/gguf-py /usr/bin/python3 tools/arch_goldens/make_gemma4_goldens.py \\
-      --kvforge build/kvforge --dump-logits $REF/dump_logits --out tests/model/data/gemma4
+      --kvforge build/kvforge --dump-logits $REF/dump_logits --out tests/model/data/gemma4 \\
+      --quantize $LLAMA/build/bin/llama-quantize
 
 The shape keeps every Gemma 4 feature of the dense models in play: 9 layers,
 windows of 8 on layers 0, 1, 3, 4, 6, 7 and full attention on 2, 5, 8; the
@@ -23,6 +24,19 @@ can only run them on their source layers' K/V.
 gemma4-swa-heads-f32 is the same shape with the windowed layers' heads 16
 wide (attention.key_length_swa, rope.dimension_count_swa) beside the full
 layers' 32, as real Gemma 4 files have (256 beside 512).
+
+gemma4-moe-f32 is the MoE variant (26B-A4B's layer): 8 experts of 32 rows
+(2 per token) beside the dense FFN in each of 6 layers (windows of 8 on 0,
+1, 3, 4; the last 3 sharing K/V: 3 and 4 read layer 1's, 5 reads layer 2's),
+with the router's input scale, each expert's output scale, the branches'
+norms, and per-layer embeddings of 32 (so that every matrix takes Q8_0's
+blocks of 32). gemma4-moe-q8_0 is it quantized by llama-quantize;
+gemma4-moe-q4_k_m a 256-wide variant (4 layers, windows on 0 and 2, the
+last 2 sharing K/V; 4 experts of 256 rows, 2 per token; no per-layer
+embeddings, as 26B-A4B) quantized to Q4_K_M, its f32 original not kept.
+On a machine with AMX, pass a dump_logits that loads models with
+use_extra_bufts = false: llama.cpp's AMX path crashes on Q8_0 matrices
+(tests/model/data/gemma4/README.md).
 """
 import argparse
 import os
@@ -39,6 +53,29 @@ ARGS = ["--arch", "gemma4", "--n-embd", "64", "--n-layer", "9", "--n-head", "4",
 SHARED = "3"
 # name -> extra make-model arguments
 FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"]}
+MOE = ["--arch", "gemma4", "--gemma4-moe", "--n-head", "4", "--n-kv-head", "2", "--n-ctx", "64",
+       "--sliding-window", "8", "--rope-base", "1000000", "--rope-base-swa", "10000",
+       "--final-softcap", "30", "--n-expert-used", "2"]
+MOE_F32 = MOE + ["--n-embd", "64", "--head-dim", "32", "--n-ff", "128", "--n-layer", "6",
+                 "--swa-pattern", "3", "--shared-kv-layers", "3", "--n-embd-per-layer", "32",
+                 "--n-expert", "8", "--n-ff-exp", "32", "--seed", "2"]
+MOE_WIDE = MOE + ["--n-embd", "256", "--head-dim", "64", "--n-ff", "256", "--n-layer", "4",
+                  "--swa-pattern", "2", "--shared-kv-layers", "2", "--n-embd-per-layer", "0",
+                  "--n-expert", "4", "--n-ff-exp", "256", "--seed", "3"]
+
+
+def write(a, name: str, make_args: list, quantize_to: str = "") -> None:
+    """make-model (peaked), llama-quantize'd to quantize_to if given, and llama.cpp's logits."""
+    model = os.path.join(a.out, name + ".gguf")
+    logits = os.path.join(a.out, name + ".logits.bin")
+    base = model + ".f32.tmp" if quantize_to else model
+    run([a.kvforge, "make-model", "-o", base] + make_args)
+    peak_next_byte(base)
+    if quantize_to:
+        run([a.quantize, base, model, quantize_to])
+        os.remove(base)
+    dump_logits(a.dump_logits, model, logits)
+    report(name, model, logits)
 
 
 def main() -> None:
@@ -46,15 +83,18 @@ def main() -> None:
     ap.add_argument("--kvforge", required=True)
     ap.add_argument("--dump-logits", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--quantize", required=True, help="llama.cpp's llama-quantize")
+    ap.add_argument("--only", nargs="*", help="write these files only (default: all)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    for name, extra in FILES.items():
-        model = os.path.join(a.out, name + ".gguf")
-        logits = os.path.join(a.out, name + ".logits.bin")
-        run([a.kvforge, "make-model", "-o", model, "--shared-kv-layers", SHARED] + ARGS + extra)
-        peak_next_byte(model)
-        dump_logits(a.dump_logits, model, logits)
-        report(name, model, logits)
+    files = {name: (["--shared-kv-layers", SHARED] + ARGS + extra, "")
+             for name, extra in FILES.items()}
+    files["gemma4-moe-f32"] = (MOE_F32, "")
+    files["gemma4-moe-q8_0"] = (MOE_F32, "Q8_0")
+    files["gemma4-moe-q4_k_m"] = (MOE_WIDE, "Q4_K_M")
+    for name, (make_args, quantize_to) in files.items():
+        if not a.only or name in a.only:
+            write(a, name, make_args, quantize_to)
 
 if __name__ == "__main__":
     main()

@@ -132,6 +132,9 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
                   std::to_string(c.moe.n_expert_used) + " per token" +
                   (c.moe.n_ff_shexp > 0
                        ? ", and a shared expert of " + std::to_string(c.moe.n_ff_shexp) + " rows"
+                       : "") +
+                  (c.arch == Architecture::Gemma4
+                       ? ", beside a dense FFN of " + std::to_string(c.n_ff) + " rows"
                        : ""));
   return out;
 }

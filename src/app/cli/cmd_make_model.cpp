@@ -57,6 +57,7 @@ void apply_architecture(const RandomModelSpec& a, RandomModelSpec& s) {
   s.n_embd_per_layer = a.n_embd_per_layer;
   s.n_kv_shared = a.n_kv_shared;
   s.head_dim_swa = a.head_dim_swa;
+  s.gemma4_moe = a.gemma4_moe;
 }
 
 void make_model(const MakeModelFlags& f) {
@@ -154,6 +155,8 @@ void declare_expert_and_hybrid_flags(CLI::App& sub, RandomModelSpec& a) {
                  "gemma4: last layers reusing an earlier layer's K/V");
   sub.add_option("--head-dim-swa", a.head_dim_swa,
                  "gemma4: the windowed layers' head size (default: --head-dim)");
+  sub.add_flag("--gemma4-moe", a.gemma4_moe,
+               "gemma4: the MoE variant, --n-expert experts beside the dense FFN per layer");
 }
 
 void declare_flags(CLI::App& sub, MakeModelFlags& f) {

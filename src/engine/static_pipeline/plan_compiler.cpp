@@ -147,6 +147,10 @@ class PlanRecorder {
   }
   // A mixture of experts records one op: its routing scratch is the executor's.
   void ffn_block(int l) {
+    // Gemma 4's experts run beside its dense FFN on x (model/gemma4_moe.h),
+    // which the MoeFfn op does not compute.
+    if (c_.arch == Architecture::Gemma4 && c_.moe.n_expert > 0)
+      throw std::invalid_argument("gemma4 with experts: --static is not supported yet");
     if (c_.moe.n_expert > 0) {
       proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
       return b_.op(
