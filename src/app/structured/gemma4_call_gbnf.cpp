@@ -5,6 +5,8 @@
 #endif
 #include "app/structured/gemma4_call_gbnf.h"
 
+#include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include "app/chat/gemma4_arguments.h"
@@ -60,6 +62,25 @@ std::string text_without_gbnf(std::string_view t) {
   const std::string piece = start + " " + partial;
   return "(" + gbnf_class_except(t.substr(0, 1)) + " | (" + piece + ")* " + start + " (" +
          mismatch + "))* (" + piece + ")*";
+}
+
+std::string gemma4_arguments_rule_gbnf(const nlohmann::ordered_json& parameters,
+                                       const std::string& name) {
+  const auto props = parameters.find("properties");
+  std::string keys;
+  if (props != parameters.end() && props->is_object())
+    for (const auto& [key, schema] : props->items()) {
+      // What Gemma4Arguments reads as a key (and the g4-key class allows).
+      const bool bare = !key.empty() && std::none_of(key.begin(), key.end(), [](char c) {
+        return static_cast<unsigned char>(c) <= ' ' || std::strchr(":{}[],<\"", c) != nullptr;
+      });
+      if (!bare) return name + " ::= g4-args\n";
+      keys += (keys.empty() ? "" : " | ") + gbnf_literal(key);
+    }
+  if (keys.empty()) return name + " ::= g4-args\n";
+  const std::string member =
+      "(" + keys + ") \":\" g4-value-" + std::to_string(kGemma4ValueDepth - 1);
+  return name + " ::= \"{\" (" + member + " (\",\" " + member + ")*)? \"}\"\n";
 }
 
 std::string gemma4_call_rules_gbnf() {

@@ -46,12 +46,10 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
   std::string out, alternatives;
   for (size_t i = 0; i < request.functions.size(); ++i) {
     const ToolFunction& f = request.functions[i];
-    std::string args = "tool-" + std::to_string(i);
+    const std::string args = "tool-" + std::to_string(i);
     try {
-      if (syntax.style == ToolCallStyle::kGemma4)
-        args = "g4-args";  // Gemma 4's notation, not the schema's JSON (gemma4_call_gbnf.h)
-      else
-        out += json_schema_rules_gbnf(f.parameters, args);
+      out += syntax.style == ToolCallStyle::kGemma4 ? gemma4_arguments_rule_gbnf(f.parameters, args)
+                                                    : json_schema_rules_gbnf(f.parameters, args);
     } catch (const GrammarError& e) {
       throw GrammarError("function '" + f.name + "' parameters: " + e.what());
     }

@@ -59,6 +59,23 @@ TEST(Gemma4CallGbnf, CallsAfterAnOptionalThought) {
   EXPECT_FALSE(grammar_test::accepts(*auto_g, "<|tool_call>call:add{a:bare}<tool_call|>"));
 }
 
+// The outer object's keys are the declared properties, when the notation can hold them.
+TEST(Gemma4CallGbnf, KeysAreTheDeclaredProperties) {
+  ToolGrammarRequest r = two_functions(false, true);
+  r.functions[0].parameters = ordered_json::parse(R"({"type": "object", "properties":
+      {"city": {"type": "string"}, "days": {"type": "integer"}}})");
+  r.functions[1].parameters =
+      ordered_json::parse(R"({"type": "object", "properties": {"a b": {}, "c": {}}})");
+  const auto g = grammar(r);
+  EXPECT_TRUE(grammar_test::accepts(
+      *g, "<|tool_call>call:get_weather{days:2,city:<|\"|>Rome<|\"|>}<tool_call|>"));
+  EXPECT_TRUE(grammar_test::accepts(*g, "<|tool_call>call:get_weather{}<tool_call|>"));
+  EXPECT_FALSE(grammar_test::accepts(*g, "<|tool_call>call:get_weather{town:1}<tool_call|>"));
+  EXPECT_FALSE(grammar_test::accepts(*g, "<|tool_call>call:get_weather{cityx:1}<tool_call|>"));
+  // "a b" is no bare key: any key then.
+  EXPECT_TRUE(grammar_test::accepts(*g, "<|tool_call>call:add{x:1}<tool_call|>"));
+}
+
 // Text without a mark, by the rule written for it, against a direct search.
 TEST(Gemma4CallGbnf, TextWithoutAMarkIsExact) {
   const std::string mark = "<ab>";
