@@ -41,13 +41,16 @@ const char* reasoning_format_name(ReasoningFormat format) {
   return name_of(format, kReasoningFormatNames);
 }
 
-bool prompt_opens_reasoning(std::string_view prompt) {
+bool prompt_opens_reasoning(std::string_view prompt, ReasoningTags tags) {
   while (!prompt.empty() && thought_space(prompt.back())) prompt.remove_suffix(1);
-  return prompt.ends_with(ReasoningReader::kOpen);
+  return prompt.ends_with(tags.open);
 }
 
-ReasoningReader::ReasoningReader(ReasoningFormat format, bool starts_in_reasoning)
-    : format_(format), state_(starts_in_reasoning ? State::kThinking : State::kStart) {}
+ReasoningReader::ReasoningReader(ReasoningFormat format, bool starts_in_reasoning,
+                                 ReasoningTags tags)
+    : format_(format),
+      tags_(tags),
+      state_(starts_in_reasoning ? State::kThinking : State::kStart) {}
 
 namespace {
 
@@ -70,16 +73,16 @@ void emit_thoughts(std::string_view s, std::string& spaces, bool& said, std::str
 }  // namespace
 
 bool ReasoningReader::think(ReasoningDelta& out) {
-  const size_t close = pending_.find(kClose);
+  const size_t close = pending_.find(tags_.close);
   if (close != std::string::npos) {
     emit_thoughts(std::string_view(pending_).substr(0, close), spaces_, said_anything_,
                   out.reasoning);
     spaces_.clear();
-    pending_.erase(0, close + kClose.size());
+    pending_.erase(0, close + tags_.close.size());
     state_ = State::kAfterThoughts;
     return true;
   }
-  const size_t keep = tag_start_at_end(pending_, kClose);
+  const size_t keep = tag_start_at_end(pending_, tags_.close);
   emit_thoughts(std::string_view(pending_).substr(0, pending_.size() - keep), spaces_,
                 said_anything_, out.reasoning);
   pending_.erase(0, pending_.size() - keep);
@@ -91,9 +94,10 @@ void ReasoningReader::advance(ReasoningDelta& out) {
     switch (state_) {
       case State::kStart: {
         const std::string_view rest = std::string_view(pending_).substr(leading_spaces(pending_));
-        if (rest.size() < kOpen.size() && kOpen.starts_with(rest)) return;  // may open yet
-        if (rest.starts_with(kOpen)) {
-          pending_ = std::string(rest.substr(kOpen.size()));
+        if (rest.size() < tags_.open.size() && tags_.open.starts_with(rest))
+          return;  // may open yet
+        if (rest.starts_with(tags_.open)) {
+          pending_ = std::string(rest.substr(tags_.open.size()));
           state_ = State::kThinking;
           break;
         }

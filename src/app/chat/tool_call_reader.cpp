@@ -13,8 +13,24 @@ ToolCallReader::Match ToolCallReader::expect(std::string_view literal) {
   return Match::kYes;
 }
 
+void ToolCallReader::add_arguments(const std::string& piece, Output& out) {
+  if (piece.empty()) return;
+  calls_.back().arguments += piece;
+  out.calls.push_back({int(calls_.size()) - 1, false, "", piece});
+}
+
+bool ToolCallReader::read_gemma4_arguments(Output& out) {
+  std::string json;
+  const Gemma4Arguments::Status s = gemma4_.read(buf_, pos_, json);
+  add_arguments(json, out);
+  if (s == Gemma4Arguments::Status::kBroken) state_ = State::kBroken;
+  if (s == Gemma4Arguments::Status::kDone) state_ = State::kAfterArgs;
+  return s == Gemma4Arguments::Status::kDone;
+}
+
 // The arguments object, passed on as it arrives; done when its braces close.
 bool ToolCallReader::read_arguments(Output& out) {
+  if (syntax_.style == ToolCallStyle::kGemma4) return read_gemma4_arguments(out);
   const size_t from = pos_;
   bool closed = false;
   for (; pos_ < buf_.size() && !closed; ++pos_) {
@@ -37,10 +53,7 @@ bool ToolCallReader::read_arguments(Output& out) {
       return false;
     }
   }
-  const std::string piece = buf_.substr(from, pos_ - from);
-  if (piece.empty()) return false;
-  calls_.back().arguments += piece;
-  out.calls.push_back({int(calls_.size()) - 1, false, "", piece});
+  add_arguments(buf_.substr(from, pos_ - from), out);
   if (closed) state_ = State::kAfterArgs;
   return closed;
 }
@@ -96,6 +109,7 @@ bool ToolCallReader::step(Output& out) {
     case State::kAfterName:
       depth_ = 0;
       in_string_ = escaped_ = false;
+      gemma4_ = Gemma4Arguments();
       return literal(syntax_.call_middle(), State::kArgs);
     case State::kArgs:
       return read_arguments(out);

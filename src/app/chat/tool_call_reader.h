@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "app/chat/gemma4_arguments.h"
 #include "app/chat/tool_call_syntax.h"
 
 namespace kvforge {
@@ -64,6 +65,8 @@ class ToolCallReader {
   bool step(Output& out);  // one state transition; false: needs more text
   Match expect(std::string_view literal);
   bool read_arguments(Output& out);
+  bool read_gemma4_arguments(Output& out);  // converted to JSON as they come
+  void add_arguments(const std::string& piece, Output& out);
   bool read_between();
 
   ToolCallSyntax syntax_;
@@ -73,6 +76,7 @@ class ToolCallReader {
   std::vector<ToolCall> calls_;
   int depth_ = 0;  // of the arguments' JSON
   bool in_string_ = false, escaped_ = false;
+  Gemma4Arguments gemma4_;  // the current call's arguments, for the gemma4 style
 };
 
 }  // namespace kvforge

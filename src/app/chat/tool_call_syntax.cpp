@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "app/chat/chat_template.h"
+#include "app/chat/gemma4_conversation.h"
 #include "core/enum_names.h"
 
 namespace kvforge {
@@ -123,6 +124,9 @@ ToolCallSyntax tool_call_syntax(ToolCallStyle style) {
       return {style, "[TOOL_CALLS][", ", ", "]", "arguments", true};
     case ToolCallStyle::kMistralArgs:
       return {style, "[TOOL_CALLS]", "[TOOL_CALLS]", "", "arguments", true};
+    case ToolCallStyle::kGemma4:
+      return {style,          "<|tool_call>call:", "<tool_call|><|tool_call>call:",
+              "<tool_call|>", "arguments",         true};
     case ToolCallStyle::kGeneric:
       break;
   }
@@ -134,9 +138,15 @@ bool is_harmony_template(const ChatTemplate& chat_template) {
   return contains(src, "<|channel|>") && contains(src, "<|start|>") && contains(src, "<|message|>");
 }
 
+// The template writes a call as '<|tool_call>call:' + NAME, as llama.cpp detects it.
+bool is_gemma4_template(const ChatTemplate& chat_template) {
+  return contains(chat_template.source(), "'<|tool_call>call:'");
+}
+
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template) {
   const std::string& src = chat_template.source();
   if (is_harmony_template(chat_template)) return ToolCallStyle::kHarmony;
+  if (is_gemma4_template(chat_template)) return ToolCallStyle::kGemma4;
   if (contains(src, "[TOOL_CALLS]"))
     return contains(src, "[ARGS]") ? ToolCallStyle::kMistralArgs : ToolCallStyle::kMistral;
   if (!contains(src, "tools")) return ToolCallStyle::kGeneric;
@@ -152,6 +162,7 @@ constexpr EnumName<ToolCallStyle> kToolCallStyleNames[] = {
     {ToolCallStyle::kHarmony, "harmony"},
     {ToolCallStyle::kMistral, "mistral"},
     {ToolCallStyle::kMistralArgs, "mistral-args"},
+    {ToolCallStyle::kGemma4, "gemma4"},
     {ToolCallStyle::kGeneric, "generic"},
 };
 
@@ -168,6 +179,7 @@ TemplateConversation conversation_for_template(ToolCallStyle style, const ordere
     out.messages.push_back(mistral                    ? mistral_message(m)
                            : m.contains("tool_calls") ? with_object_arguments(m)
                                                       : m);
+  if (style == ToolCallStyle::kGemma4) out.messages = gemma4_fold_tool_turns(out.messages);
   return out;
 }
 

@@ -17,6 +17,10 @@
 //   harmony  (gpt-oss): messages to functions.NAME on the commentary channel, read by
 //            harmony_reader.h; the fields below are unused: tool_call_gbnf writes its
 //            special tokens as token references (required and named calls only).
+//   gemma4   (Gemma 4): <|tool_call>call:NAME{ARGS}<tool_call|>, once per call, where
+//            ARGS is Gemma's own notation (gemma4_arguments.h): bare keys, strings
+//            between <|"|> marks. The reader turns it into JSON. The template reads
+//            tool results from the calling assistant message's `tool_responses`.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -26,7 +30,7 @@ namespace kvforge {
 
 class ChatTemplate;
 
-enum class ToolCallStyle { kGeneric, kHermes, kLlama3, kHarmony, kMistral, kMistralArgs };
+enum class ToolCallStyle { kGeneric, kHermes, kLlama3, kHarmony, kMistral, kMistralArgs, kGemma4 };
 
 struct ToolCallSyntax {
   ToolCallStyle style = ToolCallStyle::kGeneric;
@@ -38,10 +42,13 @@ struct ToolCallSyntax {
   // The text a reply begins with when it is a call: `start`, or "{" when empty.
   std::string trigger() const { return start.empty() ? "{" : start; }
   // A call is call_head(), its name, call_middle(), its arguments, call_tail():
-  // {"name": "NAME", "KEY": ARGS}, or NAME[ARGS]ARGS for mistral-args.
-  bool json_call() const { return style != ToolCallStyle::kMistralArgs; }
+  // {"name": "NAME", "KEY": ARGS}, NAME[ARGS]ARGS for mistral-args, NAME{...} for gemma4.
+  bool json_call() const {
+    return style != ToolCallStyle::kMistralArgs && style != ToolCallStyle::kGemma4;
+  }
   std::string call_head() const { return json_call() ? "{\"name\": \"" : ""; }
   std::string call_middle() const {
+    if (style == ToolCallStyle::kGemma4) return "";
     return json_call() ? "\", \"" + arguments_key + "\": " : "[ARGS]";
   }
   std::string call_tail() const { return json_call() ? "}" : ""; }
@@ -52,12 +59,18 @@ ToolCallSyntax tool_call_syntax(ToolCallStyle style);
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template);
 // gpt-oss's harmony format: <|start|>ROLE<|channel|>CHANNEL<|message|>...
 bool is_harmony_template(const ChatTemplate& chat_template);
+// Gemma 4's format: <|turn>ROLE ... <turn|>, calls as <|tool_call>call:NAME{...}.
+bool is_gemma4_template(const ChatTemplate& chat_template);
 const char* tool_call_style_name(ToolCallStyle style);
 
 // The messages and tools to render for `style`. Assistant tool_calls'
 // arguments (JSON text in OpenAI's API) become objects, as templates expect;
 // for generic, `tools` (an OpenAI tools array, or null with tool_choice
-// "none") are described in a system message and the tool turns rewritten.
+// "none") are described in a system message and the tool turns rewritten;
+// for gemma4, a calling assistant message, the `tool` messages after it and
+// the assistant's answer become one assistant message with `tool_responses`,
+// as llama-server folds them for this template (the calling message's own
+// text is dropped, as there).
 struct TemplateConversation {
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;  // what the template receives (null for generic)

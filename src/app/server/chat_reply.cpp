@@ -22,11 +22,14 @@ ReplyFormat reply_format(ReasoningFormat configured, const ChatTemplate& chat_te
                          std::string_view prompt_end) {
   ReplyFormat f;
   f.harmony = is_harmony_template(chat_template);
+  const bool gemma4 = is_gemma4_template(chat_template);
+  if (gemma4) f.tags = kGemma4Thought;
   // Only a template that writes <think> belongs to a model that thinks so.
-  if (f.harmony || chat_template.source().find(ReasoningReader::kOpen) != std::string::npos)
+  if (f.harmony || gemma4 ||
+      chat_template.source().find(ReasoningReader::kOpen) != std::string::npos)
     f.reasoning = configured;
-  f.starts_in_reasoning =
-      !f.harmony && f.reasoning != ReasoningFormat::kNone && prompt_opens_reasoning(prompt_end);
+  f.starts_in_reasoning = !f.harmony && f.reasoning != ReasoningFormat::kNone &&
+                          prompt_opens_reasoning(prompt_end, f.tags);
   return f;
 }
 
@@ -35,7 +38,7 @@ ChatReplyReader::ChatReplyReader(const ReplyFormat& format,
   if (format.harmony)
     harmony_.emplace(format.reasoning != ReasoningFormat::kNone);
   else if (format.reasoning != ReasoningFormat::kNone)
-    reasoning_.emplace(format.reasoning, format.starts_in_reasoning);
+    reasoning_.emplace(format.reasoning, format.starts_in_reasoning, format.tags);
   if (tools) tools_.emplace(*tools);
 }
 

@@ -23,6 +23,7 @@ struct ReplyFormat {
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   bool starts_in_reasoning = false;  // the prompt opened <think> itself
   bool harmony = false;              // gpt-oss: the reply is harmony messages
+  ReasoningTags tags = kThinkTags;   // the marks around the thoughts (Gemma 4's own)
   bool active() const { return harmony || reasoning != ReasoningFormat::kNone; }
 };
 
@@ -32,8 +33,8 @@ ReasoningFormat request_reasoning_format(const nlohmann::ordered_json& body,
                                          ReasoningFormat configured);
 
 // The reply format of a chat request: `configured` (serve
-// --reasoning-format) applies to templates that write <think> and to
-// harmony ones; `prompt_end` is the prompt's last characters.
+// --reasoning-format) applies to templates that write <think>, to harmony
+// ones and to Gemma 4's; `prompt_end` is the prompt's last characters.
 ReplyFormat reply_format(ReasoningFormat configured, const ChatTemplate& chat_template,
                          std::string_view prompt_end);
 

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "app/chat/gemma4_conversation.h"
 #include "app/server/access_log.h"
 #include "app/server/chat_reply.h"
 #include "app/server/conversation_fit.h"
@@ -165,6 +166,10 @@ CompletionService::RenderedChat CompletionService::render_chat(
   in.bos_token = bos >= 0 ? tokenizer_.token_text(bos) : "";
   in.eos_token = eos >= 0 ? tokenizer_.token_text(eos) : "";
   in.extra = r.template_kwargs;
+  // Gemma 4's template thinks only when told to; llama-server tells it to
+  // unless the request's chat_template_kwargs say otherwise.
+  const bool gemma4 = tool_style_ == ToolCallStyle::kGemma4;
+  if (gemma4 && !in.extra.contains("enable_thinking")) in.extra["enable_thinking"] = true;
   jinja::RenderLimits render_limits;
   render_limits.abandoned = cancelled;
   std::string text;
@@ -189,6 +194,7 @@ CompletionService::RenderedChat CompletionService::render_chat(
   } catch (const std::invalid_argument& e) {
     throw bad_param("messages", e.what());
   }
+  if (gemma4) gemma4_open_model_turn(text);
   // Templates usually write the BOS text themselves; don't add a second one.
   const bool has_bos_text = !in.bos_token.empty() && text.rfind(in.bos_token, 0) == 0;
   return {std::move(text), tokenizer_.add_bos() && !has_bos_text};

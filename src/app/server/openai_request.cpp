@@ -387,6 +387,12 @@ ChatRequest parse_chat_request(const ordered_json& body, const RequestLimits& li
         throw bad_param("chat_template_kwargs",
                         "'chat_template_kwargs' may not set '" + name +
                             "': the chat template's own variable of that name is reserved");
+    // As llama-server, which also reads it to decide how the reply is parsed.
+    const auto thinking = k->find("enable_thinking");
+    if (thinking != k->end() && !thinking->is_boolean())
+      throw bad_param(
+          "chat_template_kwargs",
+          "'chat_template_kwargs.enable_thinking' must be a boolean, got " + json_type(*thinking));
     r.template_kwargs = *k;
   }
   parse_common(body, limits, r, "max_completion_tokens", std::nullopt);

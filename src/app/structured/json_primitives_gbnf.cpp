@@ -6,6 +6,7 @@
 #include "app/structured/json_primitives_gbnf.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "app/structured/integer_range_gbnf.h"
 #include "engine/sampling/grammar/grammar_error.h"
@@ -78,6 +79,16 @@ int64_t clamp_bound(double v) {
 const std::vector<std::pair<std::string, std::string>>& json_primitive_rules() {
   static const auto rules = make_primitives();
   return rules;
+}
+
+std::string gbnf_class_except(std::string_view bytes) {
+  std::string out = "[^";
+  for (unsigned char c : bytes) {
+    char buf[8];
+    std::snprintf(buf, sizeof buf, "\\x%02X", c);
+    out += buf;
+  }
+  return out + "]";
 }
 
 std::string gbnf_literal(std::string_view text) {

@@ -15,6 +15,8 @@ const std::vector<std::pair<std::string, std::string>>& json_primitive_rules();
 
 // A GBNF literal for `text`, quoted and escaped.
 std::string gbnf_literal(std::string_view text);
+// A GBNF class of any character but the bytes of `bytes` (ASCII), e.g. [^\x3C\x7C].
+std::string gbnf_class_except(std::string_view bytes);
 
 // Body of a string with minLength/maxLength (characters).
 std::string string_length_gbnf(size_t min, std::optional<size_t> max);

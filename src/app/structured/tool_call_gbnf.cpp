@@ -5,8 +5,7 @@
 #endif
 #include "app/structured/tool_call_gbnf.h"
 
-#include <cstdio>
-
+#include "app/structured/gemma4_call_gbnf.h"
 #include "app/structured/json_primitives_gbnf.h"
 #include "app/structured/json_schema_gbnf.h"
 #include "engine/sampling/grammar/grammar_error.h"
@@ -14,18 +13,12 @@
 namespace kvforge {
 namespace {
 
-std::string byte_class_except(char c) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "[^\\x%02X]", static_cast<unsigned char>(c));
-  return buf;
-}
-
 // Any text that does not begin with `trigger`: empty, a proper prefix of
 // it, or a prefix and then a character other than the trigger's next one.
 std::string text_rule(const std::string& trigger) {
   std::string body;
   for (size_t i = trigger.size(); i-- > 0;) {
-    const std::string after = "\"\" | " + byte_class_except(trigger[i]) + " .*";
+    const std::string after = "\"\" | " + gbnf_class_except(trigger.substr(i, 1)) + " .*";
     body = body.empty()
                ? after
                : after + " | " + gbnf_literal(std::string(1, trigger[i])) + " (" + body + ")";
@@ -55,7 +48,8 @@ std::string call_rules(const ToolCallSyntax& syntax, const ToolGrammarRequest& r
     const ToolFunction& f = request.functions[i];
     const std::string args = "tool-" + std::to_string(i);
     try {
-      out += json_schema_rules_gbnf(f.parameters, args);
+      out += syntax.style == ToolCallStyle::kGemma4 ? gemma4_arguments_rule_gbnf(f.parameters, args)
+                                                    : json_schema_rules_gbnf(f.parameters, args);
     } catch (const GrammarError& e) {
       throw GrammarError("function '" + f.name + "' parameters: " + e.what());
     }
@@ -82,10 +76,13 @@ std::string tool_call_gbnf(const ToolCallSyntax& syntax, const ToolGrammarReques
     calls += " (" + gbnf_literal(syntax.separator) + " call){0," +
              std::to_string(kMaxParallelToolCalls - 1) + "}";
   if (!syntax.end.empty()) calls += " " + gbnf_literal(syntax.end);
-  std::string out = request.text_allowed ? "root ::= calls | text\n" : "root ::= calls\n";
+  // Gemma 4 may think first, in its thought channel.
+  const bool gemma4 = syntax.style == ToolCallStyle::kGemma4;
+  const std::string reply = request.text_allowed ? "calls | text" : "calls";
+  std::string out = gemma4 ? "root ::= g4-thought? (" + reply + ")\n" : "root ::= " + reply + "\n";
   out += calls + "\n" + call_rules(syntax, request);
   if (request.text_allowed) out += text_rule(syntax.trigger());
-  return out + json_primitives_gbnf();
+  return out + (gemma4 ? gemma4_call_rules_gbnf() : json_primitives_gbnf());
 }
 
 }  // namespace kvforge

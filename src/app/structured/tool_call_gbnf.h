@@ -5,7 +5,8 @@
 // trigger. So the model chooses by its first tokens, and once it starts a
 // call the call is whole and valid by construction. gpt-oss's harmony calls
 // (special tokens, as token references) are made only for "required" and a
-// named function: one call, no text.
+// named function: one call, no text. Gemma 4's calls are in its own
+// notation (gemma4_call_gbnf.h), after an optional thought channel.
 #pragma once
 
 #include <nlohmann/json.hpp>

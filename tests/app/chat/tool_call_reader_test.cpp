@@ -9,30 +9,10 @@
 namespace kvforge {
 namespace tool_reader_test {
 
-struct Read {
-  std::string content;
-  std::vector<ToolCall> calls;  // rebuilt from the deltas
-  bool complete = false;
-};
+using testing::Read;
 
-// Feeds `text` in pieces of `piece` bytes and rebuilds the calls from the deltas alone.
 Read read(ToolCallStyle style, const std::string& text, size_t piece) {
-  ToolCallReader reader(tool_call_syntax(style));
-  Read r;
-  auto take = [&](const ToolCallReader::Output& out) {
-    r.content += out.content;
-    testing::add_call_deltas(out.calls, r.calls);
-  };
-  for (size_t i = 0; i < text.size(); i += piece) take(reader.feed(text.substr(i, piece)));
-  take(reader.finish());
-  r.complete = reader.complete();
-  EXPECT_EQ(reader.text(), text);
-  if (r.complete) {
-    EXPECT_EQ(reader.calls().size(), r.calls.size());
-    for (size_t i = 0; i < r.calls.size(); ++i)
-      EXPECT_EQ(reader.calls()[i].arguments, r.calls[i].arguments);
-  }
-  return r;
+  return testing::read_calls(style, text, piece);
 }
 
 TEST(ToolCallReader, HermesCallsByteByByteAndWhole) {
