@@ -1,12 +1,16 @@
 #include "model/random_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <memory>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "core/formats/row_codec.h"
+#include "core/threadpool.h"
 
 namespace kvforge {
 namespace {
@@ -15,26 +19,62 @@ namespace {
 // with every standard library (std distributions are implementation-defined).
 class UniformSource {
  public:
-  explicit UniformSource(uint64_t seed) : rng_(seed) {}
+  explicit UniformSource(uint64_t seed) : seed_(seed), rng_(seed) {}
   float next() { return float(double(rng_() >> 11) * 0x1.0p-53 * 2.0 - 1.0); }
+  void restart() { rng_.seed(seed_); }
 
  private:
+  uint64_t seed_;
   std::mt19937_64 rng_;
 };
 
-std::vector<uint8_t> encode(GgmlType type, const std::vector<float>& values, int64_t cols) {
-  const size_t rows = values.size() / size_t(cols);
-  const size_t rb = row_bytes(type, size_t(cols));
-  std::vector<uint8_t> out(rows * rb);
-  for (size_t r = 0; r < rows; ++r)
-    quantize_row(type, values.data() + r * size_t(cols), out.data() + r * rb, cols);
-  return out;
+// What the tensors' producers share: one random stream that every tensor
+// draws from in file order (restarted at each write), and the threads that
+// quantize.
+struct Generator {
+  Generator(uint64_t seed, int threads) : rng(seed), pool(std::max(1, threads)) {}
+  UniformSource rng;
+  ThreadPool pool;
+};
+
+// Values generated per piece of a matrix (4 MiB as f32): bounds the memory a
+// write needs whatever the tensor's size.
+constexpr int64_t kPieceValues = int64_t{1} << 20;
+
+std::span<const uint8_t> as_bytes(const std::vector<float>& v) {
+  return {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(float)};
 }
 
+// Writes `rows` rows of `cols` values uniform in ±scale, as `type`: a piece
+// of rows at a time, drawn in order from the stream, quantized in parallel.
+void produce_rows(Generator& g, GgmlType type, int64_t rows, int64_t cols, float scale,
+                  const gguf::TensorBytesSink& out) {
+  const int64_t piece_rows = std::max<int64_t>(1, kPieceValues / cols);
+  const size_t rb = row_bytes(type, size_t(cols));
+  std::vector<float> v;
+  std::vector<uint8_t> q;
+  for (int64_t r0 = 0; r0 < rows; r0 += piece_rows) {
+    const int64_t n = std::min(piece_rows, rows - r0);
+    v.resize(size_t(n * cols));
+    for (float& x : v) x = scale * g.rng.next();
+    q.resize(size_t(n) * rb);
+    g.pool.parallel_for(size_t(n), [&](size_t begin, size_t end) {
+      for (size_t r = begin; r < end; ++r)
+        quantize_row(type, v.data() + r * size_t(cols), q.data() + r * rb, cols);
+    });
+    out(q);
+  }
+}
+
+// Adds the model's tensors to the writer as producers that generate them
+// when the file is written, so that no more than a piece of one tensor is in
+// memory at a time.
 class TensorMaker {
  public:
   TensorMaker(gguf::GgufWriter& w, const RandomModelSpec& spec)
-      : w_(w), spec_(spec), rng_(spec.seed) {}
+      : w_(w), spec_(spec), gen_(std::make_shared<Generator>(spec.seed, spec.threads)) {
+    w_.set_pass_start([g = gen_] { g->rng.restart(); });
+  }
 
   // Entries uniform in ±1/sqrt(cols): keeps activations O(1) through the layers.
   // n > 1: a 3-D tensor of n such matrices (ne = [cols, rows, n], the experts).
@@ -43,75 +83,73 @@ class TensorMaker {
   }
   void matrix_of(GgmlType type, const std::string& name, int64_t rows, int64_t cols,
                  int64_t n = 1) {
-    std::vector<float> v(size_t(n * rows * cols));
-    const float a = float(1.0 / std::sqrt(double(cols)));
-    for (float& x : v) x = a * rng_.next();
     std::vector<uint64_t> dims = {uint64_t(cols), uint64_t(rows)};
     if (n > 1) dims.push_back(uint64_t(n));
-    w_.add_tensor(name, type, dims, encode(type, v, cols));
+    const float a = float(1.0 / std::sqrt(double(cols)));
+    w_.add_deferred_tensor(name, type, dims,
+                           [g = gen_, type, rows = n * rows, cols, a](const auto& out) {
+                             produce_rows(*g, type, rows, cols, a, out);
+                           });
   }
 
   // Gated DeltaNet decay rates -exp(A_log), in (-1, -0.1).
   void decay_rates(const std::string& name, int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = -(0.55f + 0.45f * rng_.next());
-    add_f32(name, v);
+    random_f32(name, {uint64_t(n)}, [](float u) { return -(0.55f + 0.45f * u); });
   }
 
   // Biases small against the projections they shift.
   void bias(const std::string& name, int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = 0.1f * rng_.next();
-    add_f32(name, v);
+    random_f32(name, {uint64_t(n)}, [](float u) { return 0.1f * u; });
   }
 
   // [rows][cols] biases (ne = [cols, rows]: the experts' biases).
   void bias_table(const std::string& name, int64_t rows, int64_t cols) {
-    std::vector<float> v(size_t(rows * cols));
-    for (float& x : v) x = 0.1f * rng_.next();
-    w_.add_tensor(name, GgmlType::F32, {uint64_t(cols), uint64_t(rows)},
-                  std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+    random_f32(name, {uint64_t(cols), uint64_t(rows)}, [](float u) { return 0.1f * u; });
   }
 
   // Attention sink logits in [-1, 3): from negligible to outweighing a few keys.
   void sinks(const std::string& name, int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = 1.0f + 2.0f * rng_.next();
-    add_f32(name, v);
+    random_f32(name, {uint64_t(n)}, [](float u) { return 1.0f + 2.0f * u; });
   }
 
   // A one-row gate (ffn_gate_inp_shexp, 1-D): entries uniform in ±1/sqrt(n), logits O(1).
   void gate_vector(const std::string& name, int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
     const float a = float(1.0 / std::sqrt(double(n)));
-    for (float& x : v) x = a * rng_.next();
-    add_f32(name, v);
+    random_f32(name, {uint64_t(n)}, [a](float u) { return a * u; });
   }
 
   // Values in [base * 0.75, base * 1.25): positive scales that differ per entry
   // (gemma4's router input scale and experts' output scales).
   void scales(const std::string& name, int64_t n, float base) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = base * (1.0f + 0.25f * rng_.next());
-    add_f32(name, v);
+    random_f32(name, {uint64_t(n)}, [base](float u) { return base * (1.0f + 0.25f * u); });
   }
 
   // Norm weights near 1 so that every element of the norm matters.
   void norm(const std::string& name, int64_t n) {
-    std::vector<float> v(static_cast<size_t>(n));
-    for (float& x : v) x = 1.0f + 0.25f * rng_.next();
-    add_f32(name, v);
+    random_f32(name, {uint64_t(n)}, [](float u) { return 1.0f + 0.25f * u; });
   }
 
   void add_f32(const std::string& name, const std::vector<float>& v) {
-    w_.add_tensor(name, GgmlType::F32, {uint64_t(v.size())},
-                  std::span(reinterpret_cast<const uint8_t*>(v.data()), v.size() * 4));
+    w_.add_tensor(name, GgmlType::F32, {uint64_t(v.size())}, as_bytes(v));
   }
 
  private:
+  // A small F32 tensor of f(u) for u drawn from the stream, generated whole.
+  template <class F>
+  void random_f32(const std::string& name, std::vector<uint64_t> dims, F f) {
+    uint64_t n = 1;
+    for (uint64_t d : dims) n *= d;
+    w_.add_deferred_tensor(name, GgmlType::F32, std::move(dims),
+                           [g = gen_, n, f](const gguf::TensorBytesSink& out) {
+                             std::vector<float> v(n);
+                             for (float& x : v) x = f(g->rng.next());
+                             out(as_bytes(v));
+                           });
+  }
+
   gguf::GgufWriter& w_;
   const RandomModelSpec& spec_;
-  UniformSource rng_;
+  std::shared_ptr<Generator> gen_;
 };
 
 // A SentencePiece-style vocabulary that can encode any bytes: 3 specials then
@@ -261,9 +299,10 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
 // The router and the experts' 3-D tensors.
 void write_experts(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
   make.matrix_of(GgmlType::F32, p + "ffn_gate_inp.weight", spec.n_expert, spec.n_embd);
-  make.matrix(p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
-  make.matrix(p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
-  make.matrix(p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
+  const GgmlType et = spec.expert_type.value_or(spec.weight_type);
+  make.matrix_of(et, p + "ffn_gate_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
+  make.matrix_of(et, p + "ffn_up_exps.weight", spec.n_ff_exp, spec.n_embd, spec.n_expert);
+  make.matrix_of(et, p + "ffn_down_exps.weight", spec.n_embd, spec.n_ff_exp, spec.n_expert);
 }
 
 // gemma4's experts beside its dense FFN (model/gemma4_moe.h). The router's

@@ -98,7 +98,11 @@ struct RandomModelSpec {
   // as gpt-oss's <|start|> ... <|call|>), before any padding.
   std::vector<std::string> control_tokens;
   GgmlType weight_type = GgmlType::F32;  // matrices; norms stay F32
+  // The experts' matrices (ffn_{gate,up,down}_exps), as gpt-oss ships MXFP4
+  // experts beside other types (nullopt: weight_type).
+  std::optional<GgmlType> expert_type;
   uint64_t seed = 42;
+  int threads = 1;  // threads quantizing while the file is written (the bytes do not depend on it)
 
   // Named shapes: "tiny" (64/2 layers/4 heads/2 KV heads/ff 128, 259 tokens) and "small"
   // (768/12/12/4/ff 2048, 32000 tokens: the benchmark shape, LLaMA's vocabulary size).
@@ -109,7 +113,9 @@ struct RandomModelSpec {
 // The architectures make_random_model writes.
 const char* random_model_architectures();
 
-// Builds the model. Vocabulary: the tokenizer.* keys of `vocab` when given
+// Builds the model: metadata now, tensors generated when the writer writes
+// (GgufWriter::add_deferred_tensor), a piece of one tensor at a time, the
+// same bytes at every write. Vocabulary: the tokenizer.* keys of `vocab` when given
 // (n_vocab = its token count), else a 259-token byte-fallback SentencePiece
 // vocabulary (<unk>, <s>, </s>, <0x00>..<0xFF>) so any text can be tokenized.
 gguf::GgufWriter make_random_model(const RandomModelSpec& spec,

@@ -5,8 +5,10 @@
 //          and GFLOP/s (2 FLOPs per weight per token, plus attention);
 //   tgN  = N single-token decodes from an empty cache (bandwidth-bound):
 //          tok/s and % of the roofline = measured read bandwidth / bytes read
-//          per token (every weight matrix once, the embedding row, and the KV
-//          records attention reads), the bandwidth probed again right before
+//          per token (every weight matrix once, of a mixture of experts the
+//          router, the k experts a token runs and any shared expert, the
+//          embedding row, and the KV records attention reads), the
+//          bandwidth probed again right before
 //          each repetition.
 // Each test runs once to warm up, then -r times; figures are mean ± stddev
 // over repetitions. --ctx-sweep measures decode speed with 0..N tokens
@@ -21,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "app/bench/bench_cost.h"
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
@@ -46,56 +49,6 @@ struct BenchFlags : ModelFlags {
   int sweep_decodes = 32;  // decodes timed per sweep point
   bool greedy = false;     // logits for greedy sampling only (SequenceRunnerOptions::argmax_only)
   KvTypeFlags kv;
-};
-
-// What one token costs the model: bytes it must read, FLOPs it performs.
-struct CostModel {
-  double weight_bytes_per_token = 0;   // every matrix once + one embedding row + norms
-  double matmul_flops_per_token = 0;   // 2 * layer matrix params (no output projection)
-  double output_flops = 0;             // 2 * output params (one row of logits)
-  double kv_bytes_per_position = 0;    // K + V records of one position, all layers
-  double attention_flops_per_key = 0;  // QK and AV for one (query token, key), all layers
-
-  explicit CostModel(const Model& model, KvFormat kv) {
-    const ModelConfig& c = model.config();
-    const ModelWeights& w = model.weights();
-    auto bytes = [](const WeightView& v) {
-      return double(row_bytes(v.type, size_t(v.cols))) * double(v.rows);
-    };
-    double layer_params = 0;
-    for (const LayerWeights& l : w.layers) {
-      std::vector<const WeightView*> views = {&l.attn_q, &l.attn_k, &l.attn_v, &l.ffn_gate,
-                                              &l.ffn_up};
-      for (const ColumnParts* parts : {&l.attn_output, &l.ffn_down})
-        for (const WeightView& v : parts->parts) views.push_back(&v);
-      for (const WeightView* v : views) {
-        weight_bytes_per_token += bytes(*v);
-        layer_params += double(v->rows) * double(v->cols);
-      }
-      weight_bytes_per_token += 4.0 * double(l.attn_norm.size() + l.ffn_norm.size());
-    }
-    weight_bytes_per_token += bytes(w.output) + 4.0 * double(w.output_norm.size());
-    weight_bytes_per_token += double(row_bytes(w.token_embd.type, size_t(w.token_embd.cols)));
-    matmul_flops_per_token = 2.0 * layer_params;
-    output_flops = 2.0 * double(w.output.rows) * double(w.output.cols);
-    kv_bytes_per_position = attention_flops_per_key = 0;
-    for (int l = 0; l < c.n_layer; ++l) {
-      const int hd = c.layer_head_dim(l);
-      kv_bytes_per_position +=
-          double(c.n_kv_head) * double(kv_head_bytes(kv.k, hd) + kv_head_bytes(kv.v, hd));
-      attention_flops_per_key += 4.0 * double(c.n_head) * hd;
-    }
-  }
-
-  // Bytes read by a decode step with `n_past` tokens already cached (it attends to n_past + 1).
-  double decode_bytes(int n_past) const {
-    return weight_bytes_per_token + kv_bytes_per_position * (n_past + 1);
-  }
-  // FLOPs of one causal prefill of n tokens from an empty cache, logits for the last one.
-  double prefill_flops(int n) const {
-    return matmul_flops_per_token * n + output_flops +
-           attention_flops_per_key * double(n) * (n + 1) / 2.0;
-  }
 };
 
 struct Stats {

@@ -4,9 +4,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
+#include "app/cli/progress_line.h"
 #include "app/cli/subcommand.h"
 #include "core/formats/row_codec.h"
 #include "core/gguf/gguf_file.h"
@@ -20,6 +22,8 @@ struct MakeModelFlags {
   std::string preset = "tiny";
   std::string vocab;
   std::string type = "f32";
+  std::string expert_type;  // empty: --type
+  int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   uint64_t seed = 42;
   int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, n_ctx = 0, n_vocab = 0;
   std::vector<std::string> control_tokens;
@@ -60,14 +64,31 @@ void apply_architecture(const RandomModelSpec& a, RandomModelSpec& s) {
   s.gemma4_moe = a.gemma4_moe;
 }
 
+GgmlType weight_type(const std::string& name) {
+  const auto type = parse_type_name(name);
+  if (!type || !is_quantizable_type(*type))
+    throw std::invalid_argument("unknown weight type '" + name +
+                                "' (kvforge can write: " + supported_weight_type_names() + ")");
+  return *type;
+}
+
+// Writes the file, its tensors generated on the way, with a progress line.
+void write_model(const gguf::GgufWriter& writer, const std::string& out) {
+  ProgressLine line;
+  writer.write(out, [&](uint64_t done, uint64_t total, const std::string& tensor) {
+    line.update("make-model: %.2f of %.2f GB of tensors written (%.0f%%) %s", double(done) / 1e9,
+                double(total) / 1e9, total > 0 ? 100.0 * double(done) / double(total) : 100.0,
+                tensor.c_str());
+  });
+  line.finish();
+}
+
 void make_model(const MakeModelFlags& f) {
   std::optional<RandomModelSpec> spec = RandomModelSpec::preset(f.preset);
   if (!spec) throw std::invalid_argument("unknown preset '" + f.preset + "' (tiny, small)");
-  const auto type = parse_type_name(f.type);
-  if (!type || !is_quantizable_type(*type))
-    throw std::invalid_argument("unknown weight type '" + f.type +
-                                "' (kvforge can write: " + supported_weight_type_names() + ")");
-  spec->weight_type = *type;
+  spec->weight_type = weight_type(f.type);
+  if (!f.expert_type.empty()) spec->expert_type = weight_type(f.expert_type);
+  spec->threads = f.threads;
   spec->seed = f.seed;
   spec->tied_output = f.tied;
   apply_architecture(f.arch, *spec);
@@ -96,7 +117,7 @@ void make_model(const MakeModelFlags& f) {
                                                 kByteVocabTokens + int(f.control_tokens.size()))) +
                         " tokens (bytes, control, unused)")
                            .c_str());
-  make_random_model(*spec, vocab ? &*vocab : nullptr).write(f.out);
+  write_model(make_random_model(*spec, vocab ? &*vocab : nullptr), f.out);
   std::fprintf(stderr, "wrote %s\n", f.out.c_str());
 }
 
@@ -167,7 +188,11 @@ void declare_flags(CLI::App& sub, MakeModelFlags& f) {
   sub.add_option("--vocab", f.vocab, "take the tokenizer from this GGUF (default: byte vocab)");
   sub.add_option("--type", f.type, "matrix type: " + supported_weight_type_names())
       ->capture_default_str();
+  sub.add_option("--expert-type", f.expert_type,
+                 "type of the experts' matrices (mixtures of experts; default: --type)");
   sub.add_option("-s,--seed", f.seed, "weights seed")->capture_default_str();
+  sub.add_option("-t,--threads", f.threads, "quantization threads (the file does not depend on it)")
+      ->capture_default_str();
   sub.add_option("--n-embd", f.n_embd, "override the preset");
   sub.add_option("--n-layer", f.n_layer, "override the preset");
   sub.add_option("--n-head", f.n_head, "override the preset");

@@ -216,8 +216,8 @@ void GgufWriter::set(std::string key, Value value) {
   kvs_.push_back({std::move(key), std::move(value)});
 }
 
-void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
-                            std::span<const uint8_t> data) {
+uint64_t GgufWriter::check_tensor(const std::string& name, GgmlType type,
+                                  const std::vector<uint64_t>& dims) const {
   const std::string where = "tensor '" + name + "'";
   for (const PendingTensor& t : tensors_) {
     if (t.name == name) invalid(where + ": duplicate tensor name");
@@ -239,12 +239,25 @@ void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_
     invalid(where + ": dimension 0 (" + std::to_string(dims[0]) + ") is not a multiple of the " +
             std::string(traits->name) + " block size " + std::to_string(traits->block_elems));
   }
-  const uint64_t n_bytes = n_elements / traits->block_elems * traits->block_bytes;
+  return n_elements / traits->block_elems * traits->block_bytes;
+}
+
+void GgufWriter::add_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                            std::span<const uint8_t> data) {
+  const uint64_t n_bytes = check_tensor(name, type, dims);
   if (data.size() != n_bytes) {
-    invalid(where + ": expected " + std::to_string(n_bytes) + " bytes of data, got " +
+    invalid("tensor '" + name + "': expected " + std::to_string(n_bytes) + " bytes of data, got " +
             std::to_string(data.size()));
   }
-  tensors_.push_back({std::move(name), type, std::move(dims), {data.begin(), data.end()}});
+  tensors_.push_back(
+      {std::move(name), type, std::move(dims), n_bytes, {data.begin(), data.end()}, {}});
+}
+
+void GgufWriter::add_deferred_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                                     TensorProducer produce) {
+  if (!produce) invalid("tensor '" + name + "': no producer");
+  const uint64_t n_bytes = check_tensor(name, type, dims);
+  tensors_.push_back({std::move(name), type, std::move(dims), n_bytes, {}, std::move(produce)});
 }
 
 std::vector<uint8_t> GgufWriter::metadata_bytes() const {
@@ -265,39 +278,61 @@ std::vector<uint8_t> GgufWriter::metadata_bytes() const {
     for (uint64_t d : t.dims) w.put(d);
     w.put(static_cast<uint32_t>(t.type));
     w.put(offset);
-    offset = align_up(offset + t.data.size(), alignment_);
+    offset = align_up(offset + t.n_bytes, alignment_);
   }
   // A file with only metadata ends here, as gguf-py writes vocabulary files.
   if (!tensors_.empty()) pad_to(w, alignment_);
   return w.take();
 }
 
-std::vector<uint8_t> GgufWriter::to_bytes() const {
-  ByteWriter w(metadata_bytes());
+void GgufWriter::emit_tensors(const TensorBytesSink& out, const WriteProgress& progress) const {
+  if (pass_start_) pass_start_();
+  uint64_t total = 0, done = 0;
+  for (const PendingTensor& t : tensors_) total += t.n_bytes;
+  static constexpr uint8_t kZeros[256] = {};
   for (const PendingTensor& t : tensors_) {
-    w.bytes(t.data.data(), t.data.size());
-    pad_to(w, alignment_);
-  }
-  return w.take();
-}
-
-void GgufWriter::write(const std::filesystem::path& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw std::runtime_error(path.string() + ": cannot open for writing");
-  const std::vector<uint8_t> head = metadata_bytes();
-  out.write(reinterpret_cast<const char*>(head.data()), static_cast<std::streamsize>(head.size()));
-  // Streams tensor data instead of building the whole file in memory.
-  static constexpr char kZeros[256] = {};
-  for (const PendingTensor& t : tensors_) {
-    out.write(reinterpret_cast<const char*>(t.data.data()),
-              static_cast<std::streamsize>(t.data.size()));
-    uint64_t pad = align_up(t.data.size(), alignment_) - t.data.size();
-    while (pad > 0) {
+    uint64_t got = 0;
+    auto piece = [&](std::span<const uint8_t> bytes) {
+      got += bytes.size();
+      if (got > t.n_bytes) return;  // reported below, without writing past the tensor
+      out(bytes);
+      done += bytes.size();
+      if (progress) progress(done, total, t.name);
+    };
+    if (t.produce) {
+      t.produce(piece);
+    } else {
+      piece(t.data);
+    }
+    if (got != t.n_bytes)
+      throw std::runtime_error("GgufWriter: tensor '" + t.name + "': its producer gave " +
+                               std::to_string(got) + " bytes, expected " +
+                               std::to_string(t.n_bytes));
+    for (uint64_t pad = align_up(t.n_bytes, alignment_) - t.n_bytes; pad > 0;) {
       const uint64_t n = std::min<uint64_t>(pad, sizeof kZeros);
-      out.write(kZeros, static_cast<std::streamsize>(n));
+      out(std::span(kZeros, n));
       pad -= n;
     }
   }
+  if (progress) progress(done, total, "");
+}
+
+std::vector<uint8_t> GgufWriter::to_bytes() const {
+  ByteWriter w(metadata_bytes());
+  emit_tensors([&](std::span<const uint8_t> b) { w.bytes(b.data(), b.size()); }, {});
+  return w.take();
+}
+
+// Streams tensor data instead of building the whole file in memory.
+void GgufWriter::write(const std::filesystem::path& path, const WriteProgress& progress) const {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(path.string() + ": cannot open for writing");
+  auto put = [&](std::span<const uint8_t> b) {
+    out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+    if (!out) throw std::runtime_error(path.string() + ": write failed");
+  };
+  put(metadata_bytes());
+  emit_tensors(put, progress);
   out.flush();
   if (!out) throw std::runtime_error(path.string() + ": write failed");
 }

@@ -4,7 +4,10 @@
 //
 // Layout written (GGUF spec): header, key-values, tensor infos, zero padding to
 // the alignment, then each tensor's bytes followed by zero padding to the
-// alignment (the last one included), at offsets assigned in order. A file with
+// alignment (the last one included), at offsets assigned in order. Tensors
+// added with a producer instead of bytes (add_deferred_tensor) are generated
+// while the file is written, in file order, so that a file larger than memory
+// can be written one piece at a time. A file with
 // no tensors ends right after its metadata, as gguf-py writes vocabulary files.
 // Reading a file written this way and writing it back with from_file() gives
 // identical bytes (FLOAT32 values go through double, which is exact except
@@ -13,6 +16,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,6 +27,13 @@
 namespace kvforge::gguf {
 
 class GgufFile;
+
+// Receives a deferred tensor's bytes, in order, one piece per call.
+using TensorBytesSink = std::function<void(std::span<const uint8_t>)>;
+// Writes a deferred tensor's bytes (exactly its byte size) through `out`.
+using TensorProducer = std::function<void(const TensorBytesSink& out)>;
+// Told the bytes of tensor data written so far, their total, and the tensor being written.
+using WriteProgress = std::function<void(uint64_t done, uint64_t total, const std::string& tensor)>;
 
 class GgufWriter {
  public:
@@ -45,8 +56,20 @@ class GgufWriter {
   void add_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
                   std::span<const uint8_t> data);
 
+  // As add_tensor, the bytes coming from `produce` when the file is written
+  // (each write() and to_bytes() calls every producer once, in file order, after
+  // the pass-start hook). Throws std::runtime_error from the write when a
+  // producer gives another byte count than the tensor's size.
+  void add_deferred_tensor(std::string name, GgmlType type, std::vector<uint64_t> dims,
+                           TensorProducer produce);
+  // Called at the start of each write() and to_bytes(), before any producer
+  // (producers that share state, such as one random stream, restart it here).
+  void set_pass_start(std::function<void()> hook) { pass_start_ = std::move(hook); }
+
   std::vector<uint8_t> to_bytes() const;
-  void write(const std::filesystem::path& path) const;  // throws std::runtime_error on I/O error
+  // Throws std::runtime_error on I/O error. `progress` is told after each
+  // piece of tensor data (and once at the end).
+  void write(const std::filesystem::path& path, const WriteProgress& progress = {}) const;
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
@@ -55,17 +78,25 @@ class GgufWriter {
  private:
   // Header, key-values, tensor infos and the padding before the data section.
   std::vector<uint8_t> metadata_bytes() const;
+  // The checks of add_tensor; returns the tensor's byte size.
+  uint64_t check_tensor(const std::string& name, GgmlType type,
+                        const std::vector<uint64_t>& dims) const;
+  // Passes every tensor's bytes (then its padding) to `out`, in file order.
+  void emit_tensors(const TensorBytesSink& out, const WriteProgress& progress) const;
 
   struct PendingTensor {
     std::string name;
     GgmlType type;
     std::vector<uint64_t> dims;
-    std::vector<uint8_t> data;
+    uint64_t n_bytes;
+    std::vector<uint8_t> data;  // empty when deferred
+    TensorProducer produce;     // empty unless deferred
   };
   uint32_t version_;
   uint64_t alignment_;
   std::vector<KeyValue> kvs_;
   std::vector<PendingTensor> tensors_;
+  std::function<void()> pass_start_;
 };
 
 }  // namespace kvforge::gguf
