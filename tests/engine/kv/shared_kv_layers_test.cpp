@@ -1,8 +1,9 @@
 // Gemma 4's shared-KV layers in the KV accounting: the last n_kv_shared
 // layers read an earlier layer's K/V (ModelConfig::kv_source) and hold no
 // slot of the paged pool, so a block, the bytes per token and the memory
-// plan count only the layers that keep K/V. Static plans and tensor
-// parallelism refuse gemma4 by name.
+// plan count only the layers that keep K/V (the static cache too:
+// static_pipeline/static_gemma4_test.cpp). Tensor parallelism refuses gemma4
+// by name.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -11,25 +12,14 @@
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/paged_kv_cache.h"
-#include "engine/static_pipeline/plan_compiler.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "test_models.h"
 
 namespace kvforge {
 namespace {
 
-// 9 layers, windows of 8 on six of them (pattern 3), the last 3 shared.
-RandomModelSpec gemma4_spec(int shared) {
-  RandomModelSpec spec;
-  spec.name = "gemma4-shared";
-  spec.arch = "gemma4";
-  spec.n_layer = 9;
-  spec.head_dim = 32;
-  spec.sliding_window = 8;
-  spec.swa_pattern = 3;
-  spec.n_kv_shared = shared;
-  return spec;
-}
+RandomModelSpec gemma4_spec(int shared) { return testing::gemma4_test_spec(shared, 8); }
 
 std::vector<uint8_t> bytes_of(int shared) {
   return make_random_model(gemma4_spec(shared)).to_bytes();
@@ -88,19 +78,8 @@ TEST(SharedKvLayers, Gemma4E2bPresetBytesPerToken) {
   EXPECT_EQ(kv_bytes_per_token(without_kv_sharing(*s), f16), 43008u);
 }
 
-TEST(SharedKvLayers, StaticPlansAndTensorParallelismAreRefused) {
+TEST(SharedKvLayers, TensorParallelismIsRefused) {
   const std::vector<uint8_t> bytes = bytes_of(3);
-  const auto model = Model::from_file(gguf::GgufFile::from_bytes(bytes, "g4"));
-  for (const PlanKind kind : {PlanKind::Prefill, PlanKind::Generate}) {
-    try {
-      compile_plan(*model, kind, 4, 64, 1, 1);
-      FAIL() << "a static plan was compiled for gemma4";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("gemma4: --static is not supported yet"),
-                std::string::npos)
-          << e.what();
-    }
-  }
   const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "g4");
   const ModelConfig c = ModelConfig::from_gguf(file);
   try {
