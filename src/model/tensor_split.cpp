@@ -1,6 +1,7 @@
 #include "model/tensor_split.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -15,11 +16,15 @@ bool whole_blocks(int64_t cols, std::span<const GgmlType> types) {
   return true;
 }
 
-// The largest divisor d of `units` (at most kMaxColumnParts) with cols / d
-// whole blocks of every type.
-int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
-  for (int d = std::min(units, kMaxColumnParts); d > 1; --d)
-    if (units % d == 0 && cols % d == 0 && whole_blocks(cols / d, types)) return d;
+// The largest divisor d of `units` (at most kMaxColumnParts) with each of
+// `widths` / d whole blocks of every type (a matrix per layer: the layers'
+// widths may differ, as Gemma 4's windowed layers' attention).
+int parts_of(std::initializer_list<int64_t> widths, int units, std::span<const GgmlType> types) {
+  for (int d = std::min(units, kMaxColumnParts); d > 1; --d) {
+    bool fits = units % d == 0;
+    for (int64_t cols : widths) fits = fits && cols % d == 0 && whole_blocks(cols / d, types);
+    if (fits) return d;
+  }
   return 1;
 }
 
@@ -66,11 +71,13 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   // in whole blocks: ranks up to it share them whatever their number.
   int most = 1;
   while (most < kMaxColumnParts && c.n_head % (2 * most) == 0) most *= 2;
-  s.attn_parts = parts_of(c.q_dim(), most, attn_output_types);
+  // attn_output's columns: n_head heads of each layer's head size.
+  const int head_dim_swa = c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim;
+  s.attn_parts = parts_of({c.q_dim(), int64_t(c.n_head) * head_dim_swa}, most, attn_output_types);
   int ffn_max = most;
   while (ffn_max > 1 && c.n_ff % ffn_max != 0) ffn_max /= 2;
   // A mixture of experts has no dense ffn_down: its experts split by rows instead.
-  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(c.n_ff, ffn_max, ffn_down_types);
+  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of({c.n_ff}, ffn_max, ffn_down_types);
   if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
     refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
                         " KV heads do not divide evenly; each rank holds whole KV heads");
