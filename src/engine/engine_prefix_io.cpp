@@ -31,6 +31,8 @@ std::string prefix_io_refusal(const EngineImpl& m) {
   const bool windowed = m.paged ? m.paged->blocks.group_windows() != std::vector<int32_t>{0}
                                 : m.slot_kv->runner.cache().ring_positions() > 0;
   if (windowed) return "not supported for models with sliding-window layers";
+  if (!m.paged && m.model.config().n_kv_shared > 0)
+    return "not supported for the static slots of models with shared-KV layers";
   if (m.paged && !o.enable_prefix_cache) return "the prefix cache is off";
   if (!m.paged && !o.reuse_slots)
     return "the static slots keep no K/V once a request ends (slot reuse is off)";

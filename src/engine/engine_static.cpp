@@ -28,6 +28,9 @@ std::unique_ptr<KvDiskTier> open_slots_disk_tier(const Model& model, const Engin
   if (model.config().hybrid())
     return open_disk_tier(model, o, format, o.block_size, 0,
                           "hybrid models keep no recurrent states in the slots' disk tier yet");
+  if (!cache.runs_supported())
+    return open_disk_tier(model, o, format, o.block_size, 0,
+                          "the model's shared-KV layers have no records of their own to write");
   return open_disk_tier(model, o, format, o.block_size, cache.run_bytes(o.block_size), "");
 }
 

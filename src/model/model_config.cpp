@@ -14,6 +14,7 @@ using config_detail::fail;
 using config_detail::float_key;
 using config_detail::FloatRange;
 using config_detail::optional;
+using config_detail::per_layer_count;
 using config_detail::positive_int;
 using config_detail::required;
 
@@ -79,8 +80,10 @@ void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
   c.n_embd = required(f, a + "embedding_length", kMaxDim);
   c.n_layer = required(f, a + "block_count", 4096);
   c.n_ff = required(f, a + "feed_forward_length", kMaxDim);
-  c.n_head = required(f, a + "attention.head_count", 4096);
-  c.n_kv_head = optional(f, a + "attention.head_count_kv", c.n_head, 4096);
+  if (!f.has(a + "attention.head_count"))
+    fail(f, "missing required key '" + a + "attention.head_count'");
+  c.n_head = per_layer_count(f, a + "attention.head_count", c.n_layer, 0, 4096);
+  c.n_kv_head = per_layer_count(f, a + "attention.head_count_kv", c.n_layer, c.n_head, 4096);
   c.n_ctx_train = optional(f, a + "context_length", 2048, 1u << 24);
   c.n_vocab = vocab_size(f, c.arch_name);
   if (c.n_embd % c.n_head != 0 && !f.has(a + "attention.key_length"))

@@ -8,6 +8,8 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "model/model_config_parts.h"
 
@@ -127,6 +129,32 @@ int required(const gguf::GgufFile& f, const std::string& key, uint64_t max) {
 
 int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max) {
   return f.has(key) ? positive_int(f, key, f.get_u64(key), max) : fallback;
+}
+
+int per_layer_count(const gguf::GgufFile& f, const std::string& key, int n_layer, int fallback,
+                    uint64_t max) {
+  const gguf::Value* v = f.find(key);
+  if (!v) return fallback;
+  if (!v->is_array()) return positive_int(f, key, f.get_u64(key), max);
+  const std::vector<gguf::Value>& items = std::get<gguf::Array>(v->data).items;
+  if (items.size() != size_t(n_layer))
+    fail(f, key + ": per-layer array of " + std::to_string(items.size()) +
+                " entries, expected one per layer (block_count " + std::to_string(n_layer) + ")");
+  const auto count = [&](const gguf::Value& item) {
+    if (const uint64_t* u = std::get_if<uint64_t>(&item.data)) return *u;
+    if (const int64_t* i = std::get_if<int64_t>(&item.data); i && *i >= 0) return uint64_t(*i);
+    fail(f, key + ": per-layer array of non-negative integers expected");
+  };
+  std::string listed;  // the values, for the message
+  bool uniform = true;
+  for (const gguf::Value& item : items) {
+    uniform = uniform && count(item) == count(items[0]);
+    if (listed.size() < 60) listed += (listed.empty() ? "" : ", ") + std::to_string(count(item));
+  }
+  if (!uniform)
+    fail(f, key + ": per-layer array [" + listed + (listed.size() < 60 ? "" : ", ...") +
+                "] is not supported (the layers must all have the same count)");
+  return positive_int(f, key, count(items[0]), max);
 }
 
 std::string float_str(float v) {

@@ -347,8 +347,10 @@ void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s)
   const int64_t q0 = s.first_head() * qhd, nq = s.n_head * qhd;
   const int64_t kv0 = s.first_kv_head() * hd, nkv = s.n_kv_head * hd;
   l.attn_q = row_range(l.attn_q, q0, nq);
-  l.attn_k = row_range(l.attn_k, kv0, nkv);
-  l.attn_v = row_range(l.attn_v, kv0, nkv);
+  if (l.attn_k.data) {  // none in a layer reading another layer's K/V (gemma4)
+    l.attn_k = row_range(l.attn_k, kv0, nkv);
+    l.attn_v = row_range(l.attn_v, kv0, nkv);
+  }
   l.bias_q = sub(l.bias_q, s.first_head() * hd, s.n_head * hd);
   l.bias_k = sub(l.bias_k, kv0, nkv);
   l.bias_v = sub(l.bias_v, kv0, nkv);
@@ -409,8 +411,6 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
 
 ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c, int rank,
                                      int n_ranks) {
-  if (c.arch == Architecture::Gemma4 && n_ranks > 1)
-    throw std::invalid_argument("gemma4: tensor parallelism is not supported yet");
   if (c.arch == Architecture::Gemma4 && c.moe.n_expert > 0 && n_ranks > 1)
     throw std::invalid_argument("gemma4 with experts: tensor parallelism is not supported yet");
   TensorLoader load(file, c.n_layer);

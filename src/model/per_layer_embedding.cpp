@@ -1,5 +1,6 @@
 #include "model/per_layer_embedding.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/formats/row_codec.h"
@@ -69,6 +70,13 @@ void per_layer_block(const StepEnv& env, int layer, const float* inputs, int64_t
     if (lw.out_scale != 1.0f)
       for (int i = 0; i < c.n_embd; ++i) xt[i] *= lw.out_scale;
   });
+}
+
+size_t per_layer_scratch_bytes(const Model& model, int layer, int64_t rows) {
+  if (model.rank_config().n_embd_per_layer == 0) return 0;
+  if (layer < 0) return matmul_scratch_bytes(model.weights().ple_model_proj, rows);
+  const LayerWeights& lw = model.weights().layers[size_t(layer)];
+  return std::max(matmul_scratch_bytes(lw.ple_gate, rows), matmul_scratch_bytes(lw.ple_proj, rows));
 }
 
 }  // namespace kvforge

@@ -30,4 +30,8 @@ void per_layer_inputs(const StepEnv& env, std::span<const int32_t> tokens, const
 void per_layer_block(const StepEnv& env, int layer, const float* inputs, int64_t rows, float* x,
                      float* gate, float* proj);
 
+// Bytes of matmul scratch per_layer_inputs (layer -1) or the layer's
+// per_layer_block needs over `rows` rows; 0 without per-layer embeddings.
+size_t per_layer_scratch_bytes(const Model& model, int layer, int64_t rows);
+
 }  // namespace kvforge

@@ -1,6 +1,7 @@
 #include "model/tensor_split.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -88,7 +89,7 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   int ffn_max = most;
   while (ffn_max > 1 && c.n_ff % ffn_max != 0) ffn_max /= 2;
   // A mixture of experts has no dense ffn_down: its experts split by rows instead.
-  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(c.n_ff, ffn_max, ffn_down_types);
+  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(int64_t(c.n_ff), ffn_max, ffn_down_types);
   if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
     refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
                         " KV heads do not divide evenly; each rank holds whole KV heads");

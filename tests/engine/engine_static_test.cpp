@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <span>
+#include <utility>
+#include <vector>
 
 #include "engine_test_util.h"
 #include "kvforge/engine.h"
@@ -12,6 +15,12 @@
 
 namespace kvforge::testing {
 namespace {
+
+// Steps until done; no slot stays taken.
+void drain_engine(Engine& engine, EngineRecorder& rec) {
+  for (int guard = 0; engine.has_unfinished() && guard < 10000; ++guard) rec.record(engine.step());
+  EXPECT_EQ(engine.stats().kv_blocks_used, 0);
+}
 
 class EngineStaticTest : public ::testing::Test {
  protected:
@@ -216,6 +225,24 @@ TEST_F(EngineStaticTest, WithoutReuseNoSlotKeepsAnything) {
   EXPECT_EQ(rec.at(again, 0).tokens, run_alone(*model_, prompt, 4).tokens);
 }
 
+// Requests of (prompt length, tokens) `shapes` queued at once on a static
+// engine of 2 slots: each request's greedy tokens are the oracle's whatever
+// shares its decode steps. Returns the prompts; `rec` has the tokens.
+std::vector<std::vector<int32_t>> run_queued(Engine& engine, const Model& model,
+                                             std::span<const std::pair<int, int>> shapes,
+                                             EngineRecorder& rec, std::vector<RequestId>& ids) {
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    prompts.push_back(make_prompt(shapes[i].first, uint32_t(i + 1)));
+    ids.push_back(engine.add_request(prompts.back(), greedy(shapes[i].second), 1, {}));
+  }
+  drain_engine(engine, rec);
+  for (size_t i = 0; i < shapes.size(); ++i)
+    EXPECT_EQ(rec.at(ids[i], 0).tokens, run_alone(model, prompts[i], shapes[i].second).tokens)
+        << "request " << i;
+  return prompts;
+}
+
 // gemma2 with a window of 5 on a ring: queueing, shared decode steps and
 // slot reuse give the oracle's tokens; a slot whose ring no longer holds the
 // window before the shared prefix's end is prefilled again instead.
@@ -233,29 +260,16 @@ TEST(EngineStaticWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheRingHo
   Engine engine(*model, pool, compile_plans(*model, small_static_config(2), 2),
                 {.eos_token_ids = {}, .overflow = OverflowPolicy::Error, .reuse_slots = true});
   const std::vector<std::pair<int, int>> shapes = {{1, 12}, {7, 20}, {40, 24}, {20, 6}};
-  std::vector<RequestId> ids;
-  std::vector<std::vector<int32_t>> prompts;
-  for (size_t i = 0; i < shapes.size(); ++i) {
-    prompts.push_back(make_prompt(shapes[i].first, uint32_t(i + 1)));
-    ids.push_back(engine.add_request(prompts.back(), greedy(shapes[i].second), 1, {}));
-  }
   EngineRecorder rec;
-  const auto drain = [&] {
-    for (int guard = 0; engine.has_unfinished() && guard < 10000; ++guard)
-      rec.record(engine.step());
-    EXPECT_EQ(engine.stats().kv_blocks_used, 0);
-  };
-  drain();
-  for (size_t i = 0; i < shapes.size(); ++i)
-    EXPECT_EQ(rec.at(ids[i], 0).tokens, run_alone(*model, prompts[i], shapes[i].second).tokens)
-        << "request " << i;
+  std::vector<RequestId> ids;
+  const std::vector<std::vector<int32_t>> prompts = run_queued(engine, *model, shapes, rec, ids);
   // The 20-token request's slot holds 25 positions, its ring [20, 25): the
   // next turn continues at 25 and reuses all of them.
   std::vector<int32_t> next = prompts[3];
   next.insert(next.end(), rec.at(ids[3], 0).tokens.begin(), rec.at(ids[3], 0).tokens.end() - 1);
   for (int32_t t : make_prompt(3, 9)) next.push_back(t);
   const RequestId b = engine.add_request(next, greedy(1), 1, {});
-  drain();
+  drain_engine(engine, rec);
   EXPECT_EQ(engine.stats().prefix.tokens_reused, 25);
   EXPECT_EQ(rec.at(b, 0).tokens, run_alone(*model, next, 1).tokens);
   // Sharing only the first 15 tokens of that slot's 28: its ring lost
@@ -264,9 +278,27 @@ TEST(EngineStaticWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheRingHo
   std::vector<int32_t> branch(next.begin(), next.begin() + 15);
   for (int32_t t : make_prompt(4, 10)) branch.push_back(t);
   const RequestId c = engine.add_request(branch, greedy(6), 1, {});
-  drain();
+  drain_engine(engine, rec);
   EXPECT_EQ(engine.stats().prefix.tokens_reused, 25);
   EXPECT_EQ(rec.at(c, 0).tokens, run_alone(*model, branch, 6).tokens);
+}
+
+// gemma4 (shared-KV layers, windowed heads of their own size, per-layer
+// embeddings): the same with its slots; the engine's KV bytes are the
+// static cache's, which keeps no K/V for the shared layers.
+TEST(EngineStaticWindows, Gemma4SlotsGiveTheOraclesTokens) {
+  RandomModelSpec spec = gemma4_test_spec(3, 5);
+  spec.head_dim_swa = 16;
+  const auto model = make_test_model(spec);
+  ThreadPool pool(2);
+  const StaticConfig config = small_static_config(2);
+  Engine engine(*model, pool, compile_plans(*model, config, 2), {.eos_token_ids = {}});
+  const std::vector<std::pair<int, int>> shapes = {{1, 12}, {9, 20}, {40, 24}, {17, 6}};
+  EngineRecorder rec;
+  std::vector<RequestId> ids;
+  run_queued(engine, *model, shapes, rec, ids);
+  const StaticKvCache cache(model->config(), config.capacity(), 2, config.kv_format);
+  EXPECT_EQ(engine.kv_pool_bytes(), cache.bytes());
 }
 
 TEST_F(EngineStaticTest, PromptTokensKeptFollowTheOverflowPolicy) {

@@ -1,9 +1,16 @@
 // What a gemma4 load refuses, naming the key or tensor: inconsistent
-// windowed head sizes, expert keys and tensors that do not fit, and shared-KV
-// counts that leave no source layer of the right kind.
+// windowed head sizes, expert keys and tensors that do not fit, shared-KV
+// counts that leave no source layer of the right kind, and per-layer head
+// count arrays whose layers differ.
 #include <gtest/gtest.h>
 
+#include <span>
+#include <string>
+#include <vector>
+
 #include "edited_model.h"
+#include "engine/sequence_runner.h"
+#include "test_models.h"
 
 namespace kvforge {
 namespace {
@@ -12,17 +19,7 @@ using testing::edited_model;
 using testing::expect_mentions;
 using testing::load_error;
 
-// 9 layers, windows on 0, 1, 3, 4, 6, 7 (pattern 3), the last 3 shared.
-RandomModelSpec gemma4_spec() {
-  RandomModelSpec spec;
-  spec.arch = "gemma4";
-  spec.n_layer = 9;
-  spec.head_dim = 32;
-  spec.sliding_window = 8;
-  spec.swa_pattern = 3;
-  spec.n_kv_shared = 3;
-  return spec;
-}
+RandomModelSpec gemma4_spec() { return testing::gemma4_test_spec(3, 8); }
 
 // Per-layer head sizes are read (gemma4_golden_test.cpp runs a file with
 // them); what llama.cpp refuses of them is refused by name, and a size the
@@ -78,6 +75,60 @@ TEST(Gemma4Refusals, SharedLayersNeedASourceOfTheirKind) {
     w.set("gemma4.attention.shared_kv_layers", gguf::Value::u32(9));
   }));
   expect_mentions(what, {"gemma4.attention.shared_kv_layers = 9", "fewer than block_count 9"});
+}
+
+// Per-layer head counts (llama.cpp reads attention.head_count and
+// head_count_kv with get_key_or_arr: a scalar or one entry per layer).
+gguf::Value per_layer(std::vector<uint32_t> counts) {
+  std::vector<gguf::Value> items;
+  for (uint32_t n : counts) items.push_back(gguf::Value::u32(n));
+  return gguf::Value::array(gguf::ValueType::UINT32, std::move(items));
+}
+
+std::vector<float> prompt_logits(const Model& model, std::span<const int32_t> prompt) {
+  ThreadPool pool(1);
+  SequenceRunner runner(model, pool, {.n_ctx = 64, .max_batch = 64, .kv_format = {}});
+  const std::span<const float> logits = runner.prefill(prompt);
+  return {logits.begin(), logits.end()};
+}
+
+// Arrays whose entries are all equal are the scalar: the same config and
+// the same logits as the file with scalars.
+TEST(Gemma4HeadCountArrays, EqualEntriesAreTheScalar) {
+  const auto with_arrays = Model::from_file(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.head_count", per_layer(std::vector<uint32_t>(9, 4)));
+    w.set("gemma4.attention.head_count_kv", per_layer(std::vector<uint32_t>(9, 2)));
+  }));
+  const auto scalars = Model::from_file(edited_model(gemma4_spec(), [](gguf::GgufWriter&) {}));
+  EXPECT_EQ(with_arrays->config().n_head, 4);
+  EXPECT_EQ(with_arrays->config().n_kv_head, 2);
+  const std::vector<int32_t> prompt = {1, 17, 40, 9, 200};
+  EXPECT_EQ(prompt_logits(*with_arrays, prompt), prompt_logits(*scalars, prompt));
+}
+
+// Counts that differ between layers, a length other than block_count and
+// entries that are not counts are refused naming the key.
+TEST(Gemma4HeadCountArrays, DifferingOrMalformedArraysAreRefusedByName) {
+  std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.head_count_kv", per_layer({2, 2, 1, 2, 2, 1, 2, 2, 1}));
+  }));
+  expect_mentions(what, {"gemma4.attention.head_count_kv: per-layer array [2, 2, 1, 2, 2, 1",
+                         "is not supported"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.head_count", per_layer({4, 4, 4}));
+  }));
+  expect_mentions(what,
+                  {"gemma4.attention.head_count: per-layer array of 3 entries", "block_count 9"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.head_count_kv",
+          gguf::Value::string_array(std::vector<std::string>(9, "2")));
+  }));
+  expect_mentions(what,
+                  {"gemma4.attention.head_count_kv: per-layer array of non-negative integers"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.attention.head_count_kv", per_layer(std::vector<uint32_t>(9, 0)));
+  }));
+  expect_mentions(what, {"gemma4.attention.head_count_kv = 0 is out of range"});
 }
 
 }  // namespace

@@ -27,4 +27,19 @@ inline std::unique_ptr<Model> make_moe_test_model(int n_expert, int n_used, int 
   return make_test_model(spec);
 }
 
+// A tiny gemma4: 9 layers, windows of `window` on 0, 1, 3, 4, 6, 7 (pattern
+// 3), heads of 32, per-layer embeddings of 16; the last `shared` layers read
+// an earlier layer's K/V (3: layers 6, 7 read layer 4's, 8 reads layer 5's).
+inline RandomModelSpec gemma4_test_spec(int shared, int window) {
+  return {.name = "gemma4-shared",
+          .arch = "gemma4",
+          .n_layer = 9,
+          .head_dim = 32,
+          .sliding_window = window,
+          .swa_pattern = 3,
+          .rope_scaling = "",
+          .n_kv_shared = shared,
+          .control_tokens = {}};
+}
+
 }  // namespace kvforge::testing

@@ -159,10 +159,6 @@ void print_active_parameters(const ModelConfig& c, const gguf::GgufFile& f) {
 // shard this model's KV heads, and which replicate them (kv-plan --tp N
 // sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
-  if (c.arch == Architecture::Gemma4) {
-    std::printf("  tensor parallel  one rank only (not supported yet for gemma4)\n");
-    return;
-  }
   // A dense FFN splits its rows; a mixture of experts each expert's rows and
   // outputs; linear attention its key heads and ssm_out's outputs.
   const auto ffn_splits = [&](int tp) {

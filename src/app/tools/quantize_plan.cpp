@@ -1,9 +1,13 @@
 #include "app/tools/quantize_plan.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
+#include <string>
+#include <variant>
+#include <vector>
 
 #include "app/tools/quantize_rules.h"
 
@@ -66,14 +70,29 @@ MixtureContext mixture_context(const QuantModelFacts& facts, std::span<const Qua
   return ctx;
 }
 
+// A head count, which a file may store per layer (an array, as Gemma 4's
+// may): the first layer's, as llama-quantize's n_gqa() reads it.
+uint32_t first_layer_count(const gguf::GgufFile& file, const std::string& key, uint32_t fallback) {
+  const gguf::Value* v = file.find(key);
+  if (!v) return fallback;
+  if (!v->is_array()) return file.get_u32(key);
+  const std::vector<gguf::Value>& items = std::get<gguf::Array>(v->data).items;
+  const uint64_t* first = items.empty() ? nullptr : std::get_if<uint64_t>(&items[0].data);
+  if (!first || *first > UINT32_MAX)
+    throw std::invalid_argument(file.name() + ": " + key +
+                                ": per-layer array of non-negative integers expected");
+  return uint32_t(*first);
+}
+
 }  // namespace
 
 QuantModelFacts read_quant_facts(const gguf::GgufFile& file) {
   QuantModelFacts f;
   f.arch = file.get_string("general.architecture");
   f.n_layer = int(file.get_u32(f.arch + ".block_count"));
-  f.n_head = int(file.get_u32(f.arch + ".attention.head_count"));
-  f.n_head_kv = int(file.get_u32_or(f.arch + ".attention.head_count_kv", uint32_t(f.n_head)));
+  f.n_head = int(first_layer_count(file, f.arch + ".attention.head_count", 0));
+  f.n_head_kv =
+      int(first_layer_count(file, f.arch + ".attention.head_count_kv", uint32_t(f.n_head)));
   f.n_expert = int(file.get_u32_or(f.arch + ".expert_count", 0));
   return f;
 }

@@ -16,9 +16,13 @@ bool is_kv_projection(const std::string& name) {
 }
 
 bool is_whole(const std::string& name, const gguf::TensorInfo& t) {
-  // Vectors (norms, biases of row-parallel outputs), the embedding table and
-  // a mixture's router (every rank picks the experts).
-  return t.dims.size() < 2 || name == "token_embd.weight" || ends_with(name, "ffn_gate_inp.weight");
+  // Vectors (norms, biases of row-parallel outputs), the embedding table, a
+  // mixture's router (every rank picks the experts) and Gemma 4's per-layer
+  // embeddings (every rank adds them to its whole residual stream).
+  for (const char* tail : {"ffn_gate_inp.weight", "per_layer_token_embd.weight",
+                           "per_layer_model_proj.weight", ".inp_gate.weight", ".proj.weight"})
+    if (ends_with(name, tail)) return true;
+  return t.dims.size() < 2 || name == "token_embd.weight";
 }
 
 [[noreturn]] void refuse(int tp, const std::string& why) {

@@ -40,11 +40,16 @@ enum class OpCode : uint8_t {
   // mask[slot][j] && j <= pos (0 for padding rows); with sliding-window layers
   // also the plan's row runs (each valid row's run's first row, -1 for padding)
   Masks = 0,
-  Embed = 1,         // x, cos_sin, cos_sin of the second RoPE table (kNoBuffer with one)
-  Norm = 2,          // x → xn by the layer's `norm`
-  AttentionIn = 3,   // xn, cos_sin of the layer's table → q, k, v (and the output gate)
-  Attend = 4,        // q, k, v, attn_mask → attn: K/V written, then masked attention
-                     // (with sinks: attend_queries over exactly [0, pos], no mask)
+  // x, cos_sin, cos_sin of the second RoPE table (kNoBuffer with one), the
+  // per-layer inputs (gemma4 with per-layer embeddings; kNoBuffer otherwise)
+  Embed = 1,
+  Norm = 2,         // x → xn by the layer's `norm`
+  AttentionIn = 3,  // xn, cos_sin of the layer's table → q, k, v (and the output gate)
+  // q, k, v, attn_mask → attn: K/V written, then masked attention (with sinks:
+  // attend_queries over exactly [0, pos], no mask). A layer reading another
+  // layer's K/V (gemma4's shared tail, ModelConfig::kv_source) writes none
+  // (k, v kNoBuffer) and attends over its source layer's.
+  Attend = 4,
   WindowAttend = 5,  // q, k, v, staged → attn: see below
   AttentionOut = 6,  // attn (gated by the output gate) → proj
   // proj, x → x += post(proj) and xn = next(x) (`norm` the post norm, `next_norm` of
@@ -57,21 +62,31 @@ enum class OpCode : uint8_t {
   // xn → proj: a hybrid model's Gated DeltaNet layer over its valid rows, each
   // slot's recurrent state in the cache (static_linear_attention.h)
   LinearAttention = 11,
+  // x, proj (its scratch), per-layer inputs, gate → x: gemma4's layer tail, the
+  // per-layer embedding's projection added and the output scale
+  // (model/per_layer_embedding.h); inputs and gate kNoBuffer without them
+  LayerTail = 12,
 };
-inline constexpr int kOpCodeCount = 12;
+inline constexpr int kOpCodeCount = 13;
 // WindowAttend: a sliding-window layer's cache is a ring of `window`
 // positions that a prefill chunk's writes would overwrite before its earlier
 // rows have read them, so its rows' K/V are staged as the cache's head
 // records (K [rows][n_kv_head] records, then V's), each row attends
 // (pos - window, pos]: the cache's positions before its run, then the run's
 // staged records (the runs are the plan's row_runs_buffer); only then are
-// K/V written.
+// K/V written. A shared layer reading a window layer's K/V (gemma4) attends
+// over its source's ring and staged records (k, v, staged: the source's
+// op's), so the source's K/V reach its ring only in the last layer reading
+// them: the op of that layer writes them.
 
 // What a buffer holds, which fixes its size for a plan of `rows` rows:
 enum class BufferRole : uint8_t {
-  X,         // [rows][n_embd] f32 the residual stream
-  Xn,        // [rows][n_embd] f32 normalised
-  CosSin,    // [rows][rope_dim] f32 RoPE angles of one table
+  X,   // [rows][n_embd] f32 the residual stream
+  Xn,  // [rows][n_embd] f32 normalised
+  // Per-head sizes are the largest of any layer (ModelConfig::max_q_dim and
+  // co.: gemma4's windowed layers have their own head size); a layer uses
+  // the front of the buffer.
+  CosSin,    // [rows][max_rope_dim] f32 RoPE angles of one table
   Q,         // [rows][q_dim] f32 ([rows][2 q_dim] with attn_gate: attention_input's query | gate)
   K,         // [rows][kv_dim] f32
   V,         // [rows][kv_dim] f32
@@ -84,6 +99,8 @@ enum class BufferRole : uint8_t {
   OutXn,     // [n_logit_rows][n_embd] f32 the logit rows, final-normed
   Logits,    // [n_logit_rows][n_vocab] f32, the plan's output
   AttnGate,  // [rows][q_dim] f32 the output gate of attn_gate models (qwen35)
+  PerLayerInputs,  // [rows][n_layer][n_embd_per_layer] f32 (gemma4's per-layer embeddings)
+  PerLayerGate,    // [rows][n_embd_per_layer] f32 the per-layer block's gate
 };
 inline constexpr int kMaxOperands = 6;
 inline constexpr uint16_t kNoBuffer = 0xFFFF;

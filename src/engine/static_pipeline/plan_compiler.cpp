@@ -6,6 +6,7 @@
 #include <initializer_list>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "core/ops/attention.h"
 #include "engine/static_pipeline/memory_planner.h"
@@ -74,7 +75,7 @@ class PlanBuilder {
 class PlanRecorder {
  public:
   PlanRecorder(PlanBuilder& b, const Model& m, Plan& plan)
-      : b_(b), m_(m), c_(m.rank_config()), plan_(plan) {}
+      : b_(b), m_(m), c_(m.rank_config()), plan_(plan), window_kv_(size_t(c_.n_layer)) {}
 
   // The masks, then x = embeddings and the RoPE angles of each table.
   void embed() {
@@ -86,8 +87,20 @@ class PlanRecorder {
     plan_.attention_scratch_buffer = b_.buffer(attention_scratch_bytes(plan_, c_), "attn.scratch");
     if (c_.sliding_window > 0)
       plan_.row_runs_buffer = b_.buffer(uint64_t(plan_.rows) * sizeof(int32_t), "attn.row_runs");
+    if (c_.n_embd_per_layer > 0)
+      per_layer_ = b_.buffer("per_layer_inputs", BufferRole::PerLayerInputs);
     b_.op({.code = OpCode::Masks, .buffers = operands({attn_mask_})});
-    b_.op({.code = OpCode::Embed, .buffers = operands({x_, cos_sin_[0], cos_sin_[1]})});
+    b_.op({.code = OpCode::Embed, .buffers = operands({x_, cos_sin_[0], cos_sin_[1], per_layer_})});
+  }
+  // Gemma 4: x += the layer's per-layer embedding projection, x *= its output scale.
+  void layer_tail(int l) {
+    proj_ = b_.buffer(prefix(l) + "per_layer_out", BufferRole::Proj);
+    const uint16_t gate = c_.n_embd_per_layer > 0
+                              ? b_.buffer(prefix(l) + "per_layer_gate", BufferRole::PerLayerGate)
+                              : kNoBuffer;
+    b_.op({.code = OpCode::LayerTail,
+           .layer = int16_t(l),
+           .buffers = operands({x_, proj_, per_layer_, gate})});
   }
   void norm(LayerNorm which, int l) {
     xn_ = b_.buffer(prefix(l) + (which == LayerNorm::Attn ? "attn_in" : "ffn_in"), BufferRole::Xn);
@@ -111,17 +124,24 @@ class PlanRecorder {
            .buffers = operands({xn_, cos_sin_[m_.rope_index(l)], q_, k_, v_, gate_})});
   }
   // Full layers write K/V then attend over the mask; a window's ring is
-  // written only after its rows attended their staged records (plan.h).
+  // written only after its rows attended their staged records (plan.h). A
+  // shared layer (gemma4) attends over its source layer's K/V: a window's
+  // through the source's staged records, whose K/V its op may write.
   void attend(int l) {
     attn_ = b_.buffer(prefix(l) + "attn", BufferRole::Attn);
-    if (c_.window(l) == 0)
+    const int src = c_.kv_source(l);
+    if (c_.window(l) == 0) {
+      const bool own = src == l;
       return b_.op({.code = OpCode::Attend,
                     .layer = int16_t(l),
-                    .buffers = operands({q_, k_, v_, attn_mask_, attn_})});
-    const uint16_t staged = b_.buffer(prefix(l) + "kv_staged", BufferRole::Staged);
+                    .buffers = operands(
+                        {q_, own ? k_ : kNoBuffer, own ? v_ : kNoBuffer, attn_mask_, attn_})});
+    }
+    KvOperands& kv = window_kv_[size_t(src)];
+    if (src == l) kv = {k_, v_, b_.buffer(prefix(l) + "kv_staged", BufferRole::Staged)};
     b_.op({.code = OpCode::WindowAttend,
            .layer = int16_t(l),
-           .buffers = operands({q_, k_, v_, staged, attn_})});
+           .buffers = operands({q_, kv.k, kv.v, kv.staged, attn_})});
   }
   void attention_output(int l) {
     proj_ = b_.buffer(prefix(l) + "attn_out", BufferRole::Proj);
@@ -188,6 +208,12 @@ class PlanRecorder {
   uint16_t proj_ = kNoBuffer;                     // the last block's output
   uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // per RoPE table
   uint16_t attn_mask_ = kNoBuffer;
+  uint16_t per_layer_ = kNoBuffer;  // gemma4's per-layer inputs of every layer
+  // A window layer's K, V and staged records, which the layers sharing its K/V read.
+  struct KvOperands {
+    uint16_t k = kNoBuffer, v = kNoBuffer, staged = kNoBuffer;
+  };
+  std::vector<KvOperands> window_kv_;  // [n_layer] set at each window layer keeping K/V
 };
 
 // Attention items (row, query head) split evenly over the threads, fixed now
@@ -208,9 +234,6 @@ Plan compile_plan(const Model& model, PlanKind kind, int32_t rows, int32_t kv_le
   // This rank's heads and FFN rows (all of them on one process); the logits
   // buffer holds the whole vocabulary (rank_config keeps n_vocab).
   const ModelConfig& c = model.rank_config();
-  if (c.arch == Architecture::Gemma4)
-    throw std::invalid_argument(
-        "gemma4: --static is not supported yet (shared-KV layers, per-layer embeddings)");
   if (rows < 1 || kv_len < 1 || n_logit_rows < 1 || n_logit_rows > rows || n_threads < 1)
     throw std::invalid_argument("compile_plan: rows " + std::to_string(rows) + ", kv_len " +
                                 std::to_string(kv_len) + ", logit rows " +

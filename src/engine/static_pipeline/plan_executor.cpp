@@ -9,6 +9,7 @@
 #include "core/ops/attention.h"
 #include "model/block_steps.h"
 #include "model/layer_walk.h"
+#include "model/per_layer_embedding.h"
 #include "model/tp_ranks.h"
 
 namespace kvforge {
@@ -48,21 +49,23 @@ class PlanRun {
     if (p_.row_runs_buffer != kNoBuffer) row_runs();
   }
 
-  // Attend: K/V written, then each row over its slot's cache with the mask.
+  // Attend: K/V written, then each row over its slot's cache with the mask
+  // (a shared layer's: its source layer's K/V, written by that layer).
   void attend(const PlanOp& op) {
     const auto& b = op.buffers;
-    kv_write(op.layer, b[1], b[2]);
+    if (c_.owns_kv(op.layer)) kv_write(op.layer, b[1], b[2]);
     if (c_.attn_sinks) return sink_attention(op.layer, b[0], b[4]);
     attention(op.layer, b[0], b[3], b[4]);
   }
 
   // WindowAttend: K/V staged, the rows attend the ring and the staged runs,
-  // then K/V written over the ring (plan.h).
+  // then K/V written over the ring (plan.h) by the last layer reading them.
   void window_attend(const PlanOp& op) {
     const auto& b = op.buffers;
-    kv_stage(b[1], b[2], b[3]);
+    const int src = c_.kv_source(op.layer);
+    if (src == op.layer) kv_stage(op.layer, b[1], b[2], b[3]);
     window_attention(op.layer, b[0], b[3], b[4]);
-    kv_write(op.layer, b[1], b[2]);
+    if (last_reader(op.layer)) kv_write(src, b[1], b[2]);
   }
 
   // The walk's shared steps (model/block_steps.h) on the op's buffers.
@@ -74,8 +77,12 @@ class PlanRun {
     switch (op.code) {
       case OpCode::Embed: {
         float* const tables[2] = {buf(1), buf(2)};
-        return embed_rows(m_, in_.tokens, in_.positions, buf(0), tables);
+        embed_rows(m_, in_.tokens, in_.positions, buf(0), tables);
+        if (c_.n_embd_per_layer > 0) per_layer_inputs(env_, in_.tokens, buf(0), buf(3));
+        return;
       }
+      case OpCode::LayerTail:
+        return per_layer_block(env_, l, buf(2), p_.rows, buf(0), buf(3), buf(1));
       case OpCode::Norm:
         return norm_rows(env_, layer_norm_weight(m_, LayerNorm(op.norm), l), buf(0), p_.rows,
                          buf(1));
@@ -134,6 +141,15 @@ class PlanRun {
     }
   }
 
+  // Whether `layer` is the last one reading its K/V source's records (the
+  // source itself when no layer shares them): its op writes them.
+  bool last_reader(int layer) const {
+    const int src = c_.kv_source(layer);
+    for (int l = layer + 1; l < c_.n_layer; ++l)
+      if (c_.kv_source(l) == src) return false;
+    return true;
+  }
+
   void update_mask() {
     for (int32_t t = 0; t < p_.rows; ++t)
       if (in_.valid[t]) cache_.mask(in_.slots[t])[in_.positions[t]] = 1;
@@ -165,26 +181,27 @@ class PlanRun {
   }
 
   void kv_write(int layer, uint16_t k, uint16_t v) {
+    const size_t kv_dim = size_t(c_.layer_kv_dim(layer));
     for (int32_t t = 0; t < p_.rows; ++t)
       if (in_.valid[t])
-        cache_.write(layer, in_.slots[t], in_.positions[t], f32(k) + size_t(t) * c_.kv_dim(),
-                     f32(v) + size_t(t) * c_.kv_dim());
+        cache_.write(layer, in_.slots[t], in_.positions[t], f32(k) + size_t(t) * kv_dim,
+                     f32(v) + size_t(t) * kv_dim);
   }
 
   // Every row's K and V as the cache's head records ([rows][n_kv_head] K
   // records, then V's), the bytes kv_write stores.
-  void kv_stage(uint16_t k, uint16_t v, uint16_t staged) {
+  void kv_stage(int layer, uint16_t k, uint16_t v, uint16_t staged) {
     const KvFormat format = cache_.format();
-    const size_t kb = kv_head_bytes(format.k, c_.head_dim),
-                 vb = kv_head_bytes(format.v, c_.head_dim);
+    const int hd = c_.layer_head_dim(layer);
+    const size_t kb = kv_head_bytes(format.k, hd), vb = kv_head_bytes(format.v, hd);
     uint8_t* k_records = bytes(staged);
     uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
     for (int32_t t = 0; t < p_.rows; ++t)
       for (int h = 0; h < c_.n_kv_head; ++h) {
-        const size_t at = size_t(t) * size_t(c_.kv_dim()) + size_t(h) * size_t(c_.head_dim);
+        const size_t at = (size_t(t) * size_t(c_.n_kv_head) + size_t(h)) * size_t(hd);
         const size_t record = size_t(t) * size_t(c_.n_kv_head) + size_t(h);
-        kv_encode_head(format.k, f32(k) + at, k_records + record * kb, c_.head_dim);
-        kv_encode_head(format.v, f32(v) + at, v_records + record * vb, c_.head_dim);
+        kv_encode_head(format.k, f32(k) + at, k_records + record * kb, hd);
+        kv_encode_head(format.v, f32(v) + at, v_records + record * vb, hd);
       }
   }
 
@@ -196,23 +213,24 @@ class PlanRun {
   // dynamic forward pass's bits.
   void window_attention(int layer, uint16_t q, uint16_t staged_records, uint16_t attn) {
     const int32_t window = c_.window(layer);
+    const int src = c_.kv_source(layer);  // the ring read (the layer's own unless shared)
+    const int hd = c_.layer_head_dim(layer);
     const KvFormat format = cache_.format();
-    const size_t kb = kv_head_bytes(format.k, c_.head_dim),
-                 vb = kv_head_bytes(format.v, c_.head_dim);
+    const size_t kb = kv_head_bytes(format.k, hd), vb = kv_head_bytes(format.v, hd);
     const uint8_t* k_records = bytes(staged_records);
     const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
     const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
-    const size_t q_dim = size_t(c_.q_dim());
-    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
-    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+    const size_t q_dim = size_t(c_.n_head) * size_t(hd);
+    const size_t per_thread = attention_queries_scratch_floats(c_.max_head_dim());
+    for_attention_items(layer, attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
       const int32_t pos = in_.positions[t];
       const int32_t run = runs[t];
       const int32_t run_first = in_.positions[run];  // the run's positions: [run_first, pos]
       const KeyRange keys = attended_keys(window, pos);
       KvSpan spans[3];
-      const int n_cached = keys.begin < run_first ? cache_.ring_spans(layer, in_.slots[t],
-                                                                      keys.begin, run_first, spans)
-                                                  : 0;
+      const int n_cached = keys.begin < run_first
+                               ? cache_.ring_spans(src, in_.slots[t], keys.begin, run_first, spans)
+                               : 0;
       KvSpan& staged = spans[n_cached];
       staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
       staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
@@ -222,9 +240,8 @@ class PlanRun {
       staged.v_head_stride = vb;
       staged.n = pos - run_first + 1;
       const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
-      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
-                     h / c_.gqa_group(), c_.head_dim, format, scoring(layer, h), out, q_dim,
-                     scratch);
+      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * size_t(hd), q_dim, 1, &keys, 1, kv,
+                     h / c_.gqa_group(), hd, format, scoring(layer, h), out, q_dim, scratch);
     });
   }
 
@@ -239,15 +256,15 @@ class PlanRun {
   // dynamic pass reads them, since the masked kernel has no sink term.
   void sink_attention(int layer, uint16_t q, uint16_t attn) {
     const KvFormat format = cache_.format();
-    const size_t q_dim = size_t(c_.q_dim());
-    const size_t per_thread = attention_queries_scratch_floats(c_.head_dim);
-    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+    const int hd = c_.layer_head_dim(layer);
+    const size_t q_dim = size_t(c_.n_head) * size_t(hd);
+    const size_t per_thread = attention_queries_scratch_floats(c_.max_head_dim());
+    for_attention_items(layer, attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
       const KeyRange keys{0, in_.positions[t] + 1};
-      const KvSpan span = cache_.span(layer, in_.slots[t], keys.end);
+      const KvSpan span = cache_.span(c_.kv_source(layer), in_.slots[t], keys.end);
       const KvView kv{&span, 1, 0};
-      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * c_.head_dim, q_dim, 1, &keys, 1, kv,
-                     h / c_.gqa_group(), c_.head_dim, format, scoring(layer, h), out, q_dim,
-                     scratch);
+      attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * size_t(hd), q_dim, 1, &keys, 1, kv,
+                     h / c_.gqa_group(), hd, format, scoring(layer, h), out, q_dim, scratch);
     });
   }
 
@@ -255,32 +272,36 @@ class PlanRun {
   // as the plan fixed them.
   void attention(int layer, uint16_t q, uint16_t mask, uint16_t attn) {
     const float scale = c_.attn_scale;
-    const size_t per_thread = attention_scratch_floats(c_.head_dim);
+    const int hd = c_.layer_head_dim(layer);
+    const size_t q_dim = size_t(c_.n_head) * size_t(hd);
+    const size_t per_thread = attention_scratch_floats(c_.max_head_dim());
     const KvFormat format = cache_.format();
-    for_attention_items(attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
-      const KvSpan span = cache_.span(layer, in_.slots[t], p_.kv_len);
-      attend_one_head(f32(q) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim, &span, 1,
-                      p_.kv_len, h / c_.gqa_group(), c_.head_dim, format, scale, out, scratch,
+    for_attention_items(layer, attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
+      const KvSpan span = cache_.span(c_.kv_source(layer), in_.slots[t], p_.kv_len);
+      attend_one_head(f32(q) + size_t(t) * q_dim + size_t(h) * size_t(hd), &span, 1, p_.kv_len,
+                      h / c_.gqa_group(), hd, format, scale, out, scratch,
                       bytes(mask) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
     });
   }
 
   // fn(row t, query head h, its output in attn, the thread's scratch) for
   // each attention item of this thread's share of the plan's fixed split;
-  // a padding row attends to nothing: its outputs are zeros.
+  // a padding row attends to nothing: its outputs are zeros. Heads have
+  // `layer`'s size (ModelConfig::layer_head_dim).
   template <class F>
-  void for_attention_items(uint16_t attn, size_t per_thread, F&& fn) {
+  void for_attention_items(int layer, uint16_t attn, size_t per_thread, F&& fn) {
+    const size_t hd = size_t(c_.layer_head_dim(layer)), q_dim = size_t(c_.n_head) * hd;
     pool_.run([&](int ti, int) {
       float* scratch = f32(p_.attention_scratch_buffer) + size_t(ti) * per_thread;
       for (int32_t item = p_.attention_split[size_t(ti)]; item < p_.attention_split[size_t(ti) + 1];
            ++item) {
         const int32_t t = item / c_.n_head;
         const int h = item % c_.n_head;
-        float* out = f32(attn) + size_t(t) * c_.q_dim() + size_t(h) * c_.head_dim;
+        float* out = f32(attn) + size_t(t) * q_dim + size_t(h) * hd;
         if (in_.valid[t])
           fn(t, h, out, scratch);
         else
-          std::fill(out, out + c_.head_dim, 0.0f);
+          std::fill(out, out + hd, 0.0f);
       }
     });
   }

@@ -1,6 +1,7 @@
 #include "engine/static_pipeline/plan_validation.h"
 
 #include <algorithm>
+#include <array>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "model/gated_delta_net.h"
 #include "model/layer_walk.h"
 #include "model/moe_ffn.h"
+#include "model/per_layer_embedding.h"
 
 namespace kvforge {
 namespace {
@@ -37,11 +39,11 @@ class PlanChecker {
       : p_(plan), m_(model), c_(model.rank_config()), n_threads_(n_threads) {}
 
   void run() {
-    check_support();
     check_shape();
     required_.assign(p_.buffers.size(), 0);
     roles_.assign(p_.buffers.size(), kNoRole);
     layers_.assign(size_t(c_.n_layer), {});
+    window_kv_.assign(size_t(c_.n_layer), {kNoBuffer, kNoBuffer, kNoBuffer});
     for (size_t i = 0; i < p_.ops.size(); ++i) check_op(i, p_.ops[i]);
     need(p_.attention_scratch_buffer, attention_scratch_bytes(p_, c_), "attention scratch");
     if (c_.sliding_window > 0)
@@ -57,12 +59,6 @@ class PlanChecker {
 
   [[noreturn]] void fail(const std::string& what) const {
     throw PlanError("plan " + p_.label() + ": " + what);
-  }
-
-  // What compile_plan refuses, a plan file cannot bring in.
-  void check_support() const {
-    if (c_.arch == Architecture::Gemma4)
-      fail(c_.arch_name + ": --static is not supported yet for this model's layers");
   }
 
   void check_shape() {
@@ -162,7 +158,12 @@ class PlanChecker {
       case OpCode::WindowAttend:
         expect_recurrent(where, op.layer, false);
         expect_window(where, op.layer, op.code == OpCode::WindowAttend);
+        expect_kv_operands(where, op);
         ++layers_[size_t(op.layer)].attentions;
+        return;
+      case OpCode::LayerTail:
+        expect_per_layer(where, op.buffers[2], op.buffers[3]);
+        ++layers_[size_t(op.layer)].tails;
         return;
       case OpCode::AttentionOut:
         expect_recurrent(where, op.layer, false);
@@ -196,7 +197,43 @@ class PlanChecker {
                                        : "no angles of the second RoPE table"));
     cos_sin_[0] = op.buffers[1];
     cos_sin_[1] = op.buffers[2];
+    expect_per_layer(where, op.buffers[3], op.buffers[3]);
+    per_layer_ = op.buffers[3];
     ++embed_ops_;
+  }
+
+  // Per-layer inputs (and a tail's gate) exactly for models with per-layer
+  // embeddings; a tail reads the inputs Embed computed.
+  void expect_per_layer(const std::string& where, uint16_t inputs, uint16_t gate) const {
+    const bool want = c_.n_embd_per_layer > 0;
+    if ((inputs != kNoBuffer) != want || (gate != kNoBuffer) != want)
+      fail(where + ": " +
+           (want ? "no per-layer inputs for a model with per-layer embeddings"
+                 : "per-layer inputs the model does not have"));
+    if (embed_ops_ > 0 && inputs != per_layer_)
+      fail(where + ": per-layer inputs in another buffer than Embed's");
+  }
+
+  // A layer keeping K/V writes its own (k, v given); a full layer reading
+  // another's writes none; a window layer reading another's attends over
+  // that layer's staged records, and writes its K/V if it is the last reader.
+  void expect_kv_operands(const std::string& where, const PlanOp& op) {
+    const int l = op.layer, src = c_.kv_source(l);
+    const bool window = op.code == OpCode::WindowAttend;
+    const std::array<uint16_t, 3> kv = {op.buffers[1], op.buffers[2],
+                                        window ? op.buffers[3] : kNoBuffer};
+    if (src == l) {
+      if (kv[0] == kNoBuffer || kv[1] == kNoBuffer)
+        fail(where + ": layer " + std::to_string(l) + " keeps K/V but writes none");
+      if (window) window_kv_[size_t(l)] = kv;
+      return;
+    }
+    if (window ? kv != window_kv_[size_t(src)] : kv[0] != kNoBuffer || kv[1] != kNoBuffer)
+      fail(where + ": layer " + std::to_string(l) + " reads the K/V of layer " +
+           std::to_string(src) +
+           (window ? ", its op's k, v and staged records are not that "
+                     "layer's"
+                   : " and writes none, but has k or v operands"));
   }
 
   void check_residual(const std::string& where, const PlanOp& op) {
@@ -267,6 +304,10 @@ class PlanChecker {
         fail(where + std::to_string(ops.inputs) + " attention input, " +
              std::to_string(ops.outputs) + " attention output and " + std::to_string(ops.ffns) +
              " FFN ops, expected 1 each");
+      const int tails = c_.arch == Architecture::Gemma4 ? 1 : 0;
+      if (ops.tails != tails)
+        fail(where + std::to_string(ops.tails) + " layer tail ops, expected " +
+             std::to_string(tails));
     }
   }
 
@@ -303,11 +344,14 @@ class PlanChecker {
   std::vector<uint8_t> roles_;      // [buffers] the BufferRole of its first use
   uint64_t matmul_scratch_ = 0;
   struct LayerOps {
-    int inputs = 0, attentions = 0, outputs = 0, ffns = 0, linear = 0;
+    int inputs = 0, attentions = 0, outputs = 0, ffns = 0, linear = 0, tails = 0;
   };
   std::vector<LayerOps> layers_;  // [n_layer]
   int mask_ops_ = 0, embed_ops_ = 0, logits_ops_ = 0;
   uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // Embed's angles of each RoPE table
+  uint16_t per_layer_ = kNoBuffer;                // Embed's per-layer inputs
+  // [n_layer] a window layer's k, v and staged operands, for the layers sharing its K/V.
+  std::vector<std::array<uint16_t, 3>> window_kv_;
 };
 
 void expect_shape(const Plan& p, PlanKind kind, int32_t rows, int32_t kv_len, int32_t logit_rows,
@@ -348,17 +392,21 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
     case BufferRole::CosSin:
       return r * uint64_t(c.max_rope_dim()) * f;
     case BufferRole::Q:
-      return r * uint64_t(c.q_dim()) * (c.attn_gate ? 2 : 1) * f;
+      return r * uint64_t(c.max_q_dim()) * (c.attn_gate ? 2 : 1) * f;
     case BufferRole::Attn:
     case BufferRole::AttnGate:
-      return r * uint64_t(c.q_dim()) * f;
+      return r * uint64_t(c.max_q_dim()) * f;
     case BufferRole::K:
     case BufferRole::V:
-      return r * uint64_t(c.kv_dim()) * f;
+      return r * uint64_t(c.max_kv_dim()) * f;
     case BufferRole::AttnMask:
       return r * uint64_t(plan.kv_len);
     case BufferRole::Staged:
-      return r * uint64_t(c.n_kv_head) * 2 * max_kv_record_bytes(c.head_dim);
+      return r * uint64_t(c.n_kv_head) * 2 * max_kv_record_bytes(c.max_head_dim());
+    case BufferRole::PerLayerInputs:
+      return r * uint64_t(c.n_layer) * uint64_t(c.n_embd_per_layer) * f;
+    case BufferRole::PerLayerGate:
+      return r * uint64_t(c.n_embd_per_layer) * f;
     case BufferRole::Gate:
     case BufferRole::Up:
       return r * uint64_t(c.n_ff) * f;
@@ -373,8 +421,8 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
 uint64_t attention_scratch_bytes(const Plan& plan, const ModelConfig& c) {
   // attend_queries (WindowAttend, and Attend with sinks) needs the larger scratch.
   const uint64_t per_thread = c.sliding_window > 0 || c.attn_sinks
-                                  ? attention_queries_scratch_floats(c.head_dim)
-                                  : attention_scratch_floats(c.head_dim);
+                                  ? attention_queries_scratch_floats(c.max_head_dim())
+                                  : attention_scratch_floats(c.max_head_dim());
   return uint64_t(plan.attention_split.size() - 1) * per_thread * sizeof(float);
 }
 
@@ -394,6 +442,9 @@ uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op) {
     case OpCode::MoeFfn:
       return moe_ffn_scratch_bytes(model.rank_config(),
                                    model.weights().layers[size_t(op.layer)].moe, op.rows);
+    case OpCode::Embed:
+    case OpCode::LayerTail:
+      return per_layer_scratch_bytes(model, op.code == OpCode::Embed ? -1 : op.layer, op.rows);
     default:
       return 0;
   }

@@ -7,11 +7,17 @@
 namespace kvforge {
 namespace {
 
-// `config` with only `n_layer` attention layers: the shape of one group's
-// records (the recurrent states are the cache's own pool).
-ModelConfig group_config(const ModelConfig& config, int n_layer) {
+// `config` with only `n_layer` attention layers of head size `head_dim`, all
+// keeping K/V: the shape of one group's records (the recurrent states are
+// the cache's own pool).
+ModelConfig group_config(const ModelConfig& config, int n_layer, int head_dim) {
   ModelConfig g = config;
   g.n_layer = n_layer;
+  g.head_dim = head_dim;
+  g.head_dim_swa = 0;
+  g.sliding_window = 0;
+  g.swa_layers.clear();
+  g.n_kv_shared = 0;
   g.recurrent_layers.clear();
   return g;
 }
@@ -28,16 +34,19 @@ StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_
   if (capacity <= 0 || slots <= 0)
     throw std::invalid_argument("StaticKvCache: capacity " + std::to_string(capacity) +
                                 " and slots " + std::to_string(slots) + " must be positive");
-  int n_full = 0, n_ring = 0;
+  int n_full = 0, n_ring = 0, ring_head_dim = 0;
   for (int l = 0; l < n_layer_; ++l) {
     const int32_t w = config.window(l);
     windows_.push_back(w);
-    group_index_.push_back(config.recurrent(l) ? -1 : w > 0 ? n_ring++ : n_full++);
+    shared_.push_back(!config.recurrent(l) && !config.owns_kv(l));
+    group_index_.push_back(!config.owns_kv(l) ? -1 : w > 0 ? n_ring++ : n_full++);
     if (w > 0) ring_ = std::min(w, capacity);
+    if (w > 0) ring_head_dim = config.layer_head_dim(l);
   }
-  if (n_full > 0) full_.emplace(group_config(config, n_full), capacity, format, slots);
+  if (n_full > 0)
+    full_.emplace(group_config(config, n_full, config.head_dim), capacity, format, slots);
   if (n_ring > 0) {
-    ring_kv_.emplace(group_config(config, n_ring), ring_, format, slots);
+    ring_kv_.emplace(group_config(config, n_ring, ring_head_dim), ring_, format, slots);
     tags_.assign(size_t(n_ring) * size_t(slots) * size_t(ring_), -1);
   }
   mask_.assign(size_t(slots) * size_t(capacity), 0);
@@ -54,8 +63,10 @@ size_t StaticKvCache::bytes() const {
 void StaticKvCache::check(int layer, int32_t slot, int32_t pos, int32_t max_pos,
                           const char* what) const {
   if (layer >= 0 && layer < n_layer_ && group_index_[size_t(layer)] < 0)
-    throw std::logic_error("static KV cache: " + std::string(what) + " layer " +
-                           std::to_string(layer) + ", a linear-attention layer (it holds no K/V)");
+    throw std::logic_error(
+        "static KV cache: " + std::string(what) + " layer " + std::to_string(layer) +
+        (shared_[size_t(layer)] ? ", a layer reading another layer's K/V (it holds none)"
+                                : ", a linear-attention layer (it holds no K/V)"));
   if (layer < 0 || layer >= n_layer_ || slot < 0 || slot >= slots_ || pos < 0 || pos > max_pos)
     throw std::out_of_range(
         std::string("static KV cache: ") + what + " layer " + std::to_string(layer) + ", slot " +
@@ -190,12 +201,17 @@ size_t StaticKvCache::run_bytes(int32_t n) const {
   return full_ ? size_t(n_layer_) * full_->run_bytes(n) : 0;
 }
 
+bool StaticKvCache::runs_supported() const {
+  return !ring_kv_ && full_ && states_.n_slots() == 0 &&
+         std::none_of(shared_.begin(), shared_.end(), [](bool s) { return s; });
+}
+
 void StaticKvCache::export_run(int32_t slot, int32_t first, int32_t n,
                                std::span<uint8_t> out) const {
-  if (ring_kv_ || !full_ || states_.n_slots() > 0 || out.size() != run_bytes(n))
+  if (!runs_supported() || out.size() != run_bytes(n))
     throw std::logic_error("static KV cache: export_run of " + std::to_string(out.size()) +
                            " bytes, expected " + std::to_string(run_bytes(n)) +
-                           " (and no sliding-window or recurrent layers)");
+                           " (and no sliding-window, recurrent or shared-KV layers)");
   if (first < 0 || first + n > length(slot))
     throw std::out_of_range("static KV cache: export_run of positions [" + std::to_string(first) +
                             ", " + std::to_string(first + n) + ") of slot " + std::to_string(slot) +
@@ -207,10 +223,10 @@ void StaticKvCache::export_run(int32_t slot, int32_t first, int32_t n,
 
 void StaticKvCache::import_run(int32_t slot, int32_t first, int32_t n,
                                std::span<const uint8_t> in) {
-  if (ring_kv_ || !full_ || states_.n_slots() > 0 || in.size() != run_bytes(n))
+  if (!runs_supported() || in.size() != run_bytes(n))
     throw std::logic_error("static KV cache: import_run of " + std::to_string(in.size()) +
                            " bytes, expected " + std::to_string(run_bytes(n)) +
-                           " (and no sliding-window or recurrent layers)");
+                           " (and no sliding-window, recurrent or shared-KV layers)");
   if (first != length(slot) || first + n > capacity_)
     throw std::out_of_range("static KV cache: import_run at " + std::to_string(first) +
                             " into slot " + std::to_string(slot) + " of length " +

@@ -11,6 +11,10 @@
 //                   the capacity. Per ring cell a tag keeps the position it
 //                   holds ([n_ring][slots][ring] i32, -1 = none): a position
 //                   that a later one overwrote is never read as itself.
+//   shared-KV layers (Gemma 4's tail, ModelConfig::kv_source): nothing; a
+//                   plan reads their source layer's records.
+//   Each group has one head size: the full layers' head_dim, the window
+//                   layers' layer_head_dim (Gemma 4's key_length_swa).
 //   linear-attention layers (hybrid models): no K/V; one recurrent state per
 //                   slot and layer instead (RecurrentStatePool: [slots][n_recurrent]
 //                   conv windows and delta-rule matrices), allocated with the rest.
@@ -99,8 +103,9 @@ class StaticKvCache final : public KvStore {
   // Positions [first, first + n) of `slot` in every layer, in the paged
   // pool's block layout ([n_layer] x (K [n_kv_head][n] records, then V)),
   // so the KV disk tier's files serve both engines. Models without sliding
-  // windows or recurrent layers only (std::logic_error otherwise). import_run marks the
-  // positions filled; [0, first) must be filled already.
+  // windows, recurrent or shared-KV layers only (runs_supported(); std::logic_error
+  // otherwise). import_run marks the positions filled; [0, first) must be filled already.
+  bool runs_supported() const;
   size_t run_bytes(int32_t n) const;
   void export_run(int32_t slot, int32_t first, int32_t n, std::span<uint8_t> out) const;
   void import_run(int32_t slot, int32_t first, int32_t n, std::span<const uint8_t> in);
@@ -127,7 +132,8 @@ class StaticKvCache final : public KvStore {
   int32_t ring_ = 0;              // positions per slot of every window layer
   std::vector<int32_t> windows_;  // [n_layer] 0 = full attention
   std::vector<int>
-      group_index_;  // [n_layer] the layer's index in full_ or ring_kv_ (-1: recurrent)
+      group_index_;  // [n_layer] the layer's index in full_ or ring_kv_ (-1: recurrent, shared)
+  std::vector<bool> shared_;                  // [n_layer] reads another layer's K/V (gemma4)
   std::optional<ContiguousKvCache> full_;     // [n_full][slots][n_kv_head][capacity] records
   std::optional<ContiguousKvCache> ring_kv_;  // [n_ring][slots][n_kv_head][ring] records
   std::vector<int32_t> tags_;                 // [n_ring][slots][ring] position held, -1 = none

@@ -28,6 +28,7 @@ void StaticKvCache::shift(int32_t slot, int32_t first, int32_t drop, int32_t n,
   const int32_t moved = n - first - drop;
   for (int layer = 0; layer < n_layer_; ++layer) {
     const int g = group_index_[size_t(layer)];
+    if (g < 0) continue;  // a shared layer: its source's records move
     full_->move_down(g, slot, first, drop, n);
     full_->rerotate_k(g, slot, first, moved, *ropes[size_t(layer)], -drop);
   }

@@ -14,7 +14,9 @@
 
 #include "app/tools/quantize_model.h"
 #include "app/tools/quantize_recipe.h"
+#include "edited_model.h"
 #include "model/random_model.h"
+#include "test_models.h"
 #include "testdata.h"
 
 namespace kvforge {
@@ -145,6 +147,23 @@ TEST(QuantizeRecipe, PlannedTypeWithoutEncoderNamesTensorAndTypes) {
     EXPECT_NE(what.find("q8_0"), std::string::npos) << what;  // the supported list
   }
   EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// Head counts stored per layer (Gemma 4 files may): the first layer's, as
+// llama-quantize's n_gqa() reads them.
+TEST(QuantizeFacts, PerLayerHeadCountsReadTheFirstLayer) {
+  const auto per_layer = [](uint32_t n) {
+    return gguf::Value::array(gguf::ValueType::UINT32,
+                              std::vector<gguf::Value>(9, gguf::Value::u32(n)));
+  };
+  const gguf::GgufFile model =
+      testing::edited_model(testing::gemma4_test_spec(3, 8), [&](gguf::GgufWriter& w) {
+        w.set("gemma4.attention.head_count", per_layer(4));
+        w.set("gemma4.attention.head_count_kv", per_layer(2));
+      });
+  const QuantModelFacts facts = read_quant_facts(model);
+  EXPECT_EQ(facts.n_head, 4);
+  EXPECT_EQ(facts.n_head_kv, 2);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // Gemma 4's shared-KV layers in the KV accounting: the last n_kv_shared
 // layers read an earlier layer's K/V (ModelConfig::kv_source) and hold no
 // slot of the paged pool, so a block, the bytes per token and the memory
-// plan count only the layers that keep K/V. Static plans and tensor
-// parallelism refuse gemma4 by name.
+// plan count only the layers that keep K/V (the static cache too:
+// static_pipeline/static_gemma4_test.cpp), and a tensor-parallel rank's
+// share holds its heads of each layer.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -11,25 +12,15 @@
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/paged_kv_cache.h"
-#include "engine/static_pipeline/plan_compiler.h"
+#include "engine/kv/tp_memory_plan.h"
 #include "model/model.h"
 #include "model/random_model.h"
+#include "test_models.h"
 
 namespace kvforge {
 namespace {
 
-// 9 layers, windows of 8 on six of them (pattern 3), the last 3 shared.
-RandomModelSpec gemma4_spec(int shared) {
-  RandomModelSpec spec;
-  spec.name = "gemma4-shared";
-  spec.arch = "gemma4";
-  spec.n_layer = 9;
-  spec.head_dim = 32;
-  spec.sliding_window = 8;
-  spec.swa_pattern = 3;
-  spec.n_kv_shared = shared;
-  return spec;
-}
+RandomModelSpec gemma4_spec(int shared) { return testing::gemma4_test_spec(shared, 8); }
 
 std::vector<uint8_t> bytes_of(int shared) {
   return make_random_model(gemma4_spec(shared)).to_bytes();
@@ -88,29 +79,43 @@ TEST(SharedKvLayers, Gemma4E2bPresetBytesPerToken) {
   EXPECT_EQ(kv_bytes_per_token(without_kv_sharing(*s), f16), 43008u);
 }
 
-TEST(SharedKvLayers, StaticPlansAndTensorParallelismAreRefused) {
-  const std::vector<uint8_t> bytes = bytes_of(3);
-  const auto model = Model::from_file(gguf::GgufFile::from_bytes(bytes, "g4"));
-  for (const PlanKind kind : {PlanKind::Prefill, PlanKind::Generate}) {
-    try {
-      compile_plan(*model, kind, 4, 64, 1, 1);
-      FAIL() << "a static plan was compiled for gemma4";
-    } catch (const std::invalid_argument& e) {
-      EXPECT_NE(std::string(e.what()).find("gemma4: --static is not supported yet"),
-                std::string::npos)
-          << e.what();
-    }
-  }
+// Each of 2 ranks holds its query heads and KV head of every layer in the
+// layer's own head size (windowed heads of 16, full of 32); the shared
+// layers have no K/V rows on any rank; the per-layer embeddings are whole
+// on every rank, as kv-plan --tp counts them. (The logits of 2 and 4 ranks
+// against one process's bits: tests/engine/lockstep/tp_test.sh.)
+TEST(SharedKvLayers, TensorParallelRanksHoldTheirHeadsOfEachLayer) {
+  RandomModelSpec spec = gemma4_spec(3);
+  spec.head_dim_swa = 16;
+  const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
   const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "g4");
   const ModelConfig c = ModelConfig::from_gguf(file);
-  try {
-    ModelWeights::from_gguf(file, c, 0, 2);
-    FAIL() << "gemma4 was split over 2 ranks";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("gemma4: tensor parallelism is not supported yet"),
-              std::string::npos)
-        << e.what();
+  const ModelWeights whole = ModelWeights::from_gguf(file, c, 0, 1);
+  for (int rank = 0; rank < 2; ++rank) {
+    const ModelWeights w = ModelWeights::from_gguf(file, c, rank, 2);
+    EXPECT_EQ(w.split.attn_parts % 2, 0);
+    for (int l = 0; l < c.n_layer; ++l) {
+      SCOPED_TRACE("rank " + std::to_string(rank) + ", layer " + std::to_string(l));
+      const LayerWeights& lw = w.layers[size_t(l)];
+      const int64_t hd = c.layer_head_dim(l);
+      EXPECT_EQ(lw.attn_q.rows, 2 * hd);  // 2 of 4 query heads
+      EXPECT_EQ(lw.attn_k.data != nullptr, c.owns_kv(l));
+      EXPECT_EQ(lw.attn_k.rows, c.owns_kv(l) ? hd : 0);  // 1 of 2 KV heads
+      EXPECT_EQ(lw.attn_output.cols, 2 * hd);
+      EXPECT_EQ(lw.ple_gate.data, whole.layers[size_t(l)].ple_gate.data);
+      EXPECT_EQ(lw.ple_proj.data, whole.layers[size_t(l)].ple_proj.data);
+    }
+    EXPECT_EQ(w.ple_model_proj.data, whole.ple_model_proj.data);
+    EXPECT_EQ(w.ple_token_embd.data, whole.ple_token_embd.data);
   }
+  uint64_t ple_bytes = 0;
+  for (const gguf::TensorInfo& t : file.tensors())
+    if (t.name.find("per_layer_") == 0 || t.name.ends_with(".inp_gate.weight") ||
+        t.name.ends_with(".proj.weight"))
+      ple_bytes += t.n_bytes;
+  const WeightSplitBytes split = weight_split_bytes(file);
+  EXPECT_GT(ple_bytes, 0u);
+  EXPECT_GE(split.whole, ple_bytes + whole.token_embd.rows * whole.token_embd.cols * 4);
 }
 
 }  // namespace

@@ -94,6 +94,15 @@ TEST(StaticAllocation, HybridStepsAllocateNothing) {
   }
 }
 
+// gemma4: per-layer embeddings, windowed heads of their own size, shared-KV
+// layers reading their sources' staged records.
+TEST(StaticAllocation, Gemma4StepsAllocateNothing) {
+  KVFORGE_REQUIRE_ALLOCATION_COUNTER();
+  RandomModelSpec spec = testing::gemma4_test_spec(3, 5);
+  spec.head_dim_swa = 16;
+  expect_steps_allocate_nothing(spec);
+}
+
 TEST(StaticAllocation, CompilingCountsPlans) {
   const auto model = testing::make_test_model(testing::tiny_spec());
   const uint64_t before = plans_compiled();

@@ -98,14 +98,7 @@ std::vector<ArchCase> arch_cases() {
 // capacity 128 = 96 + 32 ≫ the windows, chunk 16 (larger than most windows:
 // a chunk's later rows overwrite the ring cells its earlier rows read).
 StaticConfig long_config(int32_t slots = 1, KvFormat kv = {}) {
-  StaticConfig c;
-  c.max_prompt_len = 96;
-  c.min_response_len = 32;
-  c.prefill_chunk = 16;
-  c.generate_variants = {32, 64, 128};
-  c.slots = slots;
-  c.kv_format = kv;
-  return c;
+  return testing::static_config(96, 32, 16, {32, 64, 128}, slots, kv);
 }
 
 class StaticArchitectures : public ::testing::TestWithParam<ArchCase> {};

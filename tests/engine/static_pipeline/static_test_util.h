@@ -8,6 +8,7 @@
 #include <cstring>
 #include <memory>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/sequence_runner.h"
@@ -17,17 +18,24 @@
 
 namespace kvforge::testing {
 
-// capacity 64 = 40 + 24, chunk 8, variants 16/32/48/64: every boundary a
-// short test can cross.
-inline StaticConfig small_static_config(int32_t slots = 1, KvFormat kv = {}) {
+// A configuration of the static pipeline in one call.
+inline StaticConfig static_config(int32_t max_prompt_len, int32_t min_response_len,
+                                  int32_t prefill_chunk, std::vector<int32_t> variants,
+                                  int32_t slots, KvFormat kv) {
   StaticConfig c;
-  c.max_prompt_len = 40;
-  c.min_response_len = 24;
-  c.prefill_chunk = 8;
-  c.generate_variants = {16, 32, 48, 64};
+  c.max_prompt_len = max_prompt_len;
+  c.min_response_len = min_response_len;
+  c.prefill_chunk = prefill_chunk;
+  c.generate_variants = std::move(variants);
   c.slots = slots;
   c.kv_format = kv;
   return c;
+}
+
+// capacity 64 = 40 + 24, chunk 8, variants 16/32/48/64: every boundary a
+// short test can cross.
+inline StaticConfig small_static_config(int32_t slots = 1, KvFormat kv = {}) {
+  return static_config(40, 24, 8, {16, 32, 48, 64}, slots, kv);
 }
 
 inline RandomModelSpec tiny_spec(const char* arch = "llama", uint64_t seed = 11) {
