@@ -72,8 +72,8 @@ std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack,
 
 std::shared_ptr<const StackPrefixMask> StackPrefixMaskCache::find(const std::string& key) const {
   std::lock_guard lock(mu_);
-  const auto it = map_.find(key);
-  return it == map_.end() ? nullptr : it->second;
+  const auto* found = map_.find(key);
+  return found ? *found : nullptr;
 }
 
 size_t StackPrefixMaskCache::size() const {
@@ -84,11 +84,7 @@ size_t StackPrefixMaskCache::size() const {
 void StackPrefixMaskCache::add(const std::string& key,
                                std::shared_ptr<const StackPrefixMask> mask) const {
   std::lock_guard lock(mu_);
-  if (!map_.emplace(key, std::move(mask)).second) return;
-  order_.push_back(key);
-  if (order_.size() <= capacity_) return;
-  map_.erase(order_.front());
-  order_.pop_front();
+  map_.add(key, std::move(mask));
 }
 
 }  // namespace kvforge

@@ -17,13 +17,12 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "engine/sampling/grammar/fifo_cache.h"
 #include "engine/sampling/grammar/grammar.h"
 #include "engine/sampling/grammar/stack_arena.h"
 
@@ -42,16 +41,14 @@ std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack,
 // Thread-safe; keeps the `capacity` most recently added.
 class StackPrefixMaskCache {
  public:
-  explicit StackPrefixMaskCache(size_t capacity = 1024) : capacity_(capacity) {}
+  explicit StackPrefixMaskCache(size_t capacity = 1024) : map_(capacity) {}
   std::shared_ptr<const StackPrefixMask> find(const std::string& key) const;
   void add(const std::string& key, std::shared_ptr<const StackPrefixMask> mask) const;
   size_t size() const;
 
  private:
-  size_t capacity_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, std::shared_ptr<const StackPrefixMask>> map_;
-  mutable std::list<std::string> order_;  // oldest first
+  mutable FifoCache<std::string, std::shared_ptr<const StackPrefixMask>> map_;
 };
 
 }  // namespace kvforge
