@@ -344,6 +344,7 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::known_prefix(uint32_t 
                                                                        std::string& key) const {
   if (const auto* hit = prefix_masks_.find(cut)) return *hit;
   key = state_key(grammar_, arena_, cut, sentinel_);
+  if (key.empty()) return nullptr;  // too large to share: this grammar's alone
   std::shared_ptr<const StackPrefixMask> found = vocab_->prefix_masks.find(key);
   if (found) prefix_masks_.add(cut, found);
   return found;
@@ -351,7 +352,7 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::known_prefix(uint32_t 
 
 void GrammarConstraint::keep_prefix(uint32_t cut, const std::string& key,
                                     std::shared_ptr<const StackPrefixMask> mask) const {
-  vocab_->prefix_masks.add(key, mask);
+  if (!key.empty()) vocab_->prefix_masks.add(key, mask);
   prefix_masks_.add(cut, std::move(mask));
 }
 

@@ -28,6 +28,8 @@
 
 namespace kvforge {
 
+constexpr size_t kMaxStateKeyBytes = 8192;
+
 struct StackPrefixMask {
   std::vector<uint64_t> accepted;  // (ceil(n_vocab / 64)) tokens the cut stack accepts
   std::vector<uint32_t> roots;     // trie node indices where the cut part may end
@@ -36,7 +38,11 @@ struct StackPrefixMask {
 // The canonical text of the grammar reachable from cut stack `stack` down to
 // `sentinel` (or the empty stack): rules numbered in the order met, byte
 // sets spelled out. Equal texts accept the same bytes in the same way.
-std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel);
+// Empty past about `max_bytes`: a cut that reaches a large part of its
+// grammar (a position in a long object rule) is met once per step and
+// belongs to no other grammar, so it is not worth spelling out.
+std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel,
+                      size_t max_bytes = kMaxStateKeyBytes);
 
 // Thread-safe; keeps the `capacity` most recently added.
 class StackPrefixMaskCache {
