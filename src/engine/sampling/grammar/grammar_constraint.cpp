@@ -30,6 +30,13 @@ std::vector<TokenMask> masks_up_to(const std::vector<std::string>& bytes, size_t
   return out;
 }
 
+// out |= in, word by word (no aliasing, so the loop is vectorized).
+void or_into(TokenMask& out, const TokenMask& in) {
+  uint64_t* __restrict o = out.data();
+  const uint64_t* __restrict i = in.data();
+  for (size_t w = 0, n = out.size(); w < n; ++w) o[w] |= i[w];
+}
+
 // Walks up a bounded repetition from `at`, one shift at a time (at most
 // `max_shifts`), to the nearest neighbour `known` has a mask for. `bytes`
 // becomes the least shift size on the way: that neighbour agrees with `at` on
@@ -70,6 +77,9 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
       vocab_(std::move(vocab)),
       limits_(limits),
       arena_(grammar_, limits.max_stacks, limits.max_expansion),
+      masks_(limits.max_cached_masks),
+      prefix_masks_(limits.max_cached_masks),
+      unions_(limits.max_cached_unions),
       set_keeps_classes_(grammar_.byte_sets.size() + 1, -1) {
   bind_tokens();
   shifts_ = repetition_shifts(grammar_);
@@ -230,8 +240,8 @@ std::shared_ptr<const TokenMask> GrammarConstraint::allowed(
 
 std::shared_ptr<const TokenMask> GrammarConstraint::union_mask(
     std::span<const uint32_t> stacks) const {
-  std::vector<uint32_t> key(stacks.begin(), stacks.end());
-  if (const auto hit = unions_.find(key); hit != unions_.end()) return hit->second;
+  Stacks key(stacks.begin(), stacks.end());
+  if (const auto* hit = unions_.find(key)) return *hit;
   auto out = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
   for (uint32_t s : stacks) {
     if (s == kEmptyStack) {
@@ -239,81 +249,71 @@ std::shared_ptr<const TokenMask> GrammarConstraint::union_mask(
         if (e >= 0 && size_t(e) < vocab_->n_vocab()) mask_set(*out, e);
       continue;
     }
-    const TokenMask& m = *stack_mask(s);
-    for (size_t i = 0; i < out->size(); ++i) (*out)[i] |= m[i];
+    const auto* known = masks_.find(s);
+    if (!known && !is_token_element(arena_.top(s).kind)) {
+      add_stack(s, *out);  // most stacks of a set are never asked for alone
+      continue;
+    }
+    or_into(*out, known ? **known : *stack_mask(s));
   }
-  if (limits_.max_cached_unions == 0) return out;
-  if (unions_.size() >= limits_.max_cached_unions) unions_.clear();
-  unions_.emplace(std::move(key), out);
+  unions_.add(std::move(key), out);
   return out;
 }
 
-// Cached, or derived from the mask of a neighbour up a bounded repetition
-// (the nearest known), or computed whole.
+// Cached, or computed and kept.
 std::shared_ptr<const TokenMask> GrammarConstraint::stack_mask(uint32_t stack) const {
-  const auto hit = masks_.find(stack);
-  if (hit != masks_.end()) return hit->second;
-  if (is_token_element(arena_.top(stack).kind)) {
-    auto mask = token_mask(arena_.top(stack));
-    keep_mask(stack, mask);
-    return mask;
-  }
-  bound_sets();
-  // Each neighbour agrees with the one below on its tokens of at most `bytes`
-  // bytes, so the nearest known agrees with `stack` on the least of them.
-  size_t bytes = SIZE_MAX;
-  const std::shared_ptr<const TokenMask> base = nearest_known(
-      stack, limits_.repetition_shifts ? limits_.max_shifts : 0, bytes,
-      [&](uint32_t at, size_t& b) { return shifted(at, kEmptyStack, b); },
-      [&](uint32_t at) -> std::shared_ptr<const TokenMask> {
-        const auto known = masks_.find(at);
-        return known == masks_.end() ? nullptr : known->second;
-      });
+  if (const auto* hit = masks_.find(stack)) return *hit;
   std::shared_ptr<const TokenMask> mask;
-  if (!base)
-    mask = own_mask(stack, 0, nullptr);
-  else
-    mask = bytes >= vocab_->trie.max_depth() ? base : own_mask(stack, bytes, base.get());
+  if (is_token_element(arena_.top(stack).kind)) {
+    mask = token_mask(arena_.top(stack));
+  } else {
+    auto made = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
+    add_stack(stack, *made);
+    mask = std::move(made);
+  }
   keep_mask(stack, mask);
   return mask;
 }
 
 void GrammarConstraint::keep_mask(uint32_t stack, std::shared_ptr<const TokenMask> mask) const {
-  if (masks_.size() >= limits_.max_cached_masks) masks_.clear();
-  masks_.emplace(stack, std::move(mask));
+  masks_.add(stack, std::move(mask));
 }
 
-// The tokens `stack` allows: those its cut part accepts and, where the cut
-// part may end, those the stack beneath it goes on with. With `base` (its
-// neighbour's mask), the tokens of at most `past` bytes are base's and only
-// longer ones are walked.
-std::shared_ptr<const TokenMask> GrammarConstraint::own_mask(uint32_t stack, size_t past,
-                                                             const TokenMask* base) const {
+// `stack`'s cut (arena_.cut at the cut depth, on the sentinel) and in
+// `below` the node beneath it: computed once per stack.
+uint32_t GrammarConstraint::cut_of(uint32_t stack, uint32_t& below) const {
+  if (cuts_.size() <= stack) cuts_.resize(std::max<size_t>(stack + 1, cuts_.size() * 2), 0);
+  uint64_t& known = cuts_[stack];
+  if (known == 0) {
+    const uint32_t cut = arena_.cut(stack, limits_.cut_depth, sentinel_, below);
+    known = uint64_t{cut} << 32 | below;
+  }
+  below = uint32_t(known);
+  return uint32_t(known >> 32);
+}
+
+// Adds to `out` the tokens `stack` allows (its top a byte set): those its
+// cut part accepts and, where the cut part may end, those the stack beneath
+// it goes on with.
+void GrammarConstraint::add_stack(uint32_t stack, TokenMask& out) const {
+  bound_sets();
   uint32_t below = kEmptyStack;
-  const uint32_t cut = arena_.cut(stack, limits_.cut_depth, sentinel_, below);
+  const uint32_t cut = cut_of(stack, below);
   const std::shared_ptr<const StackPrefixMask> prefix = prefix_mask(cut);
-  auto mask = std::make_shared<TokenMask>(prefix->accepted);
-  if (base) {
-    const TokenMask& shorter = vocab_->tokens_up_to[past];
-    for (size_t i = 0; i < mask->size(); ++i)
-      (*mask)[i] = ((*mask)[i] & ~shorter[i]) | ((*base)[i] & shorter[i]);
-  }
-  if (below != kEmptyStack && !prefix->roots.empty()) {
-    std::vector<uint32_t> rest;
-    arena_.expand(arena_.node(below).pos, arena_.node(below).parent, rest);
-    std::sort(rest.begin(), rest.end());
-    rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
-    const uint32_t set = intern_set(rest);
-    for (uint32_t root : prefix->roots) {
-      const TokenTrie::Node& r = vocab_->trie.node(root);
-      if (r.height > past) walk(r, set, past, *mask);
-    }
-  }
-  return mask;
+  or_into(out, prefix->accepted);
+  if (below == kEmptyStack || prefix->roots.empty()) return;
+  std::vector<uint32_t> rest;
+  arena_.expand(arena_.node(below).pos, arena_.node(below).parent, rest);
+  std::sort(rest.begin(), rest.end());
+  rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
+  const uint32_t set = intern_set(rest);
+  for (uint32_t root : prefix->roots) walk(vocab_->trie.node(root), set, 0, out);
 }
 
 // The cut's prefix mask: cached, or derived from the mask of a neighbour up
-// a bounded repetition (the nearest known, as stack_mask()), or walked whole.
+// a bounded repetition (the nearest this grammar has met: a string is
+// entered at its top, so its later positions find one without a state key
+// each), or walked whole.
 std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t cut) const {
   std::string key;
   if (auto known = known_prefix(cut, key)) return known;
@@ -321,9 +321,9 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t c
   std::shared_ptr<const StackPrefixMask> base = nearest_known(
       cut, limits_.repetition_shifts ? limits_.max_shifts : 0, bytes,
       [&](uint32_t at, size_t& b) { return shifted(at, sentinel_, b); },
-      [&](uint32_t at) {
-        std::string up_key;
-        return known_prefix(at, up_key);
+      [&](uint32_t at) -> std::shared_ptr<const StackPrefixMask> {
+        const auto* hit = prefix_masks_.find(at);
+        return hit ? *hit : nullptr;
       });
   std::shared_ptr<const StackPrefixMask> mask;
   if (base) {
@@ -342,21 +342,18 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::prefix_mask(uint32_t c
 // Cached for this grammar or, by its state key (filled in), for the vocabulary.
 std::shared_ptr<const StackPrefixMask> GrammarConstraint::known_prefix(uint32_t cut,
                                                                        std::string& key) const {
-  if (const auto hit = prefix_masks_.find(cut); hit != prefix_masks_.end()) return hit->second;
+  if (const auto* hit = prefix_masks_.find(cut)) return *hit;
   key = state_key(grammar_, arena_, cut, sentinel_);
+  if (key.empty()) return nullptr;  // too large to share: this grammar's alone
   std::shared_ptr<const StackPrefixMask> found = vocab_->prefix_masks.find(key);
-  if (found) {
-    if (prefix_masks_.size() >= limits_.max_cached_masks) prefix_masks_.clear();
-    prefix_masks_.emplace(cut, found);
-  }
+  if (found) prefix_masks_.add(cut, found);
   return found;
 }
 
 void GrammarConstraint::keep_prefix(uint32_t cut, const std::string& key,
                                     std::shared_ptr<const StackPrefixMask> mask) const {
-  vocab_->prefix_masks.add(key, mask);
-  if (prefix_masks_.size() >= limits_.max_cached_masks) prefix_masks_.clear();
-  prefix_masks_.emplace(cut, std::move(mask));
+  if (!key.empty()) vocab_->prefix_masks.add(key, mask);
+  prefix_masks_.add(cut, std::move(mask));
 }
 
 // `stack` (down to `bottom`) with its topmost bounded-repetition node one

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "engine/sampling/grammar/class_trie.h"
+#include "engine/sampling/grammar/fifo_cache.h"
 #include "engine/sampling/grammar/grammar.h"
 #include "engine/sampling/grammar/repetition_shifts.h"
 #include "engine/sampling/grammar/stack_arena.h"
@@ -69,7 +70,7 @@ struct GrammarVocabulary {
 struct ConstraintLimits {
   size_t max_stacks = size_t{1} << 22;  // distinct parse stacks, all requests together
   size_t max_expansion = 100000;        // stacks one byte may expand to
-  size_t max_cached_masks = 2048;       // past it the cache starts over
+  size_t max_cached_masks = 2048;       // past it the oldest is dropped
   size_t max_cached_sets = 65536;       // interned stack sets (1 KiB of transitions each)
   // Stack nodes whose allowed tokens are walked apart from the stack beneath
   // them (stack_prefix_masks.h): a JSON string's rules are 3 deep.
@@ -77,7 +78,7 @@ struct ConstraintLimits {
   // Walk a cut stack's top over the class trie where its states allow it
   // (class_trie.h); off, every walk is over bytes (the same masks, slower).
   bool class_walks = true;
-  // Derive the prefix mask of a stack inside a bounded repetition from its
+  // Derive the prefix mask of a cut stack inside a bounded repetition from its
   // neighbour's (repetition_shifts.h), walking only the longer tokens; off,
   // every cut stack is walked whole (the same masks, slower).
   bool repetition_shifts = true;
@@ -105,7 +106,8 @@ class GrammarConstraint {
   // element naming it (end tokens only by a `<...>` naming them). Empty: refused.
   std::vector<uint32_t> advance_token(std::span<const uint32_t> from, int32_t token) const;
   // The tokens `stacks` allow (end tokens where one is kEmptyStack). One
-  // stack: its cached mask, shared; more: a new union.
+  // stack: its cached mask, shared; more: their union, built in one pass
+  // (no mask of its own for each stack) and cached by the set.
   std::shared_ptr<const TokenMask> allowed(std::span<const uint32_t> stacks) const;
 
   // Parse stacks accumulate over the requests sharing a constraint (a deeply
@@ -126,8 +128,8 @@ class GrammarConstraint {
   void bind_tokens();
   std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
   void keep_mask(uint32_t stack, std::shared_ptr<const TokenMask> mask) const;
-  std::shared_ptr<const TokenMask> own_mask(uint32_t stack, size_t past,
-                                            const TokenMask* base) const;
+  void add_stack(uint32_t stack, TokenMask& out) const;
+  uint32_t cut_of(uint32_t stack, uint32_t& below) const;
   std::shared_ptr<const TokenMask> token_mask(const Element& top) const;
   std::shared_ptr<const TokenMask> union_mask(std::span<const uint32_t> stacks) const;
   std::shared_ptr<const StackPrefixMask> prefix_mask(uint32_t cut) const;
@@ -153,11 +155,15 @@ class GrammarConstraint {
   ConstraintLimits limits_;
   mutable std::mutex mu_;
   mutable StackArena arena_;
-  mutable std::unordered_map<uint32_t, std::shared_ptr<const TokenMask>> masks_;
+  mutable FifoCache<uint32_t, std::shared_ptr<const TokenMask>> masks_;
   uint32_t sentinel_ = 0;  // the stack node standing for what lies beneath a cut
-  mutable std::unordered_map<uint32_t, std::shared_ptr<const StackPrefixMask>> prefix_masks_;
+  mutable FifoCache<uint32_t, std::shared_ptr<const StackPrefixMask>> prefix_masks_;
+  mutable std::vector<uint64_t> cuts_;   // (stack) -> cut << 32 | below, 0 until computed
   std::vector<RepetitionShift> shifts_;  // (element) -> its neighbour in a bounded repetition
-  mutable std::map<std::vector<uint32_t>, std::shared_ptr<const TokenMask>> unions_;
+  using Stacks = std::vector<uint32_t>;
+  mutable FifoCache<Stacks, std::shared_ptr<const TokenMask>,
+                    std::map<Stacks, std::shared_ptr<const TokenMask>>>
+      unions_;
   mutable size_t whole_walks_ = 0;
   mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
   mutable std::vector<uint8_t> cut_ends_;            // (set id) -> holds sentinel_

@@ -30,9 +30,10 @@ class KeyWriter {
     out_ += '.';
   }
 
-  // Every rule met, each alternative in order (rules met meanwhile too).
-  void rules() {
-    while (!pending_.empty()) {
+  // Every rule met, each alternative in order (rules met meanwhile too),
+  // until the text is longer than `max_bytes`.
+  void rules(size_t max_bytes) {
+    while (!pending_.empty() && out_.size() <= max_bytes) {
       const uint32_t r = pending_.front();
       pending_.pop_front();
       out_ += 'R';
@@ -57,8 +58,8 @@ class KeyWriter {
 
 }  // namespace
 
-std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack,
-                      uint32_t sentinel) {
+std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel,
+                      size_t max_bytes) {
   KeyWriter w(g);
   uint32_t id = stack;
   for (; id != kEmptyStack && id != sentinel; id = arena.node(id).parent) {
@@ -66,14 +67,15 @@ std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack,
     w.run(arena.node(id).pos);
   }
   w.text() += id == kEmptyStack ? 'E' : 'C';
-  w.rules();
+  w.rules(max_bytes);
+  if (w.text().size() > max_bytes) return {};
   return std::move(w.text());
 }
 
 std::shared_ptr<const StackPrefixMask> StackPrefixMaskCache::find(const std::string& key) const {
   std::lock_guard lock(mu_);
-  const auto it = map_.find(key);
-  return it == map_.end() ? nullptr : it->second;
+  const auto* found = map_.find(key);
+  return found ? *found : nullptr;
 }
 
 size_t StackPrefixMaskCache::size() const {
@@ -84,11 +86,7 @@ size_t StackPrefixMaskCache::size() const {
 void StackPrefixMaskCache::add(const std::string& key,
                                std::shared_ptr<const StackPrefixMask> mask) const {
   std::lock_guard lock(mu_);
-  if (!map_.emplace(key, std::move(mask)).second) return;
-  order_.push_back(key);
-  if (order_.size() <= capacity_) return;
-  map_.erase(order_.front());
-  order_.pop_front();
+  map_.add(key, std::move(mask));
 }
 
 }  // namespace kvforge

@@ -17,17 +17,18 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
+#include "engine/sampling/grammar/fifo_cache.h"
 #include "engine/sampling/grammar/grammar.h"
 #include "engine/sampling/grammar/stack_arena.h"
 
 namespace kvforge {
+
+constexpr size_t kMaxStateKeyBytes = 8192;
 
 struct StackPrefixMask {
   std::vector<uint64_t> accepted;  // (ceil(n_vocab / 64)) tokens the cut stack accepts
@@ -37,21 +38,23 @@ struct StackPrefixMask {
 // The canonical text of the grammar reachable from cut stack `stack` down to
 // `sentinel` (or the empty stack): rules numbered in the order met, byte
 // sets spelled out. Equal texts accept the same bytes in the same way.
-std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel);
+// Empty past about `max_bytes`: a cut that reaches a large part of its
+// grammar (a position in a long object rule) is met once per step and
+// belongs to no other grammar, so it is not worth spelling out.
+std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel,
+                      size_t max_bytes = kMaxStateKeyBytes);
 
 // Thread-safe; keeps the `capacity` most recently added.
 class StackPrefixMaskCache {
  public:
-  explicit StackPrefixMaskCache(size_t capacity = 1024) : capacity_(capacity) {}
+  explicit StackPrefixMaskCache(size_t capacity = 1024) : map_(capacity) {}
   std::shared_ptr<const StackPrefixMask> find(const std::string& key) const;
   void add(const std::string& key, std::shared_ptr<const StackPrefixMask> mask) const;
   size_t size() const;
 
  private:
-  size_t capacity_;
   mutable std::mutex mu_;
-  mutable std::unordered_map<std::string, std::shared_ptr<const StackPrefixMask>> map_;
-  mutable std::list<std::string> order_;  // oldest first
+  mutable FifoCache<std::string, std::shared_ptr<const StackPrefixMask>> map_;
 };
 
 }  // namespace kvforge

@@ -66,6 +66,17 @@ TEST(StackPrefixMasks, MaskEqualsByteWalkAtEveryCutDepth) {
   }
 }
 
+// Caches far too small for the walks: masks, prefixes and unions are dropped
+// and recomputed all along, and every step still equals the byte walk.
+TEST(StackPrefixMasks, MaskEqualsByteWalkWithTinyCaches) {
+  auto vocab = grammar_test::vocab_of(pieces());
+  ConstraintLimits limits;
+  limits.max_cached_masks = 3;
+  limits.max_cached_unions = 2;
+  auto a = std::make_shared<GrammarConstraint>(compile_gbnf(kGrammarA), vocab, limits);
+  check_walks(a, 25, 5);
+}
+
 // Inside a string the stacks are the string's characters (the same cut
 // stacks in both grammars) and its closing quote (whose cut reaches the
 // rules around the string): B adds only the latter.
