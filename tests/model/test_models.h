@@ -39,7 +39,8 @@ inline RandomModelSpec gemma4_test_spec(int shared, int window) {
           .swa_pattern = 3,
           .rope_scaling = "",
           .n_kv_shared = shared,
-          .control_tokens = {}};
+          .control_tokens = {},
+          .expert_type = {}};
 }
 
 }  // namespace kvforge::testing
