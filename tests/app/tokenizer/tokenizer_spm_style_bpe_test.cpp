@@ -63,13 +63,13 @@ gguf::GgufWriter gemma4_writer() {
   return w;
 }
 
-Tokenizer gemma4_tokenizer() {
+Tokenizer tiny_gemma4_tokenizer() {
   const std::vector<uint8_t> bytes = gemma4_writer().to_bytes();
   return Tokenizer::from_gguf(gguf::GgufFile::from_bytes(bytes, "tiny-gemma4.gguf"));
 }
 
 TEST(TokenizerSpmStyleBpe, LoadsWithBosAndWithoutSpacePrefix) {
-  const Tokenizer t = gemma4_tokenizer();
+  const Tokenizer t = tiny_gemma4_tokenizer();
   EXPECT_EQ(t.kind(), VocabKind::SpmStyleBpe);
   EXPECT_TRUE(t.add_bos());
   EXPECT_FALSE(t.add_space_prefix());
@@ -79,14 +79,14 @@ TEST(TokenizerSpmStyleBpe, LoadsWithBosAndWithoutSpacePrefix) {
 }
 
 TEST(TokenizerSpmStyleBpe, MergesSpanSpacesByRank) {
-  const Tokenizer t = gemma4_tokenizer();
+  const Tokenizer t = tiny_gemma4_tokenizer();
   // "ab▁ab": "a b" (rank 0) first, then "▁ ab" (rank 1).
   EXPECT_EQ(t.encode("ab ab", false, false), (Ids{kAb, kSpaceAb}));
   EXPECT_EQ(t.encode(" a b", false, false), (Ids{kSpace, kA, kSpace, kB}));
 }
 
 TEST(TokenizerSpmStyleBpe, NewlinesSplitAndWholeRunsStay) {
-  const Tokenizer t = gemma4_tokenizer();
+  const Tokenizer t = tiny_gemma4_tokenizer();
   EXPECT_EQ(t.encode("a\nb", false, false), (Ids{kA, kNl, kB}));  // "a b" not across "\n"
   EXPECT_EQ(t.encode("\n\n\n", false, false), (Ids{kNl2, kNl}));  // merged by rank
   EXPECT_EQ(t.encode("\n\n\n\n", false, false), (Ids{14}));       // a token: whole
@@ -94,7 +94,7 @@ TEST(TokenizerSpmStyleBpe, NewlinesSplitAndWholeRunsStay) {
 }
 
 TEST(TokenizerSpmStyleBpe, UnknownCharactersBecomeBytesAndDecodeBack) {
-  const Tokenizer t = gemma4_tokenizer();
+  const Tokenizer t = tiny_gemma4_tokenizer();
   const std::string text = "a \xC3\xA9\tb";  // "a é\tb"
   const Ids ids = t.encode(text, true, false);
   EXPECT_EQ(ids, (Ids{kBos, kA, kSpace, kByte0 + 0xC3, kByte0 + 0xA9, kByte0 + '\t', kB}));
@@ -105,7 +105,7 @@ TEST(TokenizerSpmStyleBpe, UnknownCharactersBecomeBytesAndDecodeBack) {
 }
 
 TEST(TokenizerSpmStyleBpe, SpecialTokensInText) {
-  const Tokenizer t = gemma4_tokenizer();
+  const Tokenizer t = tiny_gemma4_tokenizer();
   EXPECT_EQ(t.encode("<|turn>ab<turn|>", false, true), (Ids{4, kAb, 5}));
   // Control tokens are plain text without parse_special; user-defined ones never are.
   const Ids plain = t.encode("<turn|><|tool_response>", false, false);
