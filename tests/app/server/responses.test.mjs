@@ -4,11 +4,15 @@
 // sequence, text.format json_schema through the grammar, the refusals, and
 // stored responses: retrieve, delete, 404 for unknown ids, and a 5-turn
 // previous_response_id chain whose greedy text equals chat completions
-// resending the whole conversation while the prefix cache serves the history.
+// resending the whole conversation while the prefix cache serves the history;
+// the Vercel AI SDK's default provider (`openai(model)`, which speaks the
+// Responses API) through generateText and streamText.
 // Run by run_server_tests.sh (CTest: server_apis).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import OpenAI from 'openai';
+import { generateText, streamText } from 'ai';
+import { createOpenAI } from '@ai-sdk/openai';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +57,28 @@ test('responses.create: greedy text and usage equal chat completions', async () 
   const plain = await client.responses.create({ model: MODEL, input: 'In the beginning',
                                                 max_output_tokens: 4, store: false });
   assert.equal(plain.usage.output_tokens, 4);
+});
+
+test('AI SDK default provider (Responses API): generateText and streamText', async () => {
+  const ref = await chatReference(12);
+  const openai = createOpenAI({ baseURL: `http://127.0.0.1:${server.port}/v1`, apiKey: 'unused' });
+  const model = openai(MODEL);  // the default: /v1/responses
+  const common = { model, system: INSTRUCTIONS, maxOutputTokens: 12, temperature: 0, maxRetries: 0,
+                   messages: [{ role: 'user', content: 'Tell of the flood' },
+                              { role: 'assistant', content: 'The waters rose.' },
+                              { role: 'user', content: 'And then?' }] };
+  const generated = await generateText(common);
+  assert.equal(generated.text, ref.choices[0].message.content);
+  assert.equal(generated.finishReason, ref.choices[0].finish_reason === 'length' ? 'length' : 'stop');
+  assert.equal(generated.usage.inputTokens, ref.usage.prompt_tokens);
+  assert.equal(generated.usage.outputTokens, ref.usage.completion_tokens);
+  assert.match(generated.response.id, /^resp_/);
+  const streamed = streamText(common);
+  let text = '', pieces = 0;
+  for await (const piece of streamed.textStream) { text += piece; ++pieces; }
+  assert.equal(text, ref.choices[0].message.content);
+  assert.ok(pieces > 1, 'streamed in pieces');
+  assert.match((await streamed.response).id, /^resp_/);
 });
 
 test('streaming: the documented event sequence, deltas adding up to the text', async () => {
