@@ -79,7 +79,9 @@ void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
   constexpr uint64_t kMaxDim = 1u << 20;
   c.n_embd = required(f, a + "embedding_length", kMaxDim);
   c.n_layer = required(f, a + "block_count", 4096);
-  c.n_ff = required(f, a + "feed_forward_length", kMaxDim);
+  if (!f.has(a + "feed_forward_length"))
+    fail(f, "missing required key '" + a + "feed_forward_length'");
+  c.n_ff = per_layer_count(f, a + "feed_forward_length", c.n_layer, 0, kMaxDim);
   if (!f.has(a + "attention.head_count"))
     fail(f, "missing required key '" + a + "attention.head_count'");
   c.n_head = per_layer_count(f, a + "attention.head_count", c.n_layer, 0, 4096);

@@ -19,7 +19,7 @@ int positive_int(const gguf::GgufFile& f, const std::string& key, uint64_t v, ui
 int required(const gguf::GgufFile& f, const std::string& key, uint64_t max);
 int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint64_t max);
 // A count llama.cpp reads per layer (get_key_or_arr: head_count,
-// head_count_kv): a scalar, or an array of one entry per layer whose
+// head_count_kv, feed_forward_length): a scalar, or an array of one entry per layer whose
 // entries are all equal; arrays that differ between layers are refused by name.
 int per_layer_count(const gguf::GgufFile& f, const std::string& key, int n_layer, int fallback,
                     uint64_t max);

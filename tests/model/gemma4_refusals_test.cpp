@@ -98,10 +98,12 @@ TEST(Gemma4HeadCountArrays, EqualEntriesAreTheScalar) {
   const auto with_arrays = Model::from_file(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
     w.set("gemma4.attention.head_count", per_layer(std::vector<uint32_t>(9, 4)));
     w.set("gemma4.attention.head_count_kv", per_layer(std::vector<uint32_t>(9, 2)));
+    w.set("gemma4.feed_forward_length", per_layer(std::vector<uint32_t>(9, 128)));
   }));
   const auto scalars = Model::from_file(edited_model(gemma4_spec(), [](gguf::GgufWriter&) {}));
   EXPECT_EQ(with_arrays->config().n_head, 4);
   EXPECT_EQ(with_arrays->config().n_kv_head, 2);
+  EXPECT_EQ(with_arrays->config().n_ff, scalars->config().n_ff);
   const std::vector<int32_t> prompt = {1, 17, 40, 9, 200};
   EXPECT_EQ(prompt_logits(*with_arrays, prompt), prompt_logits(*scalars, prompt));
 }
@@ -129,6 +131,12 @@ TEST(Gemma4HeadCountArrays, DifferingOrMalformedArraysAreRefusedByName) {
     w.set("gemma4.attention.head_count_kv", per_layer(std::vector<uint32_t>(9, 0)));
   }));
   expect_mentions(what, {"gemma4.attention.head_count_kv = 0 is out of range"});
+  // Gemma 4 E2B-style FFN widths that change from layer to layer.
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.feed_forward_length", per_layer({128, 128, 128, 128, 256, 256, 256, 256, 256}));
+  }));
+  expect_mentions(what, {"gemma4.feed_forward_length: per-layer array [128, 128, 128, 128, 256",
+                         "is not supported"});
 }
 
 }  // namespace
