@@ -25,13 +25,24 @@ rank_pid() {
     sleep 0.1
   done
 }
-# Stops rank $2 of launcher $1 and waits for the run to end: fails unless it
-# ends with an error within 10 s; prints the seconds it took.
+# Stops rank $2 of launcher $1 once its output $3 (if given) shows tokens (the ranks are
+# in the generation loop, whose every exchange has a deadline; before it, a
+# slow start under a sanitizer and a loaded machine could leave the follower
+# in a wait without one) and waits for the run to end: fails unless it ends
+# with an error within 10 s; prints the seconds it took.
 stop_and_wait() {
-  local victim start
+  local victim start out="${3:-}"
   victim=$(rank_pid "$1" "$2")
   [ -n "$victim" ] || fail "no rank $2 found"
-  sleep 1
+  if [ -z "$out" ]; then
+    sleep 1  # serve: answering /health, its request in flight
+  else
+    for _ in $(seq 600); do
+      [ "$(stat -c %s "$out" 2>/dev/null || echo 0)" -ge 64 ] && break
+      sleep 0.1
+    done
+    [ "$(stat -c %s "$out")" -ge 64 ] || fail "the run wrote no tokens in 60 s"
+  fi
   stopped+=("$victim")
   start=$(date +%s)
   kill -STOP "$victim"
@@ -42,8 +53,8 @@ stop_and_wait() {
 
 run=(run -m m.gguf -p Hello -n -1 --ignore-eos -c 100000 -t 1 --tp-timeout 2)
 for victim in 1 0; do
-  timeout 60 "${mpi[@]}" -np 2 "$kv" "${run[@]}" >/dev/null 2>"run$victim.err" &
-  stop_and_wait $! "$victim"
+  timeout 120 "${mpi[@]}" -np 2 "$kv" "${run[@]}" >"run$victim.out" 2>"run$victim.err" &
+  stop_and_wait $! "$victim" "run$victim.out"
   grep -q "rank $victim did not answer" "run$victim.err" ||
     { cat "run$victim.err" >&2; fail "no error naming the stopped rank $victim"; }
   echo "run: a stopped rank $victim ended the run in ${took}s, named"
