@@ -143,6 +143,12 @@ bool is_gemma4_template(const ChatTemplate& chat_template) {
   return contains(chat_template.source(), "'<|tool_call>call:'");
 }
 
+ToolTurns tool_turns_for(const ChatTemplate& chat_template) {
+  const bool official = contains(chat_template.source(), "{#- OpenAI Chat Completions:");
+  return is_gemma4_template(chat_template) && !official ? ToolTurns::kGemma4Folded
+                                                        : ToolTurns::kAsSent;
+}
+
 ToolCallStyle detect_tool_call_style(const ChatTemplate& chat_template) {
   const std::string& src = chat_template.source();
   if (is_harmony_template(chat_template)) return ToolCallStyle::kHarmony;
@@ -170,7 +176,8 @@ const char* tool_call_style_name(ToolCallStyle style) {
   return name_of(style, kToolCallStyleNames);
 }
 
-TemplateConversation conversation_for_template(ToolCallStyle style, const ordered_json& messages,
+TemplateConversation conversation_for_template(ToolCallStyle style, ToolTurns turns,
+                                               const ordered_json& messages,
                                                const ordered_json& tools) {
   if (style == ToolCallStyle::kGeneric) return generic_conversation(messages, tools);
   const bool mistral = style == ToolCallStyle::kMistral || style == ToolCallStyle::kMistralArgs;
@@ -179,7 +186,7 @@ TemplateConversation conversation_for_template(ToolCallStyle style, const ordere
     out.messages.push_back(mistral                    ? mistral_message(m)
                            : m.contains("tool_calls") ? with_object_arguments(m)
                                                       : m);
-  if (style == ToolCallStyle::kGemma4) out.messages = gemma4_fold_tool_turns(out.messages);
+  if (turns == ToolTurns::kGemma4Folded) out.messages = gemma4_fold_tool_turns(out.messages);
   return out;
 }
 

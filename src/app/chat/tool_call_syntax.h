@@ -19,8 +19,9 @@
 //            special tokens as token references (required and named calls only).
 //   gemma4   (Gemma 4): <|tool_call>call:NAME{ARGS}<tool_call|>, once per call, where
 //            ARGS is Gemma's own notation (gemma4_arguments.h): bare keys, strings
-//            between <|"|> marks. The reader turns it into JSON. The template reads
-//            tool results from the calling assistant message's `tool_responses`.
+//            between <|"|> marks. The reader turns it into JSON. The first template
+//            revisions read tool results from the calling assistant message's
+//            `tool_responses`; the official one reads OpenAI's `tool` messages.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -63,19 +64,27 @@ bool is_harmony_template(const ChatTemplate& chat_template);
 bool is_gemma4_template(const ChatTemplate& chat_template);
 const char* tool_call_style_name(ToolCallStyle style);
 
+// How a template takes an OpenAI tool exchange: as sent (`tool` messages), or
+// folded into one assistant message for Gemma 4's first template revisions,
+// which know no `tool` role. Its official template marks itself with an
+// "OpenAI Chat Completions" comment and reads `tool` messages, as llama.cpp
+// tells the two apart.
+enum class ToolTurns { kAsSent, kGemma4Folded };
+ToolTurns tool_turns_for(const ChatTemplate& chat_template);
+
 // The messages and tools to render for `style`. Assistant tool_calls'
 // arguments (JSON text in OpenAI's API) become objects, as templates expect;
 // for generic, `tools` (an OpenAI tools array, or null with tool_choice
 // "none") are described in a system message and the tool turns rewritten;
-// for gemma4, a calling assistant message, the `tool` messages after it and
-// the assistant's answer become one assistant message with `tool_responses`,
-// as llama-server folds them for this template (the calling message's own
-// text is dropped, as there).
+// with kGemma4Folded, a calling assistant message, the `tool` messages after
+// it and the assistant's answer become one assistant message with
+// `tool_responses`, as llama-server folds them for those templates (the
+// calling message's own text is dropped, as there).
 struct TemplateConversation {
   nlohmann::ordered_json messages;
   nlohmann::ordered_json tools;  // what the template receives (null for generic)
 };
-TemplateConversation conversation_for_template(ToolCallStyle style,
+TemplateConversation conversation_for_template(ToolCallStyle style, ToolTurns turns,
                                                const nlohmann::ordered_json& messages,
                                                const nlohmann::ordered_json& tools);
 

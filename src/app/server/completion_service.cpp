@@ -94,6 +94,7 @@ CompletionService::CompletionService(Tokenizer tokenizer, ChatTemplate chat_temp
       max_token_bytes_(tokenizer_.max_token_bytes()),
       chat_template_(std::move(chat_template)),
       tool_style_(detect_tool_call_style(chat_template_)),
+      tool_turns_(tool_turns_for(chat_template_)),
       limits_(std::move(limits)),
       constraints_(tokenizer_),
       max_sequence_tokens_(max_sequence_tokens),
@@ -278,7 +279,7 @@ PreparedRequest CompletionService::prepare(ApiKind kind, std::string_view body,
     RequestLimits limits = limits_;
     if (truncate) limits.max_tokens_limit = std::numeric_limits<int>::max();
     ChatRequest r = parse_fields([&] { return parse_chat_request(json, limits); });
-    p.tool_calls = parse_fields([&] { return plan_tools(json, r, tool_style_); });
+    p.tool_calls = parse_fields([&] { return plan_tools(json, r, tool_style_, tool_turns_); });
     const ReasoningFormat reasoning = request_reasoning_format(json, limits_.reasoning_format);
     s.prompt = fit_chat(r, truncate, cancelled, p.messages_dropped);
     if (rewrite) rewrite(render_chat(r, cancelled).text, s.prompt);

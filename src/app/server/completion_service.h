@@ -111,6 +111,7 @@ class CompletionService {
   PrepareGate gate_{PrepareGate::kDefaultCapacityBytes};
   ChatTemplate chat_template_;
   ToolCallStyle tool_style_;  // how the template writes tool calls
+  ToolTurns tool_turns_;      // how it reads a tool exchange
   RequestLimits limits_;
   ConstraintCache constraints_;  // compiled grammars and schemas, by text
   int max_sequence_tokens_;

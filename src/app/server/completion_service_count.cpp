@@ -17,7 +17,7 @@ int CompletionService::count_chat_tokens(std::string_view body,
   ChatRequest r;
   try {
     r = parse_chat_request(json, limits_);
-    plan_tools(json, r, tool_style_);  // the tools as the template sees them
+    plan_tools(json, r, tool_style_, tool_turns_);  // the tools as the template sees them
   } catch (const nlohmann::json::exception& e) {
     throw ApiError(400, std::string("invalid request: ") + e.what());
   }

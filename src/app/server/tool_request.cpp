@@ -120,7 +120,7 @@ void check_history_calls(const ordered_json& messages) {
 }  // namespace
 
 std::optional<ToolCallSyntax> plan_tools(const ordered_json& body, ChatRequest& r,
-                                         ToolCallStyle style) {
+                                         ToolCallStyle style, ToolTurns turns) {
   const std::vector<ToolFunction> tools =
       r.tools.is_array() ? parse_tools(r.tools) : std::vector<ToolFunction>{};
   const ToolChoice choice = parse_choice(body, tools);
@@ -130,7 +130,7 @@ std::optional<ToolCallSyntax> plan_tools(const ordered_json& body, ChatRequest& 
   check_history_calls(r.messages);
   const bool calls = !tools.empty() && choice.mode != "none";
   const ordered_json described = style == ToolCallStyle::kGeneric && !calls ? nullptr : r.tools;
-  TemplateConversation conv = conversation_for_template(style, r.messages, described);
+  TemplateConversation conv = conversation_for_template(style, turns, r.messages, described);
   r.messages = std::move(conv.messages);
   r.tools = std::move(conv.tools);
   if (!calls) return std::nullopt;

@@ -22,6 +22,6 @@ namespace kvforge::server {
 // or nullopt when the reply is plain text (no tools, or tool_choice "none").
 // Throws ApiError 400 naming the field.
 std::optional<ToolCallSyntax> plan_tools(const nlohmann::ordered_json& body, ChatRequest& r,
-                                         ToolCallStyle style);
+                                         ToolCallStyle style, ToolTurns turns);
 
 }  // namespace kvforge::server

@@ -26,17 +26,31 @@ namespace gemma4_tool_calls_test {
 
 using nlohmann::ordered_json;
 
-ChatTemplate gemma4_template() {
-  return ChatTemplate::parse(testing::read_chat_fixture("gemma-4-vocab.jinja"));
+// Two revisions of the template: the one of llama.cpp's Gemma 4 vocabulary
+// (it knows no `tool` role: kvforge folds the exchange into
+// `tool_responses`) and the official one (gemma-4-31b-it.jinja, which reads
+// OpenAI's `tool` messages itself: the exchange is given as sent). Each
+// revision's expected prompts come from llama-server with that template.
+struct Revision {
+  const char* jinja;
+  const char* golden_prefix;  // data/<prefix><conversation>.txt
+  ToolTurns turns;
+};
+constexpr Revision kFirst{"gemma-4-vocab.jinja", "gemma-4-", ToolTurns::kGemma4Folded};
+constexpr Revision kOfficial{"gemma-4-31b-it.jinja", "gemma-4-31b-", ToolTurns::kAsSent};
+
+ChatTemplate gemma4_template(const Revision& rev = kFirst) {
+  return ChatTemplate::parse(testing::read_chat_fixture(rev.jinja));
 }
 
 // The messages and tools as a server request gives them, rendered as
 // kvforge serve renders them (thinking on unless `thinking` is false).
-std::string render_request(const ordered_json& messages, const ordered_json& tools,
-                           std::optional<bool> thinking) {
-  const ChatTemplate t = gemma4_template();
+std::string render_request(const Revision& rev, const ordered_json& messages,
+                           const ordered_json& tools, std::optional<bool> thinking) {
+  const ChatTemplate t = gemma4_template(rev);
+  EXPECT_EQ(tool_turns_for(t), rev.turns) << rev.jinja;
   const TemplateConversation conv =
-      conversation_for_template(detect_tool_call_style(t), messages, tools);
+      conversation_for_template(detect_tool_call_style(t), tool_turns_for(t), messages, tools);
   ChatTemplateInputs in;
   in.messages = conv.messages;
   in.tools = conv.tools;
@@ -48,6 +62,10 @@ std::string render_request(const ordered_json& messages, const ordered_json& too
   return text;
 }
 
+std::string expected(const Revision& rev, const std::string& conversation) {
+  return "<bos>" + testing::read_chat_fixture(rev.golden_prefix + conversation + ".txt");
+}
+
 const ordered_json kWeatherTool = ordered_json::parse(R"([{"type": "function", "function": {
     "name": "get_weather", "description": "Current weather of a city",
     "parameters": {"type": "object", "properties": {
@@ -55,10 +73,12 @@ const ordered_json kWeatherTool = ordered_json::parse(R"([{"type": "function", "
       "unit": {"type": "string", "enum": ["c", "f"]}}, "required": ["city"]}}}])");
 
 TEST(Gemma4ToolCalls, TheTemplateIsDetected) {
-  const ChatTemplate t = gemma4_template();
-  EXPECT_EQ(detect_tool_call_style(t), ToolCallStyle::kGemma4);
-  EXPECT_TRUE(is_gemma4_template(t));
-  EXPECT_FALSE(is_harmony_template(t));
+  for (const Revision& rev : {kFirst, kOfficial}) {
+    const ChatTemplate t = gemma4_template(rev);
+    EXPECT_EQ(detect_tool_call_style(t), ToolCallStyle::kGemma4) << rev.jinja;
+    EXPECT_TRUE(is_gemma4_template(t));
+    EXPECT_FALSE(is_harmony_template(t));
+  }
   EXPECT_STREQ(tool_call_style_name(ToolCallStyle::kGemma4), "gemma4");
 }
 
@@ -73,12 +93,13 @@ TEST(Gemma4ToolCalls, AnOpenAIExchangeRendersAsLlamaServerRendersIt) {
     {"role": "tool", "tool_call_id": "c1", "content": "{\"temp\": 21, \"sky\": \"clear\"}"},
     {"role": "assistant", "content": "It is 21 C and clear."},
     {"role": "user", "content": "Thanks"}])");
-  EXPECT_EQ(render_request(messages, kWeatherTool, false),
-            "<bos>" + testing::read_chat_fixture("gemma-4-tools.txt"));
+  for (const Revision& rev : {kFirst, kOfficial})
+    EXPECT_EQ(render_request(rev, messages, kWeatherTool, false), expected(rev, "tools"));
 }
 
 // The agent's usual next step: two calls answered (one result JSON, one
 // plain text) and the model's turn continued, with thinking on by default.
+// The official template passes a JSON-text result on as text.
 TEST(Gemma4ToolCalls, ResultsEndTheConversationAndTheModelGoesOn) {
   const ordered_json messages = ordered_json::parse(R"([
     {"role": "user", "content": "Weather in Paris and Rome?"},
@@ -89,11 +110,11 @@ TEST(Gemma4ToolCalls, ResultsEndTheConversationAndTheModelGoesOn) {
         "arguments": "{\"city\": \"Rome\", \"unit\": \"f\"}"}}]},
     {"role": "tool", "tool_call_id": "a", "content": "{\"temp\": 21}"},
     {"role": "tool", "tool_call_id": "b", "content": "sunny, 75 F"}])");
-  EXPECT_EQ(render_request(messages, kWeatherTool, std::nullopt),
-            "<bos>" + testing::read_chat_fixture("gemma-4-agent.txt"));
+  for (const Revision& rev : {kFirst, kOfficial})
+    EXPECT_EQ(render_request(rev, messages, kWeatherTool, std::nullopt), expected(rev, "agent"));
 }
 
-// A folded turn that ends the conversation with its answer, thinking on: the
+// A turn that ends the conversation with its answer, thinking on: the
 // template writes no generation prompt, so a model turn is opened.
 TEST(Gemma4ToolCalls, AnAnswerLastOpensAModelTurn) {
   const ordered_json messages = ordered_json::parse(R"([
@@ -102,8 +123,9 @@ TEST(Gemma4ToolCalls, AnAnswerLastOpensAModelTurn) {
       "function": {"name": "get_weather", "arguments": {"city": "Oslo"}}}]},
     {"role": "tool", "tool_call_id": "a", "content": "[1, \"x\"]"},
     {"role": "assistant", "content": "Cold."}])");
-  EXPECT_EQ(render_request(messages, kWeatherTool, std::nullopt),
-            "<bos>" + testing::read_chat_fixture("gemma-4-answer-last.txt"));
+  for (const Revision& rev : {kFirst, kOfficial})
+    EXPECT_EQ(render_request(rev, messages, kWeatherTool, std::nullopt),
+              expected(rev, "answer-last"));
 }
 
 TEST(Gemma4ToolCalls, FoldKeepsOtherMessagesAndNamesResultsByPosition) {

@@ -47,7 +47,7 @@ TEST(ToolCallSyntax, MistralNemoRendersHistoryWithNineCharacterIds) {
   const ChatTemplate nemo = load("mistralai-Mistral-Nemo-Instruct-2407.jinja");
   ASSERT_EQ(detect_tool_call_style(nemo), ToolCallStyle::kMistral);
   const TemplateConversation conv =
-      conversation_for_template(ToolCallStyle::kMistral, history(), kTools);
+      conversation_for_template(ToolCallStyle::kMistral, ToolTurns::kAsSent, history(), kTools);
   ChatTemplateInputs in;
   in.messages = conv.messages;
   in.tools = conv.tools;
@@ -75,7 +75,7 @@ TEST(ToolCallSyntax, GptOssIsHarmony) {
 
 TEST(ToolCallSyntax, QwenRendersCallsWithObjectArguments) {
   const TemplateConversation conv =
-      conversation_for_template(ToolCallStyle::kHermes, history(), kTools);
+      conversation_for_template(ToolCallStyle::kHermes, ToolTurns::kAsSent, history(), kTools);
   ChatTemplateInputs in;
   in.messages = conv.messages;
   in.tools = conv.tools;
@@ -90,7 +90,7 @@ TEST(ToolCallSyntax, QwenRendersCallsWithObjectArguments) {
 
 TEST(ToolCallSyntax, LlamaRendersTheCallWithParameters) {
   const TemplateConversation conv =
-      conversation_for_template(ToolCallStyle::kLlama3, history(), kTools);
+      conversation_for_template(ToolCallStyle::kLlama3, ToolTurns::kAsSent, history(), kTools);
   ChatTemplateInputs in;
   in.messages = conv.messages;
   in.tools = conv.tools;
@@ -102,7 +102,7 @@ TEST(ToolCallSyntax, LlamaRendersTheCallWithParameters) {
 
 TEST(ToolCallSyntax, GenericDescribesToolsAndRewritesToolTurns) {
   const TemplateConversation conv =
-      conversation_for_template(ToolCallStyle::kGeneric, history(), kTools);
+      conversation_for_template(ToolCallStyle::kGeneric, ToolTurns::kAsSent, history(), kTools);
   EXPECT_TRUE(conv.tools.is_null());
   ASSERT_EQ(conv.messages.size(), 4u);
   EXPECT_EQ(conv.messages[0]["role"], "system");
@@ -120,8 +120,10 @@ TEST(ToolCallSyntax, GenericDescribesToolsAndRewritesToolTurns) {
   EXPECT_NE(ChatTemplate::fallback().render(in).find("System: You can call tools"),
             std::string::npos);
   // No tools (tool_choice "none"): history rewritten, no system message added.
-  EXPECT_EQ(conversation_for_template(ToolCallStyle::kGeneric, history(), nullptr).messages.size(),
-            3u);
+  EXPECT_EQ(
+      conversation_for_template(ToolCallStyle::kGeneric, ToolTurns::kAsSent, history(), nullptr)
+          .messages.size(),
+      3u);
 }
 
 }  // namespace tool_syntax_test
