@@ -129,14 +129,14 @@ void attention_output(const StepEnv& env, int layer, float* attn, const float* g
 void dense_ffn(const StepEnv& env, int layer, const float* xn, int64_t rows, float* gate, float* up,
                float* proj) {
   const ModelConfig& c = env.model.rank_config();
+  const int ff = c.layer_n_ff(layer);  // gate and up are [rows][ff], packed by the layer's width
   const LayerWeights& w = env.model.weights().layers[size_t(layer)];
   const MatmulOutput gate_up[] = {{w.ffn_gate, gate}, {w.ffn_up, up}};
   {
     const PhaseTimer t(phase(env, &ForwardTimes::weight_matmuls));
     matmul_batch(gate_up, xn, rows, env.pool, env.matmul);
   }
-  for_rows(env.pool, rows,
-           [&](int64_t t) { gated_activation(c, gate + t * c.n_ff, up + t * c.n_ff, c.n_ff); });
+  for_rows(env.pool, rows, [&](int64_t t) { gated_activation(c, gate + t * ff, up + t * ff, ff); });
   row_parallel(env, w.ffn_down, env.model.split().ffn_parts, gate, rows, proj);
 }
 

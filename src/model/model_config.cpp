@@ -15,6 +15,7 @@ using config_detail::float_key;
 using config_detail::FloatRange;
 using config_detail::optional;
 using config_detail::per_layer_count;
+using config_detail::per_layer_widths;
 using config_detail::positive_int;
 using config_detail::required;
 
@@ -79,9 +80,9 @@ void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
   constexpr uint64_t kMaxDim = 1u << 20;
   c.n_embd = required(f, a + "embedding_length", kMaxDim);
   c.n_layer = required(f, a + "block_count", 4096);
-  if (!f.has(a + "feed_forward_length"))
-    fail(f, "missing required key '" + a + "feed_forward_length'");
-  c.n_ff = per_layer_count(f, a + "feed_forward_length", c.n_layer, 0, kMaxDim);
+  std::vector<int> ff = per_layer_widths(f, a + "feed_forward_length", c.n_layer, kMaxDim);
+  c.n_ff = *std::max_element(ff.begin(), ff.end());
+  if (ff.size() > 1) c.n_ff_layers = std::move(ff);
   if (!f.has(a + "attention.head_count"))
     fail(f, "missing required key '" + a + "attention.head_count'");
   c.n_head = per_layer_count(f, a + "attention.head_count", c.n_layer, 0, 4096);

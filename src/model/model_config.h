@@ -84,7 +84,7 @@ struct ModelConfig {
   int n_vocab = 0;
   int n_embd = 0;
   int n_layer = 0;
-  int n_ff = 0;
+  int n_ff = 0;  // FFN rows: of every layer, or of the widest when n_ff_layers is set
   int n_head = 0;
   int n_kv_head = 0;
   int head_dim = 0;  // n_embd / n_head unless <arch>.attention.key_length says otherwise
@@ -134,6 +134,14 @@ struct ModelConfig {
   int head_dim_swa = 0;
   int rope_dim_swa = 0;
 
+  // FFN rows of each layer when they differ between layers (Gemma 4's
+  // use_double_wide_mlp: the shared-KV layers twice as wide); empty when
+  // every layer has n_ff. Scratch sized by n_ff fits every layer.
+  std::vector<int> n_ff_layers;
+  int layer_n_ff(int layer) const {
+    return n_ff_layers.empty() ? n_ff : n_ff_layers[size_t(layer)];
+  }
+
   int q_dim() const { return n_head * head_dim; }
   int kv_dim() const { return n_kv_head * head_dim; }
   // Per-layer shapes: q_dim()/kv_dim()/head_dim/rope_dim hold for full
@@ -154,11 +162,12 @@ struct ModelConfig {
   int max_rope_dim() const { return std::max(rope_dim, rope_dim_swa); }
   int max_q_dim() const { return n_head * max_head_dim(); }
   int max_kv_dim() const { return n_kv_head * max_head_dim(); }
-  // This config as `layer` sees it: head_dim and rope_dim are the layer's.
+  // This config as `layer` sees it: head_dim, rope_dim and n_ff are the layer's.
   ModelConfig layer_shape(int layer) const {
     ModelConfig s = *this;
     s.head_dim = layer_head_dim(layer);
     s.rope_dim = layer_rope_dim(layer);
+    s.n_ff = layer_n_ff(layer);
     return s;
   }
   int gqa_group() const { return n_head / n_kv_head; }  // query heads per KV head

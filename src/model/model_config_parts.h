@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "core/gguf/gguf_file.h"
 #include "model/model_config.h"
@@ -23,6 +24,12 @@ int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint
 // entries are all equal; arrays that differ between layers are refused by name.
 int per_layer_count(const gguf::GgufFile& f, const std::string& key, int n_layer, int fallback,
                     uint64_t max);
+// A required per-layer count whose entries may differ (feed_forward_length:
+// Gemma 4's double-wide FFN): one entry when the key is a scalar or every
+// layer agrees, else one per layer. An array of another length than n_layer,
+// or an entry outside [1, max], is refused naming the key.
+std::vector<int> per_layer_widths(const gguf::GgufFile& f, const std::string& key, int n_layer,
+                                  uint64_t max);
 
 // The values a float key may take: finite, above `min` (or equal to it when
 // min_inclusive) and below `max`. A NaN or an infinity in a hyperparameter

@@ -131,30 +131,54 @@ int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint
   return f.has(key) ? positive_int(f, key, f.get_u64(key), max) : fallback;
 }
 
-int per_layer_count(const gguf::GgufFile& f, const std::string& key, int n_layer, int fallback,
-                    uint64_t max) {
+namespace {
+
+// The entries of a per-layer count key (each in [1, max]), or one entry for
+// a scalar.
+std::vector<int> layer_counts(const gguf::GgufFile& f, const std::string& key, int n_layer,
+                              uint64_t max) {
   const gguf::Value* v = f.find(key);
-  if (!v) return fallback;
-  if (!v->is_array()) return positive_int(f, key, f.get_u64(key), max);
+  if (!v->is_array()) return {positive_int(f, key, f.get_u64(key), max)};
   const std::vector<gguf::Value>& items = std::get<gguf::Array>(v->data).items;
   if (items.size() != size_t(n_layer))
     fail(f, key + ": per-layer array of " + std::to_string(items.size()) +
                 " entries, expected one per layer (block_count " + std::to_string(n_layer) + ")");
-  const auto count = [&](const gguf::Value& item) {
-    if (const uint64_t* u = std::get_if<uint64_t>(&item.data)) return *u;
-    if (const int64_t* i = std::get_if<int64_t>(&item.data); i && *i >= 0) return uint64_t(*i);
-    fail(f, key + ": per-layer array of non-negative integers expected");
-  };
-  std::string listed;  // the values, for the message
-  bool uniform = true;
+  std::vector<int> counts;
   for (const gguf::Value& item : items) {
-    uniform = uniform && count(item) == count(items[0]);
-    if (listed.size() < 60) listed += (listed.empty() ? "" : ", ") + std::to_string(count(item));
+    uint64_t n = 0;
+    if (const uint64_t* u = std::get_if<uint64_t>(&item.data))
+      n = *u;
+    else if (const int64_t* i = std::get_if<int64_t>(&item.data); i && *i >= 0)
+      n = uint64_t(*i);
+    else
+      fail(f, key + ": per-layer array of non-negative integers expected");
+    counts.push_back(positive_int(f, key, n, max));
   }
-  if (!uniform)
-    fail(f, key + ": per-layer array [" + listed + (listed.size() < 60 ? "" : ", ...") +
-                "] is not supported (the layers must all have the same count)");
-  return positive_int(f, key, count(items[0]), max);
+  return counts;
+}
+
+}  // namespace
+
+int per_layer_count(const gguf::GgufFile& f, const std::string& key, int n_layer, int fallback,
+                    uint64_t max) {
+  if (!f.find(key)) return fallback;
+  const std::vector<int> counts = layer_counts(f, key, n_layer, max);
+  if (std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts[0]; }))
+    return counts[0];
+  std::string listed;  // the values, for the message
+  for (int n : counts)
+    if (listed.size() < 60) listed += (listed.empty() ? "" : ", ") + std::to_string(n);
+  fail(f, key + ": per-layer array [" + listed + (listed.size() < 60 ? "" : ", ...") +
+              "] is not supported (the layers must all have the same count)");
+}
+
+std::vector<int> per_layer_widths(const gguf::GgufFile& f, const std::string& key, int n_layer,
+                                  uint64_t max) {
+  if (!f.find(key)) fail(f, "missing required key '" + key + "'");
+  std::vector<int> counts = layer_counts(f, key, n_layer, max);
+  if (std::all_of(counts.begin(), counts.end(), [&](int n) { return n == counts[0]; }))
+    counts.resize(1);
+  return counts;
 }
 
 std::string float_str(float v) {

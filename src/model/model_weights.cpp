@@ -261,6 +261,7 @@ void load_gemma4_moe(TensorLoader& load, const std::string& p, const ModelConfig
   m.dense_post_norm = load.vector(p + "post_ffw_norm_1.weight", c.n_embd);
 }
 
+// c: the layer's shape (ModelConfig::layer_shape), n_ff its FFN rows.
 void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, LayerWeights& l,
               WeightView& ffn_down) {
   // qwen35 and gpt-oss name the FFN's input norm post_attention_norm (it
@@ -336,9 +337,10 @@ std::vector<float> sub(const std::vector<float>& v, int64_t first, int64_t n) {
 // process): attention heads with their biases and sinks, dense FFN rows or
 // each expert's share (model/moe_tensor_parallel.h).
 void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s) {
-  if (l.ffn_gate.data) {  // a dense FFN
-    l.ffn_gate = row_range(l.ffn_gate, s.first_ff(), s.n_ff);
-    l.ffn_up = row_range(l.ffn_up, s.first_ff(), s.n_ff);
+  if (l.ffn_gate.data) {  // a dense FFN of c.n_ff rows (the layer's)
+    const int64_t ff = c.n_ff / s.n_ranks;
+    l.ffn_gate = row_range(l.ffn_gate, s.rank * ff, ff);
+    l.ffn_up = row_range(l.ffn_up, s.rank * ff, ff);
   }
   keep_rank_experts(l.moe, c, s);
   keep_rank_linear(l.linear, c, s);
@@ -435,7 +437,7 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
       load_linear_attention(load, p, c, l.linear);
     else
       load_attention(load, p, c, l, attn_output[size_t(i)]);
-    load_ffn(load, p, c, l, ffn_down[size_t(i)]);
+    load_ffn(load, p, c.n_ff_layers.empty() ? c : c.layer_shape(i), l, ffn_down[size_t(i)]);
   }
   load.check_all_used();
 
@@ -445,8 +447,9 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
     ffn_types.push_back(ffn_down[i].type);
   }
   w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
-  for (int i = 0; i < c.n_layer; ++i)  // each layer's own head size (layer_shape)
-    keep_rank_rows(w.layers[size_t(i)], c.per_layer_heads() ? c.layer_shape(i) : c, w.split);
+  const bool per_layer = c.per_layer_heads() || !c.n_ff_layers.empty();
+  for (int i = 0; i < c.n_layer; ++i)  // each layer's own head size and FFN rows (layer_shape)
+    keep_rank_rows(w.layers[size_t(i)], per_layer ? c.layer_shape(i) : c, w.split);
   w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);
   copy_rank_columns(w, attn_output, ffn_down, file);
   return w;

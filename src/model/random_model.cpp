@@ -246,6 +246,11 @@ std::vector<float> llama3_rope_freqs(int rope_dim, float base, int orig_ctx) {
   return out;
 }
 
+// The FFN rows of layer l: gemma4's double-wide shared-KV layers have twice n_ff.
+int layer_n_ff(const RandomModelSpec& spec, int l) {
+  return spec.double_wide_ffn && l >= spec.n_layer - spec.n_kv_shared ? 2 * spec.n_ff : spec.n_ff;
+}
+
 void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int n_vocab,
                            int head_dim) {
   const std::string a = spec.arch + ".";
@@ -254,7 +259,10 @@ void write_hyperparameters(gguf::GgufWriter& w, const RandomModelSpec& spec, int
   w.set(a + "context_length", gguf::Value::u32(uint32_t(spec.n_ctx)));
   w.set(a + "embedding_length", gguf::Value::u32(uint32_t(spec.n_embd)));
   w.set(a + "block_count", gguf::Value::u32(uint32_t(spec.n_layer + spec.n_mtp)));
-  w.set(a + "feed_forward_length", gguf::Value::u32(uint32_t(spec.n_ff)));
+  std::vector<int32_t> ff;  // one entry per layer for the double-wide FFN
+  for (int l = 0; l < spec.n_layer; ++l) ff.push_back(layer_n_ff(spec, l));
+  w.set(a + "feed_forward_length",
+        spec.double_wide_ffn ? gguf::Value::i32_array(ff) : gguf::Value::u32(uint32_t(spec.n_ff)));
   w.set(a + "attention.head_count", gguf::Value::u32(uint32_t(spec.n_head)));
   w.set(a + "attention.head_count_kv", gguf::Value::u32(uint32_t(spec.n_kv_head)));
   if (spec.head_dim > 0) {
@@ -319,8 +327,8 @@ void write_gemma4_experts(TensorMaker& make, const RandomModelSpec& spec, const 
 
 // The dense FFN, or a mixture of experts' router and expert tensors (with
 // gpt-oss's router and expert biases, qwen35moe's and qwen3next's shared
-// expert), or both (gemma4_moe).
-void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string& p) {
+// expert), or both (gemma4_moe). n_ff: the dense FFN's rows in this layer.
+void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string& p, int n_ff) {
   const std::string& arch = spec.arch;
   if (spec.gemma4_moe) write_gemma4_experts(make, spec, p);
   if (moe_arch(arch)) {
@@ -339,12 +347,12 @@ void write_ffn(TensorMaker& make, const RandomModelSpec& spec, const std::string
     return;
   }
   if (arch == "phi3") {
-    make.matrix(p + "ffn_up.weight", 2 * int64_t(spec.n_ff), spec.n_embd);  // gate rows, up rows
+    make.matrix(p + "ffn_up.weight", 2 * int64_t(n_ff), spec.n_embd);  // gate rows, up rows
   } else {
-    make.matrix(p + "ffn_gate.weight", spec.n_ff, spec.n_embd);
-    make.matrix(p + "ffn_up.weight", spec.n_ff, spec.n_embd);
+    make.matrix(p + "ffn_gate.weight", n_ff, spec.n_embd);
+    make.matrix(p + "ffn_up.weight", n_ff, spec.n_embd);
   }
-  make.matrix(p + "ffn_down.weight", spec.n_embd, spec.n_ff);
+  make.matrix(p + "ffn_down.weight", spec.n_embd, n_ff);
 }
 
 // The hybrids' keys: the Gated DeltaNet shapes, the layer pattern, the MTP
@@ -406,7 +414,7 @@ void add_hybrid_block(TensorMaker& make, const RandomModelSpec& spec, int l, int
     make.matrix(p + "attn_output.weight", spec.n_embd, q_dim);
   }
   make.norm(p + "post_attention_norm.weight", spec.n_embd);
-  write_ffn(make, spec, p);
+  write_ffn(make, spec, p, spec.n_ff);
   if (!mtp) return;
   make.matrix(p + "nextn.eh_proj.weight", spec.n_embd, 2 * int64_t(spec.n_embd));
   make.norm(p + "nextn.enorm.weight", spec.n_embd);
@@ -529,7 +537,7 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
   }
   if (gemma) make.norm(p + "post_attention_norm.weight", spec.n_embd);
   make.norm(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), spec.n_embd);
-  write_ffn(make, spec, p);
+  write_ffn(make, spec, p, layer_n_ff(spec, l));
   if (gemma) make.norm(p + "post_ffw_norm.weight", spec.n_embd);
   if (gemma4) add_gemma4_layer_tail(make, spec, p);
 }
@@ -553,8 +561,9 @@ void check_spec(const RandomModelSpec& spec) {
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
         "n_head a multiple of n_kv_head");
-  if (spec.gemma4_moe && arch != "gemma4")
-    throw std::invalid_argument("make_random_model: gemma4_moe needs the gemma4 architecture");
+  if ((spec.gemma4_moe || spec.double_wide_ffn) && arch != "gemma4")
+    throw std::invalid_argument(
+        "make_random_model: gemma4_moe and double_wide_ffn need the gemma4 architecture");
   if ((moe_arch(arch) || spec.gemma4_moe) &&
       (spec.n_expert < 1 || spec.n_expert_used < 1 || spec.n_expert_used > spec.n_expert ||
        spec.n_ff_exp < 1 || spec.n_ff_shexp < 1))

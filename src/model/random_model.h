@@ -91,6 +91,10 @@ struct RandomModelSpec {
   // (n_expert_used, n_ff_exp) beside the dense FFN, with the router's input
   // scale, each expert's output scale and the two branches' norms.
   bool gemma4_moe = false;
+  // gemma4: use_double_wide_mlp (Gemma 4 E2B/E4B): the n_kv_shared layers'
+  // FFNs have 2 n_ff rows, feed_forward_length written as one entry per
+  // layer, as llama.cpp's converter writes it.
+  bool double_wide_ffn = false;
   // Vocabulary size without a `vocab` file: the kByteVocabTokens byte-fallback tokens, padded with
   // unused tokens up to n_vocab (0 = no padding). Only changes the embedding and output shapes.
   int n_vocab = 0;

@@ -30,15 +30,18 @@ int parts_of(std::span<const int64_t> widths, int units, std::span<const GgmlTyp
   return 1;
 }
 
-int parts_of(int64_t cols, int units, std::span<const GgmlType> types) {
-  return parts_of(std::span<const int64_t>(&cols, 1), units, types);
-}
-
 // attn_output's columns in each layer: Gemma 4's windowed layers have heads
 // of their own size, and every layer's must split into the same parts.
 std::vector<int64_t> attention_widths(const ModelConfig& c) {
   std::vector<int64_t> widths;
   for (int l = 0; l < c.n_layer; ++l) widths.push_back(int64_t(c.n_head) * c.layer_head_dim(l));
+  return widths;
+}
+
+// ffn_down's columns in each layer (Gemma 4's double-wide FFN layers have more).
+std::vector<int64_t> ffn_widths(const ModelConfig& c) {
+  std::vector<int64_t> widths;
+  for (int l = 0; l < c.n_layer; ++l) widths.push_back(c.layer_n_ff(l));
   return widths;
 }
 
@@ -86,10 +89,12 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   int most = 1;
   while (most < kMaxColumnParts && c.n_head % (2 * most) == 0) most *= 2;
   s.attn_parts = parts_of(attention_widths(c), most, attn_output_types);
+  const std::vector<int64_t> ffn = ffn_widths(c);
   int ffn_max = most;
-  while (ffn_max > 1 && c.n_ff % ffn_max != 0) ffn_max /= 2;
+  while (ffn_max > 1 && std::any_of(ffn.begin(), ffn.end(), [&](int64_t w) { return w % ffn_max; }))
+    ffn_max /= 2;
   // A mixture of experts has no dense ffn_down: its experts split by rows instead.
-  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(int64_t(c.n_ff), ffn_max, ffn_down_types);
+  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(ffn, ffn_max, ffn_down_types);
   if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
     refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
                         " KV heads do not divide evenly; each rank holds whole KV heads");
@@ -133,6 +138,7 @@ ModelConfig TensorSplit::rank_config(const ModelConfig& c) const {
   r.n_head = n_head;
   r.n_kv_head = n_kv_head;
   r.n_ff = n_ff;
+  for (int& ff : r.n_ff_layers) ff /= n_ranks;
   r.moe.n_ff_exp = c.moe.n_ff_exp / n_ranks;
   r.moe.n_ff_shexp = c.moe.n_ff_shexp / n_ranks;
   r.linear.n_k_heads = n_k_heads;

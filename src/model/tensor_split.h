@@ -6,9 +6,11 @@
 //   attn_k/v      rows of the KV heads they read: n_kv_head / n ranks each,
 //                 or, with more ranks than KV heads, one replicated on
 //                 n / n_kv_head ranks (as vLLM does)
-//   ffn_gate/up   rows [rank * n_ff / n, (rank + 1) * n_ff / n)
+//   ffn_gate/up   rows [rank * n_ff / n, (rank + 1) * n_ff / n), n_ff the layer's
+//                 (Gemma 4's double-wide layers have more)
 //   attn_output   column parts [rank * attn_parts / n, ...), groups of query heads
-//   ffn_down      column parts [rank * ffn_parts / n, ...) of n_ff / ffn_parts columns each
+//   ffn_down      column parts [rank * ffn_parts / n, ...) of n_ff / ffn_parts columns
+//                 each: one part count for every layer, whole blocks at each layer's n_ff
 //   output        vocabulary rows vocab_first[rank] .. + vocab_rows[rank]
 //   token_embd, norms: whole on every rank
 //
@@ -63,7 +65,7 @@ struct TensorSplit {
   int n_head = 0;                    // this rank's query heads
   int n_kv_head = 0;                 // this rank's KV heads
   int kv_replicas = 1;               // ranks holding each KV head (> 1: more ranks than KV heads)
-  int n_ff = 0;                      // this rank's FFN rows
+  int n_ff = 0;                      // this rank's FFN rows (of the widest layer)
   int n_ff_exp = 0;                  // this rank's rows of each expert's gate/up (mixtures)
   int n_ff_shexp = 0;                // this rank's rows of the shared expert's gate/up
   int n_embd_rows = 0;               // this rank's output rows of each expert's down / ssm_out
@@ -74,7 +76,6 @@ struct TensorSplit {
 
   int first_kv_head() const { return rank / kv_replicas * n_kv_head; }
   int first_head() const { return rank * n_head; }
-  int first_ff() const { return rank * n_ff; }
   int first_ff_exp() const { return rank * n_ff_exp; }
   int first_ff_shexp() const { return rank * n_ff_shexp; }
   int first_embd_row() const { return rank * n_embd_rows; }
@@ -85,7 +86,7 @@ struct TensorSplit {
   static TensorSplit of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
                         std::span<const GgmlType> ffn_down_types, int rank, int n_ranks);
 
-  // The config this rank computes with: n_head, n_kv_head, n_ff, the
+  // The config this rank computes with: n_head, n_kv_head, n_ff (each layer's), the
   // experts' n_ff_exp / n_ff_shexp and the linear-attention heads of its share (so KV caches built
   // from it hold this rank's KV heads only).
   ModelConfig rank_config(const ModelConfig& c) const;

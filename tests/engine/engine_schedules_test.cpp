@@ -227,7 +227,8 @@ const ArchCase kArchCases[] = {
     {"qwen35moe_hybrid", "qwen35moe", 0, 32, "", false},
     {"qwen3next_hybrid", "qwen3next", 0, 32, "", false},
     // Gemma 4: 9 layers (windows of 6 on six, pattern 3), the last 3 reading
-    // layers 4 and 5's K/V and holding no blocks, per-layer embeddings.
+    // layers 4 and 5's K/V and holding no blocks, their FFNs double wide (as
+    // E2B/E4B's), per-layer embeddings.
     {"gemma4_shared_kv", "gemma4", 6, 32, "", false},
     // Its MoE variant: the same layers with 8 experts (2 per token) beside
     // each dense FFN, routed on their own input.
@@ -260,6 +261,7 @@ const Workload& arch_workload(const ArchCase& a) {
       spec.n_layer = 9;
       spec.swa_pattern = 3;
       spec.n_kv_shared = 3;
+      spec.double_wide_ffn = !a.gemma4_moe;
     }
     w = std::make_unique<Workload>(testing::make_test_model(spec));
     const ModelConfig& c = w->model->config();

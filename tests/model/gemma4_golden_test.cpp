@@ -25,6 +25,12 @@
 // wide beside the full layers' 32 (as real Gemma 4 files: 256 beside 512),
 // under the same bounds (smallest margin 0.075).
 //
+// gemma4-double-wide-f32: the same shape with use_double_wide_mlp (Gemma 4
+// E2B/E4B): the 3 shared-KV layers' FFNs have 256 rows beside the others'
+// 128 (feed_forward_length one entry per layer), under the same bounds: 384
+// more GELUs per row than gemma4-f32 (3 layers of 128 more), the same order
+// of flips.
+//
 // gemma4-moe-f32: the MoE variant (6 layers, windows of 8 on four, the last
 // 3 sharing K/V; 8 experts of 32 rows, 2 per token, beside each dense FFN;
 // per-layer embeddings of 32) under the same bounds: 64 more GELUs per row
@@ -115,6 +121,17 @@ TEST(Gemma4Golden, WindowedLayersHaveTheirOwnHeadSize) {
   EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 64 + 4 * 32) * 4));
 }
 
+TEST(Gemma4Golden, DoubleWideLayersHaveTwiceTheFfnRows) {
+  const auto model = Model::load(kGemma4Dir / "gemma4-double-wide-f32.gguf");
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.n_ff, 256);  // the widest layer's: scratch fits every layer
+  for (int l = 0; l < c.n_layer; ++l) {
+    const int want = c.owns_kv(l) ? 128 : 256;  // the shared-KV layers 6-8 are double wide
+    EXPECT_EQ(c.layer_n_ff(l), want) << "layer " << l;
+    EXPECT_EQ(model->weights().layers[size_t(l)].ffn_down.cols, want) << "layer " << l;
+  }
+}
+
 TEST(Gemma4Golden, MoeVariantHasExpertsBesideTheDenseFfn) {
   const auto model = Model::load(kGemma4Dir / "gemma4-moe-f32.gguf");
   const ModelConfig& c = model->config();
@@ -159,7 +176,8 @@ TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Gemma4GoldenFile,
-                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32", "gemma4-moe-f32"),
+                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32",
+                                           "gemma4-double-wide-f32", "gemma4-moe-f32"),
                          [](const auto& p) {
                            std::string n = p.param;
                            for (char& ch : n)

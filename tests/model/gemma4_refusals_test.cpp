@@ -1,7 +1,8 @@
 // What a gemma4 load refuses, naming the key or tensor: inconsistent
 // windowed head sizes, expert keys and tensors that do not fit, shared-KV
-// counts that leave no source layer of the right kind, and per-layer head
-// count arrays whose layers differ.
+// counts that leave no source layer of the right kind, per-layer head
+// count arrays whose layers differ, and feed-forward width arrays of the
+// wrong length or widths the tensors do not have.
 #include <gtest/gtest.h>
 
 #include <span>
@@ -131,12 +132,49 @@ TEST(Gemma4HeadCountArrays, DifferingOrMalformedArraysAreRefusedByName) {
     w.set("gemma4.attention.head_count_kv", per_layer(std::vector<uint32_t>(9, 0)));
   }));
   expect_mentions(what, {"gemma4.attention.head_count_kv = 0 is out of range"});
-  // Gemma 4 E2B-style FFN widths that change from layer to layer.
-  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
-    w.set("gemma4.feed_forward_length", per_layer({128, 128, 128, 128, 256, 256, 256, 256, 256}));
+}
+
+// feed_forward_length may differ between layers (Gemma 4's double-wide FFN,
+// gemma4_golden_test.cpp runs a file with it); an array of another length
+// than block_count, an entry of 0, or widths the tensors do not have are
+// refused naming the key or the tensor.
+TEST(Gemma4FeedForwardArrays, WrongLengthsEntriesAndShapesAreRefusedByName) {
+  std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.feed_forward_length", per_layer({128, 128, 128, 128, 128, 128, 256, 256}));
   }));
-  expect_mentions(what, {"gemma4.feed_forward_length: per-layer array [128, 128, 128, 128, 256",
-                         "is not supported"});
+  expect_mentions(what,
+                  {"gemma4.feed_forward_length: per-layer array of 8 entries", "block_count 9"});
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.feed_forward_length", per_layer({128, 128, 128, 128, 128, 128, 0, 256, 256}));
+  }));
+  expect_mentions(what, {"gemma4.feed_forward_length = 0 is out of range"});
+  // Layers 6-8 said to be 256 wide, their tensors 128.
+  what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
+    w.set("gemma4.feed_forward_length", per_layer({128, 128, 128, 128, 128, 128, 256, 256, 256}));
+  }));
+  expect_mentions(what, {"blk.6.ffn_gate.weight"});
+}
+
+// The double-wide file: the shared layers' FFNs have twice the rows, and the
+// same file with the narrow layers' rows written as an equal array is refused
+// at the wide tensors.
+TEST(Gemma4FeedForwardArrays, DoubleWideLayersLoadWithTheirOwnRows) {
+  RandomModelSpec spec = gemma4_spec();
+  spec.double_wide_ffn = true;
+  const auto model = testing::make_test_model(spec);
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(c.n_ff, 256);
+  for (int l = 0; l < c.n_layer; ++l) {
+    EXPECT_EQ(c.layer_n_ff(l), l >= 6 ? 256 : 128) << "layer " << l;
+    const LayerWeights& w = model->weights().layers[size_t(l)];
+    EXPECT_EQ(w.ffn_gate.rows, c.layer_n_ff(l));
+    EXPECT_EQ(w.ffn_up.rows, c.layer_n_ff(l));
+    EXPECT_EQ(w.ffn_down.cols, c.layer_n_ff(l));
+  }
+  const std::string what = load_error(edited_model(spec, [](gguf::GgufWriter& w) {
+    w.set("gemma4.feed_forward_length", per_layer(std::vector<uint32_t>(9, 128)));
+  }));
+  expect_mentions(what, {"blk.6.ffn_gate.weight"});
 }
 
 }  // namespace

@@ -518,15 +518,16 @@ std::vector<float> ReferenceForward::forward(int32_t token, int32_t pos) {
       add_residual(ffn_out, w.ffn_post_norm);
       continue;
     }
-    matvec(hb, xb2, w.w1, dim, c_.n_ff);
-    matvec(hb2, xb2, w.w3, dim, c_.n_ff);
-    for (int i = 0; i < c_.n_ff; ++i) {
+    const int ff = c_.layer_n_ff(l);  // the layer's FFN rows (Gemma 4's double-wide layers)
+    matvec(hb, xb2, w.w1, dim, ff);
+    matvec(hb2, xb2, w.w3, dim, ff);
+    for (int i = 0; i < ff; ++i) {
       const double g = hb[size_t(i)];
       const double act =
           c_.ffn_act == FfnActivation::GeluTanh ? gelu_through_f16(g) : g / (1.0 + std::exp(-g));
       hb[size_t(i)] = float(act * hb2[size_t(i)]);
     }
-    matvec(ffn_out, hb, w.w2, c_.n_ff, dim);
+    matvec(ffn_out, hb, w.w2, ff, dim);
     add_residual(ffn_out, w.ffn_post_norm);
   }
   const std::vector<float> xf = rmsnorm(x, output_norm_, c_.rms_eps);

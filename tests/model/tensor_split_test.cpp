@@ -25,6 +25,17 @@ ModelConfig small_config() {
   return c;
 }
 
+// TensorSplit::of refuses n_ranks with a message holding `why`.
+void expect_refused(const ModelConfig& c, std::span<const GgmlType> attn,
+                    std::span<const GgmlType> ffn, int n_ranks, const std::string& why) {
+  try {
+    TensorSplit::of(c, attn, ffn, 0, n_ranks);
+    ADD_FAILURE() << n_ranks << " ranks accepted, expected: " << why;
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+  }
+}
+
 TEST(TensorSplit, PartsDependOnTheModelNotOnTheRanks) {
   const ModelConfig c = small_config();
   const std::vector<GgmlType> q8(2, GgmlType::Q8_0);
@@ -58,26 +69,32 @@ TEST(TensorSplit, PartsHoldWholeQuantizationBlocks) {
   const TensorSplit s = TensorSplit::of(c, q4k, q4k, 0, 1);
   EXPECT_EQ(s.attn_parts, 1);
   EXPECT_EQ(s.ffn_parts, 4);  // 512 columns: two Q4_K blocks
-  try {
-    TensorSplit::of(c, q4k, q4k, 0, 2);
-    FAIL() << "2 ranks on one attn_output part";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("attn_output splits into 1 column parts"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(c, q4k, q4k, 2, "attn_output splits into 1 column parts");
+}
+
+// Gemma 4's double-wide FFN: one part count for every layer, whole blocks
+// at each layer's width; each rank keeps 1/n of each layer's rows.
+TEST(TensorSplit, PerLayerFfnWidthsShareOnePartCount) {
+  ModelConfig c = small_config();
+  c.n_ff = 1024;
+  c.n_ff_layers = {512, 1024};
+  const std::vector<GgmlType> f32(2, GgmlType::F32), q4k(2, GgmlType::Q4_K);
+  // 512 columns: at most 2 parts of one Q4_K block (1024 alone would take 4).
+  EXPECT_EQ(TensorSplit::of(c, f32, q4k, 0, 1).ffn_parts, 2);
+  EXPECT_EQ(TensorSplit::of(c, f32, f32, 0, 1).ffn_parts, 4);
+  const TensorSplit s = TensorSplit::of(c, f32, q4k, 1, 2);
+  const ModelConfig rc = s.rank_config(c);
+  EXPECT_EQ(rc.layer_n_ff(0), 256);
+  EXPECT_EQ(rc.layer_n_ff(1), 512);
+  EXPECT_EQ(rc.n_ff, 512);  // the widest layer's share: scratch fits every layer
+  // The narrow layer's 512 columns are not 4 parts of whole Q4_K blocks: refused at 4 ranks.
+  expect_refused(c, f32, q4k, 4, "ffn_down splits into 2 column parts");
 }
 
 TEST(TensorSplit, RefusesRanksThatDoNotDivideTheKvHeads) {
   const ModelConfig c = small_config();
   const std::vector<GgmlType> f32(2, GgmlType::F32);
-  try {
-    TensorSplit::of(c, f32, f32, 0, 3);
-    FAIL() << "3 ranks on 4 KV heads";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("4 KV heads do not divide evenly"), std::string::npos)
-        << e.what();
-  }
+  expect_refused(c, f32, f32, 3, "4 KV heads do not divide evenly");
   EXPECT_THROW(TensorSplit::of(c, f32, f32, 0, 8), std::invalid_argument);
 }
 
@@ -127,14 +144,7 @@ TEST(TensorSplit, ExpertsSplitTheirRowsAndOutputs) {
     }
   c.moe.n_ff_exp = 90;  // 2 ranks take 45 rows each, 4 ranks cannot share them
   EXPECT_NO_THROW(TensorSplit::of(c, q8, q8, 0, 2));
-  try {
-    TensorSplit::of(c, q8, q8, 0, 4);
-    ADD_FAILURE() << "4 ranks split experts of 90 rows";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("90 rows of each expert do not divide evenly"),
-              std::string::npos)
-        << e.what();
-  }
+  expect_refused(c, q8, q8, 4, "90 rows of each expert do not divide evenly");
 }
 
 // One process keeps the fixed parts too: the loaded weights hold them.

@@ -25,6 +25,10 @@ gemma4-swa-heads-f32 is the same shape with the windowed layers' heads 16
 wide (attention.key_length_swa, rope.dimension_count_swa) beside the full
 layers' 32, as real Gemma 4 files have (256 beside 512).
 
+gemma4-double-wide-f32 is the same shape with use_double_wide_mlp (Gemma 4
+E2B/E4B): the 3 shared-KV layers' FFNs have 256 rows beside the others' 128,
+feed_forward_length written as one entry per layer.
+
 gemma4-moe-f32 is the MoE variant (26B-A4B's layer): 8 experts of 32 rows
 (2 per token) beside the dense FFN in each of 6 layers (windows of 8 on 0,
 1, 3, 4; the last 3 sharing K/V: 3 and 4 read layer 1's, 5 reads layer 2's),
@@ -52,7 +56,8 @@ ARGS = ["--arch", "gemma4", "--n-embd", "64", "--n-layer", "9", "--n-head", "4",
         "--seed", "1"]
 SHARED = "3"
 # name -> extra make-model arguments
-FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"]}
+FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"],
+         "gemma4-double-wide-f32": ["--n-ff-double-wide"]}
 MOE = ["--arch", "gemma4", "--gemma4-moe", "--n-head", "4", "--n-kv-head", "2", "--n-ctx", "64",
        "--sliding-window", "8", "--rope-base", "1000000", "--rope-base-swa", "10000",
        "--final-softcap", "30", "--n-expert-used", "2"]

@@ -37,6 +37,23 @@ void add_moe(ActiveWeights& a, const MoeWeights& m, const MoeConfig& c) {
     a.add(*v);
 }
 
+// Gemma 4's per-layer embeddings as one token reads them (nothing without
+// them): its row of per_layer_token_embd, the whole per_layer_model_proj
+// and its norm, each layer's inp_gate, proj and post_norm; and each layer's
+// output scale.
+void add_gemma4(ActiveWeights& a, const ModelConfig& c, const ModelWeights& w) {
+  if (c.arch != Architecture::Gemma4) return;
+  if (w.ple_token_embd.rows > 0)
+    a.bytes += double(row_bytes(w.ple_token_embd.type, size_t(w.ple_token_embd.cols)));
+  a.add(w.ple_model_proj);
+  a.add_f32(w.ple_proj_norm.size());
+  for (const LayerWeights& l : w.layers) {
+    a.add(l.ple_gate);
+    a.add(l.ple_proj);
+    a.add_f32(l.ple_post_norm.size() + 1);  // + layer_output_scale
+  }
+}
+
 }  // namespace
 
 CostModel::CostModel(const Model& model, KvFormat kv) {
@@ -54,6 +71,7 @@ CostModel::CostModel(const Model& model, KvFormat kv) {
           &l.attn_k_norm, &l.bias_o, &l.attn_sinks, &l.attn_post_norm, &l.ffn_post_norm})
       layers.add_f32(v->size());
   }
+  add_gemma4(layers, c, w);
   weight_bytes_per_token = layers.bytes + view_bytes(w.output) + 4.0 * double(w.output_norm.size());
   weight_bytes_per_token += double(row_bytes(w.token_embd.type, size_t(w.token_embd.cols)));
   matmul_flops_per_token = 2.0 * layers.params;

@@ -81,6 +81,20 @@ std::string rope_description(const ModelConfig& c) {
   return s;
 }
 
+// The dense FFN's rows: n_ff, or each run of layers of one width ("128
+// (layers 0-5), 256 (layers 6-8)": Gemma 4's double-wide shared-KV layers).
+std::string ffn_rows(const ModelConfig& c) {
+  if (c.n_ff_layers.empty()) return std::to_string(c.n_ff);
+  std::string out;
+  for (int first = 0, l = 1; l <= c.n_layer; ++l) {
+    if (l < c.n_layer && c.layer_n_ff(l) == c.layer_n_ff(first)) continue;
+    out += (out.empty() ? "" : ", ") + std::to_string(c.layer_n_ff(first)) + " (layer" +
+           (l - 1 > first ? "s " + std::to_string(first) + "-" : " ") + std::to_string(l - 1) + ")";
+    first = l;
+  }
+  return out;
+}
+
 // The features of the architecture this file uses, as kvforge computes them.
 std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f) {
   std::vector<std::string> out;
@@ -127,15 +141,14 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
                        : ""));
   }
   if (c.moe.n_expert > 0)
-    out.push_back("mixture of experts: " + std::to_string(c.moe.n_expert) + " experts of " +
-                  std::to_string(c.moe.n_ff_exp) + " FFN rows, " +
-                  std::to_string(c.moe.n_expert_used) + " per token" +
-                  (c.moe.n_ff_shexp > 0
-                       ? ", and a shared expert of " + std::to_string(c.moe.n_ff_shexp) + " rows"
-                       : "") +
-                  (c.arch == Architecture::Gemma4
-                       ? ", beside a dense FFN of " + std::to_string(c.n_ff) + " rows"
-                       : ""));
+    out.push_back(
+        "mixture of experts: " + std::to_string(c.moe.n_expert) + " experts of " +
+        std::to_string(c.moe.n_ff_exp) + " FFN rows, " + std::to_string(c.moe.n_expert_used) +
+        " per token" +
+        (c.moe.n_ff_shexp > 0
+             ? ", and a shared expert of " + std::to_string(c.moe.n_ff_shexp) + " rows"
+             : "") +
+        (c.arch == Architecture::Gemma4 ? ", beside a dense FFN of " + ffn_rows(c) + " rows" : ""));
   return out;
 }
 
@@ -163,7 +176,11 @@ void print_tp_options(const ModelConfig& c) {
   // outputs; linear attention its key heads and ssm_out's outputs.
   const auto ffn_splits = [&](int tp) {
     if (c.hybrid() && (c.linear.n_k_heads % tp != 0 || c.n_embd % tp != 0)) return false;
-    if (c.moe.n_expert == 0) return c.n_ff % tp == 0;
+    if (c.moe.n_expert == 0) {
+      for (int l = 0; l < c.n_layer; ++l)
+        if (c.layer_n_ff(l) % tp != 0) return false;
+      return true;
+    }
     return c.moe.n_ff_exp % tp == 0 && c.moe.n_ff_shexp % tp == 0 && c.n_embd % tp == 0;
   };
   std::string split, replicated;
@@ -190,8 +207,9 @@ void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
               c.name.empty() ? "" : (" (" + c.name + ")").c_str());
   std::printf("  vocab            %d\n  n_embd           %d\n  layers           %d\n", c.n_vocab,
               c.n_embd, c.n_layer);
-  std::printf("  n_ff             %d\n  heads            %d (KV heads %d, head_dim %d%s)\n", c.n_ff,
-              c.n_head, c.n_kv_head, c.head_dim, c.n_kv_head < c.n_head ? ", GQA" : "");
+  std::printf("  n_ff             %s\n  heads            %d (KV heads %d, head_dim %d%s)\n",
+              ffn_rows(c).c_str(), c.n_head, c.n_kv_head, c.head_dim,
+              c.n_kv_head < c.n_head ? ", GQA" : "");
   std::printf("  rope             %s\n", rope_description(c).c_str());
   std::printf("  rms eps          %g\n  train context    %d\n  output           %s\n",
               double(c.rms_eps), c.n_ctx_train, c.tied_output ? "tied to token_embd" : "own");

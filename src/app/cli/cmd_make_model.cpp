@@ -62,6 +62,7 @@ void apply_architecture(const RandomModelSpec& a, RandomModelSpec& s) {
   s.n_kv_shared = a.n_kv_shared;
   s.head_dim_swa = a.head_dim_swa;
   s.gemma4_moe = a.gemma4_moe;
+  s.double_wide_ffn = a.double_wide_ffn;
 }
 
 GgmlType weight_type(const std::string& name) {
@@ -178,6 +179,9 @@ void declare_expert_and_hybrid_flags(CLI::App& sub, RandomModelSpec& a) {
                  "gemma4: the windowed layers' head size (default: --head-dim)");
   sub.add_flag("--gemma4-moe", a.gemma4_moe,
                "gemma4: the MoE variant, --n-expert experts beside the dense FFN per layer");
+  sub.add_flag("--n-ff-double-wide", a.double_wide_ffn,
+               "gemma4: use_double_wide_mlp (E2B/E4B): the --shared-kv-layers layers have "
+               "2 x --n-ff FFN rows (feed_forward_length written per layer)");
 }
 
 void declare_flags(CLI::App& sub, MakeModelFlags& f) {

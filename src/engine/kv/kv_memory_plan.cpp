@@ -62,8 +62,8 @@ uint64_t kv_positions_bytes(const ModelShape& s, KvFormat f, int64_t full, int64
 // Matrix parameters with `experts` of a mixture's experts per layer.
 int64_t matrix_params(const ModelShape& s, int64_t experts) {
   const int64_t q_dim = s.n_head * s.head_dim, kv_dim = s.n_kv_head * s.head_dim;
-  int64_t ffn = s.n_expert > 0 ? s.n_embd * s.n_expert + experts * 3 * s.n_embd * s.n_ff_exp
-                               : 3 * s.n_embd * s.n_ff;
+  const int64_t dense_rows = s.n_ff_all_layers > 0 ? s.n_ff_all_layers : s.n_layer * s.n_ff;
+  int64_t ffn = s.n_expert > 0 ? s.n_embd * s.n_expert + experts * 3 * s.n_embd * s.n_ff_exp : 0;
   if (s.n_ff_shexp > 0) ffn += 3 * s.n_embd * s.n_ff_shexp + s.n_embd;
   const int64_t attn =
       s.n_embd * q_dim * (s.attn_gate ? 2 : 1) + 2 * s.n_embd * kv_dim + q_dim * s.n_embd;
@@ -73,7 +73,8 @@ int64_t matrix_params(const ModelShape& s, int64_t experts) {
       s.n_embd * (channels + value + 2 * l.n_v_heads) + value * s.n_embd + channels * l.conv_kernel;
   const int64_t shared_attn = 2 * s.n_embd * q_dim;  // Q and O only
   return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_kv_layers() * attn +
-         s.n_shared_kv_layers * shared_attn + s.n_recurrent_layers * linear + s.n_layer * ffn;
+         s.n_shared_kv_layers * shared_attn + s.n_recurrent_layers * linear + s.n_layer * ffn +
+         (s.n_expert > 0 ? 0 : 3 * s.n_embd * dense_rows);
 }
 
 namespace {
@@ -143,6 +144,7 @@ std::optional<ModelShape> ModelShape::preset(const std::string& name) {
   if (name == "gemma-4-e2b") {
     ModelShape s = windowed(shape(name, 262144, 1536, 35, 8, 1, 6144, 131072), 512, 512, 12, true);
     s.head_dim_swa = 256;
+    s.n_ff_all_layers = 15 * 6144 + 20 * 2 * 6144;  // use_double_wide_mlp
     s.n_shared_kv_layers = 20;
     s.n_shared_swa_layers = 16;
     return s;
@@ -177,6 +179,8 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
   s.n_expert = c.moe.n_expert;
   s.n_expert_used = c.moe.n_expert_used;
+  for (int l = 0; l < c.n_layer && !c.n_ff_layers.empty(); ++l)
+    s.n_ff_all_layers += c.layer_n_ff(l);
   s.n_ff_exp = c.moe.n_ff_exp;
   s.n_ff_shexp = c.moe.n_ff_shexp;
   s.linear = c.linear;

@@ -40,7 +40,10 @@ struct ModelShape {
   int64_t n_head = 0;
   int64_t n_kv_head = 0;  // < n_head for grouped-query attention
   int64_t head_dim = 0;
-  int64_t n_ff = 0;
+  int64_t n_ff = 0;  // a dense FFN's rows (the widest layer's when they differ)
+  // The dense FFN rows of all layers together when layers differ (Gemma 4's
+  // double-wide shared-KV layers); 0: n_layer · n_ff.
+  int64_t n_ff_all_layers = 0;
   int64_t n_ctx_train = 0;
   bool tied_output = false;  // the output projection reuses token_embd
   // Sliding-window attention: n_swa_layers of the n_layer layers attend only
@@ -90,7 +93,8 @@ struct ModelShape {
   // bias vectors and sinks are not counted: vectors, not matrices),
   // qwen3-next-80b-a3b, qwen3.5-35b-a3b (hybrids with a shared expert), gemma-4-e2b (20 of
   // 35 layers on shared K/V; parameters counted with the full layers' head size for all
-  // layers and without the per-layer embeddings: K/V exact, weights approximate). nullopt
+  // layers and without the per-layer embeddings: K/V exact, weights approximate; its 20
+  // shared-KV layers' FFNs double wide, as use_double_wide_mlp makes them). nullopt
   // for unknown names
   // (the CLI resolves its random-model presets to a shape itself). (Gemma's four norm
   // vectors per layer count as two: too few parameters to matter.)

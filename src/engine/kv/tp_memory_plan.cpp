@@ -101,6 +101,7 @@ TpRankPlan plan_tp_rank(const ModelShape& s, const WeightSplitBytes& w, int tp) 
   p.rank_shape.n_head = s.n_head / tp;
   p.rank_shape.n_kv_head = p.kv_heads_per_rank;
   p.rank_shape.n_ff = s.n_ff / tp;
+  p.rank_shape.n_ff_all_layers = s.n_ff_all_layers / tp;
   // Each rank holds its share of every expert and of the linear-attention
   // heads with their state (model/tensor_split.h).
   p.rank_shape.n_ff_exp = s.n_ff_exp / tp;

@@ -1,6 +1,7 @@
 // kvforge bench's bytes per decoded token (app/bench/bench_cost.h) against
-// the file's tensor table: everything whole but the embedding (one row per
-// token) and, in a mixture of experts, the experts (k of n, biases
+// the file's tensor table: everything whole but the embeddings (one row per
+// token, Gemma 4's per-layer table too), RoPE frequency factors (made into
+// tables at load) and, in a mixture of experts, the experts (k of n, biases
 // included) — the active bytes `kvforge info` reports, less the embedding
 // rows a token does not read.
 #include "app/bench/bench_cost.h"
@@ -11,6 +12,7 @@
 
 #include "core/gguf/gguf_file.h"
 #include "model/random_model.h"
+#include "test_models.h"
 
 namespace kvforge::cli {
 namespace {
@@ -24,7 +26,8 @@ Counted count_from_table(const gguf::GgufFile& f, int n_expert, int n_used) {
   Counted c;
   for (const gguf::TensorInfo& t : f.tensors()) {
     const double bytes = double(t.n_bytes);
-    if (t.name == "token_embd.weight") {
+    if (t.name == "rope_freqs.weight") continue;  // in the RoPE tables made at load
+    if (t.name == "token_embd.weight" || t.name == "per_layer_token_embd.weight") {
       c.weight_bytes += bytes / double(t.dims[1]);
     } else if (t.name.find("_exps.") != std::string::npos) {
       c.weight_bytes += bytes * n_used / n_expert;
@@ -71,6 +74,19 @@ TEST(BenchCost, MixtureOfExpertsCountsTheExpertsATokenRuns) {
 TEST(BenchCost, DenseModelCountsEveryWeight) {
   RandomModelSpec s;
   s.weight_type = GgmlType::Q4_0;
+  expect_active_bytes(s, false);
+}
+
+// Gemma 4: the per-layer embeddings (one row of their table) and output
+// scales, and with the double-wide FFN the shared-KV layers' 256 rows
+// beside the others' 128, as the file stores them.
+TEST(BenchCost, Gemma4CountsPerLayerEmbeddingsAndEachLayersFfnRows) {
+  RandomModelSpec s = testing::gemma4_test_spec(3, 8);
+  s.n_embd_per_layer = 32;  // whole Q8_0 blocks
+  s.weight_type = GgmlType::Q8_0;
+  expect_active_bytes(s, false);
+  s.double_wide_ffn = true;
+  s.weight_type = GgmlType::Q8_0;
   expect_active_bytes(s, false);
 }
 

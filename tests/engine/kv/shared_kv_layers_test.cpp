@@ -82,11 +82,28 @@ TEST(SharedKvLayers, Gemma4E2bPresetBytesPerToken) {
 // Each of 2 ranks holds its query heads and KV head of every layer in the
 // layer's own head size (windowed heads of 16, full of 32); the shared
 // layers have no K/V rows on any rank; the per-layer embeddings are whole
-// on every rank, as kv-plan --tp counts them. (The logits of 2 and 4 ranks
-// against one process's bits: tests/engine/lockstep/tp_test.sh.)
+// on every rank, as kv-plan --tp counts them; the shared layers' FFNs are
+// double wide (256 rows beside 128), each rank holding half of each layer's
+// rows and columns. (The logits of 2 and 4 ranks against one process's bits:
+// tests/engine/lockstep/tp_test.sh.)
+// The memory plan counts each layer's FFN rows: double-wide shared layers
+// (3 of 256 rows beside 128) add 3 * 128 rows of gate, up and down.
+TEST(SharedKvLayers, DoubleWideFfnCountedPerLayer) {
+  RandomModelSpec wide = gemma4_spec(3);
+  wide.double_wide_ffn = true;
+  const auto shape_of = [](const RandomModelSpec& spec) {
+    const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
+    return ModelShape::from_config(ModelConfig::from_gguf(gguf::GgufFile::from_bytes(bytes, "g")));
+  };
+  const ModelShape narrow_shape = shape_of(gemma4_spec(3)), wide_shape = shape_of(wide);
+  EXPECT_EQ(wide_shape.n_ff_all_layers, 6 * 128 + 3 * 256);
+  EXPECT_EQ(wide_shape.n_matrix_params() - narrow_shape.n_matrix_params(), 3 * 64 * 3 * 128);
+}
+
 TEST(SharedKvLayers, TensorParallelRanksHoldTheirHeadsOfEachLayer) {
   RandomModelSpec spec = gemma4_spec(3);
   spec.head_dim_swa = 16;
+  spec.double_wide_ffn = true;
   const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
   const gguf::GgufFile file = gguf::GgufFile::from_bytes(bytes, "g4");
   const ModelConfig c = ModelConfig::from_gguf(file);
@@ -102,6 +119,13 @@ TEST(SharedKvLayers, TensorParallelRanksHoldTheirHeadsOfEachLayer) {
       EXPECT_EQ(lw.attn_k.data != nullptr, c.owns_kv(l));
       EXPECT_EQ(lw.attn_k.rows, c.owns_kv(l) ? hd : 0);  // 1 of 2 KV heads
       EXPECT_EQ(lw.attn_output.cols, 2 * hd);
+      const int64_t ff = c.layer_n_ff(l) / 2;
+      EXPECT_EQ(ff, c.owns_kv(l) ? 64 : 128);
+      EXPECT_EQ(lw.ffn_gate.rows, ff);
+      EXPECT_EQ(lw.ffn_down.cols, ff);
+      EXPECT_EQ(
+          static_cast<const float*>(lw.ffn_up.data),  // rows [rank ff, (rank + 1) ff)
+          static_cast<const float*>(whole.layers[size_t(l)].ffn_up.data) + rank * ff * c.n_embd);
       EXPECT_EQ(lw.ple_gate.data, whole.layers[size_t(l)].ple_gate.data);
       EXPECT_EQ(lw.ple_proj.data, whole.layers[size_t(l)].ple_proj.data);
     }

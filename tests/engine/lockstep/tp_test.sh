@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tensor parallelism over MPI on tiny random models (dense, mixtures of
-# experts, hybrids, gemma4's shared-KV layers, per-layer head sizes and
-# embeddings), 1, 2 and 4 ranks over loopback: the logits of every
+# experts, hybrids, gemma4's shared-KV layers, per-layer head sizes, FFN
+# widths and embeddings), 1, 2 and 4 ranks over loopback: the logits of every
 # step (a digest of their bits) and the greedy tokens of a batched workload with chunked prefill, prefix-cache hits and
 # preemption (hybrids: recurrent-state snapshots restored on prefix hits),
 # and of the static pipeline's slots (tp_logits.cpp), are the
@@ -54,10 +54,11 @@ declare -A models=(
   [qwen35]="--arch qwen35 --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
   [qwen3next]="--arch qwen3next --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
   [qwen35moe]="--arch qwen35moe --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
-  [gemma4]="--arch gemma4 --n-embd 64 --n-head 4 --n-kv-head 2 --head-dim 32 --head-dim-swa 16 --sliding-window 8 --swa-pattern 3 --shared-kv-layers 3 --n-embd-per-layer 16"
+  [gemma4]="--arch gemma4 --n-embd 64 --n-head 4 --n-kv-head 2 --head-dim 32 --head-dim-swa 16 --sliding-window 8 --swa-pattern 3 --shared-kv-layers 3 --n-embd-per-layer 16 --n-ff-double-wide"
 )
 # Layers per model (default 2). gemma4: windows on 0, 1, 3, 4; layers 3-5
-# read the K/V of 1 (windowed, heads of 16) and 2 (full, heads of 32).
+# read the K/V of 1 (windowed, heads of 16) and 2 (full, heads of 32), and
+# their FFNs are double wide (256 rows beside 128: ffn_down's parts per layer).
 declare -A n_layers=([gemma4]=6)
 # Architectures the static pipeline refuses: their paged workload only.
 declare -A paged_only=()

@@ -95,11 +95,12 @@ TEST(StaticAllocation, HybridStepsAllocateNothing) {
 }
 
 // gemma4: per-layer embeddings, windowed heads of their own size, shared-KV
-// layers reading their sources' staged records.
+// layers reading their sources' staged records, their FFNs double wide.
 TEST(StaticAllocation, Gemma4StepsAllocateNothing) {
   KVFORGE_REQUIRE_ALLOCATION_COUNTER();
   RandomModelSpec spec = testing::gemma4_test_spec(3, 5);
   spec.head_dim_swa = 16;
+  spec.double_wide_ffn = true;
   expect_steps_allocate_nothing(spec);
 }
 

@@ -6,7 +6,8 @@
 // logits must equal the dynamic ones (SequenceRunner) bit for bit, on the
 // llama.cpp golden files and past the window with chunks longer than it; the
 // static cache's bytes count only the layers keeping K/V, as the paged pool
-// does (ModelConfig::kv_bytes_per_token).
+// does (ModelConfig::kv_bytes_per_token). gemma4-double-wide-f32's shared
+// layers have FFNs twice as wide (Gemma 4 E2B/E4B's use_double_wide_mlp).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -55,7 +56,8 @@ StaticConfig long_config(int32_t slots = 1, KvFormat kv = {}) {
 // window of 8, in chunks of 8, then 30 steps through the variants.
 TEST(StaticGemma4, GoldenFilesRunStaticallyWithTheDynamicBits) {
   const auto dir = testing::source_dir() / "tests/model/data/gemma4";
-  for (const char* name : {"gemma4-f32.gguf", "gemma4-swa-heads-f32.gguf"}) {
+  for (const char* name :
+       {"gemma4-f32.gguf", "gemma4-swa-heads-f32.gguf", "gemma4-double-wide-f32.gguf"}) {
     SCOPED_TRACE(name);
     const auto model = Model::load(dir / name);
     ASSERT_GT(model->config().n_kv_shared, 0);
