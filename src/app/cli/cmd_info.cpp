@@ -160,9 +160,11 @@ void print_active_parameters(const ModelConfig& c, const gguf::GgufFile& f) {
 // sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
   // A dense FFN splits its rows; a mixture of experts each expert's rows and
-  // outputs; linear attention its key heads and ssm_out's outputs.
+  // outputs (Gemma 4's both: its experts run beside a dense FFN); linear
+  // attention its key heads and ssm_out's outputs.
   const auto ffn_splits = [&](int tp) {
     if (c.hybrid() && (c.linear.n_k_heads % tp != 0 || c.n_embd % tp != 0)) return false;
+    if (c.experts_beside_ffn() && c.n_ff % tp != 0) return false;
     if (c.moe.n_expert == 0) return c.n_ff % tp == 0;
     return c.moe.n_ff_exp % tp == 0 && c.moe.n_ff_shexp % tp == 0 && c.n_embd % tp == 0;
   };
