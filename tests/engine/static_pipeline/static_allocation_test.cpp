@@ -95,12 +95,16 @@ TEST(StaticAllocation, HybridStepsAllocateNothing) {
 }
 
 // gemma4: per-layer embeddings, windowed heads of their own size, shared-KV
-// layers reading their sources' staged records.
+// layers reading their sources' staged records; and its MoE variant, whose
+// experts' rows and inputs are the executor's reserved scratch.
 TEST(StaticAllocation, Gemma4StepsAllocateNothing) {
   KVFORGE_REQUIRE_ALLOCATION_COUNTER();
-  RandomModelSpec spec = testing::gemma4_test_spec(3, 5);
-  spec.head_dim_swa = 16;
-  expect_steps_allocate_nothing(spec);
+  for (const bool moe : {false, true}) {
+    RandomModelSpec spec = testing::gemma4_test_spec(3, 5);
+    spec.head_dim_swa = 16;
+    spec.gemma4_moe = moe;
+    expect_steps_allocate_nothing(spec);
+  }
 }
 
 TEST(StaticAllocation, CompilingCountsPlans) {
