@@ -158,9 +158,11 @@ class ForwardPass {
   // proj = FFN(xn): mixture of experts (model/moe_ffn.h), Gemma 4's dense FFN
   // and experts (model/gemma4_moe.h), or dense.
   void ffn_block(int l) {
-    if (c_.arch == Architecture::Gemma4 && c_.moe.n_expert > 0)  // dense FFN beside the experts
-      return gemma4_moe_ffn(env_, l, s_.x_.data(), s_.xn_.data(), n_, s_.gate_.data(),
-                            s_.up_.data(), s_.moe_, s_.proj_.data());
+    if (c_.experts_beside_ffn()) {
+      gemma4_moe_ffn(env_, l, s_.x_.data(), s_.xn_.data(), n_, s_.gate_.data(), s_.up_.data(),
+                     s_.moe_, s_.proj_.data());
+      return;
+    }
     if (c_.moe.n_expert > 0) {
       const PhaseTimer t(&s_.times_.weight_matmuls);
       const TpRanks ranks{split_, comm_, s_.tp_};

@@ -10,7 +10,9 @@
 //   proj   = dense + moe
 // The experts run through moe_ffn (model/moe_ffn.h): grouped by expert, only
 // the picked experts' slabs read, each token's sums the same bits whatever
-// its neighbours.
+// its neighbours. On several ranks the dense FFN sums its column parts and
+// the experts split by rows (model/moe_tensor_parallel.h), each as for the
+// other architectures, so proj is the same bits at any rank count.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +25,11 @@ namespace kvforge {
 // proj [rows][n_embd] = the FFN above of layer `layer`, from x (the
 // residual stream) and xn = ffn_norm(x), both [rows][n_embd]. gate, up:
 // the dense FFN's scratch rows [rows][n_ff]; s: the experts' scratch.
-void gemma4_moe_ffn(const StepEnv& env, int layer, const float* x, const float* xn, int64_t rows,
-                    float* gate, float* up, MoeScratch& s, float* proj);
+// valid [rows] (nullptr: every row): the rows the experts run on; another
+// row (a static plan's padding) gets the dense FFN only and reads no expert.
+// Returns the rows the experts ran on.
+int64_t gemma4_moe_ffn(const StepEnv& env, int layer, const float* x, const float* xn, int64_t rows,
+                       float* gate, float* up, MoeScratch& s, float* proj,
+                       const uint8_t* valid = nullptr);
 
 }  // namespace kvforge

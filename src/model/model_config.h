@@ -176,6 +176,9 @@ struct ModelConfig {
     return sliding_window > 0 && swa_layers[size_t(layer)] ? sliding_window : 0;
   }
   bool hybrid() const { return !recurrent_layers.empty(); }
+  // Gemma 4's MoE variant: experts beside a dense FFN, both on every layer
+  // (model/gemma4_moe.h); other mixtures have no dense FFN.
+  bool experts_beside_ffn() const { return arch == Architecture::Gemma4 && moe.n_expert > 0; }
   bool recurrent(int layer) const { return hybrid() && recurrent_layers[size_t(layer)]; }
   // Recurrent-state bytes of one sequence (f32, every linear-attention layer).
   size_t state_bytes_per_sequence() const;

@@ -270,7 +270,7 @@ void load_ffn(TensorLoader& load, const std::string& p, const ModelConfig& c, La
   l.ffn_norm = load.vector(p + (post_attention ? "post_attention_norm.weight" : "ffn_norm.weight"),
                            c.n_embd);
   // Gemma 4's MoE variant runs its experts beside the dense FFN.
-  if (c.arch == Architecture::Gemma4 && c.moe.n_expert > 0)
+  if (c.experts_beside_ffn())
     load_gemma4_moe(load, p, c, l.moe);
   else if (c.moe.n_expert > 0)
     return load_moe(load, p, c, l.moe);
@@ -413,8 +413,6 @@ void copy_rank_columns(ModelWeights& w, const std::vector<WeightView>& attn_outp
 
 ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConfig& c, int rank,
                                      int n_ranks) {
-  if (c.arch == Architecture::Gemma4 && c.moe.n_expert > 0 && n_ranks > 1)
-    throw std::invalid_argument("gemma4 with experts: tensor parallelism is not supported yet");
   TensorLoader load(file, c.n_layer);
   ModelWeights w;
   w.token_embd = load.matrix("token_embd.weight", c.n_vocab, c.n_embd);

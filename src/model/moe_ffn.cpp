@@ -87,6 +87,7 @@ void MoeScratch::reserve(const ModelConfig& c, int max_tokens) {
   }
   if (c.arch == Architecture::Gemma4) {
     for (std::vector<float>* v : {&branch_in, &router_in, &branch_out}) v->resize(n * c.n_embd);
+    branch_rows.resize(n);
   }
   capacity = max_tokens;
 }

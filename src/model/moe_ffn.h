@@ -63,9 +63,10 @@ struct MoeScratch {
   std::vector<float> shared_h;  // [n_tokens][n_ff_shexp] every rank's columns of shared_gate
   std::vector<float> out_rows;  // [n_tokens][n_embd / n] this rank's output rows
   // Gemma 4's expert branch (model/gemma4_moe.h), else empty:
-  std::vector<float> branch_in;   // [n_tokens][n_embd] the experts' input
-  std::vector<float> router_in;   // [n_tokens][n_embd] the router's input
-  std::vector<float> branch_out;  // [n_tokens][n_embd] the experts' weighted sum
+  std::vector<float> branch_in;      // [n_tokens][n_embd] the experts' input
+  std::vector<float> router_in;      // [n_tokens][n_embd] the router's input
+  std::vector<float> branch_out;     // [n_tokens][n_embd] the experts' weighted sum
+  std::vector<int32_t> branch_rows;  // [n_tokens] the row of x each branch row comes from
 };
 
 struct TpRanks;

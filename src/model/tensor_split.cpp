@@ -93,8 +93,10 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   int ffn_max = most;
   while (ffn_max > 1 && std::any_of(ffn.begin(), ffn.end(), [&](int64_t w) { return w % ffn_max; }))
     ffn_max /= 2;
-  // A mixture of experts has no dense ffn_down: its experts split by rows instead.
-  s.ffn_parts = c.moe.n_expert > 0 ? 1 : parts_of(ffn, ffn_max, ffn_down_types);
+  // A mixture of experts has no dense ffn_down (but Gemma 4's, beside its
+  // experts): its experts split by rows instead.
+  const bool dense = c.moe.n_expert == 0 || c.experts_beside_ffn();
+  s.ffn_parts = dense ? parts_of(ffn, ffn_max, ffn_down_types) : 1;
   if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
     refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
                         " KV heads do not divide evenly; each rank holds whole KV heads");
@@ -108,7 +110,7 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
                         " column parts of whole quantization blocks, which the ranks must share");
   if (c.moe.n_expert > 0) check_experts(c, n_ranks);
   if (c.hybrid()) check_linear_heads(c, n_ranks);
-  if (c.moe.n_expert == 0 && s.ffn_parts % n_ranks != 0)
+  if (dense && s.ffn_parts % n_ranks != 0)
     refuse(n_ranks, "ffn_down splits into " + std::to_string(s.ffn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
   s.n_head = c.n_head / n_ranks;

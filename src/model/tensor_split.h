@@ -23,6 +23,8 @@
 //                      first), so each output is one whole dot product as on
 //                      one process; the tokens' sums over their experts are
 //                      taken per output row and the rows gathered.
+// Gemma 4's MoE layers have both: a dense FFN split as above beside experts
+// split so (model/gemma4_moe.h).
 //
 // A hybrid model's linear-attention layers (model/linear_attention_tp.h)
 // split like attention: each rank holds n_k_heads / n key heads and the

@@ -284,21 +284,32 @@ TEST(EngineStaticWindows, RingSlotsGiveTheOraclesTokensAndReuseOnlyWhatTheRingHo
 }
 
 // gemma4 (shared-KV layers, windowed heads of their own size, per-layer
-// embeddings): the same with its slots; the engine's KV bytes are the
-// static cache's, which keeps no K/V for the shared layers.
+// embeddings), dense and its MoE variant (experts beside the dense FFN): the
+// same with its slots; the engine's KV bytes are the static cache's, which
+// keeps no K/V for the shared layers, and the experts change none of them.
 TEST(EngineStaticWindows, Gemma4SlotsGiveTheOraclesTokens) {
-  RandomModelSpec spec = gemma4_test_spec(3, 5);
-  spec.head_dim_swa = 16;
-  const auto model = make_test_model(spec);
-  ThreadPool pool(2);
-  const StaticConfig config = small_static_config(2);
-  Engine engine(*model, pool, compile_plans(*model, config, 2), {.eos_token_ids = {}});
-  const std::vector<std::pair<int, int>> shapes = {{1, 12}, {9, 20}, {40, 24}, {17, 6}};
-  EngineRecorder rec;
-  std::vector<RequestId> ids;
-  run_queued(engine, *model, shapes, rec, ids);
-  const StaticKvCache cache(model->config(), config.capacity(), 2, config.kv_format);
-  EXPECT_EQ(engine.kv_pool_bytes(), cache.bytes());
+  size_t dense_bytes = 0;
+  for (const bool moe : {false, true}) {
+    SCOPED_TRACE(moe ? "gemma4 MoE" : "gemma4");
+    RandomModelSpec spec = gemma4_test_spec(3, 5);
+    spec.head_dim_swa = 16;
+    spec.gemma4_moe = moe;
+    const auto model = make_test_model(spec);
+    ThreadPool pool(2);
+    const StaticConfig config = small_static_config(2);
+    Engine engine(*model, pool, compile_plans(*model, config, 2), {.eos_token_ids = {}});
+    const std::vector<std::pair<int, int>> shapes = {{1, 12}, {9, 20}, {40, 24}, {17, 6}};
+    EngineRecorder rec;
+    std::vector<RequestId> ids;
+    run_queued(engine, *model, shapes, rec, ids);
+    const StaticKvCache cache(model->config(), config.capacity(), 2, config.kv_format);
+    EXPECT_EQ(engine.kv_pool_bytes(), cache.bytes());
+    if (moe) {
+      EXPECT_EQ(cache.bytes(), dense_bytes);
+    } else {
+      dense_bytes = cache.bytes();
+    }
+  }
 }
 
 TEST_F(EngineStaticTest, PromptTokensKeptFollowTheOverflowPolicy) {

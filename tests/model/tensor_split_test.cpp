@@ -147,6 +147,36 @@ TEST(TensorSplit, ExpertsSplitTheirRowsAndOutputs) {
   expect_refused(c, q8, q8, 4, "90 rows of each expert do not divide evenly");
 }
 
+// Gemma 4's MoE variant has a dense FFN beside its experts: its ffn_down
+// takes the column parts a dense model's would (the same at any rank count),
+// and its experts split their rows as any mixture's.
+TEST(TensorSplit, Gemma4ExpertsBesideTheDenseFfnSplitBoth) {
+  ModelConfig c = small_config();
+  const std::vector<GgmlType> q8(2, GgmlType::Q8_0);
+  const int dense_parts = TensorSplit::of(c, q8, q8, 0, 1).ffn_parts;
+  c.arch = Architecture::Gemma4;
+  c.moe.n_expert = 8;
+  c.moe.n_expert_used = 2;
+  c.moe.n_ff_exp = 96;
+  ASSERT_TRUE(c.experts_beside_ffn());
+  for (int n : {1, 2, 4})
+    for (int r = 0; r < n; ++r) {
+      const TensorSplit s = TensorSplit::of(c, q8, q8, r, n);
+      EXPECT_EQ(s.ffn_parts, dense_parts);
+      EXPECT_EQ(s.n_ff * n, c.n_ff);
+      EXPECT_EQ(s.n_ff_exp * n, c.moe.n_ff_exp);
+      EXPECT_EQ(s.n_embd_rows * n, c.n_embd);
+    }
+  c.n_ff = 2050;        // 1025 columns per rank at 2 ranks: no whole Q8_0 blocks
+  std::string refusal;  // stays empty if 2 ranks split it
+  try {
+    TensorSplit::of(c, q8, q8, 0, 2);
+  } catch (const std::invalid_argument& e) {
+    refusal = e.what();
+  }
+  EXPECT_NE(refusal.find("ffn_down splits into 1 column parts"), std::string::npos) << refusal;
+}
+
 // One process keeps the fixed parts too: the loaded weights hold them.
 TEST(TensorSplit, OneProcessModelHoldsItsColumnParts) {
   RandomModelSpec spec;

@@ -173,13 +173,14 @@ void print_active_parameters(const ModelConfig& c, const gguf::GgufFile& f) {
 // sizes a rank's share).
 void print_tp_options(const ModelConfig& c) {
   // A dense FFN splits its rows; a mixture of experts each expert's rows and
-  // outputs; linear attention its key heads and ssm_out's outputs.
+  // outputs (Gemma 4's both: its experts run beside a dense FFN); linear
+  // attention its key heads and ssm_out's outputs.
   const auto ffn_splits = [&](int tp) {
     if (c.hybrid() && (c.linear.n_k_heads % tp != 0 || c.n_embd % tp != 0)) return false;
-    if (c.moe.n_expert == 0) {
+    if (c.moe.n_expert == 0 || c.experts_beside_ffn()) {
       for (int l = 0; l < c.n_layer; ++l)
         if (c.layer_n_ff(l) % tp != 0) return false;
-      return true;
+      if (c.moe.n_expert == 0) return true;
     }
     return c.moe.n_ff_exp % tp == 0 && c.moe.n_ff_shexp % tp == 0 && c.n_embd % tp == 0;
   };

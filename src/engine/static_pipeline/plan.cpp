@@ -18,7 +18,8 @@ constexpr OperandRole kAttentionOut[] = {{R::Attn}, {R::Proj}, {R::AttnGate, tru
 constexpr OperandRole kResidualNorm[] = {{R::Proj}, {R::X}, {R::Xn, true}};
 constexpr OperandRole kFfn[] = {{R::Xn}, {R::Gate}, {R::Up}, {R::Proj}};
 constexpr OperandRole kLogits[] = {{R::X}, {R::OutXn}, {R::Logits}};
-constexpr OperandRole kMoeFfn[] = {{R::Xn}, {R::Proj}};
+constexpr OperandRole kMoeFfn[] = {
+    {R::Xn}, {R::Proj}, {R::X, true}, {R::Gate, true}, {R::Up, true}};
 constexpr OperandRole kLinearAttention[] = {{R::Xn}, {R::Proj}};
 constexpr OperandRole kLayerTail[] = {
     {R::X}, {R::Proj}, {R::PerLayerInputs, true}, {R::PerLayerGate, true}};

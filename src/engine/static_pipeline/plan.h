@@ -55,10 +55,13 @@ enum class OpCode : uint8_t {
   // proj, x → x += post(proj) and xn = next(x) (`norm` the post norm, `next_norm` of
   // `next_layer` the next; kNoNorm and xn kNoBuffer after the last layer)
   ResidualNorm = 7,
-  Ffn = 8,      // xn → gate, up (its scratch) → proj
-  Logits = 9,   // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
-  MoeFfn = 10,  // xn → proj: the mixture-of-experts FFN (model/moe_ffn.h), its routing
-                // scratch the executor's own (sized for the plan's rows once)
+  Ffn = 8,     // xn → gate, up (its scratch) → proj
+  Logits = 9,  // x → xn of the logit rows (final norm) → logits; rows = n_logit_rows
+  // xn → proj: the mixture-of-experts FFN (model/moe_ffn.h), its routing
+  // scratch the executor's own (sized for the plan's rows once); with a dense
+  // FFN beside the experts (gemma4, model/gemma4_moe.h) also x, which the
+  // experts' branch reads, and the dense FFN's gate and up (kNoBuffer without)
+  MoeFfn = 10,
   // xn → proj: a hybrid model's Gated DeltaNet layer over its valid rows, each
   // slot's recurrent state in the cache (static_linear_attention.h)
   LinearAttention = 11,

@@ -165,21 +165,21 @@ class PlanRecorder {
            .layer = int16_t(l),
            .buffers = operands({proj_, x_})});
   }
-  // A mixture of experts records one op: its routing scratch is the executor's.
+  // A mixture of experts records one op: its routing scratch is the
+  // executor's. Gemma 4's runs beside a dense FFN (model/gemma4_moe.h): the
+  // op also reads x and has the dense FFN's gate and up rows.
   void ffn_block(int l) {
-    // Gemma 4's experts run beside its dense FFN on x (model/gemma4_moe.h),
-    // which the MoeFfn op does not compute.
-    if (c_.arch == Architecture::Gemma4 && c_.moe.n_expert > 0)
-      throw std::invalid_argument("gemma4 with experts: --static is not supported yet");
-    if (c_.moe.n_expert > 0) {
-      proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
-      return b_.op(
-          {.code = OpCode::MoeFfn, .layer = int16_t(l), .buffers = operands({xn_, proj_})});
-    }
-    const uint16_t gate = b_.buffer(prefix(l) + "gate", BufferRole::Gate);
-    const uint16_t up = b_.buffer(prefix(l) + "up", BufferRole::Up);
+    const bool dense = c_.moe.n_expert == 0 || c_.experts_beside_ffn();
+    const uint16_t gate = dense ? b_.buffer(prefix(l) + "gate", BufferRole::Gate) : kNoBuffer;
+    const uint16_t up = dense ? b_.buffer(prefix(l) + "up", BufferRole::Up) : kNoBuffer;
     proj_ = b_.buffer(prefix(l) + "ffn_out", BufferRole::Proj);
-    b_.op({.code = OpCode::Ffn, .layer = int16_t(l), .buffers = operands({xn_, gate, up, proj_})});
+    if (c_.moe.n_expert == 0)
+      return b_.op(
+          {.code = OpCode::Ffn, .layer = int16_t(l), .buffers = operands({xn_, gate, up, proj_})});
+    const uint16_t x = c_.experts_beside_ffn() ? x_ : kNoBuffer;
+    b_.op({.code = OpCode::MoeFfn,
+           .layer = int16_t(l),
+           .buffers = operands({xn_, proj_, x, gate, up})});
   }
   void output() {
     const uint16_t out_xn = b_.buffer("output.norm", BufferRole::OutXn);

@@ -8,6 +8,7 @@
 #include "core/formats/row_codec.h"
 #include "core/ops/attention.h"
 #include "model/block_steps.h"
+#include "model/gemma4_moe.h"
 #include "model/layer_walk.h"
 #include "model/per_layer_embedding.h"
 #include "model/tp_ranks.h"
@@ -103,6 +104,11 @@ class PlanRun {
       case OpCode::LinearAttention:
         return linear_->run(env_, l, buf(0), in_.positions, in_.slots, in_.valid, cache_, buf(1));
       case OpCode::MoeFfn:
+        if (c_.experts_beside_ffn()) {  // padding rows get the dense FFN only
+          moe_tokens_ = gemma4_moe_ffn(env_, l, buf(2), buf(0), p_.rows, buf(3), buf(4), moe_,
+                                       buf(1), in_.valid.data());
+          return;
+        }
         return moe_ffn_of_valid_rows(l, buf(0), buf(1));
       case OpCode::Logits:
         return output_logits(env_, buf(0), in_.logit_rows, buf(1), false, buf(2));

@@ -175,6 +175,7 @@ class PlanChecker {
         if ((op.code == OpCode::MoeFfn) != (c_.moe.n_expert > 0))
           fail(where + ": layer " + std::to_string(op.layer) + " has a " +
                (c_.moe.n_expert > 0 ? "mixture-of-experts" : "dense") + " FFN");
+        if (op.code == OpCode::MoeFfn) expect_dense_beside(where, op);
         ++layers_[size_t(op.layer)].ffns;
         return;
       case OpCode::Logits:
@@ -195,11 +196,24 @@ class PlanChecker {
            (op.buffers[2] != kNoBuffer ? "angles of a second RoPE table the model "
                                          "does not have"
                                        : "no angles of the second RoPE table"));
+    x_ = op.buffers[0];
     cos_sin_[0] = op.buffers[1];
     cos_sin_[1] = op.buffers[2];
     expect_per_layer(where, op.buffers[3], op.buffers[3]);
     per_layer_ = op.buffers[3];
     ++embed_ops_;
+  }
+
+  // x, gate and up exactly for experts beside a dense FFN (gemma4), x the
+  // residual stream Embed wrote.
+  void expect_dense_beside(const std::string& where, const PlanOp& op) const {
+    const bool want = c_.experts_beside_ffn();
+    for (int i : {2, 3, 4})
+      if ((op.buffers[size_t(i)] != kNoBuffer) != want)
+        fail(where + ": " +
+             (want ? "no x, gate or up for the dense FFN beside the experts"
+                   : "x, gate or up of a dense FFN the model does not have beside its experts"));
+    if (want && op.buffers[2] != x_) fail(where + ": x in another buffer than Embed's");
   }
 
   // Per-layer inputs (and a tail's gate) exactly for models with per-layer
@@ -350,6 +364,7 @@ class PlanChecker {
   int mask_ops_ = 0, embed_ops_ = 0, logits_ops_ = 0;
   uint16_t cos_sin_[2] = {kNoBuffer, kNoBuffer};  // Embed's angles of each RoPE table
   uint16_t per_layer_ = kNoBuffer;                // Embed's per-layer inputs
+  uint16_t x_ = kNoBuffer;                        // Embed's residual stream
   // [n_layer] a window layer's k, v and staged operands, for the layers sharing its K/V.
   std::vector<std::array<uint16_t, 3>> window_kv_;
 };
@@ -439,9 +454,13 @@ uint64_t op_matmul_scratch_bytes(const Model& model, const PlanOp& op) {
     case OpCode::LinearAttention:
       return gated_delta_net_scratch_bytes(
           model.rank_config(), model.weights().layers[size_t(op.layer)].linear, op.rows);
-    case OpCode::MoeFfn:
-      return moe_ffn_scratch_bytes(model.rank_config(),
-                                   model.weights().layers[size_t(op.layer)].moe, op.rows);
+    case OpCode::MoeFfn: {
+      const size_t experts = moe_ffn_scratch_bytes(
+          model.rank_config(), model.weights().layers[size_t(op.layer)].moe, op.rows);
+      if (!model.rank_config().experts_beside_ffn()) return experts;
+      return std::max(experts, matmul_step_scratch_bytes(model, MatmulStep::DenseFfn, op.layer,
+                                                         op.rows));  // gemma4's dense FFN
+    }
     case OpCode::Embed:
     case OpCode::LayerTail:
       return per_layer_scratch_bytes(model, op.code == OpCode::Embed ? -1 : op.layer, op.rows);

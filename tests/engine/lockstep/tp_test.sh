@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tensor parallelism over MPI on tiny random models (dense, mixtures of
 # experts, hybrids, gemma4's shared-KV layers, per-layer head sizes, FFN
-# widths and embeddings), 1, 2 and 4 ranks over loopback: the logits of every
-# step (a digest of their bits) and the greedy tokens of a batched workload with chunked prefill, prefix-cache hits and
+# widths and embeddings, and its experts beside a dense FFN), 1, 2 and 4 ranks
+# over loopback: the logits of every step (a digest of their bits) and the greedy tokens of a batched workload with chunked prefill, prefix-cache hits and
 # preemption (hybrids: recurrent-state snapshots restored on prefix hits),
 # and of the static pipeline's slots (tp_logits.cpp), are the
 # same bytes at every rank count and in a plain single process (greedy-only
@@ -55,6 +55,9 @@ declare -A models=(
   [qwen3next]="--arch qwen3next --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
   [qwen35moe]="--arch qwen35moe --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
   [gemma4]="--arch gemma4 --n-embd 64 --n-head 4 --n-kv-head 2 --head-dim 32 --head-dim-swa 16 --sliding-window 8 --swa-pattern 3 --shared-kv-layers 3 --n-embd-per-layer 16 --n-ff-double-wide"
+  # Gemma 4's MoE variant: experts (8, 2 per token) beside the dense FFN on
+  # two layers (windowed, then full); its other features are gemma4's above.
+  [gemma4-moe]="--arch gemma4 --gemma4-moe --n-embd 64 --n-head 4 --n-kv-head 2 --head-dim 32 --sliding-window 8 --swa-pattern 2"
 )
 # Layers per model (default 2). gemma4: windows on 0, 1, 3, 4; layers 3-5
 # read the K/V of 1 (windowed, heads of 16) and 2 (full, heads of 32), and

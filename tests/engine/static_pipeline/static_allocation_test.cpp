@@ -95,13 +95,18 @@ TEST(StaticAllocation, HybridStepsAllocateNothing) {
 }
 
 // gemma4: per-layer embeddings, windowed heads of their own size, shared-KV
-// layers reading their sources' staged records, their FFNs double wide.
+// layers reading their sources' staged records, their FFNs double wide; and
+// its MoE variant, whose experts' rows and inputs are the executor's reserved
+// scratch.
 TEST(StaticAllocation, Gemma4StepsAllocateNothing) {
   KVFORGE_REQUIRE_ALLOCATION_COUNTER();
-  RandomModelSpec spec = testing::gemma4_test_spec(3, 5);
-  spec.head_dim_swa = 16;
-  spec.double_wide_ffn = true;
-  expect_steps_allocate_nothing(spec);
+  for (const bool moe : {false, true}) {
+    RandomModelSpec spec = testing::gemma4_test_spec(3, 5);
+    spec.head_dim_swa = 16;
+    spec.double_wide_ffn = true;
+    spec.gemma4_moe = moe;
+    expect_steps_allocate_nothing(spec);
+  }
 }
 
 TEST(StaticAllocation, CompilingCountsPlans) {

@@ -14,8 +14,10 @@
 #include "engine/static_pipeline/plan_compiler.h"
 #include "engine/static_pipeline/plan_executor.h"
 #include "engine/static_pipeline/plan_file.h"
+#include "engine/static_pipeline/plan_validation.h"
 #include "model/forward_steps.h"
 #include "static_test_util.h"
+#include "testdata.h"
 
 namespace kvforge {
 namespace {
@@ -29,19 +31,23 @@ using testing::test_prompt;
 // 8 experts, 2 picked: a chunk of 8 rows reaches most experts with uneven counts.
 std::unique_ptr<Model> qwen3moe() { return testing::make_moe_test_model(8, 2, 32, 17); }
 
-TEST(StaticMoe, Qwen3MoeSameLogitsBitsAsDynamicThroughChunksAndVariants) {
-  const auto model = qwen3moe();
+// Static logits equal the dynamic ones through chunks of 8 and the variants.
+void expect_prompts_run_as_dynamic(const Model& model) {
   const StaticConfig config = testing::small_static_config();
   ThreadPool pool(2);
-  StaticRunner runner(*model, pool, compile_plans(*model, config, 2));
+  StaticRunner runner(model, pool, compile_plans(model, config, 2));
   for (int32_t len : {1, 9, 23}) {  // one row, past one chunk, three chunks (the last padded)
     SCOPED_TRACE("prompt length " + std::to_string(len));
     const std::vector<int32_t> prompt = test_prompt(size_t(len), len);
     const int steps = len == 23 ? config.capacity() - len : 6;  // 23: through every variant
-    const GreedyTrace want = dynamic_greedy(*model, prompt, steps, 2, {}, config.capacity());
+    const GreedyTrace want = dynamic_greedy(model, prompt, steps, 2, {}, config.capacity());
     expect_same_traces(static_greedy(runner, 0, prompt, steps), want);
     runner.release(0);
   }
+}
+
+TEST(StaticMoe, Qwen3MoeSameLogitsBitsAsDynamicThroughChunksAndVariants) {
+  expect_prompts_run_as_dynamic(*qwen3moe());
 }
 
 // Two slots in one generate step (and an idle padding row between prefills).
@@ -97,6 +103,92 @@ TEST(StaticMoe, TwoSlotsWithQuantizedKvEqualDynamic) {
   const KvFormat kv{KvDtype::F16, KvDtype::Int8};
   testing::expect_two_slots_equal_dynamic(*model, testing::small_static_config(2, kv), 3,
                                           test_prompt(13, 1), test_prompt(6, 2), 8);
+}
+
+// Gemma 4's MoE variant (model/gemma4_moe.h): its experts run beside the
+// dense FFN, routed on their own input. The tiny gemma4 (9 layers, windows of
+// 6 on six of them, the last 3 reading earlier layers' K/V, per-layer
+// embeddings) with 8 experts, 2 per token, in every layer.
+std::unique_ptr<Model> gemma4_moe() {
+  RandomModelSpec spec = testing::gemma4_test_spec(3, 6);
+  spec.gemma4_moe = true;
+  spec.seed = 19;
+  return testing::make_test_model(spec);
+}
+
+// Prompts past the window (one row, a chunk of 8 and a bit over windows of
+// 6, three chunks with the last padded), then through the variants.
+TEST(StaticMoe, Gemma4MoeSameLogitsBitsAsDynamicThroughChunksWindowsAndVariants) {
+  const auto model = gemma4_moe();
+  ASSERT_TRUE(model->config().experts_beside_ffn());
+  ASSERT_GT(model->config().n_kv_shared, 0);
+  expect_prompts_run_as_dynamic(*model);
+}
+
+// The llama.cpp golden files (tests/model/data/gemma4): f32 and the
+// llama-quantize'd ones, past their window of 8.
+TEST(StaticMoe, Gemma4MoeGoldenFilesRunStaticallyWithTheDynamicBits) {
+  const auto dir = testing::source_dir() / "tests/model/data/gemma4";
+  for (const char* name :
+       {"gemma4-moe-f32.gguf", "gemma4-moe-q8_0.gguf", "gemma4-moe-q4_k_m.gguf"}) {
+    SCOPED_TRACE(name);
+    const auto model = Model::load(dir / name);
+    ASSERT_TRUE(model->config().experts_beside_ffn());
+    testing::expect_golden_file_runs_statically(*model);
+  }
+}
+
+// Padding rows get the dense FFN but route to no expert, and the real
+// token's logits are the same bits wherever its row is among them.
+TEST(StaticMoe, Gemma4MoePaddingRowsPickNoExpertsAndMoveNoBits) {
+  const auto model = gemma4_moe();
+  const OneRowStep first = generate_on_row(*model, 0, 1);
+  const OneRowStep third = generate_on_row(*model, 2, 1);
+  const OneRowStep full = generate_on_row(*model, 0, 4);
+  EXPECT_EQ(first.moe_tokens, 1);
+  EXPECT_EQ(third.moe_tokens, 1);
+  EXPECT_EQ(full.moe_tokens, 4);
+  ASSERT_EQ(first.logits.size(), third.logits.size());
+  EXPECT_TRUE(testing::same_bits(first.logits, third.logits));
+  EXPECT_TRUE(testing::same_bits(first.logits, full.logits));
+}
+
+TEST(StaticMoe, Gemma4MoeTwoSlotsWithQuantizedKvEqualDynamic) {
+  const auto model = gemma4_moe();
+  const KvFormat kv{KvDtype::Q4, KvDtype::Int8};
+  testing::expect_two_slots_equal_dynamic(*model, testing::small_static_config(2, kv), 3,
+                                          test_prompt(21, 1), test_prompt(7, 2), 8);
+}
+
+// The dense FFN's operands of gemma4's op: refused when missing, or when x
+// is not the residual stream; a qwen3moe op may not have them.
+TEST(StaticMoe, Gemma4MoeOperandsAreChecked) {
+  const auto model = gemma4_moe();
+  const PlanSet plans = compile_plans(*model, testing::small_static_config(), 1);
+  EXPECT_EQ(load_plans(serialize_plans(plans), "mem", *model), plans);
+  const auto refusal = [&](const Model& m, const Plan& plan, int operand,
+                           uint16_t buffer) -> std::string {
+    Plan edited = plan;
+    for (PlanOp& op : edited.ops)
+      if (op.code == OpCode::MoeFfn && op.layer == 1) op.buffers[size_t(operand)] = buffer;
+    try {
+      validate_plan(edited, m, 1);
+    } catch (const PlanError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  uint16_t xn = kNoBuffer;
+  for (const PlanOp& op : plans.prefill.ops)
+    if (op.code == OpCode::MoeFfn && op.layer == 1) xn = op.buffers[0];
+  EXPECT_NE(refusal(*model, plans.prefill, 3, kNoBuffer).find("no x, gate or up for the dense FFN"),
+            std::string::npos);
+  EXPECT_NE(refusal(*model, plans.prefill, 2, xn).find("used as xn and as x"), std::string::npos);
+  const auto qwen = qwen3moe();
+  const PlanSet qwen_plans = compile_plans(*qwen, testing::small_static_config(), 1);
+  EXPECT_NE(refusal(*qwen, qwen_plans.prefill, 2, qwen_plans.prefill.ops[1].buffers[0])
+                .find("x, gate or up of a dense FFN the model does not have"),
+            std::string::npos);
 }
 
 // The op set grew (moe_ffn, then the output gate): a plan file of version 3 is refused by name;
