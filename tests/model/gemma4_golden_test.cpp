@@ -25,6 +25,11 @@
 // wide beside the full layers' 32 (as real Gemma 4 files: 256 beside 512),
 // under the same bounds (smallest margin 0.075).
 //
+// gemma4-kv-heads-f32: gemma4-swa-heads-f32 with 1 KV head in the full
+// layers and 2 in the windowed ones (attention.head_count_kv per layer, as
+// the 31B and 26B-A4B files), under the same bounds (smallest margin in the
+// README).
+//
 // gemma4-moe-f32: the MoE variant (6 layers, windows of 8 on four, the last
 // 3 sharing K/V; 8 experts of 32 rows, 2 per token, beside each dense FFN;
 // per-layer embeddings of 32) under the same bounds: 64 more GELUs per row
@@ -115,6 +120,17 @@ TEST(Gemma4Golden, WindowedLayersHaveTheirOwnHeadSize) {
   EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 64 + 4 * 32) * 4));
 }
 
+TEST(Gemma4Golden, WindowedLayersHaveTheirOwnKvHeadCount) {
+  const auto model = Model::load(kGemma4Dir / "gemma4-kv-heads-f32.gguf");
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(std::make_tuple(c.n_kv_head, c.n_kv_head_swa, c.head_dim_swa),
+            std::make_tuple(1, 2, 16));
+  EXPECT_EQ(c.layer_n_kv_head(7), 2);  // shared, reading layer 4's K/V
+  EXPECT_EQ(c.layer_n_kv_head(8), 1);  // shared, reading layer 5's
+  // 2 full layers of 1 KV head of 32, 4 windowed of 2 of 16: K and V, f32.
+  EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 32 + 4 * 32) * 4));
+}
+
 TEST(Gemma4Golden, MoeVariantHasExpertsBesideTheDenseFfn) {
   const auto model = Model::load(kGemma4Dir / "gemma4-moe-f32.gguf");
   const ModelConfig& c = model->config();
@@ -159,7 +175,8 @@ TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, Gemma4GoldenFile,
-                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32", "gemma4-moe-f32"),
+                         ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32",
+                                           "gemma4-kv-heads-f32", "gemma4-moe-f32"),
                          [](const auto& p) {
                            std::string n = p.param;
                            for (char& ch : n)

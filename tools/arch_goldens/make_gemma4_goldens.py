@@ -25,6 +25,11 @@ gemma4-swa-heads-f32 is the same shape with the windowed layers' heads 16
 wide (attention.key_length_swa, rope.dimension_count_swa) beside the full
 layers' 32, as real Gemma 4 files have (256 beside 512).
 
+gemma4-kv-heads-f32 is gemma4-swa-heads-f32 with one KV head in the full
+layers and two in the windowed ones: attention.head_count_kv written per
+layer, as llama.cpp's converter writes the 31B's and 26B-A4B's (16 KV heads
+of 256 in the windowed layers, 4 of 512 in the full ones).
+
 gemma4-moe-f32 is the MoE variant (26B-A4B's layer): 8 experts of 32 rows
 (2 per token) beside the dense FFN in each of 6 layers (windows of 8 on 0,
 1, 3, 4; the last 3 sharing K/V: 3 and 4 read layer 1's, 5 reads layer 2's),
@@ -52,7 +57,9 @@ ARGS = ["--arch", "gemma4", "--n-embd", "64", "--n-layer", "9", "--n-head", "4",
         "--seed", "1"]
 SHARED = "3"
 # name -> extra make-model arguments
-FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"]}
+FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"],
+         "gemma4-kv-heads-f32": ["--head-dim-swa", "16", "--n-kv-head", "1",
+                                 "--n-kv-head-swa", "2"]}
 MOE = ["--arch", "gemma4", "--gemma4-moe", "--n-head", "4", "--n-kv-head", "2", "--n-ctx", "64",
        "--sliding-window", "8", "--rope-base", "1000000", "--rope-base-swa", "10000",
        "--final-softcap", "30", "--n-expert-used", "2"]
@@ -62,6 +69,17 @@ MOE_F32 = MOE + ["--n-embd", "64", "--head-dim", "32", "--n-ff", "128", "--n-lay
 MOE_WIDE = MOE + ["--n-embd", "256", "--head-dim", "64", "--n-ff", "256", "--n-layer", "4",
                   "--swa-pattern", "2", "--shared-kv-layers", "2", "--n-embd-per-layer", "0",
                   "--n-expert", "4", "--n-ff-exp", "256", "--seed", "3"]
+
+
+def with_overrides(args: list, extra: list) -> list:
+    """args with the options of extra (pairs) replacing or appended to theirs."""
+    out = list(args)
+    for flag, value in zip(extra[::2], extra[1::2]):
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out += [flag, value]
+    return out
 
 
 def write(a, name: str, make_args: list, quantize_to: str = "") -> None:
@@ -87,7 +105,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="write these files only (default: all)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    files = {name: (["--shared-kv-layers", SHARED] + ARGS + extra, "")
+    files = {name: (["--shared-kv-layers", SHARED] + with_overrides(ARGS, extra), "")
              for name, extra in FILES.items()}
     files["gemma4-moe-f32"] = (MOE_F32, "")
     files["gemma4-moe-q8_0"] = (MOE_F32, "Q8_0")
