@@ -40,8 +40,8 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks
       format_(format),
       k_block_bytes_(0),
       v_block_bytes_(0),
-      export_chunks_(config.max_kv_dim() != config.kv_dim() ||
-                             (config.head_dim_swa > 0 && config.head_dim_swa != config.head_dim)
+      export_chunks_((config.head_dim_swa > 0 && config.head_dim_swa != config.head_dim) ||
+                             (config.n_kv_head_swa > 0 && config.n_kv_head_swa != config.n_kv_head)
                          ? 1
                          : groups_.slots) {
   if (n_layer_ <= 0 || config.n_kv_head <= 0 || config.head_dim <= 0)

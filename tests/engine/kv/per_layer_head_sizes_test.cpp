@@ -16,6 +16,7 @@
 #include <memory>
 #include <string>
 
+#include "engine/kv/block_manager.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/paged_kv_cache.h"
@@ -172,6 +173,18 @@ TEST(PerLayerKvHeads, GroupsAndAccountingAgree) {
   const size_t tags = 4 * size_t(slots) * capacity * sizeof(int32_t);
   EXPECT_EQ(StaticKvCache(wide, capacity, slots, {}).bytes(),
             size_t(slots) * capacity * c.kv_bytes_per_token(4) + mask + tags);
+}
+
+// A block's bytes for the disk tier come back as they were imported.
+TEST(PerLayerKvHeads, BlockExportImportRoundTrips) {
+  const ModelConfig& c = kv_heads_model().config();
+  BlockManager blocks(4, 4, false, KvLayerGroups::of(c).windows());
+  PagedKvCache cache(c, blocks, {});
+  std::vector<uint8_t> in(cache.block_bytes()), out(cache.block_bytes());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 7 % 251);
+  cache.import_block(1, in);
+  cache.export_block(1, out);
+  EXPECT_EQ(out, in);
 }
 
 // 2 ranks: the windowed layers' 4 KV heads split 2 and 2, the full layers'
