@@ -242,7 +242,9 @@ void kv_plan(const KvPlanFlags& f) {
               static_cast<long long>(s.n_kv_head), static_cast<long long>(s.head_dim),
               static_cast<long long>(s.n_head / s.n_kv_head),
               s.n_kv_head_swa > 0
-                  ? (", windowed layers " + std::to_string(s.n_kv_head_swa) + " KV heads").c_str()
+                  ? (", windowed layers " + std::to_string(s.n_kv_head_swa) + " of " +
+                     std::to_string(s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim))
+                        .c_str()
                   : "");
   std::printf("weights        %s  (%s)\n", gib(p.weight_bytes).c_str(), m.weights_what.c_str());
   std::printf("KV %-10s  %llu bytes/token, %s/sequence of %lld tokens, %s for %lld sequences\n",
