@@ -279,16 +279,16 @@ class ForwardPass {
     const std::vector<float>& sinks = m_.weights().layers[size_t(l)].attn_sinks;  // [n_head]
     const size_t per_thread = attention_queries_scratch_floats(c_.max_head_dim());
     const KvFormat format = kv_.format();
-    const int group = c_.gqa_group();
-    const int head_dim = c_.layer_head_dim(l);
+    const ModelConfig& lc = m_.layer_config(l);  // the layer's head size and KV heads
+    const int group = lc.gqa_group(), n_kv_head = lc.n_kv_head, head_dim = lc.head_dim;
     const size_t q_dim = size_t(c_.n_head) * size_t(head_dim);
-    const int64_t items = int64_t(runs.size() - 1) * c_.n_kv_head;
-    const auto cuts = attention_cuts(s_.run_work_, c_.n_kv_head, pool_.size());
+    const int64_t items = int64_t(runs.size() - 1) * n_kv_head;
+    const auto cuts = attention_cuts(s_.run_work_, n_kv_head, pool_.size());
     pool_.run_stealing(size_t(items), cuts, 1, 1, [&](int ti, size_t b, size_t e) {
       float* scratch = s_.head_scratch_.data() + size_t(ti) * per_thread;
       for (int64_t item = int64_t(b); item < int64_t(e); ++item) {
-        const size_t r = size_t(item / c_.n_kv_head);
-        const int g = int(item % c_.n_kv_head);
+        const size_t r = size_t(item / n_kv_head);
+        const int g = int(item % n_kv_head);
         const int64_t t = runs[r];
         const size_t slot = size_t(s_.token_seq_slot_[size_t(t)]);
         const auto& spans = s_.seq_spans_[slot];
@@ -306,7 +306,8 @@ class ForwardPass {
   // Splits the step's tokens into query runs (see attend()): s_.query_runs_
   // gets their first tokens, then n_tokens as an end marker.
   void group_query_runs() {
-    const int max_run = std::max(1, std::min(kMaxRun, kAttentionMaxStackedHeads / c_.gqa_group()));
+    const int max_run =
+        std::max(1, std::min(kMaxRun, kAttentionMaxStackedHeads / c_.max_gqa_group()));
     std::vector<int32_t>& runs = s_.query_runs_;  // reserved: n_ + 1 entries
     runs.clear();
     for (int64_t t = 0; t < n_; ++t) {

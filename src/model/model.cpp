@@ -31,6 +31,7 @@ Model::Model(gguf::GgufFile file, ModelConfig config, ModelWeights weights)
   if (c.per_layer_heads()) {
     rank_config_swa_.head_dim = c.head_dim_swa > 0 ? c.head_dim_swa : c.head_dim;
     rank_config_swa_.rope_dim = c.rope_dim_swa > 0 ? c.rope_dim_swa : c.rope_dim;
+    if (rank_config_.n_kv_head_swa > 0) rank_config_swa_.n_kv_head = rank_config_.n_kv_head_swa;
   }
   const bool neox = c.rope_style == RopeStyle::Neox;
   const std::span<const float> factors = rope_factors(c, weights_);

@@ -39,7 +39,7 @@ class Model {
   // n_kv_head and n_ff (the same as config() on one process). KV caches are
   // built from it, so they hold this rank's KV heads only.
   const ModelConfig& rank_config() const { return rank_config_; }
-  // rank_config() as `layer` sees it: head_dim and rope_dim are the layer's
+  // rank_config() as `layer` sees it: head_dim, rope_dim and n_kv_head are the layer's
   // (ModelConfig::layer_shape; they differ for Gemma 4's windowed layers).
   const ModelConfig& layer_config(int layer) const {
     return rank_config_.per_layer_heads() && rank_config_.window(layer) ? rank_config_swa_

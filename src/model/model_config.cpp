@@ -86,7 +86,13 @@ void read_shapes(const gguf::GgufFile& f, ModelConfig& c) {
   if (!f.has(a + "attention.head_count"))
     fail(f, "missing required key '" + a + "attention.head_count'");
   c.n_head = per_layer_count(f, a + "attention.head_count", c.n_layer, 0, 4096);
-  c.n_kv_head = per_layer_count(f, a + "attention.head_count_kv", c.n_layer, c.n_head, 4096);
+  // Gemma 4's per-layer array (one count for windowed layers, one for full
+  // ones) is read once the windows are known (read_gemma4).
+  const std::string kv_key = a + "attention.head_count_kv";
+  const gguf::Value* kv_heads = f.find(kv_key);
+  c.n_kv_head = c.arch == Architecture::Gemma4 && kv_heads && kv_heads->is_array()
+                    ? c.n_head
+                    : per_layer_count(f, kv_key, c.n_layer, c.n_head, 4096);
   c.n_ctx_train = optional(f, a + "context_length", 2048, 1u << 24);
   c.n_vocab = vocab_size(f, c.arch_name);
   if (c.n_embd % c.n_head != 0 && !f.has(a + "attention.key_length"))

@@ -133,6 +133,10 @@ struct ModelConfig {
   // attention.key_length_swa, rope.dimension_count_swa); 0 = as full layers.
   int head_dim_swa = 0;
   int rope_dim_swa = 0;
+  // Sliding-window layers' own KV-head count (Gemma 4 31B / 26B-A4B:
+  // attention.head_count_kv as a per-layer array, one value per kind of
+  // layer); 0 = as full layers.
+  int n_kv_head_swa = 0;
 
   // FFN rows of each layer when they differ between layers (Gemma 4's
   // use_double_wide_mlp: the shared-KV layers twice as wide); empty when
@@ -152,25 +156,41 @@ struct ModelConfig {
   int layer_rope_dim(int layer) const {
     return window(layer) && rope_dim_swa > 0 ? rope_dim_swa : rope_dim;
   }
-  int layer_kv_dim(int layer) const { return n_kv_head * layer_head_dim(layer); }
-  // Some layer's head size or rotated dimensions differ from the full layers'.
+  int layer_n_kv_head(int layer) const {
+    return window(layer) && n_kv_head_swa > 0 ? n_kv_head_swa : n_kv_head;
+  }
+  int layer_kv_dim(int layer) const { return layer_n_kv_head(layer) * layer_head_dim(layer); }
+  // Some layer's head size, rotated dimensions or KV-head count differ from the full layers'.
   bool per_layer_heads() const {
     return (head_dim_swa > 0 && head_dim_swa != head_dim) ||
-           (rope_dim_swa > 0 && rope_dim_swa != rope_dim);
+           (rope_dim_swa > 0 && rope_dim_swa != rope_dim) ||
+           (n_kv_head_swa > 0 && n_kv_head_swa != n_kv_head);
   }
   int max_head_dim() const { return std::max(head_dim, head_dim_swa); }
   int max_rope_dim() const { return std::max(rope_dim, rope_dim_swa); }
+  int max_n_kv_head() const { return std::max(n_kv_head, n_kv_head_swa); }
   int max_q_dim() const { return n_head * max_head_dim(); }
-  int max_kv_dim() const { return n_kv_head * max_head_dim(); }
-  // This config as `layer` sees it: head_dim, rope_dim and n_ff are the layer's.
+  // The widest layer's K (or V) values per token: the windowed kind's
+  // count and head size, or the full kind's.
+  int max_kv_dim() const {
+    return std::max(kv_dim(), (n_kv_head_swa > 0 ? n_kv_head_swa : n_kv_head) *
+                                  (head_dim_swa > 0 ? head_dim_swa : head_dim));
+  }
+  // This config as `layer` sees it: head_dim, rope_dim, n_kv_head and
+  // n_ff are the layer's.
   ModelConfig layer_shape(int layer) const {
     ModelConfig s = *this;
     s.head_dim = layer_head_dim(layer);
     s.rope_dim = layer_rope_dim(layer);
     s.n_ff = layer_n_ff(layer);
+    s.n_kv_head = layer_n_kv_head(layer);
     return s;
   }
-  int gqa_group() const { return n_head / n_kv_head; }  // query heads per KV head
+  int gqa_group() const { return n_head / n_kv_head; }  // query heads per KV head (full layers)
+  // The largest group of any layer (the fewest KV heads).
+  int max_gqa_group() const {
+    return n_head / (n_kv_head_swa > 0 ? std::min(n_kv_head, n_kv_head_swa) : n_kv_head);
+  }
   // The window of `layer`'s attention; 0 = full attention.
   int32_t window(int layer) const {
     return sliding_window > 0 && swa_layers[size_t(layer)] ? sliding_window : 0;

@@ -3,6 +3,8 @@
 // tail, the windowed layers' head sizes, no query scaling.
 #include <algorithm>
 #include <string>
+#include <variant>
+#include <vector>
 
 #include "model/model_config_parts.h"
 
@@ -49,6 +51,47 @@ void read_swa_head_shape(const gguf::GgufFile& f, ModelConfig& c) {
   c.rope_dim_swa = rope_swa;
 }
 
+// attention.head_count_kv as a per-layer array (llama.cpp's converter
+// writes the windowed layers' num_key_value_heads and the full layers'
+// num_global_key_value_heads): one count per kind of layer, each dividing
+// the query heads. The full layers' count is n_kv_head, the windowed
+// layers' n_kv_head_swa when it differs.
+void read_kv_heads_per_kind(const gguf::GgufFile& f, ModelConfig& c) {
+  const std::string key = c.arch_name + ".attention.head_count_kv";
+  const gguf::Value* v = f.find(key);
+  if (!v || !v->is_array()) return;  // one count for all layers: read_shapes read it
+  const std::vector<gguf::Value>& items = std::get<gguf::Array>(v->data).items;
+  if (items.size() != size_t(c.n_layer))
+    fail(f, key + ": per-layer array of " + std::to_string(items.size()) +
+                " entries, expected one per layer (block_count " + std::to_string(c.n_layer) + ")");
+  int counts[2] = {0, 0};  // [full, windowed]
+  int first_layer[2] = {-1, -1};
+  for (int l = 0; l < c.n_layer; ++l) {
+    const gguf::Value& item = items[size_t(l)];
+    const uint64_t* u = std::get_if<uint64_t>(&item.data);
+    const int64_t* i = std::get_if<int64_t>(&item.data);
+    if (!u && !(i && *i >= 0)) fail(f, key + ": per-layer array of non-negative integers expected");
+    const int n = positive_int(f, key, u ? *u : uint64_t(*i), 4096);
+    const int kind = c.window(l) ? 1 : 0;
+    if (first_layer[kind] < 0) {
+      first_layer[kind] = l;
+      counts[kind] = n;
+    } else if (n != counts[kind]) {
+      fail(f, key + ": " + (kind ? "windowed" : "full-attention") + " layers " +
+                  std::to_string(first_layer[kind]) + " and " + std::to_string(l) + " have " +
+                  std::to_string(counts[kind]) + " and " + std::to_string(n) +
+                  " KV heads; each kind of layer must have one count");
+    }
+  }
+  for (int kind = 0; kind < 2; ++kind)
+    if (counts[kind] > 0 && c.n_head % counts[kind] != 0)
+      fail(f, key + "[" + std::to_string(first_layer[kind]) +
+                  "] = " + std::to_string(counts[kind]) +
+                  " does not divide attention.head_count = " + std::to_string(c.n_head));
+  c.n_kv_head = counts[0] > 0 ? counts[0] : counts[1];
+  c.n_kv_head_swa = counts[1] > 0 && counts[1] != c.n_kv_head ? counts[1] : 0;
+}
+
 }  // namespace
 
 void read_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
@@ -65,6 +108,7 @@ void read_gemma4(const gguf::GgufFile& f, ModelConfig& c) {
                 std::to_string(c.n_layer));
   check_shared_layers(f, c);
   read_swa_head_shape(f, c);
+  read_kv_heads_per_kind(f, c);
 }
 
 }  // namespace kvforge::config_detail

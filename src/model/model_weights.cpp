@@ -336,7 +336,7 @@ std::vector<float> sub(const std::vector<float>& v, int64_t first, int64_t n) {
 // Keeps the rows of this rank's heads and FFN rows (all of them on one
 // process): attention heads with their biases and sinks, dense FFN rows or
 // each expert's share (model/moe_tensor_parallel.h).
-void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s) {
+void keep_rank_rows(LayerWeights& l, int layer, const ModelConfig& c, const TensorSplit& s) {
   if (l.ffn_gate.data) {  // a dense FFN of c.n_ff rows (the layer's)
     const int64_t ff = c.n_ff / s.n_ranks;
     l.ffn_gate = row_range(l.ffn_gate, s.rank * ff, ff);
@@ -347,7 +347,7 @@ void keep_rank_rows(LayerWeights& l, const ModelConfig& c, const TensorSplit& s)
   const int64_t hd = c.head_dim, qhd = hd * (c.attn_gate ? 2 : 1);  // qhd: attn_q rows per head
   if (l.attn_q.data == nullptr) return;                             // a recurrent layer
   const int64_t q0 = s.first_head() * qhd, nq = s.n_head * qhd;
-  const int64_t kv0 = s.first_kv_head() * hd, nkv = s.n_kv_head * hd;
+  const int64_t kv0 = s.layer_first_kv_head(layer) * hd, nkv = s.layer_n_kv_head(layer) * hd;
   l.attn_q = row_range(l.attn_q, q0, nq);
   if (l.attn_k.data) {  // none in a layer reading another layer's K/V (gemma4)
     l.attn_k = row_range(l.attn_k, kv0, nkv);
@@ -447,7 +447,7 @@ ModelWeights ModelWeights::from_gguf(const gguf::GgufFile& file, const ModelConf
   w.split = TensorSplit::of(c, attn_types, ffn_types, rank, n_ranks);
   const bool per_layer = c.per_layer_heads() || !c.n_ff_layers.empty();
   for (int i = 0; i < c.n_layer; ++i)  // each layer's own head size and FFN rows (layer_shape)
-    keep_rank_rows(w.layers[size_t(i)], per_layer ? c.layer_shape(i) : c, w.split);
+    keep_rank_rows(w.layers[size_t(i)], i, per_layer ? c.layer_shape(i) : c, w.split);
   w.output = row_range(output, w.split.vocab_first[size_t(rank)], w.split.vocab_rows[size_t(rank)]);
   copy_rank_columns(w, attn_output, ffn_down, file);
   return w;
@@ -462,7 +462,8 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
   const int64_t n = w.split.n_ranks;
   const TensorSplit& split = w.split;
   std::vector<std::pair<WeightView*, int64_t>> matrices;
-  for (LayerWeights& l : w.layers) {
+  for (size_t i = 0; i < w.layers.size(); ++i) {
+    LayerWeights& l = w.layers[i];
     for (WeightView* v : {&l.attn_q, &l.ffn_gate, &l.ffn_up}) matrices.emplace_back(v, v->rows * n);
     // Each expert's share is 1/n of its rows (the router is whole).
     for (WeightView* v : {&l.moe.shared_gate, &l.moe.shared_up, &l.moe.shared_down})
@@ -471,7 +472,7 @@ std::vector<std::pair<WeightView*, int64_t>> regroupable(ModelWeights& w) {
       for (WeightView& v : *slabs) matrices.emplace_back(&v, v.rows * n);
     // A replicated KV head's rows are 1/(n / replicas) of the whole matrix.
     for (WeightView* v : {&l.attn_k, &l.attn_v})
-      matrices.emplace_back(v, v->rows * n / split.kv_replicas);
+      matrices.emplace_back(v, v->rows * n / split.layer_kv_replicas(int(i)));
     for (ColumnParts* parts : {&l.attn_output, &l.ffn_down})
       for (WeightView& v : parts->parts) matrices.emplace_back(&v, v.rows);
   }

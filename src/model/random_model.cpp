@@ -488,6 +488,12 @@ void add_gemma4_globals(gguf::GgufWriter& w, TensorMaker& make, const RandomMode
   w.set(a + "attention.value_length_swa", gguf::Value::u32(uint32_t(swa_dim)));
   if (swa_dim != head_dim)
     w.set(a + "rope.dimension_count_swa", gguf::Value::u32(uint32_t(swa_dim)));
+  if (spec.n_kv_head_swa > 0 && spec.n_kv_head_swa != spec.n_kv_head) {
+    std::vector<gguf::Value> heads;  // per layer, as llama.cpp's converter writes the 31B's
+    for (int l = 0; l < spec.n_layer; ++l)
+      heads.push_back(gguf::Value::u32(uint32_t(spec.layer_n_kv_head(l))));
+    w.set(a + "attention.head_count_kv", gguf::Value::array(gguf::ValueType::UINT32, heads));
+  }
   w.set(a + "embedding_length_per_layer_input", gguf::Value::u32(uint32_t(spec.n_embd_per_layer)));
   std::vector<float> freqs(size_t(head_dim / 2), 1.0f);
   for (size_t i = freqs.size() / 2; i < freqs.size(); ++i) freqs[i] = 1e30f;
@@ -503,7 +509,7 @@ void add_gemma4_globals(gguf::GgufWriter& w, TensorMaker& make, const RandomMode
 // fused or not, qwen2's and gpt-oss's biases, Q/K norms, gpt-oss's output
 // bias and sinks), gemma's post norms, the FFN's norm (post_attention_norm
 // in gpt-oss) and the FFN.
-void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_dim) {
+void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_dim, int n_kv_head) {
   const std::string& arch = spec.arch;
   const std::string p = "blk." + std::to_string(l) + ".";
   const bool gemma4 = arch == "gemma4", gpt_oss = arch == "gpt-oss";
@@ -511,8 +517,7 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
   const bool qk_norm = arch == "qwen3" || arch == "gemma3" || arch == "qwen3moe" || gemma4;
   // gemma4's shared layers have no K/V weights (llama.cpp does not require them).
   const bool kv = !gemma4 || l < spec.n_layer - spec.n_kv_shared;
-  const int64_t q_dim = int64_t(head_dim) * spec.n_head,
-                kv_dim = int64_t(head_dim) * spec.n_kv_head;
+  const int64_t q_dim = int64_t(head_dim) * spec.n_head, kv_dim = int64_t(head_dim) * n_kv_head;
   make.norm(p + "attn_norm.weight", spec.n_embd);
   if (spec.fused_qkv || arch == "phi3") {
     make.matrix(p + "attn_qkv.weight", q_dim + 2 * kv_dim, spec.n_embd);
@@ -542,12 +547,6 @@ void add_block(TensorMaker& make, const RandomModelSpec& spec, int l, int head_d
   if (gemma4) add_gemma4_layer_tail(make, spec, p);
 }
 
-// The head size of layer l: gemma4's windowed layers may have their own.
-int layer_head_dim(const RandomModelSpec& spec, int l, int head_dim) {
-  const bool windowed = spec.swa_pattern == 0 || l % spec.swa_pattern < spec.swa_pattern - 1;
-  return spec.arch == "gemma4" && spec.head_dim_swa > 0 && windowed ? spec.head_dim_swa : head_dim;
-}
-
 // Refuses specs the architecture's loader could not read.
 void check_spec(const RandomModelSpec& spec) {
   const std::string& arch = spec.arch;
@@ -561,6 +560,9 @@ void check_spec(const RandomModelSpec& spec) {
     throw std::invalid_argument(
         "make_random_model: n_embd must be a multiple of n_head (or head_dim given), and "
         "n_head a multiple of n_kv_head");
+  if (spec.n_kv_head_swa > 0 && (arch != "gemma4" || spec.n_head % spec.n_kv_head_swa != 0))
+    throw std::invalid_argument(
+        "make_random_model: n_kv_head_swa needs the gemma4 architecture and must divide n_head");
   if ((spec.gemma4_moe || spec.double_wide_ffn) && arch != "gemma4")
     throw std::invalid_argument(
         "make_random_model: gemma4_moe and double_wide_ffn need the gemma4 architecture");
@@ -587,7 +589,7 @@ gguf::GgufWriter make_random_model(const RandomModelSpec& spec, const gguf::Gguf
   write_rope_factors(make, spec, head_dim);
   if (spec.arch == "gemma4") add_gemma4_globals(w, make, spec, n_vocab, head_dim);
   for (int l = 0; l < spec.n_layer; ++l)
-    add_block(make, spec, l, layer_head_dim(spec, l, head_dim));
+    add_block(make, spec, l, spec.layer_head_dim(l, head_dim), spec.layer_n_kv_head(l));
   make.norm("output_norm.weight", spec.n_embd);
   if (!spec.tied_output && spec.arch != "gemma2")
     make.matrix("output.weight", n_vocab, spec.n_embd);

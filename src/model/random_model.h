@@ -87,6 +87,10 @@ struct RandomModelSpec {
   // attention.key_length_swa / value_length_swa; they rotate all of it
   // (rope.dimension_count_swa), as Gemma 4's files do.
   int head_dim_swa = 0;
+  // gemma4: the windowed layers' KV-head count (0: n_kv_head); when it
+  // differs, attention.head_count_kv is written per layer as llama.cpp's
+  // converter writes the 31B's (windowed count, full count).
+  int n_kv_head_swa = 0;
   // gemma4: the MoE variant (26B-A4B): in every layer n_expert experts
   // (n_expert_used, n_ff_exp) beside the dense FFN, with the router's input
   // scale, each expert's output scale and the two branches' norms.
@@ -112,6 +116,19 @@ struct RandomModelSpec {
   // (768/12/12/4/ff 2048, 32000 tokens: the benchmark shape, LLaMA's vocabulary size).
   // nullopt for unknown names.
   static std::optional<RandomModelSpec> preset(const std::string& name);
+
+  // gemma4's per-layer shapes: layer l has the sliding window (the last of
+  // each swa_pattern layers is full), and then its own head size
+  // (`head_dim`: the full layers') and KV-head count where given.
+  bool gemma4_windowed(int l) const {
+    return arch == "gemma4" && (swa_pattern == 0 || l % swa_pattern < swa_pattern - 1);
+  }
+  int layer_head_dim(int l, int full) const {
+    return gemma4_windowed(l) && head_dim_swa > 0 ? head_dim_swa : full;
+  }
+  int layer_n_kv_head(int l) const {
+    return gemma4_windowed(l) && n_kv_head_swa > 0 ? n_kv_head_swa : n_kv_head;
+  }
 };
 
 // The architectures make_random_model writes.

@@ -72,6 +72,19 @@ void check_linear_heads(const ModelConfig& c, int n_ranks) {
                         " embedding rows (ssm_out's outputs) do not divide evenly");
 }
 
+// Each rank holds whole KV heads, or with more ranks than heads one head
+// replicated; `kind` names the layers for messages ("" when all have `count`).
+void check_kv_heads(int count, const std::string& kind, const ModelConfig& c, int n_ranks) {
+  if (n_ranks <= count && count % n_ranks != 0)
+    refuse(n_ranks, "the model's" + kind + " " + std::to_string(count) +
+                        " KV heads do not divide evenly; each rank holds whole KV heads");
+  if (n_ranks > count && (n_ranks % count != 0 || c.n_head % n_ranks != 0))
+    refuse(n_ranks, "more ranks than the model's" + kind + " " + std::to_string(count) +
+                        " KV heads replicate them, which needs a multiple of the KV heads that "
+                        "divides the " +
+                        std::to_string(c.n_head) + " query heads");
+}
+
 }  // namespace
 
 TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn_output_types,
@@ -97,14 +110,8 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   // experts): its experts split by rows instead.
   const bool dense = c.moe.n_expert == 0 || c.experts_beside_ffn();
   s.ffn_parts = dense ? parts_of(ffn, ffn_max, ffn_down_types) : 1;
-  if (n_ranks <= c.n_kv_head && c.n_kv_head % n_ranks != 0)
-    refuse(n_ranks, "the model's " + std::to_string(c.n_kv_head) +
-                        " KV heads do not divide evenly; each rank holds whole KV heads");
-  if (n_ranks > c.n_kv_head && (n_ranks % c.n_kv_head != 0 || c.n_head % n_ranks != 0))
-    refuse(n_ranks, "more ranks than the model's " + std::to_string(c.n_kv_head) +
-                        " KV heads replicate them, which needs a multiple of the KV heads that "
-                        "divides the " +
-                        std::to_string(c.n_head) + " query heads");
+  check_kv_heads(c.n_kv_head, c.n_kv_head_swa > 0 ? " full-attention layers'" : "", c, n_ranks);
+  if (c.n_kv_head_swa > 0) check_kv_heads(c.n_kv_head_swa, " windowed layers'", c, n_ranks);
   if (s.attn_parts % n_ranks != 0)
     refuse(n_ranks, "attn_output splits into " + std::to_string(s.attn_parts) +
                         " column parts of whole quantization blocks, which the ranks must share");
@@ -117,6 +124,11 @@ TensorSplit TensorSplit::of(const ModelConfig& c, std::span<const GgmlType> attn
   // Beyond the KV heads, each rank holds the one its query heads read (vLLM's way).
   s.kv_replicas = n_ranks > c.n_kv_head ? n_ranks / c.n_kv_head : 1;
   s.n_kv_head = n_ranks > c.n_kv_head ? 1 : c.n_kv_head / n_ranks;
+  if (c.n_kv_head_swa > 0) {
+    s.kv_replicas_swa = n_ranks > c.n_kv_head_swa ? n_ranks / c.n_kv_head_swa : 1;
+    s.n_kv_head_swa = n_ranks > c.n_kv_head_swa ? 1 : c.n_kv_head_swa / n_ranks;
+    for (int l = 0; l < c.n_layer; ++l) s.swa_kv.push_back(c.window(l) ? 1 : 0);
+  }
   s.n_ff = c.n_ff / n_ranks;
   s.n_ff_exp = c.moe.n_ff_exp / n_ranks;
   s.n_ff_shexp = c.moe.n_ff_shexp / n_ranks;
@@ -139,6 +151,7 @@ ModelConfig TensorSplit::rank_config(const ModelConfig& c) const {
   ModelConfig r = c;
   r.n_head = n_head;
   r.n_kv_head = n_kv_head;
+  r.n_kv_head_swa = n_kv_head_swa;
   r.n_ff = n_ff;
   for (int& ff : r.n_ff_layers) ff /= n_ranks;
   r.moe.n_ff_exp = c.moe.n_ff_exp / n_ranks;

@@ -76,7 +76,21 @@ struct TensorSplit {
   std::vector<int64_t> vocab_first;  // [n_ranks] first output row of each rank
   std::vector<int64_t> vocab_rows;   // [n_ranks] output rows of each rank
 
+  // Gemma 4 files whose windowed layers have their own KV-head count
+  // (ModelConfig::n_kv_head_swa): those layers' share, split as above.
+  int n_kv_head_swa = 0;        // this rank's KV heads of windowed layers; 0 = as full
+  int kv_replicas_swa = 1;      // ranks holding each windowed layer's KV head
+  std::vector<uint8_t> swa_kv;  // [n_layer] 1 = the layer has the windowed layers' share
+
   int first_kv_head() const { return rank / kv_replicas * n_kv_head; }
+  bool swa_kv_layer(int layer) const { return !swa_kv.empty() && swa_kv[size_t(layer)]; }
+  int layer_n_kv_head(int layer) const { return swa_kv_layer(layer) ? n_kv_head_swa : n_kv_head; }
+  int layer_kv_replicas(int layer) const {
+    return swa_kv_layer(layer) ? kv_replicas_swa : kv_replicas;
+  }
+  int layer_first_kv_head(int layer) const {
+    return rank / layer_kv_replicas(layer) * layer_n_kv_head(layer);
+  }
   int first_head() const { return rank * n_head; }
   int first_ff_exp() const { return rank * n_ff_exp; }
   int first_ff_shexp() const { return rank * n_ff_shexp; }

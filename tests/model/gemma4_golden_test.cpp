@@ -30,6 +30,10 @@
 // 128 (feed_forward_length one entry per layer), under the same bounds: 384
 // more GELUs per row than gemma4-f32 (3 layers of 128 more), the same order
 // of flips.
+// gemma4-kv-heads-f32: gemma4-swa-heads-f32 with 1 KV head in the full
+// layers and 2 in the windowed ones (attention.head_count_kv per layer, as
+// the 31B and 26B-A4B files), under the same bounds (smallest margin in the
+// README).
 //
 // gemma4-moe-f32: the MoE variant (6 layers, windows of 8 on four, the last
 // 3 sharing K/V; 8 experts of 32 rows, 2 per token, beside each dense FFN;
@@ -132,6 +136,17 @@ TEST(Gemma4Golden, DoubleWideLayersHaveTwiceTheFfnRows) {
   }
 }
 
+TEST(Gemma4Golden, WindowedLayersHaveTheirOwnKvHeadCount) {
+  const auto model = Model::load(kGemma4Dir / "gemma4-kv-heads-f32.gguf");
+  const ModelConfig& c = model->config();
+  EXPECT_EQ(std::make_tuple(c.n_kv_head, c.n_kv_head_swa, c.head_dim_swa),
+            std::make_tuple(1, 2, 16));
+  EXPECT_EQ(c.layer_n_kv_head(7), 2);  // shared, reading layer 4's K/V
+  EXPECT_EQ(c.layer_n_kv_head(8), 1);  // shared, reading layer 5's
+  // 2 full layers of 1 KV head of 32, 4 windowed of 2 of 16: K and V, f32.
+  EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 32 + 4 * 32) * 4));
+}
+
 TEST(Gemma4Golden, MoeVariantHasExpertsBesideTheDenseFfn) {
   const auto model = Model::load(kGemma4Dir / "gemma4-moe-f32.gguf");
   const ModelConfig& c = model->config();
@@ -177,7 +192,8 @@ TEST_P(Gemma4GoldenFile, LogitsAndGreedyTokensMatchLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Files, Gemma4GoldenFile,
                          ::testing::Values("gemma4-f32", "gemma4-swa-heads-f32",
-                                           "gemma4-double-wide-f32", "gemma4-moe-f32"),
+                                           "gemma4-double-wide-f32", "gemma4-kv-heads-f32",
+                                           "gemma4-moe-f32"),
                          [](const auto& p) {
                            std::string n = p.param;
                            for (char& ch : n)

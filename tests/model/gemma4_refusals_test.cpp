@@ -109,14 +109,15 @@ TEST(Gemma4HeadCountArrays, EqualEntriesAreTheScalar) {
   EXPECT_EQ(prompt_logits(*with_arrays, prompt), prompt_logits(*scalars, prompt));
 }
 
-// Counts that differ between layers, a length other than block_count and
-// entries that are not counts are refused naming the key.
+// Counts that differ between layers (KV heads: between layers of one kind,
+// gemma4_kv_heads_test.cpp), a length other than block_count and entries
+// that are not counts are refused naming the key.
 TEST(Gemma4HeadCountArrays, DifferingOrMalformedArraysAreRefusedByName) {
   std::string what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
-    w.set("gemma4.attention.head_count_kv", per_layer({2, 2, 1, 2, 2, 1, 2, 2, 1}));
+    w.set("gemma4.attention.head_count_kv", per_layer({2, 1, 2, 2, 2, 1, 2, 2, 1}));
   }));
-  expect_mentions(what, {"gemma4.attention.head_count_kv: per-layer array [2, 2, 1, 2, 2, 1",
-                         "is not supported"});
+  expect_mentions(what, {"gemma4.attention.head_count_kv: windowed layers 0 and 1",
+                         "each kind of layer must have one count"});
   what = load_error(edited_model(gemma4_spec(), [](gguf::GgufWriter& w) {
     w.set("gemma4.attention.head_count", per_layer({4, 4, 4}));
   }));

@@ -28,6 +28,10 @@ layers' 32, as real Gemma 4 files have (256 beside 512).
 gemma4-double-wide-f32 is the same shape with use_double_wide_mlp (Gemma 4
 E2B/E4B): the 3 shared-KV layers' FFNs have 256 rows beside the others' 128,
 feed_forward_length written as one entry per layer.
+gemma4-kv-heads-f32 is gemma4-swa-heads-f32 with one KV head in the full
+layers and two in the windowed ones: attention.head_count_kv written per
+layer, as llama.cpp's converter writes the 31B's and 26B-A4B's (16 KV heads
+of 256 in the windowed layers, 4 of 512 in the full ones).
 
 gemma4-moe-f32 is the MoE variant (26B-A4B's layer): 8 experts of 32 rows
 (2 per token) beside the dense FFN in each of 6 layers (windows of 8 on 0,
@@ -57,7 +61,9 @@ ARGS = ["--arch", "gemma4", "--n-embd", "64", "--n-layer", "9", "--n-head", "4",
 SHARED = "3"
 # name -> extra make-model arguments
 FILES = {"gemma4-f32": [], "gemma4-swa-heads-f32": ["--head-dim-swa", "16"],
-         "gemma4-double-wide-f32": ["--n-ff-double-wide"]}
+         "gemma4-double-wide-f32": ["--n-ff-double-wide"],
+         "gemma4-kv-heads-f32": ["--head-dim-swa", "16", "--n-kv-head", "1",
+                                 "--n-kv-head-swa", "2"]}
 MOE = ["--arch", "gemma4", "--gemma4-moe", "--n-head", "4", "--n-kv-head", "2", "--n-ctx", "64",
        "--sliding-window", "8", "--rope-base", "1000000", "--rope-base-swa", "10000",
        "--final-softcap", "30", "--n-expert-used", "2"]
@@ -67,6 +73,17 @@ MOE_F32 = MOE + ["--n-embd", "64", "--head-dim", "32", "--n-ff", "128", "--n-lay
 MOE_WIDE = MOE + ["--n-embd", "256", "--head-dim", "64", "--n-ff", "256", "--n-layer", "4",
                   "--swa-pattern", "2", "--shared-kv-layers", "2", "--n-embd-per-layer", "0",
                   "--n-expert", "4", "--n-ff-exp", "256", "--seed", "3"]
+
+
+def with_overrides(args: list, extra: list) -> list:
+    """args with the options of extra (pairs) replacing or appended to theirs."""
+    out = list(args)
+    for flag, value in zip(extra[::2], extra[1::2]):
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out += [flag, value]
+    return out
 
 
 def write(a, name: str, make_args: list, quantize_to: str = "") -> None:
@@ -92,7 +109,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", help="write these files only (default: all)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    files = {name: (["--shared-kv-layers", SHARED] + ARGS + extra, "")
+    files = {name: (["--shared-kv-layers", SHARED] + with_overrides(ARGS, extra), "")
              for name, extra in FILES.items()}
     files["gemma4-moe-f32"] = (MOE_F32, "")
     files["gemma4-moe-q8_0"] = (MOE_F32, "Q8_0")

@@ -80,7 +80,7 @@ CostModel::CostModel(const Model& model, KvFormat kv) {
   for (int l = 0; l < c.n_layer; ++l) {
     const int hd = c.layer_head_dim(l);
     kv_bytes_per_position +=
-        double(c.n_kv_head) * double(kv_head_bytes(kv.k, hd) + kv_head_bytes(kv.v, hd));
+        double(c.layer_n_kv_head(l)) * double(kv_head_bytes(kv.k, hd) + kv_head_bytes(kv.v, hd));
     attention_flops_per_key += 4.0 * double(c.n_head) * hd;
   }
 }

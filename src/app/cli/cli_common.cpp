@@ -157,10 +157,15 @@ Communicator* tensor_parallel_world(int tp) {
   return n > 1 ? &world() : nullptr;
 }
 
+std::string kv_heads_text(const ModelConfig& c) {
+  if (c.n_kv_head_swa == 0 || c.n_kv_head_swa == c.n_kv_head) return std::to_string(c.n_kv_head);
+  return std::to_string(c.n_kv_head) + " full, " + std::to_string(c.n_kv_head_swa) + " windowed";
+}
+
 std::string describe_tp(const Model& model) {
   if (model.tp() == 1) return "";
   return ", tensor parallel over " + std::to_string(model.tp()) + " ranks (" +
-         std::to_string(model.rank_config().n_kv_head) + " KV heads each)";
+         kv_heads_text(model.rank_config()) + " KV heads each)";
 }
 
 void start_tp_deadline(Communicator& comm, double seconds) {

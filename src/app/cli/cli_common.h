@@ -70,6 +70,9 @@ struct LoadedModel {
 };
 // ", tensor parallel over N ranks (K KV heads each)", or "" on one process.
 std::string describe_tp(const Model& model);
+// The KV heads of `c`'s layers: "4", or with Gemma 4's windowed layers
+// having their own count "4 full, 8 windowed".
+std::string kv_heads_text(const ModelConfig& c);
 // Once every rank has loaded its share: a rank that waits longer than
 // `seconds` for another in a collective ends the run naming it.
 void start_tp_deadline(Communicator& comm, double seconds);

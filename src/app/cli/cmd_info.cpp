@@ -107,9 +107,10 @@ std::vector<std::string> features(const ModelConfig& c, const gguf::GgufFile& f)
   add(c.n_embd_per_layer > 0,
       "per-layer token embeddings of " + std::to_string(c.n_embd_per_layer) + " per layer");
   add(c.v_norm, "V RMS norm, no query scaling");
-  add(c.per_layer_heads(), "windowed layers' heads of " +
-                               std::to_string(c.layer_head_dim(first_windowed(c))) + " (" +
-                               std::to_string(c.layer_rope_dim(first_windowed(c))) + " rotated)");
+  const int swa_layer = first_windowed(c);
+  add(c.per_layer_heads(), "windowed layers' " + std::to_string(c.layer_n_kv_head(swa_layer)) +
+                               " KV heads of " + std::to_string(c.layer_head_dim(swa_layer)) +
+                               " (" + std::to_string(c.layer_rope_dim(swa_layer)) + " rotated)");
   add(c.n_kv_shared > 0, std::to_string(c.n_kv_shared) + " of " + std::to_string(c.n_layer) +
                              " layers reuse an earlier layer's K/V (K/V in " +
                              std::to_string(c.n_kv_layers()) + " layers)");
@@ -187,9 +188,12 @@ void print_tp_options(const ModelConfig& c) {
   std::string split, replicated;
   for (int tp = 2; tp <= kMaxColumnParts; tp *= 2) {
     if (c.n_head % tp != 0 || !ffn_splits(tp)) break;
-    if (c.n_kv_head % tp == 0)
+    // Every kind of layer's KV heads split (or replicate) over tp ranks.
+    const auto splits = [&](int n) { return n == 0 || n % tp == 0; };
+    const auto replicates = [&](int n) { return n == 0 || n % tp == 0 || tp % n == 0; };
+    if (splits(c.n_kv_head) && splits(c.n_kv_head_swa))
       split += (split.empty() ? "" : ", ") + std::to_string(tp);
-    else if (tp % c.n_kv_head == 0)
+    else if (replicates(c.n_kv_head) && replicates(c.n_kv_head_swa))
       replicated += (replicated.empty() ? "" : ", ") + std::to_string(tp);
   }
   std::printf("  tensor parallel  %s\n",
@@ -208,9 +212,9 @@ void print_hyperparameters(const ModelConfig& c, const gguf::GgufFile& f) {
               c.name.empty() ? "" : (" (" + c.name + ")").c_str());
   std::printf("  vocab            %d\n  n_embd           %d\n  layers           %d\n", c.n_vocab,
               c.n_embd, c.n_layer);
-  std::printf("  n_ff             %s\n  heads            %d (KV heads %d, head_dim %d%s)\n",
-              ffn_rows(c).c_str(), c.n_head, c.n_kv_head, c.head_dim,
-              c.n_kv_head < c.n_head ? ", GQA" : "");
+  std::printf("  n_ff             %s\n  heads            %d (KV heads %s, head_dim %d%s)\n",
+              ffn_rows(c).c_str(), c.n_head, kv_heads_text(c).c_str(), c.head_dim,
+              c.max_n_kv_head() < c.n_head ? ", GQA" : "");
   std::printf("  rope             %s\n", rope_description(c).c_str());
   std::printf("  rms eps          %g\n  train context    %d\n  output           %s\n",
               double(c.rms_eps), c.n_ctx_train, c.tied_output ? "tied to token_embd" : "own");

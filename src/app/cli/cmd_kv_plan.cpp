@@ -204,8 +204,12 @@ void print_tp_lines(const PlannedModel& m, const KvPlanFlags& f, KvFormat fmt) {
   const TpRankPlan r = plan_tp_rank(m.shape, m.split, f.tp);
   const KvMemoryPlan p =
       plan_kv_memory(r.rank_shape, fmt, r.weight_bytes, f.ctx, f.batch, f.block_size);
-  std::printf("\ntensor parallel over %d ranks: %s\n", f.tp,
-              describe_kv_sharding(m.shape.n_kv_head, f.tp).c_str());
+  const std::string windowed =
+      m.shape.n_kv_head_swa > 0
+          ? " (windowed layers: " + describe_kv_sharding(m.shape.n_kv_head_swa, f.tp) + ")"
+          : "";
+  std::printf("\ntensor parallel over %d ranks: %s%s\n", f.tp,
+              describe_kv_sharding(m.shape.n_kv_head, f.tp).c_str(), windowed.c_str());
   std::printf(
       "per rank       weights %s (embedding and norms whole, the rest split), KV %s "
       "(%llu bytes/token), total %s\n",
@@ -233,10 +237,15 @@ void kv_plan(const KvPlanFlags& f) {
   const ModelShape& s = m.shape;
   const KvFormat fmt = f.kv.format();
   const KvMemoryPlan p = plan_kv_memory(s, fmt, m.weight_bytes, f.ctx, f.batch, f.block_size);
-  std::printf("kv-plan: %s: %lld layers, %lld heads, %lld KV heads of %lld (GQA group %lld)\n",
+  std::printf("kv-plan: %s: %lld layers, %lld heads, %lld KV heads of %lld (GQA group %lld)%s\n",
               s.name.c_str(), static_cast<long long>(s.n_layer), static_cast<long long>(s.n_head),
               static_cast<long long>(s.n_kv_head), static_cast<long long>(s.head_dim),
-              static_cast<long long>(s.n_head / s.n_kv_head));
+              static_cast<long long>(s.n_head / s.n_kv_head),
+              s.n_kv_head_swa > 0
+                  ? (", windowed layers " + std::to_string(s.n_kv_head_swa) + " of " +
+                     std::to_string(s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim))
+                        .c_str()
+                  : "");
   std::printf("weights        %s  (%s)\n", gib(p.weight_bytes).c_str(), m.weights_what.c_str());
   std::printf("KV %-10s  %llu bytes/token, %s/sequence of %lld tokens, %s for %lld sequences\n",
               f.kv.describe().c_str(), static_cast<unsigned long long>(p.kv_per_token),

@@ -61,6 +61,7 @@ void apply_architecture(const RandomModelSpec& a, RandomModelSpec& s) {
   s.n_embd_per_layer = a.n_embd_per_layer;
   s.n_kv_shared = a.n_kv_shared;
   s.head_dim_swa = a.head_dim_swa;
+  s.n_kv_head_swa = a.n_kv_head_swa;
   s.gemma4_moe = a.gemma4_moe;
   s.double_wide_ffn = a.double_wide_ffn;
 }
@@ -177,6 +178,9 @@ void declare_expert_and_hybrid_flags(CLI::App& sub, RandomModelSpec& a) {
                  "gemma4: last layers reusing an earlier layer's K/V");
   sub.add_option("--head-dim-swa", a.head_dim_swa,
                  "gemma4: the windowed layers' head size (default: --head-dim)");
+  sub.add_option("--n-kv-head-swa", a.n_kv_head_swa,
+                 "gemma4: the windowed layers' KV heads (default: --n-kv-head; when it differs "
+                 "attention.head_count_kv is a per-layer array)");
   sub.add_flag("--gemma4-moe", a.gemma4_moe,
                "gemma4: the MoE variant, --n-expert experts beside the dense FFN per layer");
   sub.add_flag("--n-ff-double-wide", a.double_wide_ffn,

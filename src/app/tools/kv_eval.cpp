@@ -66,8 +66,10 @@ void log_softmax(const float* logits, size_t n, std::vector<double>& out) {
 
 using Grid = std::vector<std::vector<double>>;
 
-Grid zero_grid(const ModelConfig& c) {
-  return Grid(size_t(c.n_layer), std::vector<double>(size_t(c.n_kv_head), 0.0));
+Grid zero_grid(const ModelConfig& c) {  // [n_layer][the layer's KV heads]
+  Grid g;
+  for (int l = 0; l < c.n_layer; ++l) g.emplace_back(size_t(c.layer_n_kv_head(l)), 0.0);
+  return g;
 }
 
 // Adds, per (layer, kv head), the cosines over positions [0, n) of the two caches.
@@ -93,7 +95,7 @@ void add_kv_cosines(const ModelConfig& c, const ContiguousKvCache& ref,
       auto& both = side == 0 ? r.k_cosine : r.v_cosine;
       auto& quant = side == 0 ? r.k_cosine_quant_only : r.v_cosine_quant_only;
       for (int32_t p = 0; p < n; ++p)
-        for (int h = 0; h < c.n_kv_head; ++h) {
+        for (int h = 0; h < c.layer_n_kv_head(l); ++h) {
           const float* x =
               reinterpret_cast<const float*>(rbase + size_t(p) * rps + size_t(h) * rhs);
           kv_decode_head(t, cbase + size_t(p) * cps + size_t(h) * chs, b.data(), hd);
@@ -186,8 +188,8 @@ KvEvalResult evaluate_kv_format(const Model& model, ThreadPool& pool,
   r.kv_bytes_per_token_candidate = 0;
   for (int l = 0; l < c.n_layer; ++l)
     r.kv_bytes_per_token_candidate +=
-        size_t(c.n_kv_head) * (kv_head_bytes(o.candidate.k, c.layer_head_dim(l)) +
-                               kv_head_bytes(o.candidate.v, c.layer_head_dim(l)));
+        size_t(c.layer_n_kv_head(l)) * (kv_head_bytes(o.candidate.k, c.layer_head_dim(l)) +
+                                        kv_head_bytes(o.candidate.v, c.layer_head_dim(l)));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }

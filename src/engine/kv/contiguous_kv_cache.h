@@ -66,14 +66,13 @@ class ContiguousKvCache final : public KvStore {
 
  private:
   void check(int layer, int32_t seq, int32_t pos) const;
-  // Index of (seq, kv head, pos) among the records of one layer.
-  size_t slot(int32_t seq, int head, int32_t pos) const;
+  // Index of (seq, kv head, pos) among the records of `layer`.
+  size_t slot(int layer, int32_t seq, int head, int32_t pos) const;
   // The K / V record of (layer, seq, kv head, pos).
   uint8_t* k_at(int layer, int32_t seq, int head, int32_t pos) const;
   uint8_t* v_at(int layer, int32_t seq, int head, int32_t pos) const;
 
   int n_layer_;
-  int n_kv_head_;
   int32_t capacity_;
   int32_t n_seqs_;
   KvFormat format_;

@@ -21,7 +21,7 @@ void ContiguousKvCache::move_down(int layer, int32_t seq, int32_t first, int32_t
   if (drop == 0 || count == 0) return;
   check(layer, seq, first);
   const KvLayerRun& r = layers_[size_t(layer)];
-  for (int h = 0; h < n_kv_head_; ++h) {
+  for (int h = 0; h < r.n_kv_head; ++h) {
     uint8_t* k = k_at(layer, seq, h, first);
     uint8_t* v = v_at(layer, seq, h, first);
     std::memmove(k, k + size_t(drop) * r.k_head_bytes, count * r.k_head_bytes);
@@ -38,7 +38,7 @@ void ContiguousKvCache::rerotate_k(int layer, int32_t seq, int32_t first, int32_
   shift_rotation(rope, delta, rotation.data());
   const KvLayerRun& r = layers_[size_t(layer)];
   std::vector<float> scratch(static_cast<size_t>(r.head_dim));
-  for (int h = 0; h < n_kv_head_; ++h)
+  for (int h = 0; h < r.n_kv_head; ++h)
     rerotate_k_records(format_.k, k_at(layer, seq, h, first), size_t(count), r.k_head_bytes,
                        r.head_dim, rope, rotation.data(), scratch.data());
 }

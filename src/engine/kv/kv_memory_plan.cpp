@@ -45,10 +45,12 @@ void check(const ModelShape& s) {
                                 " with window " + std::to_string(s.sliding_window));
 }
 
-// One layer's K and V of one token: a windowed layer's (head_dim_swa) or a full one's.
+// One layer's K and V of one token: a windowed layer's (head_dim_swa,
+// n_kv_head_swa) or a full one's.
 uint64_t kv_bytes_per_layer_token(const ModelShape& s, KvFormat f, bool windowed = false) {
   const int hd = int(windowed && s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim);
-  return uint64_t(s.n_kv_head) * uint64_t(kv_head_bytes(f.k, hd) + kv_head_bytes(f.v, hd));
+  const int64_t heads = windowed && s.n_kv_head_swa > 0 ? s.n_kv_head_swa : s.n_kv_head;
+  return uint64_t(heads) * uint64_t(kv_head_bytes(f.k, hd) + kv_head_bytes(f.v, hd));
 }
 
 // K/V bytes of `full` positions in each full layer and `windowed` in each windowed one.
@@ -174,6 +176,7 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
                        c.n_head, c.n_kv_head, c.n_ff, c.n_ctx_train);
   s.head_dim = c.head_dim;
   s.head_dim_swa = c.head_dim_swa > 0 && c.head_dim_swa != c.head_dim ? c.head_dim_swa : 0;
+  s.n_kv_head_swa = c.n_kv_head_swa;
   s.tied_output = c.tied_output;
   for (int l = 0; l < c.n_layer; ++l) s.n_swa_layers += c.owns_kv(l) && c.window(l) > 0 ? 1 : 0;
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
@@ -289,9 +292,10 @@ uint64_t kv_block_bytes(const ModelShape& s, KvFormat f, int64_t block_tokens) {
   // The layers keeping K/V, full ones first (their order in the model does
   // not change the groups' widths), grouped as PagedKvCache groups them.
   const int64_t full = s.n_kv_layers() - s.n_swa_layers;
-  const int64_t swa_dim = s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim;
+  const int64_t swa_dim = (s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim) *
+                          (s.n_kv_head_swa > 0 ? s.n_kv_head_swa : s.n_kv_head);
   std::vector<int32_t> windows(size_t(s.n_kv_layers()), 0);
-  std::vector<int64_t> widths(size_t(s.n_kv_layers()), s.head_dim);
+  std::vector<int64_t> widths(size_t(s.n_kv_layers()), s.head_dim * s.n_kv_head);
   for (size_t l = size_t(full); l < windows.size(); ++l) {
     windows[l] = int32_t(std::max<int64_t>(s.sliding_window, 1));
     widths[l] = swa_dim;

@@ -72,10 +72,12 @@ struct ModelShape {
   // Gemma 4: the last n_shared_kv_layers layers (n_shared_swa_layers of them
   // windowed) read an earlier layer's K/V and keep none (their Q and O
   // matrices counted, no K/V); n_swa_layers counts the windowed layers that
-  // keep K/V. Its windowed layers' heads are head_dim_swa wide (0: head_dim).
+  // keep K/V. Its windowed layers' heads are head_dim_swa wide (0: head_dim),
+  // n_kv_head_swa of them (0: n_kv_head; the 31B's and 26B-A4B's differ).
   int64_t n_shared_kv_layers = 0;
   int64_t n_shared_swa_layers = 0;
   int64_t head_dim_swa = 0;
+  int64_t n_kv_head_swa = 0;
   int64_t n_kv_layers() const { return n_layer - n_recurrent_layers - n_shared_kv_layers; }
 
   // Parameters: token_embd, output (unless tied), per layer Q/K/V/O, gate/up/down

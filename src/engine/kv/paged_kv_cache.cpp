@@ -22,10 +22,9 @@ std::vector<KvLayerRun> PagedKvCache::layer_runs(const ModelConfig& config,
                                                  size_t& v_block) {
   std::vector<KvLayerRun> runs(size_t(std::max(config.n_layer, 0)));
   k_block = v_block = 0;
-  const size_t records = size_t(config.n_kv_head) * size_t(block_size);
   for (const KvLayerGroup& g : groups.groups) {
     size_t k_end = 0, v_end = 0;
-    lay_out_runs(config, g.layers, records, format, runs, k_end, v_end);
+    lay_out_runs(config, g.layers, size_t(block_size), format, runs, k_end, v_end);
     k_block = std::max(k_block, k_end);
     v_block = std::max(v_block, v_end);
   }
@@ -36,18 +35,19 @@ PagedKvCache::PagedKvCache(const ModelConfig& config, const BlockManager& blocks
     : blocks_(blocks),
       groups_(config.n_layer > 0 ? KvLayerGroups::of(config) : KvLayerGroups{}),
       n_layer_(config.n_layer),
-      n_kv_head_(config.n_kv_head),
       n_blocks_(blocks.n_blocks()),
       block_size_(blocks.block_size()),
       format_(format),
       k_block_bytes_(0),
       v_block_bytes_(0),
-      export_chunks_(
-          config.head_dim_swa > 0 && config.head_dim_swa != config.head_dim ? 1 : groups_.slots) {
-  if (n_layer_ <= 0 || n_kv_head_ <= 0 || config.head_dim <= 0)
+      export_chunks_((config.head_dim_swa > 0 && config.head_dim_swa != config.head_dim) ||
+                             (config.n_kv_head_swa > 0 && config.n_kv_head_swa != config.n_kv_head)
+                         ? 1
+                         : groups_.slots) {
+  if (n_layer_ <= 0 || config.n_kv_head <= 0 || config.head_dim <= 0)
     throw std::invalid_argument("PagedKvCache: model config has n_layer " +
                                 std::to_string(n_layer_) + ", n_kv_head " +
-                                std::to_string(n_kv_head_) + ", head_dim " +
+                                std::to_string(config.n_kv_head) + ", head_dim " +
                                 std::to_string(config.head_dim) + "; all must be positive");
   if (groups_.windows() != blocks.group_windows())
     throw std::invalid_argument("PagedKvCache: the block manager's layer groups have windows " +
@@ -127,7 +127,7 @@ void PagedKvCache::write(int layer, int32_t seq, int32_t pos, const float* k, co
   const size_t k_head_stride = size_t(block_size_) * r.k_head_bytes;
   const size_t v_head_stride = size_t(block_size_) * r.v_head_bytes;
   const size_t d = size_t(r.head_dim);
-  for (int h = 0; h < n_kv_head_; ++h) {
+  for (int h = 0; h < r.n_kv_head; ++h) {
     kv_encode_head(format_.k, k + size_t(h) * d, k_rec + size_t(h) * k_head_stride, r.head_dim);
     kv_encode_head(format_.v, v + size_t(h) * d, v_rec + size_t(h) * v_head_stride, r.head_dim);
   }

@@ -9,9 +9,10 @@
 //
 // Layout, K and V alike (each in its own format, core/formats/kv_format.h):
 //   [n_blocks][block] where a block holds its group's layers one after the
-//   other, each layer's run [n_kv_head][block_size] head records, record
-//   bytes fastest; a layer's records are its own head size
-//   (ModelConfig::layer_head_dim), so a block is as large as its widest group.
+//   other, each layer's run [its n_kv_head][block_size] head records, record
+//   bytes fastest; a layer's records are its own head size and count
+//   (ModelConfig::layer_head_dim, layer_n_kv_head), so a block is as large
+//   as its widest group.
 // A block belongs to one layer group at a time (kv_layer_groups.h) and holds
 // that group's layers: layer l lives in slot slot_of_layer[l] of the blocks
 // in its group's block tables. Without sliding windows there is one group,
@@ -108,13 +109,12 @@ class PagedKvCache final : public KvStore {
   HybridKvManager* states_ = nullptr;
   KvLayerGroups groups_;
   int n_layer_;
-  int n_kv_head_;
   int32_t n_blocks_;
   int32_t block_size_;
   KvFormat format_;
   std::vector<KvLayerRun> layers_;        // [n_layer] (unused for layers without K/V)
   size_t k_block_bytes_, v_block_bytes_;  // one block, every slot
-  int export_chunks_;                     // equal head sizes: slots; else 1 (export_block)
+  int export_chunks_;                     // equal layer shapes: slots; else 1 (export_block)
   HugePageBuffer k_;                      // [n_blocks][k_block_bytes_]
   HugePageBuffer v_;                      // [n_blocks][v_block_bytes_]
 };

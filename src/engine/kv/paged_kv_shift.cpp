@@ -26,7 +26,7 @@ void PagedKvCache::rerotate_k(int layer, BlockId block, int32_t first, int32_t n
   const KvLayerRun& r = layers_[size_t(layer)];
   std::vector<float> scratch(static_cast<size_t>(r.head_dim));
   uint8_t* run = k_run(layer, block) + size_t(first) * r.k_head_bytes;
-  for (int h = 0; h < n_kv_head_; ++h)
+  for (int h = 0; h < r.n_kv_head; ++h)
     rerotate_k_records(format_.k, run + size_t(h) * size_t(block_size_) * r.k_head_bytes, size_t(n),
                        r.k_head_bytes, r.head_dim, rope, rotation.data(), scratch.data());
 }

@@ -1,6 +1,8 @@
 #include "engine/kv/tp_memory_plan.h"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace kvforge {
 namespace {
@@ -44,6 +46,24 @@ void check_ffn_and_linear(const ModelShape& s, int tp) {
   if (s.n_recurrent_layers > 0) need(s.linear.n_k_heads, "linear-attention key heads");
 }
 
+// A rank's KV heads of `count` (whole ones, or with more ranks than heads
+// one replicated); `kind` names the layers for messages.
+struct KvShare {
+  int64_t per_rank = 1, replicas = 1;
+};
+KvShare kv_share(int64_t count, int tp, const std::string& kind) {
+  if (count >= tp) {
+    if (count % tp != 0)
+      refuse(tp, "the" + kind + " " + std::to_string(count) + " KV heads do not divide evenly");
+    return {count / tp, 1};
+  }
+  if (tp % count != 0)
+    refuse(tp, "more ranks than the" + kind + " " + std::to_string(count) +
+                   " KV heads, and not a multiple of them (each KV head is replicated on "
+                   "the same number of ranks)");
+  return {1, tp / count};
+}
+
 }  // namespace
 
 WeightSplitBytes weight_split_bytes(const ModelShape& s, GgmlType matrix_type) {
@@ -83,23 +103,28 @@ TpRankPlan plan_tp_rank(const ModelShape& s, const WeightSplitBytes& w, int tp) 
   check_ffn_and_linear(s, tp);
   TpRankPlan p;
   p.tp = tp;
-  if (s.n_kv_head >= tp) {
-    if (s.n_kv_head % tp != 0)
-      refuse(tp, "the " + std::to_string(s.n_kv_head) + " KV heads do not divide evenly");
-    p.kv_heads_per_rank = s.n_kv_head / tp;
-  } else {
-    if (tp % s.n_kv_head != 0)
-      refuse(tp, "more ranks than the " + std::to_string(s.n_kv_head) +
-                     " KV heads, and not a multiple of them (each KV head is replicated on "
-                     "the same number of ranks)");
-    p.kv_heads_per_rank = 1;
-    p.kv_replicas = tp / s.n_kv_head;
-  }
+  const bool two_counts = s.n_kv_head_swa > 0;
+  const KvShare full = kv_share(s.n_kv_head, tp, two_counts ? " full layers'" : "");
+  const KvShare swa = two_counts ? kv_share(s.n_kv_head_swa, tp, " windowed layers'") : full;
+  p.kv_heads_per_rank = full.per_rank;
+  p.kv_replicas = full.replicas;
+  // The K/V projections' bytes per kind of layer in proportion to their
+  // values per token (the windowed layers' heads may be of their own size).
+  const double full_values = double((s.n_kv_layers() - s.n_swa_layers) * s.n_kv_head * s.head_dim);
+  const double swa_values = two_counts ? double(s.n_swa_layers * s.n_kv_head_swa *
+                                                (s.head_dim_swa > 0 ? s.head_dim_swa : s.head_dim))
+                                       : 0.0;
+  const double kept =
+      (full_values * double(full.per_rank) / double(s.n_kv_head) +
+       (two_counts ? swa_values * double(swa.per_rank) / double(s.n_kv_head_swa) : 0.0)) /
+      std::max(1.0, full_values + swa_values);
   p.weight_bytes = w.whole + w.divided / uint64_t(tp) +
-                   w.kv_heads / uint64_t(s.n_kv_head) * uint64_t(p.kv_heads_per_rank);
+                   (two_counts ? uint64_t(double(w.kv_heads) * kept)
+                               : w.kv_heads / uint64_t(s.n_kv_head) * uint64_t(full.per_rank));
   p.rank_shape = s;
   p.rank_shape.n_head = s.n_head / tp;
   p.rank_shape.n_kv_head = p.kv_heads_per_rank;
+  p.rank_shape.n_kv_head_swa = two_counts ? swa.per_rank : 0;
   p.rank_shape.n_ff = s.n_ff / tp;
   p.rank_shape.n_ff_all_layers = s.n_ff_all_layers / tp;
   // Each rank holds its share of every expert and of the linear-attention

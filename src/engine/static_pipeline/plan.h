@@ -94,7 +94,7 @@ enum class BufferRole : uint8_t {
   K,         // [rows][kv_dim] f32
   V,         // [rows][kv_dim] f32
   AttnMask,  // [rows][kv_len] bytes
-  Staged,    // [2][rows][n_kv_head] KV head records of the largest format (max_kv_record_bytes)
+  Staged,    // [2][rows][max_n_kv_head] KV head records of the largest format (max_kv_record_bytes)
   Attn,      // [rows][q_dim] f32
   Proj,      // [rows][n_embd] f32 a block's output
   Gate,      // [rows][n_ff] f32

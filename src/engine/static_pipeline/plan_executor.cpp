@@ -194,18 +194,19 @@ class PlanRun {
                      f32(v) + size_t(t) * kv_dim);
   }
 
-  // Every row's K and V as the cache's head records ([rows][n_kv_head] K
+  // Every row's K and V as the cache's head records ([rows][layer's n_kv_head] K
   // records, then V's), the bytes kv_write stores.
   void kv_stage(int layer, uint16_t k, uint16_t v, uint16_t staged) {
     const KvFormat format = cache_.format();
     const int hd = c_.layer_head_dim(layer);
+    const size_t n_kv = size_t(c_.layer_n_kv_head(layer));  // the layer's KV heads
     const size_t kb = kv_head_bytes(format.k, hd), vb = kv_head_bytes(format.v, hd);
     uint8_t* k_records = bytes(staged);
-    uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
+    uint8_t* v_records = k_records + size_t(p_.rows) * n_kv * kb;
     for (int32_t t = 0; t < p_.rows; ++t)
-      for (int h = 0; h < c_.n_kv_head; ++h) {
-        const size_t at = (size_t(t) * size_t(c_.n_kv_head) + size_t(h)) * size_t(hd);
-        const size_t record = size_t(t) * size_t(c_.n_kv_head) + size_t(h);
+      for (size_t h = 0; h < n_kv; ++h) {
+        const size_t at = (size_t(t) * n_kv + h) * size_t(hd);
+        const size_t record = size_t(t) * n_kv + h;
         kv_encode_head(format.k, f32(k) + at, k_records + record * kb, hd);
         kv_encode_head(format.v, f32(v) + at, v_records + record * vb, hd);
       }
@@ -221,10 +222,11 @@ class PlanRun {
     const int32_t window = c_.window(layer);
     const int src = c_.kv_source(layer);  // the ring read (the layer's own unless shared)
     const int hd = c_.layer_head_dim(layer);
+    const size_t n_kv = size_t(c_.layer_n_kv_head(layer));  // the layer's KV heads
     const KvFormat format = cache_.format();
     const size_t kb = kv_head_bytes(format.k, hd), vb = kv_head_bytes(format.v, hd);
     const uint8_t* k_records = bytes(staged_records);
-    const uint8_t* v_records = k_records + size_t(p_.rows) * size_t(c_.n_kv_head) * kb;
+    const uint8_t* v_records = k_records + size_t(p_.rows) * n_kv * kb;
     const int32_t* runs = reinterpret_cast<const int32_t*>(bytes(p_.row_runs_buffer));
     const size_t q_dim = size_t(c_.n_head) * size_t(hd);
     const size_t per_thread = attention_queries_scratch_floats(c_.max_head_dim());
@@ -238,18 +240,21 @@ class PlanRun {
                                ? cache_.ring_spans(src, in_.slots[t], keys.begin, run_first, spans)
                                : 0;
       KvSpan& staged = spans[n_cached];
-      staged.k = k_records + size_t(run) * size_t(c_.n_kv_head) * kb;
-      staged.v = v_records + size_t(run) * size_t(c_.n_kv_head) * vb;
-      staged.k_pos_stride = size_t(c_.n_kv_head) * kb;
+      staged.k = k_records + size_t(run) * n_kv * kb;
+      staged.v = v_records + size_t(run) * n_kv * vb;
+      staged.k_pos_stride = n_kv * kb;
       staged.k_head_stride = kb;
-      staged.v_pos_stride = size_t(c_.n_kv_head) * vb;
+      staged.v_pos_stride = n_kv * vb;
       staged.v_head_stride = vb;
       staged.n = pos - run_first + 1;
       const KvView kv{spans, size_t(n_cached) + 1, std::min(keys.begin, run_first)};
       attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * size_t(hd), q_dim, 1, &keys, 1, kv,
-                     h / c_.gqa_group(), hd, format, scoring(layer, h), out, q_dim, scratch);
+                     h / kv_group(layer), hd, format, scoring(layer, h), out, q_dim, scratch);
     });
   }
+
+  // Query heads per KV head in `layer` (Gemma 4's windowed layers may have their own count).
+  int kv_group(int layer) const { return c_.n_head / c_.layer_n_kv_head(layer); }
 
   // Query head h's scoring in `layer`: scale, soft-cap and its sink (gpt-oss).
   Scoring scoring(int layer, int h) const {
@@ -270,7 +275,7 @@ class PlanRun {
       const KvSpan span = cache_.span(c_.kv_source(layer), in_.slots[t], keys.end);
       const KvView kv{&span, 1, 0};
       attend_queries(f32(q) + size_t(t) * q_dim + size_t(h) * size_t(hd), q_dim, 1, &keys, 1, kv,
-                     h / c_.gqa_group(), hd, format, scoring(layer, h), out, q_dim, scratch);
+                     h / kv_group(layer), hd, format, scoring(layer, h), out, q_dim, scratch);
     });
   }
 
@@ -285,7 +290,7 @@ class PlanRun {
     for_attention_items(layer, attn, per_thread, [&](int32_t t, int h, float* out, float* scratch) {
       const KvSpan span = cache_.span(c_.kv_source(layer), in_.slots[t], p_.kv_len);
       attend_one_head(f32(q) + size_t(t) * q_dim + size_t(h) * size_t(hd), &span, 1, p_.kv_len,
-                      h / c_.gqa_group(), hd, format, scale, out, scratch,
+                      h / kv_group(layer), hd, format, scale, out, scratch,
                       bytes(mask) + size_t(t) * size_t(p_.kv_len), c_.attn_softcap);
     });
   }

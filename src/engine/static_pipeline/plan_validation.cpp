@@ -417,7 +417,7 @@ uint64_t role_bytes(const Plan& plan, const ModelConfig& c, BufferRole role) {
     case BufferRole::AttnMask:
       return r * uint64_t(plan.kv_len);
     case BufferRole::Staged:
-      return r * uint64_t(c.n_kv_head) * 2 * max_kv_record_bytes(c.max_head_dim());
+      return r * uint64_t(c.max_n_kv_head()) * 2 * max_kv_record_bytes(c.max_head_dim());
     case BufferRole::PerLayerInputs:
       return r * uint64_t(c.n_layer) * uint64_t(c.n_embd_per_layer) * f;
     case BufferRole::PerLayerGate:

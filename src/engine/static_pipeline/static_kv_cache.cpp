@@ -7,14 +7,16 @@
 namespace kvforge {
 namespace {
 
-// `config` with only `n_layer` attention layers of head size `head_dim`, all
-// keeping K/V: the shape of one group's records (the recurrent states are
-// the cache's own pool).
-ModelConfig group_config(const ModelConfig& config, int n_layer, int head_dim) {
+// `config` with only `n_layer` attention layers shaped as `layer` (head
+// size, KV heads), all keeping K/V: the shape of one group's records (the
+// recurrent states are the cache's own pool).
+ModelConfig group_config(const ModelConfig& config, int n_layer, int layer) {
   ModelConfig g = config;
   g.n_layer = n_layer;
-  g.head_dim = head_dim;
+  g.head_dim = config.layer_head_dim(layer);
+  g.n_kv_head = config.layer_n_kv_head(layer);
   g.head_dim_swa = 0;
+  g.n_kv_head_swa = 0;
   g.sliding_window = 0;
   g.swa_layers.clear();
   g.n_kv_shared = 0;
@@ -34,19 +36,18 @@ StaticKvCache::StaticKvCache(const ModelConfig& config, int32_t capacity, int32_
   if (capacity <= 0 || slots <= 0)
     throw std::invalid_argument("StaticKvCache: capacity " + std::to_string(capacity) +
                                 " and slots " + std::to_string(slots) + " must be positive");
-  int n_full = 0, n_ring = 0, ring_head_dim = 0;
+  int n_full = 0, n_ring = 0, full_layer = 0, ring_layer = 0;  // the last of each kind
   for (int l = 0; l < n_layer_; ++l) {
     const int32_t w = config.window(l);
     windows_.push_back(w);
     shared_.push_back(!config.recurrent(l) && !config.owns_kv(l));
     group_index_.push_back(!config.owns_kv(l) ? -1 : w > 0 ? n_ring++ : n_full++);
     if (w > 0) ring_ = std::min(w, capacity);
-    if (w > 0) ring_head_dim = config.layer_head_dim(l);
+    (w > 0 ? ring_layer : full_layer) = l;
   }
-  if (n_full > 0)
-    full_.emplace(group_config(config, n_full, config.head_dim), capacity, format, slots);
+  if (n_full > 0) full_.emplace(group_config(config, n_full, full_layer), capacity, format, slots);
   if (n_ring > 0) {
-    ring_kv_.emplace(group_config(config, n_ring, ring_head_dim), ring_, format, slots);
+    ring_kv_.emplace(group_config(config, n_ring, ring_layer), ring_, format, slots);
     tags_.assign(size_t(n_ring) * size_t(slots) * size_t(ring_), -1);
   }
   mask_.assign(size_t(slots) * size_t(capacity), 0);

@@ -4,17 +4,26 @@
 // planner counts what the pool allocates, and the paged engine with every KV
 // format gives the bits of the sequence run alone (SequenceRunner's
 // contiguous cache) whatever the block size, chunking and neighbours.
+// Also layers of different KV-head counts (Gemma 4 31B and 26B-A4B: the
+// windowed layers have their own count beside their own head size,
+// ModelConfig::layer_n_kv_head): a layer's run in a block is [its KV
+// heads][block_size] records; the config's bytes per token, the planner's,
+// the paged pool's, a tensor-parallel rank's and the static cache's agree,
+// and the paged and static engines give the dynamic bits.
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
 
+#include "engine/kv/block_manager.h"
 #include "engine/kv/kv_layer_groups.h"
 #include "engine/kv/kv_memory_plan.h"
 #include "engine/kv/paged_kv_cache.h"
+#include "engine/kv/tp_memory_plan.h"
+#include "engine/static_pipeline/static_kv_cache.h"
 #include "engine_test_util.h"
+#include "paged_equals_alone.h"
 #include "static_pipeline/static_test_util.h"
 
 namespace kvforge {
@@ -36,6 +45,22 @@ RandomModelSpec spec() {
 
 const Model& model() {
   static const std::unique_ptr<Model> m = testing::make_test_model(spec());
+  return *m;
+}
+
+// spec() with 1 KV head in the full layers (of 64) and 4 in the windowed
+// ones (of 32), as the 31B: more, narrower KV heads in the windowed layers.
+RandomModelSpec kv_heads_spec() {
+  RandomModelSpec s = spec();
+  s.name = "gemma4-kv-heads";
+  s.seed = 6;
+  s.n_kv_head = 1;
+  s.n_kv_head_swa = 4;
+  return s;
+}
+
+const Model& kv_heads_model() {
+  static const std::unique_ptr<Model> m = testing::make_test_model(kv_heads_spec());
   return *m;
 }
 
@@ -111,55 +136,88 @@ TEST(PerLayerHeadSizes, Gemma4E2bPoolEqualsThePreset) {
   EXPECT_EQ(PagedKvCache::block_bytes(c, 16, f16), size_t(16 * 2 * 1536 * 2));
 }
 
-std::map<size_t, testing::Trace> paged_greedy(const std::vector<std::vector<int32_t>>& prompts,
-                                              int max_tokens, KvFormat kv, int32_t block_size) {
-  ThreadPool pool(2);
-  testing::EngineRecorder rec;
-  EngineOptions o;
-  o.block_size = block_size;
-  o.kv_blocks = 1024 / block_size;
-  o.kv_format = kv;
-  o.n_ctx = 64;
-  o.max_batched_tokens = 7;  // prefill in chunks beside the decodes
-  Engine e(model(), pool, rec.hook(o));
-  std::map<size_t, RequestId> ids;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    ids[i] = e.add_request(prompts[i], testing::greedy(max_tokens));
-  while (e.has_unfinished()) rec.record(e.step());
-  EXPECT_EQ(e.stats().kv_blocks_free, e.n_blocks());
-  std::map<size_t, testing::Trace> out;
-  for (const auto& [i, id] : ids) out[i] = rec.at(id, 0);
-  return out;
-}
-
 class PerLayerHeadSizesFormats : public ::testing::TestWithParam<KvFormat> {};
 
-// Prompts past the window (8) and across blocks; 12 greedy steps each.
 TEST_P(PerLayerHeadSizesFormats, PagedBatchedChunkedEqualsAlone) {
-  const KvFormat kv = GetParam();
-  const std::vector<int32_t> lengths = {3, 11, 21};
-  const int max_tokens = 12;
-  std::vector<std::vector<int32_t>> prompts;
-  std::vector<testing::GreedyTrace> alone;
-  for (int32_t len : lengths) {
-    prompts.push_back(testing::test_prompt(size_t(len), len));
-    alone.push_back(testing::dynamic_greedy(model(), prompts.back(), max_tokens - 1, 2, kv));
-  }
-  for (int32_t block_size : {4, 16}) {
-    SCOPED_TRACE("block size " + std::to_string(block_size));
-    const auto paged = paged_greedy(prompts, max_tokens, kv, block_size);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      const testing::Trace& p = paged.at(i);
-      ASSERT_EQ(p.tokens, alone[i].tokens) << "prompt " << lengths[i];
-      for (size_t s = 0; s < p.logits.size(); ++s)
-        ASSERT_TRUE(testing::same_bits(p.logits[s], alone[i].logits[s]))
-            << "prompt " << lengths[i] << ", step " << s;
-    }
-  }
+  testing::expect_paged_equals_alone(model(), GetParam());
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, PerLayerHeadSizesFormats, ::testing::ValuesIn(kFormats),
                          [](const auto& p) { return name_of(p.param); });
+
+// Full layers 2, 5: width 64 each; windowed 0, 1, 3, 4: 4 x 32 = 128 each.
+// The capacity is the full layers' 128: a full group of 2 and windowed
+// groups of one layer.
+TEST(PerLayerKvHeads, GroupsAndAccountingAgree) {
+  const ModelConfig& c = kv_heads_model().config();
+  ASSERT_EQ(c.layer_n_kv_head(4), 4);
+  ASSERT_EQ(c.layer_n_kv_head(5), 1);
+  const KvLayerGroups g = KvLayerGroups::of(c);
+  EXPECT_EQ(g.capacity, 128);
+  EXPECT_EQ(g.groups[0].layers, (std::vector<int>{2, 5}));
+  EXPECT_EQ(g.groups.size(), 5u);
+  EXPECT_EQ(c.kv_bytes_per_token(4), size_t(2 * (2 * 64 + 4 * 128) * 4));
+  const ModelShape s = ModelShape::from_config(c);
+  EXPECT_EQ(s.n_kv_head_swa, 4);
+  EXPECT_EQ(kv_bytes_per_token(s, {}), c.kv_bytes_per_token(4));
+  for (const KvFormat f : kFormats) {
+    SCOPED_TRACE(name_of(f));
+    EXPECT_EQ(kv_block_bytes(s, f, 16), PagedKvCache::block_bytes(c, 16, f));
+  }
+  EXPECT_EQ(PagedKvCache::block_bytes(c, 16, {}), size_t(16 * 2 * 128 * 4));
+  // The static cache at capacity (windows over it: rings of the capacity).
+  ModelConfig wide = c;
+  wide.sliding_window = 1000;
+  const int32_t capacity = 32, slots = 2;
+  const size_t mask = size_t(slots) * capacity;
+  const size_t tags = 4 * size_t(slots) * capacity * sizeof(int32_t);
+  EXPECT_EQ(StaticKvCache(wide, capacity, slots, {}).bytes(),
+            size_t(slots) * capacity * c.kv_bytes_per_token(4) + mask + tags);
+}
+
+// A block's bytes for the disk tier come back as they were imported.
+TEST(PerLayerKvHeads, BlockExportImportRoundTrips) {
+  const ModelConfig& c = kv_heads_model().config();
+  BlockManager blocks(4, 4, false, KvLayerGroups::of(c).windows());
+  PagedKvCache cache(c, blocks, {});
+  std::vector<uint8_t> in(cache.block_bytes()), out(cache.block_bytes());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = uint8_t(i * 7 % 251);
+  cache.import_block(1, in);
+  cache.export_block(1, out);
+  EXPECT_EQ(out, in);
+}
+
+// 2 ranks: the windowed layers' 4 KV heads split 2 and 2, the full layers'
+// one replicated; the plan's rank shape counts what a rank's config does.
+TEST(PerLayerKvHeads, TensorParallelPlanCountsEachKind) {
+  const ModelConfig& c = kv_heads_model().config();
+  const ModelShape s = ModelShape::from_config(c);
+  const TpRankPlan p = plan_tp_rank(s, weight_split_bytes(s, GgmlType::F32), 2);
+  EXPECT_EQ(p.rank_shape.n_kv_head, 1);
+  EXPECT_EQ(p.rank_shape.n_kv_head_swa, 2);
+  const std::vector<GgmlType> types(size_t(c.n_layer), GgmlType::F32);
+  const ModelConfig rank = TensorSplit::of(c, types, types, 0, 2).rank_config(c);
+  EXPECT_EQ(kv_bytes_per_token(p.rank_shape, {}), rank.kv_bytes_per_token(4));
+}
+
+class PerLayerKvHeadsFormats : public ::testing::TestWithParam<KvFormat> {};
+
+TEST_P(PerLayerKvHeadsFormats, PagedBatchedChunkedEqualsAlone) {
+  testing::expect_paged_equals_alone(kv_heads_model(), GetParam());
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, PerLayerKvHeadsFormats,
+                         ::testing::Values(KvFormat{}, KvFormat{KvDtype::Q4, KvDtype::Q4}),
+                         [](const auto& p) { return name_of(p.param); });
+
+// The static pipeline: two slots decoding together, with quantized KV,
+// past the window; the same bits as the dynamic pass.
+TEST(PerLayerKvHeads, StaticSlotsEqualDynamic) {
+  const StaticConfig config =
+      testing::static_config(40, 24, 8, {16, 32, 48, 64}, 2, KvFormat{KvDtype::F16, KvDtype::Int8});
+  testing::expect_two_slots_equal_dynamic(kv_heads_model(), config, 2, testing::test_prompt(19, 1),
+                                          testing::test_prompt(9, 2), 12);
+}
 
 }  // namespace per_layer_head_sizes_test
 }  // namespace kvforge

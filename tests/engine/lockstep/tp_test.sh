@@ -54,14 +54,17 @@ declare -A models=(
   [qwen35]="--arch qwen35 --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
   [qwen3next]="--arch qwen3next --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
   [qwen35moe]="--arch qwen35moe --full-attention-interval 2 --n-embd 64 --n-head 4 --n-kv-head 2 --ssm-k-heads 4 --ssm-v-heads 8"
-  [gemma4]="--arch gemma4 --n-embd 64 --n-head 4 --n-kv-head 2 --head-dim 32 --head-dim-swa 16 --sliding-window 8 --swa-pattern 3 --shared-kv-layers 3 --n-embd-per-layer 16 --n-ff-double-wide"
+  [gemma4]="--arch gemma4 --n-embd 64 --n-head 4 --n-kv-head 1 --n-kv-head-swa 2 --head-dim 32 --head-dim-swa 8 --sliding-window 8 --swa-pattern 3 --shared-kv-layers 3 --n-embd-per-layer 16 --n-ff-double-wide"
   # Gemma 4's MoE variant: experts (8, 2 per token) beside the dense FFN on
   # two layers (windowed, then full); its other features are gemma4's above.
   [gemma4-moe]="--arch gemma4 --gemma4-moe --n-embd 64 --n-head 4 --n-kv-head 2 --head-dim 32 --sliding-window 8 --swa-pattern 2"
 )
 # Layers per model (default 2). gemma4: windows on 0, 1, 3, 4; layers 3-5
-# read the K/V of 1 (windowed, heads of 16) and 2 (full, heads of 32), and
-# their FFNs are double wide (256 rows beside 128: ffn_down's parts per layer).
+# read the K/V of 1 (windowed, 2 KV heads of 8) and 2 (full, 1 KV head of
+# 32: replicated over the ranks, while the windowed layers' split); the
+# windowed layers' K/V as wide as the full one's keeps the pool at 2 groups.
+# The shared layers' FFNs are double wide (256 rows beside 128: ffn_down's
+# parts per layer).
 declare -A n_layers=([gemma4]=6)
 # Architectures the static pipeline refuses: their paged workload only.
 declare -A paged_only=()

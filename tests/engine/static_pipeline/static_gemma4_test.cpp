@@ -56,8 +56,8 @@ StaticConfig long_config(int32_t slots = 1, KvFormat kv = {}) {
 // window of 8, in chunks of 8, then 30 steps through the variants.
 TEST(StaticGemma4, GoldenFilesRunStaticallyWithTheDynamicBits) {
   const auto dir = testing::source_dir() / "tests/model/data/gemma4";
-  for (const char* name :
-       {"gemma4-f32.gguf", "gemma4-swa-heads-f32.gguf", "gemma4-double-wide-f32.gguf"}) {
+  for (const char* name : {"gemma4-f32.gguf", "gemma4-swa-heads-f32.gguf",
+                           "gemma4-double-wide-f32.gguf", "gemma4-kv-heads-f32.gguf"}) {
     SCOPED_TRACE(name);
     const auto model = Model::load(dir / name);
     ASSERT_GT(model->config().n_kv_shared, 0);
