@@ -98,6 +98,8 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
 
 namespace {
 constexpr uint32_t kUnknownSet = 0xFFFFFFFF;
+// A top byte set this narrow (hex digits) spells few tokens alone.
+constexpr size_t kNarrowTopBytes = 16;
 }  // namespace
 
 void GrammarConstraint::bind_tokens() {
@@ -308,11 +310,22 @@ uint32_t GrammarConstraint::cut_of(uint32_t stack, uint32_t& below) const {
   return uint32_t(known >> 32);
 }
 
+namespace {
+// How many bytes element `e` takes: 0 unless a byte set.
+size_t set_bytes(const Grammar& g, const Element& e) {
+  if (e.kind != ElementKind::Bytes) return 0;
+  size_t bytes = 0;
+  for (uint64_t w : g.byte_sets[e.value].bits) bytes += size_t(__builtin_popcountll(w));
+  return bytes;
+}
+}  // namespace
+
 // The cut depth, or fewer nodes (at least 2) where the nodes beneath are of
-// heavy rules and the last node kept resumes at a single byte: a string's
-// first character and its close (the quote) are cut apart from the place
-// holding the string, so its prefix mask serves every such place, and the
-// cut part ends only after that byte (few roots).
+// heavy rules and the cut part may end at few trie nodes (roots): where the
+// last node kept resumes at a single byte (a string's close, the quote), or
+// the top takes few bytes (a number's digits: few tokens are digits alone).
+// A string's or a number's first character is then cut apart from the place
+// holding it, so its prefix mask serves every such place.
 size_t GrammarConstraint::cut_depth(uint32_t stack) const {
   const size_t depth = limits_.cut_depth;
   if (limits_.light_rule_bytes == 0 || depth <= 2) return depth;
@@ -323,12 +336,9 @@ size_t GrammarConstraint::cut_depth(uint32_t stack) const {
     ++light, last = id;
   }
   if (light < 2 || light >= depth) return depth;
-  const Element& e = grammar_.elements[arena_.node(last).pos];
-  if (e.kind != ElementKind::Bytes) return depth;
-  const ByteSet& set = grammar_.byte_sets[e.value];
-  size_t bytes = 0;
-  for (uint64_t w : set.bits) bytes += size_t(__builtin_popcountll(w));
-  return bytes == 1 ? light : depth;
+  const size_t top = set_bytes(grammar_, arena_.top(stack));
+  const size_t end = set_bytes(grammar_, grammar_.elements[arena_.node(last).pos]);
+  return end == 1 || (top >= 2 && top <= kNarrowTopBytes) ? light : depth;
 }
 
 // Adds to `out` the tokens `stack` allows (its top a byte set).
