@@ -373,6 +373,7 @@ std::shared_ptr<const StackPrefixMask> GrammarConstraint::cuts_prefix(const Stac
   auto made = std::make_shared<StackPrefixMask>();
   made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
   for (uint32_t cut : cuts) {
+    bound_sets();  // between walks: no set id is held across them
     const std::shared_ptr<const StackPrefixMask> one = prefix_mask(cut);
     or_into(made->accepted, one->accepted);
     made->roots.insert(made->roots.end(), one->roots.begin(), one->roots.end());
