@@ -16,7 +16,9 @@
 // A new stack does not cost a whole trie walk: its top few nodes are walked
 // apart from the rest, once per vocabulary for every grammar holding the
 // same rules, and the rest only under the few trie nodes where the top part
-// may end (stack_prefix_masks.h).
+// may end (stack_prefix_masks.h). The stacks of a set that stand on the same
+// stack beneath their top parts (the alternatives of a string's place) share
+// one top mask (the union of theirs, kept) and one walk under its ends.
 #pragma once
 
 #include <array>

@@ -3,8 +3,9 @@
 // A stack inside a JSON string is the string's few rules on top of whatever
 // holds the string (a property, an array item...). Which tokens it allows
 // depends on the part beneath only for tokens that run past the string's
-// end (those holding its closing quote). So the top `cut_depth` nodes are
-// rebased on a sentinel node (StackArena::cut), and one trie walk of that
+// end (those holding its closing quote). So the top `cut_depth` nodes (fewer
+// above a heavy rule: GrammarConstraint::cut_depth) are rebased on a
+// sentinel node (StackArena::cut), and one trie walk of that
 // cut stack gives (a) the tokens it accepts without leaving the cut part,
 // (b) the trie nodes where the cut part may end ("roots"). A whole stack's
 // mask is then (a) plus, under each root, the tokens the part beneath the
