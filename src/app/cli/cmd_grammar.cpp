@@ -57,7 +57,10 @@ void run_grammar(const GrammarFlags& f) {
     ConstraintLimits limits;
     limits.class_walks = !f.byte_walks;
     limits.repetition_shifts = !f.whole_walks;
-    if (f.whole_walks) limits.max_cached_unions = 0;
+    if (f.whole_walks) {
+      limits.max_cached_unions = 0;
+      limits.group_cuts = false;
+    }
     run_grammar_bench(f.model, f.files, f.walks, f.max_steps, limits);
     return;
   }
@@ -83,7 +86,7 @@ void declare_flags(CLI::App& sub, GrammarFlags& f) {
   sub.add_flag("--lowered", f.lowered, "print the compiled byte-level rules");
   sub.add_flag("--byte-walks", f.byte_walks, "bench: walk the byte trie only (a baseline)");
   sub.add_flag("--whole-walks", f.whole_walks,
-               "bench: walk every cut stack whole, build every union anew (a baseline)");
+               "bench: walk every cut stack whole and alone, build every union anew (a baseline)");
   sub.add_option("-m,--model", f.model,
                  "check: bind to this model's vocabulary and time the first mask; bench: required");
 }

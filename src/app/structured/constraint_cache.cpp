@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "app/structured/json_schema_gbnf.h"
+#include "app/structured/string_warmup.h"
 #include "engine/sampling/grammar/grammar_compiler.h"
 #include "engine/sampling/grammar/grammar_error.h"
 
@@ -25,7 +26,10 @@ std::shared_ptr<const GrammarVocabulary> grammar_vocabulary(const Tokenizer& tok
   if (tokenizer.eos_id() >= 0 &&
       std::find(ends.begin(), ends.end(), tokenizer.eos_id()) == ends.end())
     ends.push_back(tokenizer.eos_id());
-  return std::make_shared<GrammarVocabulary>(std::move(bytes), std::move(ends), std::move(named));
+  auto vocab =
+      std::make_shared<GrammarVocabulary>(std::move(bytes), std::move(ends), std::move(named));
+  warm_json_strings(vocab);
+  return vocab;
 }
 
 std::string constraint_gbnf(const ConstraintSpec& spec) {

@@ -18,7 +18,8 @@
 namespace kvforge {
 
 // Each token's bytes as the grammar matches them (control tokens none) and
-// the end-of-generation tokens.
+// the end-of-generation tokens, with the places of JSON strings precomputed
+// (string_warmup.h).
 std::shared_ptr<const GrammarVocabulary> grammar_vocabulary(const Tokenizer& tokenizer);
 
 // The GBNF text a spec compiles to (a schema converted). Throws GrammarError.

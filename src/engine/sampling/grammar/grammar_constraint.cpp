@@ -79,7 +79,9 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
       arena_(grammar_, limits.max_stacks, limits.max_expansion),
       masks_(limits.max_cached_masks),
       prefix_masks_(limits.max_cached_masks),
+      light_(grammar_, limits.light_rule_bytes),
       unions_(limits.max_cached_unions),
+      cut_sets_(limits.max_cached_cut_sets),
       set_keeps_classes_(grammar_.byte_sets.size() + 1, -1) {
   bind_tokens();
   shifts_ = repetition_shifts(grammar_);
@@ -96,6 +98,8 @@ GrammarConstraint::GrammarConstraint(Grammar grammar,
 
 namespace {
 constexpr uint32_t kUnknownSet = 0xFFFFFFFF;
+// A top byte set this narrow (hex digits) spells few tokens alone.
+constexpr size_t kNarrowTopBytes = 16;
 }  // namespace
 
 void GrammarConstraint::bind_tokens() {
@@ -243,6 +247,11 @@ std::shared_ptr<const TokenMask> GrammarConstraint::union_mask(
   Stacks key(stacks.begin(), stacks.end());
   if (const auto* hit = unions_.find(key)) return *hit;
   auto out = std::make_shared<TokenMask>((vocab_->n_vocab() + 63) / 64, 0);
+  // (node beneath the cut) -> the cuts standing on it: most stacks of a set
+  // are never asked for alone, and the alternatives of one place (a string's
+  // characters and its end) share the stack beneath, so each group costs one
+  // prefix mask and one walk of its roots.
+  std::map<uint32_t, Stacks> groups;
   for (uint32_t s : stacks) {
     if (s == kEmptyStack) {
       for (int32_t e : vocab_->end_ids)
@@ -251,10 +260,19 @@ std::shared_ptr<const TokenMask> GrammarConstraint::union_mask(
     }
     const auto* known = masks_.find(s);
     if (!known && !is_token_element(arena_.top(s).kind)) {
-      add_stack(s, *out);  // most stacks of a set are never asked for alone
+      uint32_t below = kEmptyStack;
+      const uint32_t cut = cut_of(s, below);
+      groups[limits_.group_cuts ? below : s].push_back(cut);
       continue;
     }
     or_into(*out, known ? **known : *stack_mask(s));
+  }
+  for (auto& [node, cuts] : groups) {
+    uint32_t below = node;
+    if (!limits_.group_cuts) cut_of(node, below);
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    add_cuts(cuts, below, *out);
   }
   unions_.add(std::move(key), out);
   return out;
@@ -279,27 +297,64 @@ void GrammarConstraint::keep_mask(uint32_t stack, std::shared_ptr<const TokenMas
   masks_.add(stack, std::move(mask));
 }
 
-// `stack`'s cut (arena_.cut at the cut depth, on the sentinel) and in
-// `below` the node beneath it: computed once per stack.
+// `stack`'s cut (arena_.cut on the sentinel) and in `below` the node
+// beneath it: computed once per stack.
 uint32_t GrammarConstraint::cut_of(uint32_t stack, uint32_t& below) const {
   if (cuts_.size() <= stack) cuts_.resize(std::max<size_t>(stack + 1, cuts_.size() * 2), 0);
   uint64_t& known = cuts_[stack];
   if (known == 0) {
-    const uint32_t cut = arena_.cut(stack, limits_.cut_depth, sentinel_, below);
+    const uint32_t cut = arena_.cut(stack, cut_depth(stack), sentinel_, below);
     known = uint64_t{cut} << 32 | below;
   }
   below = uint32_t(known);
   return uint32_t(known >> 32);
 }
 
-// Adds to `out` the tokens `stack` allows (its top a byte set): those its
-// cut part accepts and, where the cut part may end, those the stack beneath
-// it goes on with.
+namespace {
+// How many bytes element `e` takes: 0 unless a byte set.
+size_t set_bytes(const Grammar& g, const Element& e) {
+  if (e.kind != ElementKind::Bytes) return 0;
+  size_t bytes = 0;
+  for (uint64_t w : g.byte_sets[e.value].bits) bytes += size_t(__builtin_popcountll(w));
+  return bytes;
+}
+}  // namespace
+
+// The cut depth, or fewer nodes (at least 2) where the nodes beneath are of
+// heavy rules and the cut part may end at few trie nodes (roots): where the
+// last node kept resumes at a single byte (a string's close, the quote), or
+// the top takes few bytes (a number's digits: few tokens are digits alone).
+// A string's or a number's first character is then cut apart from the place
+// holding it, so its prefix mask serves every such place.
+size_t GrammarConstraint::cut_depth(uint32_t stack) const {
+  const size_t depth = limits_.cut_depth;
+  if (limits_.light_rule_bytes == 0 || depth <= 2) return depth;
+  size_t light = 0;
+  uint32_t last = kEmptyStack;
+  for (uint32_t id = stack; id != kEmptyStack && light < depth; id = arena_.node(id).parent) {
+    if (!light_.at(arena_.node(id).pos)) break;
+    ++light, last = id;
+  }
+  if (light < 2 || light >= depth) return depth;
+  const size_t top = set_bytes(grammar_, arena_.top(stack));
+  const size_t end = set_bytes(grammar_, grammar_.elements[arena_.node(last).pos]);
+  return end == 1 || (top >= 2 && top <= kNarrowTopBytes) ? light : depth;
+}
+
+// Adds to `out` the tokens `stack` allows (its top a byte set).
 void GrammarConstraint::add_stack(uint32_t stack, TokenMask& out) const {
-  bound_sets();
   uint32_t below = kEmptyStack;
   const uint32_t cut = cut_of(stack, below);
-  const std::shared_ptr<const StackPrefixMask> prefix = prefix_mask(cut);
+  add_cuts({cut}, below, out);
+}
+
+// Adds to `out` the tokens the stacks made of `cuts` (sorted, unique) on
+// `below` allow: those a cut part accepts and, where one may end, those the
+// stack beneath goes on with.
+void GrammarConstraint::add_cuts(const Stacks& cuts, uint32_t below, TokenMask& out) const {
+  bound_sets();
+  const std::shared_ptr<const StackPrefixMask> prefix =
+      cuts.size() == 1 ? prefix_mask(cuts[0]) : cuts_prefix(cuts);
   or_into(out, prefix->accepted);
   if (below == kEmptyStack || prefix->roots.empty()) return;
   std::vector<uint32_t> rest;
@@ -308,6 +363,25 @@ void GrammarConstraint::add_stack(uint32_t stack, TokenMask& out) const {
   rest.erase(std::unique(rest.begin(), rest.end()), rest.end());
   const uint32_t set = intern_set(rest);
   for (uint32_t root : prefix->roots) walk(vocab_->trie.node(root), set, 0, out);
+}
+
+// The prefix mask of a set of cuts: the union of theirs (tokens and roots),
+// kept by the set, so a place met again on another stack beneath costs one
+// lookup.
+std::shared_ptr<const StackPrefixMask> GrammarConstraint::cuts_prefix(const Stacks& cuts) const {
+  if (const auto* hit = cut_sets_.find(cuts)) return *hit;
+  auto made = std::make_shared<StackPrefixMask>();
+  made->accepted.assign((vocab_->n_vocab() + 63) / 64, 0);
+  for (uint32_t cut : cuts) {
+    bound_sets();  // between walks: no set id is held across them
+    const std::shared_ptr<const StackPrefixMask> one = prefix_mask(cut);
+    or_into(made->accepted, one->accepted);
+    made->roots.insert(made->roots.end(), one->roots.begin(), one->roots.end());
+  }
+  std::sort(made->roots.begin(), made->roots.end());
+  made->roots.erase(std::unique(made->roots.begin(), made->roots.end()), made->roots.end());
+  cut_sets_.add(cuts, made);
+  return made;
 }
 
 // The cut's prefix mask: cached, or derived from the mask of a neighbour up

@@ -16,7 +16,9 @@
 // A new stack does not cost a whole trie walk: its top few nodes are walked
 // apart from the rest, once per vocabulary for every grammar holding the
 // same rules, and the rest only under the few trie nodes where the top part
-// may end (stack_prefix_masks.h).
+// may end (stack_prefix_masks.h). The stacks of a set that stand on the same
+// stack beneath their top parts (the alternatives of a string's place) share
+// one top mask (the union of theirs, kept) and one walk under its ends.
 #pragma once
 
 #include <array>
@@ -33,6 +35,7 @@
 #include "engine/sampling/grammar/class_trie.h"
 #include "engine/sampling/grammar/fifo_cache.h"
 #include "engine/sampling/grammar/grammar.h"
+#include "engine/sampling/grammar/light_rules.h"
 #include "engine/sampling/grammar/repetition_shifts.h"
 #include "engine/sampling/grammar/stack_arena.h"
 #include "engine/sampling/grammar/stack_prefix_masks.h"
@@ -75,6 +78,11 @@ struct ConstraintLimits {
   // Stack nodes whose allowed tokens are walked apart from the stack beneath
   // them (stack_prefix_masks.h): a JSON string's rules are 3 deep.
   size_t cut_depth = 3;
+  // A cut may stop above a node of a rule whose sub-grammar spells a key
+  // longer than this (light_rules.h, GrammarConstraint::cut_depth): a
+  // string's first character is cut above the rule holding the string.
+  // 0: always cut_depth nodes (the same masks).
+  size_t light_rule_bytes = 3072;
   // Walk a cut stack's top over the class trie where its states allow it
   // (class_trie.h); off, every walk is over bytes (the same masks, slower).
   bool class_walks = true;
@@ -86,6 +94,11 @@ struct ConstraintLimits {
   size_t max_shifts = 64;
   // Keep the union mask of a set of stacks for the next time the set is met.
   size_t max_cached_unions = 256;
+  // In a set of stacks, join those on the same stack beneath their cuts: one
+  // prefix mask for their cuts (kept by the set of cuts) and one walk of its
+  // roots; off, one of each per stack (the same masks, slower).
+  bool group_cuts = true;
+  size_t max_cached_cut_sets = 256;
 };
 
 class GrammarConstraint {
@@ -128,8 +141,12 @@ class GrammarConstraint {
   void bind_tokens();
   std::shared_ptr<const TokenMask> stack_mask(uint32_t stack) const;  // mu_ held
   void keep_mask(uint32_t stack, std::shared_ptr<const TokenMask> mask) const;
+  using Stacks = std::vector<uint32_t>;
   void add_stack(uint32_t stack, TokenMask& out) const;
+  void add_cuts(const Stacks& cuts, uint32_t below, TokenMask& out) const;
+  std::shared_ptr<const StackPrefixMask> cuts_prefix(const Stacks& cuts) const;
   uint32_t cut_of(uint32_t stack, uint32_t& below) const;
+  size_t cut_depth(uint32_t stack) const;
   std::shared_ptr<const TokenMask> token_mask(const Element& top) const;
   std::shared_ptr<const TokenMask> union_mask(std::span<const uint32_t> stacks) const;
   std::shared_ptr<const StackPrefixMask> prefix_mask(uint32_t cut) const;
@@ -158,12 +175,16 @@ class GrammarConstraint {
   mutable FifoCache<uint32_t, std::shared_ptr<const TokenMask>> masks_;
   uint32_t sentinel_ = 0;  // the stack node standing for what lies beneath a cut
   mutable FifoCache<uint32_t, std::shared_ptr<const StackPrefixMask>> prefix_masks_;
-  mutable std::vector<uint64_t> cuts_;   // (stack) -> cut << 32 | below, 0 until computed
+  mutable std::vector<uint64_t> cuts_;  // (stack) -> cut << 32 | below, 0 until computed
+  mutable LightRules light_;
   std::vector<RepetitionShift> shifts_;  // (element) -> its neighbour in a bounded repetition
-  using Stacks = std::vector<uint32_t>;
   mutable FifoCache<Stacks, std::shared_ptr<const TokenMask>,
                     std::map<Stacks, std::shared_ptr<const TokenMask>>>
       unions_;
+  // (sorted cuts) -> the union of their prefix masks (group_cuts)
+  mutable FifoCache<Stacks, std::shared_ptr<const StackPrefixMask>,
+                    std::map<Stacks, std::shared_ptr<const StackPrefixMask>>>
+      cut_sets_;
   mutable size_t whole_walks_ = 0;
   mutable std::vector<std::vector<uint32_t>> sets_;  // (set id) -> sorted stacks; 0 is {}
   mutable std::vector<uint8_t> cut_ends_;            // (set id) -> holds sentinel_

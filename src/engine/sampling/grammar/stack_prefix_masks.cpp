@@ -74,19 +74,28 @@ std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack,
 
 std::shared_ptr<const StackPrefixMask> StackPrefixMaskCache::find(const std::string& key) const {
   std::lock_guard lock(mu_);
+  if (const auto it = pinned_.find(key); it != pinned_.end()) return it->second;
   const auto* found = map_.find(key);
   return found ? *found : nullptr;
 }
 
 size_t StackPrefixMaskCache::size() const {
   std::lock_guard lock(mu_);
-  return map_.size();
+  return map_.size() + pinned_.size();
 }
 
 void StackPrefixMaskCache::add(const std::string& key,
                                std::shared_ptr<const StackPrefixMask> mask) const {
   std::lock_guard lock(mu_);
-  map_.add(key, std::move(mask));
+  if (pinning_)
+    pinned_.emplace(key, std::move(mask));
+  else
+    map_.add(key, std::move(mask));
+}
+
+void StackPrefixMaskCache::set_pinning(bool on) const {
+  std::lock_guard lock(mu_);
+  pinning_ = on;
 }
 
 }  // namespace kvforge

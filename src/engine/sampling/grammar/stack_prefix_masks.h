@@ -3,8 +3,9 @@
 // A stack inside a JSON string is the string's few rules on top of whatever
 // holds the string (a property, an array item...). Which tokens it allows
 // depends on the part beneath only for tokens that run past the string's
-// end (those holding its closing quote). So the top `cut_depth` nodes are
-// rebased on a sentinel node (StackArena::cut), and one trie walk of that
+// end (those holding its closing quote). So the top `cut_depth` nodes (fewer
+// above a heavy rule: GrammarConstraint::cut_depth) are rebased on a
+// sentinel node (StackArena::cut), and one trie walk of that
 // cut stack gives (a) the tokens it accepts without leaving the cut part,
 // (b) the trie nodes where the cut part may end ("roots"). A whole stack's
 // mask is then (a) plus, under each root, the tokens the part beneath the
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/sampling/grammar/fifo_cache.h"
@@ -44,17 +46,22 @@ struct StackPrefixMask {
 std::string state_key(const Grammar& g, const StackArena& arena, uint32_t stack, uint32_t sentinel,
                       size_t max_bytes = kMaxStateKeyBytes);
 
-// Thread-safe; keeps the `capacity` most recently added.
+// Thread-safe; keeps the `capacity` most recently added, and for good those
+// added while pinning (a vocabulary's precomputed entries).
 class StackPrefixMaskCache {
  public:
   explicit StackPrefixMaskCache(size_t capacity = 1024) : map_(capacity) {}
   std::shared_ptr<const StackPrefixMask> find(const std::string& key) const;
   void add(const std::string& key, std::shared_ptr<const StackPrefixMask> mask) const;
+  // While on, add() keeps its entries for good.
+  void set_pinning(bool on) const;
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
   mutable FifoCache<std::string, std::shared_ptr<const StackPrefixMask>> map_;
+  mutable std::unordered_map<std::string, std::shared_ptr<const StackPrefixMask>> pinned_;
+  mutable bool pinning_ = false;
 };
 
 }  // namespace kvforge

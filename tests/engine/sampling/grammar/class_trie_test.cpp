@@ -19,18 +19,8 @@ const std::vector<std::string> kPieces = {
     ".",    "\x1F",     "\x7F", "\n",       "é",    "\xC3", "\xA9",     "€",       "\xE2\x82",
     "\x82", "\xF0\x9F", "😀",    "\xED\x9F", "\xC0", "\xFF", "\xF4\x8F", "\xE0\xA0"};
 
-// Every single byte (SentencePiece's byte tokens) and `n` random
-// concatenations of one to five pieces.
 std::vector<std::string> random_vocabulary(unsigned seed, size_t n) {
-  std::mt19937 rng(seed);
-  std::vector<std::string> out;
-  for (int b = 0; b < 256; ++b) out.push_back(std::string(1, char(b)));
-  for (size_t i = 0; i < n; ++i) {
-    std::string t;
-    for (size_t k = 0, len = 1 + rng() % 5; k < len; ++k) t += kPieces[rng() % kPieces.size()];
-    out.push_back(t);
-  }
-  return out;
+  return grammar_test::random_vocabulary(seed, n, kPieces, 5);
 }
 
 // An e-mail address (word classes); JSON strings free, bounded, with escapes and \u; a class that

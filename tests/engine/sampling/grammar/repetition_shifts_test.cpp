@@ -31,48 +31,21 @@ const std::vector<std::string> kPieces = {
     "a", "b", "c", "x", "z", "0", "7", "\"", "\\", "n",    "u",    "!",   "[",  "]",
     ".", ";", ",", " ", "{", "}", ":", "é",  "€",  "\xC3", "\xA9", "\\n", "ab", "\"k\":"};
 
-// Every single byte and `n` random concatenations of 1 to 16 pieces: tokens
-// longer than many of the repetitions' bounds.
+// Tokens of up to 16 pieces: longer than many of the repetitions' bounds.
 std::vector<std::string> random_vocabulary(unsigned seed, size_t n) {
-  std::mt19937 rng(seed);
-  std::vector<std::string> out;
-  for (int b = 0; b < 256; ++b) out.push_back(std::string(1, char(b)));
-  for (size_t i = 0; i < n; ++i) {
-    std::string t;
-    for (size_t k = 0, len = 1 + rng() % 16; k < len; ++k) t += kPieces[rng() % kPieces.size()];
-    out.push_back(t);
-  }
-  return out;
+  return grammar_test::random_vocabulary(seed, n, kPieces, 16);
 }
 
-// One sequence's masks with the shortcuts (shifts, cached unions) and
-// without (every cut stack walked whole), on separate vocabularies so
-// neither reuses the other's walks, token drawn among the allowed.
+// One sequence's masks with the shortcuts (shifts, cached unions, grouped
+// cuts) and without (every cut stack walked whole and alone), on separate
+// vocabularies so neither reuses the other's walks.
 void check_same_masks(const std::string& gbnf, const std::vector<std::string>& tokens,
                       unsigned seed) {
-  auto vocab_fast = grammar_test::vocab_of(tokens);
-  auto vocab_plain = grammar_test::vocab_of(tokens);
-  ConstraintLimits whole;
-  whole.repetition_shifts = false;
-  whole.max_cached_unions = 0;
-  auto fast = std::make_shared<GrammarConstraint>(compile_gbnf(gbnf), vocab_fast);
-  auto plain = std::make_shared<GrammarConstraint>(compile_gbnf(gbnf), vocab_plain, whole);
-  std::mt19937 rng(seed);
-  for (int run = 0; run < 40; ++run) {
-    GrammarMatcher mf(fast), mp(plain);
-    for (int step = 0; step < 30 && !mf.is_ended(); ++step) {
-      const TokenMask& a = mf.allowed();
-      ASSERT_EQ(a, mp.allowed()) << "run " << run << " step " << step;
-      std::vector<int32_t> ok;
-      for (size_t w = 0; w < a.size(); ++w)
-        for (uint64_t bits = a[w]; bits; bits &= bits - 1)
-          ok.push_back(int32_t(w * 64 + size_t(__builtin_ctzll(bits))));
-      ASSERT_FALSE(ok.empty()) << "run " << run << " step " << step;
-      const int32_t t = ok[rng() % ok.size()];
-      mf.accept(t);
-      mp.accept(t);
-    }
-  }
+  auto fast =
+      std::make_shared<GrammarConstraint>(compile_gbnf(gbnf), grammar_test::vocab_of(tokens));
+  auto plain = std::make_shared<GrammarConstraint>(
+      compile_gbnf(gbnf), grammar_test::vocab_of(tokens), grammar_test::plain_limits());
+  grammar_test::expect_same_masks(fast, plain, seed, 40, 30);
 }
 
 TEST(RepetitionShifts, MasksEqualWholeWalksOnRandomSteps) {
