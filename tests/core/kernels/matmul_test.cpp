@@ -483,6 +483,51 @@ TEST(Matmul, Q5_KAndIQ4_XSExtremeBlocksIdenticalAcrossSimdLevels) {
   }
 }
 
+// MXFP4 rows of random bytes: every code, and E8M0 bytes over all 256
+// values against tiny activations (2^-16: no sum overflows, and e = 0, 1
+// scale them into f32's subnormals), then bytes 0..8 (the subnormal and
+// smallest normal scales e8m0_half builds) against large ones (2^12: the
+// products stay normal). 1056 columns end in a short group of 1 block.
+// Every level must give the scalar kernel's bits, alone and in a batch.
+TEST(Matmul, MXFP4ExtremeScalesIdenticalAcrossSimdLevels) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::mt19937 rng(11);
+  const int64_t rows = 23, cols = 1056, n_tokens = 3;
+  const size_t rb = row_bytes(GgmlType::MXFP4, size_t(cols));
+  struct Case {
+    int e_values;
+    float magnitude;
+  };
+  for (const Case c : {Case{256, 0x1p-16f}, Case{9, 0x1p12f}}) {
+    std::vector<uint8_t> bytes(rb * size_t(rows));
+    for (uint8_t& byte : bytes) byte = uint8_t(rng());
+    for (size_t off = 0; off < bytes.size(); off += sizeof(BlockMXFP4))
+      bytes[off] = uint8_t(rng() % unsigned(c.e_values));
+    const WeightView w{GgmlType::MXFP4, bytes.data(), rows, cols};
+    std::vector<float> x(size_t(n_tokens * cols));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = (rng() % 2 ? c.magnitude : -c.magnitude) * (i % 97 ? 1.0f : 1.5f);
+    std::vector<float> scalar(size_t(rows * n_tokens));
+    set_simd_level(SimdLevel::Scalar);
+    matmul(w, x.data(), n_tokens, scalar.data(), pool, scratch);
+    for (SimdLevel level : available_simd_levels()) {
+      set_simd_level(level);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w, x.data() + t * cols, 1, alone.data(), pool, scratch);
+        ASSERT_EQ(0, std::memcmp(alone.data(), scalar.data() + t * rows, alone.size() * 4))
+            << simd_level_name(level) << " e values " << c.e_values << " token " << t;
+      }
+      std::vector<float> y(scalar.size());
+      matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+          << simd_level_name(level) << " e values " << c.e_values;
+    }
+  }
+}
+
 // Q5_0, IQ4_NL and MXFP4: exact per-block integer sums folded in the 16-lane
 // pattern of kernels/block32_fold.h, recomputed here from its description:
 // the weights' integer levels (dequantized value / block scale, exact: at
