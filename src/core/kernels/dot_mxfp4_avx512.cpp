@@ -58,15 +58,6 @@ struct MXFP4Blocks {
                             _mm512_load_si512(kScaleGather.control[q]));
   }
 
-  // e8m0_half of 16 E8M0 bytes in int32 lanes: 2^(e - 128) as f32 bits,
-  // (e - 1) << 23, or for e < 2 the subnormal 0x00200000 << e.
-  static __m512 scales(__m512i e) {
-    const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
-    const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
-    const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
-    return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
-  }
-
   template <int NQ>
   static void load_group(const uint8_t* blk, int64_t bytes, Block32WeightGroup& g) {
     __m512i e = _mm512_setzero_si512();
@@ -79,7 +70,7 @@ struct MXFP4Blocks {
     // Dword 4i + q holds block 4q + i's byte: transposed into block order.
     const __m512i block_order =
         _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    g.dw = scales(_mm512_permutexvar_epi32(block_order, e));
+    g.dw = avx512_e8m0_half(_mm512_permutexvar_epi32(block_order, e));
   }
 };
 

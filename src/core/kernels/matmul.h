@@ -121,6 +121,10 @@ namespace kvforge {
 //     per fold lane, lane n = row n): the same bits as the native layout at
 //     every level. Rows a multiple of 16, cols of 32. Only matmul() at the
 //     AVX-512 level reads them.
+//   MXFP4Tiles16: MXFP4 rows the same way, 256 bytes of nibbles per block
+//     (bytes 0..255 as above), then after all blocks per block 16 bytes of
+//     the rows' E8M0 scale bytes (row n's at n): the same bits as the
+//     native layout at every level, rows a multiple of 16, cols of 32.
 //   Q2_KTiles16: Q2_K rows in groups of 16, one 64-byte aligned tile of
 //     kQ2_KTileBytes = 16 x 84 bytes (21 lines) per group and super-block,
 //     tile (g, b) at (g * cols / 256 + b) * kQ2_KTileBytes, its lines in the
@@ -180,7 +184,8 @@ enum class WeightLayout {
   Q4_1Tiles16,
   Q2_KTiles16,
   Q3_KTiles16,
-  IQ4_XSTiles16
+  IQ4_XSTiles16,
+  MXFP4Tiles16
 };
 
 struct WeightView {

@@ -1048,7 +1048,7 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
       }
 }
 
-// IQ4_NL, Q5_0, Q5_1 and Q4_1 rows in their Tiles16 layouts: the decode
+// IQ4_NL, Q5_0, Q5_1, Q4_1 and MXFP4 rows in their Tiles16 layouts: the decode
 // tiles (1-2 tokens: 4 group streams and leftover groups) and the batch
 // tiles (group pairs x 6 tokens, partial ones, a lone group) give the scalar
 // kernel's bits on native rows (block32_fold.h, affine_fold.h), at 1 and 3
@@ -1068,14 +1068,19 @@ TEST(MatmulBlock32Tiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads
       {GgmlType::IQ4_NL, WeightLayout::IQ4_NLTiles16},
       {GgmlType::Q5_0, WeightLayout::Q5_0Tiles16},
       {GgmlType::Q5_1, WeightLayout::Q5_1Tiles16},
-      {GgmlType::Q4_1, WeightLayout::Q4_1Tiles16}};
+      {GgmlType::Q4_1, WeightLayout::Q4_1Tiles16},
+      {GgmlType::MXFP4, WeightLayout::MXFP4Tiles16}};
   for (const auto& [type, layout] : layouts)
     for (const Shape& shape : shapes)
       for (bool random_bytes : {false, true}) {
         RegroupedWeights w =
             make_regrouped_weights(type, layout, shape.rows, shape.cols, uint32_t(shape.rows));
-        if (random_bytes)  // the f16 d and m +-1, +-0.5
+        if (random_bytes)  // the f16 d and m +-1, +-0.5; MXFP4's E8M0 scale 1 or 0.5
           randomize_but_scales(w, rng, [&, type = type](uint8_t* blk, size_t, size_t off) {
+            if (type == GgmlType::MXFP4) {
+              blk[0] = off % 3 ? 128 : 127;
+              return;
+            }
             const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, m = off % 5 ? 0x3800 : 0xb800;
             std::memcpy(blk, &d, 2);
             if (has_block_min(type)) std::memcpy(blk + 2, &m, 2);
