@@ -240,8 +240,9 @@ void matmul_batch_own_tokens(std::span<const MatmulOutput> outputs, const float*
 // form they want once; for reserving up front).
 size_t matmul_batch_scratch_bytes(std::span<const MatmulOutput> outputs, int64_t n_tokens);
 
-// Most weights one matmul_batch / matmul_batch_own_tokens call takes.
-inline constexpr size_t kMatmulBatchMaxWeights = 8;
+// Most weights one matmul_batch / matmul_batch_own_tokens call takes: the
+// gate and up slabs of the 8 experts a Qwen3-MoE token picks.
+inline constexpr size_t kMatmulBatchMaxWeights = 16;
 
 // How matmul_batch with n_threads splits these weights' rows over the
 // threads. A thread slowed by a busy core (these machines are shared) would

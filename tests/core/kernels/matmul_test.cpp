@@ -745,7 +745,8 @@ TEST(MatmulBatch, RejectsMismatchedColsAndTooManyWeights) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("32 cols"), std::string::npos) << e.what();
   }
-  std::vector<MatmulOutput> many(9, {WeightView{GgmlType::F32, bytes.data(), 1, 64}, y.data()});
+  std::vector<MatmulOutput> many(kMatmulBatchMaxWeights + 1,
+                                 {WeightView{GgmlType::F32, bytes.data(), 1, 64}, y.data()});
   EXPECT_THROW(matmul_batch(many, x.data(), 1, pool, scratch), std::invalid_argument);
   matmul_batch({}, x.data(), 1, pool, scratch);  // nothing to do is not an error
 }
