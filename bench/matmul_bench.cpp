@@ -11,7 +11,7 @@
 // are at load (kernels/weight_repack.h: ".../avx512_groups8"), Q4_0 and
 // Q8_0 on rows in the AMX tile layouts (".../avx512_tiles16": AMX for
 // batches where the machine has it, else AVX-512 VNNI), Q2_K, Q3_K, Q4_K,
-// Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q5_0, Q5_1 and Q4_1 on their 16-row tiles
+// Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q5_0, Q5_1, Q4_1 and MXFP4 on their 16-row tiles
 // (".../avx512_tiles16", VNNI), and F16 and BF16 on
 // rows interleaved 16 by 16 (".../avx512_interleaved16"). After the runs a table gives each
 // kernel's speed relative to the scalar kernel, the regrouped rows' relative
@@ -61,10 +61,10 @@ struct Shape {
   int64_t rows, cols;
 };
 const Shape kShapes[] = {{"up", 2048, 768}, {"down", 768, 2048}};
-const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,  GgmlType::Q8_0,
-                           GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,  GgmlType::Q5_1,
-                           GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,  GgmlType::Q4_K,
-                           GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS};
+const GgmlType kTypes[] = {GgmlType::F32,    GgmlType::F16,  GgmlType::BF16,   GgmlType::Q8_0,
+                           GgmlType::Q4_0,   GgmlType::Q4_1, GgmlType::Q5_0,   GgmlType::Q5_1,
+                           GgmlType::IQ4_NL, GgmlType::Q2_K, GgmlType::Q3_K,   GgmlType::Q4_K,
+                           GgmlType::Q5_K,   GgmlType::Q6_K, GgmlType::IQ4_XS, GgmlType::MXFP4};
 
 // `copies` consecutive copies of one quantized matrix.
 struct Matrix {
@@ -228,6 +228,7 @@ void register_all() {
                                        : t == GgmlType::Q3_K   ? WeightLayout::Q3_KTiles16
                                        : t == GgmlType::IQ4_XS ? WeightLayout::IQ4_XSTiles16
                                        : t == GgmlType::Q8_0   ? WeightLayout::Q8_0Tiles16
+                                       : t == GgmlType::MXFP4  ? WeightLayout::MXFP4Tiles16
                                                                : WeightLayout::Native;
           if (tiles16 != WeightLayout::Native && layout_fits(tiles16, s.rows, s.cols)) {
             configure(benchmark::RegisterBenchmark((base + "/avx512_tiles16").c_str(), run_matmul,

@@ -203,16 +203,23 @@ void add_shared_expert(const ModelConfig& c, const MoeWeights& w, const float* x
 
 // The selected experts' gate and up products of the grouped rows, their
 // biases (gpt-oss) and the activation: s.gate [rows][n_ff_exp] = h.
-void expert_gate_up(const ModelConfig& c, const MoeWeights& w, int64_t rows, MoeScratch& s,
+void expert_gate_up(const ModelConfig& c, const MoeWeights& w, int64_t n_tokens, MoeScratch& s,
                     ThreadPool& pool, MatmulScratch& ms) {
   const MoeConfig& m = c.moe;
-  const int64_t d = c.n_embd, ff = m.n_ff_exp;
+  const int64_t d = c.n_embd, ff = m.n_ff_exp, rows = n_tokens * m.n_expert_used;
   for_each_run(m, s.first, [&](const ExpertRun& r) {
-    if (r.n == 1) {  // gate and up in one region, the input converted once
-      const int64_t at = r.first_row * ff;
-      const MatmulOutput gate_up[] = {{w.gate[size_t(r.experts[0])], s.gate.data() + at},
-                                      {w.up[size_t(r.experts[0])], s.up.data() + at}};
-      matmul_batch(gate_up, s.x.data() + r.first_row * d, r.count, pool, ms);
+    // Where every expert of the run reads the same rows of s.x (a lone
+    // expert; a one-token step, whose pairs' rows all hold that token), the
+    // gate and up products run in one region, the input converted once.
+    if ((r.n == 1 || n_tokens == 1) && 2 * size_t(r.n) <= kMatmulBatchMaxWeights) {
+      MatmulOutput gate_up[kMatmulBatchMaxWeights];
+      for (int i = 0; i < r.n; ++i) {
+        const int64_t at = (r.first_row + int64_t(i) * r.count) * ff;
+        gate_up[2 * i] = {w.gate[size_t(r.experts[i])], s.gate.data() + at};
+        gate_up[2 * i + 1] = {w.up[size_t(r.experts[i])], s.up.data() + at};
+      }
+      matmul_batch(std::span(gate_up, size_t(2 * r.n)), s.x.data() + r.first_row * d, r.count, pool,
+                   ms);
       return;
     }
     run_matmul(r, w.gate, s.x.data(), d, s.gate.data(), ff, pool, ms);
@@ -267,7 +274,7 @@ void moe_ffn(const ModelConfig& c, const MoeWeights& w, const float* xn, int64_t
   matmul(w.router, router_in ? router_in : xn, n_tokens, s.logits.data(), pool, ms);
   add_bias(s.logits.data(), w.router_bias, n_tokens);
   route_and_group(c, xn, n_tokens, s);
-  expert_gate_up(c, w, rows, s, pool, ms);
+  expert_gate_up(c, w, n_tokens, s, pool, ms);
   // On several ranks: every rank's columns of h, this rank's output rows
   // (model/moe_tensor_parallel.h).
   const float* h = s.gate.data();

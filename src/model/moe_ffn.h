@@ -16,7 +16,10 @@
 // per step whatever the number of its tokens, and experts nobody picked are
 // not read at all. A run of consecutive experts with the same token count
 // (every expert of a decode step: one token each) shares one parallel region
-// per projection (matmul_batch_own_tokens), up to kMatmulBatchMaxWeights.
+// per projection (matmul_batch_own_tokens), up to kMatmulBatchMaxWeights;
+// where the run's experts all read the same rows (one expert, or a step of
+// one token), its gate and up products share one region and one
+// conversion of those rows (matmul_batch).
 //
 // Deterministic and batch-invariant: a token's experts and weights depend on
 // its own logits only; every expert product is bitwise what matmul() gives

@@ -109,23 +109,27 @@ std::vector<uint8_t> native_q6_k_tiles16_row(const WeightView& w, int64_t r) {
   return out;
 }
 
-// Row r of an IQ4_NLTiles16 / Q5_0Tiles16 / Q5_1Tiles16 / Q4_1Tiles16
-// matrix (WeightLayout, matmul.h: per 16-row group and block the rows'
-// nibble bytes interleaved 4 by 4, for Q5_0 / Q5_1 then their fifth bits,
-// 8 to a byte; after all blocks per block the rows' d, then for Q5_1 / Q4_1
-// their m) as the file's blocks: d, [m,] [qh,] qs.
+// Row r of an IQ4_NLTiles16 / Q5_0Tiles16 / Q5_1Tiles16 / Q4_1Tiles16 /
+// MXFP4Tiles16 matrix (WeightLayout, matmul.h: per 16-row group and block
+// the rows' nibble bytes interleaved 4 by 4, for Q5_0 / Q5_1 then their
+// fifth bits, 8 to a byte; after all blocks per block the rows' d, then for
+// Q5_1 / Q4_1 their m; MXFP4: their e bytes) as the file's blocks: d (e),
+// [m,] [qh,] qs.
 std::vector<uint8_t> native_block32_tiles16_row(const WeightView& w, int64_t r) {
   const bool fifth = w.layout == WeightLayout::Q5_0Tiles16 || w.layout == WeightLayout::Q5_1Tiles16;
   const bool min = w.layout == WeightLayout::Q5_1Tiles16 || w.layout == WeightLayout::Q4_1Tiles16;
-  const size_t block = 18 + (fifth ? 4 : 0) + (min ? 2 : 0), blocks = size_t(w.cols / 32);
-  const size_t quant_bytes = fifth ? 320 : 256, scale_bytes = min ? 64 : 32, n = size_t(r % 16);
+  const bool e8m0 = w.layout == WeightLayout::MXFP4Tiles16;
+  const size_t d_bytes = e8m0 ? 1 : 2;
+  const size_t block = 16 + d_bytes + (fifth ? 4 : 0) + (min ? 2 : 0), blocks = size_t(w.cols / 32);
+  const size_t quant_bytes = fifth ? 320 : 256, n = size_t(r % 16);
+  const size_t scale_bytes = e8m0 ? 16 : min ? 64 : 32;
   const uint8_t* group = static_cast<const uint8_t*>(w.data) + size_t(r / 16) * 16 * blocks * block;
   std::vector<uint8_t> out(blocks * block);
   for (size_t b = 0; b < blocks; ++b) {
     const uint8_t* q = group + quant_bytes * b;
     const uint8_t* scales = group + quant_bytes * blocks + scale_bytes * b;
     uint8_t* dst = &out[block * b];
-    std::memcpy(dst, scales + 2 * n, 2);
+    std::memcpy(dst, scales + d_bytes * n, d_bytes);
     if (min) std::memcpy(dst + 2, scales + 32 + 2 * n, 2);
     if (fifth) {
       uint32_t qh = 0;
@@ -242,7 +246,8 @@ std::vector<float> to_f32(const WeightView& w) {
       native = native_q6_k_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::IQ4_NLTiles16 || w.layout == WeightLayout::Q5_0Tiles16 ||
-               w.layout == WeightLayout::Q5_1Tiles16 || w.layout == WeightLayout::Q4_1Tiles16) {
+               w.layout == WeightLayout::Q5_1Tiles16 || w.layout == WeightLayout::Q4_1Tiles16 ||
+               w.layout == WeightLayout::MXFP4Tiles16) {
       native = native_block32_tiles16_row(w, r);
       row = native.data();
     } else if (w.layout == WeightLayout::Q2_KTiles16) {

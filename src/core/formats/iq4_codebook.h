@@ -8,21 +8,14 @@
 
 #include <cstdint>
 
+#include "core/formats/levels_plus_128.h"
+
 namespace kvforge {
 
 inline constexpr int8_t kIq4Codebook[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
                                             1,    13,   25,  38,  53,  69,  89,  113};
 
-// The levels + 128, as unsigned bytes: the operand vpdpbusd multiplies, for
-// the SIMD kernels that look levels up with one byte shuffle and take the
-// + 128 back out through the activation sums. 16-byte aligned for one load.
-struct Iq4CodebookPlus128 {
-  alignas(16) uint8_t v[16];
-};
-inline constexpr Iq4CodebookPlus128 kIq4CodebookPlus128 = [] {
-  Iq4CodebookPlus128 t{};
-  for (int i = 0; i < 16; ++i) t.v[i] = uint8_t(kIq4Codebook[i] + 128);
-  return t;
-}();
+// The levels + 128 (levels_plus_128.h).
+inline constexpr LevelsPlus128 kIq4CodebookPlus128 = levels_plus_128(kIq4Codebook);
 
 }  // namespace kvforge

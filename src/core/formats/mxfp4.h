@@ -22,6 +22,8 @@
 
 #include <cstdint>
 
+#include "core/formats/levels_plus_128.h"
+
 namespace kvforge {
 
 struct BlockMXFP4 {
@@ -34,6 +36,8 @@ static_assert(sizeof(BlockMXFP4) == 17, "MXFP4 block must be 17 bytes as in GGUF
 // E2M1 values doubled, by 4-bit code (ggml's kvalues_mxfp4).
 inline constexpr int8_t kMxfp4Levels[16] = {0, 1,  2,  3,  4,  6,  8,  12,
                                             0, -1, -2, -3, -4, -6, -8, -12};
+// The same + 128 (levels_plus_128.h).
+inline constexpr LevelsPlus128 kMxfp4LevelsPlus128 = levels_plus_128(kMxfp4Levels);
 
 // 2^(e - 128) as f32 bits, exactly as ggml_e8m0_to_fp32_half builds them.
 inline float e8m0_half(uint8_t e) {

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/formats/levels_plus_128.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/register_tile_loop.h"
 
@@ -61,6 +62,18 @@ struct Block32TokenGroup {
 inline __m512i avx512_load_prefix(const uint8_t* p, int64_t n) {
   if (n <= 0) return _mm512_setzero_si512();
   return _mm512_maskz_loadu_epi8(n >= 64 ? ~__mmask64(0) : (__mmask64(1) << n) - 1, p);
+}
+
+// Codes in nibbles (element j in the low nibble of byte j, element j + 16 in
+// the high one, per 128-bit lane) looked up in a table of 16 levels + 128:
+// lo holds the low nibbles' levels, hi the high ones'.
+inline void avx512_lookup_nibbles(const LevelsPlus128& levels, __m512i qs, __m512i& lo,
+                                  __m512i& hi) {
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(levels.v)));
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  lo = _mm512_shuffle_epi8(table, _mm512_and_si512(qs, low4));
+  hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4));
 }
 
 // Lane b: block b's sum, from p[q] holding block 4q+i's partial sums in lanes

@@ -51,6 +51,15 @@ static inline void avx512_hsum2_epi32(__m512i a, __m256i b, int32_t& sum_a, int3
   sum_b = _mm_extract_epi32(s, 1);
 }
 
+// e8m0_half (core/formats/mxfp4.h) of 16 E8M0 bytes in int32 lanes: 2^(e - 128)
+// as f32 bits, (e - 1) << 23, or for e < 2 the subnormal 0x00200000 << e.
+static inline __m512 avx512_e8m0_half(__m512i e) {
+  const __m512i normal = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(1)), 23);
+  const __m512i subnormal = _mm512_sllv_epi32(_mm512_set1_epi32(0x00200000), e);
+  const __mmask16 small = _mm512_cmplt_epu32_mask(e, _mm512_set1_epi32(2));
+  return _mm512_castsi512_ps(_mm512_mask_blend_epi32(small, normal, subnormal));
+}
+
 static inline __m512 avx512_abs(__m512 v) {
   return _mm512_castsi512_ps(
       _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(0x7fffffff)));

@@ -1,14 +1,14 @@
-// IQ4_NL, Q5_0, Q5_1 and Q4_1 weights in their Tiles16 layouts (matmul.h,
-// weight_repack.h), AVX-512 VNNI: decode and batches.
+// IQ4_NL, Q5_0, Q5_1, Q4_1 and MXFP4 weights in their Tiles16 layouts
+// (matmul.h, weight_repack.h), AVX-512 VNNI: decode and batches.
 //
 // One 64-byte register holds 4 levels of each of a group's 16 rows, as
-// vpdpbusd's unsigned operand (IQ4_NL: the codebook value + 128 by one byte
-// shuffle of a nibble; Q5_0, Q5_1: the nibble with its fifth bit as 16;
-// Q4_1: the nibble), so one vpdpbusd against a token's 4 quants broadcast
-// adds 4 products into each row's lane: after a block's 8 registers lane n
-// holds row n's exact block sum, with no horizontal reduction (IQ4_NL and
-// Q5_0 start from the token's Q8-rows offset, which takes the + 128 / + 16
-// back out exactly).
+// vpdpbusd's unsigned operand (IQ4_NL, MXFP4: the codebook value or doubled
+// E2M1 level + 128 by one byte shuffle of a nibble; Q5_0, Q5_1: the nibble
+// with its fifth bit as 16; Q4_1: the nibble), so one vpdpbusd against a
+// token's 4 quants broadcast adds 4 products into each row's lane: after a
+// block's 8 registers lane n holds row n's exact block sum, with no
+// horizontal reduction (IQ4_NL, MXFP4 and Q5_0 start from the token's
+// Q8-rows offset, which takes the + 128 / + 16 back out exactly).
 //
 // The native kernels fold those sums into 16 lanes per row, block b into
 // lane b % 16 (block32_fold.h; affine_fold.h with the min term), then a
@@ -31,6 +31,7 @@
 // pair's first tile reading from memory and prefetching the next pair into
 // L2, as the Q4_0 / Q8_0 tiles do (dot_tiles16_avx512.cpp).
 #include "core/formats/iq4_codebook.h"
+#include "core/formats/mxfp4.h"
 #include "core/kernels/avx512_helpers.h"
 #include "core/kernels/matmul_task.h"
 #include "core/kernels/tiles16_walk_avx512.h"
@@ -62,23 +63,51 @@ static inline __m512i with_fifth_bits(__m512i nibbles, const uint8_t* blk, int k
   return _mm512_ternarylogic_epi32(nibbles, at4, _mm512_set1_epi8(0x10), 0xf8);  // A | (B & C)
 }
 
+// Register k of a block's nibbles looked up in a table of levels + 128.
+static inline __m512i looked_up(const LevelsPlus128& levels, const uint8_t* blk, int k) {
+  const __m512i table =
+      _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(levels.v)));
+  return _mm512_shuffle_epi8(table, block_nibbles(blk, k));
+}
+
+// The 16 rows' f16 scales at s, as f32.
+struct F16Scales {
+  static __m512 scale(const uint8_t* s) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+  }
+};
+
 // A type's tile: kQuantBytes per block, kScaleBytes of scales per block (d,
-// then m when kMin), levels(blk, k) (register k as vpdpbusd's unsigned
-// operand), offset(o) (from a token's Q8-rows offset, -128 x its block quant
-// sum, to -bias x that sum; kOffsets false: no bias, the Q8-blocks form).
-struct IQ4_NLTile {
+// then m when kMin), scale(s) (the rows' d from those bytes, as f32),
+// levels(blk, k) (register k as vpdpbusd's unsigned operand), offset(o)
+// (from a token's Q8-rows offset, -128 x its block quant sum, to -bias x
+// that sum; kOffsets false: no bias, the Q8-blocks form).
+struct IQ4_NLTile : F16Scales {
   static constexpr int64_t kQuantBytes = kBlock32TileNibbleBytes;
   static constexpr int64_t kScaleBytes = kTiles16ScaleBytes;
   static constexpr bool kMin = false, kOffsets = true;
   static __m512i levels(const uint8_t* blk, int k) {
-    const __m512i table = _mm512_broadcast_i32x4(
-        _mm_load_si128(reinterpret_cast<const __m128i*>(kIq4CodebookPlus128.v)));
-    return _mm512_shuffle_epi8(table, block_nibbles(blk, k));
+    return looked_up(kIq4CodebookPlus128, blk, k);
   }
   static int32_t offset(int32_t o) { return o; }  // level + 128
 };
 
-struct Q5_0Tile {
+// The scales are E8M0 bytes, turned into e8m0_half's f32 bits.
+struct MXFP4Tile {
+  static constexpr int64_t kQuantBytes = kBlock32TileNibbleBytes;
+  static constexpr int64_t kScaleBytes = kTiles16E8M0Bytes;
+  static constexpr bool kMin = false, kOffsets = true;
+  static __m512 scale(const uint8_t* s) {
+    return avx512_e8m0_half(
+        _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s))));
+  }
+  static __m512i levels(const uint8_t* blk, int k) {
+    return looked_up(kMxfp4LevelsPlus128, blk, k);
+  }
+  static int32_t offset(int32_t o) { return o; }  // level + 128
+};
+
+struct Q5_0Tile : F16Scales {
   static constexpr int64_t kQuantBytes = kBlock32TileNibbleBytes + kBlock32TileFifthBytes;
   static constexpr int64_t kScaleBytes = kTiles16ScaleBytes;
   static constexpr bool kMin = false, kOffsets = true;
@@ -88,7 +117,7 @@ struct Q5_0Tile {
   static int32_t offset(int32_t o) { return o >> 3; }  // w + 16; exact: o is a multiple of 128
 };
 
-struct Q5_1Tile {
+struct Q5_1Tile : F16Scales {
   static constexpr int64_t kQuantBytes = kBlock32TileNibbleBytes + kBlock32TileFifthBytes;
   static constexpr int64_t kScaleBytes = 2 * kTiles16ScaleBytes;
   static constexpr bool kMin = true, kOffsets = false;
@@ -97,7 +126,7 @@ struct Q5_1Tile {
   }
 };
 
-struct Q4_1Tile {
+struct Q4_1Tile : F16Scales {
   static constexpr int64_t kQuantBytes = kBlock32TileNibbleBytes;
   static constexpr int64_t kScaleBytes = 2 * kTiles16ScaleBytes;
   static constexpr bool kMin = true, kOffsets = false;
@@ -160,8 +189,7 @@ struct Block32Kernel : Tiles16Kernel<F, true> {
       const int l = int(b % kFoldLanes);
       for (int j = 0; j < G; ++j) {
         const uint8_t* scales = v.scales(job.w[j]) + b * F::kScaleBytes;
-        const __m512 dw =
-            _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales)));
+        const __m512 dw = F::scale(scales);
         const __m512 mw = F::kMin
                               ? _mm512_cvtph_ps(_mm256_loadu_si256(
                                     reinterpret_cast<const __m256i*>(scales + kTiles16ScaleBytes)))
@@ -210,6 +238,10 @@ void matmul_rows_q5_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t
 
 void matmul_rows_q4_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
   matmul_rows_block32_tiles16<Q4_1Tile>(task, r0, r1);
+}
+
+void matmul_rows_mxfp4_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1) {
+  matmul_rows_block32_tiles16<MXFP4Tile>(task, r0, r1);
 }
 
 }  // namespace kvforge

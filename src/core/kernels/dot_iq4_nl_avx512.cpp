@@ -31,19 +31,6 @@ constexpr IQ4_NLQuadIndex make_quad_index() {
 
 constexpr IQ4_NLQuadIndex kQuadIndex = make_quad_index();
 
-// The codebook levels + 128 (1..241): unsigned bytes.
-struct OffsetCodebook {
-  alignas(16) uint8_t level[16];
-};
-
-constexpr OffsetCodebook make_offset_codebook() {
-  OffsetCodebook c{};
-  for (int i = 0; i < 16; ++i) c.level[i] = uint8_t(kIq4Codebook[i] + 128);
-  return c;
-}
-
-constexpr OffsetCodebook kOffsetCodebook = make_offset_codebook();
-
 struct IQ4_NLBlocks {
   static constexpr int64_t kBlockBytes = sizeof(BlockIQ4_NL);
   static constexpr int kOffsetShift = 7;  // level + 128
@@ -55,11 +42,7 @@ struct IQ4_NLBlocks {
     const __m512i first = avx512_load_prefix(blk, bytes);
     const __m512i rest = avx512_load_prefix(blk + 64, std::min<int64_t>(bytes - 64, 8));
     const __m512i qs = _mm512_permutex2var_epi16(first, _mm512_load_si512(kQuadIndex.qs), rest);
-    const __m512i table = _mm512_broadcast_i32x4(
-        _mm_load_si128(reinterpret_cast<const __m128i*>(kOffsetCodebook.level)));
-    const __m512i low4 = _mm512_set1_epi8(0x0f);
-    lo = _mm512_shuffle_epi8(table, _mm512_and_si512(qs, low4));
-    hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(qs, 4), low4));
+    avx512_lookup_nibbles(kIq4CodebookPlus128, qs, lo, hi);
   }
 
   template <int NQ>

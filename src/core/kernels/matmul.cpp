@@ -138,8 +138,8 @@ const LayoutKernels kRegroupedKernels[] = {
               false),
     regrouped(WeightLayout::IQ4_XSTiles16, GgmlType::IQ4_XS, Q8K, matmul_rows_iq4_xs_tiles16_avx512,
               false),
-    // IQ4_NLTiles16, Q5_0Tiles16: the Q8-rows form, whose offsets undo the
-    // levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as
+    // IQ4_NLTiles16, Q5_0Tiles16, MXFP4Tiles16: the Q8-rows form, whose
+    // offsets undo the levels' + 128 / + 16; Q5_1Tiles16, Q4_1Tiles16: the Q8-blocks form, as
     // the native kernels. Batches split as the other VNNI tiles (Stealing).
     regrouped(WeightLayout::IQ4_NLTiles16, GgmlType::IQ4_NL, Q8Rows,
               matmul_rows_iq4_nl_tiles16_avx512, kTiles16),
@@ -148,6 +148,8 @@ const LayoutKernels kRegroupedKernels[] = {
     regrouped(WeightLayout::Q5_1Tiles16, GgmlType::Q5_1, Q8Blocks, matmul_rows_q5_1_tiles16_avx512,
               kTiles16),
     regrouped(WeightLayout::Q4_1Tiles16, GgmlType::Q4_1, Q8Blocks, matmul_rows_q4_1_tiles16_avx512,
+              kTiles16),
+    regrouped(WeightLayout::MXFP4Tiles16, GgmlType::MXFP4, Q8Rows, matmul_rows_mxfp4_tiles16_avx512,
               kTiles16),
 };
 
@@ -244,6 +246,7 @@ bool in_16_row_tiles(WeightLayout layout) {
     case WeightLayout::Q2_KTiles16:
     case WeightLayout::Q3_KTiles16:
     case WeightLayout::IQ4_XSTiles16:
+    case WeightLayout::MXFP4Tiles16:
       return true;
     default:
       return false;

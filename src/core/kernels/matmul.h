@@ -121,6 +121,10 @@ namespace kvforge {
 //     per fold lane, lane n = row n): the same bits as the native layout at
 //     every level. Rows a multiple of 16, cols of 32. Only matmul() at the
 //     AVX-512 level reads them.
+//   MXFP4Tiles16: MXFP4 rows the same way, 256 bytes of nibbles per block
+//     (bytes 0..255 as above), then after all blocks per block 16 bytes of
+//     the rows' E8M0 scale bytes (row n's at n): the same bits as the
+//     native layout at every level, rows a multiple of 16, cols of 32.
 //   Q2_KTiles16: Q2_K rows in groups of 16, one 64-byte aligned tile of
 //     kQ2_KTileBytes = 16 x 84 bytes (21 lines) per group and super-block,
 //     tile (g, b) at (g * cols / 256 + b) * kQ2_KTileBytes, its lines in the
@@ -180,7 +184,8 @@ enum class WeightLayout {
   Q4_1Tiles16,
   Q2_KTiles16,
   Q3_KTiles16,
-  IQ4_XSTiles16
+  IQ4_XSTiles16,
+  MXFP4Tiles16
 };
 
 struct WeightView {
@@ -235,8 +240,9 @@ void matmul_batch_own_tokens(std::span<const MatmulOutput> outputs, const float*
 // form they want once; for reserving up front).
 size_t matmul_batch_scratch_bytes(std::span<const MatmulOutput> outputs, int64_t n_tokens);
 
-// Most weights one matmul_batch / matmul_batch_own_tokens call takes.
-inline constexpr size_t kMatmulBatchMaxWeights = 8;
+// Most weights one matmul_batch / matmul_batch_own_tokens call takes: the
+// gate and up slabs of the 8 experts a Qwen3-MoE token picks.
+inline constexpr size_t kMatmulBatchMaxWeights = 16;
 
 // How matmul_batch with n_threads splits these weights' rows over the
 // threads. A thread slowed by a busy core (these machines are shared) would

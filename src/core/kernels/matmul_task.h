@@ -119,6 +119,7 @@ inline constexpr int64_t kTiles16Rows = 16;
 inline constexpr int64_t kTiles16QuantBytes = kTiles16Rows * 32;
 inline constexpr int64_t kTiles16Q4QuantBytes = kTiles16Rows * 16;
 inline constexpr int64_t kTiles16ScaleBytes = kTiles16Rows * 2;
+inline constexpr int64_t kTiles16E8M0Bytes = kTiles16Rows;  // MXFP4Tiles16: one byte a row
 // Q4_KTiles16 rows (WeightLayout, matmul.h): every 16-row group whose first
 // row lies in [r0, r1), Q8_K activations; bitwise the native kernels' results.
 void matmul_rows_q4_k_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
@@ -145,6 +146,7 @@ inline constexpr int64_t kQ6_KTileScales = kTiles16Rows * 192;
 // activations): every 16-row group whose first row lies in [r0, r1);
 // bitwise the native kernels' results (block32_fold.h, affine_fold.h).
 void matmul_rows_iq4_nl_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
+void matmul_rows_mxfp4_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 void matmul_rows_q5_0_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 void matmul_rows_q5_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);
 void matmul_rows_q4_1_tiles16_avx512(const MatmulTask& task, int64_t r0, int64_t r1);

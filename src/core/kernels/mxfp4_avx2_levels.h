@@ -1,5 +1,4 @@
-// MXFP4 blocks for the AVX2 kernel of avx2_block32_dot.h (shared by the AVX2
-// and AVX-512 levels, dot_mxfp4_avx2.cpp and dot_mxfp4_avx512.cpp): the
+// MXFP4 blocks for the AVX2 kernel of avx2_block32_dot.h (dot_mxfp4_avx2.cpp): the
 // 4-bit codes looked up in the doubled E2M1 levels by vpshufb, the scale
 // from the E8M0 byte.
 #pragma once

@@ -1,5 +1,5 @@
 // The one walk of the block-32 Tiles16 kernels (Q8_0 / Q4_0:
-// dot_tiles16_avx512.cpp; IQ4_NL, Q5_0, Q5_1, Q4_1:
+// dot_tiles16_avx512.cpp; IQ4_NL, Q5_0, Q5_1, Q4_1, MXFP4:
 // dot_block32_tiles16_avx512.cpp) over a thread's 16-row groups and the
 // tokens: which groups and tokens go into each register tile, and which
 // cache lines each tile prefetches. A kernel supplies only the tile:

@@ -9,6 +9,7 @@
 #include "core/enum_names.h"
 #include "core/formats/iq4_nl.h"
 #include "core/formats/iq4_xs.h"
+#include "core/formats/mxfp4.h"
 #include "core/formats/q2_k.h"
 #include "core/formats/q3_k.h"
 #include "core/formats/q4_0.h"
@@ -143,16 +144,17 @@ void tile_rows_q6_k(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
     }
 }
 
-// IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16, Q4_1Tiles16 (WeightLayout,
-// matmul.h): per group and block the 16 rows' nibble bytes interleaved 4 by
-// 4, for the 5-bit types their fifth bits regrouped 8 to a byte, and after
-// all blocks per block the rows' d (and m).
+// IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16, Q4_1Tiles16, MXFP4Tiles16
+// (WeightLayout, matmul.h): per group and block the 16 rows' nibble bytes
+// interleaved 4 by 4, for the 5-bit types their fifth bits regrouped 8 to a
+// byte, and after all blocks per block the rows' d (and m; MXFP4: e).
 template <class Block>
 void tile_rows_block32(const void* src, int64_t rows, int64_t cols, uint8_t* out) {
   constexpr bool fifth = requires(Block b) { b.qh; };
   constexpr bool min = requires(Block b) { b.m; };
+  constexpr bool e8m0 = requires(Block b) { b.e; };
   constexpr int64_t quant_bytes = kBlock32TileNibbleBytes + (fifth ? kBlock32TileFifthBytes : 0);
-  constexpr int64_t scale_bytes = kTiles16ScaleBytes * (min ? 2 : 1);
+  constexpr int64_t scale_bytes = e8m0 ? kTiles16E8M0Bytes : kTiles16ScaleBytes * (min ? 2 : 1);
   const auto* in = static_cast<const Block*>(src);
   const int64_t blocks = cols / 32;
   for (int64_t g = 0; g < rows / kTiles16Rows; ++g) {
@@ -175,7 +177,10 @@ void tile_rows_block32(const void* src, int64_t rows, int64_t cols, uint8_t* out
             q[kBlock32TileNibbleBytes + 4 * n + j] = bits;
           }
         }
-        std::memcpy(d + 2 * n, &blk.d, 2);
+        if constexpr (e8m0)
+          d[n] = blk.e;
+        else
+          std::memcpy(d + 2 * n, &blk.d, 2);
         if constexpr (min) std::memcpy(d + kTiles16ScaleBytes + 2 * n, &blk.m, 2);
       }
     }
@@ -274,6 +279,8 @@ WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols) {
       return if_fits(WeightLayout::Q6_KTiles16, rows, cols);
     case GgmlType::IQ4_NL:
       return if_fits(WeightLayout::IQ4_NLTiles16, rows, cols);
+    case GgmlType::MXFP4:
+      return if_fits(WeightLayout::MXFP4Tiles16, rows, cols);
     case GgmlType::Q5_0:
       return if_fits(WeightLayout::Q5_0Tiles16, rows, cols);
     case GgmlType::Q5_1:
@@ -314,6 +321,7 @@ constexpr EnumName<WeightLayout> kLayoutNames[] = {
     {WeightLayout::Q2_KTiles16, "Q2_KTiles16"},
     {WeightLayout::Q3_KTiles16, "Q3_KTiles16"},
     {WeightLayout::IQ4_XSTiles16, "IQ4_XSTiles16"},
+    {WeightLayout::MXFP4Tiles16, "MXFP4Tiles16"},
     {WeightLayout::Native, "Native"},
 };
 
@@ -351,6 +359,8 @@ GgmlType layout_type(WeightLayout layout) {
       return GgmlType::Q3_K;
     case WeightLayout::IQ4_XSTiles16:
       return GgmlType::IQ4_XS;
+    case WeightLayout::MXFP4Tiles16:
+      return GgmlType::MXFP4;
     case WeightLayout::Native:
       break;
   }
@@ -368,6 +378,7 @@ bool layout_fits(WeightLayout layout, int64_t rows, int64_t cols) {
     case WeightLayout::Q5_0Tiles16:
     case WeightLayout::Q5_1Tiles16:
     case WeightLayout::Q4_1Tiles16:
+    case WeightLayout::MXFP4Tiles16:
       return rows > 0 && rows % kTiles16Rows == 0 && cols > 0 && cols % 32 == 0;
     case WeightLayout::F16Interleaved16:
     case WeightLayout::BF16Interleaved16:
@@ -397,6 +408,7 @@ const char* layout_requirement(WeightLayout layout) {
     case WeightLayout::Q5_0Tiles16:
     case WeightLayout::Q5_1Tiles16:
     case WeightLayout::Q4_1Tiles16:
+    case WeightLayout::MXFP4Tiles16:
       return "rows a multiple of 16 and cols of 32";
     case WeightLayout::F16Interleaved16:
     case WeightLayout::BF16Interleaved16:
@@ -434,6 +446,8 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
     return tile_rows_block32<BlockQ5_1>(src, rows, cols, out);
   if (layout == WeightLayout::Q4_1Tiles16)
     return tile_rows_block32<BlockQ4_1>(src, rows, cols, out);
+  if (layout == WeightLayout::MXFP4Tiles16)
+    return tile_rows_block32<BlockMXFP4>(src, rows, cols, out);
   if (layout == WeightLayout::Q2_KTiles16) return tile_rows_q2_k(src, rows, cols, out);
   if (layout == WeightLayout::Q3_KTiles16) return tile_rows_q3_k(src, rows, cols, out);
   if (layout == WeightLayout::IQ4_XSTiles16) return tile_rows_iq4_xs(src, rows, cols, out);
@@ -457,7 +471,7 @@ bool layout_keeps_results(WeightLayout layout) {
          layout == WeightLayout::IQ4_NLTiles16 || layout == WeightLayout::Q5_0Tiles16 ||
          layout == WeightLayout::Q5_1Tiles16 || layout == WeightLayout::Q4_1Tiles16 ||
          layout == WeightLayout::Q2_KTiles16 || layout == WeightLayout::Q3_KTiles16 ||
-         layout == WeightLayout::IQ4_XSTiles16;
+         layout == WeightLayout::IQ4_XSTiles16 || layout == WeightLayout::MXFP4Tiles16;
 }
 
 bool regrouping_preferred() { return simd_level() == SimdLevel::Avx512; }

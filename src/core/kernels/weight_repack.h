@@ -23,8 +23,8 @@
 // bytes interleaved 4 by 4, which unpack into the tile's 8 rows with an AND
 // (low nibbles) or a shift and an AND (high nibbles) per 64 bytes.
 //
-// IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16 and Q4_1Tiles16 do the same for
-// those 32-element blocks: 4 quants of 16 rows per vpdpbusd, each row's
+// IQ4_NLTiles16, Q5_0Tiles16, Q5_1Tiles16, Q4_1Tiles16 and MXFP4Tiles16 do
+// the same for those 32-element blocks: 4 quants of 16 rows per vpdpbusd, each row's
 // block integers exact and folded into 16 lane sums as the native kernels
 // fold them (block32_fold.h, affine_fold.h), so the bits do not change.
 //
@@ -61,7 +61,7 @@ inline constexpr int64_t kRegroupCols = 8 * 32;
 // rows are a multiple of 16, else Native; Q4_K: Q4_KTiles16 where rows are a
 // multiple of 16 (and cols of 256), else Native, and Q5_K, Q6_K, Q2_K, Q3_K
 // and IQ4_XS likewise (Q5_KTiles16, Q6_KTiles16, Q2_KTiles16, Q3_KTiles16,
-// IQ4_XSTiles16); IQ4_NL, Q5_0, Q5_1, Q4_1: their Tiles16 layouts where rows
+// IQ4_XSTiles16); IQ4_NL, Q5_0, Q5_1, Q4_1, MXFP4: their Tiles16 layouts where rows
 // are a multiple of 16, else Native; Native for the other types.
 WeightLayout regrouped_layout(GgmlType type, int64_t rows, int64_t cols);
 
@@ -87,7 +87,7 @@ void regroup_rows(WeightLayout layout, const void* src, int64_t rows, int64_t co
 
 // Whether matmul() gives the same bits for a matrix in `layout` as in the
 // native layout (Native, the Q2_K .. Q6_K and IQ4_XS tiles and the IQ4_NL,
-// Q5_0, Q5_1 and Q4_1 tiles; the Q4_0/Q8_0 tiles and groups and
+// Q5_0, Q5_1, Q4_1 and MXFP4 tiles; the Q4_0/Q8_0 tiles and groups and
 // the Interleaved16 layouts sum in another order). A tensor-parallel share
 // that cannot take such a layout may stay native.
 bool layout_keeps_results(WeightLayout layout);

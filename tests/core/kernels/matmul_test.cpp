@@ -483,6 +483,51 @@ TEST(Matmul, Q5_KAndIQ4_XSExtremeBlocksIdenticalAcrossSimdLevels) {
   }
 }
 
+// MXFP4 rows of random bytes: every code, and E8M0 bytes over all 256
+// values against tiny activations (2^-16: no sum overflows, and e = 0, 1
+// scale them into f32's subnormals), then bytes 0..8 (the subnormal and
+// smallest normal scales e8m0_half builds) against large ones (2^12: the
+// products stay normal). 1056 columns end in a short group of 1 block.
+// Every level must give the scalar kernel's bits, alone and in a batch.
+TEST(Matmul, MXFP4ExtremeScalesIdenticalAcrossSimdLevels) {
+  LevelGuard guard;
+  ThreadPool pool(2);
+  MatmulScratch scratch;
+  std::mt19937 rng(11);
+  const int64_t rows = 23, cols = 1056, n_tokens = 3;
+  const size_t rb = row_bytes(GgmlType::MXFP4, size_t(cols));
+  struct Case {
+    int e_values;
+    float magnitude;
+  };
+  for (const Case c : {Case{256, 0x1p-16f}, Case{9, 0x1p12f}}) {
+    std::vector<uint8_t> bytes(rb * size_t(rows));
+    for (uint8_t& byte : bytes) byte = uint8_t(rng());
+    for (size_t off = 0; off < bytes.size(); off += sizeof(BlockMXFP4))
+      bytes[off] = uint8_t(rng() % unsigned(c.e_values));
+    const WeightView w{GgmlType::MXFP4, bytes.data(), rows, cols};
+    std::vector<float> x(size_t(n_tokens * cols));
+    for (size_t i = 0; i < x.size(); ++i)
+      x[i] = (rng() % 2 ? c.magnitude : -c.magnitude) * (i % 97 ? 1.0f : 1.5f);
+    std::vector<float> scalar(size_t(rows * n_tokens));
+    set_simd_level(SimdLevel::Scalar);
+    matmul(w, x.data(), n_tokens, scalar.data(), pool, scratch);
+    for (SimdLevel level : available_simd_levels()) {
+      set_simd_level(level);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        std::vector<float> alone(static_cast<size_t>(rows));
+        matmul(w, x.data() + t * cols, 1, alone.data(), pool, scratch);
+        ASSERT_EQ(0, std::memcmp(alone.data(), scalar.data() + t * rows, alone.size() * 4))
+            << simd_level_name(level) << " e values " << c.e_values << " token " << t;
+      }
+      std::vector<float> y(scalar.size());
+      matmul(w, x.data(), n_tokens, y.data(), pool, scratch);
+      ASSERT_EQ(0, std::memcmp(y.data(), scalar.data(), y.size() * 4))
+          << simd_level_name(level) << " e values " << c.e_values;
+    }
+  }
+}
+
 // Q5_0, IQ4_NL and MXFP4: exact per-block integer sums folded in the 16-lane
 // pattern of kernels/block32_fold.h, recomputed here from its description:
 // the weights' integer levels (dequantized value / block scale, exact: at
@@ -700,7 +745,8 @@ TEST(MatmulBatch, RejectsMismatchedColsAndTooManyWeights) {
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("32 cols"), std::string::npos) << e.what();
   }
-  std::vector<MatmulOutput> many(9, {WeightView{GgmlType::F32, bytes.data(), 1, 64}, y.data()});
+  std::vector<MatmulOutput> many(kMatmulBatchMaxWeights + 1,
+                                 {WeightView{GgmlType::F32, bytes.data(), 1, 64}, y.data()});
   EXPECT_THROW(matmul_batch(many, x.data(), 1, pool, scratch), std::invalid_argument);
   matmul_batch({}, x.data(), 1, pool, scratch);  // nothing to do is not an error
 }
@@ -1003,7 +1049,7 @@ TEST(MatmulKquantTiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads)
       }
 }
 
-// IQ4_NL, Q5_0, Q5_1 and Q4_1 rows in their Tiles16 layouts: the decode
+// IQ4_NL, Q5_0, Q5_1, Q4_1 and MXFP4 rows in their Tiles16 layouts: the decode
 // tiles (1-2 tokens: 4 group streams and leftover groups) and the batch
 // tiles (group pairs x 6 tokens, partial ones, a lone group) give the scalar
 // kernel's bits on native rows (block32_fold.h, affine_fold.h), at 1 and 3
@@ -1023,14 +1069,19 @@ TEST(MatmulBlock32Tiles16, BitwiseTheScalarKernelOnEveryPathTokenCountAndThreads
       {GgmlType::IQ4_NL, WeightLayout::IQ4_NLTiles16},
       {GgmlType::Q5_0, WeightLayout::Q5_0Tiles16},
       {GgmlType::Q5_1, WeightLayout::Q5_1Tiles16},
-      {GgmlType::Q4_1, WeightLayout::Q4_1Tiles16}};
+      {GgmlType::Q4_1, WeightLayout::Q4_1Tiles16},
+      {GgmlType::MXFP4, WeightLayout::MXFP4Tiles16}};
   for (const auto& [type, layout] : layouts)
     for (const Shape& shape : shapes)
       for (bool random_bytes : {false, true}) {
         RegroupedWeights w =
             make_regrouped_weights(type, layout, shape.rows, shape.cols, uint32_t(shape.rows));
-        if (random_bytes)  // the f16 d and m +-1, +-0.5
+        if (random_bytes)  // the f16 d and m +-1, +-0.5; MXFP4's E8M0 scale 1 or 0.5
           randomize_but_scales(w, rng, [&, type = type](uint8_t* blk, size_t, size_t off) {
+            if (type == GgmlType::MXFP4) {
+              blk[0] = off % 3 ? 128 : 127;
+              return;
+            }
             const uint16_t d = off % 3 ? 0x3c00 : 0xbc00, m = off % 5 ? 0x3800 : 0xb800;
             std::memcpy(blk, &d, 2);
             if (has_block_min(type)) std::memcpy(blk + 2, &m, 2);

@@ -268,12 +268,13 @@ TEST(WeightRepack, Interleaved16PutsEachColumnsSixteenRowsSideBySide) {
 
 // The 32-element block types' tiles: nibble bytes interleaved 4 by 4, the
 // 5-bit types' fifth bits 8 to a byte (bit k: element 4k + j, bit 4 + k:
-// element 16 + 4k + j), then per block the 16 d (and m).
+// element 16 + 4k + j), then per block the 16 d (and m; MXFP4: the 16 e bytes).
 TEST(WeightRepack, Block32Tiles16HoldNibblesFifthBitsThenScales) {
   const int64_t rows = 32, cols = 96;  // 2 groups of 3 blocks
   std::mt19937 rng(12);
-  for (WeightLayout layout : {WeightLayout::IQ4_NLTiles16, WeightLayout::Q5_0Tiles16,
-                              WeightLayout::Q5_1Tiles16, WeightLayout::Q4_1Tiles16}) {
+  for (WeightLayout layout :
+       {WeightLayout::IQ4_NLTiles16, WeightLayout::Q5_0Tiles16, WeightLayout::Q5_1Tiles16,
+        WeightLayout::Q4_1Tiles16, WeightLayout::MXFP4Tiles16}) {
     const GgmlType type = layout_type(layout);
     const bool fifth = type == GgmlType::Q5_0 || type == GgmlType::Q5_1;
     const bool min = type == GgmlType::Q5_1 || type == GgmlType::Q4_1;
@@ -301,6 +302,10 @@ TEST(WeightRepack, Block32Tiles16HoldNibblesFifthBitsThenScales) {
             ASSERT_EQ((stored >> bit) & 1, (qh >> e) & 1)
                 << layout_name(layout) << " row " << r << " block " << b << " element " << e;
           }
+        }
+        if (type == GgmlType::MXFP4) {  // one E8M0 byte per row
+          EXPECT_EQ(group[quant_bytes * blocks + 16 * b + n], in[0]) << layout_name(layout) << " e";
+          continue;
         }
         const uint8_t* scales = group + quant_bytes * blocks + (min ? 64 : 32) * b;
         EXPECT_EQ(0, std::memcmp(scales + 2 * n, in, 2)) << layout_name(layout) << " d";
