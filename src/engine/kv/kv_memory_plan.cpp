@@ -76,7 +76,7 @@ int64_t matrix_params(const ModelShape& s, int64_t experts) {
   const int64_t shared_attn = 2 * s.n_embd * q_dim;  // Q and O only
   return s.n_vocab * s.n_embd * (s.tied_output ? 1 : 2) + s.n_kv_layers() * attn +
          s.n_shared_kv_layers * shared_attn + s.n_recurrent_layers * linear + s.n_layer * ffn +
-         (s.n_expert > 0 ? 0 : 3 * s.n_embd * dense_rows);
+         (s.n_expert > 0 && !s.experts_beside_ffn ? 0 : 3 * s.n_embd * dense_rows);
 }
 
 namespace {
@@ -182,8 +182,11 @@ ModelShape ModelShape::from_config(const ModelConfig& c) {
   s.sliding_window = s.n_swa_layers > 0 ? c.sliding_window : 0;
   s.n_expert = c.moe.n_expert;
   s.n_expert_used = c.moe.n_expert_used;
-  for (int l = 0; l < c.n_layer && !c.n_ff_layers.empty(); ++l)
+  s.experts_beside_ffn = c.experts_beside_ffn();
+  for (int l = 0; l < c.n_layer && !c.n_ff_layers.empty(); ++l) {
     s.n_ff_all_layers += c.layer_n_ff(l);
+    s.n_ff_min = l == 0 ? c.layer_n_ff(l) : std::min<int64_t>(s.n_ff_min, c.layer_n_ff(l));
+  }
   s.n_ff_exp = c.moe.n_ff_exp;
   s.n_ff_shexp = c.moe.n_ff_shexp;
   s.linear = c.linear;

@@ -44,6 +44,7 @@ struct ModelShape {
   // The dense FFN rows of all layers together when layers differ (Gemma 4's
   // double-wide shared-KV layers); 0: n_layer · n_ff.
   int64_t n_ff_all_layers = 0;
+  int64_t n_ff_min = 0;  // the narrowest layer's dense FFN rows when layers differ (0: n_ff)
   int64_t n_ctx_train = 0;
   bool tied_output = false;  // the output projection reuses token_embd
   // Sliding-window attention: n_swa_layers of the n_layer layers attend only
@@ -56,6 +57,8 @@ struct ModelShape {
   int64_t n_expert = 0;
   int64_t n_expert_used = 0;
   int64_t n_ff_exp = 0;
+  // Gemma 4's MoE: a dense FFN of n_ff rows beside the experts in every layer.
+  bool experts_beside_ffn = false;
   // A shared expert (qwen35moe, qwen3next): n_ff_shexp rows every token runs,
   // and its gate's one row.
   int64_t n_ff_shexp = 0;

@@ -37,7 +37,10 @@ void check_ffn_and_linear(const ModelShape& s, int tp) {
   const auto need = [&](int64_t n, const std::string& what) {
     if (n % tp != 0) refuse(tp, "the " + std::to_string(n) + " " + what + " do not divide evenly");
   };
-  if (s.n_expert == 0) need(s.n_ff, "FFN rows (n_ff)");
+  if (s.n_expert == 0 || s.experts_beside_ffn) {
+    need(s.n_ff, "FFN rows (n_ff)");
+    if (s.n_ff_min > 0) need(s.n_ff_min, "FFN rows of the narrowest layers");
+  }
   if (s.n_expert > 0) {
     need(s.n_ff_exp, "rows of each expert");
     need(s.n_ff_shexp, "rows of the shared expert");
@@ -127,6 +130,7 @@ TpRankPlan plan_tp_rank(const ModelShape& s, const WeightSplitBytes& w, int tp) 
   p.rank_shape.n_kv_head_swa = two_counts ? swa.per_rank : 0;
   p.rank_shape.n_ff = s.n_ff / tp;
   p.rank_shape.n_ff_all_layers = s.n_ff_all_layers / tp;
+  p.rank_shape.n_ff_min = s.n_ff_min / tp;
   // Each rank holds its share of every expert and of the linear-attention
   // heads with their state (model/tensor_split.h).
   p.rank_shape.n_ff_exp = s.n_ff_exp / tp;

@@ -57,7 +57,7 @@ void StaticRunner::reserve_column_parts(const Model& model, size_t rows) {
   const TensorSplit& s = model.split();
   const ModelConfig& c = model.config();
   const size_t parts = size_t(std::max(s.attn_parts, s.ffn_parts));
-  const size_t part_cols = size_t(std::max(c.q_dim() / s.attn_parts, c.n_ff / s.ffn_parts));
+  const size_t part_cols = size_t(std::max(c.max_q_dim() / s.attn_parts, c.n_ff / s.ffn_parts));
   matmul_scratch_.part_y.resize(rows * size_t(c.n_embd) * parts);
   matmul_scratch_.part_x.resize(rows * part_cols);
 }

@@ -100,6 +100,51 @@ TEST(SharedKvLayers, DoubleWideFfnCountedPerLayer) {
   EXPECT_EQ(wide_shape.n_matrix_params() - narrow_shape.n_matrix_params(), 3 * 64 * 3 * 128);
 }
 
+// kv-plan --tp takes a rank count only when every layer's FFN rows split:
+// the narrowest layers' too.
+TEST(SharedKvLayers, TensorParallelPlansSplitTheNarrowestFfn) {
+  RandomModelSpec wide = gemma4_spec(3);
+  wide.double_wide_ffn = true;
+  const std::vector<uint8_t> bytes = make_random_model(wide).to_bytes();
+  ModelShape s =
+      ModelShape::from_config(ModelConfig::from_gguf(gguf::GgufFile::from_bytes(bytes, "g")));
+  EXPECT_EQ(std::make_pair(s.n_ff, s.n_ff_min), std::make_pair(int64_t(256), int64_t(128)));
+  EXPECT_EQ(plan_tp_rank(s, weight_split_bytes(s, GgmlType::F32), 2).rank_shape.n_ff_min, 64);
+  s.n_ff = 12, s.n_ff_min = 6, s.n_ff_all_layers = 6 * 6 + 3 * 12;  // 4 ranks split 12, not 6
+  try {
+    plan_tp_rank(s, weight_split_bytes(s, GgmlType::F32), 4);
+    ADD_FAILURE() << "4 ranks over FFNs of 6 rows were planned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("6 FFN rows of the narrowest layers"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Gemma 4's MoE variant keeps its dense FFN beside the experts: its shape
+// counts both, so it differs from the dense file of the same spec by the
+// routers and experts alone, and kv-plan --tp checks the dense rows too.
+TEST(SharedKvLayers, Gemma4MoeShapeCountsTheDenseFfnBesideTheExperts) {
+  const auto shape_of = [](const RandomModelSpec& spec) {
+    const std::vector<uint8_t> bytes = make_random_model(spec).to_bytes();
+    return ModelShape::from_config(ModelConfig::from_gguf(gguf::GgufFile::from_bytes(bytes, "g")));
+  };
+  RandomModelSpec moe = gemma4_spec(3);
+  moe.gemma4_moe = true;
+  const ModelShape dense_shape = shape_of(gemma4_spec(3)), moe_shape = shape_of(moe);
+  EXPECT_TRUE(moe_shape.experts_beside_ffn);
+  const int64_t per_layer = 64 * moe.n_expert + moe.n_expert * 3 * 64 * moe.n_ff_exp;
+  EXPECT_EQ(moe_shape.n_matrix_params() - dense_shape.n_matrix_params(), 9 * per_layer);
+  ModelShape odd = moe_shape;
+  odd.n_ff = 130;  // the experts split over 2 ranks, the dense FFN does not
+  try {
+    plan_tp_rank(odd, weight_split_bytes(odd, GgmlType::F32), 4);
+    ADD_FAILURE() << "4 ranks over a dense FFN of 130 rows were planned";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("130 FFN rows"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(plan_tp_rank(moe_shape, weight_split_bytes(moe_shape, GgmlType::F32), 2));
+}
+
 TEST(SharedKvLayers, TensorParallelRanksHoldTheirHeadsOfEachLayer) {
   RandomModelSpec spec = gemma4_spec(3);
   spec.head_dim_swa = 16;
