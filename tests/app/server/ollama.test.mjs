@@ -140,7 +140,10 @@ test('a stream the client aborts is cancelled: logged 499, its KV freed', async 
   let m;
   for (let tries = 0; tries < 100; tries++) {
     m = await (await fetch(`${base}/metrics`)).text();
-    if (/"POST \/api\/generate" 499 /.test(server.log()) && gauge(m, 'kvforge_kv_blocks_used') === 0) break;
+    // The access log's 499, the freed blocks and the in-flight gauge are
+    // three updates a scrape may see one at a time: wait for all of them.
+    if (/"POST \/api\/generate" 499 /.test(server.log()) && gauge(m, 'kvforge_kv_blocks_used') === 0 &&
+        gauge(m, 'kvforge_requests_in_flight') === 0) break;
     await new Promise((r) => setTimeout(r, 50));
   }
   assert.match(server.log(), /"POST \/api\/generate" 499 /);
