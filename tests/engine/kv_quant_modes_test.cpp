@@ -10,6 +10,7 @@
 #include <map>
 
 #include "engine_test_util.h"
+#include "kv/paged_equals_alone.h"
 #include "static_test_util.h"
 
 namespace kvforge {
@@ -21,30 +22,6 @@ struct Case {
 };
 
 class QuantizedKvModes : public ::testing::TestWithParam<Case> {};
-
-// Runs the prompts through the paged engine together (greedy) and returns
-// each request's tokens and logits; block size 4 splits every sequence over
-// many blocks, and the neighbours share forward passes.
-std::map<size_t, testing::Trace> paged_greedy(const Model& model,
-                                              const std::vector<std::vector<int32_t>>& prompts,
-                                              int max_tokens, KvFormat kv, int32_t block_size) {
-  ThreadPool pool(2);
-  testing::EngineRecorder rec;
-  EngineOptions o;
-  o.block_size = block_size;
-  o.kv_blocks = 256 / block_size * 4;
-  o.kv_format = kv;
-  o.n_ctx = 64;
-  o.max_batched_tokens = 16;  // prefill in chunks beside the decodes
-  Engine e(model, pool, rec.hook(o));
-  std::map<size_t, RequestId> ids;
-  for (size_t i = 0; i < prompts.size(); ++i)
-    ids[i] = e.add_request(prompts[i], testing::greedy(max_tokens));
-  while (e.has_unfinished()) rec.record(e.step());
-  std::map<size_t, testing::Trace> out;
-  for (const auto& [i, id] : ids) out[i] = rec.at(id, 0);
-  return out;
-}
 
 // head_dim 32: q4 quantizes in groups of 32 along head_dim.
 std::unique_ptr<Model> head_dim_32_model() {
@@ -75,7 +52,9 @@ TEST_P(QuantizedKvModes, GreedyTokensAndLogitsBitsAgreeAcrossContiguousPagedAndS
   }
   for (int32_t block_size : {4, 16}) {
     SCOPED_TRACE("block size " + std::to_string(block_size));
-    const auto paged = paged_greedy(*model, prompts, max_tokens, kv, block_size);
+    // Block size 4 splits every sequence over many blocks; the neighbours
+    // share forward passes.
+    const auto paged = testing::paged_greedy(*model, prompts, max_tokens, kv, block_size, 16);
     for (size_t i = 0; i < prompts.size(); ++i) {
       SCOPED_TRACE("prompt length " + std::to_string(lengths[i]));
       const testing::Trace& p = paged.at(i);

@@ -1,5 +1,6 @@
-// The paged engine against each sequence run alone, for the models whose
-// layers differ in K/V shape (per_layer_head_sizes_test.cpp): prompts
+// The paged engine's greedy traces of a batch (also kv_quant_modes_test.cpp),
+// and against each sequence run alone, for the models whose layers differ in
+// K/V shape (per_layer_head_sizes_test.cpp): prompts
 // batched and prefilled in chunks beside decodes must give the bits of
 // SequenceRunner's contiguous cache.
 #pragma once
@@ -16,10 +17,13 @@
 
 namespace kvforge::testing {
 
-// The greedy traces of `prompts` batched in the paged engine.
+// The greedy traces of `prompts` batched in the paged engine, prompts
+// prefilled in chunks of `max_batched_tokens` beside the decodes; every block
+// is free again at the end.
 inline std::map<size_t, Trace> paged_greedy(const Model& model,
                                             const std::vector<std::vector<int32_t>>& prompts,
-                                            int max_tokens, KvFormat kv, int32_t block_size) {
+                                            int max_tokens, KvFormat kv, int32_t block_size,
+                                            int max_batched_tokens) {
   ThreadPool pool(2);
   EngineRecorder rec;
   EngineOptions o;
@@ -27,7 +31,7 @@ inline std::map<size_t, Trace> paged_greedy(const Model& model,
   o.kv_blocks = 1024 / block_size;
   o.kv_format = kv;
   o.n_ctx = 64;
-  o.max_batched_tokens = 7;  // prefill in chunks beside the decodes
+  o.max_batched_tokens = max_batched_tokens;
   Engine e(model, pool, rec.hook(o));
   std::map<size_t, RequestId> ids;
   for (size_t i = 0; i < prompts.size(); ++i)
@@ -53,7 +57,7 @@ inline void expect_paged_equals_alone(const Model& model, KvFormat kv) {
   }
   for (int32_t block_size : {4, 16}) {
     SCOPED_TRACE("block size " + std::to_string(block_size));
-    const auto paged = paged_greedy(model, prompts, max_tokens, kv, block_size);
+    const auto paged = paged_greedy(model, prompts, max_tokens, kv, block_size, 7);
     for (size_t i = 0; i < prompts.size(); ++i) {
       const Trace& p = paged.at(i);
       ASSERT_EQ(p.tokens, alone[i].tokens) << "prompt " << lengths[i];
