@@ -25,9 +25,9 @@ int optional(const gguf::GgufFile& f, const std::string& key, int fallback, uint
 int per_layer_count(const gguf::GgufFile& f, const std::string& key, int n_layer, int fallback,
                     uint64_t max);
 // A required per-layer count whose entries may differ (feed_forward_length:
-// Gemma 4's double-wide FFN): one entry when the key is a scalar or every
-// layer agrees, else one per layer. An array of another length than n_layer,
-// or an entry outside [1, max], is refused naming the key.
+// Gemma 4's double-wide FFN; its head_count_kv per kind of layer): one entry
+// when the key is a scalar or every layer agrees, else one per layer. An array of another length
+// than n_layer, or an entry outside [1, max], is refused naming the key.
 std::vector<int> per_layer_widths(const gguf::GgufFile& f, const std::string& key, int n_layer,
                                   uint64_t max);
 

@@ -3,7 +3,6 @@
 // tail, the windowed layers' head sizes, no query scaling.
 #include <algorithm>
 #include <string>
-#include <variant>
 #include <vector>
 
 #include "model/model_config_parts.h"
@@ -60,18 +59,11 @@ void read_kv_heads_per_kind(const gguf::GgufFile& f, ModelConfig& c) {
   const std::string key = c.arch_name + ".attention.head_count_kv";
   const gguf::Value* v = f.find(key);
   if (!v || !v->is_array()) return;  // one count for all layers: read_shapes read it
-  const std::vector<gguf::Value>& items = std::get<gguf::Array>(v->data).items;
-  if (items.size() != size_t(c.n_layer))
-    fail(f, key + ": per-layer array of " + std::to_string(items.size()) +
-                " entries, expected one per layer (block_count " + std::to_string(c.n_layer) + ")");
+  const std::vector<int> per_layer = per_layer_widths(f, key, c.n_layer, 4096);
   int counts[2] = {0, 0};  // [full, windowed]
   int first_layer[2] = {-1, -1};
   for (int l = 0; l < c.n_layer; ++l) {
-    const gguf::Value& item = items[size_t(l)];
-    const uint64_t* u = std::get_if<uint64_t>(&item.data);
-    const int64_t* i = std::get_if<int64_t>(&item.data);
-    if (!u && !(i && *i >= 0)) fail(f, key + ": per-layer array of non-negative integers expected");
-    const int n = positive_int(f, key, u ? *u : uint64_t(*i), 4096);
+    const int n = per_layer[per_layer.size() == 1 ? 0 : size_t(l)];  // one entry: all agree
     const int kind = c.window(l) ? 1 : 0;
     if (first_layer[kind] < 0) {
       first_layer[kind] = l;
