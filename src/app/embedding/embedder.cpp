@@ -81,6 +81,15 @@ std::optional<Pooling> pooling_from_name(std::string_view name) {
   return value_named(name, kPoolingNames);
 }
 
+std::vector<float> shorten_embedding(std::vector<float> v, int dimensions) {
+  if (dimensions < 1 || size_t(dimensions) > v.size())
+    throw std::invalid_argument("embedding dimensions " + std::to_string(dimensions) +
+                                " outside 1.." + std::to_string(v.size()));
+  v.resize(size_t(dimensions));
+  l2_normalize(v);
+  return v;
+}
+
 Pooling model_pooling(const Model& model, Pooling fallback) {
   const std::string arch = model.file().get_string_or("general.architecture", "");
   const uint32_t type = model.file().get_u32_or(arch + ".pooling_type", 0);

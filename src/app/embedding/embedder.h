@@ -29,6 +29,13 @@ std::optional<Pooling> pooling_from_name(std::string_view name);
 // pooling kvforge does not implement (4 = rank, a reranker's).
 Pooling model_pooling(const Model& model, Pooling fallback);
 
+// The first `dimensions` components of a unit embedding, L2-normalised again:
+// how models trained with Matryoshka representation learning (OpenAI's
+// text-embedding-3, Qwen3-Embedding, nomic-embed v1.5) are shortened. Other
+// models' shortened vectors are valid but poorer; a GGUF does not say which
+// kind it holds. Throws std::invalid_argument outside 1..v.size().
+std::vector<float> shorten_embedding(std::vector<float> v, int dimensions);
+
 class Embedder {
  public:
   // The model and pool must outlive the embedder; the pool must not be used

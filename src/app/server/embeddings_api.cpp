@@ -67,15 +67,17 @@ std::string embed_model(const ordered_json& body, const RequestLimits& limits, b
   return given;
 }
 
-void embed_check_dimensions(const ordered_json& body, int dimensions) {
+// "dimensions": 1..width (Matryoshka truncation, OpenAI's text-embedding-3
+// semantics); 0 when absent or equal to the width.
+int embed_dimensions(const ordered_json& body, int width) {
   const auto d = body.find("dimensions");
-  if (d == body.end() || d->is_null()) return;
+  if (d == body.end() || d->is_null()) return 0;
   if (!d->is_number_integer()) throw bad_param("dimensions", "'dimensions' must be an integer");
-  if (d->get<int64_t>() != dimensions)
-    throw bad_param("dimensions", "'dimensions' other than the model's own (" +
-                                      std::to_string(dimensions) +
-                                      ") is not supported: this model's embeddings are not "
-                                      "trained to be truncated");
+  const int64_t n = d->get<int64_t>();
+  if (n < 1 || n > width)
+    throw bad_param("dimensions", "'dimensions' must be between 1 and the model's width " +
+                                      std::to_string(width) + ", got " + std::to_string(n));
+  return n == width ? 0 : int(n);
 }
 
 void embed_only_fields(const ordered_json& body, std::initializer_list<const char*> known) {
@@ -105,7 +107,7 @@ EmbeddingsRequest parse_openai_embeddings(std::string_view text, const RequestLi
       throw bad_param("encoding_format", "'encoding_format' must be \"float\" or \"base64\"");
     r.base64 = *f == "base64";
   }
-  embed_check_dimensions(body, dimensions);
+  r.dimensions = embed_dimensions(body, dimensions);
   if (const auto u = body.find("user"); u != body.end() && !u->is_string())
     throw bad_param("user", "'user' must be a string");
   return r;
@@ -124,7 +126,7 @@ EmbeddingsRequest parse_ollama_embed(std::string_view text, const RequestLimits&
     if (!t->is_boolean()) throw bad_param("truncate", "'truncate' must be a boolean");
     r.truncate = t->get<bool>();
   }
-  embed_check_dimensions(body, dimensions);
+  r.dimensions = embed_dimensions(body, dimensions);
   if (const auto o = body.find("options"); o != body.end() && !o->is_null()) {
     if (!o->is_object()) throw bad_param("options", "'options' must be an object");
     for (const auto& [key, value] : o->items())

@@ -1,7 +1,7 @@
 // The request and response shapes of the embedding routes, transport-free:
 //   POST /v1/embeddings (OpenAI): {"input": string | [string] | [id...] |
 //        [[id...]...], "model", "encoding_format"?: "float" | "base64",
-//        "dimensions"?: the model's own n_embd only (no truncation yet),
+//        "dimensions"?: 1..n_embd, the first components renormalised,
 //        "user"?: ignored bookkeeping}
 //   POST /api/embed (Ollama): {"model", "input": string | [string],
 //        "truncate"?: bool (true: an input past the context keeps its first
@@ -30,13 +30,14 @@ struct EmbeddingsRequest {
   std::vector<EmbeddingInput> inputs;
   bool base64 = false;    // encoding_format "base64"
   bool truncate = false;  // Ollama's "truncate" (default true there)
+  int dimensions = 0;     // "dimensions": components kept; 0 = the model's width
 };
 
 // Most inputs in one request (OpenAI's limit).
 constexpr size_t kMaxEmbeddingInputs = 2048;
 
 // Throw ApiError (400 naming the field, 404 model_not_found). `dimensions`:
-// the model's embedding width, the only "dimensions" value accepted.
+// the model's embedding width, the most a request may ask for.
 EmbeddingsRequest parse_openai_embeddings(std::string_view body, const RequestLimits& limits,
                                           int dimensions);
 EmbeddingsRequest parse_ollama_embed(std::string_view body, const RequestLimits& limits,

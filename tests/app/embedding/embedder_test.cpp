@@ -116,6 +116,20 @@ TEST_F(EmbedderTest, BatchEqualsEachInputAlone) {
                std::invalid_argument);
 }
 
+TEST(ShortenEmbeddingTest, KeepsTheLeadingComponentsAtUnitLength) {
+  const std::vector<float> v = {0.6f, 0.0f, 0.8f, 0.0f};
+  EXPECT_EQ(shorten_embedding(v, 4), v);
+  const std::vector<float> two = shorten_embedding(v, 2);
+  EXPECT_EQ(two, (std::vector<float>{1.0f, 0.0f}));
+  const std::vector<float> three = shorten_embedding({3.0f, 4.0f, 12.0f, 1.0f}, 3);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_FLOAT_EQ(three[0], 3.0f / 13);
+  EXPECT_FLOAT_EQ(three[2], 12.0f / 13);
+  EXPECT_EQ(shorten_embedding({0.0f, 0.0f, 1.0f}, 2), (std::vector<float>{0.0f, 0.0f}));
+  EXPECT_THROW(shorten_embedding(v, 0), std::invalid_argument);
+  EXPECT_THROW(shorten_embedding(v, 5), std::invalid_argument);
+}
+
 TEST(PoolingTest, NamesRoundTrip) {
   for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Last})
     EXPECT_EQ(pooling_from_name(pooling_name(p)), p);

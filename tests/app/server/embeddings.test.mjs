@@ -65,6 +65,28 @@ test('base64 and float encodings, token-id input and batching give the same vect
   assert.equal(dims.data[0].embedding.length, 256);
 });
 
+// `dimensions` below the width: the first components of the full vector,
+// renormalised (Matryoshka truncation), on both routes and both encodings.
+test('dimensions: the leading components, renormalised to unit length', async () => {
+  const text = GOLDEN.cases[0].text;
+  const full = (await client.embeddings.create({ model: MODEL, input: text,
+                                                 encoding_format: 'float' })).data[0].embedding;
+  const short = await client.embeddings.create({ model: MODEL, input: [text, 'Noah'],
+                                                  dimensions: 64 });  // base64, the SDK default
+  assert.equal(short.data.length, 2);
+  const got = short.data[0].embedding;
+  assert.equal(got.length, 64);
+  const head = full.slice(0, 64);
+  const norm = Math.hypot(...head);
+  const diff = Math.max(...got.map((x, i) => Math.abs(x - head[i] / norm)));
+  // float32 rounding of the renormalised components (|x| < 1: 6e-8 each).
+  assert.ok(diff < 1e-6, `max |difference| ${diff}`);
+  assert.ok(Math.abs(Math.hypot(...got) - 1) < 1e-6);
+  const ollama = new Ollama({ host: base });
+  const viaOllama = await ollama.embed({ model: MODEL, input: text, dimensions: 64 });
+  assert.deepEqual(viaOllama.embeddings[0].map(Math.fround), got);
+});
+
 test('refusals: dimensions, unknown fields, bad input, unknown model', async () => {
   const refused = async (body, status, param) => {
     await assert.rejects(client.embeddings.create(body), (e) => {
@@ -73,7 +95,9 @@ test('refusals: dimensions, unknown fields, bad input, unknown model', async () 
       return true;
     });
   };
-  await refused({ model: MODEL, input: 'x', dimensions: 64 }, 400, 'dimensions');
+  await refused({ model: MODEL, input: 'x', dimensions: 0 }, 400, 'dimensions');
+  await refused({ model: MODEL, input: 'x', dimensions: 257 }, 400, 'dimensions');
+  await refused({ model: MODEL, input: 'x', dimensions: 1.5 }, 400, 'dimensions');
   await refused({ model: MODEL, input: 'x', encoding_format: 'int8' }, 400, 'encoding_format');
   await refused({ model: MODEL, input: 'x', pooling: 'mean' }, 400, 'pooling');
   await refused({ model: MODEL, input: [] }, 400, 'input');
