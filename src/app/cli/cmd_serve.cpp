@@ -51,7 +51,8 @@ struct ServeFlags : ModelFlags {
   bool no_access_log = false;
   bool truncate = false;  // chat conversations drop their oldest turns by default
   std::string pooling;    // embeddings: empty = the file's <arch>.pooling_type, else last
-  std::string reasoning_format = "auto";  // as llama-server's default (reasoning_reader.h)
+  int embd_normalize = kEmbdNormEuclidean;  // embeddings' scaling (normalize_embedding)
+  std::string reasoning_format = "auto";    // as llama-server's default (reasoning_reader.h)
   ResponseStoreFlags responses;
 };
 
@@ -225,7 +226,8 @@ void serve(const ServeFlags& f) {
   server::HttpServer http(http_options, service, metrics);
   const Embedder embedder(
       *model, *chosen.pool,
-      f.pooling.empty() ? model_pooling(*model, Pooling::Last) : *pooling_from_name(f.pooling));
+      f.pooling.empty() ? model_pooling(*model, Pooling::Last) : *pooling_from_name(f.pooling),
+      f.embd_normalize);
   server::EmbeddingService embeddings(embedder, service, max_sequence_tokens);
   http.serve_embeddings(embeddings);
   const int port = http.bind();
@@ -303,6 +305,11 @@ void declare_flags(CLI::App& sub, ServeFlags& f) {
                  "embeddings' pooling: mean, cls or last (default: the model file's "
                  "<arch>.pooling_type, else last, the final-normed state of the last token)")
       ->check(CLI::IsMember({"mean", "cls", "last"}));
+  sub.add_option("--embd-normalize", f.embd_normalize,
+                 "embeddings' normalisation, as llama.cpp numbers it: -1 none, 0 max-abs to "
+                 "int16 range, 1 taxicab, 2 Euclidean, p > 2 p-norm")
+      ->capture_default_str()
+      ->check(CLI::Range(-1, 1000));
   sub.add_flag("--any-model-name", f.any_model_name,
                "accept any 'model' in requests (for apps with a hard-coded model id)");
   sub.add_option("--log-format", f.log_format,

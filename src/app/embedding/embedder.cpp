@@ -58,15 +58,6 @@ struct EmbedStep {
   }
 };
 
-void l2_normalize(std::vector<float>& v) {
-  double sum = 0;
-  for (float x : v) sum += double(x) * x;
-  const double norm = std::sqrt(sum);
-  // llama.cpp's common_embd_normalize: a zero vector stays zero.
-  const float scale = norm > 0 ? float(1.0 / norm) : 0.0f;
-  for (float& x : v) x *= scale;
-}
-
 }  // namespace
 
 constexpr EnumName<Pooling> kPoolingNames[] = {
@@ -81,12 +72,36 @@ std::optional<Pooling> pooling_from_name(std::string_view name) {
   return value_named(name, kPoolingNames);
 }
 
-std::vector<float> shorten_embedding(std::vector<float> v, int dimensions) {
+void normalize_embedding(std::vector<float>& v, int norm) {
+  double size = 0;
+  if (norm == kEmbdNormNone) {
+    return;
+  } else if (norm == kEmbdNormMaxAbs) {
+    for (float x : v) size = std::max(size, double(std::fabs(x)));
+    size /= 32760.0;  // the largest component becomes 32760: int16 range
+  } else if (norm == 1) {
+    for (float x : v) size += std::fabs(x);
+  } else if (norm == kEmbdNormEuclidean) {
+    for (float x : v) size += double(x) * x;
+    size = std::sqrt(size);
+  } else if (norm > 2) {
+    for (float x : v) size += std::pow(double(std::fabs(x)), norm);
+    size = std::pow(size, 1.0 / norm);
+  } else {
+    throw std::invalid_argument("embedding normalization " + std::to_string(norm) +
+                                " is not one of -1 (none), 0 (max-abs), 1, 2 or p > 2");
+  }
+  // As llama.cpp's: a zero vector stays zero.
+  const float scale = size > 0 ? float(1.0 / size) : 0.0f;
+  for (float& x : v) x *= scale;
+}
+
+std::vector<float> shorten_embedding(std::vector<float> v, int dimensions, int norm) {
   if (dimensions < 1 || size_t(dimensions) > v.size())
     throw std::invalid_argument("embedding dimensions " + std::to_string(dimensions) +
                                 " outside 1.." + std::to_string(v.size()));
   v.resize(size_t(dimensions));
-  l2_normalize(v);
+  normalize_embedding(v, norm);
   return v;
 }
 
@@ -106,8 +121,11 @@ Pooling model_pooling(const Model& model, Pooling fallback) {
   }
 }
 
-Embedder::Embedder(const Model& model, ThreadPool& pool, Pooling pooling)
-    : model_(model), pool_(pool), pooling_(pooling) {}
+Embedder::Embedder(const Model& model, ThreadPool& pool, Pooling pooling, int norm)
+    : model_(model), pool_(pool), pooling_(pooling), norm_(norm) {
+  std::vector<float> probe = {1.0f};
+  normalize_embedding(probe, norm);  // refuses an unknown norm here, not per request
+}
 
 int Embedder::dimensions() const { return model_.config().n_embd; }
 
@@ -163,7 +181,7 @@ std::vector<std::vector<float>> Embedder::embed_batch(
   for (size_t s = 0; s < inputs.size(); ++s) {
     if (pooling_ == Pooling::Mean)
       for (float& x : pooled[s]) x /= float(inputs[s].size());
-    l2_normalize(pooled[s]);
+    normalize_embedding(pooled[s], norm_);
   }
   return pooled;
 }

@@ -2,7 +2,8 @@
 // forward pass on a KV cache of its own (nothing of the engine's pool), the
 // final-normed hidden states ([n_tokens][n_embd], what llama.cpp calls
 // t_embd) are pooled into one vector, and that vector is L2-normalised, as
-// llama-server and llama-embedding (--embd-normalize 2) do by default.
+// llama-server and llama-embedding (--embd-normalize 2) do by default (or
+// scaled as the embedder's norm says).
 #pragma once
 
 #include <cstdint>
@@ -29,24 +30,34 @@ std::optional<Pooling> pooling_from_name(std::string_view name);
 // pooling kvforge does not implement (4 = rank, a reranker's).
 Pooling model_pooling(const Model& model, Pooling fallback);
 
-// The first `dimensions` components of a unit embedding, L2-normalised again:
-// how models trained with Matryoshka representation learning (OpenAI's
-// text-embedding-3, Qwen3-Embedding, nomic-embed v1.5) are shortened. Other
-// models' shortened vectors are valid but poorer; a GGUF does not say which
-// kind it holds. Throws std::invalid_argument outside 1..v.size().
-std::vector<float> shorten_embedding(std::vector<float> v, int dimensions);
+// How a pooled vector is scaled, as llama.cpp's --embd-normalize numbers it:
+// -1 not at all, 0 its largest |component| to 32760 (int16 range), 1 unit sum
+// of |components|, 2 unit Euclidean length (the default, as llama-server's),
+// p > 2 unit p-norm. Throws std::invalid_argument for other values.
+constexpr int kEmbdNormNone = -1, kEmbdNormMaxAbs = 0, kEmbdNormEuclidean = 2;
+void normalize_embedding(std::vector<float>& v, int norm);
+
+// The first `dimensions` components of an embedding, normalised again with
+// `norm`: how models trained with Matryoshka representation learning
+// (OpenAI's text-embedding-3, Qwen3-Embedding, nomic-embed v1.5) are
+// shortened. Other models' shortened vectors are valid but poorer; a GGUF
+// does not say which kind it holds. Throws std::invalid_argument outside
+// 1..v.size().
+std::vector<float> shorten_embedding(std::vector<float> v, int dimensions,
+                                     int norm = kEmbdNormEuclidean);
 
 class Embedder {
  public:
   // The model and pool must outlive the embedder; the pool must not be used
   // by another thread while embed() runs (the server runs it on its engine
   // loop, between engine steps).
-  Embedder(const Model& model, ThreadPool& pool, Pooling pooling);
+  Embedder(const Model& model, ThreadPool& pool, Pooling pooling, int norm = kEmbdNormEuclidean);
 
   Pooling pooling() const { return pooling_; }
+  int norm() const { return norm_; }
   int dimensions() const;
 
-  // The pooled, L2-normalised embedding ([n_embd]) of `tokens`. Throws
+  // The pooled, normalised embedding ([n_embd]) of `tokens`. Throws
   // std::invalid_argument for an empty input or a tensor-parallel model,
   // std::out_of_range for a token outside the vocabulary.
   std::vector<float> embed(std::span<const int32_t> tokens) const;
@@ -64,6 +75,7 @@ class Embedder {
   const Model& model_;
   ThreadPool& pool_;
   Pooling pooling_;
+  int norm_;  // normalize_embedding's
 };
 
 }  // namespace kvforge

@@ -84,8 +84,9 @@ EmbeddingResult EmbeddingService::embed(const EmbeddingsRequest& r,
       if (client_gone && client_gone())
         throw ApiError(499, "the client closed the connection; the request was aborted");
     try {
-      out.vectors.push_back(r.dimensions > 0 ? shorten_embedding(vector.get(), r.dimensions)
-                                             : vector.get());
+      out.vectors.push_back(r.dimensions > 0
+                                ? shorten_embedding(vector.get(), r.dimensions, embedder_.norm())
+                                : vector.get());
     } catch (const std::invalid_argument& e) {
       throw bad_param("input", e.what());
     } catch (const std::out_of_range& e) {

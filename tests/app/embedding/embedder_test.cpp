@@ -130,6 +130,29 @@ TEST(ShortenEmbeddingTest, KeepsTheLeadingComponentsAtUnitLength) {
   EXPECT_THROW(shorten_embedding(v, 5), std::invalid_argument);
 }
 
+// llama.cpp's --embd-normalize numbering: each norm makes its measure 1.
+TEST(NormalizeEmbeddingTest, EachNormScalesToItsOwnUnit) {
+  const std::vector<float> v = {3.0f, -4.0f, 0.0f, 12.0f};
+  auto scaled = [&](int norm) {
+    std::vector<float> out = v;
+    normalize_embedding(out, norm);
+    return out;
+  };
+  EXPECT_EQ(scaled(kEmbdNormNone), v);
+  EXPECT_FLOAT_EQ(scaled(kEmbdNormMaxAbs)[3], 32760.0f);
+  EXPECT_FLOAT_EQ(scaled(kEmbdNormMaxAbs)[0], 3.0f * 32760 / 12);
+  EXPECT_FLOAT_EQ(scaled(1)[1], -4.0f / 19);
+  EXPECT_FLOAT_EQ(scaled(kEmbdNormEuclidean)[3], 12.0f / 13);
+  const std::vector<float> cubic = scaled(3);
+  double sum = 0;
+  for (float x : cubic) sum += std::pow(std::fabs(double(x)), 3);
+  EXPECT_NEAR(sum, 1.0, 1e-6);
+  std::vector<float> bad = v;
+  EXPECT_THROW(normalize_embedding(bad, -2), std::invalid_argument);
+  ThreadPool pool(1);
+  EXPECT_THROW(Embedder(*Model::load(kModel), pool, Pooling::Last, -3), std::invalid_argument);
+}
+
 TEST(PoolingTest, NamesRoundTrip) {
   for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Last})
     EXPECT_EQ(pooling_from_name(pooling_name(p)), p);

@@ -87,6 +87,29 @@ test('dimensions: the leading components, renormalised to unit length', async ()
   assert.deepEqual(viaOllama.embeddings[0].map(Math.fround), got);
 });
 
+// serve --embd-normalize -1: the pooled vectors unscaled, so the default's
+// unit vectors are these divided by their length; with dimensions, the head
+// is left unscaled too.
+test('--embd-normalize -1: raw pooled vectors, the default is their unit direction', async () => {
+  const raw = await startServer(['--max-seqs', '4', '--embd-normalize', '-1']);
+  try {
+    const rawClient = new OpenAI({ baseURL: `http://127.0.0.1:${raw.port}/v1`, apiKey: 'unused',
+                                   maxRetries: 0 });
+    const text = GOLDEN.cases[0].text;
+    const [got, unit] = await Promise.all([rawClient, client].map(async (c) =>
+      (await c.embeddings.create({ model: MODEL, input: text, encoding_format: 'float' }))
+        .data[0].embedding));
+    const length = norm(got);
+    assert.ok(Math.abs(length - 1) > 0.01, `a raw vector of length ${length}`);
+    assert.ok(maxDiff(got.map((x) => x / length), unit) < 1e-6);
+    const head = (await rawClient.embeddings.create({ model: MODEL, input: text, dimensions: 8,
+                                                      encoding_format: 'float' })).data[0].embedding;
+    assert.deepEqual(head, got.slice(0, 8));
+  } finally {
+    await stopServer(raw.proc);
+  }
+});
+
 test('refusals: dimensions, unknown fields, bad input, unknown model', async () => {
   const refused = async (body, status, param) => {
     await assert.rejects(client.embeddings.create(body), (e) => {
