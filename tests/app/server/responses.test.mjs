@@ -260,6 +260,12 @@ test('--kv-disk: stored responses survive a restart; a corrupt store file stops 
       const again = await b.responses.create({ model: MODEL, input: TURNS[1], max_output_tokens: 6,
                                                temperature: 0, previous_response_id: one.id });
       assert.equal(again.output_text, two.output_text);  // the same conversation after a restart
+      // ... continued from the K/V the first process left in the disk tier, not recomputed.
+      const cached = again.usage.input_tokens_details.cached_tokens;
+      assert.ok(cached >= 16 && cached < again.usage.input_tokens, JSON.stringify(again.usage));
+      const metrics = await (await fetch(`http://127.0.0.1:${second.port}/metrics`)).text();
+      const diskHits = Number(/^kvforge_kv_tier_hits_total\{tier="disk"\} (\d+)$/m.exec(metrics)?.[1]);
+      assert.ok(diskHits > 0, metrics.split('\n').filter((l) => /tier/.test(l)).join('\n'));
     } finally {
       await stopServer(second.proc);
     }
