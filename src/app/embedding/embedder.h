@@ -53,6 +53,8 @@ class Embedder {
   // loop, between engine steps).
   Embedder(const Model& model, ThreadPool& pool, Pooling pooling, int norm = kEmbdNormEuclidean);
 
+  const Model& model() const { return model_; }
+  ThreadPool& pool() const { return pool_; }
   Pooling pooling() const { return pooling_; }
   int norm() const { return norm_; }
   int dimensions() const;
@@ -69,9 +71,11 @@ class Embedder {
   // input's positions. Throws as embed() does.
   std::vector<std::vector<float>> embed_batch(std::span<const std::vector<int32_t>> inputs) const;
 
- private:
-  void check_batch(std::span<const std::vector<int32_t>> inputs) const;
+  // Throws std::invalid_argument for no input, an empty one, or a
+  // tensor-parallel model.
+  void check_inputs(std::span<const std::vector<int32_t>> inputs) const;
 
+ private:
   const Model& model_;
   ThreadPool& pool_;
   Pooling pooling_;

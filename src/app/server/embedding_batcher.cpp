@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <memory>
 
 #include "app/server/openai_error.h"
 
@@ -14,7 +13,7 @@ EmbeddingBatcher::EmbeddingBatcher(const Embedder& embedder, EngineLoop& loop)
 namespace {
 
 // Held by a queued job: a job dropped unrun (the engine loop stopping) fails
-// every queued input, whose own jobs may be dropped too.
+// every input, queued or in the batch being embedded.
 struct EmbeddingJobGuard {
   std::function<void()> on_dropped;
   bool ran = false;
@@ -23,31 +22,49 @@ struct EmbeddingJobGuard {
   }
 };
 
+std::exception_ptr embedding_stopped() {
+  return std::make_exception_ptr(
+      ApiError(503, "the server stopped before the embedding was computed", "server_error"));
+}
+
 }  // namespace
 
 std::future<std::vector<float>> EmbeddingBatcher::submit(std::vector<int32_t> tokens) {
   std::future<std::vector<float>> out;
+  bool idle;
   {
     std::lock_guard lock(mu_);
     queue_.push_back({std::move(tokens), {}});
     out = queue_.back().result.get_future();
+    idle = !scheduled_;
+    scheduled_ = true;
   }
-  auto guard = std::make_shared<EmbeddingJobGuard>();
-  guard->on_dropped = [this] { fail_queued(); };
-  // The job's own future is not needed: the input's promise tells when it is done.
-  loop_.run_between_steps([guard, this] {
-    guard->ran = true;
-    run_batch();
-  });
+  if (idle) schedule();
   return out;
 }
 
-void EmbeddingBatcher::fail_queued() {
-  std::lock_guard lock(mu_);
-  for (Pending& p : queue_)
-    p.result.set_exception(std::make_exception_ptr(
-        ApiError(503, "the server stopped before the embedding was computed", "server_error")));
-  queue_.clear();
+// scheduled_ is set: this queues the one job.
+void EmbeddingBatcher::schedule() {
+  auto guard = std::make_shared<EmbeddingJobGuard>();
+  guard->on_dropped = [this] { fail_all(); };
+  // The job's own future is not needed: each input's promise tells when it is done.
+  loop_.run_between_steps([guard, this] {
+    guard->ran = true;
+    advance();
+  });
+}
+
+void EmbeddingBatcher::fail_all() {
+  {
+    std::lock_guard lock(mu_);
+    for (Pending& p : queue_) p.result.set_exception(embedding_stopped());
+    queue_.clear();
+    scheduled_ = false;
+  }
+  std::lock_guard run_lock(run_mu_);
+  if (active_)
+    for (Pending& p : active_->inputs) p.result.set_exception(embedding_stopped());
+  active_.reset();
 }
 
 std::vector<EmbeddingBatcher::Pending> EmbeddingBatcher::take_batch() {
@@ -64,27 +81,60 @@ std::vector<EmbeddingBatcher::Pending> EmbeddingBatcher::take_batch() {
   return batch;
 }
 
-void EmbeddingBatcher::run_batch() {
+void EmbeddingBatcher::start_batch() {
   std::vector<Pending> batch = take_batch();
   if (batch.empty()) return;
   std::vector<std::vector<int32_t>> inputs;
-  for (Pending& p : batch) inputs.push_back(std::move(p.tokens));
+  for (const Pending& p : batch) inputs.push_back(p.tokens);
   try {
-    std::vector<std::vector<float>> vectors = embedder_.embed_batch(inputs);
-    for (size_t i = 0; i < batch.size(); ++i) batch[i].result.set_value(std::move(vectors[i]));
-    return;
+    auto run = std::make_unique<EmbeddingRun>(embedder_, std::move(inputs));
+    active_ = std::make_unique<Active>(Active{std::move(batch), std::move(run)});
   } catch (...) {
-    if (batch.size() == 1) {
-      batch[0].result.set_exception(std::current_exception());
-      return;
+    embed_each_alone(batch);
+  }
+}
+
+void EmbeddingBatcher::advance() {
+  {
+    std::lock_guard run_lock(run_mu_);
+    if (!active_) start_batch();
+    if (active_) {
+      try {
+        active_->run->step();
+        if (active_->run->finished()) {
+          std::vector<std::vector<float>> vectors = active_->run->results();
+          for (size_t i = 0; i < vectors.size(); ++i)
+            active_->inputs[i].result.set_value(std::move(vectors[i]));
+          active_.reset();
+        }
+      } catch (...) {
+        embed_each_alone(active_->inputs);
+        active_.reset();
+      }
     }
   }
-  // One input failed the batch: each alone, so that only its own request fails.
-  for (size_t i = 0; i < batch.size(); ++i) {
+  bool more;
+  {
+    std::lock_guard lock(mu_);
+    std::lock_guard run_lock(run_mu_);
+    more = active_ || !queue_.empty();
+    scheduled_ = more;
+  }
+  if (!more) return;
+  try {
+    schedule();
+  } catch (...) {  // the loop is stopping
+    fail_all();
+  }
+}
+
+// One input failed the batch: each alone, so that only its own request fails.
+void EmbeddingBatcher::embed_each_alone(std::vector<Pending>& inputs) {
+  for (Pending& p : inputs) {
     try {
-      batch[i].result.set_value(embedder_.embed(inputs[i]));
+      p.result.set_value(embedder_.embed(p.tokens));
     } catch (...) {
-      batch[i].result.set_exception(std::current_exception());
+      p.result.set_exception(std::current_exception());
     }
   }
 }

@@ -1,19 +1,21 @@
 // Embedding inputs from every request computed together: each input waits in
-// one queue, and a job on the engine loop's thread (between two engine steps)
-// takes the queue's inputs, up to a bound, and embeds them in one batch
-// (Embedder::embed_batch: the same bits as each alone). Every caller queues
-// one job per input, so an input is always taken by its own job or an earlier
-// one, and a job whose inputs are gone does nothing. Nothing of the engine's
-// KV pool is used: the batch's cache is its own, freed when the job ends.
+// one queue; a batch takes the queue's inputs, up to a bound, and is embedded
+// one forward call (EmbeddingRun::step, up to 256 tokens) between two engine
+// steps, so generation waits at most one such call per token, however many
+// inputs are queued. Each vector is the same bits as its input alone. One job
+// at a time is queued on the engine loop; it queues the next while a batch or
+// an input is left. Nothing of the engine's KV pool is used: a batch's cache
+// is its own, freed when the batch ends.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <vector>
 
-#include "app/embedding/embedder.h"
+#include "app/embedding/embedding_run.h"
 #include "app/server/engine_loop.h"
 
 namespace kvforge::server {
@@ -36,14 +38,24 @@ class EmbeddingBatcher {
     std::vector<int32_t> tokens;
     std::promise<std::vector<float>> result;
   };
+  struct Active {  // the batch being embedded
+    std::vector<Pending> inputs;
+    std::unique_ptr<EmbeddingRun> run;
+  };
   std::vector<Pending> take_batch();  // up to the bounds, in queue order
-  void run_batch();                   // on the engine loop's thread
-  void fail_queued();                 // a job was dropped: the loop is stopping
+  void schedule();                    // queues the next job on the engine loop
+  void advance();                     // the job: one forward call (the loop's thread)
+  void start_batch();                 // run_mu_ held
+  void embed_each_alone(std::vector<Pending>& inputs);  // after a batch failed
+  void fail_all();                                      // the job was dropped: the loop is stopping
 
   const Embedder& embedder_;
   EngineLoop& loop_;
-  std::mutex mu_;
+  std::mutex mu_;  // guards queue_ and scheduled_
   std::deque<Pending> queue_;
+  bool scheduled_ = false;  // a job is queued on the loop
+  std::mutex run_mu_;       // guards active_
+  std::unique_ptr<Active> active_;
 };
 
 }  // namespace kvforge::server

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "app/embedding/embedding_run.h"
 #include "app/tokenizer/tokenizer.h"
 #include "testdata.h"
 
@@ -114,6 +115,29 @@ TEST_F(EmbedderTest, BatchEqualsEachInputAlone) {
   const std::vector<std::vector<int32_t>> with_empty = {{1, 2}, {}};
   EXPECT_THROW(Embedder(*model_, pool, Pooling::Mean).embed_batch(with_empty),
                std::invalid_argument);
+}
+
+// A run is one forward call per step of at most 256 tokens (the bound on how
+// long a step holds the server's engine loop), as many calls as the inputs'
+// tokens need, and the same vectors as embed_batch.
+TEST_F(EmbedderTest, RunStepsHoldAtMostOneChunkEach) {
+  ThreadPool pool(2);
+  const Embedder embedder(*model_, pool, Pooling::Mean);
+  std::vector<std::vector<int32_t>> inputs;
+  size_t total = 0;
+  for (int n : {300, 7, 200, 64}) {
+    std::vector<int32_t>& t = inputs.emplace_back();
+    for (int i = 0; i < n; ++i) t.push_back(int32_t(270 + (i * 5 + n) % 250));
+    total += size_t(n);
+  }
+  EmbeddingRun run(embedder, inputs);
+  size_t steps = 0;
+  while (!run.finished()) {
+    run.step();
+    ++steps;
+  }
+  EXPECT_EQ(steps, (total + EmbeddingRun::kChunkTokens - 1) / EmbeddingRun::kChunkTokens);
+  EXPECT_EQ(run.results(), embedder.embed_batch(inputs));
 }
 
 TEST(ShortenEmbeddingTest, KeepsTheLeadingComponentsAtUnitLength) {
