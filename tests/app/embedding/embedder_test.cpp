@@ -34,15 +34,8 @@ struct GoldenParam {
 
 class EmbedderGolden : public ::testing::TestWithParam<GoldenParam> {};
 
-// Bounds. The default model's weights are f16, K/V f32 on both sides;
-// llama.cpp rounds the activations to f16 (11-bit mantissa, relative error
-// 2^-11) for its f16 dot products where kvforge keeps them f32: 1e-4 per
-// component of the unit vectors, cosine above 1 - 1e-7. The random-weight
-// files are f32 throughout in both engines, which differ only in the order
-// of their sums (relative ~sqrt(n)·2^-24 per dot product of n = 64..128
-// terms, a few dozen in series, on components below 0.3) and by the golden's
-// 7 printed decimals (5e-8): 2e-6 per component, cosine above 1 - 1e-10.
-// The figures measured are in docs/server.md (Embeddings).
+// Bounds (embedding_golden.h): 1e-4 per component for the default model's
+// f16 weights, 2e-6 for the f32 random-weight files.
 TEST_P(EmbedderGolden, MatchesLlamaEmbeddingForEveryPooling) {
   const testing::EmbeddingGolden golden = testing::read_embedding_golden(GetParam().name);
   const auto model = Model::load(golden.model);
@@ -58,9 +51,9 @@ TEST_P(EmbedderGolden, MatchesLlamaEmbeddingForEveryPooling) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, EmbedderGolden,
-                         ::testing::Values(GoldenParam{"kjv", {1e-4, 1e-7}},
-                                           GoldenParam{"qwen3", {2e-6, 1e-10}},
-                                           GoldenParam{"llama", {2e-6, 1e-10}}),
+                         ::testing::Values(GoldenParam{"kjv", testing::kF16WeightsBound},
+                                           GoldenParam{"qwen3", testing::kF32Bound},
+                                           GoldenParam{"llama", testing::kF32Bound}),
                          [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // Causal attention: the first token's hidden state does not depend on what
