@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 
 #include "embedding_golden.h"
 #include "testdata.h"
@@ -31,6 +32,7 @@ struct GoldenParam {
   const char* name;
   testing::EmbeddingBound bound;
 };
+void PrintTo(const GoldenParam& p, std::ostream* os) { *os << p.name; }
 
 class EmbedderGolden : public ::testing::TestWithParam<GoldenParam> {};
 
