@@ -79,9 +79,11 @@ constexpr std::string_view kQwen35MoeKeys[] = {"expert_count", "expert_used_coun
 
 // Known not to change what is computed: whether the RoPE scaling was
 // fine-tuned is a note about training; converters copy a LayerNorm epsilon
-// from some configs, and these architectures have RMS norms only.
-constexpr std::string_view kInertKeys[] = {"rope.scaling.finetuned",
-                                           "attention.layer_norm_epsilon"};
+// from some configs, and these architectures have RMS norms only. The
+// pooling of embeddings is not the forward pass's: app/embedding's
+// model_pooling reads it and refuses what it does not implement.
+constexpr std::string_view kInertKeys[] = {"rope.scaling.finetuned", "attention.layer_norm_epsilon",
+                                           "pooling_type"};
 
 // Mixture-of-experts counts: zero means a dense model (or, for the groups,
 // experts not in groups), as kvforge computes.

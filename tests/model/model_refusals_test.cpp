@@ -71,6 +71,7 @@ TEST(ModelRefusals, InertAndZeroKeysAreAccepted) {
     w.set("llama.rope.scaling.finetuned", gguf::Value::boolean(true));
     w.set("llama.expert_count", gguf::Value::u32(0));
     w.set("llama.attention.layer_norm_epsilon", gguf::Value::f32(1e-5f));
+    w.set("llama.pooling_type", gguf::Value::u32(3));  // embeddings' (app/embedding)
   }));
   EXPECT_EQ(model->config().arch, Architecture::Llama);
 }

@@ -33,6 +33,7 @@ BASE = {"--n-embd": "64", "--n-layer": "2", "--n-head": "4", "--n-kv-head": "2",
 
 # name -> make-model arguments (over BASE's)
 MODELS = {
+    "llama": ["--arch", "llama"],
     "llama3-rope-freqs": ["--arch", "llama", "--llama3-rope-freqs", "--rope-orig-ctx", "64"],
     "llama-linear": ["--arch", "llama", "--rope-scaling", "linear", "--rope-factor", "4"],
     "llama-yarn": ["--arch", "llama", "--rope-scaling", "yarn", "--rope-factor", "4",

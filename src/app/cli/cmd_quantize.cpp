@@ -8,11 +8,14 @@
 #include <filesystem>
 #include <memory>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "app/cli/cli_common.h"
 #include "app/cli/commands.h"
 #include "app/cli/progress_line.h"
 #include "app/cli/subcommand.h"
+#include "app/tools/key_override.h"
 #include "app/tools/quantize_model.h"
 #include "app/tools/quantize_plan.h"
 #include "app/tools/quantize_recipe.h"
@@ -22,8 +25,9 @@ namespace {
 
 struct QuantizeFlags {
   std::string in, out;
-  std::string type;             // --type; empty: Q8_0
-  std::string positional_type;  // llama-quantize's form: quantize IN OUT TYPE
+  std::string type;                    // --type; empty: Q8_0
+  std::string positional_type;         // llama-quantize's form: quantize IN OUT TYPE
+  std::vector<std::string> overrides;  // --override-kv KEY=TYPE:VALUE
   bool pure = false;
   bool dry_run = false;
 };
@@ -66,6 +70,8 @@ void check_output_path(const std::string& out) {
 
 void quantize(const QuantizeFlags& f) {
   const QuantRecipe recipe = parse_quant_recipe(chosen_type(f), f.pure);
+  std::vector<KeyOverride> overrides;
+  for (const std::string& o : f.overrides) overrides.push_back(parse_key_override(o));
   if (!f.dry_run) check_output_path(f.out);
   const gguf::GgufFile src = gguf::GgufFile::open(f.in);
   const std::vector<PlannedTensor> plan =
@@ -77,11 +83,12 @@ void quantize(const QuantizeFlags& f) {
                  "quantized again, which loses more than quantizing the original weights\n",
                  f.in.c_str(), n);
   ProgressLine progress;
-  const QuantizeReport r = write_quantized(
-      src, plan, recipe.ftype, f.out, [&progress](int done, int total, const std::string& name) {
-        progress.update("[%3d/%3d] %-40s", done, total, name.c_str());
-        if (done == total) progress.finish();
-      });
+  const QuantizeReport r =
+      write_quantized(src, plan, recipe.ftype, f.out, overrides,
+                      [&progress](int done, int total, const std::string& name) {
+                        progress.update("[%3d/%3d] %-40s", done, total, name.c_str());
+                        if (done == total) progress.finish();
+                      });
   std::fprintf(stderr, "%s%s: %s (%d by row length fallback), %d tensors kept; %s -> %s\n",
                recipe.name.c_str(), f.pure ? " --pure" : "", type_counts(r).c_str(), r.fallback,
                r.kept, human_bytes(double(r.bytes_in)).c_str(),
@@ -102,6 +109,11 @@ void declare_flags(CLI::App& sub, QuantizeFlags& f) {
   sub.add_flag("--pure", f.pure,
                "every matrix in the mixture's base type, as llama-quantize --pure (rows that "
                "the type's blocks do not divide still fall back)");
+  sub.add_option("--override-kv", f.overrides,
+                 "KEY=TYPE:VALUE: set a metadata key in the output, as llama-quantize's "
+                 "(TYPE int, written as UINT32; float; bool; str), e.g. "
+                 "qwen3.pooling_type=int:3; repeatable")
+      ->allow_extra_args(false);
   sub.add_flag("--dry-run", f.dry_run,
                "print each tensor's planned type and write nothing (output is still required)");
 }

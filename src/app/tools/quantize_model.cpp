@@ -51,12 +51,14 @@ int count_requantized(const std::vector<PlannedTensor>& plan) {
 
 QuantizeReport write_quantized(const gguf::GgufFile& src, const std::vector<PlannedTensor>& plan,
                                LlamaFtype ftype, const std::filesystem::path& out,
+                               const std::vector<KeyOverride>& overrides,
                                const QuantizeProgress& progress) {
   check_plan(src, plan);
   gguf::GgufWriter writer(3, src.alignment());
   for (const gguf::KeyValue& kv : src.metadata()) writer.set(kv.key, kv.value);
   writer.set("general.file_type", gguf::Value::u32(uint32_t(ftype)));
   writer.set("general.quantization_version", gguf::Value::u32(2));
+  for (const KeyOverride& o : overrides) writer.set(o.key, o.value);
 
   QuantizeReport report;
   report.requantized = count_requantized(plan);

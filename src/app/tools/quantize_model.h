@@ -1,6 +1,7 @@
 // Converting a GGUF model's weight matrices to the storage types a plan gives
 // them (`kvforge quantize`; the plan comes from quantize_plan.h). Metadata is
-// copied, general.file_type set to the recipe's llama_ftype id; each planned
+// copied, general.file_type set to the recipe's llama_ftype id, then the
+// overrides set (--override-kv, key_override.h); each planned
 // matrix is dequantized to f32 row by row and re-encoded, other tensors are
 // copied as they are.
 #pragma once
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "app/tools/key_override.h"
 #include "app/tools/quantize_plan.h"
 #include "core/dtype.h"
 #include "core/gguf/gguf_file.h"
@@ -38,6 +40,7 @@ int count_requantized(const std::vector<PlannedTensor>& plan);
 // not written.
 QuantizeReport write_quantized(const gguf::GgufFile& src, const std::vector<PlannedTensor>& plan,
                                LlamaFtype ftype, const std::filesystem::path& out,
+                               const std::vector<KeyOverride>& overrides = {},
                                const QuantizeProgress& progress = {});
 
 }  // namespace kvforge

@@ -1,25 +1,26 @@
-// Embeddings of the default model against llama.cpp's llama-embedding on the
-// same file (tests/app/embedding/data/kjv_embeddings.json, written by
-// tools/embedding_golden/make_embedding_golden.py), for last-token and mean
-// pooling, both L2-normalised.
+// Embeddings against llama.cpp's llama-embedding on the same files
+// (tests/app/embedding/data/NAME_embeddings.json, written by
+// tools/embedding_golden/make_embedding_golden.py): the default model and the
+// random-weight qwen3 and llama files, each pooling, L2-normalised; then the
+// embedder's own invariants on the default model.
 #include "app/embedding/embedder.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <fstream>
-#include <nlohmann/json.hpp>
+#include <cstdio>
+#include <ostream>
 
 #include "app/embedding/embedding_run.h"
-#include "app/tokenizer/tokenizer.h"
+#include "embedding_golden.h"
 #include "testdata.h"
 
 namespace kvforge {
 namespace {
 
+using testing::cosine;
+
 const std::filesystem::path kModel = testing::source_dir() / "models" / "kvforge-kjv-4m.gguf";
-const std::filesystem::path kGolden =
-    testing::source_dir() / "tests" / "app" / "embedding" / "data" / "kjv_embeddings.json";
 
 class EmbedderTest : public ::testing::Test {
  protected:
@@ -29,43 +30,35 @@ class EmbedderTest : public ::testing::Test {
 };
 Model* EmbedderTest::model_ = nullptr;
 
-double cosine(const std::vector<float>& a, const std::vector<float>& b) {
-  double ab = 0, aa = 0, bb = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    ab += double(a[i]) * b[i];
-    aa += double(a[i]) * a[i];
-    bb += double(b[i]) * b[i];
-  }
-  return ab / std::sqrt(aa * bb);
+struct GoldenParam {
+  const char* name;
+  testing::EmbeddingBound bound;
+};
+void PrintTo(const GoldenParam& p, std::ostream* os) { *os << p.name; }
+
+class EmbedderGolden : public ::testing::TestWithParam<GoldenParam> {};
+
+// Bounds (embedding_golden.h): 1e-4 per component for the default model's
+// f16 weights, 2e-6 for the f32 random-weight files.
+TEST_P(EmbedderGolden, MatchesLlamaEmbeddingForEveryPooling) {
+  const testing::EmbeddingGolden golden = testing::read_embedding_golden(GetParam().name);
+  const auto model = Model::load(golden.model);
+  ThreadPool pool(2);
+  testing::EmbeddingCheck check;
+  for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Last})
+    check.add(
+        testing::expect_golden_cases(*model, Embedder(*model, pool, p), golden, GetParam().bound));
+  EXPECT_EQ(size_t(check.cases), golden.cases.size());
+  EXPECT_GE(check.cases, 4);
+  std::printf("%s: %d cases, max |difference| %.2e, 1 - cosine %.1e\n", GetParam().name,
+              check.cases, check.max_diff, check.one_minus_cosine);
 }
 
-// Tolerance: max |difference| 1e-4 per component of the unit vectors, cosine
-// above 1 - 1e-7. The weights are f16, K/V f32 on both sides; llama.cpp rounds
-// the activations to f16 (11-bit mantissa, relative error 2^-11) for its f16
-// dot products where kvforge keeps them f32, which moves components by up to
-// 2.7e-5 here (cosine 1 - 9e-9); the golden is printed with 7 decimals.
-TEST_F(EmbedderTest, MatchesLlamaEmbeddingForLastAndMeanPooling) {
-  std::ifstream in(kGolden);
-  ASSERT_TRUE(in) << kGolden;
-  const nlohmann::json golden = nlohmann::json::parse(in);
-  const Tokenizer tok = Tokenizer::from_gguf(model_->file());
-  ThreadPool pool(2);
-  ASSERT_EQ(golden["cases"].size(), 4u);
-  for (const auto& c : golden["cases"]) {
-    const Pooling pooling = *pooling_from_name(c["pooling"].get<std::string>());
-    const Embedder embedder(*model_, pool, pooling);
-    const std::vector<float> want = c["embedding"].get<std::vector<float>>();
-    const std::vector<float> got =
-        embedder.embed(tok.encode(c["text"].get<std::string>(), true, false));
-    ASSERT_EQ(got.size(), want.size());
-    double max_diff = 0;
-    for (size_t i = 0; i < got.size(); ++i)
-      max_diff = std::max(max_diff, double(std::fabs(got[i] - want[i])));
-    SCOPED_TRACE(c["pooling"].get<std::string>() + ": " + c["text"].get<std::string>());
-    EXPECT_LT(max_diff, 1e-4);
-    EXPECT_GT(cosine(got, want), 1 - 1e-7);
-  }
-}
+INSTANTIATE_TEST_SUITE_P(Models, EmbedderGolden,
+                         ::testing::Values(GoldenParam{"kjv", testing::kF16WeightsBound},
+                                           GoldenParam{"qwen3", testing::kF32Bound},
+                                           GoldenParam{"llama", testing::kF32Bound}),
+                         [](const auto& param_info) { return std::string(param_info.param.name); });
 
 // Causal attention: the first token's hidden state does not depend on what
 // follows, so CLS pooling of a text is the last-token pooling of its first token.

@@ -2,10 +2,15 @@
 // client's embeddings.create (its default base64 encoding and float), Ollama's
 // /api/embed through the ollama client, equal to llama.cpp's llama-embedding
 // (the committed golden), and embeddings beside a streaming chat leaving its
-// greedy text as it is alone. Run by run_server_tests.sh (CTest: server_openai).
+// greedy text as it is alone; a file that declares its pooling served with it.
+// Run by run_server_tests.sh (CTest: server_apis).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import OpenAI from 'openai';
 import { Ollama } from 'ollama';
 import { startServer, stopServer } from './serve_process.mjs';
@@ -206,4 +211,40 @@ test('embeddings beside a streaming chat leave its greedy text unchanged', async
   const [text, ...vectors] = await Promise.all([beside, ...embeds]);
   assert.equal(text, alone);
   for (const v of vectors) assert.equal(v.data[0].embedding.length, 256);
+});
+
+// The random-weight qwen3 file declaring its pooling (qwen3.pooling_type: 1
+// mean, 3 last, the Qwen3-Embedding shape), written by `kvforge quantize f32
+// --override-kv` (weights copied bit for bit) and served without --pooling:
+// the start line names the file's pooling and the vectors are
+// llama-embedding's for it on the same weights. Mean tells the file's
+// pooling from the default (last). Bound as embedding_golden.h's kF32Bound.
+test('a file declaring its pooling is served with it, without --pooling', async () => {
+  const qwen3 = fileURLToPath(new URL('../../model/data/architectures/qwen3.gguf', import.meta.url));
+  const golden = JSON.parse(readFileSync(new URL('../embedding/data/qwen3_embeddings.json',
+                                                 import.meta.url)));
+  const dir = mkdtempSync(join(tmpdir(), 'kvforge-pooling-'));
+  try {
+    for (const [pooling, type] of [['mean', 1], ['last', 3]]) {
+      const file = join(dir, `qwen3-${pooling}.gguf`);
+      execFileSync(process.env.KVFORGE_BIN, ['quantize', qwen3, file, 'f32', '--override-kv',
+                                             `qwen3.pooling_type=int:${type}`], { stdio: 'ignore' });
+      const s = await startServer([], file);
+      try {
+        assert.match(s.log(), new RegExp(`embeddings: ${pooling} pooling`));
+        const c = new OpenAI({ baseURL: `http://127.0.0.1:${s.port}/v1`, apiKey: 'unused',
+                               maxRetries: 0 });
+        const cases = golden.cases.filter((x) => x.pooling === pooling);
+        const res = await c.embeddings.create({ model: `qwen3-${pooling}`, encoding_format: 'float',
+                                                input: cases.map((x) => x.text) });
+        res.data.forEach((d, i) => assert.ok(maxDiff(d.embedding, cases[i].embedding) < 2e-6,
+                                             `${pooling}: ${cases[i].text}`));
+        assert.equal(res.usage.prompt_tokens, cases.reduce((n, x) => n + x.tokens.length, 0));
+      } finally {
+        await stopServer(s.proc);
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

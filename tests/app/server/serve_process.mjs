@@ -2,12 +2,12 @@
 // (ux.test.mjs, page.test.mjs): KVFORGE_BIN and KVFORGE_MODEL from the environment.
 import { spawn } from 'node:child_process';
 
-// Starts `kvforge serve` with `args` on a free port; resolves to { proc, port, log() }.
+// Starts `kvforge serve` on `model` with `args` on a free port; resolves to { proc, port, log() }.
 // KVFORGE_SERVER_LAUNCHER (a JSON array, e.g. mpirun and its flags) runs the server under it.
-export async function startServer(args) {
+export async function startServer(args, model = process.env.KVFORGE_MODEL) {
   const launcher = JSON.parse(process.env.KVFORGE_SERVER_LAUNCHER || '[]');
   const command = [...launcher, process.env.KVFORGE_BIN,
-                   'serve', '-m', process.env.KVFORGE_MODEL, '--port', '0', ...args];
+                   'serve', '-m', model, '--port', '0', ...args];
   const proc = spawn(command[0], command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
   let log = '';
   proc.stdout.on('data', (d) => { log += d; });
