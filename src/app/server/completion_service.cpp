@@ -385,9 +385,8 @@ bool CompletionService::stream(PreparedRequest& p,
   while (true) {
     RequestStream::Update u = p.stream->wait(milliseconds(1000));
     if (u.rejected) {
-      const ApiError err(u.rejected->first, u.rejected->second, "server_error");
-      write(sse_event(err.to_json()));
-      return write(kSseDone);
+      return write_stream_error(ApiError(u.rejected->first, u.rejected->second, "server_error"),
+                                write);
     }
     for (const TextEvent& ev : u.events) {
       BranchState& b = branches.at(static_cast<size_t>(ev.branch));
