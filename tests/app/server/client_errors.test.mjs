@@ -2,7 +2,8 @@
 // as the typed error it raises for that status, carrying the server's message
 // (issue 41): openai (chat, responses, embeddings), the AI SDK's default
 // provider (Responses API), LangChain's ChatOpenAI on chat completions and on
-// the Responses API (its lc_error_code: MODEL_NOT_FOUND for an unknown model),
+// the Responses API (its lc_error_code: MODEL_NOT_FOUND for an unknown model;
+// ContextOverflowError for a reply past the context),
 // ollama (chat, generate, embed) and @anthropic-ai/sdk (messages), streamed
 // and not. One table: each status has one cheap cause, each client one call
 // and one reading of its error. And a stream that fails after its 200: the
@@ -20,6 +21,7 @@ import { Ollama } from 'ollama';
 import { APICallError, generateText, streamText } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { ChatOpenAI } from '@langchain/openai';
+import { ContextOverflowError } from '@langchain/core/errors';
 import { startServer, stopServer } from './serve_process.mjs';
 
 const MODEL = 'kvforge-kjv-4m';
@@ -65,7 +67,8 @@ function aiCall(o) {
 }
 
 async function langchain(o, responses, stream) {
-  const llm = new ChatOpenAI({ model: o.model, apiKey: o.key, maxRetries: 0, maxTokens: 4,
+  const llm = new ChatOpenAI({ model: o.model, apiKey: o.key, maxRetries: 0,
+                               maxTokens: o.maxTokens ?? 4,
                                configuration: { baseURL: `${o.base}/v1` },
                                useResponsesApi: responses,
                                modelKwargs: o.bad ? { mirostat: 2 } : {} });
@@ -192,6 +195,23 @@ test('404: an unknown model (LangChain: MODEL_NOT_FOUND on both APIs)', async ()
 
 test('413: a body past --max-body, in each API family\'s shape', async () => {
   await everyClientRefused(gate, 413, { big: true }, new RegExp(`exceeds ${MAX_BODY} bytes`));
+});
+
+// A reply that cannot fit: LangChain raises ContextOverflowError (its agents then trim the
+// history) when the message says the context window was exceeded, as OpenAI's does.
+test('400 context_length_exceeded: LangChain\'s ContextOverflowError on both APIs', async () => {
+  const o = { base: baseOf(gate), key: KEY, model: MODEL, maxTokens: 2040 };  // -c 2048
+  for (const responses of [false, true]) {
+    for (const stream of [false, true]) {
+      await assert.rejects(langchain(o, responses, stream), (e) => {
+        assert.ok(e instanceof ContextOverflowError, `${e.constructor.name}: ${e.message}`);
+        assert.equal(e.cause.status, 400);
+        assert.equal(e.cause.code, 'context_length_exceeded');
+        assert.match(e.message, /plus max_tokens \(2040\) exceeds the context window of 2048/);
+        return true;
+      }, `responses ${responses}, stream ${stream}`);
+    }
+  }
 });
 
 const gauge = async (base, name) => {
