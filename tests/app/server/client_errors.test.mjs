@@ -61,7 +61,8 @@ async function aiStream(o) {
 }
 function aiCall(o) {
   const content = [{ type: 'text', text: text(o) }];
-  if (o.bad) content.push({ type: 'file', data: new Uint8Array([137, 80, 78, 71]), mediaType: 'image/png' });
+  const png = new Uint8Array([137, 80, 78, 71]);
+  if (o.bad) content.push({ type: 'file', data: png, mediaType: 'image/png' });
   return { model: createOpenAI({ baseURL: `${o.base}/v1`, apiKey: o.key })(o.model),
            messages: [{ role: 'user', content }], maxOutputTokens: 4, maxRetries: 0 };
 }
@@ -76,14 +77,18 @@ async function langchain(o, responses, stream) {
   else await llm.invoke(text(o));
 }
 
-const chatBody = (o, stream) => ({ model: o.model, max_tokens: 4, stream,
-                                   messages: [{ role: 'user', content: text(o) }],
-                                   ...(o.bad ? { mirostat: 2 } : {}) });
-async function responsesCall(o, stream) {
-  const r = await openai(o).responses.create({ model: o.model, input: text(o), stream,
-                                               max_output_tokens: 4,
-                                               ...(o.bad ? { reasoning: { effort: 'low' } } : {}) });
+async function chatCall(o, stream) {
+  const r = await openai(o).chat.completions.create({
+    model: o.model, max_tokens: 4, stream, messages: [{ role: 'user', content: text(o) }],
+    ...(o.bad ? { mirostat: 2 } : {}) });
   if (stream) await drain(r);
+}
+async function responsesCall(o, how) {
+  const body = { model: o.model, input: text(o), max_output_tokens: 4,
+                 ...(o.bad ? { reasoning: { effort: 'low' } } : {}) };
+  if (how === 'helper') return openai(o).responses.stream(body).finalResponse();
+  const r = await openai(o).responses.create({ ...body, stream: how === 'stream' });
+  if (how === 'stream') await drain(r);
 }
 async function messagesCall(o, how) {
   const body = { model: o.model, max_tokens: 4, messages: [{ role: 'user', content: text(o) }],
@@ -92,7 +97,16 @@ async function messagesCall(o, how) {
   const r = await anthropic(o).messages.create({ ...body, stream: how === 'stream' });
   if (how === 'stream') await drain(r);
 }
-const ollamaOptions = (o) => ({ num_predict: 4, ...(o.bad ? { mirostat: 2 } : {}) });
+async function ollamaCall(o, route, stream) {
+  const client = ollama(o);
+  const options = { num_predict: 4, ...(o.bad ? { mirostat: 2 } : {}) };
+  const r = route === 'chat'
+    ? await client.chat({ model: o.model, stream, options,
+                          messages: [{ role: 'user', content: text(o) }] })
+    : await client.generate({ model: o.model, stream, options, prompt: text(o) });
+  if (stream) await drain(r);
+}
+const embedBad = (o, field) => (o.bad ? field : {});
 
 // How each client reads an error: its class for the status, the status, the server's message.
 const OPENAI_TYPES = { 400: OpenAI.BadRequestError, 401: OpenAI.AuthenticationError,
@@ -119,6 +133,7 @@ const READERS = {
     assert.ok(APICallError.isInstance(e), `${e.constructor.name}: ${e.message}`);
     assert.equal(e.statusCode, status);
     assert.equal(e.isRetryable, retryable(status));
+    if (retryable(status)) assert.equal(e.responseHeaders['retry-after'], '1');
     return e.message;
   },
   langchain(e, status) {
@@ -138,6 +153,7 @@ const READERS = {
     assert.equal(e.status, status);
     assert.equal(e.error.type, 'error', JSON.stringify(e.error));
     assert.equal(e.error.error.type, ANTHROPIC_KINDS[status]);
+    if (retryable(status)) assert.equal(e.headers['retry-after'], '1');
     return e.error.error.message;
   },
 };
@@ -146,22 +162,26 @@ const READERS = {
 // `embeds`: not generation, so never queued behind the held slot (no 429); `streams`: a
 // streamed reply, which may fail after its 200.
 const CALLS = [
-  ['openai', 'chat.completions', (o) => openai(o).chat.completions.create(chatBody(o, false)), /mirostat/],
-  ['openai', 'chat.completions stream', async (o) => drain(await openai(o).chat.completions.create(chatBody(o, true))), /mirostat/, 'streams'],
-  ['openai', 'responses.create', (o) => responsesCall(o, false), /reasoning/],
-  ['openai', 'responses.create stream', (o) => responsesCall(o, true), /reasoning/, 'streams'],
-  ['openai', 'embeddings.create', (o) => openai(o).embeddings.create({ model: o.model, input: text(o), ...(o.bad ? { dimensions: 64 } : {}) }), /dimensions/, 'embeds'],
-  ['ai', 'generateText', (o) => generateText(aiCall(o)), /input_image|image/],
-  ['ai', 'streamText', aiStream, /input_image|image/, 'streams'],
+  ['openai', 'chat.completions', (o) => chatCall(o, false), /mirostat/],
+  ['openai', 'chat.completions stream', (o) => chatCall(o, true), /mirostat/, 'streams'],
+  ['openai', 'responses.create', (o) => responsesCall(o, 'create'), /reasoning/],
+  ['openai', 'responses.create stream', (o) => responsesCall(o, 'stream'), /reasoning/, 'streams'],
+  ['openai', 'responses.stream', (o) => responsesCall(o, 'helper'), /reasoning/, 'streams'],
+  ['openai', 'embeddings.create', (o) => openai(o).embeddings.create(
+    { model: o.model, input: text(o), ...embedBad(o, { dimensions: 64 }) }), /dimensions/, 'embeds'],
+  ['ai', 'generateText', (o) => generateText(aiCall(o)), /input_image/],
+  ['ai', 'streamText', aiStream, /input_image/, 'streams'],
   ['langchain', 'chat completions invoke', (o) => langchain(o, false, false), /mirostat/],
   ['langchain', 'chat completions stream', (o) => langchain(o, false, true), /mirostat/, 'streams'],
   ['langchain', 'useResponsesApi invoke', (o) => langchain(o, true, false), /mirostat/],
   ['langchain', 'useResponsesApi stream', (o) => langchain(o, true, true), /mirostat/, 'streams'],
-  ['ollama', 'chat', (o) => ollama(o).chat({ model: o.model, messages: [{ role: 'user', content: text(o) }], options: ollamaOptions(o) }), /mirostat/],
-  ['ollama', 'chat stream', async (o) => drain(await ollama(o).chat({ model: o.model, stream: true, messages: [{ role: 'user', content: text(o) }], options: ollamaOptions(o) })), /mirostat/, 'streams'],
-  ['ollama', 'generate', (o) => ollama(o).generate({ model: o.model, prompt: text(o), options: ollamaOptions(o) }), /mirostat/],
-  ['ollama', 'generate stream', async (o) => drain(await ollama(o).generate({ model: o.model, prompt: text(o), stream: true, options: ollamaOptions(o) })), /mirostat/, 'streams'],
-  ['ollama', 'embed', (o) => ollama(o).embed({ model: o.model, input: text(o), ...(o.bad ? { options: { temperature: 1 } } : {}) }), /temperature/, 'embeds'],
+  ['ollama', 'chat', (o) => ollamaCall(o, 'chat', false), /mirostat/],
+  ['ollama', 'chat stream', (o) => ollamaCall(o, 'chat', true), /mirostat/, 'streams'],
+  ['ollama', 'generate', (o) => ollamaCall(o, 'generate', false), /mirostat/],
+  ['ollama', 'generate stream', (o) => ollamaCall(o, 'generate', true), /mirostat/, 'streams'],
+  ['ollama', 'embed', (o) => ollama(o).embed(
+    { model: o.model, input: text(o), ...embedBad(o, { options: { temperature: 1 } }) }),
+   /temperature/, 'embeds'],
   ['anthropic', 'messages.create', (o) => messagesCall(o, 'create'), /stop_sequences/],
   ['anthropic', 'messages.create stream', (o) => messagesCall(o, 'stream'), /stop_sequences/, 'streams'],
   ['anthropic', 'messages.stream', (o) => messagesCall(o, 'helper'), /stop_sequences/, 'streams'],
