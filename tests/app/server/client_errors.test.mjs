@@ -35,7 +35,8 @@ let crowd;
 before(async () => {
   gate = await startServer(['--api-key', KEY, '--max-body', String(MAX_BODY), '--max-seqs', '1',
                             '--max-queue', '0', '-c', '2048']);
-  crowd = await startServer(['--api-key', KEY, '--http-threads', '1']);
+  // A long --header-timeout: the silent connection keeps the thread while the table runs.
+  crowd = await startServer(['--api-key', KEY, '--http-threads', '1', '--header-timeout', '120']);
 });
 
 after(async () => {
@@ -263,8 +264,17 @@ test('429: the only slot held by a stream, Retry-After 1', async () => {
 test('503: connections past --http-threads, in each API family\'s shape', async () => {
   const socket = net.connect(crowd.port, '127.0.0.1');  // says nothing: holds the one thread
   await new Promise((resolve) => socket.once('connect', resolve));
-  await new Promise((r) => setTimeout(r, 100));  // its thread has taken it
   try {
+    // Its thread has taken it once a request on a connection of its own is answered 503.
+    const probe = () => new Promise((resolve, reject) => {
+      http.get({ port: crowd.port, host: '127.0.0.1', path: '/v1/models', agent: false },
+               (res) => { res.resume(); res.on('end', () => resolve(res.statusCode)); })
+        .on('error', reject);
+    });
+    let status;
+    for (let tries = 0; tries < 100 && (status = await probe()) !== 503; tries++)
+      await new Promise((r) => setTimeout(r, 20));
+    assert.equal(status, 503, 'the silent connection holds the only thread');
     await everyClientRefused(crowd, 503, {}, /too many open connections/);
   } finally {
     socket.destroy();
