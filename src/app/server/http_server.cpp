@@ -390,9 +390,13 @@ struct HttpServer::Impl {
           res.set_content(dump_json(error_body(error_family(req.path), e)), "application/json");
           return httplib::Server::HandlerResponse::Handled;
         }));
-    // Requests cut off before httplib could answer (a request line too slow or too long).
+    // Requests cut off before httplib could answer (a request line too slow or too long, a
+    // chunked body too large, framing refused), in the shape of their route's family once
+    // their request line is known.
     http.set_stopped_answer([this](httplib::Response& res, const std::string& message) {
-      res.set_content(dump_json(ApiError(res.status, message).to_json()), "application/json");
+      const ErrorFamily family = error_family(DeadlineServer::current_target());
+      res.set_content(dump_json(error_body(family, ApiError(res.status, message))),
+                      "application/json");
       metrics.count_request("other", res.status);
       if (options.access_log) log_access(httplib::Request(), res);
     });
