@@ -119,9 +119,9 @@ std::shared_ptr<const GrammarConstraint> CompletionService::compile_constraint(
                         std::to_string(limits_.max_prompt_tokens),
                     "context_length_exceeded");
   throw bad_param(param,
-                  "the prompt is " + size + ", but this model's context holds " +
+                  "the prompt is " + size + ", which exceeds the context window of " +
                       std::to_string(max_sequence_tokens_) +
-                      " (prompt plus at least one generated token)",
+                      " tokens (prompt plus at least one generated token)",
                   "context_length_exceeded");
 }
 
@@ -219,8 +219,8 @@ void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
   if (prompt_tokens >= ctx)
     throw bad_param(param,
                     "the prompt is " + std::to_string(prompt_tokens) +
-                        " tokens, but this model's context holds " + std::to_string(ctx) +
-                        " (prompt plus at least one generated token)",
+                        " tokens, which exceeds the context window of " + std::to_string(ctx) +
+                        " tokens (prompt plus at least one generated token)",
                     "context_length_exceeded");
   const int room = static_cast<int>(ctx - prompt_tokens);
   // Until EOS or the context is full; with serve --context-shift too, which
@@ -239,8 +239,8 @@ void CompletionService::check_context(size_t prompt_tokens, CommonRequest& r,
   }
   throw bad_param("max_tokens",
                   "the prompt (" + std::to_string(prompt_tokens) + " tokens) plus max_tokens (" +
-                      std::to_string(*r.sampling.max_tokens) +
-                      ") exceeds this model's context of " + std::to_string(ctx) + " tokens",
+                      std::to_string(*r.sampling.max_tokens) + ") exceeds the context window of " +
+                      std::to_string(ctx) + " tokens",
                   "context_length_exceeded");
 }
 
@@ -385,9 +385,8 @@ bool CompletionService::stream(PreparedRequest& p,
   while (true) {
     RequestStream::Update u = p.stream->wait(milliseconds(1000));
     if (u.rejected) {
-      const ApiError err(u.rejected->first, u.rejected->second, "server_error");
-      write(sse_event(err.to_json()));
-      return write(kSseDone);
+      return write_stream_error(ApiError(u.rejected->first, u.rejected->second, "server_error"),
+                                write);
     }
     for (const TextEvent& ev : u.events) {
       BranchState& b = branches.at(static_cast<size_t>(ev.branch));

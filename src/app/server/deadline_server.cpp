@@ -29,6 +29,8 @@ struct ServedConnection {
   bool close_after = false;  // close the connection after the current response
 };
 thread_local ServedConnection tl_served;
+// The target of the request being served, once its head arrived.
+thread_local std::string tl_target;
 
 std::string seconds_text(milliseconds ms) {
   char buf[32];
@@ -61,6 +63,24 @@ void linger(int fd) {
     const ssize_t n = ::recv(fd, scratch, sizeof scratch, MSG_DONTWAIT);
     if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) return;
   }
+}
+
+// The request target of a head ("POST /api/chat?x=1 HTTP/1.1..."): its
+// request line's second word, or "" when it has none.
+std::string request_target(const std::string& head) {
+  const size_t start = head.find(' ');
+  const size_t line_end = head.find_first_of("\r\n");
+  if (start == std::string::npos || start >= line_end) return {};
+  const size_t end = head.find(' ', start + 1);
+  return head.substr(start + 1, std::min(end, line_end) - start - 1);
+}
+
+// A new request on the served connection: its head is read next.
+void begin_request(milliseconds head_time) {
+  tl_served.reading_body = false;
+  tl_served.allowed = head_time;
+  tl_served.close_after = false;
+  tl_target.clear();
 }
 
 // What a request head's reading ended with.
@@ -126,6 +146,8 @@ std::optional<std::pair<int, std::string>> DeadlineServer::read_stop() {
                             seconds_text(c.allowed)};
 }
 
+std::string DeadlineServer::current_target() { return tl_target; }
+
 int DeadlineServer::current_socket() { return tl_served.stream ? tl_served.stream->socket() : -1; }
 
 std::string DeadlineServer::current_remote_address() {
@@ -176,9 +198,7 @@ bool DeadlineServer::serve_connection(DeadlineStream& stream) {
   const auto idle = std::chrono::seconds(keep_alive_timeout_sec_);
   for (size_t left = keep_alive_max_count_; left > 0 && svr_sock_ != INVALID_SOCKET; --left) {
     const auto ready = Clock::now();
-    tl_served.reading_body = false;
-    tl_served.allowed = deadlines_.header;
-    tl_served.close_after = false;
+    begin_request(deadlines_.header);
     stream.limit_reads(ready + deadlines_.header, deadlines_.max_header_bytes);
     // A fresh connection waits for its first request as long as a request's head may take
     // (a client that connects, then prepares a large body, is not idle); later ones wait
@@ -198,6 +218,7 @@ bool DeadlineServer::serve_connection(DeadlineStream& stream) {
       case HeadRead::kComplete:
         break;
     }
+    tl_target = request_target(head);
     BodyFraming framing;
     if (const auto refusal = check_request_head(head, &framing)) {
       answer_and_close(stream, refusal->status, refusal->message);

@@ -77,6 +77,9 @@ class DeadlineServer : public httplib::Server {
   // Inside a handler (or error handler): why reading the calling thread's
   // request stopped, as a status (408, 431) and a message; nullopt if it did not.
   static std::optional<std::pair<int, std::string>> read_stop();
+  // The target of the request the calling thread serves, as its request line
+  // gave it ("" before that line arrived): for an answer written here.
+  static std::string current_target();
   // The socket of the connection the calling thread serves, or -1.
   static int current_socket();
   // Its client's address ("" when none): known even before the headers are.

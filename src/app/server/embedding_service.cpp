@@ -13,9 +13,9 @@ namespace {
 constexpr size_t kEmbedTruncationSlack = 16;
 
 [[noreturn]] void embed_too_long(size_t limit) {
-  throw bad_param(
-      "input", "an input is more than " + std::to_string(limit) + " tokens, this model's context",
-      "context_length_exceeded");
+  throw bad_param("input",
+                  "an input exceeds the context window of " + std::to_string(limit) + " tokens",
+                  "context_length_exceeded");
 }
 
 // The longest prefix of `s` of at most n bytes that ends on a UTF-8 character boundary.

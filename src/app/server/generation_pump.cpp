@@ -66,8 +66,9 @@ void refuse_chat_past_context(const CompletionService& service, const nlohmann::
   if (at_least >= context)
     throw bad_param(param,
                     "the messages are " + std::to_string(bytes) + " bytes, so at least " +
-                        std::to_string(at_least) + " tokens, but this model's context holds " +
-                        std::to_string(context) + " (prompt plus at least one generated token)",
+                        std::to_string(at_least) + " tokens, which exceeds the context window of " +
+                        std::to_string(context) +
+                        " tokens (prompt plus at least one generated token)",
                     "context_length_exceeded");
 }
 

@@ -20,6 +20,7 @@
 #include "app/server/deadline_server.h"
 #include "app/server/deadline_stream.h"
 #include "app/server/embedding_routes.h"
+#include "app/server/error_family.h"
 #include "app/server/generation_pump.h"
 #include "app/server/model_names.h"
 #include "app/server/ollama_routes.h"
@@ -190,7 +191,7 @@ struct HttpServer::Impl {
     } else {
       const ApiError e(503, "too many open connections; retry shortly", "server_error",
                        std::nullopt, "too_many_connections");
-      reply.body = dump_json(e.to_json());
+      reply.body = dump_json(error_body(error_family(r.target), e));
       reply.retry_after = true;
     }
     metrics.count_request(endpoint_label(r.target), reply.status);
@@ -364,31 +365,38 @@ struct HttpServer::Impl {
   }
 
   // Everything httplib answers by itself (no route, body too large, bad
-  // request line...) gets the OpenAI error shape too; every answer is counted.
+  // request line...) gets the error shape of the route's API family
+  // (error_family.h); every answer is counted.
   void install_error_handlers() {
-    http.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req,
-                                                                       httplib::Response& res) {
-      if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-      // httplib's own refusals (a malformed chunk, a body too large...): what
-      // follows on the connection is not known to start a request.
-      if (res.status != 404) {
-        DeadlineServer::close_after_response();
-        res.set_header("Connection", "close");
-      }
-      std::string message = http_error_message(req, res.status, options.max_body_bytes);
-      // A request cut off by a read deadline or the header limit, which httplib calls malformed.
-      if (const auto stop = DeadlineServer::read_stop()) {
-        res.status = stop->first;
-        message = stop->second;
-        res.set_header("Connection", "close");  // the rest of the request is unread
-      }
-      const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
-      res.set_content(dump_json(ApiError(res.status, message, type).to_json()), "application/json");
-      return httplib::Server::HandlerResponse::Handled;
-    }));
-    // Requests cut off before httplib could answer (a request line too slow or too long).
+    http.set_error_handler(httplib::Server::HandlerWithResponse(
+        [this](const httplib::Request& req, httplib::Response& res) {
+          if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+          // httplib's own refusals (a malformed chunk, a body too large...): what
+          // follows on the connection is not known to start a request.
+          if (res.status != 404) {
+            DeadlineServer::close_after_response();
+            res.set_header("Connection", "close");
+          }
+          std::string message = http_error_message(req, res.status, options.max_body_bytes);
+          // A request cut off by a read deadline or the header limit, which httplib calls
+          // malformed.
+          if (const auto stop = DeadlineServer::read_stop()) {
+            res.status = stop->first;
+            message = stop->second;
+            res.set_header("Connection", "close");  // the rest of the request is unread
+          }
+          const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
+          const ApiError e(res.status, message, type);
+          res.set_content(dump_json(error_body(error_family(req.path), e)), "application/json");
+          return httplib::Server::HandlerResponse::Handled;
+        }));
+    // Requests cut off before httplib could answer (a request line too slow or too long, a
+    // chunked body too large, framing refused), in the shape of their route's family once
+    // their request line is known.
     http.set_stopped_answer([this](httplib::Response& res, const std::string& message) {
-      res.set_content(dump_json(ApiError(res.status, message).to_json()), "application/json");
+      const ErrorFamily family = error_family(DeadlineServer::current_target());
+      res.set_content(dump_json(error_body(family, ApiError(res.status, message))),
+                      "application/json");
       metrics.count_request("other", res.status);
       if (options.access_log) log_access(httplib::Request(), res);
     });

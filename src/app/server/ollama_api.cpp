@@ -208,7 +208,7 @@ json OllamaStreamTranslator::line(const std::string& text, bool done) const {
 
 std::string OllamaStreamTranslator::translate(std::string_view event) {
   constexpr std::string_view kData = "data: ";
-  if (!event.starts_with(kData)) return {};
+  if (failed_ || !event.starts_with(kData)) return {};
   event.remove_prefix(kData.size());
   while (!event.empty() && (event.back() == '\n')) event.remove_suffix(1);
   const auto elapsed = [this] {
@@ -229,8 +229,10 @@ std::string OllamaStreamTranslator::translate(std::string_view event) {
   }
   const json chunk = json::parse(event);
   // An error after the stream began: Ollama's clients throw on an "error" line.
-  if (chunk.contains("error") && chunk["error"].is_object())
+  if (chunk.contains("error") && chunk["error"].is_object()) {
+    failed_ = true;
     return ollama_error(chunk["error"].value("message", "error")).dump() + "\n";
+  }
   if (chunk.contains("usage") && chunk["usage"].is_object()) usage_ = chunk["usage"];
   if (!chunk.contains("choices") || chunk["choices"].empty()) return {};
   const json& choice = chunk["choices"][0];

@@ -51,6 +51,8 @@ class OllamaStreamTranslator {
   // `start`: when the request arrived; durations count from it.
   OllamaStreamTranslator(const OllamaRequest& r, std::chrono::steady_clock::time_point start);
   // One "data: ...\n\n" event in; the NDJSON lines it makes (may be empty).
+  // An error event becomes an {"error": "<message>"} line, the last one: no
+  // "done" line follows it, as Ollama ends a failed stream.
   std::string translate(std::string_view sse_event);
 
  private:
@@ -61,6 +63,7 @@ class OllamaStreamTranslator {
   std::optional<int64_t> first_token_ns_;
   std::string finish_reason_ = "stop";
   nlohmann::json usage_;
+  bool failed_ = false;  // an error line went out: it is the stream's last
 };
 
 nlohmann::json ollama_error(const std::string& message);

@@ -157,4 +157,9 @@ std::string dump_json(const json& j) {
 
 std::string sse_event(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
+bool write_stream_error(const ApiError& e, const std::function<bool(const std::string&)>& write) {
+  write(sse_event(e.to_json()));
+  return write(kSseDone);
+}
+
 }  // namespace kvforge::server

@@ -5,11 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "app/server/openai_error.h"
 
 namespace kvforge::server {
 
@@ -68,5 +71,9 @@ nlohmann::json models_response(const std::vector<std::string>& ids, int64_t crea
 std::string dump_json(const nlohmann::json& j);
 std::string sse_event(const nlohmann::json& j);
 inline constexpr const char* kSseDone = "data: [DONE]\n\n";
+// The end of a chat or completions stream that failed after it began: the
+// error in OpenAI's shape as its last event (the SDKs throw it), then [DONE];
+// one write each, as Ollama's translation reads one event at a time.
+bool write_stream_error(const ApiError& e, const std::function<bool(const std::string&)>& write);
 
 }  // namespace kvforge::server

@@ -3,8 +3,9 @@
 // Vercel AI SDK (generateObject with a zod schema, generateText with a tool,
 // through @ai-sdk/openai-compatible and @ai-sdk/openai's chat model) and
 // LangChain (ChatOpenAI's withStructuredOutput by json schema and by
-// function calling, bindTools). The default model has no chat template, so
-// tools take the generic form. KVFORGE_BIN, KVFORGE_MODEL from the environment.
+// function calling, bindTools; useResponsesApi against the chat reference,
+// issue 41). The default model has no chat template, so tools take the
+// generic form. KVFORGE_BIN, KVFORGE_MODEL from the environment.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { z } from 'zod';
@@ -89,4 +90,33 @@ test('LangChain bindTools: the reply carries a valid tool call', async () => {
     assert.match(c.id, /^call_/);
     assert.ok(Weather.safeParse(c.args).success, JSON.stringify(c.args));
   }
+});
+
+// ChatOpenAI({ useResponsesApi: true }) speaks /v1/responses: greedy, its text
+// equals the chat completions route's on the same conversation, invoked and
+// streamed, and its usage is the route's.
+test('LangChain useResponsesApi: invoke and stream equal chat completions', async () => {
+  const messages = [['system', 'Answer in the words of the King James Bible.'],
+                    ['human', 'Tell of the flood']];
+  const options = { model: 'kvforge', apiKey: 'none', configuration: { baseURL: base },
+                    maxRetries: 0, temperature: 0, maxTokens: 12 };
+  const ref = await new ChatOpenAI(options).invoke(messages);
+  const llm = new ChatOpenAI({ ...options, useResponsesApi: true });
+  const invoked = await llm.invoke(messages);
+  assert.match(invoked.response_metadata.id, /^resp_/);
+  assert.equal(invoked.text, ref.text);
+  assert.ok(ref.text.length > 0);
+  assert.deepEqual(
+    [invoked.usage_metadata.input_tokens, invoked.usage_metadata.output_tokens],
+    [ref.usage_metadata.input_tokens, ref.usage_metadata.output_tokens]);
+  let streamed;
+  let pieces = 0;
+  for await (const chunk of await llm.stream(messages)) {
+    streamed = streamed ? streamed.concat(chunk) : chunk;
+    if (chunk.text) ++pieces;
+  }
+  assert.equal(streamed.text, ref.text);
+  assert.ok(pieces > 1, `streamed in ${pieces} pieces`);
+  assert.equal(streamed.usage_metadata.output_tokens, ref.usage_metadata.output_tokens);
+  assert.equal(streamed.usage_metadata.input_tokens, ref.usage_metadata.input_tokens);
 });

@@ -148,5 +148,26 @@ TEST_F(DeadlineServerFraming, APostWithoutALengthHasNoBody) {
             (std::vector<std::string>{"HTTP/1.1 200", "HTTP/1.1 200"}));
 }
 
+// What is answered before httplib sees the request knows its target once the
+// request line arrived (the server shapes the error for the route's API family).
+TEST_F(DeadlineServerFraming, AnAnswerWrittenHereKnowsTheRequestTarget) {
+  server_.set_stopped_answer([](httplib::Response& res, const std::string&) {
+    res.set_content("target:" + DeadlineServer::current_target() + ";", "text/plain");
+  });
+  const std::string chunked = served_answer(
+      server_,
+      "POST /api/chat?x=1 HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
+  EXPECT_NE(chunked.find("HTTP/1.1 400"), std::string::npos) << chunked;
+  EXPECT_NE(chunked.find("target:/api/chat?x=1;"), std::string::npos) << chunked;
+  const std::string twice = served_answer(
+      server_, "POST /v1/messages HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}");
+  EXPECT_NE(twice.find("target:/v1/messages;"), std::string::npos) << twice;
+  // A head past the header limit: no request line was taken, so no target.
+  const std::string huge =
+      served_answer(server_, "GET /api/tags HTTP/1.1\r\nX: " + std::string(70 << 10, 'a'));
+  EXPECT_NE(huge.find("HTTP/1.1 431"), std::string::npos) << huge.substr(0, 200);
+  EXPECT_NE(huge.find("target:;"), std::string::npos) << huge.substr(0, 200);
+}
+
 }  // namespace
 }  // namespace kvforge::server

@@ -6,7 +6,8 @@
 #   SUITE: chat (server.test.mjs on each engine), structured (JSON schemas, issue 39),
 #   tools (tool calls; the AI SDK and LangChain clients; reasoning_content; issue 39),
 #   routes (CORS, model and utility routes, Ollama; issue 41), apis (embeddings, the
-#   Responses API, Anthropic's Messages API; issue 41), hostile (issue 25).
+#   Responses API, Anthropic's Messages API, errors through every client; issue 41),
+#   hostile (issue 25).
 #   No suite: all of them, in that order.
 # KVFORGE_SERVER_MODES="paged static" (default) picks the engines of `chat`;
 # KVFORGE_STRUCTURED_MODES (default: the same) those of `structured`.
@@ -89,7 +90,8 @@ suite_routes() {
 }
 
 # Embeddings (openai and ollama clients), the Responses API (openai), Anthropic's Messages
-# API (@anthropic-ai/sdk); cached prompt tokens in each API's usage; slot save/restore.
+# API (@anthropic-ai/sdk); each error status through every client; cached prompt tokens in
+# each API's usage; slot save/restore.
 suite_apis() {
   echo "== kvforge serve, embeddings through the openai and ollama clients"
   run_node embeddings.test.mjs
@@ -97,6 +99,8 @@ suite_apis() {
   run_node responses.test.mjs
   echo "== kvforge serve, Anthropic's Messages API through the @anthropic-ai/sdk client"
   run_node anthropic.test.mjs
+  echo "== kvforge serve, every error status through each client's typed errors"
+  run_node client_errors.test.mjs
   echo "== kvforge serve, prompt tokens served from the prefix cache in each API's usage"
   run_node cache.test.mjs
   echo "== kvforge serve, llama-server's slot save and restore"
