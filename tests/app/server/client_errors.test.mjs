@@ -169,7 +169,7 @@ const CALLS = [
   ['openai', 'responses.create stream', (o) => responsesCall(o, 'stream'), /reasoning/, 'streams'],
   ['openai', 'responses.stream', (o) => responsesCall(o, 'helper'), /reasoning/, 'streams'],
   ['openai', 'embeddings.create', (o) => openai(o).embeddings.create(
-    { model: o.model, input: text(o), ...embedBad(o, { dimensions: 64 }) }), /dimensions/, 'embeds'],
+    { model: o.model, input: text(o), ...embedBad(o, { dimensions: 100000 }) }), /dimensions/, 'embeds'],
   ['ai', 'generateText', (o) => generateText(aiCall(o)), /input_image/],
   ['ai', 'streamText', aiStream, /input_image/, 'streams'],
   ['langchain', 'chat completions invoke', (o) => langchain(o, false, false), /mirostat/],
