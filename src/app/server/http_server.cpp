@@ -137,6 +137,8 @@ struct HttpServer::Impl {
         overflow([this](const OverflowRequest& r) { return answer_overflow(r); }, kOverflowHeadTime,
                  kOverflowMaxOpen),
         cors(options.cors_origin) {
+    if (!options.responses)
+      options.responses = std::make_shared<ResponseStore>(ResponseStoreLimits{});
     if (!options.slot_save_path.empty())
       slot_files = std::make_unique<SlotFiles>(
           options.slot_save_path,
@@ -303,6 +305,8 @@ struct HttpServer::Impl {
       res.set_content(kHealthBody, "application/json");
     });
     const auto serve_metrics = [this](const httplib::Request&, httplib::Response& res) {
+      metrics.responses_stored.set(static_cast<double>(options.responses->size()));
+      metrics.responses_stored_bytes.set(static_cast<double>(options.responses->bytes()));
       res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
     };
     if (options.metrics_public)
