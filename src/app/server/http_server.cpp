@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "app/ascii_case.h"
+#include "app/server/anthropic_api.h"
 #include "app/server/anthropic_routes.h"
 #include "app/server/chat_page.h"
 #include "app/server/connection_guard.h"
@@ -22,6 +23,7 @@
 #include "app/server/embedding_routes.h"
 #include "app/server/generation_pump.h"
 #include "app/server/model_names.h"
+#include "app/server/ollama_api.h"
 #include "app/server/ollama_routes.h"
 #include "app/server/openai_error.h"
 #include "app/server/overflow_responder.h"
@@ -111,6 +113,14 @@ ReadDeadlines read_deadlines(const HttpServerOptions& o) {
   d.body_at_max = std::chrono::milliseconds(static_cast<int64_t>(o.body_timeout_s * 1000));
   d.max_body_bytes = o.max_body_bytes;
   return d;
+}
+
+// An error httplib answers by itself (no route, a body past --max-body...) in
+// the error shape of the API family of its path, which that family's clients parse.
+nlohmann::json family_error_body(const std::string& path, const ApiError& e) {
+  if (path.starts_with("/api/")) return ollama_error(e.what());
+  if (path == "/v1/messages" || path.starts_with("/v1/messages/")) return anthropic_error(e);
+  return e.to_json();
 }
 
 }  // namespace
@@ -317,13 +327,17 @@ struct HttpServer::Impl {
 
   // llama-server's /tokenize, /detokenize and /props (llama_routes.h).
   void install_llama_routes() {
+    // Both cost a multiple of their body (token ids, pieces): under the prepare gate.
     http.Post(kTokenize, guarded([this](const httplib::Request& req, httplib::Response& res) {
-                res.set_content(dump_json(tokenize_response(service, req.body)),
+                const auto ticket = service.admit(req.body.size(), client_gone());
+                res.set_content(tokenize_json(service.tokenizer(), service.limits(), req.body),
                                 "application/json");
               }));
     http.Post(kDetokenize, guarded([this](const httplib::Request& req, httplib::Response& res) {
-                res.set_content(dump_json(detokenize_response(service, req.body)),
-                                "application/json");
+                const auto ticket = service.admit(req.body.size(), client_gone());
+                res.set_content(
+                    dump_json(detokenize_response(service.tokenizer(), service.limits(), req.body)),
+                    "application/json");
               }));
     http.Get("/slots", guarded([this](const httplib::Request&, httplib::Response& res) {
                res.set_content(dump_json(slots_response(
@@ -387,7 +401,8 @@ struct HttpServer::Impl {
         res.set_header("Connection", "close");  // the rest of the request is unread
       }
       const std::string type = res.status >= 500 ? "server_error" : "invalid_request_error";
-      res.set_content(dump_json(ApiError(res.status, message, type).to_json()), "application/json");
+      res.set_content(dump_json(family_error_body(req.path, ApiError(res.status, message, type))),
+                      "application/json");
       return httplib::Server::HandlerResponse::Handled;
     }));
     // Requests cut off before httplib could answer (a request line too slow or too long).
