@@ -496,9 +496,10 @@ test('the API families refuse hostile bodies with a 4xx in their own error shape
 // --responses-max-bytes): 10,000 responses stored through HTTP (issue 41), the
 // oldest evicted, the newest kept, the store's gauges at the bound, the server's
 // memory flat once the store is full, and ids from a client (unknown, huge,
-// path-like) 404s in OpenAI's shape. Under a sanitizer each request costs
-// several times as much CPU: 2,000 go through there (still 20 times the bound),
-// and the RSS is not checked.
+// path-like) 404s in OpenAI's shape. Under AddressSanitizer each response
+// costs the server several times the CPU, and 10,000 would take well over a
+// minute: 2,000 go through there (still 20 times the bound), and the RSS
+// (the sanitizer's quarantine) is not checked.
 const STORED = SANITIZED ? 2000 : 10000;
 const STORE_MAX = 100;
 const STORE_MAX_BYTES = 400000;
