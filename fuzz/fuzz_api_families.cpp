@@ -23,8 +23,7 @@
 #include "app/server/openai_error.h"
 #include "app/server/responses_api.h"
 #include "app/server/slot_actions.h"
-#include "app/tokenizer/tokenizer.h"
-#include "tokenizer_tiny_vocab.h"
+#include "fuzz_vocabularies.h"
 
 namespace {
 
@@ -37,18 +36,6 @@ void parse_slot_request(std::string_view b) {
   const std::string_view action = b.substr(0, action_end);
   b.remove_prefix(std::min(action_end + 1, b.size()));
   (void)kvforge::server::parse_slot_action(id, action, b, 4);
-}
-
-const kvforge::Tokenizer& vocab() {
-  static const kvforge::Tokenizer t = kvforge::Tokenizer::from_vocabulary(
-      kvforge::testing::tiny_spm_vocab({{"\xe2\x96\x81", -1},
-                                        {"a", -2},
-                                        {"\xe2\x96\x81"
-                                         "a",
-                                         -1.2f},
-                                        {"<|im_end|>", 0, kvforge::TokenType::Control}},
-                                       /*with_bytes=*/true));
-  return t;
 }
 
 }  // namespace
@@ -71,8 +58,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [&](std::string_view b) { (void)ollama_generate_request(b, limits); },
       [&](std::string_view b) { (void)ollama_show(b, limits, "/m.gguf", "{{ messages }}"); },
       parse_slot_request,
-      [&](std::string_view b) { (void)tokenize_json(vocab(), limits, b); },
-      [&](std::string_view b) { (void)detokenize_response(vocab(), limits, b); },
+      [&](std::string_view b) { (void)tokenize_json(kvforge::fuzz::spm_with_bytes(), limits, b); },
+      [&](std::string_view b) {
+        (void)detokenize_response(kvforge::fuzz::spm_with_bytes(), limits, b);
+      },
       [&](std::string_view b) { (void)model_info(limits, std::string(b), 0); },
   };
   constexpr size_t kParsers = sizeof(parsers) / sizeof(parsers[0]);
