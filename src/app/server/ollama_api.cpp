@@ -167,6 +167,8 @@ OllamaRequest ollama_generate_request(std::string_view text, const RequestLimits
   r.generate = true;
   map_common(body, limits, r);
   const std::string prompt = typed_field<std::string>(body, "prompt", "");
+  // Typed even where it is not used (raw: the prompt is sent as it is).
+  const std::string system = typed_field<std::string>(body, "system", "");
   r.load_only = prompt.empty();
   if (typed_field(body, "raw", false)) {
     r.kind = ApiKind::kCompletion;
@@ -175,8 +177,7 @@ OllamaRequest ollama_generate_request(std::string_view text, const RequestLimits
   }
   ordered_json messages = ordered_json::array();
   if (body.contains("system") && !body["system"].is_null())
-    messages.push_back(
-        {{"role", "system"}, {"content", typed_field<std::string>(body, "system", "")}});
+    messages.push_back({{"role", "system"}, {"content", system}});
   messages.push_back({{"role", "user"}, {"content", prompt}});
   r.openai["messages"] = std::move(messages);
   return r;

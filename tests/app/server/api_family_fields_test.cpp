@@ -91,6 +91,10 @@ TEST(OllamaFields, GenerateSystemAndShowVerboseHaveTheirTypes) {
   EXPECT_EQ(refused_param(
                 [&] { ollama_generate_request(R"({"model":"m","prompt":"x","system":7})", l); }),
             "system");
+  EXPECT_EQ(refused_param([&] {
+              ollama_generate_request(R"({"model":"m","prompt":"x","raw":true,"system":[1]})", l);
+            }),
+            "system");
   const OllamaRequest r =
       ollama_generate_request(R"({"model":"m","prompt":"x","system":"be brief"})", l);
   EXPECT_EQ(r.openai["messages"][0]["content"], "be brief");
