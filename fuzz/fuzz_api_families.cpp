@@ -6,6 +6,9 @@
 //   6 POST /api/chat        7 POST /api/generate 8 POST /api/show
 //   9 POST /slots/{id}?action=save|restore|erase: the body's first line is the
 //     id, its second the action, the rest the JSON body (4 slots).
+//  10 POST /tokenize       11 POST /detokenize (a SentencePiece vocabulary with
+//     byte fallback and a control token)
+//  12 GET /v1/models/{id}: the body is the id.
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -14,10 +17,13 @@
 
 #include "app/server/anthropic_api.h"
 #include "app/server/embeddings_api.h"
+#include "app/server/llama_routes.h"
+#include "app/server/model_names.h"
 #include "app/server/ollama_api.h"
 #include "app/server/openai_error.h"
 #include "app/server/responses_api.h"
 #include "app/server/slot_actions.h"
+#include "fuzz_vocabularies.h"
 
 namespace {
 
@@ -52,6 +58,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [&](std::string_view b) { (void)ollama_generate_request(b, limits); },
       [&](std::string_view b) { (void)ollama_show(b, limits, "/m.gguf", "{{ messages }}"); },
       parse_slot_request,
+      [&](std::string_view b) { (void)tokenize_json(kvforge::fuzz::spm_with_bytes(), limits, b); },
+      [&](std::string_view b) {
+        (void)detokenize_response(kvforge::fuzz::spm_with_bytes(), limits, b);
+      },
+      [&](std::string_view b) { (void)model_info(limits, std::string(b), 0); },
   };
   constexpr size_t kParsers = sizeof(parsers) / sizeof(parsers[0]);
   const std::string_view body(reinterpret_cast<const char*>(data) + 1, size - 1);

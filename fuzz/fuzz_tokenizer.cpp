@@ -10,25 +10,12 @@
 
 #include "app/tokenizer/tokenizer.h"
 #include "app/tokenizer/utf8.h"
+#include "fuzz_vocabularies.h"
 #include "tokenizer_tiny_vocab.h"
 
 namespace {
 
 using kvforge::Tokenizer;
-
-const Tokenizer& spm() {
-  static const Tokenizer t = Tokenizer::from_vocabulary(
-      kvforge::testing::tiny_spm_vocab({{"\xe2\x96\x81", -1},
-                                        {"a", -2},
-                                        {"b", -3},
-                                        {"ab", -1.5f},
-                                        {"\xe2\x96\x81"
-                                         "a",
-                                         -1.2f},
-                                        {"<|im_end|>", 0, kvforge::TokenType::Control}},
-                                       /*with_bytes=*/true));
-  return t;
-}
 
 const Tokenizer& bpe() {
   static const Tokenizer t =
@@ -68,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   for (const bool special : {false, true}) {
-    check(spm(), text, special, false);
+    check(kvforge::fuzz::spm_with_bytes(), text, special, false);
     check(bpe(), text, special, true);
   }
   return 0;

@@ -79,6 +79,11 @@ class CompletionService {
   // Tokenizer::max_token_bytes, computed once (it walks the whole vocabulary).
   size_t max_token_bytes() const { return max_token_bytes_; }
   const ChatTemplate& chat_template() const { return chat_template_; }
+  // A place for `bytes` of request beside the others being prepared (prepare_gate.h),
+  // for work outside prepare() that costs a multiple of its body (/tokenize).
+  PrepareGate::Ticket admit(size_t bytes, const std::function<bool()>& cancelled) {
+    return gate_.enter(bytes, cancelled);
+  }
 
  private:
   struct RenderedChat {

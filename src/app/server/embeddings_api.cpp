@@ -5,6 +5,7 @@
 
 #include "app/server/model_names.h"
 #include "app/server/ollama_api.h"
+#include "app/server/ollama_fields.h"
 #include "app/server/openai_error.h"
 
 namespace kvforge::server {
@@ -88,6 +89,17 @@ void embed_only_fields(const ordered_json& body, std::initializer_list<const cha
   }
 }
 
+// Ollama's "options" (runtime ones only: sampling does not apply) and "keep_alive".
+void embed_check_ollama_extras(const ordered_json& body) {
+  check_ollama_keep_alive(body);
+  const auto o = body.find("options");
+  if (o == body.end() || o->is_null()) return;
+  if (!o->is_object()) throw bad_param("options", "'options' must be an object");
+  for (const auto& [key, value] : o->items())
+    if (!check_ollama_runtime_option(key, value))
+      throw bad_param("options." + key, "'options." + key + "' does not apply to embeddings");
+}
+
 ordered_json embed_parse(std::string_view body, const RequestLimits& limits) {
   return parse_json_body(body, limits, JsonBodyChecks{});
 }
@@ -127,12 +139,7 @@ EmbeddingsRequest parse_ollama_embed(std::string_view text, const RequestLimits&
     r.truncate = t->get<bool>();
   }
   r.dimensions = embed_dimensions(body, dimensions);
-  if (const auto o = body.find("options"); o != body.end() && !o->is_null()) {
-    if (!o->is_object()) throw bad_param("options", "'options' must be an object");
-    for (const auto& [key, value] : o->items())
-      if (!is_ollama_runtime_option(key))
-        throw bad_param("options." + key, "'options." + key + "' does not apply to embeddings");
-  }
+  embed_check_ollama_extras(body);
   return r;
 }
 
@@ -145,6 +152,7 @@ EmbeddingsRequest parse_ollama_embeddings(std::string_view text, const RequestLi
   if (p == body.end() || !p->is_string()) throw bad_param("prompt", "'prompt' must be a string");
   r.inputs = {p->get<std::string>()};
   r.truncate = true;
+  embed_check_ollama_extras(body);
   return r;
 }
 

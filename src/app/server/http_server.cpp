@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "app/ascii_case.h"
+#include "app/server/anthropic_api.h"
 #include "app/server/anthropic_routes.h"
 #include "app/server/chat_page.h"
 #include "app/server/connection_guard.h"
@@ -114,6 +115,7 @@ ReadDeadlines read_deadlines(const HttpServerOptions& o) {
   return d;
 }
 
+
 }  // namespace
 
 struct HttpServer::Impl {
@@ -138,6 +140,8 @@ struct HttpServer::Impl {
         overflow([this](const OverflowRequest& r) { return answer_overflow(r); }, kOverflowHeadTime,
                  kOverflowMaxOpen),
         cors(options.cors_origin) {
+    if (!options.responses)
+      options.responses = std::make_shared<ResponseStore>(ResponseStoreLimits{});
     if (!options.slot_save_path.empty())
       slot_files = std::make_unique<SlotFiles>(
           options.slot_save_path,
@@ -304,6 +308,8 @@ struct HttpServer::Impl {
       res.set_content(kHealthBody, "application/json");
     });
     const auto serve_metrics = [this](const httplib::Request&, httplib::Response& res) {
+      metrics.responses_stored.set(static_cast<double>(options.responses->size()));
+      metrics.responses_stored_bytes.set(static_cast<double>(options.responses->bytes()));
       res.set_content(metrics.render(), "text/plain; version=0.0.4; charset=utf-8");
     };
     if (options.metrics_public)
@@ -314,13 +320,17 @@ struct HttpServer::Impl {
 
   // llama-server's /tokenize, /detokenize and /props (llama_routes.h).
   void install_llama_routes() {
+    // Both cost a multiple of their body (token ids, pieces): under the prepare gate.
     http.Post(kTokenize, guarded([this](const httplib::Request& req, httplib::Response& res) {
-                res.set_content(dump_json(tokenize_response(service, req.body)),
+                const auto ticket = service.admit(req.body.size(), client_gone());
+                res.set_content(tokenize_json(service.tokenizer(), service.limits(), req.body),
                                 "application/json");
               }));
     http.Post(kDetokenize, guarded([this](const httplib::Request& req, httplib::Response& res) {
-                res.set_content(dump_json(detokenize_response(service, req.body)),
-                                "application/json");
+                const auto ticket = service.admit(req.body.size(), client_gone());
+                res.set_content(
+                    dump_json(detokenize_response(service.tokenizer(), service.limits(), req.body)),
+                    "application/json");
               }));
     http.Get("/slots", guarded([this](const httplib::Request&, httplib::Response& res) {
                res.set_content(dump_json(slots_response(

@@ -25,8 +25,11 @@ struct ServerProps {
   int total_slots = 1;  // requests generated at once (--max-seqs, or the static slots)
 };
 
-nlohmann::json tokenize_response(const CompletionService& service, std::string_view body);
-nlohmann::json detokenize_response(const CompletionService& service, std::string_view body);
+// The routes' bodies in, their answers out (tokenize's as JSON text);
+// ApiError 400 for a field of the wrong type or an id outside the vocabulary.
+std::string tokenize_json(const Tokenizer& tok, const RequestLimits& limits, std::string_view body);
+nlohmann::json detokenize_response(const Tokenizer& tok, const RequestLimits& limits,
+                                   std::string_view body);
 nlohmann::json props_response(const CompletionService& service, const ServerProps& props);
 
 }  // namespace kvforge::server

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "app/server/model_names.h"
+#include "app/server/ollama_fields.h"
 #include "app/server/openai_error.h"
 
 namespace kvforge::server {
@@ -21,15 +22,6 @@ const std::set<std::string>& sampling_options() {
   static const std::set<std::string> names = {
       "temperature",      "top_p", "top_k", "min_p", "seed", "stop", "presence_penalty",
       "frequency_penalty"};
-  return names;
-}
-
-// Options that size or place the runtime, which the server's own flags fix:
-// accepted and ignored, as they do not change the text.
-const std::set<std::string>& runtime_options() {
-  static const std::set<std::string> names = {"num_ctx",    "num_batch", "num_gpu",   "main_gpu",
-                                              "num_thread", "use_mmap",  "use_mlock", "numa",
-                                              "low_vram",   "num_keep"};
   return names;
 }
 
@@ -77,6 +69,7 @@ void map_common(const ordered_json& body, const RequestLimits& limits, OllamaReq
     if (!s->is_boolean()) throw bad_param("stream", "'stream' must be a boolean");
     r.stream = s->get<bool>();
   }
+  check_ollama_keep_alive(body);
   r.openai["stream"] = r.stream;
   if (r.stream) r.openai["stream_options"] = {{"include_usage", true}};
   const auto options = body.find("options");
@@ -90,7 +83,7 @@ void map_common(const ordered_json& body, const RequestLimits& limits, OllamaReq
       if (value.get<int64_t>() >= 0) r.openai["max_tokens"] = value;
     } else if (sampling_options().count(key)) {
       r.openai[key] = value;
-    } else if (!runtime_options().count(key)) {
+    } else if (!check_ollama_runtime_option(key, value)) {
       refuse("options." + key, "kvforge does not implement this sampling option");
     }
   }
@@ -140,8 +133,6 @@ json ollama_line(const OllamaRequest& r, const std::string& text, bool done) {
 
 }  // namespace
 
-bool is_ollama_runtime_option(const std::string& name) { return runtime_options().count(name) > 0; }
-
 std::string ollama_served_name(const std::string& name) {
   constexpr std::string_view kLatest = ":latest";
   if (name.size() > kLatest.size() && name.ends_with(kLatest))
@@ -156,6 +147,11 @@ OllamaRequest ollama_chat_request(std::string_view text, const RequestLimits& li
   const auto messages = body.find("messages");
   if (messages == body.end() || !messages->is_array())
     throw bad_param("messages", "'messages' must be an array");
+  // One chat message each: refused before they are converted and parsed once more.
+  if (messages->size() > limits.max_messages)
+    throw bad_param("messages", "'messages' may hold at most " +
+                                    std::to_string(limits.max_messages) + " messages, got " +
+                                    std::to_string(messages->size()));
   ordered_json out = ordered_json::array();
   for (const ordered_json& m : *messages) out.push_back(chat_message(m));
   r.openai["messages"] = std::move(out);
@@ -171,6 +167,8 @@ OllamaRequest ollama_generate_request(std::string_view text, const RequestLimits
   r.generate = true;
   map_common(body, limits, r);
   const std::string prompt = typed_field<std::string>(body, "prompt", "");
+  // Typed even where it is not used (raw: the prompt is sent as it is).
+  const std::string system = typed_field<std::string>(body, "system", "");
   r.load_only = prompt.empty();
   if (typed_field(body, "raw", false)) {
     r.kind = ApiKind::kCompletion;
@@ -178,8 +176,8 @@ OllamaRequest ollama_generate_request(std::string_view text, const RequestLimits
     return r;
   }
   ordered_json messages = ordered_json::array();
-  if (body.contains("system") && body["system"].is_string())
-    messages.push_back({{"role", "system"}, {"content", body["system"]}});
+  if (body.contains("system") && !body["system"].is_null())
+    messages.push_back({{"role", "system"}, {"content", system}});
   messages.push_back({{"role", "user"}, {"content", prompt}});
   r.openai["messages"] = std::move(messages);
   return r;
@@ -290,6 +288,7 @@ json ollama_show(std::string_view text, const RequestLimits& limits, const std::
   std::string name =
       typed_field<std::string>(body, "model", typed_field<std::string>(body, "name", ""));
   name = ollama_served_name(name);
+  (void)typed_field(body, "verbose", false);  // Ollama's extra tensor detail: nothing to add here
   if (name.empty()) throw bad_param("model", "'model' is required");
   if (!serves_model(limits, name)) throw model_not_found(limits, name);
   return {{"modelfile", "FROM " + model_path + "\n"},

@@ -69,9 +69,6 @@ class OllamaStreamTranslator {
 nlohmann::json ollama_error(const std::string& message);
 // A model name as Ollama clients write it: "name:latest" is "name".
 std::string ollama_served_name(const std::string& name);
-// An "options" entry that sizes or places the runtime (num_ctx, num_thread...):
-// accepted and ignored, as the server's own flags fix these.
-bool is_ollama_runtime_option(const std::string& name);
 nlohmann::json ollama_version();
 nlohmann::json ollama_tags(const RequestLimits& limits, const std::string& model_path);
 // /api/ps: the model stays loaded while the server runs, on the CPU.

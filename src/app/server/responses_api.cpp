@@ -1,5 +1,6 @@
 #include "app/server/responses_api.h"
 
+#include <algorithm>
 #include <chrono>
 #include <random>
 #include <set>
@@ -115,6 +116,27 @@ ordered_json responses_messages(const ordered_json& body) {
   return messages;
 }
 
+// Characters (UTF-8 code points) of valid UTF-8 text: its bytes that do not continue one.
+size_t utf8_chars(const std::string& s) {
+  return static_cast<size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+// OpenAI's bounds on metadata: at most 16 pairs, keys of at most 64 characters,
+// values strings of at most 512. Each stored response keeps and echoes it.
+void responses_check_metadata(const ordered_json& m) {
+  if (!m.is_object()) responses_refuse("metadata", "must be an object");
+  if (m.size() > 16)
+    responses_refuse("metadata", "may hold at most 16 pairs, got " + std::to_string(m.size()));
+  for (const auto& [key, value] : m.items()) {
+    if (utf8_chars(key) > 64)
+      responses_refuse("metadata", "keys may be at most 64 characters, got one of " +
+                                       std::to_string(utf8_chars(key)));
+    if (!value.is_string() || utf8_chars(value.get_ref<const std::string&>()) > 512)
+      responses_refuse("metadata." + key, "must be a string of at most 512 characters");
+  }
+}
+
 json responses_usage(int input_tokens, const GenerationOutcome& done) {
   const int output_tokens = done.tokens;
   return {{"input_tokens", input_tokens},
@@ -162,8 +184,10 @@ ResponsesRequest parse_responses_request(std::string_view text, const RequestLim
     if (!s->is_boolean()) responses_refuse("stream", "must be a boolean");
     r.stream = s->get<bool>();
   }
-  if (const auto m = body.find("metadata"); m != body.end() && !m->is_null() && !m->is_object())
-    responses_refuse("metadata", "must be an object");
+  if (const auto m = body.find("metadata"); m != body.end() && !m->is_null())
+    responses_check_metadata(*m);
+  if (const auto u = body.find("user"); u != body.end() && !u->is_null() && !u->is_string())
+    responses_refuse("user", "must be a string");
   r.echo = {{"instructions", body.value("instructions", json())},
             {"max_output_tokens", body.value("max_output_tokens", json())},
             {"temperature", body.value("temperature", json(1.0))},

@@ -20,7 +20,13 @@ ServerMetrics::ServerMetrics()
                                            "Time from submission to a branch's last token.",
                                            latency_buckets())),
       in_flight(registry_.gauge("kvforge_requests_in_flight",
-                                "Requests accepted by the engine loop and not finished.")) {
+                                "Requests accepted by the engine loop and not finished.")),
+      responses_stored(registry_.gauge("kvforge_responses_stored",
+                                       "Responses API: responses stored (--responses-max).")),
+      responses_stored_bytes(
+          registry_.gauge("kvforge_responses_stored_bytes",
+                          "Responses API: bytes the stored responses are counted for "
+                          "(--responses-max-bytes).")) {
   publish_engine_stats(EngineStats{});
 }
 

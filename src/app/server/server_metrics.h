@@ -24,6 +24,8 @@
 //   kvforge_kv_tier_files_rejected_total         damaged or foreign files, deleted
 //   kvforge_kv_tier_io_errors_total, kvforge_kv_tier_degraded (1: RAM-only after an I/O error)
 //   kvforge_kv_tier_files / kvforge_kv_tier_disk_bytes   what the disk tier holds now
+//   kvforge_responses_stored / _stored_bytes     the Responses API's stored responses
+//                                                (response_store.h), read at each scrape
 //   kvforge_preemptions_total, kvforge_engine_steps_total
 //   kvforge_tp_messages_total, kvforge_tp_bytes_sent_total / _received_total,
 //   kvforge_tp_communication_seconds_total  tensor parallel: rank 0's collectives
@@ -58,6 +60,8 @@ class ServerMetrics {
   Histogram& inter_token;
   Histogram& request_duration;
   Gauge& in_flight;
+  Gauge& responses_stored;
+  Gauge& responses_stored_bytes;
 
  private:
   void publish_comm_stats(const EngineStats& stats);

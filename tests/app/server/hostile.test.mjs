@@ -4,8 +4,10 @@
 // connections, a connection cap, requests dribbled in past their read
 // deadlines, clients that leave mid-generation or mid-render, a second server
 // on a used port, /metrics behind the API key, and SIGTERM in the middle of it
-// all. Each bad request is a 4xx within 2 s, the server stays up, and its peak
-// RSS stays under 1 GiB.
+// all; and the routes of issue 41 (Responses, Messages, embeddings, Ollama's,
+// llama-server's): every field of the wrong type, oversized inputs, unknown ids,
+// and 10,000 stored responses. Each bad request is a 4xx within 2 s, the server
+// stays up, and its peak RSS stays under 1 GiB.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -13,6 +15,7 @@ import { mkdtempSync, writeFileSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import net from 'node:net';
+import http from 'node:http';
 
 const BIN = process.env.KVFORGE_BIN;
 const MODEL_PATH = process.env.KVFORGE_MODEL;
@@ -122,6 +125,15 @@ function peakRss(pid) {
 async function post(base, path, body, headers = AUTH) {
   const t0 = performance.now();
   const res = await fetch(`${base}${path}`, { method: 'POST', headers, body });
+  const text = await res.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch {}
+  return { status: res.status, json, text, seconds: (performance.now() - t0) / 1000 };
+}
+
+async function get(base, path, headers = AUTH) {
+  const t0 = performance.now();
+  const res = await fetch(`${base}${path}`, { headers });
   const text = await res.text();
   let json = null;
   try { json = JSON.parse(text); } catch {}
@@ -342,55 +354,267 @@ const FAMILY_CASES = [
   ['/v1/messages/count_tokens', { model: MODEL_ID, messages: 'x' }, 400],
 ];
 
+// Every top-level field each route reads, given each JSON type it does not take
+// (null is "absent" everywhere): a 400. [route, a body it takes, {field: [types taken]}].
+const MSGS = [{ role: 'user', content: 'x' }];
+const FIELD_TYPES = [
+  ['/v1/responses', { model: MODEL_ID, input: 'x', max_output_tokens: 1 }, {
+    model: ['string'], input: ['string', 'array'], instructions: ['string'],
+    max_output_tokens: ['number'], temperature: ['number'], top_p: ['number'],
+    stream: ['boolean'], text: ['object'], truncation: ['string'], store: ['boolean'],
+    metadata: ['object'], user: ['string'], tool_choice: ['string', 'object'], tools: ['array'],
+    parallel_tool_calls: ['boolean'], previous_response_id: ['string'] }],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 1, messages: MSGS }, {
+    model: ['string'], max_tokens: ['number'], messages: ['array'], system: ['string', 'array'],
+    stop_sequences: ['array'], temperature: ['number'], top_p: ['number'], top_k: ['number'],
+    stream: ['boolean'], metadata: ['object'], tools: ['array'], tool_choice: ['object'] }],
+  ['/v1/messages/count_tokens', { model: MODEL_ID, messages: MSGS }, {
+    model: ['string'], messages: ['array'], system: ['string', 'array'], tools: ['array'],
+    tool_choice: ['object'] }],
+  ['/v1/embeddings', { model: MODEL_ID, input: 'x' }, {
+    model: ['string'], input: ['string', 'array'], encoding_format: ['string'],
+    dimensions: ['number'], user: ['string'] }],
+  ['/api/embed', { model: MODEL_ID, input: 'x' }, {
+    model: ['string'], input: ['string', 'array'], truncate: ['boolean'], dimensions: ['number'],
+    options: ['object'], keep_alive: ['string', 'number'] }],
+  ['/api/embeddings', { model: MODEL_ID, prompt: 'x' }, {
+    model: ['string'], prompt: ['string'], options: ['object'], keep_alive: ['string', 'number'] }],
+  ['/api/chat', { model: MODEL_ID, messages: MSGS, stream: false, options: { num_predict: 1 } }, {
+    model: ['string'], messages: ['array'], stream: ['boolean'], format: ['string', 'object'],
+    options: ['object'], tools: ['array'], keep_alive: ['string', 'number'] }],
+  ['/api/generate', { model: MODEL_ID, prompt: 'x', stream: false, options: { num_predict: 1 } }, {
+    model: ['string'], prompt: ['string'], system: ['string'], raw: ['boolean'],
+    stream: ['boolean'], format: ['string', 'object'], options: ['object'],
+    keep_alive: ['string', 'number'] }],
+  ['/api/show', { model: MODEL_ID }, { model: ['string'], name: ['string'], verbose: ['boolean'] }],
+  ['/tokenize', { content: 'x' }, {
+    content: ['string'], add_special: ['boolean'], parse_special: ['boolean'],
+    with_pieces: ['boolean'] }],
+  ['/detokenize', { tokens: [1] }, { tokens: ['array'] }],
+  ['/slots/0?action=save', { filename: 'a.bin' }, { filename: ['string'] }],
+];
+const OF_TYPE = { number: 7, string: 'x', boolean: true, array: [1], object: { a: 1 } };
+for (const [path, body, fields] of FIELD_TYPES) {
+  for (const [field, taken] of Object.entries(fields)) {
+    for (const [type, value] of Object.entries(OF_TYPE))
+      if (!taken.includes(type)) FAMILY_CASES.push([path, { ...body, [field]: value }, 400]);
+  }
+}
+// Ollama's options, sampling (passed on) and runtime (ignored, but typed).
+for (const [option, value] of [['temperature', 'x'], ['top_k', 'x'], ['seed', 'x'], ['stop', 5],
+                               ['num_predict', 'x'], ['num_ctx', 'x'], ['use_mmap', 1]]) {
+  for (const path of ['/api/chat', '/api/generate']) {
+    const body = FIELD_TYPES.find(([p]) => p === path)[1];
+    FAMILY_CASES.push([path, { ...body, options: { ...body.options, [option]: value } }, 400]);
+  }
+}
+// Oversized inputs: 100,000 items where a few are expected, 1 MB strings where a short
+// one is, and bodies past --max-body (8 MiB: a 413 in the route's own shape).
+const MANY = 100000;
+const MB = 'a'.repeat(1 << 20);
+const manyMessages = Array(MANY).fill({ role: 'user', content: 'a' });
+const PAST_MAX_BODY = { pad: 'b'.repeat(8 << 20) };
+FAMILY_CASES.push(
+  ['/v1/responses', { model: MODEL_ID, input: manyMessages }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: Array(MANY).fill('a') }, 400],
+  ['/v1/responses', { model: MB, input: 'x' }, 404],
+  ['/v1/responses', { model: MODEL_ID, input: [{ role: MB, content: 'x' }] }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', truncation: MB }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', previous_response_id: MB }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x', metadata: { k: MB } }, 400],
+  ['/v1/responses', { model: MODEL_ID, input: 'x',
+    metadata: Object.fromEntries(Array.from({ length: MANY }, (_, i) => [`k${i}`, 'v'])) }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 1, messages: manyMessages }, 400],
+  ['/v1/messages', { model: MB, max_tokens: 1, messages: MSGS }, 404],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 1, messages: MSGS, stop_sequences: Array(MANY).fill('a') }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 1, messages: MSGS, stop_sequences: [MB] }, 400],
+  ['/v1/messages', { model: MODEL_ID, max_tokens: 1,
+    messages: [{ role: 'user', content: Array(MANY).fill({ type: 'text', text: 'a' }) }] }, 400],
+  ['/v1/messages/count_tokens', { model: MODEL_ID, messages: manyMessages }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: Array(MANY).fill('a') }, 400],
+  ['/v1/embeddings', { model: MODEL_ID, input: Array(MANY).fill(1) }, 400],
+  ['/v1/embeddings', { model: MB, input: 'x' }, 404],
+  ['/v1/embeddings', { model: MODEL_ID, input: 'x', encoding_format: MB }, 400],
+  ['/api/embed', { model: MODEL_ID, input: Array(MANY).fill('a') }, 400],
+  ['/api/chat', { model: MODEL_ID, messages: manyMessages, stream: false }, 400],
+  ['/api/chat', { model: MB, messages: MSGS, stream: false }, 404],
+  ['/api/chat', { model: MODEL_ID, messages: [{ role: MB, content: 'x' }], stream: false }, 400],
+  ['/api/chat', { model: MODEL_ID, messages: MSGS, stream: false, options: { stop: Array(MANY).fill('a') } }, 400],
+  ['/api/generate', { model: MODEL_ID, prompt: MB, stream: false }, 400],
+  ['/api/generate', { model: MODEL_ID, prompt: 'x', stream: false, context: Array(MANY).fill(1) }, 400],
+  ['/api/show', { model: MB }, 404],
+  ['/detokenize', { tokens: Array(MANY).fill(1 << 30) }, 400],
+  ['/slots/0?action=save', { filename: MB }, 400],
+  // Unknown and path-like slot ids (GET /slots lists the valid ones).
+  ['/slots/99999?action=erase', {}, 400],
+  ['/slots/99999999999999999999?action=erase', {}, 400],
+  ['/slots/-1?action=erase', {}, 400],
+  ['/slots/..%2F..%2Fetc?action=erase', {}, 404],
+  ['/slots/%FF?action=erase', {}, 400],
+  ['/slots/0?action=..%2F..', {}, 400],
+  ['/slots/0?action=restore', { filename: '../../etc/passwd' }, 400],
+);
+for (const path of ['/v1/responses', '/v1/messages', '/v1/messages/count_tokens', '/v1/embeddings',
+                    '/api/chat', '/api/generate', '/api/show', '/api/embed', '/api/embeddings',
+                    '/tokenize', '/detokenize', '/slots/0?action=save'])
+  FAMILY_CASES.push([path, PAST_MAX_BODY, 413]);
+// GETs by id: unknown, huge and path-like models (the ids of stored responses are
+// checked with the store's test below).
+for (const id of ['nope', 'r'.repeat(2000), '..%2F..%2Fetc%2Fpasswd', '%FF%FE', 'a/b'])
+  FAMILY_CASES.push([`/v1/models/${id}`, null, 404]);
+
 test('the API families refuse hostile bodies with a 4xx in their own error shape', { skip: ONE_THREAD_BOMB }, async () => {
+  const slowest = { seconds: 0 };
   for (const [path, body, status] of FAMILY_CASES) {
-    const what = `${path} ${JSON.stringify(body).slice(0, 80)}`;
-    const r = await post(main.base, path, JSON.stringify(body));
+    const what = `${path.slice(0, 60)} ${JSON.stringify(body)?.slice(0, 80)}`;
+    const r = body === null ? await get(main.base, path) : await post(main.base, path, JSON.stringify(body));
     assert.equal(r.status, status, `${what}: ${r.text.slice(0, 300)}`);
     const message = path.startsWith('/api/') ? r.json?.error : r.json?.error?.message;
     if (path.startsWith('/v1/messages')) assert.equal(r.json?.type, 'error', what);
     assert.equal(typeof message, 'string', `${what}: ${r.text.slice(0, 300)}`);
     assert.ok(r.seconds < 2 * SLOW, `${what} took ${r.seconds.toFixed(2)} s`);
+    if (r.seconds > slowest.seconds) Object.assign(slowest, { seconds: r.seconds, what });
   }
+  console.log(`# ${FAMILY_CASES.length} hostile bodies refused; the slowest in ` +
+              `${(slowest.seconds * 1000).toFixed(0)} ms: ${slowest.what}`);
   // Ollama cuts an input past the context: a 7 MB one is tokenized only as far as it needs.
   const cut = await post(main.base, '/api/embed',
                          JSON.stringify({ model: MODEL_ID, input: 'and the earth '.repeat(500000) }));
   assert.equal(cut.status, 200, cut.text.slice(0, 300));
   assert.ok(cut.seconds < 2 * SLOW, `a cut 7 MB input took ${cut.seconds.toFixed(2)} s`);
+  // /tokenize takes any length, as llama-server's; each token's piece is written as it
+  // goes (one JSON object per token held 0.7 GB for this 1 MB body).
+  const pieces = await post(main.base, '/tokenize', JSON.stringify({ content: MB, with_pieces: true }));
+  assert.equal(pieces.status, 200, pieces.text.slice(0, 300));
+  assert.ok(pieces.json.tokens.length > 0 && pieces.json.tokens.length <= MB.length);
+  assert.ok(pieces.seconds < 2 * SLOW, `/tokenize of 1 MB with pieces took ${pieces.seconds.toFixed(2)} s`);
+  assert.ok(peakRss(main.proc.pid) < RSS_LIMIT);
   assert.ok((await healthy(main.base)).ok);
 });
 
 // The response store is bounded by count and bytes (serve --responses-max,
-// --responses-max-bytes): the oldest responses go, the newest stay, and ids
-// from a client (unknown, huge, path-like) are 404s. The store's own unit test
-// (tests/app/server/response_store_test.cpp) puts 10,000 responses through it.
-test('stored responses stay bounded: the oldest are evicted, unknown ids are 404s', async () => {
-  const s = await startServer(['--responses-max', '40', '--responses-max-bytes', '200000']);
+// --responses-max-bytes): 10,000 responses stored through HTTP (issue 41), the
+// oldest evicted, the newest kept, the store's gauges at the bound, the server's
+// memory flat once the store is full, and ids from a client (unknown, huge,
+// path-like) 404s in OpenAI's shape. Under AddressSanitizer each response
+// costs the server several times the CPU, and 10,000 would take well over a
+// minute: 2,000 go through there (still 20 times the bound), and the RSS
+// (the sanitizer's quarantine) is not checked.
+const STORED = SANITIZED ? 2000 : 10000;
+const STORE_MAX = 100;
+const STORE_MAX_BYTES = 400000;
+// Requests at once: enough to batch in the engine, few enough that the newest
+// STORE_MAX - STORE_CONCURRENCY ids sent are certainly among the last stored.
+const STORE_CONCURRENCY = 16;
+// The RSS once the store is full (after STORE_WARMUP responses) may grow by at most this.
+// Measured: well under 1 MiB from the 500th response to the 10,000th. A leak of 512 bytes
+// a request (half a stored response) would add 4.6 MiB over the 9,500 after.
+const STORE_WARMUP = 500;
+const STORE_RSS_MARGIN = 4 * 2 ** 20;
+
+// Resident memory of a process now (VmRSS), in bytes.
+function rssNow(pid) {
+  return Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) * 1024;
+}
+
+// A POST on a kept-alive connection of node:http: a quarter of fetch's CPU per
+// request, which matters for 10,000 of them on a machine the server shares.
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: STORE_CONCURRENCY });
+function postKeptAlive(port, path, body) {
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: keepAlive,
+      headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } },
+    (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (d) => { text += d; });
+      res.on('end', () => resolve({ status: res.statusCode, text, retryAfter: res.headers['retry-after'] }));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+test(`${STORED} stored responses: the store and the RSS stay bounded, the oldest ids are 404s`,
+     { timeout: 120000 * SLOW }, async () => {
+  // A template of the content alone: a prompt of two tokens, not the model's fifteen,
+  // makes each response cost the server under half the CPU.
+  const plain = join(dir, 'plain.jinja');
+  writeFileSync(plain, '{% for m in messages %}{{ m.content }}{% endfor %}');
+  const s = await startServer(['--responses-max', String(STORE_MAX),
+                               '--responses-max-bytes', String(STORE_MAX_BYTES), '--chat-template', plain]);
   try {
-    const input = 'and the earth was without form and void '.repeat(10);
-    const ids = [];
+    const body = JSON.stringify({ model: MODEL_ID, input: 'In', max_output_tokens: 1 });
+    const ids = new Array(STORED);
+    let next = 0;
+    let done = 0;
+    let retried = 0;
+    let warmRss = 0;
+    let maxRss = 0;
     const t0 = performance.now();
-    for (let round = 0; round < 10; ++round) {
-      const batch = await Promise.all(Array.from({ length: 25 }, () => post(s.base, '/v1/responses',
-        JSON.stringify({ model: MODEL_ID, input, max_output_tokens: 1 }))));
-      for (const r of batch) { assert.equal(r.status, 200, r.text); ids.push(r.json.id); }
+    const worker = async () => {
+      while (next < STORED) {
+        const i = next++;
+        let r = await postKeptAlive(s.port, '/v1/responses', body);
+        for (; r.status === 429; ++retried) {
+          await new Promise((resolve) => setTimeout(resolve, 1000 * Number(r.retryAfter ?? 1)));
+          r = await postKeptAlive(s.port, '/v1/responses', body);
+        }
+        assert.equal(r.status, 200, r.text);
+        ids[i] = JSON.parse(r.text).id;
+        if (++done === STORE_WARMUP) warmRss = rssNow(s.proc.pid);
+        else if (done > STORE_WARMUP && done % 100 === 0) maxRss = Math.max(maxRss, rssNow(s.proc.pid));
+      }
+    };
+    await Promise.all(Array.from({ length: STORE_CONCURRENCY }, worker));
+    const seconds = (performance.now() - t0) / 1000;
+    const m = await metricValues(s.base);
+    console.log(`# ${STORED} responses stored in ${seconds.toFixed(2)} s (${retried} retried after a 429); ` +
+                `${m.kvforge_responses_stored} kept in ${m.kvforge_responses_stored_bytes} bytes; RSS ` +
+                `${(warmRss / 2 ** 20).toFixed(1)} MiB after ${STORE_WARMUP}, at most ` +
+                `${(maxRss / 2 ** 20).toFixed(1)} MiB after`);
+    assert.equal(m.kvforge_responses_stored, STORE_MAX);
+    assert.ok(m.kvforge_responses_stored_bytes > 0 && m.kvforge_responses_stored_bytes <= STORE_MAX_BYTES,
+              `${m.kvforge_responses_stored_bytes} bytes stored`);
+    if (!SANITIZED) {
+      assert.ok(maxRss <= warmRss + STORE_RSS_MARGIN,
+                `the RSS grew from ${warmRss} to ${maxRss} bytes once the store was full`);
     }
-    const get = async (id) => (await fetch(`${s.base}/v1/responses/${id}`, { headers: AUTH })).status;
-    assert.equal(await get(ids[0]), 404);
-    assert.equal(await get(ids.at(-1)), 200);
-    let kept = 0;
-    for (const id of ids) if (await get(id) === 200) ++kept;
-    assert.ok(kept > 0 && kept <= 40, `${kept} of ${ids.length} kept`);
-    for (const id of ['resp_unknown', 'r'.repeat(2000), '..%2F..%2Fetc%2Fpasswd'])
-      assert.equal(await get(id), 404, id.slice(0, 40));
+    const byId = async (id, method = 'GET') => {
+      const res = await fetch(`${s.base}/v1/responses/${id}`, { method, headers: AUTH });
+      return { status: res.status, json: await res.json() };
+    };
+    // The oldest nine tenths, one id in 50: evicted, in OpenAI's not-found shape.
+    for (let i = 0; i < STORED * 0.9; i += 50) {
+      const r = await byId(ids[i]);
+      assert.equal(r.status, 404, `id ${i}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.error.type, 'invalid_request_error');
+      assert.equal(r.json.error.message, `Response with id '${ids[i]}' not found.`);
+    }
+    // At most STORE_CONCURRENCY - 1 requests sent earlier were stored after any of these.
+    for (const id of ids.slice(STORED - (STORE_MAX - STORE_CONCURRENCY))) {
+      const r = await byId(id);
+      assert.equal(r.status, 200, `${id}: ${JSON.stringify(r.json)}`);
+      assert.equal(r.json.id, id);
+    }
+    for (const id of ['resp_unknown', 'r'.repeat(2000), '..%2F..%2Fetc%2Fpasswd', '%FF%FE', ids[0]]) {
+      for (const method of ['GET', 'DELETE']) {
+        const r = await byId(id, method);
+        assert.equal(r.status, 404, `${method} ${id.slice(0, 40)}: ${JSON.stringify(r.json)}`);
+        assert.equal(typeof r.json.error.message, 'string');
+      }
+    }
     const gone = await post(s.base, '/v1/responses',
                             JSON.stringify({ model: MODEL_ID, input: 'x', previous_response_id: ids[0] }));
-    assert.equal(gone.status, 400);
+    assert.equal(gone.status, 400, gone.text);
     assert.equal(gone.json.error.code, 'previous_response_not_found');
-    console.log(`# ${ids.length} responses stored in ${((performance.now() - t0) / 1000).toFixed(2)} s; ` +
-                `${kept} kept; server peak RSS ${(peakRss(s.proc.pid) / 2 ** 20).toFixed(0)} MiB`);
-    assert.ok(peakRss(s.proc.pid) < RSS_LIMIT);
+    assert.equal(gone.json.error.param, 'previous_response_id');
+    const newest = ids.at(-1);
+    assert.equal((await byId(newest, 'DELETE')).status, 200);
+    assert.equal((await byId(newest)).status, 404);
+    assert.equal((await metricValues(s.base)).kvforge_responses_stored, STORE_MAX - 1);
   } finally {
+    keepAlive.destroy();
     s.proc.kill('SIGTERM');
     await s.exited;
   }

@@ -27,7 +27,7 @@ const ApiError kLost(503, "the server cannot serve: rank 1 did not answer within
                      "server_error");
 constexpr const char* kModel = "kvforge-kjv-4m";
 
-RequestLimits limits() {
+RequestLimits stream_test_limits() {
   RequestLimits l;
   l.model_ids = {kModel};
   return l;
@@ -49,7 +49,7 @@ std::string chat_stream() {
 // time, so only the failure is kept (and nothing may follow it).
 std::string ollama_stream() {
   const OllamaRequest r = ollama_chat_request(
-      R"({"model": "kvforge-kjv-4m", "messages": [{"role": "user", "content": "Hi"}]})", limits());
+      R"({"model": "kvforge-kjv-4m", "messages": [{"role": "user", "content": "Hi"}]})", stream_test_limits());
   OllamaStreamTranslator translator(r, std::chrono::steady_clock::now());
   std::string out;
   write_stream_error(kLost, [&](const std::string& s) {
@@ -61,7 +61,7 @@ std::string ollama_stream() {
 
 std::string responses_stream() {
   const ResponsesRequest r = parse_responses_request(
-      R"({"model": "kvforge-kjv-4m", "input": "In the beginning", "stream": true})", limits());
+      R"({"model": "kvforge-kjv-4m", "input": "In the beginning", "stream": true})", stream_test_limits());
   std::string out;
   ResponsesEventWriter events(r, ResponseIds{"resp_golden", "msg_golden", 1700000000}, kModel, 5,
                               [&](const std::string& s) {
@@ -77,7 +77,7 @@ std::string anthropic_stream() {
   const MessagesRequest r = parse_messages_request(
       R"({"model": "kvforge-kjv-4m", "max_tokens": 8, "stream": true,
           "messages": [{"role": "user", "content": "In the beginning"}]})",
-      limits(), /*count_only=*/false);
+      stream_test_limits(), /*count_only=*/false);
   std::string out;
   MessagesEventWriter events(r, "msg_golden", 5, std::nullopt, [&](const std::string& s) {
     out += s;
