@@ -115,7 +115,6 @@ ReadDeadlines read_deadlines(const HttpServerOptions& o) {
   return d;
 }
 
-
 }  // namespace
 
 struct HttpServer::Impl {
