@@ -56,7 +56,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [&](std::string_view b) { (void)parse_messages_request(b, limits, true); },
       [&](std::string_view b) { (void)ollama_chat_request(b, limits); },
       [&](std::string_view b) { (void)ollama_generate_request(b, limits); },
-      [&](std::string_view b) { (void)ollama_show(b, limits, "/m.gguf", "{{ messages }}"); },
+      [&](std::string_view b) {
+        (void)ollama_show(b, limits, OllamaModel{"/m.gguf", "llama", 0, ""}, "{{ messages }}");
+      },
       parse_slot_request,
       [&](std::string_view b) { (void)tokenize_json(kvforge::fuzz::spm_with_bytes(), limits, b); },
       [&](std::string_view b) {

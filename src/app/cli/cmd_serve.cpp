@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -33,6 +34,7 @@
 #include "app/server/http_server.h"
 #include "app/server/server_metrics.h"
 #include "app/text_engine.h"
+#include "app/tools/quantize_recipe.h"
 #include "model/model.h"
 
 namespace kvforge::cli {
@@ -220,7 +222,10 @@ void serve(const ServeFlags& f) {
   server::HttpServerOptions http_options = f.http;
   http_options.log_format = server::parse_log_format(f.log_format);
   http_options.access_log = !f.no_access_log;
-  http_options.props = {path.string(), static_cast<int>(max_running)};
+  http_options.props = {path.string(), static_cast<int>(max_running),
+                        model->file().get_string_or("general.architecture", ""), model->n_params(),
+                        std::string(file_type_name(model->file().get_u32_or(
+                            "general.file_type", std::numeric_limits<uint32_t>::max())))};
   const ServedResponses responses(f.responses, f.engine.disk.dir, *model);
   http_options.responses = responses.store;
   server::HttpServer http(http_options, service, metrics);

@@ -1,7 +1,9 @@
 #include "app/server/ollama_api.h"
 
+#include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <set>
 
 #include "app/server/model_names.h"
@@ -111,13 +113,13 @@ std::string rfc3339_now() {
   return buf;
 }
 
-// Ollama's model details; kvforge reports the format only (the rest stays empty).
-json details() {
+json details(const OllamaModel& m) {
   return {{"format", "gguf"},
-          {"family", ""},
+          {"family", m.family},
+          {"families", json::array({m.family})},
           {"parent_model", ""},
-          {"parameter_size", ""},
-          {"quantization_level", ""}};
+          {"parameter_size", ollama_parameter_size(m.parameter_count)},
+          {"quantization_level", m.quantization}};
 }
 
 // One answer line: the text as "response" (/api/generate) or as the message.
@@ -256,9 +258,23 @@ json ollama_error(const std::string& message) { return {{"error", message}}; }
 
 json ollama_version() { return {{"version", kOllamaApiVersion}}; }
 
-json ollama_tags(const RequestLimits& limits, const std::string& model_path) {
+std::string ollama_parameter_size(uint64_t n) {
+  if (n == 0) return "";
+  const char* units[] = {"", "K", "M", "B", "T"};
+  double v = double(n);
+  size_t u = 0;
+  while (v >= 999.95 && u + 1 < std::size(units)) {
+    v /= 1000;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f%s" : "%.1f%s", v, units[u]);
+  return buf;
+}
+
+json ollama_tags(const RequestLimits& limits, const OllamaModel& model) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(model_path, ec);
+  const auto size = std::filesystem::file_size(model.path, ec);
   json models = json::array();
   const json listed = list_models(limits, 0);
   for (const json& m : listed["data"]) {
@@ -268,13 +284,13 @@ json ollama_tags(const RequestLimits& limits, const std::string& model_path) {
                       {"modified_at", rfc3339_now()},
                       {"size", ec ? 0 : size},
                       {"digest", ""},
-                      {"details", details()}});
+                      {"details", details(model)}});
   }
   return {{"models", models}};
 }
 
-json ollama_ps(const RequestLimits& limits, const std::string& model_path) {
-  json running = ollama_tags(limits, model_path);
+json ollama_ps(const RequestLimits& limits, const OllamaModel& model) {
+  json running = ollama_tags(limits, model);
   for (json& m : running["models"]) {
     m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded until the server stops
     m["size_vram"] = 0;                        // kvforge runs on the CPU
@@ -282,7 +298,7 @@ json ollama_ps(const RequestLimits& limits, const std::string& model_path) {
   return running;
 }
 
-json ollama_show(std::string_view text, const RequestLimits& limits, const std::string& model_path,
+json ollama_show(std::string_view text, const RequestLimits& limits, const OllamaModel& model,
                  const std::string& chat_template) {
   const ordered_json body = parse(text, limits);
   std::string name =
@@ -291,12 +307,18 @@ json ollama_show(std::string_view text, const RequestLimits& limits, const std::
   (void)typed_field(body, "verbose", false);  // Ollama's extra tensor detail: nothing to add here
   if (name.empty()) throw bad_param("model", "'model' is required");
   if (!serves_model(limits, name)) throw model_not_found(limits, name);
-  return {{"modelfile", "FROM " + model_path + "\n"},
+  // Every template takes tools: kvforge's tool path falls back to a generic
+  // system-prompt form where the template has none (tool_call_syntax.h).
+  return {{"modelfile", "FROM " + model.path + "\n"},
           {"parameters", ""},
           {"template", chat_template},
-          {"details", details()},
-          {"model_info", {{"general.context_length", limits.max_tokens_limit}}},
-          {"capabilities", json::array({"completion"})}};
+          {"details", details(model)},
+          {"model_info",
+           {{"general.architecture", model.family},
+            {"general.parameter_count", model.parameter_count},
+            {"general.context_length", limits.max_tokens_limit},
+            {model.family + ".context_length", limits.max_tokens_limit}}},
+          {"capabilities", json::array({"completion", "tools"})}};
 }
 
 }  // namespace kvforge::server

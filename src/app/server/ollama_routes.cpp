@@ -88,13 +88,13 @@ void install_ollama_routes(httplib::Server& http, OllamaRouteContext context) {
   http.Get("/api/version",
            [](const httplib::Request&, httplib::Response& res) { send(res, ollama_version()); });
   http.Get("/api/tags", guarded(ctx, [ctx](const httplib::Request&, httplib::Response& res) {
-             send(res, ollama_tags(ctx->service.limits(), ctx->model_path));
+             send(res, ollama_tags(ctx->service.limits(), ctx->model));
            }));
   http.Get("/api/ps", guarded(ctx, [ctx](const httplib::Request&, httplib::Response& res) {
-             send(res, ollama_ps(ctx->service.limits(), ctx->model_path));
+             send(res, ollama_ps(ctx->service.limits(), ctx->model));
            }));
   http.Post("/api/show", guarded(ctx, [ctx](const httplib::Request& req, httplib::Response& res) {
-              send(res, ollama_show(req.body, ctx->service.limits(), ctx->model_path,
+              send(res, ollama_show(req.body, ctx->service.limits(), ctx->model,
                                     ctx->service.chat_template().source()));
             }));
   http.Post("/api/chat", guarded(ctx, [ctx](const httplib::Request& req, httplib::Response& res) {

@@ -9,12 +9,13 @@
 #include <string>
 
 #include "app/server/completion_service.h"
+#include "app/server/ollama_api.h"
 
 namespace kvforge::server {
 
 struct OllamaRouteContext {
   CompletionService& service;
-  std::string model_path;
+  OllamaModel model;  // what /api/tags, /api/ps and /api/show say of the file
   // The API key check (true = allowed).
   std::function<bool(const httplib::Request&)> authorized;
   // A fresh "has the client left?" check for the request on this thread.

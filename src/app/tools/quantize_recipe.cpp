@@ -59,6 +59,21 @@ std::optional<LlamaFtype> single_type_ftype(GgmlType t) {
 
 std::span<const QuantMixture> quant_mixtures() { return kMixtures; }
 
+std::string_view file_type_name(uint32_t ftype) {
+  switch (LlamaFtype(ftype)) {
+    case LlamaFtype::ALL_F32:
+      return "F32";
+    case LlamaFtype::MOSTLY_F16:
+      return "F16";
+    case LlamaFtype::MOSTLY_BF16:
+      return "BF16";
+    default:
+      for (const QuantMixture& m : kMixtures)
+        if (uint32_t(m.ftype) == ftype) return m.name;
+      return {};
+  }
+}
+
 std::string quantizable_type_list() {
   std::string out;
   for (uint32_t id = 0; id < 64; ++id) {

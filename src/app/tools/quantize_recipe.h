@@ -48,6 +48,10 @@ struct QuantMixture {
 // The mixtures, in llama-quantize's order of its help text.
 std::span<const QuantMixture> quant_mixtures();
 
+// general.file_type's name as llama.cpp prints it ("Q4_K_M", "F16", "BF16");
+// empty for an id kvforge does not name.
+std::string_view file_type_name(uint32_t ftype);
+
 struct QuantRecipe {
   std::string name;   // the mixture's name, or the single type's lower-case name
   LlamaFtype ftype;   // written as general.file_type

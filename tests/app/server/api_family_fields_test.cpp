@@ -63,7 +63,7 @@ void parse_ollama(const std::string& route, const std::string& body) {
   if (route == "/api/generate") ollama_generate_request(body, l);
   if (route == "/api/embed") parse_ollama_embed(body, l, 8);
   if (route == "/api/embeddings") parse_ollama_embeddings(body, l);
-  if (route == "/api/show") ollama_show(body, l, "/m.gguf", "");
+  if (route == "/api/show") ollama_show(body, l, OllamaModel{"/m.gguf", "llama", 0, ""}, "");
 }
 
 TEST(OllamaFields, EveryRouteChecksItsFieldsTypes) {
@@ -122,6 +122,15 @@ TEST(ResponsesFields, UserIsAStringAndMetadataIsBounded) {
   EXPECT_EQ(refused_param(
                 parse(R"(,"metadata":{")" + wide_key + R"(":")" + std::string(512, 'v') + R"("})")),
             "");
+}
+
+TEST(OllamaParameterSizeTest, ShortensAsOllamaListsModels) {
+  EXPECT_EQ(ollama_parameter_size(0), "");
+  EXPECT_EQ(ollama_parameter_size(950), "950");
+  EXPECT_EQ(ollama_parameter_size(4196608), "4.2M");
+  EXPECT_EQ(ollama_parameter_size(7615616512), "7.6B");
+  EXPECT_EQ(ollama_parameter_size(999960000), "1.0B");
+  EXPECT_EQ(ollama_parameter_size(20914757184), "20.9B");
 }
 
 }  // namespace

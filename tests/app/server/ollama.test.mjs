@@ -32,10 +32,18 @@ test('version, list and show', async () => {
   const list = await ollama.list();
   assert.deepEqual(list.models.map((m) => m.name), [`${MODEL}:latest`]);
   assert.ok(list.models[0].size > 0);
+  // The default model: llama, 4,196,608 parameters (kvforge info), general.file_type 1 (F16).
+  const details = { format: 'gguf', family: 'llama', families: ['llama'], parent_model: '',
+                    parameter_size: '4.2M', quantization_level: 'F16' };
+  assert.deepEqual(list.models[0].details, details);
   const show = await ollama.show({ model: `${MODEL}:latest` });
-  assert.equal(show.details.format, 'gguf');
+  assert.deepEqual(show.details, details);
   assert.equal(typeof show.template, 'string');
   assert.equal(show.model_info['general.context_length'], 256);
+  assert.equal(show.model_info['llama.context_length'], 256);
+  assert.equal(show.model_info['general.architecture'], 'llama');
+  assert.ok(show.model_info['general.parameter_count'] > 4.1e6, show.model_info);
+  assert.deepEqual(show.capabilities, ['completion', 'tools']);
   const ps = await ollama.ps();
   assert.deepEqual(ps.models.map((m) => m.name), [`${MODEL}:latest`]);
   assert.ok(Date.parse(ps.models[0].expires_at) > Date.now());

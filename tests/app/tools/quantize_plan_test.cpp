@@ -166,5 +166,18 @@ TEST(QuantizeFacts, PerLayerHeadCountsReadTheFirstLayer) {
   EXPECT_EQ(facts.n_head_kv, 2);
 }
 
+// general.file_type ids as llama.cpp names them: every mixture by its own
+// name, the whole-file float types, nothing for an id kvforge does not plan.
+TEST(FileTypeNameTest, NamesMixturesAndFloatFiles) {
+  EXPECT_EQ(file_type_name(0), "F32");
+  EXPECT_EQ(file_type_name(1), "F16");
+  EXPECT_EQ(file_type_name(32), "BF16");
+  EXPECT_EQ(file_type_name(15), "Q4_K_M");
+  for (const QuantMixture& m : quant_mixtures())
+    EXPECT_EQ(file_type_name(uint32_t(m.ftype)), m.name);
+  EXPECT_EQ(file_type_name(4), "");  // Q4_1_SOME_F16, long gone from llama.cpp
+  EXPECT_EQ(file_type_name(0xFFFFFFFF), "");
+}
+
 }  // namespace
 }  // namespace kvforge
