@@ -66,8 +66,11 @@ Pooling model_pooling(const Model& model, Pooling fallback) {
     case 3:
       return Pooling(type);
     default:
-      throw std::invalid_argument(arch + ".pooling_type " + std::to_string(type) +
-                                  " (4 = rank: a reranker) is not supported for embeddings");
+      throw std::invalid_argument(
+          arch + ".pooling_type " + std::to_string(type) +
+          (type == 4 ? " (rank: a reranker's scores)" : " (not one of llama.cpp's poolings)") +
+          " is not supported for embeddings; pass --pooling mean, cls or last to embed with "
+          "another");
   }
 }
 
