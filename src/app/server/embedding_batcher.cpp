@@ -95,29 +95,16 @@ void EmbeddingBatcher::start_batch() {
 }
 
 void EmbeddingBatcher::advance() {
+  bool running;  // a batch is left for the next call
   {
     std::lock_guard run_lock(run_mu_);
-    if (!active_) start_batch();
-    if (active_) {
-      try {
-        active_->run->step();
-        if (active_->run->finished()) {
-          std::vector<std::vector<float>> vectors = active_->run->results();
-          for (size_t i = 0; i < vectors.size(); ++i)
-            active_->inputs[i].result.set_value(std::move(vectors[i]));
-          active_.reset();
-        }
-      } catch (...) {
-        embed_each_alone(active_->inputs);
-        active_.reset();
-      }
-    }
+    step_active();
+    running = active_ != nullptr;
   }
   bool more;
   {
-    std::lock_guard lock(mu_);
-    std::lock_guard run_lock(run_mu_);
-    more = active_ || !queue_.empty();
+    std::lock_guard lock(mu_);  // alone: run_mu_ comes first when both are held (take_batch)
+    more = running || !queue_.empty();
     scheduled_ = more;
   }
   if (!more) return;
@@ -126,6 +113,22 @@ void EmbeddingBatcher::advance() {
   } catch (...) {  // the loop is stopping
     fail_all();
   }
+}
+
+// run_mu_ held: one forward call of the batch, started from the queue if none is.
+void EmbeddingBatcher::step_active() {
+  if (!active_) start_batch();
+  if (!active_) return;
+  try {
+    active_->run->step();
+    if (!active_->run->finished()) return;
+    std::vector<std::vector<float>> vectors = active_->run->results();
+    for (size_t i = 0; i < vectors.size(); ++i)
+      active_->inputs[i].result.set_value(std::move(vectors[i]));
+  } catch (...) {
+    embed_each_alone(active_->inputs);
+  }
+  active_.reset();
 }
 
 // One input failed the batch: each alone, so that only its own request fails.

@@ -45,6 +45,7 @@ class EmbeddingBatcher {
   std::vector<Pending> take_batch();  // up to the bounds, in queue order
   void schedule();                    // queues the next job on the engine loop
   void advance();                     // the job: one forward call (the loop's thread)
+  void step_active();                 // run_mu_ held
   void start_batch();                 // run_mu_ held
   void embed_each_alone(std::vector<Pending>& inputs);  // after a batch failed
   void fail_all();                                      // the job was dropped: the loop is stopping
@@ -54,7 +55,7 @@ class EmbeddingBatcher {
   std::mutex mu_;  // guards queue_ and scheduled_
   std::deque<Pending> queue_;
   bool scheduled_ = false;  // a job is queued on the loop
-  std::mutex run_mu_;       // guards active_
+  std::mutex run_mu_;       // guards active_; taken before mu_ when both are held
   std::unique_ptr<Active> active_;
 };
 
