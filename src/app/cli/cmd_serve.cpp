@@ -183,6 +183,17 @@ server::RequestLimits request_limits(const ServeFlags& f, std::vector<std::strin
   return limits;
 }
 
+// What GET /props and Ollama's model routes say of the file.
+server::ServerProps served_props(const std::filesystem::path& path, const Model& model,
+                                 size_t max_running) {
+  const gguf::GgufFile& file = model.file();
+  const uint32_t file_type =
+      file.get_u32_or("general.file_type", std::numeric_limits<uint32_t>::max());
+  return {path.string(), static_cast<int>(max_running),
+          file.get_string_or("general.architecture", ""), model.n_params(),
+          std::string(file_type_name(file_type))};
+}
+
 void serve(const ServeFlags& f) {
   const sigset_t stop_signals = prepare_process_for_serving();
   auto [path, model, tokenizer] = load_model(f);
@@ -222,10 +233,7 @@ void serve(const ServeFlags& f) {
   server::HttpServerOptions http_options = f.http;
   http_options.log_format = server::parse_log_format(f.log_format);
   http_options.access_log = !f.no_access_log;
-  http_options.props = {path.string(), static_cast<int>(max_running),
-                        model->file().get_string_or("general.architecture", ""), model->n_params(),
-                        std::string(file_type_name(model->file().get_u32_or(
-                            "general.file_type", std::numeric_limits<uint32_t>::max())))};
+  http_options.props = served_props(path, *model, max_running);
   const ServedResponses responses(f.responses, f.engine.disk.dir, *model);
   http_options.responses = responses.store;
   server::HttpServer http(http_options, service, metrics);
