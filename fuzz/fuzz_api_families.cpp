@@ -57,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       [&](std::string_view b) { (void)ollama_chat_request(b, limits); },
       [&](std::string_view b) { (void)ollama_generate_request(b, limits); },
       [&](std::string_view b) {
-        (void)ollama_show(b, limits, OllamaModel{"/m.gguf", "llama", 0, ""}, "{{ messages }}");
+        (void)ollama_show(b, limits, ServerProps{"/m.gguf", 1, "llama", 0, ""}, "{{ messages }}");
       },
       parse_slot_request,
       [&](std::string_view b) { (void)tokenize_json(kvforge::fuzz::spm_with_bytes(), limits, b); },

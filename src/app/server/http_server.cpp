@@ -295,9 +295,7 @@ struct HttpServer::Impl {
                         [this] { return client_gone(); }});
     install_responses_routes(http, api, options.responses);
     install_anthropic_routes(http, api);
-    const ServerProps& p = options.props;
-    install_ollama_routes(http, {service,
-                                 {p.model_path, p.architecture, p.parameter_count, p.file_type},
+    install_ollama_routes(http, {service, options.props,
                                  [this](const httplib::Request& req) { return authorized(req); },
                                  [this] { return client_gone(); }});
     // The chat page: public, as any page; its API calls carry the key.

@@ -16,17 +16,9 @@
 #include <string_view>
 
 #include "app/server/completion_service.h"
+#include "app/server/server_props.h"
 
 namespace kvforge::server {
-
-// What /props reports beyond the service's own limits.
-struct ServerProps {
-  std::string model_path;
-  int total_slots = 1;       // requests generated at once (--max-seqs, or the static slots)
-  std::string architecture;  // general.architecture
-  uint64_t parameter_count = 0;
-  std::string file_type;  // general.file_type's name ("Q8_0"); empty when unknown
-};
 
 // The routes' bodies in, their answers out (tokenize's as JSON text);
 // ApiError 400 for a field of the wrong type or an id outside the vocabulary.

@@ -113,13 +113,13 @@ std::string rfc3339_now() {
   return buf;
 }
 
-json details(const OllamaModel& m) {
+json details(const ServerProps& m) {
   return {{"format", "gguf"},
-          {"family", m.family},
-          {"families", json::array({m.family})},
+          {"family", m.architecture},
+          {"families", json::array({m.architecture})},
           {"parent_model", ""},
           {"parameter_size", ollama_parameter_size(m.parameter_count)},
-          {"quantization_level", m.quantization}};
+          {"quantization_level", m.file_type}};
 }
 
 // One answer line: the text as "response" (/api/generate) or as the message.
@@ -272,9 +272,9 @@ std::string ollama_parameter_size(uint64_t n) {
   return buf;
 }
 
-json ollama_tags(const RequestLimits& limits, const OllamaModel& model) {
+json ollama_tags(const RequestLimits& limits, const ServerProps& model) {
   std::error_code ec;
-  const auto size = std::filesystem::file_size(model.path, ec);
+  const auto size = std::filesystem::file_size(model.model_path, ec);
   json models = json::array();
   const json listed = list_models(limits, 0);
   for (const json& m : listed["data"]) {
@@ -289,7 +289,7 @@ json ollama_tags(const RequestLimits& limits, const OllamaModel& model) {
   return {{"models", models}};
 }
 
-json ollama_ps(const RequestLimits& limits, const OllamaModel& model) {
+json ollama_ps(const RequestLimits& limits, const ServerProps& model) {
   json running = ollama_tags(limits, model);
   for (json& m : running["models"]) {
     m["expires_at"] = "9999-12-31T23:59:59Z";  // loaded until the server stops
@@ -298,7 +298,7 @@ json ollama_ps(const RequestLimits& limits, const OllamaModel& model) {
   return running;
 }
 
-json ollama_show(std::string_view text, const RequestLimits& limits, const OllamaModel& model,
+json ollama_show(std::string_view text, const RequestLimits& limits, const ServerProps& model,
                  const std::string& chat_template) {
   const ordered_json body = parse(text, limits);
   std::string name =
@@ -309,15 +309,15 @@ json ollama_show(std::string_view text, const RequestLimits& limits, const Ollam
   if (!serves_model(limits, name)) throw model_not_found(limits, name);
   // Every template takes tools: kvforge's tool path falls back to a generic
   // system-prompt form where the template has none (tool_call_syntax.h).
-  return {{"modelfile", "FROM " + model.path + "\n"},
+  return {{"modelfile", "FROM " + model.model_path + "\n"},
           {"parameters", ""},
           {"template", chat_template},
           {"details", details(model)},
           {"model_info",
-           {{"general.architecture", model.family},
+           {{"general.architecture", model.architecture},
             {"general.parameter_count", model.parameter_count},
             {"general.context_length", limits.max_tokens_limit},
-            {model.family + ".context_length", limits.max_tokens_limit}}},
+            {model.architecture + ".context_length", limits.max_tokens_limit}}},
           {"capabilities", json::array({"completion", "tools"})}};
 }
 

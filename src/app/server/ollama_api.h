@@ -13,6 +13,7 @@
 
 #include "app/server/openai_request.h"
 #include "app/server/openai_response.h"
+#include "app/server/server_props.h"
 
 namespace kvforge::server {
 
@@ -70,22 +71,14 @@ nlohmann::json ollama_error(const std::string& message);
 // A model name as Ollama clients write it: "name:latest" is "name".
 std::string ollama_served_name(const std::string& name);
 nlohmann::json ollama_version();
-// What /api/tags, /api/ps and /api/show say of the served file.
-struct OllamaModel {
-  std::string path;
-  std::string family;  // general.architecture
-  uint64_t parameter_count = 0;
-  std::string quantization;  // general.file_type's name; empty when unknown
-};
-
 // Ollama's parameter_size: "4.2M", "7.6B".
 std::string ollama_parameter_size(uint64_t n);
 
-nlohmann::json ollama_tags(const RequestLimits& limits, const OllamaModel& model);
+nlohmann::json ollama_tags(const RequestLimits& limits, const ServerProps& model);
 // /api/ps: the model stays loaded while the server runs, on the CPU.
-nlohmann::json ollama_ps(const RequestLimits& limits, const OllamaModel& model);
+nlohmann::json ollama_ps(const RequestLimits& limits, const ServerProps& model);
 // Throws ApiError 404 for a model the server does not serve.
 nlohmann::json ollama_show(std::string_view body, const RequestLimits& limits,
-                           const OllamaModel& model, const std::string& chat_template);
+                           const ServerProps& model, const std::string& chat_template);
 
 }  // namespace kvforge::server

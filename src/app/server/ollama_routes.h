@@ -15,7 +15,7 @@ namespace kvforge::server {
 
 struct OllamaRouteContext {
   CompletionService& service;
-  OllamaModel model;  // what /api/tags, /api/ps and /api/show say of the file
+  ServerProps model;  // what /api/tags, /api/ps and /api/show say of the file
   // The API key check (true = allowed).
   std::function<bool(const httplib::Request&)> authorized;
   // A fresh "has the client left?" check for the request on this thread.

@@ -63,7 +63,7 @@ void parse_ollama(const std::string& route, const std::string& body) {
   if (route == "/api/generate") ollama_generate_request(body, l);
   if (route == "/api/embed") parse_ollama_embed(body, l, 8);
   if (route == "/api/embeddings") parse_ollama_embeddings(body, l);
-  if (route == "/api/show") ollama_show(body, l, OllamaModel{"/m.gguf", "llama", 0, ""}, "");
+  if (route == "/api/show") ollama_show(body, l, ServerProps{"/m.gguf", 1, "llama", 0, ""}, "");
 }
 
 TEST(OllamaFields, EveryRouteChecksItsFieldsTypes) {
