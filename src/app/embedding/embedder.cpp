@@ -22,7 +22,14 @@ std::optional<Pooling> pooling_from_name(std::string_view name) {
   return value_named(name, kPoolingNames);
 }
 
+void check_embedding_norm(int norm) {
+  if (norm < kEmbdNormNone)
+    throw std::invalid_argument("embedding normalization " + std::to_string(norm) +
+                                " is not one of -1 (none), 0 (max-abs), 1, 2 or p > 2");
+}
+
 void normalize_embedding(std::vector<float>& v, int norm) {
+  check_embedding_norm(norm);
   double size = 0;
   if (norm == kEmbdNormNone) {
     return;
@@ -34,12 +41,9 @@ void normalize_embedding(std::vector<float>& v, int norm) {
   } else if (norm == kEmbdNormEuclidean) {
     for (float x : v) size += double(x) * x;
     size = std::sqrt(size);
-  } else if (norm > 2) {
+  } else {  // p > 2
     for (float x : v) size += std::pow(double(std::fabs(x)), norm);
     size = std::pow(size, 1.0 / norm);
-  } else {
-    throw std::invalid_argument("embedding normalization " + std::to_string(norm) +
-                                " is not one of -1 (none), 0 (max-abs), 1, 2 or p > 2");
   }
   // As llama.cpp's: a zero vector stays zero.
   const float scale = size > 0 ? float(1.0 / size) : 0.0f;
@@ -76,8 +80,7 @@ Pooling model_pooling(const Model& model, Pooling fallback) {
 
 Embedder::Embedder(const Model& model, ThreadPool& pool, Pooling pooling, int norm)
     : model_(model), pool_(pool), pooling_(pooling), norm_(norm) {
-  std::vector<float> probe = {1.0f};
-  normalize_embedding(probe, norm);  // refuses an unknown norm here, not per request
+  check_embedding_norm(norm);  // here, not per request
 }
 
 int Embedder::dimensions() const { return model_.config().n_embd; }

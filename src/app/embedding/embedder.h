@@ -35,6 +35,7 @@ Pooling model_pooling(const Model& model, Pooling fallback);
 // of |components|, 2 unit Euclidean length (the default, as llama-server's),
 // p > 2 unit p-norm. Throws std::invalid_argument for other values.
 constexpr int kEmbdNormNone = -1, kEmbdNormMaxAbs = 0, kEmbdNormEuclidean = 2;
+void check_embedding_norm(int norm);
 void normalize_embedding(std::vector<float>& v, int norm);
 
 // The first `dimensions` components of an embedding, normalised again with
